@@ -1,0 +1,41 @@
+# configpub — see README.md. Every target does its own set-up.
+GO      ?= go
+BIN     := bin/configpub
+PKGS    := ./...
+GOFLAGS += -buildvcs=false
+export GOFLAGS
+
+.PHONY: all build test demo bench lint fuzz compat e2e ensure-postgres clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/configpub
+
+ensure-postgres:
+	@./scripts/ensure-postgres.sh
+
+## test: every unit and integration test (starts a private PostgreSQL itself).
+test: ensure-postgres
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+## demo: the whole pipeline end to end on embedded defaults.
+demo: ensure-postgres build
+	./$(BIN) demo
+
+## bench: Go benchmarks with their in-run baselines.
+bench: ensure-postgres
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+
+lint:
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+
+## fuzz: each fuzz target for a short fixed budget.
+FUZZTIME ?= 15s
+fuzz:
+	@echo "no fuzz targets yet"
+
+clean:
+	rm -rf bin .configpub

@@ -1,0 +1,86 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/configpub/configpub/internal/jcs"
+)
+
+// DeliveryManifestType is the value of DeliveryManifest.Type.
+const DeliveryManifestType = "configpub.dev/delivery-manifest/v1"
+
+// DeliveryManifest is signed by the promoter at every pointer move (and at
+// every lease renewal) for one target, stored with its signature, and streamed
+// by the Config Server in X-Config-Manifest (DESIGN §6, §7). Its canonical
+// bytes are the RFC 8785 form of this struct; the signature is ECDSA P-256
+// (ASN.1 DER, SHA-256) over exactly those bytes, base64-encoded, which is what
+// `cosign verify-blob --key cosign.pub` checks.
+//
+// Sequence increases with every pointer move of the identity; a renewal keeps
+// the sequence and issues a later IssuedAt. ValidFrom/RefreshAfter/ExpiresAt
+// are the short rolling lease a runtime obeys.
+type DeliveryManifest struct {
+	Type                    string `json:"type"`
+	Host                    string `json:"host"`
+	ServiceID               string `json:"serviceId"`
+	EnvTag                  string `json:"envTag"`
+	Audience                string `json:"audience"`
+	SnapshotID              string `json:"snapshotId"`
+	PublicationID           string `json:"publicationId"`
+	PolicySnapshotID        string `json:"policySnapshotId"`
+	ReleaseVersion          int64  `json:"releaseVersion"`
+	ArtifactDigest          string `json:"artifactDigest"`
+	ContentDigest           string `json:"contentDigest"`
+	PolicyDigest            string `json:"policyDigest"`
+	PropertySetDigest       string `json:"propertySetDigest"`
+	SchemaVersion           int    `json:"schemaVersion"`
+	CompatibilityGeneration int64  `json:"compatibilityGeneration"`
+	RevocationEpoch         int64  `json:"revocationEpoch"`
+	Sequence                int64  `json:"sequence"`
+	IssuedAt                string `json:"issuedAt"`
+	ValidFrom               string `json:"validFrom"`
+	RefreshAfter            string `json:"refreshAfter"`
+	ExpiresAt               string `json:"expiresAt"`
+}
+
+// Identity returns the manifest's runtime identity.
+func (m *DeliveryManifest) Identity() Identity {
+	return Identity{Host: m.Host, ServiceID: m.ServiceID, EnvTag: m.EnvTag}
+}
+
+// Marshal returns the canonical (RFC 8785) bytes that are signed and served.
+func (m *DeliveryManifest) Marshal() ([]byte, error) {
+	b, err := jcs.Canonical(m)
+	if err != nil {
+		return nil, fmt.Errorf("marshal delivery manifest: %w", err)
+	}
+	return b, nil
+}
+
+// ParseDeliveryManifest decodes canonical delivery-manifest bytes strictly:
+// unknown fields, trailing data, a wrong type, or bytes that are not already
+// canonical are errors.
+func ParseDeliveryManifest(b []byte) (*DeliveryManifest, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var m DeliveryManifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("parse delivery manifest: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("parse delivery manifest: trailing data")
+	}
+	if m.Type != DeliveryManifestType {
+		return nil, fmt.Errorf("parse delivery manifest: type %q, want %q", m.Type, DeliveryManifestType)
+	}
+	canon, err := m.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(canon, b) {
+		return nil, fmt.Errorf("parse delivery manifest: bytes are not canonical JSON")
+	}
+	return &m, nil
+}

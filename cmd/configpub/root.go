@@ -1,0 +1,43 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd assembles the CLI. Each verb lives in its own file and is added
+// here; a verb only parses flags into a library Options value, makes one
+// library call and prints the result through cmd.OutOrStdout().
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "configpub",
+		Short:         "Publish immutable, per-audience runtime policy from Git to workloads",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	for _, add := range verbs {
+		add(root)
+	}
+	return root
+}
+
+// verbs lists the functions that add subcommands; each verb file appends to
+// it from an init-free registration below, in a fixed order.
+var verbs = []func(*cobra.Command){
+	addVersionCmd,
+}
+
+func addVersionCmd(root *cobra.Command) {
+	root.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: "Print the configpub version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write([]byte("configpub " + version + "\n"))
+			return err
+		},
+	})
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
