@@ -30,7 +30,7 @@ bench: ensure-postgres
 
 lint:
 	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 ## fuzz: each fuzz target for a short fixed budget.
 FUZZTIME ?= 15s
