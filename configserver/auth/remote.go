@@ -1,0 +1,121 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RemoteOptions configures a JWKS URL key source. The zero value is valid.
+type RemoteOptions struct {
+	// Client fetches the JWKS. Default: an http.Client with a 10 s timeout.
+	Client *http.Client
+	// Interval between refreshes. Default 5 minutes.
+	Interval time.Duration
+	// MaxBytes bounds the JWKS document. Default 1 MiB.
+	MaxBytes int64
+	// Logger receives refresh failures. Default: discard.
+	Logger *slog.Logger
+}
+
+// RemoteKeys is a KeySource that fetches a JWKS document from one configured
+// URL on a schedule (with ETag revalidation). It is the only place that
+// fetches keys; nothing in a token changes what or when it fetches. A failed
+// refresh keeps the last good set.
+type RemoteKeys struct {
+	url  string
+	opts RemoteOptions
+
+	set atomic.Pointer[KeySet]
+
+	mu   sync.Mutex // serialises refreshes
+	etag string
+	gen  uint64
+}
+
+// NewRemoteKeys returns a key source for url. It holds no keys until the
+// first successful Refresh.
+func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Minute
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = 1 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &RemoteKeys{url: url, opts: opts}
+	r.set.Store(&KeySet{})
+	return r
+}
+
+// KeySet returns the last successfully fetched set (empty before the first).
+func (r *RemoteKeys) KeySet() *KeySet { return r.set.Load() }
+
+// Refresh fetches the JWKS now. A 304 keeps the current set.
+func (r *RemoteKeys) Refresh(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
+	if err != nil {
+		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+	}
+	req.Header.Set("Accept", "application/jwk-set+json, application/json")
+	if r.etag != "" {
+		req.Header.Set("If-None-Match", r.etag)
+	}
+	resp, err := r.opts.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotModified:
+		return nil
+	case http.StatusOK:
+	default:
+		return fmt.Errorf("fetch jwks %s: status %d", r.url, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, r.opts.MaxBytes+1))
+	if err != nil {
+		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+	}
+	if int64(len(body)) > r.opts.MaxBytes {
+		return fmt.Errorf("fetch jwks %s: document larger than %d bytes", r.url, r.opts.MaxBytes)
+	}
+	keys, err := ParseJWKS(r.url, body)
+	if err != nil {
+		return err
+	}
+	r.gen++
+	r.etag = resp.Header.Get("ETag")
+	r.set.Store(&KeySet{Keys: keys, Generation: r.gen})
+	return nil
+}
+
+// Run refreshes every Interval until ctx ends, logging failures and keeping
+// the last good set. It returns ctx's error.
+func (r *RemoteKeys) Run(ctx context.Context) error {
+	t := time.NewTicker(r.opts.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if err := r.Refresh(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				r.opts.Logger.Warn("jwks refresh failed", "url", r.url, "err", err)
+			}
+		}
+	}
+}

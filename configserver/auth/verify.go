@@ -1,0 +1,233 @@
+package auth
+
+import (
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// Defaults of Options.
+const (
+	DefaultLeeway        = 30 * time.Second
+	DefaultMaxTokenBytes = 8 << 10
+	DefaultCacheSize     = 16384
+	maxClaimLen          = 253
+)
+
+// Options configures a Verifier. Issuer and Audience are required; every
+// other zero value selects the documented default.
+type Options struct {
+	Issuer   string // required: the exact iss
+	Audience string // required: must be among aud
+	// Leeway tolerates clock skew on exp, nbf and iat. Default 30 s.
+	Leeway time.Duration
+	// MaxTokenBytes bounds the raw token before parsing. Default 8 KiB.
+	MaxTokenBytes int
+	// CacheSize bounds the verified-token cache (entries). Default 16384;
+	// negative disables the cache.
+	CacheSize int
+	// Now returns the current time. Default time.Now.
+	Now func() time.Time
+}
+
+// Claims are the verified workload claims of a token. A *Claims returned by
+// Verify is shared with the cache and must not be modified.
+type Claims struct {
+	Subject        string
+	Host           string // host
+	ServiceID      string // sid
+	EnvTag         string // env
+	ConfigAudience string // config_audience: agent | gateway | knowledge
+	Expiry         time.Time
+	NotBefore      time.Time // zero when the token has no nbf
+	// CertThumbprint is cnf["x5t#S256"] (RFC 8705): the base64url SHA-256 of
+	// the client certificate the token is bound to; empty when unbound.
+	CertThumbprint string
+}
+
+// Identity returns the runtime identity the token grants.
+func (c *Claims) Identity() bundle.Identity {
+	return bundle.Identity{Host: c.Host, ServiceID: c.ServiceID, EnvTag: c.EnvTag}
+}
+
+// Verifier checks bearer tokens against configured keys. It is safe for
+// concurrent use.
+type Verifier struct {
+	keys  KeySource
+	opts  Options
+	algs  []jose.SignatureAlgorithm
+	cache *tokenCache
+}
+
+// NewVerifier returns a Verifier over keys.
+func NewVerifier(keys KeySource, opts Options) (*Verifier, error) {
+	if keys == nil {
+		return nil, errors.New("new verifier: no key source")
+	}
+	if opts.Issuer == "" {
+		return nil, errors.New("new verifier: issuer is required")
+	}
+	if opts.Audience == "" {
+		return nil, errors.New("new verifier: audience is required")
+	}
+	if opts.Leeway <= 0 {
+		opts.Leeway = DefaultLeeway
+	}
+	if opts.MaxTokenBytes <= 0 {
+		opts.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultCacheSize
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	v := &Verifier{keys: keys, opts: opts, algs: []jose.SignatureAlgorithm{ES256, RS256, EdDSA}}
+	if opts.CacheSize > 0 {
+		v.cache = newTokenCache(opts.CacheSize)
+	}
+	return v, nil
+}
+
+// workloadClaims are the non-registered claims of a workload token.
+type workloadClaims struct {
+	Host           string            `json:"host"`
+	ServiceID      string            `json:"sid"`
+	EnvTag         string            `json:"env"`
+	ConfigAudience string            `json:"config_audience"`
+	Confirmation   map[string]string `json:"cnf"`
+}
+
+// forbiddenHeaders (with jwk and x5c) would point a naive verifier at a key
+// of the token's choosing; a token carrying any of them is refused outright.
+var forbiddenHeaders = []jose.HeaderKey{"jku", "x5u"}
+
+// Verify checks raw (the token without "Bearer ") and returns its claims.
+// Every failure wraps ErrInvalidToken in a *TokenError.
+func (v *Verifier) Verify(raw string) (*Claims, error) {
+	if raw == "" {
+		return nil, tokenError("missing")
+	}
+	if len(raw) > v.opts.MaxTokenBytes {
+		return nil, tokenError(fmt.Sprintf("longer than %d bytes", v.opts.MaxTokenBytes))
+	}
+	now := v.opts.Now()
+	set := v.keys.KeySet()
+	if v.cache != nil {
+		if c, ok := v.cache.get(raw, set.Generation, now, v.opts.Leeway); ok {
+			return c, nil
+		}
+	}
+	c, err := v.verify(raw, set, now)
+	if err != nil {
+		return nil, err
+	}
+	if v.cache != nil {
+		v.cache.put(raw, c, set.Generation, now)
+	}
+	return c, nil
+}
+
+func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, error) {
+	tok, err := jwt.ParseSigned(raw, v.algs)
+	if err != nil {
+		return nil, tokenError("malformed or algorithm not allowed")
+	}
+	if len(tok.Headers) != 1 {
+		return nil, tokenError("not exactly one signature")
+	}
+	h := tok.Headers[0]
+	if h.JSONWebKey != nil {
+		return nil, tokenError("header jwk not accepted")
+	}
+	if _, err := h.Certificates(x509.VerifyOptions{}); !errors.Is(err, jose.ErrMissingX5cHeader) {
+		return nil, tokenError("header x5c not accepted")
+	}
+	for _, k := range forbiddenHeaders {
+		if _, ok := h.ExtraHeaders[k]; ok {
+			return nil, tokenError("header " + string(k) + " not accepted")
+		}
+	}
+	var std jwt.Claims
+	var wc workloadClaims
+	verified, kidKnown := false, h.KeyID == ""
+	for _, k := range set.Keys {
+		if h.KeyID != "" && k.ID != h.KeyID {
+			continue
+		}
+		kidKnown = true
+		if string(k.Algorithm) != h.Algorithm {
+			continue
+		}
+		if err := tok.Claims(k.Public, &std, &wc); err == nil {
+			verified = true
+			break
+		}
+	}
+	switch {
+	case !kidKnown:
+		return nil, tokenError("unknown key id")
+	case !verified:
+		return nil, tokenError("signature does not verify with any configured key for its algorithm")
+	}
+	if std.Expiry == nil {
+		return nil, tokenError("claim exp missing")
+	}
+	err = std.ValidateWithLeeway(jwt.Expected{
+		Issuer:      v.opts.Issuer,
+		AnyAudience: jwt.Audience{v.opts.Audience},
+		Time:        now,
+	}, v.opts.Leeway)
+	if err != nil {
+		return nil, tokenError(claimReason(err))
+	}
+	for _, f := range []struct{ name, val string }{
+		{"host", wc.Host}, {"sid", wc.ServiceID}, {"env", wc.EnvTag}, {"config_audience", wc.ConfigAudience},
+	} {
+		if f.val == "" {
+			return nil, tokenError("claim " + f.name + " missing")
+		}
+		if len(f.val) > maxClaimLen {
+			return nil, tokenError("claim " + f.name + " too long")
+		}
+	}
+	if bundle.Namespace(wc.ConfigAudience) == "" {
+		return nil, tokenError("claim config_audience is not agent, gateway or knowledge")
+	}
+	c := &Claims{
+		Subject:        std.Subject,
+		Host:           wc.Host,
+		ServiceID:      wc.ServiceID,
+		EnvTag:         wc.EnvTag,
+		ConfigAudience: wc.ConfigAudience,
+		Expiry:         std.Expiry.Time(),
+		CertThumbprint: wc.Confirmation["x5t#S256"],
+	}
+	if std.NotBefore != nil {
+		c.NotBefore = std.NotBefore.Time()
+	}
+	return c, nil
+}
+
+func claimReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return "claim iss does not match"
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return "claim aud does not match"
+	case errors.Is(err, jwt.ErrExpired):
+		return "expired"
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return "not yet valid"
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return "claim iat in the future"
+	default:
+		return "claims invalid"
+	}
+}
