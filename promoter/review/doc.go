@@ -1,0 +1,15 @@
+// Package review decides whether a Git commit may be promoted (DESIGN §6):
+// the commit must lie on the first-parent history of a protected ref (the
+// merges that landed on the branch, never a commit that only exists on a
+// feature branch or as the second parent of a merge), and it must meet every
+// configured requirement — an OpenPGP signature by a key in a trusted keyring
+// (RFC 4880 / RFC 9580 detached signatures as Git stores them in the gpgsig
+// header) and review trailers in the commit message (the git-interpret-trailers
+// format: "Token: value" lines in the last paragraph).
+//
+// The package also exposes a commit's tree as an fs.FS, so the compiler can
+// run at a commit without a checkout, and reads single files at a revision
+// (used by `configpub plan --base-ref`).
+//
+// Everything here reads a go-git repository; nothing writes to it.
+package review

@@ -1,0 +1,112 @@
+package review
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// fileInfo implements fs.FileInfo for tree entries.
+type fileInfo struct {
+	name    string
+	size    int64
+	mode    fs.FileMode
+	modTime time.Time
+}
+
+func (i *fileInfo) Name() string       { return i.name }
+func (i *fileInfo) Size() int64        { return i.size }
+func (i *fileInfo) Mode() fs.FileMode  { return i.mode }
+func (i *fileInfo) ModTime() time.Time { return i.modTime }
+func (i *fileInfo) IsDir() bool        { return i.mode.IsDir() }
+func (i *fileInfo) Sys() any           { return nil }
+
+// file is an open regular file, held in memory (policy files are small).
+type file struct {
+	info *fileInfo
+	r    *bytes.Reader
+}
+
+func (f *file) Stat() (fs.FileInfo, error)                { return f.info, nil }
+func (f *file) Read(p []byte) (int, error)                { return f.r.Read(p) }
+func (f *file) Seek(off int64, whence int) (int64, error) { return f.r.Seek(off, whence) }
+func (f *file) ReadAt(p []byte, off int64) (int, error)   { return f.r.ReadAt(p, off) }
+func (f *file) Close() error                              { return nil }
+func (f *file) bytes() []byte {
+	b := make([]byte, f.r.Size())
+	n, _ := f.r.ReadAt(b, 0)
+	return b[:n]
+}
+
+// dirFile is an open directory.
+type dirFile struct {
+	info    *fileInfo
+	entries []fs.DirEntry
+	off     int
+}
+
+func (d *dirFile) Stat() (fs.FileInfo, error) { return d.info, nil }
+func (d *dirFile) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: d.info.name, Err: errors.New("is a directory")}
+}
+func (d *dirFile) Close() error { return nil }
+
+// ReadDir implements fs.ReadDirFile.
+func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
+	rest := d.entries[d.off:]
+	if n <= 0 {
+		d.off = len(d.entries)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	if n > len(rest) {
+		n = len(rest)
+	}
+	d.off += n
+	return rest[:n], nil
+}
+
+// ReadFileAt returns the bytes of the file at path in the tree of rev, where
+// rev is a ref name ("refs/heads/main", "main", "origin/main"), a tag or a
+// commit hash — anything go-git's ResolveRevision accepts. A missing file
+// wraps ErrNotFound (and fs.ErrNotExist).
+func ReadFileAt(repo *git.Repository, rev, path string) ([]byte, error) {
+	h, err := repo.ResolveRevision(plumbing.Revision(rev))
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: %w: %v", rev, ErrNotFound, err)
+	}
+	c, err := repo.CommitObject(*h)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s (%s): %w: %v", h, rev, ErrNotFound, err)
+	}
+	fsys, err := TreeFS(c)
+	if err != nil {
+		return nil, err
+	}
+	b, err := fs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("read %s at %s: %w: %w", path, rev, ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
+	}
+	return b, nil
+}
+
+// Open opens the Git repository at dir (a worktree or a bare repository;
+// parent directories are not searched).
+func Open(dir string) (*git.Repository, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
+	}
+	return repo, nil
+}
