@@ -1,0 +1,29 @@
+package promoter
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func TestPromoteCommandID(t *testing.T) {
+	commit := "dc5bfbbec548742727cc4a139b9b4b0f30fff7d7"
+	got := PromoteCommandID(commit, "dev")
+	u, err := uuid.Parse(got)
+	if err != nil {
+		t.Fatalf("got %q: %v, want a UUID", got, err)
+	}
+	if u.Version() != 8 || u.Variant() != uuid.RFC4122 {
+		t.Errorf("got version %d variant %v, want 8 and RFC 4122/9562", u.Version(), u.Variant())
+	}
+	if again := PromoteCommandID("DC5BFBBEC548742727CC4A139B9B4B0F30FFF7D7", "dev"); again != got {
+		t.Errorf("got %s for the upper-case hash, want %s", again, got)
+	}
+	if other := PromoteCommandID(commit, "prod"); other == got {
+		t.Errorf("got the same id %s for another environment, want a different one", other)
+	}
+	const want = "b1122c97-e040-86d1-991b-e1dfde2e9dab"
+	if got != want {
+		t.Errorf("got %s, want %s (the derivation is a stored contract)", got, want)
+	}
+}
