@@ -1,0 +1,145 @@
+package dbschema
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"errors"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// advisoryKey serializes migrators of one database (advisory locks are
+// scoped to the current database).
+const advisoryKey = 0x636f6e66 // "conf"
+
+// Migration is one embedded, versioned SQL migration.
+type Migration struct {
+	Version  int
+	Name     string
+	SQL      string
+	Checksum string // "sha256:<hex>" of SQL
+}
+
+// Migrations returns the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("list migrations: %w", err)
+	}
+	var out []Migration
+	for _, n := range names {
+		base := path.Base(n)
+		num, rest, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", base)
+		}
+		b, err := migrationFS.ReadFile(n)
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", base, err)
+		}
+		sum := sha256.Sum256(b)
+		out = append(out, Migration{
+			Version:  v,
+			Name:     strings.TrimSuffix(rest, ".sql"),
+			SQL:      string(b),
+			Checksum: "sha256:" + hex.EncodeToString(sum[:]),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i := 1; i < len(out); i++ {
+		if out[i].Version == out[i-1].Version {
+			return nil, fmt.Errorf("migration version %d is used twice", out[i].Version)
+		}
+	}
+	return out, nil
+}
+
+// Migrate applies every embedded migration that conn's database has not
+// recorded yet, each in its own transaction, and returns the number applied.
+// Re-running applies nothing.
+func Migrate(ctx context.Context, conn *pgx.Conn) error {
+	_, err := MigrateCount(ctx, conn)
+	return err
+}
+
+// MigrateCount is Migrate that also reports how many migrations it applied.
+func MigrateCount(ctx context.Context, conn *pgx.Conn) (int, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return 0, err
+	}
+	applied := 0
+	for _, m := range ms {
+		done, err := applyOne(ctx, conn, m, ms[len(ms)-1].Version)
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			applied++
+		}
+	}
+	return applied, nil
+}
+
+// applyOne applies m unless the ledger already has it; it reports whether it
+// applied it.
+func applyOne(ctx context.Context, conn *pgx.Conn, m Migration, latest int) (bool, error) {
+	applied := false
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(advisoryKey)); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS configpub;
+CREATE TABLE IF NOT EXISTS configpub.schema_migration (
+	version    integer PRIMARY KEY,
+	name       text NOT NULL,
+	checksum   text NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return fmt.Errorf("create ledger: %w", err)
+		}
+		var newest int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM configpub.schema_migration").Scan(&newest); err != nil {
+			return fmt.Errorf("read ledger: %w", err)
+		}
+		if newest > latest {
+			return fmt.Errorf("database has migration %d, this binary knows up to %d: %w", newest, latest, ErrNewerSchema)
+		}
+		var sum string
+		err := tx.QueryRow(ctx, "SELECT checksum FROM configpub.schema_migration WHERE version = $1", m.Version).Scan(&sum)
+		switch {
+		case err == nil:
+			if sum != m.Checksum {
+				return fmt.Errorf("recorded %s, embedded %s: %w", sum, m.Checksum, ErrChecksumMismatch)
+			}
+			return nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("read ledger: %w", err)
+		}
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO configpub.schema_migration (version, name, checksum) VALUES ($1, $2, $3)",
+			m.Version, m.Name, m.Checksum); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
+		applied = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
+	}
+	return applied, nil
+}

@@ -1,0 +1,193 @@
+package dbschema_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgtest"
+)
+
+// seed inserts one row into every table as the owner.
+const seed = `
+INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size)
+	VALUES ('sha256:' || encode(sha256('v: 1'::bytea), 'hex'), 'application/yaml', 'v: 1', 4);
+INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience, publication_id,
+	policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest, policy_digest,
+	property_set_digest, schema_version, created_at)
+	VALUES ('00000000-0000-8000-8000-000000000001', 'h1', 's1', 'prod', 'agent',
+	'00000000-0000-8000-8000-000000000002', '00000000-0000-8000-8000-000000000003', 1, 1,
+	'sha256:' || encode(sha256('v: 1'::bytea), 'hex'), 'sha256:' || repeat('a', 64), 'sha256:' || repeat('b', 64),
+	'sha256:' || repeat('c', 64), 1, now());
+INSERT INTO configpub.config_release (env_tag, release_version, row_revision, lifecycle_state, execution_outcome,
+	definition, definition_hash, actor, target_count, command_id, last_command_id, created_at, updated_at)
+	VALUES ('prod', 1, 1, 'RECORDED', 'NOT_REQUESTED', 'x', 'sha256:' || encode(sha256('x'::bytea), 'hex'), 'a', 1,
+	'00000000-0000-4000-8000-000000000009', '00000000-0000-4000-8000-000000000009', now(), now());
+INSERT INTO configpub.config_release_journal (env_tag, release_version, sequence, command_id, command_hash,
+	event_kind, to_state, to_outcome, actor, recorded_at)
+	VALUES ('prod', 1, 1, '00000000-0000-4000-8000-000000000009', 'sha256:00', 'record', 'RECORDED', 'NOT_REQUESTED', 'a', now());
+INSERT INTO configpub.config_release_target (env_tag, release_version, host, service_id, snapshot_id, changed,
+	refresh_after_ms, expires_after_ms)
+	VALUES ('prod', 1, 'h1', 's1', '00000000-0000-8000-8000-000000000001', true, 1000, 2000);
+INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id, release_version, sequence, manifest,
+	manifest_signature, manifest_key_id, lease_valid_from, lease_refresh_after, lease_expires_at, moved_at, updated_at)
+	VALUES ('h1', 's1', 'prod', '00000000-0000-8000-8000-000000000001', 1, 1, '{}', 'sig', 'sha256:00', now(), now(), now(), now(), now());
+INSERT INTO configpub.pointer_move (host, service_id, env_tag, next_snapshot_id, publication_id, release_version,
+	sequence, action, actor, command_id, moved_at)
+	VALUES ('h1', 's1', 'prod', '00000000-0000-8000-8000-000000000001', '00000000-0000-8000-8000-000000000002', 1, 1,
+	'promote', 'a', '00000000-0000-4000-8000-000000000009', now());
+INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, issued_at, snapshot_id, manifest,
+	signature, key_id, expires_at, kind)
+	VALUES ('h1', 's1', 'prod', 1, now(), '00000000-0000-8000-8000-000000000001', '{}', 'sig', 'sha256:00', now(), 'move');
+INSERT INTO configpub.revocation (snapshot_id, reason, actor, revoked_at)
+	VALUES ('00000000-0000-8000-8000-000000000001', 'test', 'a', now());
+INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'APPLIED');
+`
+
+var appendOnly = []struct {
+	table string
+	set   string
+}{
+	{"artifact", "media_type = 'x'"},
+	{"config_snapshot", "host = 'x'"},
+	{"config_release_target", "changed = false"},
+	{"config_release_journal", "reason = 'x'"},
+	{"pointer_move", "reason = 'x'"},
+	{"delivery_manifest", "signature = 'x'"},
+	{"revocation", "reason = 'x'"},
+}
+
+func seeded(t *testing.T) *pgtest.DB {
+	t.Helper()
+	db := pgtest.New(t)
+	if _, err := db.Pool(t).Exec(context.Background(), seed); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	return db
+}
+
+func TestAppendOnlyTablesRefuseUpdateDeleteTruncateForEveryRole(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	pools := map[string]*pgxpool.Pool{
+		"owner":              db.Pool(t),
+		"configpub_promoter": db.PoolURL(t, db.URLFor(t, "configpub_promoter")),
+		"configpub_server":   db.PoolURL(t, db.URLFor(t, "configpub_server")),
+	}
+	ctx := context.Background()
+	for role, pool := range pools {
+		for _, tc := range appendOnly {
+			for _, stmt := range []string{
+				"UPDATE configpub." + tc.table + " SET " + tc.set,
+				"DELETE FROM configpub." + tc.table,
+				"TRUNCATE configpub." + tc.table + " CASCADE",
+			} {
+				_, err := pool.Exec(ctx, stmt)
+				if err == nil {
+					t.Errorf("%s: %q succeeded, want refused", role, stmt)
+					continue
+				}
+				// The owner reaches the trigger; other roles may be
+				// stopped earlier by missing privileges (42501).
+				state := sqlState(err)
+				if role == "owner" && state != dbschema.AppendOnlySQLState {
+					t.Errorf("%s: %q: got SQLSTATE %s (%v), want %s", role, stmt, state, err, dbschema.AppendOnlySQLState)
+				}
+				if state != dbschema.AppendOnlySQLState && state != "42501" {
+					t.Errorf("%s: %q: got SQLSTATE %s (%v), want %s or 42501", role, stmt, state, err, dbschema.AppendOnlySQLState)
+				}
+			}
+		}
+	}
+	// The promoter holds UPDATE on nothing append-only, but the trigger is
+	// what stops even the owner: prove the promoter's refusal on a table it
+	// can write is the privilege system, and on config_release it is the
+	// CAS guard.
+	_, err := pools["configpub_promoter"].Exec(ctx, "UPDATE configpub.config_release SET reason = 'x', row_revision = row_revision + 1")
+	if got := sqlState(err); got != dbschema.RevisionSQLState {
+		t.Errorf("promoter editing a release definition: got %v, want SQLSTATE %s", err, dbschema.RevisionSQLState)
+	}
+	_, err = pools["owner"].Exec(ctx, "UPDATE configpub.config_release SET lifecycle_state = 'ACTIVE'")
+	if got := sqlState(err); got != dbschema.RevisionSQLState {
+		t.Errorf("release update without a revision bump: got %v, want SQLSTATE %s", err, dbschema.RevisionSQLState)
+	}
+	_, err = pools["owner"].Exec(ctx, "DELETE FROM configpub.config_release")
+	if got := sqlState(err); got != dbschema.AppendOnlySQLState && got != "23503" {
+		t.Errorf("release delete: got %v, want refused", err)
+	}
+}
+
+func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_server"))
+	ctx := context.Background()
+	for _, table := range []string{"artifact", "config_snapshot", "current_pointer", "delivery_manifest", "revocation"} {
+		if _, err := pool.Exec(ctx, "SELECT * FROM configpub."+table); err != nil {
+			t.Errorf("server SELECT %s: %v", table, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, "INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'REJECTED')"); err != nil {
+		t.Errorf("server INSERT runtime_evidence: %v", err)
+	}
+	writes := []string{
+		"INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size) VALUES ('sha256:' || encode(sha256('y'::bytea), 'hex'), 'x', 'y', 1)",
+		"UPDATE configpub.current_pointer SET sequence = sequence + 1",
+		"DELETE FROM configpub.current_pointer",
+		"UPDATE configpub.runtime_evidence SET reason = 'x'",
+		"DELETE FROM configpub.runtime_evidence",
+		"INSERT INTO configpub.revocation (publication_id, reason, actor, revoked_at) VALUES (gen_random_uuid(), 'x', 'x', now())",
+		"UPDATE configpub.config_release SET row_revision = row_revision + 1",
+		"INSERT INTO configpub.pointer_move (host, service_id, env_tag, next_snapshot_id, publication_id, release_version, sequence, action, actor, command_id, moved_at) VALUES ('h1', 's1', 'prod', '00000000-0000-8000-8000-000000000001', gen_random_uuid(), 1, 2, 'promote', 'x', gen_random_uuid(), now())",
+		"UPDATE configpub.environment SET row_revision = row_revision + 1",
+		"SELECT * FROM configpub.config_release",
+		"SELECT * FROM configpub.command",
+		"CREATE TABLE configpub.x (a int)",
+	}
+	for _, stmt := range writes {
+		_, err := pool.Exec(ctx, stmt)
+		if got := sqlState(err); got != "42501" {
+			t.Errorf("server %q: got %v, want SQLSTATE 42501", firstWords(stmt), err)
+		}
+	}
+}
+
+func TestWorkflowReaderCannotReadArtifactBytesOrWrite(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_workflow_reader"))
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "SELECT snapshot_id, release_version FROM configpub.config_snapshot"); err != nil {
+		t.Errorf("reader SELECT snapshot metadata: %v", err)
+	}
+	for _, stmt := range []string{
+		"SELECT bytes FROM configpub.artifact",
+		"SELECT manifest FROM configpub.delivery_manifest",
+		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'APPLIED')",
+	} {
+		_, err := pool.Exec(ctx, stmt)
+		if got := sqlState(err); got != "42501" {
+			t.Errorf("reader %q: got %v, want SQLSTATE 42501", firstWords(stmt), err)
+		}
+	}
+}
+
+func TestArtifactDigestMustMatchBytes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	_, err := db.Pool(t).Exec(context.Background(),
+		"INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size) VALUES ('sha256:'||repeat('0',64), 'x', 'y', 1)")
+	if got := sqlState(err); got != "23514" {
+		t.Fatalf("got %v, want check violation 23514", err)
+	}
+}
+
+func firstWords(s string) string {
+	if len(s) > 60 {
+		return strings.TrimSpace(s[:60]) + "..."
+	}
+	return s
+}
