@@ -1,0 +1,19 @@
+// Package registry publishes configpub artifacts to OCI registries and
+// pulls and verifies them (DESIGN §5).
+//
+// It implements the OCI Image Format Specification 1.1 artifact guidance
+// (artifactType, the empty config descriptor), the OCI Distribution
+// Specification 1.1 push and pull flows through oras-go v2, and cosign's
+// simple-signing signature layout (a manifest tagged sha256-<hex>.sig whose
+// application/vnd.dev.cosign.simplesigning.v1+json layer carries the
+// payload and whose dev.cosignproject.cosign/signature annotation carries
+// the base64 ECDSA P-256 signature), so that `cosign verify --key cosign.pub
+// --insecure-ignore-tlog=true` accepts what Publish writes and `oras pull`
+// returns the exact values.yml bytes. No transparency log is used.
+//
+// Pushes are idempotent (a tag that already names the expected manifest,
+// blobs and signatures that exist are not uploaded again), run with bounded
+// concurrency, and retry only transient failures (5xx, 429, 408, connection
+// errors) with exponential back-off. Each tag is resolved once; everything
+// after that works by digest.
+package registry

@@ -1,0 +1,190 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"sync"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"golang.org/x/sync/errgroup"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// PublishRequest is one publication: target artifacts and, optionally,
+// the release artifact, all signed with one key.
+type PublishRequest struct {
+	// Prefix is "registry[:port][/path]", e.g. "127.0.0.1:5000/configpub".
+	Prefix string
+	// Artifacts are the target snapshots to publish.
+	Artifacts []Artifact
+	// Release is the release artifact; nil publishes targets only.
+	Release *Release
+	// Signer signs every manifest; an ECDSA P-256 key such as a loaded
+	// cosign.key (signing.LoadPrivateKey). Load it once per publication.
+	Signer crypto.Signer
+	// Progress, when set, is called after each artifact completes. Calls
+	// are serialized; it must not block for long.
+	Progress func(Result)
+}
+
+// Result is the outcome for one artifact.
+type Result struct {
+	Kind       string // "values" or "release"
+	Repository string // "registry[:port]/path"
+	Tag        string // "r<releaseVersion>"
+	Digest     string // manifest digest "sha256:<hex>"
+	Size       int64  // manifest size
+	// Pushed is true when this run uploaded the manifest, a blob or the
+	// signature; false means everything was already present.
+	Pushed bool
+	// Signed is true when this run uploaded a signature.
+	Signed bool
+	Blobs  int   // blobs uploaded
+	Bytes  int64 // bytes uploaded (blobs and manifests)
+}
+
+// Ref returns "<repository>@<digest>".
+func (r Result) Ref() string { return r.Repository + "@" + r.Digest }
+
+// Summary totals a publication. Results are in request order (targets,
+// then the release); only artifacts that completed are listed.
+type Summary struct {
+	Results        []Result
+	Pushed         int   // artifacts for which something was uploaded
+	AlreadyPresent int   // artifacts found complete, nothing uploaded
+	Bytes          int64 // bytes uploaded
+}
+
+// Publish pushes and signs every artifact of req, at most Concurrency at a
+// time. It is idempotent: a tag that already names the expected manifest
+// and carries a signature by the same key costs two requests and uploads
+// nothing. The first failure cancels the rest and is returned together with
+// the summary of what completed before it; a Result is only listed once its
+// manifest, tag and signature are all in the registry.
+func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, error) {
+	if req.Signer == nil {
+		return nil, fmt.Errorf("publish: %w: no signer", ErrInvalid)
+	}
+	packs := make([]*packed, 0, len(req.Artifacts)+1)
+	seen := map[string]int{}
+	for i, a := range req.Artifacts {
+		p, err := packArtifact(req.Prefix, a)
+		if err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		key := p.repository + ":" + p.tag
+		if j, dup := seen[key]; dup {
+			return nil, fmt.Errorf("publish: %w: artifacts %d and %d both publish %s", ErrInvalid, j, i, key)
+		}
+		seen[key] = i
+		packs = append(packs, p)
+	}
+	if req.Release != nil {
+		p, err := packRelease(req.Prefix, *req.Release)
+		if err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		packs = append(packs, p)
+	}
+
+	results := make([]*Result, len(packs))
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.concurrency)
+	for i, p := range packs {
+		g.Go(func() error {
+			res, err := c.publishOne(gctx, p, req.Signer)
+			if err != nil {
+				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
+			}
+			mu.Lock()
+			results[i] = &res
+			if req.Progress != nil {
+				req.Progress(res)
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	err := g.Wait()
+	sum := &Summary{}
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		sum.Results = append(sum.Results, *r)
+		sum.Bytes += r.Bytes
+		if r.Pushed {
+			sum.Pushed++
+		} else {
+			sum.AlreadyPresent++
+		}
+	}
+	return sum, err
+}
+
+// publishOne makes p present, tagged and signed in its repository.
+func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer) (Result, error) {
+	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
+	repo, err := c.repository(p.repository)
+	if err != nil {
+		return res, err
+	}
+	// The one resolution of the tag; everything after works by digest.
+	desc, err := repo.Resolve(ctx, p.tag)
+	switch {
+	case err == nil && desc.Digest == p.manifest.Digest:
+		// Present: the blobs exist, since the registry accepted the manifest.
+	case err == nil:
+		return res, fmt.Errorf("%w: tag %s names %s, want %s", ErrConflict, p.tag, desc.Digest, p.manifest.Digest)
+	case errors.Is(err, errdef.ErrNotFound):
+		for _, b := range []struct {
+			desc ocispec.Descriptor
+			data []byte
+		}{{emptyConfig, emptyConfigData}, {p.layer, p.layerData}} {
+			up, err := pushBlob(ctx, repo, b.desc, b.data)
+			if err != nil {
+				return res, err
+			}
+			if up {
+				res.Blobs++
+				res.Bytes += b.desc.Size
+			}
+		}
+		if err := repo.PushReference(ctx, p.manifest, bytes.NewReader(p.manifestB), p.tag); err != nil {
+			return res, fmt.Errorf("push manifest %s: %w", p.manifest.Digest, err)
+		}
+		res.Pushed = true
+		res.Bytes += p.manifest.Size
+	default:
+		return res, fmt.Errorf("resolve tag %s: %w", p.tag, err)
+	}
+	n, err := ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+	if err != nil {
+		return res, err
+	}
+	if n > 0 {
+		res.Signed, res.Pushed = true, true
+		res.Bytes += n
+	}
+	return res, nil
+}
+
+// pushBlob uploads a blob unless the repository already has it.
+func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) (bool, error) {
+	ok, err := repo.Exists(ctx, desc)
+	if err != nil {
+		return false, fmt.Errorf("check blob %s: %w", desc.Digest, err)
+	}
+	if ok {
+		return false, nil
+	}
+	if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return false, fmt.Errorf("push blob %s: %w", desc.Digest, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,158 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	digest "github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/sigstore/sigstore/pkg/signature/payload"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// cosign's signature layout.
+const (
+	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SignatureAnnotation    = "dev.cosignproject.cosign/signature"
+)
+
+// maxManifestBytes bounds manifests and signature payloads read from a
+// registry.
+const maxManifestBytes = 4 << 20
+
+// SignaturePayload returns cosign's simple-signing payload for the
+// manifest dgst in repository: {"critical":{"identity":{"docker-reference":
+// repository},"image":{"docker-manifest-digest":dgst},"type":"cosign
+// container image signature"},"optional":null}.
+func SignaturePayload(repository string, dgst digest.Digest) ([]byte, error) {
+	ref, err := name.NewDigest(repository + "@" + dgst.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w signature payload for %s@%s: %w", ErrInvalid, repository, dgst, err)
+	}
+	b, err := payload.Cosign{Image: ref}.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("signature payload for %s@%s: %w", repository, dgst, err)
+	}
+	return b, nil
+}
+
+// ensureSignature makes sure the signature manifest at sha256-<hex>.sig
+// holds a signature by signer over the payload for dgst. Signatures by
+// other keys already there are kept (key rotation). It returns the bytes
+// uploaded (0 when a matching signature was present).
+func ensureSignature(ctx context.Context, repo *remote.Repository, repository string, dgst digest.Digest, signer crypto.Signer) (int64, error) {
+	pl, err := SignaturePayload(repository, dgst)
+	if err != nil {
+		return 0, err
+	}
+	pub, ok := signer.Public().(*ecdsa.PublicKey)
+	if !ok {
+		return 0, fmt.Errorf("%w: signer key is %T, want ECDSA P-256", ErrInvalid, signer.Public())
+	}
+	trusted, err := signing.NewTrustedKey(pub)
+	if err != nil {
+		return 0, err
+	}
+	plDesc := ocispec.Descriptor{MediaType: SimpleSigningMediaType, Digest: digest.FromBytes(pl), Size: int64(len(pl))}
+	tag := SignatureTag(dgst)
+
+	existing, err := fetchSignatureManifest(ctx, repo, tag)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	var layers []ocispec.Descriptor
+	if existing != nil {
+		for _, l := range existing.Layers {
+			if l.Digest == plDesc.Digest && l.Size == plDesc.Size {
+				if _, err := signing.VerifyBlob([]signing.TrustedKey{trusted}, pl, l.Annotations[SignatureAnnotation], ""); err == nil {
+					return 0, nil // already signed by this key
+				}
+			}
+		}
+		layers = existing.Layers
+	}
+	sig, err := signing.SignBlob(signer, pl)
+	if err != nil {
+		return 0, err
+	}
+	l := plDesc
+	l.Annotations = map[string]string{SignatureAnnotation: sig}
+	m := ocispec.Manifest{
+		Versioned: specs.Versioned{SchemaVersion: 2},
+		MediaType: ocispec.MediaTypeImageManifest,
+		Config:    emptyConfig,
+		Layers:    append(append([]ocispec.Descriptor(nil), layers...), l),
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return 0, fmt.Errorf("signature manifest: %w", err)
+	}
+	var n int64
+	for _, b := range []struct {
+		desc ocispec.Descriptor
+		data []byte
+	}{{emptyConfig, emptyConfigData}, {plDesc, pl}} {
+		up, err := pushBlob(ctx, repo, b.desc, b.data)
+		if err != nil {
+			return n, err
+		}
+		if up {
+			n += b.desc.Size
+		}
+	}
+	md := manifestDescriptor(mb)
+	if err := repo.PushReference(ctx, md, bytes.NewReader(mb), tag); err != nil {
+		return n, fmt.Errorf("push signature %s: %w", tag, err)
+	}
+	return n + md.Size, nil
+}
+
+// fetchSignatureManifest GETs the manifest at a signature tag (one
+// request) and checks its digest against the one the registry reports.
+func fetchSignatureManifest(ctx context.Context, repo *remote.Repository, tag string) (*ocispec.Manifest, error) {
+	desc, rc, err := repo.FetchReference(ctx, tag)
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			return nil, fmt.Errorf("signature %s: %w", tag, ErrNotFound)
+		}
+		return nil, fmt.Errorf("fetch signature %s: %w", tag, err)
+	}
+	defer rc.Close()
+	b, err := readVerified(rc, desc)
+	if err != nil {
+		return nil, fmt.Errorf("signature %s: %w", tag, err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("signature %s: %w: not an OCI manifest: %w", tag, ErrInvalid, err)
+	}
+	return &m, nil
+}
+
+// readVerified reads exactly desc.Size bytes from r and checks that they
+// hash to desc.Digest.
+func readVerified(r io.Reader, desc ocispec.Descriptor) ([]byte, error) {
+	if desc.Size < 0 || desc.Size > maxManifestBytes*16 {
+		return nil, fmt.Errorf("%w: %s: size %d out of range", ErrInvalid, desc.Digest, desc.Size)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, desc.Size+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", desc.Digest, err)
+	}
+	got := digest.FromBytes(b)
+	if int64(len(b)) != desc.Size || got != desc.Digest {
+		return nil, fmt.Errorf("%w: want %s (%d bytes), got %s (%d bytes)", ErrDigestMismatch, desc.Digest, desc.Size, got, len(b))
+	}
+	return b, nil
+}
