@@ -1,0 +1,260 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/jcs"
+)
+
+// lkgFormat opens every last-known-good file: "<format> sha256:<hex>\n"
+// followed by the JSON payload the digest covers. A damaged or truncated
+// file fails the digest before anything in it is trusted.
+const lkgFormat = "configpub-lkg/1"
+
+// lkgFile is the payload of a last-known-good file: the exact values.yml
+// bytes, the signed manifest that vouches for them, and the seen state.
+type lkgFile struct {
+	Identity       bundle.Identity `json:"identity"`
+	Audience       string          `json:"audience"`
+	ArtifactDigest string          `json:"artifactDigest"`
+	Values         []byte          `json:"values"`
+	Manifest       []byte          `json:"manifest"`
+	Signature      string          `json:"signature"`
+	KeyID          string          `json:"keyId"`
+	Seen           seenState       `json:"seen"`
+}
+
+// CachePath returns the last-known-good file this client uses in CacheDir
+// ("" when CacheDir is empty). The name is derived from the identity and
+// audience, so several clients can share a directory.
+func (c *Client) CachePath() string {
+	if c.opts.CacheDir == "" {
+		return ""
+	}
+	id := c.opts.Identity
+	sum := sha256.Sum256([]byte(id.Host + "\x00" + id.ServiceID + "\x00" + id.EnvTag + "\x00" + c.opts.Audience))
+	return filepath.Join(c.opts.CacheDir, "lkg-"+hex.EncodeToString(sum[:8])+".json")
+}
+
+// persist writes s durably as the last-known-good, with the seen state.
+func (c *Client) persist(s *Snapshot) error {
+	if s.Manifest == nil {
+		return nil // OCI-sourced: no delivery manifest to re-verify later
+	}
+	payload, err := json.Marshal(lkgFile{
+		Identity: c.opts.Identity, Audience: c.opts.Audience, ArtifactDigest: s.ArtifactDigest,
+		Values: s.Values, Manifest: s.ManifestBytes, Signature: s.Signature, KeyID: s.KeyID, Seen: c.seen,
+	})
+	if err != nil {
+		return fmt.Errorf("persist last-known-good: %w", err)
+	}
+	sum := sha256.Sum256(payload)
+	var buf bytes.Buffer
+	buf.Grow(len(payload) + 96)
+	buf.WriteString(lkgFormat + " sha256:" + hex.EncodeToString(sum[:]) + "\n")
+	buf.Write(payload)
+	if err := os.MkdirAll(c.opts.CacheDir, 0o700); err != nil {
+		return fmt.Errorf("persist last-known-good: %w", err)
+	}
+	if err := writeFile(c.CachePath(), buf.Bytes(), 0o600, c.faults.beforeRename); err != nil {
+		return fmt.Errorf("persist last-known-good: %w", err)
+	}
+	return nil
+}
+
+// WriteFile writes data to path atomically and durably: a temporary file in
+// the same directory is written, fsynced and renamed over path, then the
+// directory is fsynced. Readers see the old or the new content, never a mix;
+// a crash leaves at most a stray ".<name>.*.tmp" file.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return writeFile(path, data, perm, nil)
+}
+
+func writeFile(path string, data []byte, perm fs.FileMode, beforeRename func() error) error {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if beforeRename != nil {
+		if err := beforeRename(); err != nil {
+			ok = true // a simulated crash: leave the temporary file behind
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: rename: %w", path, err)
+	}
+	ok = true
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: open directory: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync directory: %w", path, err)
+	}
+	return nil
+}
+
+// Restore re-verifies the last-known-good file in CacheDir (digest,
+// signature, identity, lease, exactly as a fresh response) and makes it
+// current when it passes and nothing newer is current. A damaged file is
+// REJECTED with CACHE_CORRUPT (or the failed check's reason) and never used.
+// The seen sequence and revocation epoch are taken from a file whose
+// signature verified even when its lease has run out. Load calls Restore
+// once by itself.
+func (c *Client) Restore(ctx context.Context) (*Evidence, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restored = true
+	now := c.opts.Clock.Now()
+	ev := c.newEvidence(SourceCache, now)
+	return c.finish(ev, c.restore(ctx, now, ev))
+}
+
+func (c *Client) restoreOnce(ctx context.Context) {
+	if c.restored {
+		return
+	}
+	c.restored = true
+	if c.opts.CacheDir == "" {
+		return
+	}
+	now := c.opts.Clock.Now()
+	ev := c.newEvidence(SourceCache, now)
+	_, _ = c.finish(ev, c.restore(ctx, now, ev)) // logged by finish
+}
+
+func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error {
+	if err := ctx.Err(); err != nil {
+		return &UnavailableError{Reason: ReasonNoCache, Err: err}
+	}
+	path := c.CachePath()
+	if path == "" {
+		return &UnavailableError{Reason: ReasonNoCache, Err: errors.New("no cache directory configured")}
+	}
+	c.removeStaleTemps(path)
+	lkg, err := readLKG(path, 2*c.opts.MaxBodyBytes+(64<<10))
+	if err != nil {
+		return err
+	}
+	if lkg.Identity != c.opts.Identity || lkg.Audience != c.opts.Audience {
+		return reject(ReasonIdentityMismatch, "cache", "file is for %s (%s), want %s (%s)", lkg.Identity, lkg.Audience, c.opts.Identity, c.opts.Audience)
+	}
+	digest := jcs.BytesDigest(lkg.Values)
+	if digest != lkg.ArtifactDigest {
+		return reject(ReasonDigestMismatch, "cache", "stored %s != recomputed %s", lkg.ArtifactDigest, digest)
+	}
+	v, err := c.verifyCandidate(candidate{values: lkg.Values, artifactDigest: digest, manifestBytes: lkg.Manifest, signature: lkg.Signature, keyID: lkg.KeyID}, now, seenState{}, ev)
+	if err != nil {
+		if r, _ := reasonOf(err); r == ReasonExpired || r == ReasonNotYetValid {
+			// Authentic but outside its lease: unusable, yet what it has
+			// seen still guards against replays.
+			c.seen = c.seen.mergeState(lkg.Seen)
+		}
+		return err
+	}
+	c.seen = c.seen.mergeState(lkg.Seen).merge(v.manifest, v.issuedAt, jcs.BytesDigest(lkg.Manifest))
+	ev.fromSnapshot(v.snap)
+	if cur := c.current(); cur != nil {
+		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
+		return nil
+	}
+	v.snap.Source = SourceCache
+	c.publish(v.snap, now)
+	ev.Outcome, ev.Reason = OutcomeApplied, ReasonRestored
+	return nil
+}
+
+// removeStaleTemps deletes temporary files a crash left behind.
+func (c *Client) removeStaleTemps(path string) {
+	dir, name := filepath.Split(path)
+	matches, _ := filepath.Glob(filepath.Join(dir, "."+name+".*.tmp"))
+	for _, m := range matches {
+		_ = os.Remove(m)
+	}
+}
+
+func readLKG(path string, max int64) (*lkgFile, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &UnavailableError{Reason: ReasonNoCache, Err: err}
+	}
+	if err != nil {
+		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
+	}
+	if int64(len(b)) > max {
+		return nil, reject(ReasonCacheCorrupt, "cache", "file exceeds %d bytes", max)
+	}
+	head, payload, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return nil, reject(ReasonCacheCorrupt, "cache", "no header line")
+	}
+	format, want, _ := strings.Cut(string(head), " ")
+	if format != lkgFormat {
+		return nil, reject(ReasonCacheCorrupt, "cache", "format %q, want %q", format, lkgFormat)
+	}
+	if got := jcs.BytesDigest(payload); got != want {
+		return nil, reject(ReasonCacheCorrupt, "cache", "payload %s != header %s (damaged or truncated)", got, want)
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	var lkg lkgFile
+	if err := dec.Decode(&lkg); err != nil {
+		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
+	}
+	return &lkg, nil
+}
+
+// mergeState returns the later of two seen states.
+func (s seenState) mergeState(o seenState) seenState {
+	if o.RevocationEpoch > s.RevocationEpoch {
+		s.RevocationEpoch = o.RevocationEpoch
+	}
+	if o.Sequence > s.Sequence || (o.Sequence == s.Sequence && o.IssuedAt.After(s.IssuedAt)) {
+		s.Sequence, s.IssuedAt, s.ManifestDigest = o.Sequence, o.IssuedAt, o.ManifestDigest
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package client
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// Source says where a snapshot or an evidence record came from.
+type Source string
+
+// Sources.
+const (
+	SourceServer Source = "server" // GET /configs
+	SourceCache  Source = "cache"  // the last-known-good file in CacheDir
+	SourceOCI    Source = "oci"    // an artifact pulled by digest from an OCI registry
+)
+
+// Snapshot is one verified configuration. It is immutable once published by
+// the Client: readers must not modify it (including Values and the maps).
+type Snapshot struct {
+	Values    []byte               // exact values.yml bytes; ArtifactDigest = sha256(Values)
+	Envelope  bundle.RuntimePolicy // the runtimePolicy envelope
+	Namespace map[string]any       // the audience namespace (agentPolicy, gatewayPolicy or knowledgePolicy), JSON-compatible
+	Settings  map[string]any       // the settings section; nil when absent
+
+	Manifest      *bundle.DeliveryManifest // the signed delivery manifest; nil for an OCI-sourced snapshot
+	ManifestBytes []byte                   // its exact canonical bytes
+	Signature     string                   // base64 ECDSA signature over ManifestBytes
+	KeyID         string                   // id of the trusted key that verified it
+
+	SnapshotID     string
+	PublicationID  string
+	PolicyDigest   string
+	ContentDigest  string
+	ArtifactDigest string
+
+	Source       Source
+	VerifiedAt   time.Time
+	RefreshAfter time.Time // refresh no later than this
+	ExpiresAt    time.Time // lease end (the earlier of manifest and envelope); fail closed at ExpiresAt + skew
+}
+
+// Client loads, verifies and holds a runtime's configuration. It is safe for
+// concurrent use: Load, Restore and ApplyOCI are serialized; Current and
+// Guard never block on them and never see a partial state.
+type Client struct {
+	opts Options
+
+	cur atomic.Pointer[active]
+
+	mu       sync.Mutex // serializes loads; guards the fields below
+	seen     seenState
+	restored bool
+	faults   faults
+}
+
+// active is the published current snapshot with its deadlines.
+type active struct {
+	snap *Snapshot
+	// deadline is ExpiresAt + skew expressed relative to the clock reading
+	// taken at verification: with the system clock it carries a monotonic
+	// reading, so stepping the wall clock back cannot extend the lease.
+	deadline time.Time
+	// wallDeadline is ExpiresAt + skew on the wall clock: stepping the wall
+	// clock forward past it fails closed too.
+	wallDeadline time.Time
+}
+
+// faults injects failures that cannot be caused for real in a test (a crash
+// between writing and renaming the last-known-good file). Zero = none.
+type faults struct {
+	beforeRename func() error
+}
+
+// New validates opts and returns a Client. It does no I/O: the last-known-good
+// is restored by the first Load (or an explicit Restore). It refuses to start
+// without a trusted key (ErrNoTrustedKey).
+func New(opts Options) (*Client, error) {
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("new config client: %w", err)
+	}
+	return &Client{opts: opts.withDefaults()}, nil
+}
+
+// Current returns the current verified snapshot, or fails closed: ErrNoSnapshot
+// before the first successful load, ErrExpired once its lease (plus skew) has
+// run out.
+func (c *Client) Current() (*Snapshot, error) {
+	a := c.cur.Load()
+	if a == nil {
+		return nil, ErrNoSnapshot
+	}
+	now := c.opts.Clock.Now()
+	if !now.Before(a.deadline) || !now.Before(a.wallDeadline) {
+		return nil, fmt.Errorf("snapshot %s expired at %s: %w", a.snap.SnapshotID, a.snap.ExpiresAt.UTC().Format(time.RFC3339), ErrExpired)
+	}
+	return a.snap, nil
+}
+
+// Guard returns nil while a verified, unexpired snapshot is current and the
+// fail-closed error of Current otherwise. Call it before every protected
+// operation.
+func (c *Client) Guard() error {
+	_, err := c.Current()
+	return err
+}
+
+// publish swaps s in atomically.
+func (c *Client) publish(s *Snapshot, now time.Time) {
+	end := s.ExpiresAt.Add(c.opts.Skew)
+	c.cur.Store(&active{snap: s, deadline: now.Add(end.Sub(now)), wallDeadline: end})
+}
+
+// current returns the published snapshot regardless of its lease.
+func (c *Client) current() *Snapshot {
+	if a := c.cur.Load(); a != nil {
+		return a.snap
+	}
+	return nil
+}

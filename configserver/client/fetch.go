@@ -1,0 +1,247 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/configpub/configpub/internal/jcs"
+)
+
+// Load fetches the configuration once and applies it only if every check of
+// DESIGN §8 passes. The first call restores the last-known-good from CacheDir
+// (re-verified) before fetching. Load always returns Evidence; its error is
+// nil exactly when the outcome is APPLIED or UNCHANGED and a verified,
+// unexpired snapshot is current. Otherwise the error matches ErrRejected
+// (a *VerificationError) or ErrUnavailable (a *UnavailableError), and also
+// ErrExpired or ErrNoSnapshot when the runtime must fail closed.
+func (c *Client) Load(ctx context.Context) (*Evidence, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restoreOnce(ctx)
+	now := c.opts.Clock.Now()
+	ev := c.newEvidence(SourceServer, now)
+	return c.finish(ev, c.fetch(ctx, now, ev))
+}
+
+func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
+	if c.opts.ServerURL == "" {
+		return &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
+	}
+	id := c.opts.Identity
+	q := url.Values{"host": {id.Host}, "serviceId": {id.ServiceID}, "envTag": {id.EnvTag}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.ServerURL+"/configs?"+q.Encode(), nil)
+	if err != nil {
+		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	req.Header.Set("Accept", "application/yaml")
+	cur := c.current()
+	// Ask conditionally only while the current lease does not need a
+	// refresh: past refreshAfter the full response brings the latest signed
+	// manifest even from a server whose 304 does not carry it.
+	if cur != nil && cur.Manifest != nil && now.Before(cur.RefreshAfter) {
+		req.Header.Set("If-None-Match", `"`+cur.ArtifactDigest+`"`)
+	}
+	if err := c.authorize(ctx, req); err != nil {
+		return &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+	}
+	resp, err := c.opts.HTTPClient.Do(req)
+	if err != nil {
+		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return c.fetched(ctx, resp, now, ev)
+	case http.StatusNotModified:
+		return c.notModified(resp.Header, now, ev)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	ue := &UnavailableError{Status: resp.StatusCode}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		ue.Reason = ReasonUnauthorized
+	case resp.StatusCode == http.StatusForbidden:
+		ue.Reason = ReasonForbidden
+	case resp.StatusCode == http.StatusNotFound:
+		ue.Reason = ReasonNotFound
+	case resp.StatusCode >= 500:
+		ue.Reason = ReasonServerError
+	default:
+		ue.Reason = ReasonUnexpectedStatus
+	}
+	return ue
+}
+
+func (c *Client) authorize(ctx context.Context, req *http.Request) error {
+	if c.opts.TokenSource == nil {
+		return nil
+	}
+	tok, err := c.opts.TokenSource(ctx)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
+}
+
+// fetched verifies a 200 response.
+func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time, ev *Evidence) error {
+	h := resp.Header
+	if sid := h.Get(HeaderSnapshotID); isUUID(sid) {
+		ev.SnapshotID = sid // as announced; replaced by the signed value below
+	}
+	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	digest := jcs.BytesDigest(body)
+	ev.ArtifactDigest = digest
+	if err := checkDigestHeaders(h, digest, true); err != nil {
+		return err
+	}
+	mbytes, sig, keyID, err := manifestHeaders(h)
+	if err != nil {
+		return err
+	}
+	v, err := c.verifyCandidate(candidate{values: body, artifactDigest: digest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen, ev)
+	if err != nil {
+		return err
+	}
+	if err := checkHeadersAgainstManifest(h, v.manifest, true); err != nil {
+		return err
+	}
+	c.accept(v, SourceServer, now, ev)
+	return nil
+}
+
+// notModified handles a 304: the current snapshot stays; a renewed manifest
+// carried in the 304's headers is verified against the current bytes.
+func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
+	cur := c.current()
+	if cur == nil || cur.Manifest == nil {
+		return reject(ReasonUnexpectedNotModified, "status", "304 without a conditional request")
+	}
+	if et := h.Get(HeaderETag); et != "" {
+		d, err := parseETag(et)
+		if err != nil {
+			return err
+		}
+		if d != cur.ArtifactDigest {
+			return reject(ReasonUnexpectedNotModified, HeaderETag, "304 for %s, current is %s", d, cur.ArtifactDigest)
+		}
+	}
+	if h.Get(HeaderManifest) != "" {
+		mbytes, sig, keyID, err := manifestHeaders(h)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(mbytes, cur.ManifestBytes) {
+			if err := checkDigestHeaders(h, cur.ArtifactDigest, false); err != nil {
+				return err
+			}
+			v, err := c.verifyCandidate(candidate{values: cur.Values, artifactDigest: cur.ArtifactDigest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen, ev)
+			if err != nil {
+				return err
+			}
+			if err := checkHeadersAgainstManifest(h, v.manifest, false); err != nil {
+				return err
+			}
+			c.accept(v, SourceServer, now, ev)
+			return nil
+		}
+	}
+	ev.fromSnapshot(cur)
+	ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
+	return nil
+}
+
+// readBody reads at most max bytes; a longer body is BODY_TOO_LARGE, a body
+// shorter than announced or cut off is TRUNCATED.
+func readBody(ctx context.Context, resp *http.Response, max int64) ([]byte, error) {
+	if resp.ContentLength > max {
+		return nil, reject(ReasonBodyTooLarge, "body", "Content-Length %d exceeds the limit of %d bytes", resp.ContentLength, max)
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength))
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &UnavailableError{Reason: ReasonUnreachable, Err: ctx.Err()}
+		}
+		return nil, &VerificationError{Reason: ReasonTruncated, Field: "body", Detail: fmt.Sprintf("read %d of %d announced bytes", n, resp.ContentLength), Err: err}
+	}
+	if n > max {
+		return nil, reject(ReasonBodyTooLarge, "body", "body exceeds the limit of %d bytes", max)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return nil, reject(ReasonTruncated, "body", "read %d of %d announced bytes", n, resp.ContentLength)
+	}
+	return buf.Bytes(), nil
+}
+
+// accept makes a verified candidate current (unless it is exactly the
+// current one), advances the seen state and persists the last-known-good.
+func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) {
+	cur := c.current()
+	ev.fromSnapshot(v.snap)
+	if v.sameAs(cur) {
+		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
+		return
+	}
+	ev.Outcome, ev.Reason = OutcomeApplied, ReasonNewSnapshot
+	if cur != nil && cur.Manifest != nil && cur.ArtifactDigest == v.snap.ArtifactDigest && cur.Manifest.Sequence == v.manifest.Sequence {
+		ev.Reason = ReasonLeaseRenewed
+	}
+	v.snap.Source = src
+	c.seen = c.seen.merge(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes))
+	c.publish(v.snap, now)
+	if c.opts.CacheDir != "" {
+		if err := c.persist(v.snap); err != nil {
+			ev.CacheError = err.Error()
+		}
+	}
+}
+
+// finish records err in ev, notes what is current afterwards and builds the
+// error Load returns.
+func (c *Client) finish(ev *Evidence, err error) (*Evidence, error) {
+	if err != nil {
+		ev.fail(err)
+	}
+	snap, gerr := c.Current()
+	if gerr == nil {
+		ev.CurrentSnapshotID = snap.SnapshotID
+	} else {
+		ev.FailedClosed = true
+	}
+	log := c.opts.Logger
+	attrs := []any{"outcome", ev.Outcome, "reason", ev.Reason, "source", ev.Source, "identity", c.opts.Identity.String(),
+		"snapshotId", ev.SnapshotID, "artifactDigest", ev.ArtifactDigest, "currentSnapshotId", ev.CurrentSnapshotID, "failedClosed", ev.FailedClosed}
+	switch {
+	case ev.FailedClosed:
+		log.Error("config load: failing closed", append(attrs, "field", ev.Field, "detail", ev.Detail)...)
+	case err != nil:
+		log.Warn("config load: kept current", append(attrs, "field", ev.Field, "detail", ev.Detail)...)
+	default:
+		log.Info("config load", attrs...)
+	}
+	if ev.CacheError != "" {
+		log.Error("config load: last-known-good not persisted", "error", ev.CacheError)
+	}
+	switch {
+	case err != nil && gerr != nil:
+		return ev, fmt.Errorf("%w; %w", err, gerr)
+	case err != nil:
+		return ev, err
+	default:
+		return ev, gerr
+	}
+}

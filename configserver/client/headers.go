@@ -1,0 +1,212 @@
+package client
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/jcs"
+)
+
+// Response headers of GET /configs (DESIGN §7).
+const (
+	HeaderETag              = "ETag"
+	HeaderReprDigest        = "Repr-Digest"
+	HeaderSnapshotID        = "X-Config-Snapshot-Id"
+	HeaderPublicationID     = "X-Policy-Publication-Id"
+	HeaderPolicyDigest      = "X-Policy-Digest"
+	HeaderContentDigest     = "X-Content-Digest"
+	HeaderArtifactDigest    = "X-Artifact-Digest"
+	HeaderReleaseVersion    = "X-Config-Release-Version"
+	HeaderValidFrom         = "X-Config-Valid-From"
+	HeaderRefreshAfter      = "X-Config-Refresh-After"
+	HeaderExpiresAt         = "X-Config-Expires-At"
+	HeaderManifest          = "X-Config-Manifest"
+	HeaderManifestKeyID     = "X-Manifest-Key-Id"
+	HeaderManifestSignature = "X-Manifest-Signature"
+)
+
+// Cross-service identity headers (DESIGN §8).
+const (
+	HeaderPeerPublicationID = "X-Policy-Publication-Id"
+	HeaderPeerSnapshotID    = "X-Policy-Snapshot-Id"
+	HeaderPeerPolicyDigest  = "X-Policy-Digest"
+)
+
+// isDigest accepts "sha256:" followed by 64 lowercase hex digits.
+func isDigest(s string) bool {
+	if len(s) != len(jcs.DigestPrefix)+64 || !strings.HasPrefix(s, jcs.DigestPrefix) {
+		return false
+	}
+	for _, ch := range s[len(jcs.DigestPrefix):] {
+		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseETag returns the digest inside a strong ETag "sha256:<hex>".
+func parseETag(v string) (string, error) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || !isDigest(v[1:len(v)-1]) {
+		return "", reject(ReasonHeaderInvalid, HeaderETag, "%q is not a strong ETag \"sha256:<hex>\"", v)
+	}
+	return v[1 : len(v)-1], nil
+}
+
+// parseReprDigest returns the sha-256 member of an RFC 9530 Repr-Digest
+// dictionary as "sha256:<hex>". Other algorithms are ignored.
+func parseReprDigest(v string) (string, error) {
+	for _, member := range strings.Split(v, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(member), "=")
+		if !ok || strings.TrimSpace(key) != "sha-256" {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
+			break
+		}
+		raw, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
+		if err != nil || len(raw) != 32 {
+			break
+		}
+		return jcs.DigestPrefix + hex.EncodeToString(raw), nil
+	}
+	return "", reject(ReasonHeaderInvalid, HeaderReprDigest, "%q has no sha-256=:<base64>: member", v)
+}
+
+// checkDigestHeaders compares the recomputed body digest with ETag,
+// X-Artifact-Digest and Repr-Digest. When all three agree with each other but
+// not with the body, the body is what was damaged (Field "body"); otherwise
+// the first disagreeing header is named. With require false (a 304) absent
+// headers are skipped.
+func checkDigestHeaders(h http.Header, bodyDigest string, require bool) error {
+	type announced struct{ name, digest string }
+	var got []announced
+	for _, name := range []string{HeaderETag, HeaderArtifactDigest, HeaderReprDigest} {
+		v := h.Get(name)
+		if v == "" {
+			if require {
+				return reject(ReasonHeaderMissing, name, "required header is absent")
+			}
+			continue
+		}
+		var d string
+		var err error
+		switch name {
+		case HeaderETag:
+			d, err = parseETag(v)
+		case HeaderReprDigest:
+			d, err = parseReprDigest(v)
+		default:
+			d = v
+			if !isDigest(v) {
+				err = reject(ReasonHeaderInvalid, name, "%q is not sha256:<hex>", v)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		got = append(got, announced{name, d})
+	}
+	var bad []announced
+	for _, a := range got {
+		if a.digest != bodyDigest {
+			bad = append(bad, a)
+		}
+	}
+	switch {
+	case len(bad) == 0:
+		return nil
+	case len(bad) == len(got) && len(got) > 1 && allEqual(bad):
+		return reject(ReasonDigestMismatch, "body", "body %s != announced %s", bodyDigest, bad[0].digest)
+	default:
+		return reject(ReasonDigestMismatch, bad[0].name, "%s %s != body %s", bad[0].name, bad[0].digest, bodyDigest)
+	}
+}
+
+func allEqual[T comparable](xs []T) bool {
+	for _, x := range xs[1:] {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// manifestHeaders extracts the signed manifest, its signature and key id.
+func manifestHeaders(h http.Header) (mbytes []byte, sig, keyID string, err error) {
+	enc := h.Get(HeaderManifest)
+	sig = h.Get(HeaderManifestSignature)
+	keyID = h.Get(HeaderManifestKeyID)
+	for _, p := range []struct{ name, v string }{{HeaderManifest, enc}, {HeaderManifestSignature, sig}, {HeaderManifestKeyID, keyID}} {
+		if p.v == "" {
+			return nil, "", "", reject(ReasonHeaderMissing, p.name, "required header is absent")
+		}
+	}
+	mbytes, derr := base64.RawURLEncoding.DecodeString(enc)
+	if derr != nil {
+		return nil, "", "", &VerificationError{Reason: ReasonHeaderInvalid, Field: HeaderManifest, Detail: "not base64url without padding", Err: derr}
+	}
+	if !isDigest(keyID) {
+		return nil, "", "", reject(ReasonHeaderInvalid, HeaderManifestKeyID, "%q is not sha256:<hex>", keyID)
+	}
+	return mbytes, sig, keyID, nil
+}
+
+// checkHeadersAgainstManifest requires the descriptive headers to equal the
+// signed manifest: an unsigned header can never disagree with what is signed.
+// With require false (a 304) absent headers are skipped.
+func checkHeadersAgainstManifest(h http.Header, m *bundle.DeliveryManifest, require bool) error {
+	str := []struct{ name, want string }{
+		{HeaderSnapshotID, m.SnapshotID},
+		{HeaderPublicationID, m.PublicationID},
+		{HeaderPolicyDigest, m.PolicyDigest},
+		{HeaderContentDigest, m.ContentDigest},
+		{HeaderReleaseVersion, strconv.FormatInt(m.ReleaseVersion, 10)},
+	}
+	for _, s := range str {
+		v := h.Get(s.name)
+		if v == "" {
+			if require {
+				return reject(ReasonHeaderMissing, s.name, "required header is absent")
+			}
+			continue
+		}
+		if v != s.want {
+			return reject(ReasonHeaderMismatch, s.name, "header %q != signed manifest %q", v, s.want)
+		}
+	}
+	times := []struct{ name, want string }{
+		{HeaderValidFrom, m.ValidFrom},
+		{HeaderRefreshAfter, m.RefreshAfter},
+		{HeaderExpiresAt, m.ExpiresAt},
+	}
+	for _, s := range times {
+		v := h.Get(s.name)
+		if v == "" {
+			if require {
+				return reject(ReasonHeaderMissing, s.name, "required header is absent")
+			}
+			continue
+		}
+		got, err1 := parseHeaderTime(v)
+		want, err2 := time.Parse(time.RFC3339Nano, s.want)
+		if err1 != nil || err2 != nil || !got.Equal(want) {
+			return reject(ReasonHeaderMismatch, s.name, "header %q != signed manifest %q", v, s.want)
+		}
+	}
+	return nil
+}
+
+// parseHeaderTime accepts RFC 3339 (what the manifest holds) or an HTTP-date.
+func parseHeaderTime(v string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	return http.ParseTime(v)
+}

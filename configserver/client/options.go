@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// DefaultMaxBodyBytes bounds a values.yml body when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 4 << 20
+
+// DefaultHTTPTimeout is the request timeout of the default HTTP client.
+const DefaultHTTPTimeout = 30 * time.Second
+
+// Clock tells the time. The system clock's readings carry Go's monotonic
+// clock, which the client uses for lease deadlines so that stepping the wall
+// clock back cannot extend a lease. Tests inject a fake.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// TokenSource returns the bearer token (a JWT) for the next request. It is
+// called once per request so rotated tokens are picked up.
+type TokenSource func(ctx context.Context) (string, error)
+
+// TokenFile returns a TokenSource that reads the token from path on every
+// call (Kubernetes projected tokens rotate in place); surrounding whitespace
+// is trimmed. The token is never logged.
+func TokenFile(path string) TokenSource {
+	return func(ctx context.Context) (string, error) {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("read token file %s: %w", path, err)
+		}
+		tok := strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("read token file %s: empty", path)
+		}
+		return tok, nil
+	}
+}
+
+// Options configures a Client. Identity, Audience and TrustedKeys are
+// required; every other field has a documented default for its zero value.
+type Options struct {
+	// ServerURL is the Config Server's base URL (GET <ServerURL>/configs).
+	// Required for Load and ReportEvidence; "" allows OCI-only use.
+	ServerURL string
+	// Identity is the runtime's (host, serviceId, envTag). Required.
+	Identity bundle.Identity
+	// Audience is "agent", "gateway" or "knowledge". Required.
+	Audience string
+	// TokenSource supplies the bearer token. nil sends no Authorization header.
+	TokenSource TokenSource
+	// TrustedKeys verify delivery-manifest signatures; X-Manifest-Key-Id
+	// selects one. At least one is required: New refuses to start without.
+	TrustedKeys []signing.TrustedKey
+	// CacheDir holds the last-known-good file (and the seen sequence and
+	// revocation epoch). "" keeps the last-known-good in memory only, so a
+	// restart starts with nothing.
+	CacheDir string
+	// Skew is the clock-skew tolerance applied to both ends of every validity
+	// window. 0 means none; negative values are an error.
+	Skew time.Duration
+	// Clock tells the time. nil means the system clock (monotonic-aware).
+	Clock Clock
+	// HTTPClient sends requests. nil means a client with DefaultHTTPTimeout.
+	HTTPClient *http.Client
+	// MaxBodyBytes bounds the values.yml body. 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives operational messages (identifiers and reasons only,
+	// never bodies or tokens). nil discards them.
+	Logger *slog.Logger
+}
+
+func (o Options) validate() error {
+	if o.Identity.Host == "" || o.Identity.ServiceID == "" || o.Identity.EnvTag == "" {
+		return fmt.Errorf("options: identity %q is incomplete: host, serviceId and envTag are required", o.Identity.String())
+	}
+	if bundle.Namespace(o.Audience) == "" {
+		return fmt.Errorf("options: audience %q: want agent, gateway or knowledge", o.Audience)
+	}
+	if len(o.TrustedKeys) == 0 {
+		return fmt.Errorf("options: %w", ErrNoTrustedKey)
+	}
+	for i, k := range o.TrustedKeys {
+		if k.Key == nil || k.ID == "" {
+			return fmt.Errorf("options: trusted key %d is empty", i)
+		}
+		id, err := signing.KeyID(k.Key)
+		if err != nil {
+			return fmt.Errorf("options: trusted key %d: %w", i, err)
+		}
+		if id != k.ID {
+			return fmt.Errorf("options: trusted key %d: id %s does not match its key (%s)", i, k.ID, id)
+		}
+	}
+	if o.Skew < 0 {
+		return fmt.Errorf("options: skew %s is negative", o.Skew)
+	}
+	if o.MaxBodyBytes < 0 {
+		return fmt.Errorf("options: max body bytes %d is negative", o.MaxBodyBytes)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.ServerURL = strings.TrimRight(o.ServerURL, "/")
+	o.TrustedKeys = append([]signing.TrustedKey(nil), o.TrustedKeys...)
+	return o
+}

@@ -1,0 +1,288 @@
+package client
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// candidate is a configuration to verify: the exact values.yml bytes and the
+// signed delivery manifest that vouches for them.
+type candidate struct {
+	values         []byte
+	artifactDigest string // sha256 of values, recomputed by the caller
+	manifestBytes  []byte
+	signature      string
+	keyID          string
+}
+
+// seenState is the highest delivery-manifest position and revocation epoch
+// ever applied; it is persisted with the last-known-good.
+type seenState struct {
+	Sequence        int64     `json:"sequence"`
+	IssuedAt        time.Time `json:"issuedAt"`
+	ManifestDigest  string    `json:"manifestDigest"`
+	RevocationEpoch int64     `json:"revocationEpoch"`
+}
+
+// merge returns the later of s and the manifest's position.
+func (s seenState) merge(m *bundle.DeliveryManifest, issued time.Time, mdigest string) seenState {
+	if m.RevocationEpoch > s.RevocationEpoch {
+		s.RevocationEpoch = m.RevocationEpoch
+	}
+	if m.Sequence > s.Sequence || (m.Sequence == s.Sequence && issued.After(s.IssuedAt)) {
+		s.Sequence, s.IssuedAt, s.ManifestDigest = m.Sequence, issued, mdigest
+	}
+	return s
+}
+
+// verified is the outcome of a successful verification.
+type verified struct {
+	snap     *Snapshot
+	manifest *bundle.DeliveryManifest
+	issuedAt time.Time
+	lease    window
+}
+
+// verifyCandidate runs every check that does not depend on the transport:
+// strict parse, envelope identity/audience/schema, contentDigest, manifest
+// signature, manifest fields against envelope and body, regression against
+// seen, validity windows. ev is filled with what is learned on the way, so
+// that even a rejection names the snapshot and digests involved.
+func (c *Client) verifyCandidate(cand candidate, now time.Time, seen seenState, ev *Evidence) (*verified, error) {
+	ev.ArtifactDigest = cand.artifactDigest
+	doc, err := c.verifyDocument(cand.values, ev)
+	if err != nil {
+		return nil, err
+	}
+	env := &doc.Envelope
+	m, err := c.verifyManifest(cand)
+	if err != nil {
+		return nil, err
+	}
+	ev.fromManifest(m)
+	if err := compareManifest(m, env, cand.artifactDigest); err != nil {
+		return nil, err
+	}
+	lease, err := parseWindow("manifest", m.ValidFrom, m.RefreshAfter, m.ExpiresAt)
+	if err != nil {
+		err.(*VerificationError).Reason = ReasonManifestInvalid
+		return nil, err
+	}
+	issued, err := parseTime("manifest.issuedAt", m.IssuedAt)
+	if err != nil {
+		err.(*VerificationError).Reason = ReasonManifestInvalid
+		return nil, err
+	}
+	if err := checkRegression(m, issued, jcs.BytesDigest(cand.manifestBytes), seen); err != nil {
+		return nil, err
+	}
+	envWin, err := parseWindow("runtimePolicy", env.ValidFrom, env.RefreshAfter, env.ExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkWindow("manifest", lease, m.ValidFrom, m.ExpiresAt, now); err != nil {
+		return nil, err
+	}
+	if err := c.checkWindow("runtimePolicy", envWin, env.ValidFrom, env.ExpiresAt, now); err != nil {
+		return nil, err
+	}
+	snap := &Snapshot{
+		Values:         cand.values,
+		Envelope:       *env,
+		Namespace:      doc.Namespace,
+		Settings:       doc.Settings,
+		Manifest:       m,
+		ManifestBytes:  cand.manifestBytes,
+		Signature:      cand.signature,
+		KeyID:          cand.keyID,
+		SnapshotID:     m.SnapshotID,
+		PublicationID:  m.PublicationID,
+		PolicyDigest:   m.PolicyDigest,
+		ContentDigest:  m.ContentDigest,
+		ArtifactDigest: cand.artifactDigest,
+		VerifiedAt:     now,
+		RefreshAfter:   earliest(lease.RefreshAfter, envWin.RefreshAfter),
+		ExpiresAt:      earliest(lease.ExpiresAt, envWin.ExpiresAt),
+	}
+	return &verified{snap: snap, manifest: m, issuedAt: issued, lease: lease}, nil
+}
+
+// verifyDocument parses values.yml strictly, checks the envelope against the
+// configured identity and audience and recomputes contentDigest.
+func (c *Client) verifyDocument(values []byte, ev *Evidence) (*document, error) {
+	doc, err := parseValues(values, c.opts.Audience)
+	if err != nil {
+		return nil, err
+	}
+	env := &doc.Envelope
+	ev.fromEnvelope(env)
+	if err := c.checkEnvelopeIdentity(env); err != nil {
+		return nil, err
+	}
+	cd, err := jcs.Digest(doc.Namespace)
+	if err != nil {
+		return nil, &VerificationError{Reason: ReasonInvalidField, Field: bundle.Namespace(c.opts.Audience), Err: err}
+	}
+	if cd != env.ContentDigest {
+		return nil, reject(ReasonContentDigestMismatch, "runtimePolicy.contentDigest", "envelope %s != recomputed %s", env.ContentDigest, cd)
+	}
+	return doc, nil
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func (c *Client) checkEnvelopeIdentity(env *bundle.RuntimePolicy) error {
+	id := c.opts.Identity
+	for _, f := range []struct{ name, got, want string }{
+		{"host", env.Host, id.Host},
+		{"serviceId", env.ServiceID, id.ServiceID},
+		{"envTag", env.EnvTag, id.EnvTag},
+	} {
+		if f.got != f.want {
+			return reject(ReasonIdentityMismatch, "runtimePolicy."+f.name, "envelope %q != requested %q", f.got, f.want)
+		}
+	}
+	if env.Audience != c.opts.Audience {
+		return reject(ReasonAudienceMismatch, "runtimePolicy.audience", "envelope %q != configured %q", env.Audience, c.opts.Audience)
+	}
+	return nil
+}
+
+// verifyManifest checks the signature over the exact manifest bytes with the
+// trusted key the key id names, then parses the manifest strictly.
+func (c *Client) verifyManifest(cand candidate) (*bundle.DeliveryManifest, error) {
+	var key *signing.TrustedKey
+	for i := range c.opts.TrustedKeys {
+		if c.opts.TrustedKeys[i].ID == cand.keyID {
+			key = &c.opts.TrustedKeys[i]
+			break
+		}
+	}
+	if key == nil {
+		return nil, reject(ReasonUntrustedKey, "X-Manifest-Key-Id", "key %s is not among the %d trusted keys", cand.keyID, len(c.opts.TrustedKeys))
+	}
+	if _, err := signing.VerifyBlob([]signing.TrustedKey{*key}, cand.manifestBytes, cand.signature, key.ID); err != nil {
+		return nil, &VerificationError{Reason: ReasonSignatureInvalid, Field: "X-Manifest-Signature", Err: err}
+	}
+	m, err := bundle.ParseDeliveryManifest(cand.manifestBytes)
+	if err != nil {
+		return nil, &VerificationError{Reason: ReasonManifestInvalid, Field: "X-Config-Manifest", Err: err}
+	}
+	return m, nil
+}
+
+// compareManifest requires every field the signed manifest shares with the
+// envelope to be equal, and its artifactDigest to be the body's.
+func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy, artifactDigest string) error {
+	pairs := []struct {
+		name     string
+		got, env string
+	}{
+		{"artifactDigest", m.ArtifactDigest, artifactDigest},
+		{"host", m.Host, env.Host},
+		{"serviceId", m.ServiceID, env.ServiceID},
+		{"envTag", m.EnvTag, env.EnvTag},
+		{"audience", m.Audience, env.Audience},
+		{"publicationId", m.PublicationID, env.PublicationID},
+		{"policySnapshotId", m.PolicySnapshotID, env.PolicySnapshotID},
+		{"releaseVersion", strconv.FormatInt(m.ReleaseVersion, 10), strconv.FormatInt(env.ReleaseVersion, 10)},
+		{"policyDigest", m.PolicyDigest, env.PolicyDigest},
+		{"contentDigest", m.ContentDigest, env.ContentDigest},
+		{"schemaVersion", strconv.Itoa(m.SchemaVersion), strconv.Itoa(env.SchemaVersion)},
+		{"compatibilityGeneration", strconv.FormatInt(m.CompatibilityGeneration, 10), strconv.FormatInt(env.CompatibilityGeneration, 10)},
+		{"revocationEpoch", strconv.FormatInt(m.RevocationEpoch, 10), strconv.FormatInt(env.RevocationEpoch, 10)},
+	}
+	for _, p := range pairs {
+		if p.got != p.env {
+			other := "runtimePolicy"
+			if p.name == "artifactDigest" {
+				other = "body"
+			}
+			return reject(ReasonManifestMismatch, "manifest."+p.name, "manifest %q != %s %q", p.got, other, p.env)
+		}
+	}
+	if !isUUID(m.SnapshotID) {
+		return reject(ReasonManifestInvalid, "manifest.snapshotId", "%q is not a lowercase UUID", m.SnapshotID)
+	}
+	return nil
+}
+
+// checkRegression refuses a revocation epoch, or a (sequence, issuedAt)
+// pair, lower than one already seen. A different manifest at exactly the
+// seen position is refused too: the signer never issues two.
+func checkRegression(m *bundle.DeliveryManifest, issued time.Time, mdigest string, seen seenState) error {
+	if m.RevocationEpoch < seen.RevocationEpoch {
+		return reject(ReasonRevocationRegression, "manifest.revocationEpoch", "epoch %d < seen %d", m.RevocationEpoch, seen.RevocationEpoch)
+	}
+	switch {
+	case m.Sequence < seen.Sequence:
+		return reject(ReasonSequenceRegression, "manifest.sequence", "sequence %d < seen %d (replayed manifest)", m.Sequence, seen.Sequence)
+	case m.Sequence == seen.Sequence && issued.Before(seen.IssuedAt):
+		return reject(ReasonSequenceRegression, "manifest.issuedAt", "sequence %d issuedAt %s < seen %s (replayed renewal)", m.Sequence, m.IssuedAt, seen.IssuedAt.Format(time.RFC3339))
+	case m.Sequence == seen.Sequence && issued.Equal(seen.IssuedAt) && seen.ManifestDigest != "" && mdigest != seen.ManifestDigest:
+		return reject(ReasonSequenceRegression, "manifest.sequence", "a different manifest %s for seen sequence %d issuedAt %s (%s)", mdigest, m.Sequence, m.IssuedAt, seen.ManifestDigest)
+	}
+	return nil
+}
+
+// checkWindow requires validFrom - skew <= now < expiresAt + skew.
+func (c *Client) checkWindow(prefix string, w window, from, expires string, now time.Time) error {
+	skew := c.opts.Skew
+	if now.Before(w.ValidFrom.Add(-skew)) {
+		return reject(ReasonNotYetValid, prefix+".validFrom", "validFrom %s is after now %s (skew %s)", from, now.UTC().Format(time.RFC3339), skew)
+	}
+	if !now.Before(w.ExpiresAt.Add(skew)) {
+		return reject(ReasonExpired, prefix+".expiresAt", "expiresAt %s is not after now %s (skew %s)", expires, now.UTC().Format(time.RFC3339), skew)
+	}
+	return nil
+}
+
+// isUUID accepts the lowercase 8-4-4-4-12 hex form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if ch != '-' {
+				return false
+			}
+		default:
+			if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameAs reports whether v carries exactly the bytes and manifest of s.
+func (v *verified) sameAs(s *Snapshot) bool {
+	return s != nil && s.ArtifactDigest == v.snap.ArtifactDigest && bytes.Equal(s.ManifestBytes, v.snap.ManifestBytes)
+}
+
+// reasonOf extracts the stable reason and field of a verification error.
+func reasonOf(err error) (Reason, string) {
+	var ve *VerificationError
+	if errors.As(err, &ve) {
+		return ve.Reason, ve.Field
+	}
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return ue.Reason, ""
+	}
+	return "", ""
+}
