@@ -1,0 +1,270 @@
+package registry_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote/credentials"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/registrytest"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func newKey(t testing.TB) *ecdsa.PrivateKey {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func trusted(t testing.TB, keys ...*ecdsa.PrivateKey) []signing.TrustedKey {
+	t.Helper()
+	var out []signing.TrustedKey
+	for _, k := range keys {
+		tk, err := signing.NewTrustedKey(&k.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, tk)
+	}
+	return out
+}
+
+func newClient(t testing.TB, opts registry.Options) *registry.Client {
+	t.Helper()
+	opts.PlainHTTP = true
+	opts.Credentials = credentials.NewMemoryStore() // never read the developer's Docker config
+	c, err := registry.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func testRelease(rv int64) *registry.Release {
+	return &registry.Release{EnvTag: "prod", ReleaseVersion: rv, Manifest: []byte(`{"envTag":"prod","releaseVersion":1}`), CreatedAt: registrytest.GeneratedCreatedAt}
+}
+
+func TestPublishPullVerify(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	key := newKey(t)
+	prefix := reg.Host + "/configpub"
+	arts := registrytest.Artifacts(5, "prod", 1)
+	ctx := context.Background()
+
+	sum, err := c.Publish(ctx, registry.PublishRequest{Prefix: prefix, Artifacts: arts, Release: testRelease(1), Signer: key})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	if sum.Pushed != 6 || sum.AlreadyPresent != 0 || len(sum.Results) != 6 || sum.Bytes == 0 {
+		t.Fatalf("got summary pushed=%d present=%d results=%d bytes=%d, want 6/0/6/>0", sum.Pushed, sum.AlreadyPresent, len(sum.Results), sum.Bytes)
+	}
+	for i, a := range arts {
+		res := sum.Results[i]
+		wantRepo := prefix + "/prod/" + a.Host + "/" + a.ServiceID
+		if res.Repository != wantRepo || res.Tag != "r1" || !res.Signed {
+			t.Fatalf("result %d: got %s:%s signed=%v, want %s:r1 signed", i, res.Repository, res.Tag, res.Signed, wantRepo)
+		}
+		want, err := registry.ManifestDigest(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Digest != want.String() {
+			t.Fatalf("result %d: got digest %s, want %s (ManifestDigest)", i, res.Digest, want)
+		}
+		p, err := c.Pull(ctx, res.Ref())
+		if err != nil {
+			t.Fatalf("pull %s: %v", res.Ref(), err)
+		}
+		if !bytes.Equal(p.Content, a.Values) {
+			t.Fatalf("pull %s: got %q, want %q", res.Ref(), p.Content, a.Values)
+		}
+		m := p.Manifest
+		if m.ArtifactType != registry.ValuesArtifactType || m.Config.MediaType != ocispec.MediaTypeEmptyJSON ||
+			p.Layer.MediaType != "application/yaml" || p.Layer.Digest.String() != a.ArtifactDigest ||
+			p.Layer.Annotations[ocispec.AnnotationTitle] != "values.yml" {
+			t.Fatalf("manifest %s: got artifactType %q config %q layer %q %s %v", res.Ref(), m.ArtifactType, m.Config.MediaType, p.Layer.MediaType, p.Layer.Digest, p.Layer.Annotations)
+		}
+		v, err := c.Verify(ctx, res.Ref(), registry.VerifyOptions{Keys: trusted(t, key), Identity: &bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}})
+		if err != nil {
+			t.Fatalf("verify %s: %v", res.Ref(), err)
+		}
+		if got := v.Artifact; !reflect.DeepEqual(got, a) {
+			t.Fatalf("verify %s: got artifact %+v, want %+v", res.Ref(), got, a)
+		}
+	}
+	rel := sum.Results[5]
+	if rel.Kind != "release" || rel.Repository != prefix+"/prod/release" || rel.Tag != "r1" {
+		t.Fatalf("release result: got %s %s:%s, want release %s/prod/release:r1", rel.Kind, rel.Repository, rel.Tag, prefix)
+	}
+	if _, err := c.Verify(ctx, rel.Ref(), registry.VerifyOptions{Keys: trusted(t, key)}); err != nil {
+		t.Fatalf("verify release: %v", err)
+	}
+}
+
+func TestGoldenManifestAndPayload(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	a := registrytest.Artifacts(1, "prod", 3)[0]
+	sum, err := c.Publish(context.Background(), registry.PublishRequest{Prefix: reg.Host + "/p", Artifacts: []registry.Artifact{a}, Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Pull(context.Background(), sum.Results[0].Ref())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := registry.ManifestDigest(a)
+	payload, err := registry.SignaturePayload("registry.example/p/prod/h000.example/svc-0", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		name string
+		got  []byte
+	}{{"manifest.golden.json", p.ManifestBytes}, {"payload.golden.json", payload}} {
+		path := filepath.Join("testdata", g.name)
+		if *update {
+			if err := os.WriteFile(path, g.got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create)", err)
+		}
+		if !bytes.Equal(g.got, want) {
+			t.Errorf("%s: got\n%s\nwant\n%s", g.name, g.got, want)
+		}
+	}
+}
+
+func TestRepublishUploadsNothing(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	key := newKey(t)
+	req := registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: registrytest.Artifacts(20, "prod", 1), Release: testRelease(1), Signer: key}
+	if _, err := c.Publish(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if reg.Writes() == 0 {
+		t.Fatal("first publish: got 0 writes at the registry, want uploads")
+	}
+	reg.Reset()
+	sum, err := c.Publish(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := reg.Writes(); w != 0 {
+		t.Errorf("re-publish: got %d PUT/POST/PATCH requests, want 0", w)
+	}
+	if sum.Pushed != 0 || sum.AlreadyPresent != 21 || sum.Bytes != 0 {
+		t.Errorf("re-publish: got pushed=%d present=%d bytes=%d, want 0/21/0", sum.Pushed, sum.AlreadyPresent, sum.Bytes)
+	}
+	if n := reg.Total(); n != 2*21 {
+		t.Errorf("re-publish: got %d requests, want %d (one tag resolve and one signature fetch per artifact)", n, 2*21)
+	}
+}
+
+func TestConcurrentPublishesConverge(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	key := newKey(t)
+	arts := registrytest.Artifacts(10, "prod", 2)
+	req := registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: arts, Release: testRelease(2), Signer: key}
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			c := newClient(t, registry.Options{Concurrency: 3})
+			_, errs[i] = c.Publish(context.Background(), req)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("publisher %d: %v", i, err)
+		}
+	}
+	c := newClient(t, registry.Options{})
+	for _, a := range arts {
+		d, _ := registry.ManifestDigest(a)
+		repo := registry.Repository(req.Prefix, a)
+		tags := listTags(t, c, repo)
+		want := []string{"r2", registry.SignatureTag(d)}
+		if len(tags) != 2 || !contains(tags, want[0]) || !contains(tags, want[1]) {
+			t.Fatalf("%s: got tags %v, want %v", repo, tags, want)
+		}
+		if _, err := c.Verify(context.Background(), repo+"@"+d.String(), registry.VerifyOptions{Keys: trusted(t, key)}); err != nil {
+			t.Fatalf("verify %s: %v", repo, err)
+		}
+	}
+	// And the set is complete: one more publish uploads nothing.
+	reg.Reset()
+	if _, err := c.Publish(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if w := reg.Writes(); w != 0 {
+		t.Errorf("publish after concurrent publishes: got %d writes, want 0", w)
+	}
+}
+
+func TestTagConflict(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	key := newKey(t)
+	a := registrytest.Artifacts(1, "prod", 1)[0]
+	if _, err := c.Publish(context.Background(), registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: []registry.Artifact{a}, Signer: key}); err != nil {
+		t.Fatal(err)
+	}
+	b := a
+	b.Values = []byte("agentPolicy: {}\n")
+	b.ArtifactDigest = "sha256:" + sha256hex(b.Values)
+	_, err := c.Publish(context.Background(), registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: []registry.Artifact{b}, Signer: key})
+	if !errors.Is(err, registry.ErrConflict) {
+		t.Fatalf("got %v, want ErrConflict", err)
+	}
+}
+
+func TestInvalidArtifacts(t *testing.T) {
+	c := newClient(t, registry.Options{})
+	good := registrytest.Artifacts(1, "prod", 1)[0]
+	tests := []struct {
+		name   string
+		mutate func(*registry.Artifact)
+		want   error
+	}{
+		{"digest does not match values", func(a *registry.Artifact) { a.Values = []byte("x: 1\n") }, registry.ErrDigestMismatch},
+		{"upper-case host", func(a *registry.Artifact) { a.Host = "Host.Example" }, registry.ErrInvalid},
+		{"zero createdAt", func(a *registry.Artifact) { a.CreatedAt = time.Time{} }, registry.ErrInvalid},
+		{"zero release version", func(a *registry.Artifact) { a.ReleaseVersion = 0 }, registry.ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := good
+			tt.mutate(&a)
+			_, err := c.Publish(context.Background(), registry.PublishRequest{Prefix: "127.0.0.1:1/x", Artifacts: []registry.Artifact{a}, Signer: newKey(t)})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
