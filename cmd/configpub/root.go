@@ -25,6 +25,10 @@ func newRootCmd() *cobra.Command {
 // it from an init-free registration below, in a fixed order.
 var verbs = []func(*cobra.Command){
 	addVersionCmd,
+	addKeygenCmd,
+	addPullCmd,
+	addVerifyOCICmd,
+	addRegistryCmd,
 }
 
 func addVersionCmd(root *cobra.Command) {

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/internal/signing"
+)
+
+func addKeygenCmd(root *cobra.Command) {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "keygen --out DIR",
+		Short: "Write a cosign-compatible key pair (cosign.key encrypted with $COSIGN_PASSWORD, cosign.pub)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			password, err := cosignPassword()
+			if err != nil {
+				return err
+			}
+			kp, err := signing.GenerateKeyPair(password)
+			if err != nil {
+				return err
+			}
+			privPath, pubPath, err := signing.WriteKeyPair(out, kp)
+			if err != nil {
+				return err
+			}
+			keys, err := signing.ParsePublicKeys(kp.PublicPEM)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\nwrote %s\nkey id %s\n", privPath, pubPath, keys[0].ID)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write cosign.key and cosign.pub into (required)")
+	_ = cmd.MarkFlagRequired("out")
+	root.AddCommand(cmd)
+}
+
+// cosignPassword reads $COSIGN_PASSWORD as cosign does; set it to the
+// empty string for a key without a password.
+func cosignPassword() ([]byte, error) {
+	p, ok := os.LookupEnv(signing.PasswordEnv)
+	if !ok {
+		return nil, errors.New(signing.PasswordEnv + " is not set (set it to the key password, or to the empty string for none)")
+	}
+	return []byte(p), nil
+}
