@@ -405,4 +405,3 @@ func TestRemoteKeys(t *testing.T) {
 		t.Fatalf("got %d JWKS fetches, want 2", n)
 	}
 }
-

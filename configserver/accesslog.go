@@ -1,0 +1,91 @@
+package configserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// reqLog collects what the access log may show about one request:
+// identifiers, status and size. It never holds a token or a body.
+type reqLog struct {
+	method      string
+	route       string
+	claims      *auth.Claims
+	snapshotID  string
+	notModified bool
+	reason      string
+	err         error
+}
+
+// statusWriter records the status and the number of body bytes written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	size   int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.size += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog writes one record per request. Errors are logged by their
+// reason and wrapped cause, which never contain a token or a body.
+func (h *handler) accessLog(r *http.Request, rl *reqLog, status, size int, d time.Duration) {
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelWarn
+	}
+	ctx := context.Background()
+	if !h.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs,
+		slog.String("method", rl.method),
+		slog.String("route", rl.route),
+		slog.Int("status", status),
+		slog.Int("bytes", size),
+		slog.Duration("duration", d),
+		slog.String("remote", r.RemoteAddr),
+	)
+	if c := rl.claims; c != nil {
+		attrs = append(attrs,
+			slog.String("host", c.Host),
+			slog.String("serviceId", c.ServiceID),
+			slog.String("envTag", c.EnvTag),
+			slog.String("audience", c.ConfigAudience),
+		)
+	}
+	if rl.snapshotID != "" {
+		attrs = append(attrs, slog.String("snapshotId", rl.snapshotID))
+	}
+	if rl.notModified {
+		attrs = append(attrs, slog.Bool("notModified", true))
+	}
+	if rl.reason != "" {
+		attrs = append(attrs, slog.String("reason", rl.reason))
+	}
+	if rl.err != nil {
+		attrs = append(attrs, slog.String("err", rl.err.Error()))
+	}
+	h.log.LogAttrs(ctx, level, "request", attrs...)
+}

@@ -1,0 +1,403 @@
+package client_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// fakeClock is an injected clock: a lease of hours cannot be waited out for
+// real in a test.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// t0 is the fixed "now" every world starts at.
+var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+type keyPair struct {
+	priv    *ecdsa.PrivateKey
+	trusted signing.TrustedKey
+}
+
+func newKeyPair(t testing.TB) keyPair {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := signing.NewTrustedKey(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keyPair{priv: priv, trusted: tk}
+}
+
+func uuidN(n int64) string { return fmt.Sprintf("%08x-0000-8000-8000-%012x", n, n) }
+
+func digestOf(s string) string { return jcs.BytesDigest([]byte(s)) }
+
+// spec describes one release served to a runtime; zero fields take the
+// defaults of world.spec.
+type spec struct {
+	release, sequence, epoch int64
+	issuedAt                 time.Time
+	leaseFrom, leaseTo       time.Time // delivery manifest lease
+	envFrom, envTo           time.Time // envelope validity
+	envHost                  string    // envelope host (and manifest host unless manifestHost)
+	manifestHost             string
+	schemaVersion            int
+	namespace                map[string]any
+	contentDigest            string // overrides the computed one
+	extraEnvelope            [][2]string
+	extraTop                 [][2]string
+	signer                   *keyPair
+	keyID                    string // overrides the signer's key id
+	pad                      int    // bytes of filler in the namespace
+}
+
+// release is one rendered, signed snapshot with its delivery manifest.
+type release struct {
+	spec          spec
+	Envelope      bundle.RuntimePolicy
+	Values        []byte
+	Manifest      bundle.DeliveryManifest
+	ManifestBytes []byte
+	Signature     string
+	KeyID         string
+}
+
+func (r *release) ArtifactDigest() string { return jcs.BytesDigest(r.Values) }
+
+// headers returns the DESIGN §7 response headers of r.
+func (r *release) headers() http.Header {
+	h := http.Header{}
+	d := r.ArtifactDigest()
+	raw, _ := hex.DecodeString(d[len("sha256:"):])
+	h.Set("Content-Type", "application/yaml")
+	h.Set("ETag", `"`+d+`"`)
+	h.Set("Repr-Digest", "sha-256=:"+base64.StdEncoding.EncodeToString(raw)+":")
+	h.Set("X-Config-Snapshot-Id", r.Manifest.SnapshotID)
+	h.Set("X-Policy-Publication-Id", r.Manifest.PublicationID)
+	h.Set("X-Policy-Digest", r.Manifest.PolicyDigest)
+	h.Set("X-Content-Digest", r.Manifest.ContentDigest)
+	h.Set("X-Artifact-Digest", d)
+	h.Set("X-Config-Release-Version", strconv.FormatInt(r.Manifest.ReleaseVersion, 10))
+	h.Set("X-Config-Valid-From", r.Manifest.ValidFrom)
+	h.Set("X-Config-Refresh-After", r.Manifest.RefreshAfter)
+	h.Set("X-Config-Expires-At", r.Manifest.ExpiresAt)
+	h.Set("X-Config-Manifest", base64.RawURLEncoding.EncodeToString(r.ManifestBytes))
+	h.Set("X-Manifest-Key-Id", r.KeyID)
+	h.Set("X-Manifest-Signature", r.Signature)
+	return h
+}
+
+func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// world is a runtime identity, its trusted key, an injected clock and a test
+// Config Server serving signed responses exactly per DESIGN §7.
+type world struct {
+	t     testing.TB
+	id    bundle.Identity
+	aud   string
+	clock *fakeClock
+	key   keyPair
+	srv   *testServer
+	dir   string
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	w := &world{
+		t:     t,
+		id:    bundle.Identity{Host: "payments.example", ServiceID: "agent-42", EnvTag: "prod"},
+		aud:   bundle.AudienceAgent,
+		clock: &fakeClock{now: t0},
+		key:   newKeyPair(t),
+		dir:   t.TempDir(),
+	}
+	w.srv = newTestServer(t, w.id, "test-token")
+	return w
+}
+
+func (w *world) options() client.Options {
+	return client.Options{
+		ServerURL:    w.srv.URL,
+		Identity:     w.id,
+		Audience:     w.aud,
+		TokenSource:  func(context.Context) (string, error) { return "test-token", nil },
+		TrustedKeys:  []signing.TrustedKey{w.key.trusted},
+		CacheDir:     w.dir,
+		Skew:         30 * time.Second,
+		Clock:        w.clock,
+		HTTPClient:   w.srv.Client(),
+		MaxBodyBytes: 64 << 10,
+	}
+}
+
+func (w *world) client(mods ...func(*client.Options)) *client.Client {
+	w.t.Helper()
+	o := w.options()
+	for _, m := range mods {
+		m(&o)
+	}
+	c, err := client.New(o)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c
+}
+
+// spec returns release n with sequence n, epoch 3, a manifest lease of
+// [now-1h, now+2h) and an envelope validity of [now-24h, now+30d).
+func (w *world) spec(n int64) spec {
+	now := w.clock.Now()
+	return spec{
+		release: n, sequence: n, epoch: 3, issuedAt: now.Add(-time.Hour + time.Duration(n)*time.Second),
+		leaseFrom: now.Add(-time.Hour), leaseTo: now.Add(2 * time.Hour),
+		envFrom: now.Add(-24 * time.Hour), envTo: now.Add(30 * 24 * time.Hour),
+		envHost: w.id.Host, schemaVersion: bundle.SchemaVersion,
+		namespace: map[string]any{
+			"agentName": "advisor",
+			"release":   n,
+			"model":     map[string]any{"alias": "default", "maxTokens": 4096, "temperature": "0.2"},
+			"tools":     []any{"search", "calculator"},
+			"memory":    map[string]any{"enabled": true, "ttlHours": 24, "store": nil},
+		},
+		signer: &w.key,
+	}
+}
+
+// build renders and signs s.
+func (w *world) build(s spec) *release {
+	w.t.Helper()
+	ns := s.namespace
+	if s.pad > 0 {
+		ns = copyMap(ns)
+		filler := map[string]any{}
+		for i := 0; i < s.pad/64; i++ {
+			filler[fmt.Sprintf("rule%03d", i)] = fmt.Sprintf("allow tool-%03d for tenant-a within budget %06d", i, i)
+		}
+		ns["rules"] = filler
+	}
+	cd, err := jcs.Digest(ns)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if s.contentDigest != "" {
+		cd = s.contentDigest
+	}
+	env := bundle.RuntimePolicy{
+		PublicationID: uuidN(1000 + s.release), ReleaseVersion: s.release,
+		PolicySnapshotID: uuidN(2000 + s.release), PolicyVersion: s.release,
+		PolicyDigest: digestOf(fmt.Sprintf("policy-%d", s.release)), ContentDigest: cd,
+		Audience: w.aud, Host: s.envHost, ServiceID: w.id.ServiceID, EnvTag: w.id.EnvTag,
+		SourceEventSequence: 100 + s.release, SchemaVersion: s.schemaVersion,
+		CreatedAt: rfc(s.envFrom), ValidFrom: rfc(s.envFrom),
+		RefreshAfter: rfc(s.envFrom.Add(s.envTo.Sub(s.envFrom) / 2)), ExpiresAt: rfc(s.envTo),
+		RevocationEpoch: s.epoch, CompatibilityGeneration: 1,
+	}
+	values := render(w.t, env, bundle.Namespace(w.aud), ns, map[string]any{"logLevel": "info", "port": 8080}, s.extraEnvelope, s.extraTop)
+	mhost := s.envHost
+	if s.manifestHost != "" {
+		mhost = s.manifestHost
+	}
+	m := bundle.DeliveryManifest{
+		Type: bundle.DeliveryManifestType, Host: mhost, ServiceID: env.ServiceID, EnvTag: env.EnvTag,
+		Audience: env.Audience, SnapshotID: uuidN(3000 + s.release), PublicationID: env.PublicationID,
+		PolicySnapshotID: env.PolicySnapshotID, ReleaseVersion: env.ReleaseVersion,
+		ArtifactDigest: jcs.BytesDigest(values), ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest,
+		PropertySetDigest: digestOf(fmt.Sprintf("props-%d", s.release)), SchemaVersion: env.SchemaVersion,
+		CompatibilityGeneration: env.CompatibilityGeneration, RevocationEpoch: env.RevocationEpoch,
+		Sequence: s.sequence, IssuedAt: rfc(s.issuedAt), ValidFrom: rfc(s.leaseFrom),
+		RefreshAfter: rfc(s.leaseFrom.Add(s.leaseTo.Sub(s.leaseFrom) / 2)), ExpiresAt: rfc(s.leaseTo),
+	}
+	mb, err := m.Marshal()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	sig, err := signing.SignBlob(s.signer.priv, mb)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	kid := s.signer.trusted.ID
+	if s.keyID != "" {
+		kid = s.keyID
+	}
+	return &release{spec: s, Envelope: env, Values: values, Manifest: m, ManifestBytes: mb, Signature: sig, KeyID: kid}
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// render writes values.yml: the runtimePolicy envelope in bundle.RuntimePolicy
+// field order, then the audience namespace, then settings.
+func render(t testing.TB, env bundle.RuntimePolicy, ns string, nsVal, settings map[string]any, extraEnv, extraTop [][2]string) []byte {
+	t.Helper()
+	var envNode, nsNode, setNode yaml.Node
+	if err := envNode.Encode(env); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range extraEnv {
+		envNode.Content = append(envNode.Content, scalarNode(kv[0]), scalarNode(kv[1]))
+	}
+	if err := nsNode.Encode(nsVal); err != nil {
+		t.Fatal(err)
+	}
+	if err := setNode.Encode(settings); err != nil {
+		t.Fatal(err)
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		scalarNode("runtimePolicy"), &envNode, scalarNode(ns), &nsNode, scalarNode("settings"), &setNode,
+	}}
+	for _, kv := range extraTop {
+		root.Content = append(root.Content, scalarNode(kv[0]), scalarNode(kv[1]))
+	}
+	b, err := yaml.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func scalarNode(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testServer is an in-process Config Server (GET /configs, POST
+// /configs/evidence) serving the current release per DESIGN §7.
+type testServer struct {
+	*httptest.Server
+	id    bundle.Identity
+	token string
+
+	mu        sync.Mutex
+	rel       *release
+	mutate    func(h http.Header, body []byte) []byte // tamper with the next responses
+	raw       http.HandlerFunc                        // replaces the handler entirely
+	noCond    bool                                    // ignore If-None-Match
+	notModHdr func(h http.Header)                     // extra headers on a 304
+	requests  []*http.Request
+	evidence  [][]byte
+}
+
+func newTestServer(t testing.TB, id bundle.Identity, token string) *testServer {
+	s := &testServer{id: id, token: token}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	rel, mutate, raw, noCond, notModHdr := s.rel, s.mutate, s.raw, s.noCond, s.notModHdr
+	s.requests = append(s.requests, r.Clone(r.Context()))
+	s.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+s.token {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/configs/evidence" {
+		b := make([]byte, 16<<10)
+		n, _ := r.Body.Read(b)
+		s.mu.Lock()
+		s.evidence = append(s.evidence, b[:n])
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if raw != nil {
+		raw(w, r)
+		return
+	}
+	q := r.URL.Query()
+	if r.URL.Path != "/configs" || q.Get("host") != s.id.Host || q.Get("serviceId") != s.id.ServiceID || q.Get("envTag") != s.id.EnvTag {
+		http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+		return
+	}
+	if rel == nil {
+		http.Error(w, `{"error":"no current snapshot"}`, http.StatusNotFound)
+		return
+	}
+	h := rel.headers()
+	body := append([]byte(nil), rel.Values...)
+	if mutate != nil {
+		body = mutate(h, body)
+	}
+	for k, v := range h {
+		w.Header()[k] = v
+	}
+	if inm := r.Header.Get("If-None-Match"); !noCond && inm != "" && inm == h.Get("ETag") {
+		w.Header().Del("Content-Type")
+		if notModHdr != nil {
+			notModHdr(w.Header())
+		}
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+func (s *testServer) set(rel *release, mutate func(http.Header, []byte) []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rel, s.mutate, s.raw = rel, mutate, nil
+}
+
+func (s *testServer) setRaw(h http.HandlerFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raw = h
+}
+
+func (s *testServer) lastRequest() *http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[len(s.requests)-1]
+}

@@ -1,0 +1,294 @@
+package configserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/configserver/pgstore"
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	issuer   = "https://issuer.configpub.test"
+	audience = "configpub-server"
+)
+
+// snapshot is one seeded config_snapshot row with its bytes.
+type snapshot struct {
+	ID, PublicationID, PolicySnapshotID         string
+	Identity                                    bundle.Identity
+	Audience                                    string
+	ReleaseVersion                              int64
+	ArtifactDigest, ContentDigest, PolicyDigest string
+	PropertySetDigest                           string
+	Body                                        []byte
+}
+
+// pointerState is what a seeded pointer move stored.
+type pointerState struct {
+	Manifest  []byte
+	Signature string
+	KeyID     string
+	Parsed    *bundle.DeliveryManifest
+}
+
+// seeder writes rows as the database owner, the way the promoter will:
+// immutable artifact and snapshot rows, then a pointer move that stores a
+// signed delivery manifest and NOTIFYs in the same transaction.
+type seeder struct {
+	owner   *pgxpool.Pool
+	signer  *ecdsa.PrivateKey
+	trusted []signing.TrustedKey
+
+	mu  sync.Mutex
+	seq map[bundle.Identity]int64
+}
+
+func newSeeder(t testing.TB, owner *pgxpool.Pool) *seeder {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := signing.NewTrustedKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &seeder{owner: owner, signer: k, trusted: []signing.TrustedKey{tk}, seq: map[bundle.Identity]int64{}}
+}
+
+func digestOf(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// publish stores an artifact and a snapshot for id.
+func (s *seeder) publish(t testing.TB, id bundle.Identity, aud string, release int64, body []byte) *snapshot {
+	t.Helper()
+	sn := &snapshot{
+		ID: uuid.NewString(), PublicationID: uuid.NewString(), PolicySnapshotID: uuid.NewString(),
+		Identity: id, Audience: aud, ReleaseVersion: release,
+		ArtifactDigest: digestOf(body), ContentDigest: digestOf(append([]byte("content"), body...)),
+		PolicyDigest: digestOf(append([]byte("policy"), body...)), PropertySetDigest: digestOf([]byte("props")),
+		Body: body,
+	}
+	ctx := context.Background()
+	_, err := s.owner.Exec(ctx, `INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size)
+		VALUES ($1, 'application/yaml', $2, $3) ON CONFLICT DO NOTHING`, sn.ArtifactDigest, body, len(body))
+	if err != nil {
+		t.Fatalf("seed artifact: %v", err)
+	}
+	_, err = s.owner.Exec(ctx, `INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience,
+		publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest,
+		policy_digest, property_set_digest, schema_version, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12, 1, now())`,
+		sn.ID, id.Host, id.ServiceID, id.EnvTag, aud, sn.PublicationID, sn.PolicySnapshotID, release,
+		sn.ArtifactDigest, sn.ContentDigest, sn.PolicyDigest, sn.PropertySetDigest)
+	if err != nil {
+		t.Fatalf("seed snapshot: %v", err)
+	}
+	return sn
+}
+
+// move points id at sn: signs a delivery manifest, upserts current_pointer,
+// appends delivery_manifest and NOTIFYs, in one transaction.
+func (s *seeder) move(t testing.TB, sn *snapshot) *pointerState {
+	t.Helper()
+	s.mu.Lock()
+	s.seq[sn.Identity]++
+	seq := s.seq[sn.Identity]
+	s.mu.Unlock()
+	now := time.Now().UTC().Truncate(time.Second)
+	m := &bundle.DeliveryManifest{
+		Type: bundle.DeliveryManifestType, Host: sn.Identity.Host, ServiceID: sn.Identity.ServiceID,
+		EnvTag: sn.Identity.EnvTag, Audience: sn.Audience, SnapshotID: sn.ID, PublicationID: sn.PublicationID,
+		PolicySnapshotID: sn.PolicySnapshotID, ReleaseVersion: sn.ReleaseVersion, ArtifactDigest: sn.ArtifactDigest,
+		ContentDigest: sn.ContentDigest, PolicyDigest: sn.PolicyDigest, PropertySetDigest: sn.PropertySetDigest,
+		SchemaVersion: 1, Sequence: seq, IssuedAt: now.Format(time.RFC3339),
+		ValidFrom: now.Format(time.RFC3339), RefreshAfter: now.Add(5 * time.Minute).Format(time.RFC3339),
+		ExpiresAt: now.Add(time.Hour).Format(time.RFC3339),
+	}
+	raw, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signing.SignBlob(s.signer, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := &pointerState{Manifest: raw, Signature: sig, KeyID: s.trusted[0].ID, Parsed: m}
+	payload, _ := json.Marshal(map[string]any{"host": sn.Identity.Host, "serviceId": sn.Identity.ServiceID,
+		"envTag": sn.Identity.EnvTag, "snapshotId": sn.ID, "sequence": seq})
+	ctx := context.Background()
+	err = pgx.BeginFunc(ctx, s.owner, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id,
+			release_version, sequence, manifest, manifest_signature, manifest_key_id, lease_valid_from,
+			lease_refresh_after, lease_expires_at, moved_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())
+			ON CONFLICT (host, service_id, env_tag) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,
+			release_version = EXCLUDED.release_version, sequence = EXCLUDED.sequence, manifest = EXCLUDED.manifest,
+			manifest_signature = EXCLUDED.manifest_signature, manifest_key_id = EXCLUDED.manifest_key_id,
+			lease_valid_from = EXCLUDED.lease_valid_from, lease_refresh_after = EXCLUDED.lease_refresh_after,
+			lease_expires_at = EXCLUDED.lease_expires_at, moved_at = now(), updated_at = now()`,
+			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, sn.ID, sn.ReleaseVersion, seq, raw, sig,
+			ps.KeyID, now, now.Add(5*time.Minute), now.Add(time.Hour)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence,
+			issued_at, snapshot_id, manifest, signature, key_id, expires_at, kind)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'move')`,
+			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, seq, now, sn.ID, raw, sig, ps.KeyID,
+			now.Add(time.Hour)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`, string(payload))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("seed pointer move: %v", err)
+	}
+	return ps
+}
+
+// env is a running Config Server over a real database.
+type env struct {
+	db       *pgtest.DB
+	seed     *seeder
+	store    *pgstore.Store
+	srv      *httptest.Server
+	tokenKey *ecdsa.PrivateKey
+	logs     *syncBuffer
+}
+
+type envOptions struct {
+	storeURL string // default: a configpub_server member of a fresh pgtest database
+	owner    *pgxpool.Pool
+	store    pgstore.Options
+	handler  configserver.Options
+	noWait   bool
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	e := &env{logs: &syncBuffer{}}
+	if o.storeURL == "" {
+		e.db = pgtest.New(t)
+		o.storeURL = e.db.URLFor(t, "configpub_server")
+		o.owner = e.db.Pool(t)
+	}
+	e.seed = newSeeder(t, o.owner)
+	st, err := pgstore.New(o.storeURL, o.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = st
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.tokenKey = k
+	kid, err := auth.Thumbprint(k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(auth.NewStaticKeys([]auth.Key{{ID: kid, Algorithm: auth.ES256, Public: k.Public()}}),
+		auth.Options{Issuer: issuer, Audience: audience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hopts := o.handler
+	hopts.Verifier = v
+	if hopts.Logger == nil {
+		hopts.Logger = newJSONLogger(e.logs)
+	}
+	e.srv = httptest.NewServer(configserver.NewHandler(st, hopts))
+	t.Cleanup(e.srv.Close)
+	if !o.noWait {
+		e.waitReady(t, 10*time.Second)
+	}
+	return e
+}
+
+func (e *env) waitReady(t testing.TB, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if e.store.Ready(context.Background()) == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("store not ready within %s", d)
+}
+
+// token mints a workload token for id.
+func (e *env) token(t testing.TB, id bundle.Identity, aud string) string {
+	t.Helper()
+	tok, err := auth.Mint(e.tokenKey, auth.MintOptions{Issuer: issuer, Audience: audience, Host: id.Host,
+		ServiceID: id.ServiceID, EnvTag: id.EnvTag, ConfigAudience: aud, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// get performs a request with an optional bearer token and extra headers.
+func (e *env) do(t testing.TB, method, path, token string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	return doURL(t, e.srv.Client(), method, e.srv.URL+path, token, hdr...)
+}
+
+func doURL(t testing.TB, c *http.Client, method, url, token string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	var buf []byte
+	buf, err = readAll(resp)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", method, url, err)
+	}
+	return resp, buf
+}
+
+func configsPath(id bundle.Identity) string {
+	return fmt.Sprintf("/configs?host=%s&serviceId=%s&envTag=%s", id.Host, id.ServiceID, id.EnvTag)
+}

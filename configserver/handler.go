@@ -1,0 +1,241 @@
+package configserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// Verifier checks a raw bearer token; *auth.Verifier implements it.
+type Verifier interface {
+	Verify(raw string) (*auth.Claims, error)
+}
+
+// Options configures NewHandler. The zero value is valid but refuses every
+// request that needs a token (no Verifier: fail closed).
+type Options struct {
+	// Verifier checks bearer tokens. Nil: every /configs request gets 401.
+	Verifier Verifier
+	// Logger receives one access-log record per request (identity, snapshot
+	// id, status, size, duration; never a token or a body). Nil: discard.
+	Logger *slog.Logger
+	// Registry receives the server's Prometheus collectors and is served at
+	// /metrics. Nil: a private registry.
+	Registry *prometheus.Registry
+	// StoreTimeout bounds each store call. Default 2 s.
+	StoreTimeout time.Duration
+	// RetryAfter is sent with 503 answers. Default 5 s (rounded to seconds).
+	RetryAfter time.Duration
+	// MaxEvidenceBytes bounds POST /configs/evidence bodies. Default 16 KiB.
+	MaxEvidenceBytes int64
+	// RequireCertBinding makes every token carry cnf["x5t#S256"] equal to
+	// the SHA-256 of the TLS client certificate (RFC 8705). Independently of
+	// it, a token that carries a binding is always checked against the
+	// presented certificate.
+	RequireCertBinding bool
+}
+
+type handler struct {
+	store            Store
+	verifier         Verifier
+	log              *slog.Logger
+	metrics          *metrics
+	metricsHandler   http.Handler
+	storeTimeout     time.Duration
+	retryAfter       int
+	maxEvidenceBytes int64
+	requireBinding   bool
+}
+
+// NewHandler returns the Config Server's HTTP handler over store.
+func NewHandler(store Store, opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = 2 * time.Second
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 5 * time.Second
+	}
+	if opts.MaxEvidenceBytes <= 0 {
+		opts.MaxEvidenceBytes = 16 << 10
+	}
+	h := &handler{
+		store:            store,
+		verifier:         opts.Verifier,
+		log:              opts.Logger,
+		storeTimeout:     opts.StoreTimeout,
+		retryAfter:       max(int(opts.RetryAfter.Round(time.Second)/time.Second), 1),
+		maxEvidenceBytes: opts.MaxEvidenceBytes,
+		requireBinding:   opts.RequireCertBinding,
+	}
+	h.metrics = newMetrics(opts.Registry, store)
+	h.metricsHandler = metricsHandler(opts.Registry)
+	return h
+}
+
+// Routes.
+const (
+	routeConfigs  = "configs"
+	routeSnapshot = "snapshot"
+	routeEvidence = "evidence"
+	routeHealthz  = "healthz"
+	routeReadyz   = "readyz"
+	routeMetrics  = "metrics"
+	routeOther    = "other"
+)
+
+const snapshotPrefix = "/configs/snapshots/"
+
+func allowFor(route string) string {
+	switch route {
+	case routeEvidence:
+		return "POST"
+	default:
+		return "GET, HEAD"
+	}
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rl := &reqLog{method: r.Method}
+	sw := &statusWriter{ResponseWriter: w}
+	path := r.URL.Path
+	var err *httpError
+	switch {
+	case path == "/configs":
+		rl.route = routeConfigs
+		err = h.serveCurrent(sw, r, rl)
+	case strings.HasPrefix(path, snapshotPrefix):
+		rl.route = routeSnapshot
+		err = h.serveSnapshot(sw, r, rl, path[len(snapshotPrefix):])
+	case path == "/configs/evidence":
+		rl.route = routeEvidence
+		err = h.serveEvidence(sw, r, rl)
+	case path == "/healthz":
+		rl.route = routeHealthz
+		err = h.serveHealthz(sw, r)
+	case path == "/readyz":
+		rl.route = routeReadyz
+		err = h.serveReadyz(sw, r, rl)
+	case path == "/metrics":
+		rl.route = routeMetrics
+		if err = readOnly(r); err == nil {
+			h.metricsHandler.ServeHTTP(sw, r)
+		}
+	default:
+		rl.route = routeOther
+		err = &httpError{status: http.StatusNotFound, code: "not_found", message: "no such endpoint", reason: "no such endpoint"}
+	}
+	if err != nil {
+		h.writeError(sw, rl, err)
+	}
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := time.Since(start)
+	h.metrics.observe(rl.route, status, d)
+	h.accessLog(r, rl, status, sw.size, d)
+}
+
+// readOnly accepts GET and HEAD without a request body.
+func readOnly(r *http.Request) *httpError {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return errMethod("GET, HEAD")
+	}
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		return errBadRequest("request body not accepted")
+	}
+	return nil
+}
+
+// authenticate verifies the bearer token and any client-certificate binding.
+func (h *handler) authenticate(r *http.Request, rl *reqLog) (*auth.Claims, *httpError) {
+	if h.verifier == nil {
+		return nil, errUnauthorized(errors.New("no token verifier configured"))
+	}
+	raw, ok := bearer(r.Header["Authorization"])
+	if !ok {
+		return nil, errUnauthorized(errors.New("missing or malformed Authorization header"))
+	}
+	c, err := h.verifier.Verify(raw)
+	if err != nil {
+		return nil, errUnauthorized(err)
+	}
+	rl.claims = c
+	if c.CertThumbprint != "" || h.requireBinding {
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return nil, errUnauthorized(errors.New("token requires a client certificate"))
+		}
+		sum := sha256.Sum256(r.TLS.PeerCertificates[0].Raw)
+		if c.CertThumbprint != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			return nil, errUnauthorized(errors.New("token is not bound to the client certificate"))
+		}
+	}
+	return c, nil
+}
+
+// bearer extracts the token of a single "Bearer" Authorization header.
+func bearer(values []string) (string, bool) {
+	if len(values) != 1 {
+		return "", false
+	}
+	v := values[0]
+	const prefix = "bearer "
+	if len(v) <= len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(v[len(prefix):]), true
+}
+
+func (h *handler) storeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), h.storeTimeout)
+}
+
+func (h *handler) serveHealthz(w http.ResponseWriter, r *http.Request) *httpError {
+	if err := readOnly(r); err != nil {
+		return err
+	}
+	writeJSONStatus(w, http.StatusOK, `{"status":"ok"}`)
+	return nil
+}
+
+func (h *handler) serveReadyz(w http.ResponseWriter, r *http.Request, rl *reqLog) *httpError {
+	if err := readOnly(r); err != nil {
+		return err
+	}
+	ctx, cancel := h.storeContext(r)
+	defer cancel()
+	if err := h.store.Ready(ctx); err != nil {
+		rl.err = err
+		rl.reason = "not ready"
+		w.Header()["Retry-After"] = []string{itoa(h.retryAfter)}
+		writeJSONStatus(w, http.StatusServiceUnavailable, `{"status":"not ready"}`)
+		return nil
+	}
+	writeJSONStatus(w, http.StatusOK, `{"status":"ready"}`)
+	return nil
+}
+
+func writeJSONStatus(w http.ResponseWriter, status int, body string) {
+	hdr := w.Header()
+	hdr["Content-Type"] = []string{"application/json"}
+	hdr["Cache-Control"] = []string{"no-store"}
+	hdr["Content-Length"] = []string{itoa(len(body) + 1)}
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body + "\n"))
+}

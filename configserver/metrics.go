@@ -1,0 +1,101 @@
+package configserver
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the server's Prometheus collectors.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg *prometheus.Registry, store Store) *metrics {
+	m := &metrics{
+		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "configpub_server_requests_total",
+			Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"})),
+		duration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "configpub_server_request_duration_seconds",
+			Help:    "HTTP request latency by route.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"})),
+	}
+	if sr, ok := store.(StatsReporter); ok {
+		register(reg, &storeCollector{store: sr})
+	}
+	return m
+}
+
+// register adds c to reg, or returns the equivalent collector already there.
+func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+func (m *metrics) observe(route string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}
+
+var (
+	descCacheHits = prometheus.NewDesc("configpub_server_artifact_cache_hits_total",
+		"Artifact bytes served from the in-memory cache.", nil, nil)
+	descCacheMisses = prometheus.NewDesc("configpub_server_artifact_cache_misses_total",
+		"Artifact bytes read from the database.", nil, nil)
+	descCacheBytes = prometheus.NewDesc("configpub_server_artifact_cache_bytes",
+		"Bytes held in the artifact cache.", nil, nil)
+	descDBErrors = prometheus.NewDesc("configpub_server_database_errors_total",
+		"Database operations that failed.", nil, nil)
+	descRefreshes = prometheus.NewDesc("configpub_server_pointer_refreshes_total",
+		"Current pointers reloaded after a NOTIFY.", nil, nil)
+	descReconciles = prometheus.NewDesc("configpub_server_pointer_reconciles_total",
+		"Full reloads of every current pointer.", nil, nil)
+	descPointers = prometheus.NewDesc("configpub_server_pointers",
+		"Current pointers held in memory.", nil, nil)
+	descLag = prometheus.NewDesc("configpub_server_pointer_refresh_lag_seconds",
+		"Seconds since the in-memory pointers were last confirmed current.", nil, nil)
+)
+
+// storeCollector reads StoreStats at scrape time.
+type storeCollector struct{ store StatsReporter }
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descDBErrors, descRefreshes, descReconciles, descPointers, descLag} {
+		ch <- d
+	}
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.store.Stats()
+	ch <- prometheus.MustNewConstMetric(descCacheHits, prometheus.CounterValue, float64(s.ArtifactCacheHits))
+	ch <- prometheus.MustNewConstMetric(descCacheMisses, prometheus.CounterValue, float64(s.ArtifactCacheMisses))
+	ch <- prometheus.MustNewConstMetric(descCacheBytes, prometheus.GaugeValue, float64(s.ArtifactCacheBytes))
+	ch <- prometheus.MustNewConstMetric(descDBErrors, prometheus.CounterValue, float64(s.DatabaseErrors))
+	ch <- prometheus.MustNewConstMetric(descRefreshes, prometheus.CounterValue, float64(s.PointerRefreshes))
+	ch <- prometheus.MustNewConstMetric(descReconciles, prometheus.CounterValue, float64(s.Reconciles))
+	ch <- prometheus.MustNewConstMetric(descPointers, prometheus.GaugeValue, float64(s.Pointers))
+	lag := 0.0
+	if !s.LastConfirmed.IsZero() {
+		lag = time.Since(s.LastConfirmed).Seconds()
+	}
+	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
+}

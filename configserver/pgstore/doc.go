@@ -1,0 +1,16 @@
+// Package pgstore implements configserver.Store over the configpub
+// PostgreSQL schema (DESIGN §6), connecting as a member of the
+// configpub_server role: it reads current_pointer, config_snapshot,
+// delivery_manifest, artifact and revocation, and only inserts into
+// runtime_evidence.
+//
+// Current pointers are held in memory. A dedicated connection LISTENs on
+// channel configpub_pointer (the promoter NOTIFYs in the transaction that
+// moves a pointer or renews a lease) and reloads the moved identity; a full
+// reconcile runs after every (re)connect and periodically. The connection is
+// probed on a short heartbeat; when the pointers cannot be confirmed current
+// within StaleAfter (database down, connection lost) Current answers
+// configserver.ErrUnavailable at once, without I/O, and Run reconnects by
+// itself. Artifact bytes are immutable and cached by digest under a byte
+// bound; bytes read from the database are checked against their digest.
+package pgstore

@@ -1,0 +1,186 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// Channel is the NOTIFY channel the promoter signals pointer moves on.
+const Channel = "configpub_pointer"
+
+// notification is the payload of a configpub_pointer NOTIFY.
+type notification struct {
+	Host      string `json:"host"`
+	ServiceID string `json:"serviceId"`
+	EnvTag    string `json:"envTag"`
+}
+
+// Run keeps the in-memory pointers current until ctx ends: it connects,
+// LISTENs, reconciles, then follows notifications with a heartbeat and a
+// periodic reconcile. On any failure it marks the store unavailable and
+// reconnects with a capped back-off. It returns nil when ctx ends.
+func (s *Store) Run(ctx context.Context) error {
+	delay := 50 * time.Millisecond
+	for {
+		err := s.follow(ctx, func() { delay = 50 * time.Millisecond })
+		s.live.Store(false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.dbErrors.Add(1)
+		s.opts.Logger.Warn("pointer listener lost the database; retrying", "err", err, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, s.opts.MaxReconnectDelay)
+	}
+}
+
+// follow runs one LISTEN session; connected is called once it is live.
+func (s *Store) follow(ctx context.Context, connected func()) error {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	conn, err := pgx.ConnectConfig(cctx, s.connCfg.Copy())
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if err := s.exec(ctx, conn, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	// LISTEN first, then load everything: no move can fall in between.
+	if err := s.reconcile(ctx, conn); err != nil {
+		return err
+	}
+	s.live.Store(true)
+	connected()
+	s.opts.Logger.Info("pointer listener connected", "pointers", s.Stats().Pointers)
+	nextReconcile := time.Now().Add(s.opts.ReconcileInterval)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil:
+			if err := s.apply(ctx, conn, n.Payload); err != nil {
+				return err
+			}
+		case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
+			if time.Now().After(nextReconcile) {
+				if err := s.reconcile(ctx, conn); err != nil {
+					return err
+				}
+				nextReconcile = time.Now().Add(s.opts.ReconcileInterval)
+				continue
+			}
+			// Heartbeat: a round trip proves the connection is alive, and
+			// every NOTIFY committed before it has been received.
+			if err := s.exec(ctx, conn, "SELECT 1"); err != nil {
+				return err
+			}
+			s.confirm()
+		default:
+			return fmt.Errorf("wait for notification: %w", err)
+		}
+	}
+}
+
+func (s *Store) confirm() { s.confirmedAt.Store(time.Now().UnixNano()) }
+
+func (s *Store) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	if _, err := conn.Exec(qctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
+}
+
+// reconcile reloads every current pointer and replaces the in-memory set.
+func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	started := time.Now()
+	rows, err := conn.Query(qctx, allPointersQuery)
+	if err != nil {
+		return fmt.Errorf("reconcile pointers: %w", err)
+	}
+	next := make(map[bundle.Identity]*entry)
+	for rows.Next() {
+		var r pointerRow
+		if err := rows.Scan(r.scanArgs()...); err != nil {
+			rows.Close()
+			return fmt.Errorf("reconcile pointers: %w", err)
+		}
+		next[r.identity()] = s.entryFor(&r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reconcile pointers: %w", err)
+	}
+	s.mu.Lock()
+	s.pointers = next
+	s.mu.Unlock()
+	s.reconciles.Add(1)
+	s.confirmedAt.Store(started.UnixNano())
+	return nil
+}
+
+// apply reloads the identity a notification names (everything, when the
+// payload cannot be read).
+func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payload string) error {
+	var n notification
+	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
+		s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
+		return s.reconcile(ctx, conn)
+	}
+	id := bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	started := time.Now()
+	var r pointerRow
+	err := conn.QueryRow(qctx, onePointerQuery, id.Host, id.ServiceID, id.EnvTag).Scan(r.scanArgs()...)
+	var e *entry
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// No pointer (or a revoked snapshot): nothing to serve.
+	case err != nil:
+		return fmt.Errorf("refresh pointer %s: %w", id, err)
+	default:
+		e = s.entryFor(&r)
+	}
+	s.mu.Lock()
+	if e == nil {
+		delete(s.pointers, id)
+	} else {
+		s.pointers[id] = e
+	}
+	s.mu.Unlock()
+	s.refreshes.Add(1)
+	s.confirmedAt.Store(started.UnixNano())
+	return nil
+}
+
+func (s *Store) entryFor(r *pointerRow) *entry {
+	d, err := r.delivery()
+	if err != nil {
+		s.opts.Logger.Error("current pointer not servable", "identity", r.identity().String(), "err", err)
+		return &entry{err: err}
+	}
+	return &entry{d: d}
+}

@@ -1,0 +1,104 @@
+package pgstore
+
+import (
+	"strconv"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+)
+
+// notRevoked filters snapshots revoked by id or by publication.
+const notRevoked = `NOT EXISTS (SELECT 1 FROM configpub.revocation r
+	WHERE r.snapshot_id = s.snapshot_id OR r.publication_id = s.publication_id)`
+
+// pointerQuery selects current pointers with their snapshot metadata; the
+// caller appends a WHERE clause continuation.
+const pointerQuery = `SELECT p.host, p.service_id, p.env_tag, p.snapshot_id::text,
+	s.audience, s.publication_id::text, s.policy_digest, s.content_digest, s.artifact_digest, s.release_version,
+	p.manifest, p.manifest_signature, p.manifest_key_id
+FROM configpub.current_pointer p
+JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+WHERE ` + notRevoked
+
+const allPointersQuery = pointerQuery
+
+const onePointerQuery = pointerQuery + ` AND p.host = $1 AND p.service_id = $2 AND p.env_tag = $3`
+
+// snapshotQuery selects one snapshot of an identity with the latest delivery
+// manifest issued for it, if any.
+const snapshotQuery = `SELECT s.audience, s.publication_id::text, s.policy_digest, s.content_digest,
+	s.artifact_digest, s.release_version, m.manifest, m.signature, m.key_id
+FROM configpub.config_snapshot s
+LEFT JOIN LATERAL (
+	SELECT d.manifest, d.signature, d.key_id FROM configpub.delivery_manifest d
+	WHERE d.snapshot_id = s.snapshot_id AND d.host = s.host AND d.service_id = s.service_id AND d.env_tag = s.env_tag
+	ORDER BY d.issued_at DESC, d.sequence DESC LIMIT 1) m ON true
+WHERE s.snapshot_id = $1 AND s.host = $2 AND s.service_id = $3 AND s.env_tag = $4 AND ` + notRevoked
+
+// pointerRow is one scanned pointer or snapshot row.
+type pointerRow struct {
+	host, serviceID, envTag, snapshotID         string
+	audience, publicationID                     string
+	policyDigest, contentDigest, artifactDigest string
+	releaseVersion                              int64
+	manifest                                    []byte
+	signature, keyID                            *string
+}
+
+func (r *pointerRow) scanArgs() []any {
+	return []any{&r.host, &r.serviceID, &r.envTag, &r.snapshotID,
+		&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest, &r.releaseVersion,
+		&r.manifest, &r.signature, &r.keyID}
+}
+
+func (r *pointerRow) identity() bundle.Identity {
+	return bundle.Identity{Host: r.host, ServiceID: r.serviceID, EnvTag: r.envTag}
+}
+
+// delivery builds the servable delivery (without its body). The stored
+// manifest must parse and agree with the snapshot row on every field the
+// headers carry; otherwise the row is an integrity error and is not served.
+func (r *pointerRow) delivery() (*configserver.Delivery, error) {
+	d := &configserver.Delivery{
+		Identity:       r.identity(),
+		Audience:       r.audience,
+		SnapshotID:     r.snapshotID,
+		PublicationID:  r.publicationID,
+		PolicyDigest:   r.policyDigest,
+		ContentDigest:  r.contentDigest,
+		ArtifactDigest: r.artifactDigest,
+		ReleaseVersion: r.releaseVersion,
+	}
+	if r.manifest == nil {
+		return d, nil // a historical snapshot never delivered
+	}
+	m, err := bundle.ParseDeliveryManifest(r.manifest)
+	if err != nil {
+		return nil, integrityError("%s: stored delivery manifest: %v", d.Identity, err)
+	}
+	for _, f := range []struct{ name, manifest, row string }{
+		{"host", m.Host, r.host},
+		{"serviceId", m.ServiceID, r.serviceID},
+		{"envTag", m.EnvTag, r.envTag},
+		{"audience", m.Audience, r.audience},
+		{"snapshotId", m.SnapshotID, r.snapshotID},
+		{"publicationId", m.PublicationID, r.publicationID},
+		{"policyDigest", m.PolicyDigest, r.policyDigest},
+		{"contentDigest", m.ContentDigest, r.contentDigest},
+		{"artifactDigest", m.ArtifactDigest, r.artifactDigest},
+		{"releaseVersion", strconv.FormatInt(m.ReleaseVersion, 10), strconv.FormatInt(r.releaseVersion, 10)},
+	} {
+		if f.manifest != f.row {
+			return nil, integrityError("%s: delivery manifest %s %q differs from the snapshot's %q",
+				d.Identity, f.name, f.manifest, f.row)
+		}
+	}
+	if r.signature == nil || r.keyID == nil || *r.signature == "" || *r.keyID == "" {
+		return nil, integrityError("%s: delivery manifest stored without signature or key id", d.Identity)
+	}
+	d.Manifest = r.manifest
+	d.ManifestSignature = *r.signature
+	d.ManifestKeyID = *r.keyID
+	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom, m.RefreshAfter, m.ExpiresAt
+	return d, nil
+}

@@ -1,0 +1,276 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+)
+
+// Options configures a Store. The zero value is valid.
+type Options struct {
+	// StaleAfter: when the pointers were not confirmed current for this long
+	// (no successful reconcile or heartbeat on the LISTEN connection),
+	// Current answers ErrUnavailable. Default 2 s.
+	StaleAfter time.Duration
+	// Heartbeat is how often the idle LISTEN connection is probed.
+	// Default 250 ms.
+	Heartbeat time.Duration
+	// ReconcileInterval is the period of the full pointer reload.
+	// Default 30 s.
+	ReconcileInterval time.Duration
+	// ArtifactCacheBytes bounds the artifact byte cache. Default 64 MiB.
+	ArtifactCacheBytes int64
+	// QueryTimeout bounds each database round trip. Default 2 s.
+	QueryTimeout time.Duration
+	// ConnectTimeout bounds each connection attempt. Default 2 s.
+	ConnectTimeout time.Duration
+	// MaxReconnectDelay caps the back-off between LISTEN reconnects.
+	// Default 1 s.
+	MaxReconnectDelay time.Duration
+	// MaxConns sizes the query pool. Default 8.
+	MaxConns int32
+	// Logger receives connection losses and recoveries. Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = 2 * time.Second
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 250 * time.Millisecond
+	}
+	if o.ReconcileInterval <= 0 {
+		o.ReconcileInterval = 30 * time.Second
+	}
+	if o.ArtifactCacheBytes <= 0 {
+		o.ArtifactCacheBytes = 64 << 20
+	}
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = 2 * time.Second
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 2 * time.Second
+	}
+	if o.MaxReconnectDelay <= 0 {
+		o.MaxReconnectDelay = time.Second
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 8
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Store serves current pointers from memory and artifact bytes from a cache
+// backed by PostgreSQL. Call Run to keep it current; Close releases the pool.
+type Store struct {
+	opts     Options
+	connCfg  *pgx.ConnConfig
+	pool     *pgxpool.Pool
+	artifact *byteCache
+
+	mu       sync.RWMutex
+	pointers map[bundle.Identity]*entry
+
+	live        atomic.Bool  // LISTEN connection up and first reconcile done
+	confirmedAt atomic.Int64 // unix nanoseconds of the last confirmation
+
+	hits, misses, dbErrors, refreshes, reconciles atomic.Uint64
+}
+
+var _ configserver.Store = (*Store)(nil)
+var _ configserver.StatsReporter = (*Store)(nil)
+
+// entry is one current pointer: the delivery without its body, or the
+// integrity error that keeps it from being served.
+type entry struct {
+	d   *configserver.Delivery
+	err error
+}
+
+// New prepares a Store for connString (a configpub_server member). It does
+// not connect: Run does, and keeps reconnecting.
+func New(connString string, opts Options) (*Store, error) {
+	opts.defaults()
+	poolCfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: parse database url: %w", err)
+	}
+	poolCfg.MaxConns = opts.MaxConns
+	poolCfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	connCfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: parse database url: %w", err)
+	}
+	connCfg.ConnectTimeout = opts.ConnectTimeout
+	return &Store{
+		opts:     opts,
+		connCfg:  connCfg,
+		pool:     pool,
+		artifact: newByteCache(opts.ArtifactCacheBytes),
+		pointers: make(map[bundle.Identity]*entry),
+	}, nil
+}
+
+// Close releases the query pool. Stop Run (cancel its context) first.
+func (s *Store) Close() { s.pool.Close() }
+
+// fresh reports whether the in-memory pointers are confirmed current.
+func (s *Store) fresh() error {
+	if !s.live.Load() {
+		return fmt.Errorf("pointers not confirmed: %w: no live database connection", configserver.ErrUnavailable)
+	}
+	age := time.Since(time.Unix(0, s.confirmedAt.Load()))
+	if age > s.opts.StaleAfter {
+		return fmt.Errorf("pointers not confirmed for %s: %w", age.Round(time.Millisecond), configserver.ErrUnavailable)
+	}
+	return nil
+}
+
+// Current returns the current delivery for id from memory.
+func (s *Store) Current(ctx context.Context, id bundle.Identity) (*configserver.Delivery, error) {
+	if err := s.fresh(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	e := s.pointers[id]
+	s.mu.RUnlock()
+	if e == nil {
+		return nil, fmt.Errorf("current %s: %w", id, configserver.ErrNotFound)
+	}
+	if e.err != nil {
+		return nil, fmt.Errorf("current %s: %w", id, e.err)
+	}
+	body, err := s.artifactBytes(ctx, e.d.ArtifactDigest)
+	if err != nil {
+		return nil, fmt.Errorf("current %s: %w", id, err)
+	}
+	d := *e.d
+	d.Body = body
+	return &d, nil
+}
+
+// artifactBytes returns the bytes of digest from the cache or the database,
+// checking them against the digest.
+func (s *Store) artifactBytes(ctx context.Context, digest string) ([]byte, error) {
+	if b, ok := s.artifact.get(digest); ok {
+		s.hits.Add(1)
+		return b, nil
+	}
+	s.misses.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT bytes FROM configpub.artifact WHERE artifact_digest = $1`, digest).Scan(&b)
+	if err != nil {
+		s.dbErrors.Add(1)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, integrityError("artifact %s referenced but not stored", digest)
+		}
+		return nil, classify("read artifact "+digest, err)
+	}
+	sum := sha256.Sum256(b)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != digest {
+		return nil, integrityError("artifact %s: stored bytes hash to %s", digest, got)
+	}
+	s.artifact.put(digest, b)
+	return b, nil
+}
+
+// Snapshot returns a historical, unrevoked snapshot of id with the latest
+// delivery manifest issued for it (if it was ever delivered).
+func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID string) (*configserver.Delivery, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	row := s.pool.QueryRow(ctx, snapshotQuery, snapshotID, id.Host, id.ServiceID, id.EnvTag)
+	var r pointerRow
+	r.host, r.serviceID, r.envTag, r.snapshotID = id.Host, id.ServiceID, id.EnvTag, snapshotID
+	err := row.Scan(&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest,
+		&r.releaseVersion, &r.manifest, &r.signature, &r.keyID)
+	if err != nil {
+		if !errors.Is(err, pgx.ErrNoRows) {
+			s.dbErrors.Add(1)
+		}
+		return nil, classify("snapshot "+snapshotID, err)
+	}
+	d, err := r.delivery()
+	if err != nil {
+		return nil, err
+	}
+	if d.Body, err = s.artifactBytes(ctx, d.ArtifactDigest); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snapshotID, err)
+	}
+	return d, nil
+}
+
+// RecordEvidence inserts a runtime_evidence row.
+func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) error {
+	detail := map[string]string{}
+	if !ev.ObservedAt.IsZero() {
+		detail["observedAt"] = ev.ObservedAt.UTC().Format(time.RFC3339Nano)
+	}
+	detailJSON, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("record evidence: %w", err)
+	}
+	var snap any
+	if ev.SnapshotID != "" {
+		snap = ev.SnapshotID
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	_, err = s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
+		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
+		ev.Identity.Host, ev.Identity.ServiceID, ev.Identity.EnvTag, snap, ev.Outcome, ev.Reason,
+		ev.ArtifactDigest, ev.ContentDigest, ev.PolicyDigest, string(detailJSON))
+	if err != nil {
+		s.dbErrors.Add(1)
+		return classify("record evidence for "+ev.Identity.String(), err)
+	}
+	return nil
+}
+
+// Ready reports nil when the pointers are confirmed current.
+func (s *Store) Ready(context.Context) error { return s.fresh() }
+
+// Stats reports counters for /metrics.
+func (s *Store) Stats() configserver.StoreStats {
+	s.mu.RLock()
+	n := len(s.pointers)
+	s.mu.RUnlock()
+	var last time.Time
+	if ns := s.confirmedAt.Load(); ns != 0 {
+		last = time.Unix(0, ns)
+	}
+	return configserver.StoreStats{
+		ArtifactCacheHits:   s.hits.Load(),
+		ArtifactCacheMisses: s.misses.Load(),
+		ArtifactCacheBytes:  s.artifact.bytes(),
+		DatabaseErrors:      s.dbErrors.Load(),
+		PointerRefreshes:    s.refreshes.Load(),
+		Reconciles:          s.reconciles.Load(),
+		Pointers:            n,
+		LastConfirmed:       last,
+	}
+}

@@ -1,0 +1,126 @@
+package configserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+)
+
+// ServerOptions configures NewServer and Serve. The zero value is valid.
+type ServerOptions struct {
+	ReadHeaderTimeout time.Duration // default 5 s: slow-header clients are cut off
+	ReadTimeout       time.Duration // default 10 s
+	WriteTimeout      time.Duration // default 30 s
+	IdleTimeout       time.Duration // default 120 s
+	// MaxHeaderBytes bounds request headers; past it the client gets 431.
+	// Default 64 KiB (net/http adds 4 KiB of slack).
+	MaxHeaderBytes int
+	// ShutdownTimeout bounds the graceful drain after ctx ends. Default 15 s.
+	ShutdownTimeout time.Duration
+	// TLSConfig, when set, makes Serve speak TLS (see TLSConfig()).
+	TLSConfig *tls.Config
+	// Logger receives http.Server errors (handshake failures, timeouts).
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+func (o *ServerOptions) defaults() {
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 5 * time.Second
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 10 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 64 << 10
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 15 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// NewServer returns an http.Server for h with every timeout and limit set.
+func NewServer(h http.Handler, opts ServerOptions) *http.Server {
+	opts.defaults()
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: opts.ReadHeaderTimeout,
+		ReadTimeout:       opts.ReadTimeout,
+		WriteTimeout:      opts.WriteTimeout,
+		IdleTimeout:       opts.IdleTimeout,
+		MaxHeaderBytes:    opts.MaxHeaderBytes,
+		TLSConfig:         opts.TLSConfig,
+		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves h on ln until ctx ends, then shuts down gracefully (in-flight
+// requests finish within ShutdownTimeout). It returns nil after a clean
+// shutdown.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServerOptions) error {
+	opts.defaults()
+	srv := NewServer(h, opts)
+	errc := make(chan error, 1)
+	go func() {
+		if opts.TLSConfig != nil {
+			errc <- srv.Serve(tls.NewListener(ln, opts.TLSConfig))
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// TLSConfig loads a server certificate and, when clientCAFile is set,
+// requires and verifies client certificates against it (mTLS); tokens bound
+// with cnf["x5t#S256"] are then checked against the presented certificate.
+func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("load TLS certificate %s: %w", certFile, err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	if clientCAFile != "" {
+		pemData, err := os.ReadFile(clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("read client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemData) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificate", clientCAFile)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}

@@ -1,0 +1,78 @@
+package configserver
+
+import (
+	"context"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// Store is what the handler needs from the configuration store. Current must
+// answer from memory when it can and return ErrUnavailable, quickly, when it
+// cannot confirm what is current; ErrNotFound when the identity has no
+// current pointer.
+type Store interface {
+	// Current returns the delivery that is current for id.
+	Current(ctx context.Context, id bundle.Identity) (*Delivery, error)
+	// Snapshot returns a historical snapshot of id. A snapshot that does not
+	// exist and one that belongs to another identity are both ErrNotFound.
+	Snapshot(ctx context.Context, id bundle.Identity, snapshotID string) (*Delivery, error)
+	// RecordEvidence appends a runtime's APPLIED/REJECTED report.
+	RecordEvidence(ctx context.Context, ev *Evidence) error
+	// Ready reports nil when the store can serve current pointers.
+	Ready(ctx context.Context) error
+}
+
+// StatsReporter is implemented by stores that expose counters for /metrics.
+type StatsReporter interface {
+	Stats() StoreStats
+}
+
+// StoreStats are cumulative store counters and gauges.
+type StoreStats struct {
+	ArtifactCacheHits   uint64
+	ArtifactCacheMisses uint64
+	ArtifactCacheBytes  int64
+	DatabaseErrors      uint64
+	PointerRefreshes    uint64    // pointers (re)loaded after a NOTIFY
+	Reconciles          uint64    // full reconciles
+	Pointers            int       // current pointers held in memory
+	LastConfirmed       time.Time // last time the pointers were known current
+}
+
+// Delivery is one servable snapshot with everything the response headers
+// carry. The byte slices are shared and must not be modified.
+type Delivery struct {
+	Identity       bundle.Identity
+	Audience       string
+	SnapshotID     string
+	PublicationID  string
+	PolicyDigest   string
+	ContentDigest  string
+	ArtifactDigest string // "sha256:<hex>" of Body
+	ReleaseVersion int64
+
+	// Manifest is the exact stored JCS delivery-manifest bytes, with its
+	// base64 signature and signing key id. A historical snapshot that was
+	// never delivered has none; its manifest headers are then omitted.
+	Manifest          []byte
+	ManifestSignature string
+	ManifestKeyID     string
+	// ValidFrom, RefreshAfter and ExpiresAt are the lease exactly as the
+	// signed manifest states it (RFC 3339).
+	ValidFrom, RefreshAfter, ExpiresAt string
+
+	Body []byte // the exact stored values.yml bytes
+}
+
+// Evidence is a runtime's report of applying or rejecting a snapshot.
+type Evidence struct {
+	Identity       bundle.Identity
+	Outcome        string // "APPLIED" | "REJECTED"
+	Reason         string
+	SnapshotID     string // optional
+	ArtifactDigest string
+	ContentDigest  string
+	PolicyDigest   string
+	ObservedAt     time.Time // zero when not reported
+}
