@@ -85,7 +85,6 @@ func parseReprDigest(v string) (string, error) {
 // the first disagreeing header is named. With require false (a 304) absent
 // headers are skipped.
 func checkDigestHeaders(h http.Header, bodyDigest string, require bool) error {
-	type announced struct{ name, digest string }
 	var got []announced
 	for _, name := range []string{HeaderETag, HeaderArtifactDigest, HeaderReprDigest} {
 		v := h.Get(name)
@@ -122,16 +121,19 @@ func checkDigestHeaders(h http.Header, bodyDigest string, require bool) error {
 	switch {
 	case len(bad) == 0:
 		return nil
-	case len(bad) == len(got) && len(got) > 1 && allEqual(bad):
+	case len(bad) == len(got) && len(got) > 1 && sameDigest(bad):
 		return reject(ReasonDigestMismatch, "body", "body %s != announced %s", bodyDigest, bad[0].digest)
 	default:
 		return reject(ReasonDigestMismatch, bad[0].name, "%s %s != body %s", bad[0].name, bad[0].digest, bodyDigest)
 	}
 }
 
-func allEqual[T comparable](xs []T) bool {
+// announced is a digest a response header announces.
+type announced struct{ name, digest string }
+
+func sameDigest(xs []announced) bool {
 	for _, x := range xs[1:] {
-		if x != xs[0] {
+		if x.digest != xs[0].digest {
 			return false
 		}
 	}

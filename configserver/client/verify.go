@@ -189,7 +189,6 @@ func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy, arti
 		name     string
 		got, env string
 	}{
-		{"artifactDigest", m.ArtifactDigest, artifactDigest},
 		{"host", m.Host, env.Host},
 		{"serviceId", m.ServiceID, env.ServiceID},
 		{"envTag", m.EnvTag, env.EnvTag},
@@ -202,6 +201,7 @@ func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy, arti
 		{"schemaVersion", strconv.Itoa(m.SchemaVersion), strconv.Itoa(env.SchemaVersion)},
 		{"compatibilityGeneration", strconv.FormatInt(m.CompatibilityGeneration, 10), strconv.FormatInt(env.CompatibilityGeneration, 10)},
 		{"revocationEpoch", strconv.FormatInt(m.RevocationEpoch, 10), strconv.FormatInt(env.RevocationEpoch, 10)},
+		{"artifactDigest", m.ArtifactDigest, artifactDigest},
 	}
 	for _, p := range pairs {
 		if p.got != p.env {
