@@ -1,0 +1,227 @@
+// Package pgcluster runs a private PostgreSQL cluster from the installed
+// server binaries (initdb, pg_ctl): the embedded default database of
+// `configpub demo` and of the test harness. When the process runs as root the
+// server runs as the unprivileged `postgres` OS user, as PostgreSQL requires.
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrNoBinaries is returned when initdb/pg_ctl cannot be found.
+var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; install them (Debian: apt-get install postgresql)")
+
+// Options configures a cluster. The zero value is not usable: Dir is required.
+type Options struct {
+	// Dir holds the cluster: Dir/data (PGDATA), Dir/postgres.log and the
+	// unix socket. Created if missing.
+	Dir string
+	// BinDir holds initdb and pg_ctl; empty means FindBinDir.
+	BinDir string
+	// Port to listen on at 127.0.0.1; 0 picks a free one.
+	Port int
+	// Durable keeps fsync on. Off (the default) suits throwaway clusters.
+	Durable bool
+}
+
+// Cluster is a private PostgreSQL cluster. Its superuser is "postgres",
+// reachable on 127.0.0.1 with trust authentication.
+type Cluster struct {
+	Dir    string
+	BinDir string
+	Port   int
+
+	durable bool
+	cred    *syscall.Credential // non-nil when running as root
+}
+
+// New prepares a cluster in opts.Dir, running initdb when Dir/data does not
+// exist yet. It does not start the server.
+func New(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("pgcluster: directory is empty")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	bin := opts.BinDir
+	if bin == "" {
+		if bin, err = FindBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cluster{Dir: dir, BinDir: bin, Port: opts.Port, durable: opts.Durable}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("pgcluster: running as root needs the postgres OS user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, fmt.Errorf("pgcluster: chown %s: %w", dir, err)
+		}
+		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err == nil {
+		return c, nil
+	}
+	cmd := c.command(ctx, filepath.Join(bin, "initdb"), "-D", c.DataDir(),
+		"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, lastLines(out))
+	}
+	return c, nil
+}
+
+// DataDir is the cluster's PGDATA.
+func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
+
+// LogFile is the server log.
+func (c *Cluster) LogFile() string { return filepath.Join(c.Dir, "postgres.log") }
+
+// Start starts the server and waits until it accepts connections. With Port
+// 0 it picks a free port, retrying a few times if another process takes it.
+func (c *Cluster) Start(ctx context.Context) error {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		port := c.Port
+		if port == 0 {
+			p, err := freePort()
+			if err != nil {
+				return err
+			}
+			port = p
+		}
+		if lastErr = c.start(ctx, port); lastErr == nil {
+			c.Port = port
+			return nil
+		}
+		if c.Port != 0 {
+			break
+		}
+	}
+	return lastErr
+}
+
+func (c *Cluster) start(ctx context.Context, port int) error {
+	opts := []string{
+		"-c listen_addresses=127.0.0.1",
+		"-p " + strconv.Itoa(port),
+		"-k " + c.Dir,
+		"-c max_connections=300",
+		"-c shared_buffers=64MB",
+		"-c timezone=UTC",
+	}
+	if !c.durable {
+		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+	}
+	cmd := c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(),
+		"-l", c.LogFile(), "-w", "-t", "60", "-o", strings.Join(opts, " "), "start")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(c.LogFile())
+		return fmt.Errorf("pgcluster: pg_ctl start on port %d: %w: %s %s", port, err, lastLines(out), lastLines(log))
+	}
+	return nil
+}
+
+// Stop shuts the server down (fast mode, then immediate if that fails).
+func (c *Cluster) Stop(ctx context.Context) error {
+	cmd := c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "fast", "-w", "-t", "30", "stop")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		cmd = c.command(context.WithoutCancel(ctx), filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "immediate", "stop")
+		if out2, err2 := cmd.CombinedOutput(); err2 != nil {
+			return fmt.Errorf("pgcluster: pg_ctl stop: %w: %s %s", err, lastLines(out), lastLines(out2))
+		}
+	}
+	return nil
+}
+
+// Running reports whether a server is running on the cluster's data dir.
+func (c *Cluster) Running(ctx context.Context) bool {
+	return c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "status").Run() == nil
+}
+
+// URL returns the superuser URL of database name.
+func (c *Cluster) URL(name string) string {
+	u := url.URL{Scheme: "postgres", User: url.User("postgres"), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)),
+		Path: "/" + name, RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// Command builds a command that runs as the postgres OS user when the
+// current process is root, with a C locale and UTC.
+func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "PGTZ=UTC")
+	if c.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
+		cmd.Env = append(cmd.Env, "HOME="+c.Dir, "USER=postgres", "LOGNAME=postgres")
+	}
+	return cmd
+}
+
+// FindBinDir locates the directory holding initdb and pg_ctl: PATH first,
+// then the newest /usr/lib/postgresql/*/bin.
+func FindBinDir() (string, error) {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if _, err := exec.LookPath("pg_ctl"); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return filepath.Dir(real), nil
+			}
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return versionOf(dirs[i]) > versionOf(dirs[j]) })
+	for _, d := range dirs {
+		if isExec(filepath.Join(d, "initdb")) && isExec(filepath.Join(d, "pg_ctl")) {
+			return d, nil
+		}
+	}
+	return "", ErrNoBinaries
+}
+
+func versionOf(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgcluster: pick a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func lastLines(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = "..." + s[len(s)-2000:]
+	}
+	return s
+}
