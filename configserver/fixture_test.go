@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -177,6 +178,7 @@ type env struct {
 	seed     *seeder
 	store    *pgstore.Store
 	srv      *httptest.Server
+	handler  http.Handler
 	tokenKey *ecdsa.PrivateKey
 	logs     *syncBuffer
 }
@@ -227,7 +229,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if hopts.Logger == nil {
 		hopts.Logger = newJSONLogger(e.logs)
 	}
-	e.srv = httptest.NewServer(configserver.NewHandler(st, hopts))
+	e.handler = configserver.NewHandler(st, hopts)
+	e.srv = httptest.NewServer(e.handler)
 	t.Cleanup(e.srv.Close)
 	if !o.noWait {
 		e.waitReady(t, 10*time.Second)
@@ -291,4 +294,24 @@ func doURL(t testing.TB, c *http.Client, method, url, token string, hdr ...strin
 
 func configsPath(id bundle.Identity) string {
 	return fmt.Sprintf("/configs?host=%s&serviceId=%s&envTag=%s", id.Host, id.ServiceID, id.EnvTag)
+}
+
+// serve runs e.handler in configserver.Serve on a loopback port (the real
+// server with its timeouts and header limits) and returns its base URL.
+func (e *env) serve(t testing.TB, opts configserver.ServerOptions) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- configserver.Serve(ctx, ln, e.handler, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
 }
