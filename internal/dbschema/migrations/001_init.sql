@@ -211,6 +211,9 @@ CREATE TABLE configpub.current_pointer (
 	lease_valid_from     timestamptz NOT NULL,
 	lease_refresh_after  timestamptz NOT NULL,
 	lease_expires_at     timestamptz NOT NULL,
+	-- The rolling window the pointer's release gave it (renewals reuse it).
+	lease_refresh_after_ms  bigint NOT NULL DEFAULT 0,
+	lease_expires_after_ms  bigint NOT NULL DEFAULT 0,
 	moved_at             timestamptz NOT NULL,
 	updated_at           timestamptz NOT NULL,
 	PRIMARY KEY (host, service_id, env_tag),
@@ -253,7 +256,7 @@ CREATE TABLE configpub.delivery_manifest (
 	signature    text NOT NULL,
 	key_id       text NOT NULL,
 	expires_at   timestamptz NOT NULL,
-	kind         text NOT NULL CHECK (kind IN ('move', 'renew')),
+	kind         text NOT NULL DEFAULT 'move' CHECK (kind IN ('move', 'renew')),
 	command_id   uuid,
 	PRIMARY KEY (host, service_id, env_tag, sequence, issued_at),
 	FOREIGN KEY (snapshot_id, host, service_id, env_tag)

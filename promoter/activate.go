@@ -1,0 +1,351 @@
+package promoter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// activation identifies the command whose recorded intent is activated.
+type activation struct {
+	cmd       command // Release = the release to activate
+	actor     string
+	reason    string
+	reviewers []string
+}
+
+// activate is the activation transaction shared by RecordAndActivate,
+// Activate and Rollback: under the environment's lock it moves every target
+// of the release whose pointer is elsewhere, signs and stores their delivery
+// manifests, writes pointer_move and journal rows, settles the command and
+// NOTIFYs, all in one transaction.
+func (s *Store) activate(ctx context.Context, a activation) (*ActivationResult, error) {
+	var res *ActivationResult
+	var refused error
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		res, refused, err = s.activateTx(ctx, tx, a)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return res, nil
+}
+
+func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*ActivationResult, error, error) {
+	now := s.now()
+	envTag, version := a.cmd.EnvTag, a.cmd.Release
+	e, err := lockEnv(ctx, tx, envTag, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := lockRelease(ctx, tx, envTag, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Outcome != OutcomeUnconfirmed || r.LastCmd != a.cmd.ID {
+		// Another run of the same command (or Reconcile) settled it first.
+		c, err := loadCommand(ctx, tx, a.cmd.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c.Outcome == OutcomeApplied {
+			res, err := decodeResult(c)
+			return res, nil, err
+		}
+		return nil, nil, fmt.Errorf("command %s was settled %s before it could be activated (re-run to retry): %w", a.cmd.ID, c.Outcome, ErrConflict)
+	}
+	if e.Pending != version || e.PendingCmd != a.cmd.ID {
+		return nil, nil, fmt.Errorf("environment %s: pending release %d (command %q), want %d (command %s): %w",
+			envTag, e.Pending, e.PendingCmd, version, a.cmd.ID, ErrIntegrity)
+	}
+	if err := s.fault(ctx, "activate:locked", tx); err != nil {
+		return nil, nil, err
+	}
+	if id, err := revokedTarget(ctx, tx, envTag, version); err != nil {
+		return nil, nil, err
+	} else if id != "" {
+		// Definitely not applied: settle it so the environment is free.
+		if err := mutate(ctx, tx, r, event{Kind: "refused-revoked", ToState: r.State, ToOutcome: OutcomeNotApplied,
+			CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
+			Evidence: map[string]any{"revokedSnapshotId": id}}); err != nil {
+			return nil, nil, err
+		}
+		if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeNotApplied, nil, now); err != nil {
+			return nil, nil, err
+		}
+		if err := setEnv(ctx, tx, e, e.Current, 0, "", now); err != nil {
+			return nil, nil, err
+		}
+		return nil, fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, id, ErrRevoked), nil
+	}
+	ps, err := loadMoves(ctx, tx, envTag, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:read", tx); err != nil {
+		return nil, nil, err
+	}
+	for i := range ps {
+		ps[i].Sequence = ps[i].PrevSequence + 1
+		ps[i].IssuedAt = now
+	}
+	if err := s.signAll(envTag, ps); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:signed", tx); err != nil {
+		return nil, nil, err
+	}
+	if err := s.writePointers(ctx, tx, envTag, ps, now, true); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:pointers", tx); err != nil {
+		return nil, nil, err
+	}
+	if err := s.insertManifests(ctx, tx, envTag, ps, "move", a.cmd.ID); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:manifests", tx); err != nil {
+		return nil, nil, err
+	}
+	if err := insertMoves(ctx, tx, envTag, ps, a, e.Current, now); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:pointer_move", tx); err != nil {
+		return nil, nil, err
+	}
+	res := &ActivationResult{
+		CommandID: a.cmd.ID, Action: a.cmd.Action, EnvTag: envTag, ReleaseVersion: version,
+		PreviousRelease: e.Current, Moved: len(ps), Unchanged: r.TargetCount - len(ps),
+		Outcome: OutcomeApplied, ActivatedAt: now,
+	}
+	if e.Current != 0 && e.Current != version {
+		prev, err := lockRelease(ctx, tx, envTag, e.Current)
+		if err != nil {
+			return nil, nil, err
+		}
+		to := StateSuperseded
+		if a.cmd.Action == ActionRollback {
+			to = StateRolledBack
+		}
+		if err := mutate(ctx, tx, prev, event{Kind: "deactivate", ToState: to, ToOutcome: prev.Outcome,
+			CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
+			Evidence: map[string]any{"activatedRelease": version}}); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := mutate(ctx, tx, r, event{Kind: a.cmd.Action, ToState: StateActive, ToOutcome: OutcomeApplied,
+		CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
+		Evidence: res}); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:journal", tx); err != nil {
+		return nil, nil, err
+	}
+	if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeApplied, res, now); err != nil {
+		return nil, nil, err
+	}
+	if err := setEnv(ctx, tx, e, version, 0, "", now); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:environment", tx); err != nil {
+		return nil, nil, err
+	}
+	if err := notify(ctx, tx, envTag, ps); err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:notify", tx); err != nil {
+		return nil, nil, err
+	}
+	return res, nil, nil
+}
+
+// revokedTarget returns a revoked snapshot of the release ("" if none).
+func revokedTarget(ctx context.Context, q querier, envTag string, version int64) (string, error) {
+	var id string
+	err := q.QueryRow(ctx, `SELECT s.snapshot_id::text
+		FROM configpub.config_release_target rt
+		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+		WHERE rt.env_tag = $1 AND rt.release_version = $2
+		  AND (s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
+		    OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
+		ORDER BY rt.host, rt.service_id LIMIT 1`, envTag, version).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", dbErr("check revocations", err)
+	}
+	return id, nil
+}
+
+// loadMoves returns the targets of a release whose current pointer is not
+// at the release's snapshot, with what their manifests need.
+func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]pointerTarget, error) {
+	rows, err := tx.Query(ctx, `SELECT rt.host, rt.service_id, s.audience, s.snapshot_id::text,
+			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
+			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
+			s.compatibility_generation, s.revocation_epoch, rt.refresh_after_ms, rt.expires_after_ms,
+			p.snapshot_id::text, coalesce(p.sequence, 0)
+		FROM configpub.config_release_target rt
+		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+		LEFT JOIN configpub.current_pointer p
+			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND p.snapshot_id IS DISTINCT FROM rt.snapshot_id
+		ORDER BY rt.host, rt.service_id`, envTag, version)
+	if err != nil {
+		return nil, dbErr("read moves", err)
+	}
+	defer rows.Close()
+	var ps []pointerTarget
+	for rows.Next() {
+		var p pointerTarget
+		var schema int32
+		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
+			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
+			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &p.PrevSnapshot, &p.PrevSequence); err != nil {
+			return nil, dbErr("read moves", err)
+		}
+		p.SchemaVersion = int(schema)
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("read moves", err)
+	}
+	return ps, nil
+}
+
+// writePointers upserts the current pointers of ps. Each row must still be
+// at the sequence ps was built from (a compare-and-swap on sequence). move
+// false is a lease renewal: moved_at is kept.
+func (s *Store) writePointers(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget, now time.Time, move bool) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	hosts, svcs, ids, sigs := mk(n), mk(n), mk(n), mk(n)
+	rels, seqs, rms, ems := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	bodies := make([][]byte, n)
+	issued, refresh, expires := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
+	for i := range ps {
+		p := &ps[i]
+		hosts[i], svcs[i], ids[i], sigs[i] = p.Host, p.ServiceID, p.SnapshotID, p.Signature
+		rels[i], seqs[i], rms[i], ems[i] = p.SnapshotRelease, p.Sequence, p.RefreshMS, p.ExpiresMS
+		bodies[i], issued[i], refresh[i], expires[i] = p.Manifest, p.IssuedAt, p.RefreshAt, p.ExpiresAt
+	}
+	// A move must find the pointer at the previous sequence; a renewal at
+	// the same sequence and snapshot.
+	movedAt, guard := "EXCLUDED.moved_at", "current_pointer.sequence = EXCLUDED.sequence - 1"
+	if !move {
+		movedAt, guard = "current_pointer.moved_at", "current_pointer.sequence = EXCLUDED.sequence AND current_pointer.snapshot_id = EXCLUDED.snapshot_id"
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO configpub.current_pointer AS current_pointer (host, service_id, env_tag,
+			snapshot_id, release_version, sequence, manifest, manifest_signature, manifest_key_id, lease_valid_from,
+			lease_refresh_after, lease_expires_at, lease_refresh_after_ms, lease_expires_after_ms, moved_at, updated_at)
+		SELECT h, sv, $1, sid::uuid, rv, seq, m, sig, $2, iss, ra, ea, rms, ems, iss, $3
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bytea[], $10::text[],
+			$11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::bigint[], $15::bigint[])
+			AS x(h, sv, sid, rv, seq, m, sig, iss, ra, ea, rms, ems)
+		ON CONFLICT (host, service_id, env_tag) DO UPDATE SET
+			snapshot_id = EXCLUDED.snapshot_id, release_version = EXCLUDED.release_version,
+			sequence = EXCLUDED.sequence, manifest = EXCLUDED.manifest,
+			manifest_signature = EXCLUDED.manifest_signature, manifest_key_id = EXCLUDED.manifest_key_id,
+			lease_valid_from = EXCLUDED.lease_valid_from, lease_refresh_after = EXCLUDED.lease_refresh_after,
+			lease_expires_at = EXCLUDED.lease_expires_at, lease_refresh_after_ms = EXCLUDED.lease_refresh_after_ms,
+			lease_expires_after_ms = EXCLUDED.lease_expires_after_ms,
+			moved_at = `+movedAt+`, updated_at = EXCLUDED.updated_at
+		WHERE `+guard,
+		envTag, s.keyID, now, hosts, svcs, ids, rels, seqs, bodies, sigs, issued, refresh, expires, rms, ems)
+	if err != nil {
+		return dbErr("write pointers", err)
+	}
+	if int(tag.RowsAffected()) != n {
+		return fmt.Errorf("environment %s: %d of %d pointers changed under the lock: %w", envTag, n-int(tag.RowsAffected()), n, ErrConflict)
+	}
+	return nil
+}
+
+func (s *Store) insertManifests(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget, kind, cmdID string) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	hosts, svcs, ids, sigs := mk(n), mk(n), mk(n), mk(n)
+	seqs := make([]int64, n)
+	bodies := make([][]byte, n)
+	issued, expires := make([]time.Time, n), make([]time.Time, n)
+	for i := range ps {
+		p := &ps[i]
+		hosts[i], svcs[i], ids[i], sigs[i], seqs[i] = p.Host, p.ServiceID, p.SnapshotID, p.Signature, p.Sequence
+		bodies[i], issued[i], expires[i] = p.Manifest, p.IssuedAt, p.ExpiresAt
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, issued_at,
+			snapshot_id, manifest, signature, key_id, expires_at, kind, command_id)
+		SELECT h, sv, $1, seq, iss, sid::uuid, m, sig, $2, ea, $3, nullif($4, '')::uuid
+		FROM unnest($5::text[], $6::text[], $7::bigint[], $8::timestamptz[], $9::text[], $10::bytea[], $11::text[],
+			$12::timestamptz[]) AS x(h, sv, seq, iss, sid, m, sig, ea)`,
+		envTag, s.keyID, kind, cmdID, hosts, svcs, seqs, issued, ids, bodies, sigs, expires)
+	if err != nil {
+		return dbErr("insert delivery manifests", err)
+	}
+	return nil
+}
+
+func insertMoves(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget, a activation, prevRelease int64, now time.Time) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	hosts, svcs, ids, pubs := mk(n), mk(n), mk(n), mk(n)
+	prevs := make([]*string, n)
+	seqs := make([]int64, n)
+	for i := range ps {
+		p := &ps[i]
+		hosts[i], svcs[i], ids[i], pubs[i], prevs[i], seqs[i] = p.Host, p.ServiceID, p.SnapshotID, p.PublicationID, p.PrevSnapshot, p.Sequence
+	}
+	reviewers := a.reviewers
+	if reviewers == nil {
+		reviewers = []string{}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id,
+			next_snapshot_id, publication_id, release_version, previous_release_version, sequence, action, actor,
+			reviewers, reason, command_id, moved_at)
+		SELECT h, sv, $1, prev::uuid, sid::uuid, pub::uuid, $2, nullif($3, 0), seq, $4, $5, $6, $7, $8::text::uuid, $9
+		FROM unnest($10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[])
+			AS x(h, sv, prev, sid, pub, seq)`,
+		envTag, a.cmd.Release, prevRelease, a.cmd.Action, a.actor, reviewers, a.reason, a.cmd.ID, now,
+		hosts, svcs, prevs, ids, pubs, seqs)
+	if err != nil {
+		return dbErr("insert pointer moves", err)
+	}
+	return nil
+}
+
+// notify sends one 'configpub_pointer' notification per pointer, delivered
+// when (and only if) the transaction commits.
+func notify(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	n := len(ps)
+	hosts, svcs, ids := mk(n), mk(n), mk(n)
+	seqs := make([]int64, n)
+	for i := range ps {
+		hosts[i], svcs[i], ids[i], seqs[i] = ps[i].Host, ps[i].ServiceID, ps[i].SnapshotID, ps[i].Sequence
+	}
+	_, err := tx.Exec(ctx, `SELECT count(pg_notify('configpub_pointer', json_build_object(
+			'host', h, 'serviceId', sv, 'envTag', $1::text, 'snapshotId', sid, 'sequence', seq)::text))
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(h, sv, sid, seq)`,
+		envTag, hosts, svcs, ids, seqs)
+	if err != nil {
+		return dbErr("notify", err)
+	}
+	return nil
+}

@@ -1,0 +1,274 @@
+package promoter
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// LeaseWindow is a rolling delivery lease: offsets from a manifest's
+// issuedAt (compiler.LeaseWindow has the same shape).
+type LeaseWindow struct {
+	RefreshAfter time.Duration
+	ExpiresAfter time.Duration
+}
+
+// Target is one compiled target of a release: its immutable snapshot, the
+// artifact bytes and the lease profile. Field meanings follow
+// compiler.Target and bundle.RuntimePolicy.
+type Target struct {
+	Host, ServiceID, EnvTag, Audience string
+	SubjectKind, SubjectName          string
+
+	SnapshotID, PublicationID, PolicySnapshotID string // lowercase UUIDs
+	ReleaseVersion                              int64  // the release that created the snapshot
+	PolicyVersion                               int64
+
+	PolicyDigest, ContentDigest, PropertySetDigest, ArtifactDigest string // "sha256:<hex>"
+
+	SchemaVersion           int   // 0 = bundle.SchemaVersion
+	CompatibilityGeneration int64 // envelope compatibilityGeneration
+	RevocationEpoch         int64 // envelope revocationEpoch
+	SourceEventSequence     int64
+	CreatedAt               time.Time // the snapshot's createdAt (envelope)
+
+	Changed      bool // changed since the base release (informational)
+	LeaseProfile string
+	Lease        LeaseWindow
+	InputDigests map[string]string // input path -> digest
+
+	// OCI publication evidence (optional).
+	OCIReference, OCIManifestDigest, OCISignature string
+
+	MediaType string // of Values; "" = MediaTypeValues
+	Values    []byte // exact values.yml bytes; sha256(Values) must equal ArtifactDigest
+}
+
+// MediaTypeValues is the default artifact media type.
+const MediaTypeValues = "application/vnd.configpub.values.v1+yaml"
+
+// Identity returns the target's runtime identity.
+func (t *Target) Identity() bundle.Identity {
+	return bundle.Identity{Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag}
+}
+
+// ReleaseInput is everything RecordAndActivate records and activates.
+type ReleaseInput struct {
+	// CommandID is the command UUID (PromoteCommandID(commit, env)).
+	CommandID string
+	EnvTag    string
+	// ReleaseVersion is the new release; BaseReleaseVersion the release the
+	// environment must currently have (0 = none): the compare-and-swap.
+	ReleaseVersion, BaseReleaseVersion int64
+	ManifestBytes                      []byte // exact bytes of releases/<env>.yaml
+	ReleaseDigest                      string // digest of the release manifest as the compiler states it
+	SourceCommit, SourceRef            string
+	Actor                              string
+	Reviewers                          []string
+	Reason                             string
+	Targets                            []Target
+}
+
+var (
+	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+func checkUUID(field, s string) error {
+	u, err := uuid.Parse(s)
+	if err != nil || u.String() != s {
+		return invalid(field, "%q is not a lowercase UUID", s)
+	}
+	return nil
+}
+
+func checkDigest(field, s string) error {
+	if !digestRE.MatchString(s) {
+		return invalid(field, "%q is not sha256:<64 hex>", s)
+	}
+	return nil
+}
+
+// validate checks the input without hashing artifact bytes (cheap; done
+// before the replay check).
+func (in *ReleaseInput) validate() error {
+	if err := checkUUID("commandId", in.CommandID); err != nil {
+		return err
+	}
+	if in.EnvTag == "" {
+		return invalid("envTag", "empty")
+	}
+	if in.ReleaseVersion <= 0 || in.BaseReleaseVersion < 0 || in.BaseReleaseVersion >= in.ReleaseVersion {
+		return invalid("releaseVersion", "release %d on base %d: want 0 <= base < release", in.ReleaseVersion, in.BaseReleaseVersion)
+	}
+	if len(in.ManifestBytes) == 0 {
+		return invalid("manifestBytes", "empty")
+	}
+	if in.Actor == "" {
+		return invalid("actor", "empty")
+	}
+	if len(in.Targets) == 0 {
+		return invalid("targets", "a release needs at least one target")
+	}
+	seen := make(map[bundle.Identity]bool, len(in.Targets))
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		if err := t.validate(in.EnvTag, in.ReleaseVersion); err != nil {
+			return fmt.Errorf("target %d (%s): %w", i, t.Identity(), err)
+		}
+		if seen[t.Identity()] {
+			return invalid("targets", "identity %s appears twice", t.Identity())
+		}
+		seen[t.Identity()] = true
+	}
+	return nil
+}
+
+func (t *Target) validate(env string, release int64) error {
+	if t.Host == "" || t.ServiceID == "" {
+		return invalid("host/serviceId", "empty")
+	}
+	if t.EnvTag != env {
+		return fmt.Errorf("envTag %q in a release of %q: %w", t.EnvTag, env, ErrIdentityMismatch)
+	}
+	if bundle.Namespace(t.Audience) == "" {
+		return invalid("audience", "%q is not agent, gateway or knowledge", t.Audience)
+	}
+	for _, f := range []struct{ name, v string }{
+		{"snapshotId", t.SnapshotID}, {"publicationId", t.PublicationID}, {"policySnapshotId", t.PolicySnapshotID},
+	} {
+		if err := checkUUID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"policyDigest", t.PolicyDigest}, {"contentDigest", t.ContentDigest},
+		{"propertySetDigest", t.PropertySetDigest}, {"artifactDigest", t.ArtifactDigest},
+	} {
+		if err := checkDigest(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if t.ReleaseVersion <= 0 || t.ReleaseVersion > release {
+		return invalid("releaseVersion", "snapshot release %d in release %d", t.ReleaseVersion, release)
+	}
+	if t.Lease.RefreshAfter <= 0 || t.Lease.ExpiresAfter < t.Lease.RefreshAfter {
+		return invalid("lease", "refreshAfter %s, expiresAfter %s: want 0 < refreshAfter <= expiresAfter", t.Lease.RefreshAfter, t.Lease.ExpiresAfter)
+	}
+	if t.Lease.RefreshAfter%time.Millisecond != 0 || t.Lease.ExpiresAfter%time.Millisecond != 0 {
+		return invalid("lease", "windows must be whole milliseconds")
+	}
+	if t.CreatedAt.IsZero() {
+		return invalid("createdAt", "zero")
+	}
+	if len(t.Values) == 0 {
+		return invalid("values", "empty")
+	}
+	return nil
+}
+
+// verifyArtifacts checks sha256(Values) == ArtifactDigest for every target.
+func (in *ReleaseInput) verifyArtifacts() error {
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		sum := sha256.Sum256(t.Values)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != t.ArtifactDigest {
+			return fmt.Errorf("target %s: values digest %s, artifactDigest %s: %w", t.Identity(), got, t.ArtifactDigest, ErrIntegrity)
+		}
+	}
+	return nil
+}
+
+// hasher writes length-prefixed fields, so field boundaries cannot shift.
+type hasher struct{ h hash.Hash }
+
+func newHasher(kind string) *hasher {
+	h := &hasher{h: sha256.New()}
+	h.str("configpub/command/" + kind + "/v1")
+	return h
+}
+
+func (h *hasher) str(s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	h.h.Write(n[:])
+	h.h.Write([]byte(s))
+}
+
+func (h *hasher) int(v int64) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(v))
+	h.h.Write(n[:])
+}
+
+func (h *hasher) sum() string { return "sha256:" + hex.EncodeToString(h.h.Sum(nil)) }
+
+// commandHash is the hash of everything the command would write; the same
+// command UUID with another hash is a conflict.
+func (in *ReleaseInput) commandHash() string {
+	h := newHasher("promote")
+	h.str(in.EnvTag)
+	h.int(in.ReleaseVersion)
+	h.int(in.BaseReleaseVersion)
+	sum := sha256.Sum256(in.ManifestBytes)
+	h.str(hex.EncodeToString(sum[:]))
+	h.str(in.ReleaseDigest)
+	h.str(in.SourceCommit)
+	h.str(in.SourceRef)
+	h.str(in.Actor)
+	h.str(strings.Join(in.Reviewers, "\x00"))
+	h.str(in.Reason)
+	h.int(int64(len(in.Targets)))
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		for _, s := range []string{t.Host, t.ServiceID, t.EnvTag, t.Audience, t.SubjectKind, t.SubjectName,
+			t.SnapshotID, t.PublicationID, t.PolicySnapshotID, t.PolicyDigest, t.ContentDigest,
+			t.PropertySetDigest, t.ArtifactDigest, t.LeaseProfile, t.OCIReference, t.OCIManifestDigest,
+			t.OCISignature, t.mediaType(), t.CreatedAt.UTC().Format(time.RFC3339Nano)} {
+			h.str(s)
+		}
+		for _, v := range []int64{t.ReleaseVersion, t.PolicyVersion, int64(t.schemaVersion()), t.CompatibilityGeneration,
+			t.RevocationEpoch, t.SourceEventSequence, int64(t.Lease.RefreshAfter), int64(t.Lease.ExpiresAfter)} {
+			h.int(v)
+		}
+		if t.Changed {
+			h.int(1)
+		} else {
+			h.int(0)
+		}
+		keys := make([]string, 0, len(t.InputDigests))
+		for k := range t.InputDigests {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		h.int(int64(len(keys)))
+		for _, k := range keys {
+			h.str(k)
+			h.str(t.InputDigests[k])
+		}
+	}
+	return h.sum()
+}
+
+func (t *Target) mediaType() string {
+	if t.MediaType == "" {
+		return MediaTypeValues
+	}
+	return t.MediaType
+}
+
+func (t *Target) schemaVersion() int {
+	if t.SchemaVersion == 0 {
+		return bundle.SchemaVersion
+	}
+	return t.SchemaVersion
+}

@@ -1,0 +1,166 @@
+package promoter
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// MoveInput asks to point an environment at the snapshots of an existing
+// release: Activate (forward, a release newer than the current one) or
+// Rollback (an older one). Pointer moves only; no snapshot is edited.
+type MoveInput struct {
+	// CommandID is the command UUID. Re-running with the same id and
+	// fields replays or completes the command; the CLI uses a fresh UUID
+	// per invocation unless one is given.
+	CommandID string
+	EnvTag    string
+	Release   int64 // the release to activate (rollback: to)
+	Actor     string
+	Reason    string
+}
+
+// RollbackInput is the input of Rollback (ToRelease < current release).
+type RollbackInput struct {
+	CommandID string
+	EnvTag    string
+	ToRelease int64
+	Actor     string
+	Reason    string
+}
+
+// Activate moves the environment forward to an existing release newer than
+// its current one (for example back to the newest release after a
+// rollback). A revoked snapshot in the release is ErrRevoked; nothing is
+// written then.
+func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, error) {
+	res, err := s.move(ctx, ActionActivate, in)
+	if err != nil {
+		return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
+	}
+	return res, nil
+}
+
+// Rollback moves the environment back to an existing older release. The
+// release that was current becomes ROLLED_BACK.
+func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
+	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason}
+	res, err := s.move(ctx, ActionRollback, mi)
+	if err != nil {
+		return nil, fmt.Errorf("rollback %s to release %d (command %s): %w", in.EnvTag, in.ToRelease, in.CommandID, err)
+	}
+	return res, nil
+}
+
+func (in *MoveInput) validate() error {
+	if err := checkUUID("commandId", in.CommandID); err != nil {
+		return err
+	}
+	if in.EnvTag == "" {
+		return invalid("envTag", "empty")
+	}
+	if in.Release <= 0 {
+		return invalid("release", "%d: want a positive release version", in.Release)
+	}
+	if in.Actor == "" {
+		return invalid("actor", "empty")
+	}
+	if in.Reason == "" {
+		return invalid("reason", "empty")
+	}
+	return nil
+}
+
+func (s *Store) move(ctx context.Context, action string, in MoveInput) (*ActivationResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if s.opts.Signer == nil {
+		return nil, ErrNoSigner
+	}
+	h := newHasher(action)
+	h.str(in.EnvTag)
+	h.int(in.Release)
+	h.str(in.Actor)
+	h.str(in.Reason)
+	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag, Release: in.Release}
+	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {
+		return res, err
+	}
+	var state intentState
+	var recorded *ActivationResult
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		state, recorded, err = s.moveIntent(ctx, tx, cmd, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if state == intentReplay {
+		return recorded, nil
+	}
+	return s.activate(ctx, activation{cmd: cmd, actor: in.Actor, reason: in.Reason})
+}
+
+// moveIntent is the intent transaction of Activate and Rollback.
+func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveInput) (intentState, *ActivationResult, error) {
+	now := s.now()
+	prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if prior != nil {
+		switch prior.Outcome {
+		case OutcomeApplied:
+			res, err := decodeResult(prior)
+			return intentReplay, res, err
+		case OutcomeUnconfirmed:
+			return intentContinue, nil, nil
+		case OutcomeNotApplied:
+			// Definitely did not happen: retry under the same command.
+			if err := settleCommand(ctx, tx, cmd.ID, OutcomeUnconfirmed, nil, now); err != nil {
+				return 0, nil, err
+			}
+		default:
+			return 0, nil, fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
+		}
+	}
+	if err := s.fault(ctx, "move:command", tx); err != nil {
+		return 0, nil, err
+	}
+	e, err := lockEnv(ctx, tx, in.EnvTag, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.Pending != 0 {
+		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: e.Current, Actual: e.Current, Pending: e.Pending}
+	}
+	switch {
+	case in.Release == e.Current:
+		return 0, nil, fmt.Errorf("release %d is already current in %s: %w", in.Release, in.EnvTag, ErrConflict)
+	case cmd.Action == ActionRollback && in.Release > e.Current:
+		return 0, nil, invalid("release", "%d is newer than the current release %d: use activate", in.Release, e.Current)
+	case cmd.Action == ActionActivate && in.Release < e.Current:
+		return 0, nil, invalid("release", "%d is older than the current release %d: use rollback", in.Release, e.Current)
+	}
+	r, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
+	if err != nil {
+		return 0, nil, err
+	}
+	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.Release); err != nil {
+		return 0, nil, err
+	} else if id != "" {
+		return 0, nil, fmt.Errorf("release %s/%d: snapshot %s: %w", in.EnvTag, in.Release, id, ErrRevoked)
+	}
+	if err := mutate(ctx, tx, r, event{Kind: cmd.Action + "-intent", ToState: r.State, ToOutcome: OutcomeUnconfirmed,
+		CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
+		Evidence: map[string]any{"fromRelease": e.Current}}); err != nil {
+		return 0, nil, err
+	}
+	if err := s.fault(ctx, "move:intent", tx); err != nil {
+		return 0, nil, err
+	}
+	return intentNew, nil, setEnv(ctx, tx, e, e.Current, in.Release, cmd.ID, now)
+}

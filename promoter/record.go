@@ -1,0 +1,376 @@
+package promoter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ActivationResult is the recorded result of a pointer-moving command. A
+// replay returns the same value with Replayed set.
+type ActivationResult struct {
+	CommandID       string    `json:"commandId"`
+	Action          string    `json:"action"` // promote, activate, rollback
+	EnvTag          string    `json:"envTag"`
+	ReleaseVersion  int64     `json:"releaseVersion"`
+	PreviousRelease int64     `json:"previousRelease"` // 0 = none
+	Moved           int       `json:"moved"`           // pointers moved (one manifest, one pointer_move each)
+	Unchanged       int       `json:"unchanged"`       // targets already at the release's snapshot
+	Outcome         string    `json:"outcome"`         // APPLIED
+	ActivatedAt     time.Time `json:"activatedAt"`
+	Replayed        bool      `json:"-"`
+}
+
+// intentState is what the intent transaction decided.
+type intentState int
+
+const (
+	intentNew      intentState = iota // intent recorded now: activate
+	intentContinue                    // the same command's intent exists, still UNCONFIRMED: activate
+	intentReplay                      // the command is APPLIED: replay its result
+)
+
+// RecordAndActivate records a compiled release and activates it: the intent
+// transaction checks the command ledger (same UUID and hash: replay or
+// complete; same UUID, other hash: ErrConflict), compare-and-swaps the
+// environment's current release against in.BaseReleaseVersion (*CASError),
+// stores artifacts and immutable snapshots (identical content-addressed rows
+// are kept, a different row under the same key is ErrIntegrity or
+// ErrIdentityMismatch), the release (definition = in.ManifestBytes), its
+// targets and one journal row; the activation transaction then moves every
+// changed pointer (see Activate). ErrUnconfirmed: re-run the same input, or
+// Reconcile.
+func (s *Store) RecordAndActivate(ctx context.Context, in ReleaseInput) (*ActivationResult, error) {
+	res, err := s.recordAndActivate(ctx, &in)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s release %d (command %s): %w", in.EnvTag, in.ReleaseVersion, in.CommandID, err)
+	}
+	return res, nil
+}
+
+func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*ActivationResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if s.opts.Signer == nil {
+		return nil, ErrNoSigner
+	}
+	cmd := command{ID: in.CommandID, Hash: in.commandHash(), Action: ActionPromote, EnvTag: in.EnvTag, Release: in.ReleaseVersion}
+	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {
+		return res, err
+	}
+	if err := in.verifyArtifacts(); err != nil {
+		return nil, err
+	}
+	var state intentState
+	var recorded *ActivationResult
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		state, recorded, err = s.recordIntent(ctx, tx, in, cmd)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if state == intentReplay {
+		return recorded, nil
+	}
+	return s.activate(ctx, activation{
+		cmd: cmd, actor: in.Actor, reason: in.Reason, reviewers: in.Reviewers,
+	})
+}
+
+// replay is the read-only fast path: an APPLIED command with the same hash
+// returns its recorded result.
+func (s *Store) replay(ctx context.Context, want command) (*ActivationResult, bool, error) {
+	got, err := loadCommand(ctx, s.pool, want.ID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if err := got.matches(want); err != nil {
+		return nil, false, err
+	}
+	if got.Outcome != OutcomeApplied {
+		return nil, false, nil
+	}
+	res, err := decodeResult(got)
+	return res, err == nil, err
+}
+
+func decodeResult(c *command) (*ActivationResult, error) {
+	var res ActivationResult
+	if err := json.Unmarshal(c.Result, &res); err != nil {
+		return nil, fmt.Errorf("command %s: recorded result: %v: %w", c.ID, err, ErrIntegrity)
+	}
+	res.Replayed = true
+	return &res, nil
+}
+
+// recordIntent is the intent transaction of RecordAndActivate.
+func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command) (intentState, *ActivationResult, error) {
+	now := s.now()
+	prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if prior != nil {
+		switch prior.Outcome {
+		case OutcomeApplied:
+			res, err := decodeResult(prior)
+			return intentReplay, res, err
+		case OutcomeUnconfirmed:
+			return intentContinue, nil, nil
+		case OutcomeNotApplied:
+			// Definitely did not happen: retry under the same command.
+			return intentNew, nil, s.retryIntent(ctx, tx, cmd, in.Actor, in.Reason, in.BaseReleaseVersion, now)
+		default:
+			return 0, nil, fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
+		}
+	}
+	if err := s.fault(ctx, "record:command", tx); err != nil {
+		return 0, nil, err
+	}
+	e, err := lockEnv(ctx, tx, in.EnvTag, now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if e.Pending != 0 || e.Current != in.BaseReleaseVersion {
+		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Current, Pending: e.Pending}
+	}
+	if err := s.fault(ctx, "record:environment", tx); err != nil {
+		return 0, nil, err
+	}
+	if err := insertArtifacts(ctx, tx, in.Targets); err != nil {
+		return 0, nil, err
+	}
+	if err := s.fault(ctx, "record:artifacts", tx); err != nil {
+		return 0, nil, err
+	}
+	if err := insertSnapshots(ctx, tx, in.Targets); err != nil {
+		return 0, nil, err
+	}
+	if err := s.fault(ctx, "record:snapshots", tx); err != nil {
+		return 0, nil, err
+	}
+	if err := insertRelease(ctx, tx, in, cmd, now); err != nil {
+		return 0, nil, err
+	}
+	if err := s.fault(ctx, "record:release", tx); err != nil {
+		return 0, nil, err
+	}
+	if err := insertReleaseTargets(ctx, tx, in); err != nil {
+		return 0, nil, err
+	}
+	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.ReleaseVersion); err != nil {
+		return 0, nil, err
+	} else if id != "" {
+		return 0, nil, fmt.Errorf("snapshot %s: %w", id, ErrRevoked)
+	}
+	if err := s.fault(ctx, "record:targets", tx); err != nil {
+		return 0, nil, err
+	}
+	return intentNew, nil, setEnv(ctx, tx, e, e.Current, in.ReleaseVersion, cmd.ID, now)
+}
+
+// retryIntent re-opens the intent of a release whose earlier activation
+// under the same command was settled NOT_APPLIED.
+func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, cmd command, actor, reason string, base int64, now time.Time) error {
+	e, err := lockEnv(ctx, tx, cmd.EnvTag, now)
+	if err != nil {
+		return err
+	}
+	if e.Pending != 0 || e.Current != base {
+		return &CASError{EnvTag: cmd.EnvTag, Expected: base, Actual: e.Current, Pending: e.Pending}
+	}
+	r, err := lockRelease(ctx, tx, cmd.EnvTag, cmd.Release)
+	if err != nil {
+		return err
+	}
+	if err := mutate(ctx, tx, r, event{Kind: "retry-intent", ToState: r.State, ToOutcome: OutcomeUnconfirmed,
+		CommandID: cmd.ID, Hash: cmd.Hash, Actor: actor, Reason: reason, RecordedAt: now}); err != nil {
+		return err
+	}
+	if err := settleCommand(ctx, tx, cmd.ID, OutcomeUnconfirmed, nil, now); err != nil {
+		return err
+	}
+	return setEnv(ctx, tx, e, e.Current, cmd.Release, cmd.ID, now)
+}
+
+func insertArtifacts(ctx context.Context, tx pgx.Tx, ts []Target) error {
+	n := len(ts)
+	digests, types, bodies := make([]string, n), make([]string, n), make([][]byte, n)
+	for i := range ts {
+		digests[i], types[i], bodies[i] = ts[i].ArtifactDigest, ts[i].mediaType(), ts[i].Values
+	}
+	// The table's CHECK ties every digest to its bytes, so an existing row
+	// with the same digest has the same bytes; only the media type can
+	// disagree.
+	var bad, badType string
+	err := tx.QueryRow(ctx, `WITH input AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) AS x(d, mt, b)
+		), ins AS (
+			INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size)
+			SELECT DISTINCT ON (d) d, mt, b, octet_length(b) FROM input
+			ON CONFLICT (artifact_digest) DO NOTHING
+		)
+		SELECT i.d, a.media_type FROM input i JOIN configpub.artifact a ON a.artifact_digest = i.d
+		WHERE a.media_type <> i.mt LIMIT 1`, digests, types, bodies).Scan(&bad, &badType)
+	if err == nil {
+		return fmt.Errorf("artifact %s is stored with media type %q: %w", bad, badType, ErrIntegrity)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return dbErr("insert artifacts", err)
+	}
+	return nil
+}
+
+// snapshotColumns are compared when a snapshot id already exists.
+const snapshotCompare = `(s.host, s.service_id, s.env_tag, s.audience, s.subject_kind, s.subject_name,
+	s.publication_id, s.policy_snapshot_id, s.policy_version, s.release_version, s.artifact_digest,
+	s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version, s.compatibility_generation,
+	s.revocation_epoch, s.source_event_sequence, s.created_at)
+	IS DISTINCT FROM
+	(i.host, i.service_id, i.env_tag, i.audience, i.subject_kind, i.subject_name,
+	i.publication_id::uuid, i.policy_snapshot_id::uuid, i.policy_version, i.release_version, i.artifact_digest,
+	i.content_digest, i.policy_digest, i.property_set_digest, i.schema_version, i.compatibility_generation,
+	i.revocation_epoch, i.source_event_sequence, i.created_at)`
+
+func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
+	n := len(ts)
+	var (
+		ids, hosts, svcs, envs, auds, sk, sn, pubs, pols = mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n)
+		arts, conts, pds, psds, profiles, ociRefs        = mk(n), mk(n), mk(n), mk(n), mk(n), mk(n)
+		ociDigs, ociSigs, inputs                         = mk(n), mk(n), mk(n)
+		polVers, relVers, compat, epochs, seqs           = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		schemas                                          = make([]int32, n)
+		created                                          = make([]time.Time, n)
+	)
+	for i := range ts {
+		t := &ts[i]
+		ids[i], hosts[i], svcs[i], envs[i], auds[i], sk[i], sn[i] = t.SnapshotID, t.Host, t.ServiceID, t.EnvTag, t.Audience, t.SubjectKind, t.SubjectName
+		pubs[i], pols[i] = t.PublicationID, t.PolicySnapshotID
+		arts[i], conts[i], pds[i], psds[i] = t.ArtifactDigest, t.ContentDigest, t.PolicyDigest, t.PropertySetDigest
+		profiles[i], ociRefs[i], ociDigs[i], ociSigs[i] = t.LeaseProfile, t.OCIReference, t.OCIManifestDigest, t.OCISignature
+		polVers[i], relVers[i], compat[i], epochs[i], seqs[i] = t.PolicyVersion, t.ReleaseVersion, t.CompatibilityGeneration, t.RevocationEpoch, t.SourceEventSequence
+		schemas[i] = int32(t.schemaVersion())
+		created[i] = t.CreatedAt.UTC()
+		b, err := json.Marshal(t.InputDigests)
+		if err != nil {
+			return fmt.Errorf("target %s: input digests: %w", t.Identity(), err)
+		}
+		if t.InputDigests == nil {
+			b = []byte("{}")
+		}
+		inputs[i] = string(b)
+	}
+	var badID, badHost, badSvc, badEnv string
+	err := tx.QueryRow(ctx, `WITH i AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[],
+				$16::int[], $17::bigint[], $18::bigint[], $19::bigint[], $20::text[], $21::text[], $22::text[],
+				$23::text[], $24::text[], $25::timestamptz[])
+			AS x(snapshot_id, host, service_id, env_tag, audience, subject_kind, subject_name,
+				publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest,
+				policy_digest, property_set_digest, schema_version, compatibility_generation, revocation_epoch,
+				source_event_sequence, lease_profile, input_digests, oci_reference, oci_manifest_digest,
+				oci_signature, created_at)
+		), ins AS (
+			INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience, subject_kind,
+				subject_name, publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest,
+				content_digest, policy_digest, property_set_digest, schema_version, compatibility_generation,
+				revocation_epoch, source_event_sequence, lease_profile, input_digests, oci_reference,
+				oci_manifest_digest, oci_signature, created_at)
+			SELECT snapshot_id::uuid, host, service_id, env_tag, audience, subject_kind, subject_name,
+				publication_id::uuid, policy_snapshot_id::uuid, policy_version, release_version, artifact_digest,
+				content_digest, policy_digest, property_set_digest, schema_version, compatibility_generation,
+				revocation_epoch, source_event_sequence, lease_profile, input_digests::jsonb, oci_reference,
+				oci_manifest_digest, oci_signature, created_at
+			FROM i
+			ON CONFLICT (snapshot_id) DO NOTHING
+		)
+		SELECT s.snapshot_id::text, s.host, s.service_id, s.env_tag
+		FROM i JOIN configpub.config_snapshot s ON s.snapshot_id = i.snapshot_id::uuid
+		WHERE `+snapshotCompare+` LIMIT 1`,
+		ids, hosts, svcs, envs, auds, sk, sn, pubs, pols, polVers, relVers, arts, conts, pds, psds,
+		schemas, compat, epochs, seqs, profiles, inputs, ociRefs, ociDigs, ociSigs, created).
+		Scan(&badID, &badHost, &badSvc, &badEnv)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return dbErr("insert snapshots", err)
+	}
+	for i := range ts {
+		t := &ts[i]
+		if t.SnapshotID != badID {
+			continue
+		}
+		if t.Host != badHost || t.ServiceID != badSvc || t.EnvTag != badEnv {
+			return fmt.Errorf("snapshot %s belongs to %s/%s/%s, not %s: %w", badID, badHost, badSvc, badEnv, t.Identity(), ErrIdentityMismatch)
+		}
+	}
+	return fmt.Errorf("snapshot %s is stored with different content: %w", badID, ErrIntegrity)
+}
+
+func mk(n int) []string { return make([]string, n) }
+
+func insertRelease(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command, now time.Time) error {
+	changed := 0
+	for i := range in.Targets {
+		if in.Targets[i].Changed {
+			changed++
+		}
+	}
+	reviewers := in.Reviewers
+	if reviewers == nil {
+		reviewers = []string{}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version,
+		row_revision, lifecycle_state, execution_outcome, definition, definition_hash, release_digest,
+		source_commit, source_ref, actor, reviewers, reason, target_count, command_id, last_command_id,
+		created_at, updated_at)
+		VALUES ($1, $2, $3, 1, 'RECORDED', 'UNCONFIRMED', $4, 'sha256:' || encode(sha256($4), 'hex'), $5,
+		$6, $7, $8, $9, $10, $11, $12::text::uuid, $12::text::uuid, $13, $13)`,
+		in.EnvTag, in.ReleaseVersion, in.BaseReleaseVersion, in.ManifestBytes, in.ReleaseDigest,
+		in.SourceCommit, in.SourceRef, in.Actor, reviewers, in.Reason, len(in.Targets), cmd.ID, now)
+	if err != nil {
+		return dbErr(fmt.Sprintf("insert release %s/%d", in.EnvTag, in.ReleaseVersion), err)
+	}
+	r := &release{EnvTag: in.EnvTag, Version: in.ReleaseVersion, Revision: 1, State: StateRecorded, Outcome: OutcomeUnconfirmed, LastCmd: cmd.ID}
+	return journal(ctx, tx, r, nil, event{Kind: "record", CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor,
+		Reason: in.Reason, RecordedAt: now, Evidence: map[string]any{
+			"baseReleaseVersion": in.BaseReleaseVersion, "sourceCommit": in.SourceCommit, "sourceRef": in.SourceRef,
+			"releaseDigest": in.ReleaseDigest, "targets": len(in.Targets), "changed": changed,
+		}})
+}
+
+func insertReleaseTargets(ctx context.Context, tx pgx.Tx, in *ReleaseInput) error {
+	n := len(in.Targets)
+	hosts, svcs, ids, profiles := mk(n), mk(n), mk(n), mk(n)
+	changed := make([]bool, n)
+	refresh, expires := make([]int64, n), make([]int64, n)
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		hosts[i], svcs[i], ids[i], profiles[i], changed[i] = t.Host, t.ServiceID, t.SnapshotID, t.LeaseProfile, t.Changed
+		refresh[i], expires[i] = t.Lease.RefreshAfter.Milliseconds(), t.Lease.ExpiresAfter.Milliseconds()
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO configpub.config_release_target (env_tag, release_version, host, service_id,
+		snapshot_id, changed, lease_profile, refresh_after_ms, expires_after_ms)
+		SELECT $1, $2, h, s, sid::uuid, c, lp, ra, ea
+		FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::bigint[], $9::bigint[])
+		AS x(h, s, sid, c, lp, ra, ea)`,
+		in.EnvTag, in.ReleaseVersion, hosts, svcs, ids, changed, profiles, refresh, expires)
+	if err != nil {
+		return dbErr("insert release targets", err)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,119 @@
+package promoter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RenewResult reports a lease renewal.
+type RenewResult struct {
+	EnvTag  string    `json:"envTag"`
+	Renewed int       `json:"renewed"`
+	At      time.Time `json:"at"`
+	// Skipped lists identities not renewed: their snapshot is revoked, or
+	// their pointer carries no lease window.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// RenewLeases re-signs a fresh lease for every current pointer of envTag:
+// the same snapshot and sequence, a later issuedAt and the pointer's rolling
+// window, stored as the pointer's manifest and appended to
+// delivery_manifest, with a NOTIFY per pointer, in one transaction. Revoked
+// snapshots are not renewed, so their leases run out.
+func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, error) {
+	if envTag == "" {
+		return nil, fmt.Errorf("renew leases: %w", invalid("envTag", "empty"))
+	}
+	if s.opts.Signer == nil {
+		return nil, fmt.Errorf("renew leases %s: %w", envTag, ErrNoSigner)
+	}
+	var res *RenewResult
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		if _, err := lockEnv(ctx, tx, envTag, now); err != nil {
+			return err
+		}
+		ps, skipped, err := loadRenewals(ctx, tx, envTag)
+		if err != nil {
+			return err
+		}
+		for i := range ps {
+			// issuedAt strictly increases per pointer, even within one
+			// millisecond or under a fixed clock.
+			if !now.After(ps[i].IssuedAt) {
+				ps[i].IssuedAt = ps[i].IssuedAt.Add(time.Millisecond)
+			} else {
+				ps[i].IssuedAt = now
+			}
+		}
+		if err := s.signAll(envTag, ps); err != nil {
+			return err
+		}
+		if err := s.fault(ctx, "renew:signed", tx); err != nil {
+			return err
+		}
+		if err := s.writePointers(ctx, tx, envTag, ps, now, false); err != nil {
+			return err
+		}
+		if err := s.insertManifests(ctx, tx, envTag, ps, "renew", ""); err != nil {
+			return err
+		}
+		if err := notify(ctx, tx, envTag, ps); err != nil {
+			return err
+		}
+		res = &RenewResult{EnvTag: envTag, Renewed: len(ps), At: now, Skipped: skipped}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew leases %s: %w", envTag, err)
+	}
+	return res, nil
+}
+
+// loadRenewals reads the current pointers to renew; IssuedAt holds the
+// current manifest's issuedAt.
+func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string) ([]pointerTarget, []string, error) {
+	rows, err := tx.Query(ctx, `SELECT p.host, p.service_id, s.audience, s.snapshot_id::text,
+			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
+			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
+			s.compatibility_generation, s.revocation_epoch, p.lease_refresh_after_ms, p.lease_expires_after_ms,
+			p.sequence, p.lease_valid_from,
+			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
+			 OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
+		FROM configpub.current_pointer p
+		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+		WHERE p.env_tag = $1
+		ORDER BY p.host, p.service_id`, envTag)
+	if err != nil {
+		return nil, nil, dbErr("read pointers", err)
+	}
+	defer rows.Close()
+	var ps []pointerTarget
+	var skipped []string
+	for rows.Next() {
+		var p pointerTarget
+		var schema int32
+		var revoked bool
+		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
+			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
+			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &p.Sequence, &p.IssuedAt,
+			&revoked); err != nil {
+			return nil, nil, dbErr("read pointers", err)
+		}
+		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
+			skipped = append(skipped, p.Host+"/"+p.ServiceID+"/"+envTag)
+			continue
+		}
+		p.SchemaVersion = int(schema)
+		p.PrevSequence = p.Sequence
+		p.IssuedAt = p.IssuedAt.UTC()
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, dbErr("read pointers", err)
+	}
+	return ps, skipped, nil
+}

@@ -1,0 +1,116 @@
+package promoter
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RevokeInput revokes one snapshot, or every snapshot of a publication.
+// Exactly one of SnapshotID and PublicationID is set.
+type RevokeInput struct {
+	CommandID     string // command UUID; the same id and fields replay
+	SnapshotID    string
+	PublicationID string
+	Reason        string
+	Actor         string
+}
+
+// Revocation is the recorded result of Revoke.
+type Revocation struct {
+	RevocationID  int64  `json:"revocationId"`
+	SnapshotID    string `json:"snapshotId,omitempty"`
+	PublicationID string `json:"publicationId,omitempty"`
+	// Current lists identities whose current pointer is at a revoked
+	// snapshot (they need a new release or a rollback; lease renewal
+	// skips them).
+	Current  []string `json:"current,omitempty"`
+	Replayed bool     `json:"-"`
+}
+
+// Revoke records a revocation (append-only). A revoked snapshot is never
+// activated again: RecordAndActivate, Activate and Rollback refuse a
+// release containing it with ErrRevoked, and RenewLeases stops renewing it.
+func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Revocation, error) {
+	res, err := s.revoke(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("revoke snapshot %q publication %q: %w", in.SnapshotID, in.PublicationID, err)
+	}
+	return res, nil
+}
+
+func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error) {
+	if err := checkUUID("commandId", in.CommandID); err != nil {
+		return nil, err
+	}
+	if (in.SnapshotID == "") == (in.PublicationID == "") {
+		return nil, invalid("snapshotId/publicationId", "exactly one must be set")
+	}
+	for _, f := range []struct{ name, v string }{{"snapshotId", in.SnapshotID}, {"publicationId", in.PublicationID}} {
+		if f.v != "" {
+			if err := checkUUID(f.name, f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if in.Reason == "" {
+		return nil, invalid("reason", "empty")
+	}
+	if in.Actor == "" {
+		return nil, invalid("actor", "empty")
+	}
+	h := newHasher(ActionRevoke)
+	for _, v := range []string{in.SnapshotID, in.PublicationID, in.Reason, in.Actor} {
+		h.str(v)
+	}
+	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionRevoke, EnvTag: ""}
+	var res Revocation
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
+		if err != nil {
+			return err
+		}
+		if prior != nil {
+			if prior.Outcome != OutcomeApplied {
+				return fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
+			}
+			if err := decodeInto(prior, &res); err != nil {
+				return err
+			}
+			res.Replayed = true
+			return nil
+		}
+		var known bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot
+			WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid)`,
+			in.SnapshotID, in.PublicationID).Scan(&known); err != nil {
+			return dbErr("find snapshot", err)
+		}
+		if !known {
+			return fmt.Errorf("no such snapshot or publication: %w", ErrNotFound)
+		}
+		res = Revocation{SnapshotID: in.SnapshotID, PublicationID: in.PublicationID}
+		if err := tx.QueryRow(ctx, `INSERT INTO configpub.revocation (snapshot_id, publication_id, reason, actor, revoked_at, command_id)
+			VALUES (nullif($1, '')::uuid, nullif($2, '')::uuid, $3, $4, $5, $6::text::uuid) RETURNING revocation_id`,
+			in.SnapshotID, in.PublicationID, in.Reason, in.Actor, now, cmd.ID).Scan(&res.RevocationID); err != nil {
+			return dbErr("insert revocation", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT p.host || '/' || p.service_id || '/' || p.env_tag
+			FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+			WHERE s.snapshot_id = nullif($1, '')::uuid OR s.publication_id = nullif($2, '')::uuid
+			ORDER BY 1`, in.SnapshotID, in.PublicationID)
+		if err != nil {
+			return dbErr("find current pointers", err)
+		}
+		if res.Current, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return dbErr("find current pointers", err)
+		}
+		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}

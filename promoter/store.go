@@ -1,0 +1,175 @@
+package promoter
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// Options configures a Store. The zero value is valid for reading,
+// revoking and reconciling; activation and lease renewal need Signer.
+type Options struct {
+	// Signer signs delivery manifests (ECDSA P-256, held in memory; it may
+	// be a dedicated lease key). nil: pointer moves and renewals fail with
+	// ErrNoSigner.
+	Signer crypto.Signer
+	// Clock returns the current time. nil = time.Now.
+	Clock func() time.Time
+	// MaxRetries bounds the retries of a transaction that failed with a
+	// serialization failure or deadlock (40001, 40P01). 0 = 5.
+	MaxRetries int
+	// SignWorkers is the number of goroutines signing manifests. 0 =
+	// GOMAXPROCS.
+	SignWorkers int
+	// FaultInjector is a TEST HOOK: when not nil it is called at every
+	// named step between statements (for example "activate:pointers",
+	// "commit") with the open transaction; a non-nil error aborts the
+	// transaction there. Production code leaves it nil.
+	FaultInjector func(ctx context.Context, step string, tx pgx.Tx) error
+}
+
+// Store is the release store on one PostgreSQL database.
+type Store struct {
+	pool  *pgxpool.Pool
+	opts  Options
+	keyID string
+}
+
+// Open returns a Store on pool after checking that the database is
+// migrated (ErrSchema otherwise) and, when a Signer is set, that its key
+// has a key id.
+func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("open store: nil pool: %w", ErrInvalid)
+	}
+	s := &Store{pool: pool, opts: opts}
+	if s.opts.Clock == nil {
+		s.opts.Clock = time.Now
+	}
+	if s.opts.MaxRetries <= 0 {
+		s.opts.MaxRetries = 5
+	}
+	if s.opts.SignWorkers <= 0 {
+		s.opts.SignWorkers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Signer != nil {
+		id, err := signing.KeyID(opts.Signer.Public())
+		if err != nil {
+			return nil, fmt.Errorf("open store: signer: %w", err)
+		}
+		s.keyID = id
+	}
+	var version int
+	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM configpub.schema_migration").Scan(&version)
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+			return nil, fmt.Errorf("open store: %w (run `configpub db migrate`)", ErrSchema)
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if version == 0 {
+		return nil, fmt.Errorf("open store: %w (run `configpub db migrate`)", ErrSchema)
+	}
+	return s, nil
+}
+
+// KeyID returns the key id of the delivery-manifest signer ("" without one).
+func (s *Store) KeyID() string { return s.keyID }
+
+// now returns the clock's time truncated to milliseconds, the precision of
+// every timestamp configpub signs.
+func (s *Store) now() time.Time { return s.opts.Clock().UTC().Truncate(time.Millisecond) }
+
+func (s *Store) fault(ctx context.Context, step string, tx pgx.Tx) error {
+	if s.opts.FaultInjector == nil {
+		return nil
+	}
+	if err := s.opts.FaultInjector(ctx, step, tx); err != nil {
+		return fmt.Errorf("fault injected at %s: %w", step, err)
+	}
+	return nil
+}
+
+// runTx runs fn in one READ COMMITTED transaction through pgx.BeginTxFunc,
+// retrying serialization failures and deadlocks. An error of the COMMIT
+// itself that is not a server response is ErrUnconfirmed.
+func (s *Store) runTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := s.txOnce(ctx, fn)
+		if err == nil || !retryable(err) || attempt >= s.opts.MaxRetries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 5 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	ran := false
+	var fnErr error
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+		ran = true
+		if fnErr = fn(tx); fnErr != nil {
+			return fnErr
+		}
+		fnErr = s.fault(ctx, "commit", tx)
+		return fnErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil:
+		return fnErr
+	case !ran:
+		return fmt.Errorf("begin: %w", classify(err))
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// The server answered the COMMIT with an error: not applied.
+		return fmt.Errorf("commit: %w", classify(err))
+	}
+	return fmt.Errorf("commit: %w: %w", ErrUnconfirmed, err)
+}
+
+// retryable reports serialization failures and deadlocks.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// classify adds the sentinel a database error stands for.
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "23505":
+		return fmt.Errorf("%w: %w", ErrConflict, err)
+	case "CP001", "CP002":
+		return fmt.Errorf("%w: %w", ErrIntegrity, err)
+	case "23503":
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case "42P01", "3F000":
+		return fmt.Errorf("%w: %w", ErrSchema, err)
+	}
+	return err
+}
+
+// dbErr wraps a statement error with the operation and its sentinel.
+func dbErr(op string, err error) error {
+	return fmt.Errorf("%s: %w", op, classify(err))
+}
