@@ -25,10 +25,13 @@ func newRootCmd() *cobra.Command {
 // it from an init-free registration below, in a fixed order.
 var verbs = []func(*cobra.Command){
 	addVersionCmd,
+	addCompileCmd,
 	addKeygenCmd,
 	addPullCmd,
 	addVerifyOCICmd,
 	addRegistryCmd,
+	addServeCmd,
+	addTokenCmd,
 }
 
 func addVersionCmd(root *cobra.Command) {

@@ -29,14 +29,18 @@ type notification struct {
 // reconnects with a capped back-off. It returns nil when ctx ends.
 func (s *Store) Run(ctx context.Context) error {
 	delay := 50 * time.Millisecond
+	failures := 0
 	for {
-		err := s.follow(ctx, func() { delay = 50 * time.Millisecond })
+		err := s.follow(ctx, func() { delay, failures = 50*time.Millisecond, 0 })
 		s.live.Store(false)
 		if ctx.Err() != nil {
 			return nil
 		}
 		s.dbErrors.Add(1)
-		s.opts.Logger.Warn("pointer listener lost the database; retrying", "err", err, "retryIn", delay)
+		failures++
+		if failures == 1 || failures%60 == 0 { // the first failure of an outage, then once a minute or so
+			s.opts.Logger.Warn("pointer listener lost the database; retrying", "err", err, "failures", failures)
+		}
 		select {
 		case <-ctx.Done():
 			return nil

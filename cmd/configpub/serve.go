@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/configserver/daemon"
+)
+
+func addServeCmd(root *cobra.Command) {
+	var cfg daemon.Config
+	cmd := &cobra.Command{
+		Use:   "serve --database URL --listen ADDR --jwks FILE|URL --issuer ISS --audience AUD",
+		Short: "Run the Config Server: serve current policy snapshots to authenticated workloads",
+		Long: `Run the Config Server (DESIGN §7). It reads PostgreSQL as a member of the
+configpub_server role, follows pointer moves by LISTEN/NOTIFY, and serves
+GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
+/readyz and /metrics. Workload JWTs are verified against the keys in --jwks
+(a JWKS or PEM file, or an https URL refreshed every --jwks-refresh).
+Access logs go to stderr as JSON. SIGINT/SIGTERM shut it down gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			err := daemon.Run(cmd.Context(), cfg)
+			if errors.Is(err, daemon.ErrConfig) {
+				return usageError{err}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.DatabaseURL, "database", os.Getenv("CONFIGPUB_DATABASE_URL"), "PostgreSQL URL of a configpub_server member (default $CONFIGPUB_DATABASE_URL)")
+	f.StringVar(&cfg.Listen, "listen", ":8080", "address to listen on")
+	f.StringVar(&cfg.JWKS, "jwks", "", "token verification keys: JWKS or PEM file, or http(s) JWKS URL (required)")
+	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "refresh interval of a JWKS URL")
+	f.StringVar(&cfg.Issuer, "issuer", "", "required token issuer (iss) (required)")
+	f.StringVar(&cfg.Audience, "audience", "", "required token audience (aud) (required)")
+	f.DurationVar(&cfg.Leeway, "leeway", 30*time.Second, "clock-skew leeway for exp, nbf and iat")
+	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate (PEM)")
+	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key (PEM)")
+	f.StringVar(&cfg.ClientCA, "client-ca", "", "CA bundle for client certificates: enables mTLS")
+	f.BoolVar(&cfg.RequireCertBinding, "require-cert-binding", false, "require tokens bound to the client certificate (cnf x5t#S256); needs --client-ca")
+	for _, name := range []string{"jwks", "issuer", "audience"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	root.AddCommand(cmd)
+}

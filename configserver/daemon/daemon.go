@@ -1,0 +1,160 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/configserver/pgstore"
+)
+
+// Config describes one Config Server process. DatabaseURL, JWKS, Issuer and
+// Audience are required; the rest have documented defaults.
+type Config struct {
+	// DatabaseURL connects as a member of configpub_server.
+	DatabaseURL string
+	// Listen is the TCP address. Default ":8080". Ignored when Listener is set.
+	Listen string
+	// Listener, when set, is served instead of listening on Listen.
+	Listener net.Listener
+	// JWKS is a key file (JWKS JSON or PEM public keys) or an http(s) URL of
+	// a JWKS refreshed every JWKSRefresh.
+	JWKS        string
+	JWKSRefresh time.Duration // default 5 minutes
+	Issuer      string
+	Audience    string
+	// Leeway for exp/nbf/iat. Default 30 s.
+	Leeway time.Duration
+	// TLSCert and TLSKey enable TLS; ClientCA additionally requires client
+	// certificates (mTLS), and RequireCertBinding requires every token to be
+	// bound to its certificate (cnf x5t#S256).
+	TLSCert, TLSKey, ClientCA string
+	RequireCertBinding        bool
+	// Logger receives access logs and lifecycle events. Default: discard.
+	Logger *slog.Logger
+	Store  pgstore.Options
+	Server configserver.ServerOptions
+	// Ready, when set, is called with the bound address once serving.
+	Ready func(addr net.Addr)
+}
+
+// ErrConfig marks an invalid Config.
+var ErrConfig = errors.New("invalid config server configuration")
+
+func (c *Config) validate() error {
+	var missing []string
+	for _, f := range []struct{ name, val string }{
+		{"database URL", c.DatabaseURL}, {"jwks", c.JWKS}, {"issuer", c.Issuer}, {"audience", c.Audience},
+	} {
+		if f.val == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s required", ErrConfig, strings.Join(missing, ", "))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return fmt.Errorf("%w: TLS needs both a certificate and a key", ErrConfig)
+	}
+	if c.ClientCA != "" && c.TLSCert == "" {
+		return fmt.Errorf("%w: a client CA needs TLS (certificate and key)", ErrConfig)
+	}
+	if c.RequireCertBinding && c.ClientCA == "" {
+		return fmt.Errorf("%w: certificate binding needs a client CA", ErrConfig)
+	}
+	return nil
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = ":8080"
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait() // runs last: every goroutine has seen cancel
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	keys, err := keySource(ctx, &cfg, &wg)
+	if err != nil {
+		return err
+	}
+	verifier, err := auth.NewVerifier(keys, auth.Options{Issuer: cfg.Issuer, Audience: cfg.Audience, Leeway: cfg.Leeway})
+	if err != nil {
+		return err
+	}
+	storeOpts := cfg.Store
+	if storeOpts.Logger == nil {
+		storeOpts.Logger = cfg.Logger
+	}
+	store, err := pgstore.New(cfg.DatabaseURL, storeOpts)
+	if err != nil {
+		return err
+	}
+	storeDone := make(chan struct{})
+	go func() { defer close(storeDone); _ = store.Run(ctx) }()
+	defer func() { cancel(); <-storeDone; store.Close() }()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h := configserver.NewHandler(store, configserver.Options{
+		Verifier: verifier, Logger: cfg.Logger, Registry: reg, RequireCertBinding: cfg.RequireCertBinding,
+	})
+	srvOpts := cfg.Server
+	if srvOpts.Logger == nil {
+		srvOpts.Logger = cfg.Logger
+	}
+	if cfg.TLSCert != "" {
+		if srvOpts.TLSConfig, err = configserver.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA); err != nil {
+			return err
+		}
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+		}
+	}
+	cfg.Logger.Info("config server listening", "addr", ln.Addr().String(), "tls", cfg.TLSCert != "", "mtls", cfg.ClientCA != "")
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr())
+	}
+	err = configserver.Serve(ctx, ln, h, srvOpts)
+	cancel()
+	return err
+}
+
+// keySource loads the token keys: a file once, or a URL fetched now and
+// refreshed on a schedule by a goroutine tied to ctx.
+func keySource(ctx context.Context, cfg *Config, wg *sync.WaitGroup) (auth.KeySource, error) {
+	if strings.HasPrefix(cfg.JWKS, "https://") || strings.HasPrefix(cfg.JWKS, "http://") {
+		rk := auth.NewRemoteKeys(cfg.JWKS, auth.RemoteOptions{Interval: cfg.JWKSRefresh, Logger: cfg.Logger})
+		if err := rk.Refresh(ctx); err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = rk.Run(ctx) }()
+		return rk, nil
+	}
+	keys, err := auth.LoadKeyFile(cfg.JWKS)
+	if err != nil {
+		return nil, err
+	}
+	return auth.NewStaticKeys(keys), nil
+}
