@@ -1,0 +1,238 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/yamlstrict"
+)
+
+// Release manifest identification.
+const (
+	ManifestAPIVersion = "configpub.dev/v1"
+	ManifestKind       = "Release"
+)
+
+// Manifest is the release manifest of one environment, committed as
+// releases/<envTag>.yaml next to the policy change it releases (DESIGN §4).
+// It holds everything a recompile at the same commit needs to reproduce the
+// release byte for byte. Field order is the order written.
+type Manifest struct {
+	APIVersion              string            `json:"apiVersion"`
+	Kind                    string            `json:"kind"`
+	EnvTag                  string            `json:"envTag"`
+	ReleaseVersion          int64             `json:"releaseVersion"`
+	BaseReleaseVersion      int64             `json:"baseReleaseVersion"`
+	CreatedAt               string            `json:"createdAt"`
+	SourceEventSequence     int64             `json:"sourceEventSequence"`
+	CompatibilityGeneration int64             `json:"compatibilityGeneration"`
+	RevocationEpoch         int64             `json:"revocationEpoch"`
+	SchemaVersion           int               `json:"schemaVersion"`
+	Renderer                string            `json:"renderer"`
+	Inputs                  []Input           `json:"inputs"`
+	Subjects                []Subject         `json:"subjects"`
+	Workflows               []WorkflowVersion `json:"workflows"`
+	Targets                 []TargetEntry     `json:"targets"`
+	// ReleaseDigest is "sha256:" over the JCS bytes of every other field.
+	ReleaseDigest string `json:"releaseDigest,omitempty"`
+}
+
+// Input is one source file the release was compiled from.
+type Input struct {
+	Path   string `json:"path"`
+	Digest string `json:"digest"` // sha256 of the exact file bytes
+}
+
+// Subject is the frozen domain policy of one subject (DESIGN §3 step 2).
+type Subject struct {
+	Kind             string `json:"kind"`
+	Name             string `json:"name"`
+	PolicySnapshotID string `json:"policySnapshotId"`
+	PolicyVersion    int64  `json:"policyVersion"`
+	PolicyDigest     string `json:"policyDigest"`
+}
+
+// WorkflowVersion pins one workflow version's definition digest, so a
+// PUBLISHED version can be proven unchanged against the base release.
+type WorkflowVersion struct {
+	Name    string `json:"name"`
+	WfDefID string `json:"wfDefId"`
+	Version string `json:"version"`
+	State   string `json:"state"`
+	Digest  string `json:"digest"`
+}
+
+// Publication is an accepted {publicationId, policyDigest} pair.
+type Publication struct {
+	PublicationID string `json:"publicationId"`
+	PolicyDigest  string `json:"policyDigest"`
+}
+
+// InventoryItem is one entry of a Knowledge replica inventory.
+type InventoryItem struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	Digest string `json:"digest"`
+}
+
+// Lease is a rolling delivery lease as Go duration strings (e.g. "15m0s").
+type Lease struct {
+	RefreshAfter string `json:"refreshAfter"`
+	ExpiresAfter string `json:"expiresAfter"`
+}
+
+// TargetEntry is one runtime target of the release: its identity, the
+// envelope of the snapshot it serves and the digests a reviewer checks.
+// ReleaseVersion is the release that created the snapshot; unchanged targets
+// carry it (and the rest of the envelope) over from the base release.
+type TargetEntry struct {
+	Host                    string          `json:"host"`
+	ServiceID               string          `json:"serviceId"`
+	Audience                string          `json:"audience"`
+	SubjectKind             string          `json:"subjectKind"`
+	SubjectName             string          `json:"subjectName"`
+	LeaseProfile            string          `json:"leaseProfile"`
+	LeaseProfileDigest      string          `json:"leaseProfileDigest"`
+	SnapshotID              string          `json:"snapshotId"`
+	PublicationID           string          `json:"publicationId"`
+	PolicySnapshotID        string          `json:"policySnapshotId"`
+	ReleaseVersion          int64           `json:"releaseVersion"`
+	PolicyVersion           int64           `json:"policyVersion"`
+	SourceEventSequence     int64           `json:"sourceEventSequence"`
+	SchemaVersion           int             `json:"schemaVersion"`
+	RevocationEpoch         int64           `json:"revocationEpoch"`
+	CompatibilityGeneration int64           `json:"compatibilityGeneration"`
+	CreatedAt               string          `json:"createdAt"`
+	ValidFrom               string          `json:"validFrom"`
+	RefreshAfter            string          `json:"refreshAfter"`
+	ExpiresAt               string          `json:"expiresAt"`
+	DeliveryLease           Lease           `json:"deliveryLease"`
+	PolicyDigest            string          `json:"policyDigest"`
+	ContentDigest           string          `json:"contentDigest"`
+	PropertySetDigest       string          `json:"propertySetDigest"`
+	ArtifactDigest          string          `json:"artifactDigest"`
+	Changed                 bool            `json:"changed"`
+	Previous                *Publication    `json:"previous,omitempty"`
+	Inventory               []InventoryItem `json:"inventory,omitempty"`
+	Tombstones              []InventoryItem `json:"tombstones,omitempty"`
+}
+
+// Identity returns the target's runtime identity in env.
+func (t *TargetEntry) Identity(env string) Identity {
+	return Identity{Host: t.Host, ServiceID: t.ServiceID, EnvTag: env}
+}
+
+// Envelope returns the runtimePolicy envelope the target's snapshot carries.
+func (t *TargetEntry) Envelope(env string) RuntimePolicy {
+	return RuntimePolicy{
+		PublicationID: t.PublicationID, ReleaseVersion: t.ReleaseVersion,
+		PolicySnapshotID: t.PolicySnapshotID, PolicyVersion: t.PolicyVersion,
+		PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest,
+		Audience: t.Audience, Host: t.Host, ServiceID: t.ServiceID, EnvTag: env,
+		SourceEventSequence: t.SourceEventSequence, SchemaVersion: t.SchemaVersion,
+		CreatedAt: t.CreatedAt, ValidFrom: t.ValidFrom, RefreshAfter: t.RefreshAfter,
+		ExpiresAt: t.ExpiresAt, RevocationEpoch: t.RevocationEpoch,
+		CompatibilityGeneration: t.CompatibilityGeneration,
+	}
+}
+
+// Target returns the entry for host/serviceId, or nil.
+func (m *Manifest) Target(host, serviceID string) *TargetEntry {
+	for i := range m.Targets {
+		if m.Targets[i].Host == host && m.Targets[i].ServiceID == serviceID {
+			return &m.Targets[i]
+		}
+	}
+	return nil
+}
+
+// Subject returns the subject entry for kind/name, or nil.
+func (m *Manifest) Subject(kind, name string) *Subject {
+	for i := range m.Subjects {
+		if m.Subjects[i].Kind == kind && m.Subjects[i].Name == name {
+			return &m.Subjects[i]
+		}
+	}
+	return nil
+}
+
+// Digest returns the releaseDigest: "sha256:" + hex SHA-256 of the JCS bytes
+// of the manifest without its releaseDigest field.
+func (m *Manifest) Digest() (string, error) {
+	c := *m
+	c.ReleaseDigest = ""
+	v, err := toValue(&c)
+	if err != nil {
+		return "", err
+	}
+	d, err := render.Digest(v)
+	if err != nil {
+		return "", fmt.Errorf("release digest: %w", err)
+	}
+	return d, nil
+}
+
+// Marshal sets ReleaseDigest and returns the manifest's canonical YAML bytes
+// (renderer profile configpub-yaml/1, fields in declaration order).
+func (m *Manifest) Marshal() ([]byte, error) {
+	d, err := m.Digest()
+	if err != nil {
+		return nil, err
+	}
+	m.ReleaseDigest = d
+	v, err := toValue(m)
+	if err != nil {
+		return nil, err
+	}
+	b, err := render.YAML(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal release manifest: %w", err)
+	}
+	return b, nil
+}
+
+func toValue(m *Manifest) (*render.Value, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode release manifest: %w", err)
+	}
+	var v render.Value
+	if err := v.UnmarshalJSON(b); err != nil {
+		return nil, fmt.Errorf("encode release manifest: %w", err)
+	}
+	return &v, nil
+}
+
+// ParseManifest reads a release manifest strictly: YAML refusals as in
+// internal/yamlstrict, unknown fields, a wrong apiVersion/kind and a
+// releaseDigest that does not match the content are errors. file names the
+// manifest in messages.
+func ParseManifest(file string, b []byte) (*Manifest, error) {
+	doc, err := yamlstrict.Parse(file, b)
+	if err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	canon, err := render.Canonical(doc.Value)
+	if err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
+	}
+	if m.APIVersion != ManifestAPIVersion || m.Kind != ManifestKind {
+		return nil, fmt.Errorf("parse release manifest %s: apiVersion/kind %s/%s, want %s/%s", file, m.APIVersion, m.Kind, ManifestAPIVersion, ManifestKind)
+	}
+	want, err := m.Digest()
+	if err != nil {
+		return nil, err
+	}
+	if m.ReleaseDigest != want {
+		return nil, fmt.Errorf("parse release manifest %s: %w: releaseDigest %s, content digests to %s", file, ErrDigestMismatch, m.ReleaseDigest, want)
+	}
+	return &m, nil
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gitfs"
+)
+
+func addCompileCmd(root *cobra.Command) {
+	var repo, env, out, createdAt string
+	var check bool
+	cmd := &cobra.Command{
+		Use:   "compile --repo DIR --env ENV [--out DIR] [--check] [--created-at RFC3339]",
+		Short: "Compile a policy repository into values.yml per target and the release manifest",
+		Long: `compile resolves, projects, digests, renders and validates every target of
+one environment. It rewrites releases/ENV.yaml when the sources changed, and with
+--out writes OUT/ENV/HOST/SERVICEID/values.yml plus target.json. --check writes
+nothing and exits 1 naming the first differing target when the committed manifest
+is stale. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
+the commit time of the policy repository's HEAD.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if repo == "" || env == "" {
+				return usageError{errors.New("--repo and --env are required")}
+			}
+			at, err := resolveCreatedAt(createdAt, repo)
+			if err != nil {
+				return err
+			}
+			if check && at.IsZero() {
+				// --check only compares; a new release's createdAt is irrelevant.
+				at = time.Unix(0, 0).UTC()
+			}
+			res, err := compiler.Compile(cmd.Context(), os.DirFS(repo), compiler.Options{EnvTag: env, CreatedAt: at})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if check {
+				if err := res.Stale(); err != nil {
+					return err
+				}
+				fmt.Fprintf(w, "%s is up to date: release %d, %d targets, %s\n", compiler.ManifestPath(env), res.Manifest.ReleaseVersion, len(res.Targets), res.Manifest.ReleaseDigest)
+				return nil
+			}
+			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
+				return err
+			}
+			changed := 0
+			for _, t := range res.Targets {
+				if t.Changed {
+					changed++
+				}
+			}
+			state := "rewritten"
+			if res.UpToDate {
+				state = "unchanged"
+			}
+			fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, res.Manifest.ReleaseVersion, res.Manifest.BaseReleaseVersion, len(res.Targets), changed, compiler.ManifestPath(env), state, res.Manifest.ReleaseDigest)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&repo, "repo", "", "policy repository directory (required)")
+	f.StringVar(&env, "env", "", "environment tag to compile (required)")
+	f.StringVar(&out, "out", "", "write values.yml and target.json per target under this directory")
+	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
+	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
+	root.AddCommand(cmd)
+}
+
+// resolveCreatedAt picks a new release's createdAt: the flag, else
+// SOURCE_DATE_EPOCH, else the HEAD commit time of the repository (zero when
+// the directory is not a Git repository: Compile then refuses to start a new
+// release).
+func resolveCreatedAt(flag, repo string) (time.Time, error) {
+	if flag != "" {
+		t, err := time.Parse(time.RFC3339, flag)
+		if err != nil {
+			return time.Time{}, usageError{fmt.Errorf("--created-at: %w", err)}
+		}
+		return t.UTC(), nil
+	}
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return time.Time{}, usageError{fmt.Errorf("SOURCE_DATE_EPOCH %q: %w", s, err)}
+		}
+		return time.Unix(n, 0).UTC(), nil
+	}
+	t, err := gitfs.HeadCommitTime(repo)
+	if errors.Is(err, gitfs.ErrNotRepository) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("createdAt from HEAD: %w", err)
+	}
+	return t, nil
+}

@@ -1,0 +1,446 @@
+package compiler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/schemas"
+)
+
+// Options are the release parameters of a compile.
+type Options struct {
+	// EnvTag selects the environment to compile. Required.
+	EnvTag string
+	// CreatedAt is the createdAt of a NEW release (when the sources no
+	// longer compile to the committed manifest). The caller resolves it:
+	// --created-at, else SOURCE_DATE_EPOCH, else the policy repository's HEAD
+	// commit time. Zero is valid while nothing changed; a new release with a
+	// zero CreatedAt fails with ErrCreatedAtRequired. Truncated to seconds,
+	// UTC.
+	CreatedAt time.Time
+}
+
+// LeaseWindow is a rolling delivery lease as offsets from issuedAt.
+type LeaseWindow struct{ RefreshAfter, ExpiresAfter time.Duration }
+
+// Target is one compiled runtime target.
+type Target struct {
+	Host, ServiceID, EnvTag, Audience           string
+	SubjectKind, SubjectName                    string
+	SnapshotID, PublicationID, PolicySnapshotID string // lowercase UUIDv8, deterministic
+	ReleaseVersion, PolicyVersion               int64  // ReleaseVersion: the release that created this snapshot
+	PolicyDigest, ContentDigest                 string
+	PropertySetDigest, ArtifactDigest           string
+	Changed                                     bool // changed since the base release
+	Envelope                                    bundle.RuntimePolicy
+	LeaseProfile                                string
+	DeliveryLease                               LeaseWindow
+	Values                                      []byte            // exact values.yml bytes; ArtifactDigest = sha256(Values)
+	InputDigests                                map[string]string // input file path -> sha256 digest
+	PropertySet                                 []byte            // RFC 8785 bytes of the flattened property map
+	Namespace                                   []byte            // RFC 8785 bytes of the audience namespace (contentDigest input)
+}
+
+// Identity returns the target's runtime identity.
+func (t *Target) Identity() bundle.Identity {
+	return bundle.Identity{Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag}
+}
+
+// Result is the outcome of a compile.
+type Result struct {
+	Manifest      *bundle.Manifest // the release manifest (DESIGN §4)
+	ManifestBytes []byte           // exact bytes of releases/<envTag>.yaml
+	UpToDate      bool             // sources still compile to the committed manifest (byte-identical)
+	Targets       []Target         // sorted by host, serviceId
+	Workflows     []WorkflowView   // internal Workflow views (not delivered)
+	// Base is the committed manifest the compile started from (nil for the
+	// first release); BaseBytes its exact bytes.
+	Base      *bundle.Manifest
+	BaseBytes []byte
+}
+
+// ManifestPath returns the path of an environment's release manifest inside
+// the policy repository.
+func ManifestPath(envTag string) string { return ReleasesDir + "/" + envTag + ".yaml" }
+
+const timeFormat = "2006-01-02T15:04:05Z"
+
+// Compile compiles the policy repository in fsys for opts.EnvTag. It reads
+// only fsys; it never writes (see Write).
+func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
+	if opts.EnvTag == "" {
+		return nil, errors.New("compile: envTag is required")
+	}
+	set, err := schemas.Default()
+	if err != nil {
+		return nil, fmt.Errorf("compile: schemas: %w", err)
+	}
+	ss, err := loadSources(fsys, set)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m, err := buildModel(ss)
+	if err != nil {
+		return nil, err
+	}
+	c := &compilation{m: m, env: opts.EnvTag, set: set, createdAt: opts.CreatedAt}
+	if err := c.loadBase(fsys); err != nil {
+		return nil, err
+	}
+	return c.run(ctx)
+}
+
+// compilation is the state of one Compile call.
+type compilation struct {
+	m         *model
+	env       string
+	set       *schemas.Set
+	createdAt time.Time
+	envDoc    *entry[environmentSpec]
+
+	base      *bundle.Manifest
+	baseBytes []byte
+	baseIdx   map[[2]string]*bundle.TargetEntry
+
+	next     int64
+	proj     map[string]*projector
+	val      *validator
+	agents   map[string]*policy
+	subjects map[[2]string]*policy
+	subjVer  map[[2]string]*bundle.Subject
+}
+
+func (c *compilation) loadBase(fsys fs.FS) error {
+	p := ManifestPath(c.env)
+	b, err := fs.ReadFile(fsys, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		c.next = 1
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", p, err)
+	}
+	base, err := bundle.ParseManifest(p, b)
+	if err != nil {
+		return err
+	}
+	if base.EnvTag != c.env {
+		return &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", base.EnvTag, c.env)}
+	}
+	c.base, c.baseBytes = base, b
+	c.baseIdx = make(map[[2]string]*bundle.TargetEntry, len(base.Targets))
+	for i := range base.Targets {
+		t := &base.Targets[i]
+		c.baseIdx[[2]string{t.Host, t.ServiceID}] = t
+	}
+	c.next = base.ReleaseVersion + 1
+	return nil
+}
+
+// envTarget is a Target document selected for the environment.
+type envTarget struct {
+	e       *entry[targetSpec]
+	profile leaseProfile
+	pdigest string
+	policy  *policy
+}
+
+func (c *compilation) selectTargets() ([]*envTarget, error) {
+	m := c.m
+	var out []*envTarget
+	seen := map[[2]string]*source{}
+	for _, name := range sortedKeys(m.targets) {
+		t := m.targets[name]
+		sp := &t.spec
+		if sp.EnvTag != c.env {
+			continue
+		}
+		s := t.src
+		if _, _, err := m.hostTenant(s, sp.Host); err != nil {
+			return nil, err
+		}
+		k := [2]string{sp.Host, sp.ServiceID}
+		if prev := seen[k]; prev != nil {
+			return nil, s.errorf([]string{"spec", "serviceId"}, "target %s/%s/%s is already defined in %s", sp.Host, sp.ServiceID, sp.EnvTag, prev.File)
+		}
+		seen[k] = s
+		prof, ok := m.repo.spec.LeaseProfiles[sp.LeaseProfile]
+		if !ok {
+			return nil, errUnknown(s, []string{"spec", "leaseProfile"}, "lease profile", sp.LeaseProfile)
+		}
+		want := map[string]string{bundle.AudienceAgent: KindAgent, bundle.AudienceGateway: KindGateway, bundle.AudienceKnowledge: KindHost}[sp.Audience]
+		if sp.Subject.Kind != want {
+			return nil, s.errorf([]string{"spec", "subject", "kind"}, "audience %s needs a subject of kind %s, not %s", sp.Audience, want, sp.Subject.Kind)
+		}
+		var subjHost string
+		switch want {
+		case KindAgent:
+			if a := m.agents[sp.Subject.Name]; a != nil {
+				subjHost = a.spec.Host
+			}
+		case KindGateway:
+			if g := m.gateways[sp.Subject.Name]; g != nil {
+				subjHost = g.spec.Host
+			}
+		case KindHost:
+			if m.hosts[sp.Subject.Name] != nil {
+				subjHost = sp.Subject.Name
+			}
+		}
+		if subjHost == "" {
+			return nil, errUnknown(s, []string{"spec", "subject", "name"}, want, sp.Subject.Name)
+		}
+		if err := sameHost(s, []string{"spec", "subject", "name"}, sp.Host, want, sp.Subject.Name, subjHost); err != nil {
+			return nil, err
+		}
+		if err := checkSettingKeys(s, []string{"spec", "settings"}, sp.Settings, true); err != nil {
+			return nil, err
+		}
+		pd, err := render.Digest(render.Map().
+			Add("validFor", render.String(prof.ValidFor)).
+			Add("refreshAfter", render.String(prof.RefreshAfter)).
+			Add("delivery", render.Map().
+				Add("refreshAfter", render.String(prof.Delivery.RefreshAfter)).
+				Add("expiresAfter", render.String(prof.Delivery.ExpiresAfter))))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := &out[i].e.spec, &out[j].e.spec
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.ServiceID < b.ServiceID
+	})
+	return out, nil
+}
+
+// resolveSubjects freezes every Agent policy and the policy of each target
+// subject, and assigns policy snapshot ids and versions against the base.
+func (c *compilation) resolveSubjects(ts []*envTarget) error {
+	m := c.m
+	c.agents = map[string]*policy{}
+	for _, n := range m.agentNames {
+		p, err := m.resolveAgent(n)
+		if err != nil {
+			return err
+		}
+		c.agents[n] = p
+	}
+	c.subjects = map[[2]string]*policy{}
+	c.subjVer = map[[2]string]*bundle.Subject{}
+	for _, t := range ts {
+		sp := &t.e.spec
+		k := [2]string{sp.Subject.Kind, sp.Subject.Name}
+		p := c.subjects[k]
+		if p == nil {
+			var err error
+			switch sp.Subject.Kind {
+			case KindAgent:
+				p = c.agents[sp.Subject.Name]
+			case KindGateway:
+				p, err = m.resolveGateway(sp.Subject.Name, c.agents)
+			case KindHost:
+				p, err = m.resolveKnowledge(sp.Subject.Name, c.agents)
+			}
+			if err != nil {
+				return err
+			}
+			c.subjects[k] = p
+			ver := int64(1)
+			if c.base != nil {
+				if b := c.base.Subject(k[0], k[1]); b != nil {
+					ver = b.PolicyVersion
+					if b.PolicyDigest != p.Digest {
+						ver++
+					}
+				}
+			}
+			c.subjVer[k] = &bundle.Subject{Kind: k[0], Name: k[1], PolicySnapshotID: deriveID(idPolicySnapshot, k[0], k[1], p.Digest), PolicyVersion: ver, PolicyDigest: p.Digest}
+		}
+		t.policy = p
+	}
+	return nil
+}
+
+func (c *compilation) run(ctx context.Context) (*Result, error) {
+	m := c.m
+	env := m.envs[c.env]
+	if env == nil {
+		return nil, &SourceError{File: "environments/" + c.env + ".yaml", Line: 1, Field: "metadata.name", Err: fmt.Errorf("no Environment document named %q", c.env)}
+	}
+	c.envDoc = env
+	for _, aud := range sortedKeys(env.spec.Settings) {
+		if err := checkSettingKeys(env.src, []string{"spec", "settings", aud}, env.spec.Settings[aud], true); err != nil {
+			return nil, err
+		}
+	}
+	workflows, err := m.checkWorkflows(c.base)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := c.selectTargets()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.resolveSubjects(ts); err != nil {
+		return nil, err
+	}
+	c.proj = map[string]*projector{}
+	for _, aud := range []string{bundle.AudienceAgent, bundle.AudienceGateway, bundle.AudienceKnowledge} {
+		if c.proj[aud], err = newProjector(aud); err != nil {
+			return nil, err
+		}
+	}
+	if c.val, err = newValidator(c.set, c.proj); err != nil {
+		return nil, err
+	}
+	views, err := m.workflowViews(c.agents, m.repo.spec.CompatibilityGeneration)
+	if err != nil {
+		return nil, err
+	}
+
+	out := make([]Target, len(ts))
+	entries := make([]bundle.TargetEntry, len(ts))
+	// Agents first: Gateway and Knowledge projections list the Agents'
+	// accepted publications.
+	var accepted map[string][]bundle.Publication
+	for pass := 0; pass < 2; pass++ {
+		if pass == 1 {
+			accepted = acceptedPublications(ts, entries)
+		}
+		for i, t := range ts {
+			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := c.compileTarget(t, accepted, &out[i], &entries[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c.finish(ts, out, entries, workflows, views)
+}
+
+// acceptedPublications lists, per Agent, the {publicationId, policyDigest}
+// pairs of its targets in this release and the ones they replaced.
+func acceptedPublications(ts []*envTarget, entries []bundle.TargetEntry) map[string][]bundle.Publication {
+	out := map[string][]bundle.Publication{}
+	seen := map[string]bool{}
+	for i, t := range ts {
+		if t.e.spec.Audience != bundle.AudienceAgent {
+			continue
+		}
+		n := t.e.spec.Subject.Name
+		e := &entries[i]
+		for _, p := range []*bundle.Publication{{PublicationID: e.PublicationID, PolicyDigest: e.PolicyDigest}, e.Previous} {
+			if p == nil || seen[n+"\x00"+p.PublicationID] {
+				continue
+			}
+			seen[n+"\x00"+p.PublicationID] = true
+			out[n] = append(out[n], *p)
+		}
+	}
+	for n := range out {
+		sort.Slice(out[n], func(i, j int) bool { return out[n][i].PublicationID < out[n][j].PublicationID })
+	}
+	return out
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
+
+func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, views []WorkflowView) (*Result, error) {
+	m := c.m
+	inputs := files{}
+	inputs.add(m.repo.src)
+	inputs.add(c.envDoc.src)
+	anyChanged := false
+	for i := range out {
+		inputs.merge(out[i].InputDigests)
+		if out[i].Changed {
+			anyChanged = true
+		}
+	}
+	in := make([]bundle.Input, 0, len(inputs))
+	for _, p := range sortedKeys(inputs) {
+		in = append(in, bundle.Input{Path: p, Digest: inputs[p]})
+	}
+	subjects := make([]bundle.Subject, 0, len(c.subjVer))
+	for _, s := range c.subjVer {
+		subjects = append(subjects, *s)
+	}
+	sort.Slice(subjects, func(i, j int) bool {
+		if subjects[i].Kind != subjects[j].Kind {
+			return subjects[i].Kind < subjects[j].Kind
+		}
+		return subjects[i].Name < subjects[j].Name
+	})
+	spec := &m.repo.spec
+	res := &Result{Targets: out, Workflows: views, Base: c.base, BaseBytes: c.baseBytes}
+	var man *bundle.Manifest
+	if c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) &&
+		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
+		equalJSON(c.base.Inputs, in) && equalJSON(c.base.Subjects, subjects) && equalJSON(c.base.Workflows, workflows) {
+		// Nothing changed: reproduce the committed release.
+		cp := *c.base
+		cp.Targets = entries
+		man = &cp
+	} else {
+		if c.createdAt.IsZero() {
+			return nil, fmt.Errorf("compile %s: release %d: %w", c.env, c.next, ErrCreatedAtRequired)
+		}
+		var baseVer int64
+		if c.base != nil {
+			baseVer = c.base.ReleaseVersion
+		}
+		for i := range entries {
+			entries[i].Changed = out[i].Changed
+		}
+		man = &bundle.Manifest{
+			APIVersion: bundle.ManifestAPIVersion, Kind: bundle.ManifestKind, EnvTag: c.env,
+			ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
+			SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
+			RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
+			Inputs: in, Subjects: subjects, Workflows: workflows, Targets: entries,
+		}
+	}
+	for i := range out {
+		out[i].Changed = entries[i].Changed
+	}
+	b, err := man.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	res.Manifest, res.ManifestBytes = man, b
+	res.UpToDate = c.base != nil && bytes.Equal(b, c.baseBytes)
+	return res, nil
+}
+
+func equalJSON[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,53 @@
+package compiler
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/configpub/configpub/internal/yamlstrict"
+)
+
+// Sentinel errors.
+var (
+	// ErrStale: the committed release manifest is not what the sources
+	// compile to. The message names the first differing target.
+	ErrStale = errors.New("release manifest is stale")
+	// ErrInvalidSource is wrapped by every *SourceError.
+	ErrInvalidSource = errors.New("invalid policy source")
+	// ErrInvalidArtifact: a rendered artifact failed its audience schema or
+	// digest rules.
+	ErrInvalidArtifact = errors.New("invalid artifact")
+	// ErrCreatedAtRequired: a new release is needed but Options.CreatedAt is
+	// zero.
+	ErrCreatedAtRequired = errors.New("createdAt is required for a new release")
+)
+
+// SourceError is a refusal of policy input at file:line:field.
+type SourceError struct {
+	File  string
+	Line  int
+	Field string
+	Err   error
+}
+
+func (e *SourceError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %s: %v", e.File, e.Line, e.Field, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *SourceError) Unwrap() error { return e.Err }
+
+// Is reports ErrInvalidSource for every SourceError.
+func (e *SourceError) Is(target error) bool { return target == ErrInvalidSource }
+
+// fromStrict converts a yamlstrict refusal into a *SourceError.
+func fromStrict(err error) error {
+	var se *yamlstrict.Error
+	if errors.As(err, &se) {
+		return &SourceError{File: se.File, Line: se.Line, Field: se.Field, Err: errors.New(se.Msg)}
+	}
+	return err
+}

@@ -1,0 +1,202 @@
+package compiler
+
+import (
+	"sort"
+	"time"
+
+	"github.com/configpub/configpub/internal/render"
+)
+
+// entry is one decoded source document.
+type entry[T any] struct {
+	src  *source
+	spec T
+}
+
+// model is the decoded policy repository.
+type model struct {
+	src        *sources
+	repo       *entry[repositorySpec]
+	envs       map[string]*entry[environmentSpec]
+	hosts      map[string]*entry[hostSpec]
+	models     map[string]*entry[modelSpec]
+	tools      map[string]*entry[toolSpec]
+	skills     map[string]*entry[skillSpec]
+	kbs        map[string]*entry[knowledgeBaseSpec]
+	agents     map[string]*entry[agentSpec]
+	gateways   map[string]*entry[gatewaySpec]
+	workflows  map[string]*entry[workflowSpec]
+	targets    map[string]*entry[targetSpec]
+	agentNames []string // sorted
+}
+
+func decodeKind[T any](ss *sources, kind string) (map[string]*entry[T], error) {
+	out := map[string]*entry[T]{}
+	for _, name := range ss.names(kind) {
+		s := ss.get(kind, name)
+		var d doc[T]
+		if err := s.decode(&d); err != nil {
+			return nil, err
+		}
+		out[name] = &entry[T]{src: s, spec: d.Spec}
+	}
+	return out, nil
+}
+
+func buildModel(ss *sources) (*model, error) {
+	m := &model{src: ss}
+	var err error
+	repos, err := decodeKind[repositorySpec](ss, KindRepository)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range repos {
+		m.repo = r
+	}
+	if m.envs, err = decodeKind[environmentSpec](ss, KindEnvironment); err != nil {
+		return nil, err
+	}
+	if m.hosts, err = decodeKind[hostSpec](ss, KindHost); err != nil {
+		return nil, err
+	}
+	if m.models, err = decodeKind[modelSpec](ss, KindModelAlias); err != nil {
+		return nil, err
+	}
+	if m.tools, err = decodeKind[toolSpec](ss, KindTool); err != nil {
+		return nil, err
+	}
+	if m.skills, err = decodeKind[skillSpec](ss, KindSkill); err != nil {
+		return nil, err
+	}
+	if m.kbs, err = decodeKind[knowledgeBaseSpec](ss, KindKnowledgeBase); err != nil {
+		return nil, err
+	}
+	if m.agents, err = decodeKind[agentSpec](ss, KindAgent); err != nil {
+		return nil, err
+	}
+	if m.gateways, err = decodeKind[gatewaySpec](ss, KindGateway); err != nil {
+		return nil, err
+	}
+	if m.workflows, err = decodeKind[workflowSpec](ss, KindWorkflow); err != nil {
+		return nil, err
+	}
+	if m.targets, err = decodeKind[targetSpec](ss, KindTarget); err != nil {
+		return nil, err
+	}
+	m.agentNames = ss.names(KindAgent)
+	if err := m.checkRepository(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// checkRepository validates lease profile durations and their order.
+func (m *model) checkRepository() error {
+	r := m.repo
+	for _, name := range sortedKeys(r.spec.LeaseProfiles) {
+		p := r.spec.LeaseProfiles[name]
+		base := []string{"spec", "leaseProfiles", name}
+		valid, err := parseDuration(r.src, append(base, "validFor"), p.ValidFor)
+		if err != nil {
+			return err
+		}
+		refresh, err := parseDuration(r.src, append(base, "refreshAfter"), p.RefreshAfter)
+		if err != nil {
+			return err
+		}
+		if refresh >= valid {
+			return r.src.errorf(append(base, "refreshAfter"), "refreshAfter %s must be shorter than validFor %s", p.RefreshAfter, p.ValidFor)
+		}
+		dr, err := parseDuration(r.src, append(base, "delivery", "refreshAfter"), p.Delivery.RefreshAfter)
+		if err != nil {
+			return err
+		}
+		de, err := parseDuration(r.src, append(base, "delivery", "expiresAfter"), p.Delivery.ExpiresAfter)
+		if err != nil {
+			return err
+		}
+		if dr >= de {
+			return r.src.errorf(append(base, "delivery", "refreshAfter"), "delivery refreshAfter %s must be shorter than expiresAfter %s", p.Delivery.RefreshAfter, p.Delivery.ExpiresAfter)
+		}
+	}
+	return nil
+}
+
+func parseDuration(s *source, path []string, v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, s.errorf(path, "duration %q must be a positive Go duration such as 15m or 720h", v)
+	}
+	return d, nil
+}
+
+// ceilingInt checks an integer against a platform ceiling.
+func (m *model) ceilingInt(s *source, path []string, name string, v int64) error {
+	c := m.repo.spec.Ceilings[name]
+	if c == nil || c.Kind != render.KindInt {
+		return nil
+	}
+	if v > c.Int {
+		return s.errorf(path, "platform ceiling exceeded: %d > %s %d (%s)", v, name, c.Int, RepositoryFile)
+	}
+	return nil
+}
+
+// ceilingDuration checks a duration against a platform ceiling.
+func (m *model) ceilingDuration(s *source, path []string, name string, v string) error {
+	d, err := parseDuration(s, path, v)
+	if err != nil {
+		return err
+	}
+	c := m.repo.spec.Ceilings[name]
+	if c == nil || c.Kind != render.KindString {
+		return nil
+	}
+	limit, err := time.ParseDuration(c.Str)
+	if err != nil {
+		return m.repo.src.errorf([]string{"spec", "ceilings", name}, "invalid duration %q", c.Str)
+	}
+	if d > limit {
+		return s.errorf(path, "platform ceiling exceeded: %s > %s %s (%s)", v, name, c.Str, RepositoryFile)
+	}
+	return nil
+}
+
+// sameHost refuses a reference from src (owned by host) to an object of
+// another host.
+func sameHost(src *source, path []string, host, kind, name, otherHost string) error {
+	if host != otherHost {
+		return src.errorf(path, "cross-host reference: %s %q belongs to host %s, not %s", kind, name, otherHost, host)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedCopy(in []string) []string {
+	out := append([]string{}, in...)
+	sort.Strings(out)
+	return out
+}
+
+// files tracks the input files a resolution read.
+type files map[string]string
+
+func (f files) add(s *source) { f[s.File] = s.Digest }
+
+func (f files) merge(o files) {
+	for k, v := range o {
+		f[k] = v
+	}
+}
+
+func errUnknown(src *source, path []string, kind, name string) error {
+	return src.errorf(path, "unresolved reference: %s %q is not defined", kind, name)
+}

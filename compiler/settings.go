@@ -1,0 +1,113 @@
+package compiler
+
+import (
+	"strings"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/render"
+)
+
+// mergeSettings deep-merges override into base (DESIGN §3 step 5): maps
+// merge, lists and scalars replace, an explicit null removes the key.
+// Presence is kept distinct from empty, false and 0. Neither input is
+// modified.
+func mergeSettings(base, override *render.Value) *render.Value {
+	if override == nil {
+		if base == nil {
+			return render.Map()
+		}
+		return base.Clone()
+	}
+	if base == nil || base.Kind != render.KindMap || override.Kind != render.KindMap {
+		return stripNulls(override.Clone())
+	}
+	out := base.Clone()
+	for i, k := range override.Keys {
+		ov := override.Vals[i]
+		if ov.Kind == render.KindNull {
+			out.Delete(k)
+			continue
+		}
+		if bv := out.Get(k); bv != nil && bv.Kind == render.KindMap && ov.Kind == render.KindMap {
+			out.Set(k, mergeSettings(bv, ov))
+			continue
+		}
+		out.Set(k, stripNulls(ov.Clone()))
+	}
+	return out
+}
+
+// stripNulls removes null members of maps (a null can only mean "absent").
+func stripNulls(v *render.Value) *render.Value {
+	if v.Kind == render.KindMap {
+		out := render.Map()
+		for i, k := range v.Keys {
+			if v.Vals[i].Kind == render.KindNull {
+				continue
+			}
+			out.Add(k, stripNulls(v.Vals[i]))
+		}
+		return out
+	}
+	return v
+}
+
+// flatten turns merged settings into the flat property map of values.yml:
+// nested map keys join with "."; lists, scalars and empty maps are leaves.
+// The result is sorted by key.
+func flatten(v *render.Value) *render.Value {
+	out := render.Map()
+	var walk func(prefix string, v *render.Value)
+	walk = func(prefix string, v *render.Value) {
+		if v.Kind == render.KindMap && len(v.Keys) > 0 {
+			for i, k := range v.Keys {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, v.Vals[i])
+			}
+			return
+		}
+		out.Add(prefix, v.Clone())
+	}
+	if v != nil && v.Kind == render.KindMap {
+		for i, k := range v.Keys {
+			walk(k, v.Vals[i])
+		}
+	}
+	return out.SortKeys()
+}
+
+// checkSettingKeys refuses setting keys that would collide with the
+// envelope or a namespace, or that contain "." (ambiguous once flattened).
+func checkSettingKeys(src *source, path []string, v *render.Value, top bool) error {
+	if v == nil || v.Kind != render.KindMap {
+		return nil
+	}
+	for i, k := range v.Keys {
+		p := append(path[:len(path):len(path)], k)
+		if strings.Contains(k, ".") || k == "" {
+			return src.errorf(p, "setting key %q must be non-empty and must not contain \".\"", k)
+		}
+		if top && (k == "runtimePolicy" || bundle.Namespace(audienceOfNamespace(k)) == k) {
+			return src.errorf(p, "setting key %q is reserved", k)
+		}
+		if err := checkSettingKeys(src, p, v.Vals[i], false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func audienceOfNamespace(k string) string {
+	switch k {
+	case "agentPolicy":
+		return bundle.AudienceAgent
+	case "gatewayPolicy":
+		return bundle.AudienceGateway
+	case "knowledgePolicy":
+		return bundle.AudienceKnowledge
+	}
+	return ""
+}

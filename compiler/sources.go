@@ -1,0 +1,189 @@
+package compiler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/yamlstrict"
+	"github.com/configpub/configpub/schemas"
+)
+
+// Source kinds (DESIGN §2).
+const (
+	KindRepository    = "Repository"
+	KindEnvironment   = "Environment"
+	KindHost          = "Host"
+	KindAgent         = "Agent"
+	KindGateway       = "Gateway"
+	KindKnowledgeBase = "KnowledgeBase"
+	KindTool          = "Tool"
+	KindSkill         = "Skill"
+	KindModelAlias    = "ModelAlias"
+	KindWorkflow      = "Workflow"
+	KindTarget        = "Target"
+)
+
+// APIVersion is the apiVersion of every source document.
+const APIVersion = "configpub.dev/v1"
+
+// RepositoryFile is the path of the Repository document.
+const RepositoryFile = "configpub.yaml"
+
+// ReleasesDir holds the release manifests; it is not a source directory.
+const ReleasesDir = "releases"
+
+var kindSchemas = map[string]string{
+	KindRepository: "source/repository", KindEnvironment: "source/environment", KindHost: "source/host",
+	KindAgent: "source/agent", KindGateway: "source/gateway", KindKnowledgeBase: "source/knowledgebase",
+	KindTool: "source/tool", KindSkill: "source/skill", KindModelAlias: "source/modelalias",
+	KindWorkflow: "source/workflow", KindTarget: "source/target",
+}
+
+// source is one loaded document.
+type source struct {
+	Kind, Name string
+	File       string
+	Digest     string // sha256 of the file bytes
+	Doc        *yamlstrict.Doc
+}
+
+// errorf returns a *SourceError at a path inside the document.
+func (s *source) errorf(path []string, format string, args ...any) error {
+	e := s.Doc.Errorf(path, format, args...)
+	return &SourceError{File: e.File, Line: e.Line, Field: e.Field, Err: errors.New(e.Msg)}
+}
+
+// sources indexes every document of a policy repository by kind and name.
+type sources struct {
+	all    []*source
+	byKind map[string]map[string]*source
+}
+
+func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name] }
+
+// names returns the sorted names of a kind.
+func (ss *sources) names(kind string) []string {
+	out := make([]string, 0, len(ss.byKind[kind]))
+	for n := range ss.byKind[kind] {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// loadSources reads every *.yaml/*.yml file of fsys except hidden paths and
+// the releases directory, strictly.
+func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
+	ss := &sources{byKind: map[string]map[string]*source{}}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		base := path.Base(p)
+		if d.IsDir() {
+			if p != "." && (strings.HasPrefix(base, ".") || p == ReleasesDir) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(base, ".") || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", p, err)
+		}
+		src, err := parseSource(p, b, set)
+		if err != nil {
+			return err
+		}
+		if ss.byKind[src.Kind] == nil {
+			ss.byKind[src.Kind] = map[string]*source{}
+		}
+		if prev, dup := ss.byKind[src.Kind][src.Name]; dup {
+			return src.errorf([]string{"metadata", "name"}, "%s %q is already defined in %s", src.Kind, src.Name, prev.File)
+		}
+		ss.byKind[src.Kind][src.Name] = src
+		ss.all = append(ss.all, src)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	repos := ss.byKind[KindRepository]
+	if len(repos) != 1 {
+		return nil, &SourceError{File: RepositoryFile, Line: 1, Err: fmt.Errorf("want exactly one Repository document, found %d", len(repos))}
+	}
+	for _, r := range repos {
+		if r.File != RepositoryFile {
+			return nil, &SourceError{File: r.File, Line: 1, Field: "kind", Err: fmt.Errorf("the Repository document must be %s", RepositoryFile)}
+		}
+	}
+	return ss, nil
+}
+
+// parseSource parses, schema-checks and secret-checks one document.
+func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
+	doc, err := yamlstrict.Parse(file, b)
+	if err != nil {
+		return nil, fromStrict(err)
+	}
+	src := &source{File: file, Digest: render.BytesDigest(b), Doc: doc}
+	if doc.Value.Kind != render.KindMap {
+		return nil, src.errorf(nil, "a source document must be a map")
+	}
+	if v := doc.Value.Get("apiVersion"); v == nil || v.Kind != render.KindString || v.Str != APIVersion {
+		return nil, src.errorf([]string{"apiVersion"}, "apiVersion must be %q", APIVersion)
+	}
+	kv := doc.Value.Get("kind")
+	if kv == nil || kv.Kind != render.KindString {
+		return nil, src.errorf([]string{"kind"}, "kind is required")
+	}
+	schemaName, ok := kindSchemas[kv.Str]
+	if !ok {
+		return nil, src.errorf([]string{"kind"}, "unknown kind %q", kv.Str)
+	}
+	src.Kind = kv.Str
+	if err := set.Validate(schemaName, doc.Value.ToAny()); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) && len(ve.Problems) > 0 {
+			p := ve.Problems[0]
+			return nil, src.errorf(p.Path, "%s", p.Message)
+		}
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if err := checkSecrets(src, doc.Value, nil); err != nil {
+		return nil, err
+	}
+	src.Name = doc.Value.Get("metadata").Get("name").Str
+	return src, nil
+}
+
+// decode decodes a schema-checked document into v (a *doc[T]).
+func (s *source) decode(v any) error {
+	canon, err := render.Canonical(s.Doc.Value)
+	if err != nil {
+		return s.errorf(nil, "%v", err)
+	}
+	if err := json.NewDecoder(bytes.NewReader(canon)).Decode(v); err != nil {
+		return s.errorf(nil, "decode: %v", err)
+	}
+	return nil
+}
+
+// doc is the common shape of every source document.
+type doc[T any] struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec T `json:"spec"`
+}

@@ -1,0 +1,195 @@
+package compiler
+
+import (
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/render"
+)
+
+// compileTarget settles one target: settings, projection, digests, the
+// change decision against the base release, envelope, rendering and
+// validation. accepted is nil for Agent targets.
+func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.Publication, out *Target, entry *bundle.TargetEntry) error {
+	m := c.m
+	sp := &t.e.spec
+	aud := sp.Audience
+	p := t.policy
+	subj := c.subjVer[[2]string{sp.Subject.Kind, sp.Subject.Name}]
+	id := sp.Host + "/" + sp.ServiceID + "/" + c.env
+	var b *bundle.TargetEntry
+	if c.baseIdx != nil {
+		b = c.baseIdx[[2]string{sp.Host, sp.ServiceID}]
+	}
+
+	// Settings: environment settings for the audience, then the target's.
+	flat := flatten(mergeSettings(c.envDoc.spec.Settings[aud], sp.Settings))
+	propSet, err := render.Canonical(flat)
+	if err != nil {
+		return t.e.src.errorf([]string{"spec", "settings"}, "%v", err)
+	}
+	propDigest := render.BytesDigest(propSet)
+
+	// Projection through the audience allowlist, plus delivery identities.
+	ns := c.proj[aud].project(p.Tree)
+	var inv, tombs []bundle.InventoryItem
+	switch aud {
+	case bundle.AudienceGateway:
+		ns.Add("acceptedPublications", acceptedValue(boundAgents(p.Tree.Get("agents"), "name"), accepted))
+	case bundle.AudienceKnowledge:
+		ns.Add("acceptedPublications", acceptedValue(boundAgents(p.Tree.Get("bindings"), "agent"), accepted))
+		if inv, err = inventory(p); err != nil {
+			return err
+		}
+		tombs = tombstones(b, inv)
+		iv := render.Map().Add("items", inventoryValue(inv)).Add("tombstones", inventoryValue(tombs))
+		d, err := render.Digest(iv)
+		if err != nil {
+			return err
+		}
+		ns.Add("inventory", iv.Add("digest", render.String(d)))
+	}
+	nsBytes, err := render.Canonical(ns)
+	if err != nil {
+		return err
+	}
+	contentDigest := render.BytesDigest(nsBytes)
+
+	spec := &m.repo.spec
+	same := b != nil && b.Audience == aud && b.SubjectKind == sp.Subject.Kind && b.SubjectName == sp.Subject.Name &&
+		b.PolicyDigest == p.Digest && b.ContentDigest == contentDigest && b.PropertySetDigest == propDigest &&
+		b.LeaseProfile == sp.LeaseProfile && b.LeaseProfileDigest == t.pdigest &&
+		b.PolicySnapshotID == subj.PolicySnapshotID && b.PolicyVersion == subj.PolicyVersion &&
+		b.CompatibilityGeneration == spec.CompatibilityGeneration && b.RevocationEpoch == spec.RevocationEpoch &&
+		b.SchemaVersion == bundle.SchemaVersion
+
+	var env bundle.RuntimePolicy
+	if same {
+		*entry = *b
+		env = b.Envelope(c.env)
+	} else {
+		if err := c.newEntry(t, b, subj, contentDigest, propDigest, entry); err != nil {
+			return err
+		}
+		env = entry.Envelope(c.env)
+	}
+	entry.Inventory, entry.Tombstones = inv, tombs
+
+	doc := artifactTree(&env, bundle.Namespace(aud), ns, flat)
+	values, err := render.YAML(doc)
+	if err != nil {
+		return err
+	}
+	artifactDigest := render.BytesDigest(values)
+	if same && artifactDigest != b.ArtifactDigest {
+		// Same content, different bytes (renderer drift): a new snapshot.
+		same = false
+		if err := c.newEntry(t, b, subj, contentDigest, propDigest, entry); err != nil {
+			return err
+		}
+		entry.Inventory, entry.Tombstones = inv, tombs
+		env = entry.Envelope(c.env)
+		doc = artifactTree(&env, bundle.Namespace(aud), ns, flat)
+		if values, err = render.YAML(doc); err != nil {
+			return err
+		}
+		artifactDigest = render.BytesDigest(values)
+	}
+	if err := c.val.check(id, aud, doc); err != nil {
+		return err
+	}
+	entry.ArtifactDigest = artifactDigest
+	entry.SnapshotID = deriveID(idSnapshot, sp.Host, sp.ServiceID, c.env, artifactDigest)
+
+	inputs := files{}
+	inputs.merge(p.Files)
+	inputs.add(t.e.src)
+	inputs.add(c.envDoc.src)
+	inputs.add(m.repo.src)
+	dr, _ := time.ParseDuration(t.profile.Delivery.RefreshAfter)
+	de, _ := time.ParseDuration(t.profile.Delivery.ExpiresAfter)
+	*out = Target{
+		Host: sp.Host, ServiceID: sp.ServiceID, EnvTag: c.env, Audience: aud,
+		SubjectKind: sp.Subject.Kind, SubjectName: sp.Subject.Name,
+		SnapshotID: entry.SnapshotID, PublicationID: entry.PublicationID, PolicySnapshotID: entry.PolicySnapshotID,
+		ReleaseVersion: entry.ReleaseVersion, PolicyVersion: entry.PolicyVersion,
+		PolicyDigest: entry.PolicyDigest, ContentDigest: entry.ContentDigest,
+		PropertySetDigest: entry.PropertySetDigest, ArtifactDigest: artifactDigest,
+		Changed: !same, Envelope: env, LeaseProfile: sp.LeaseProfile,
+		DeliveryLease: LeaseWindow{RefreshAfter: dr, ExpiresAfter: de},
+		Values:        values, InputDigests: inputs, PropertySet: propSet, Namespace: nsBytes,
+	}
+	return nil
+}
+
+// newEntry starts a new snapshot of a target in the next release.
+func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle.Subject, contentDigest, propDigest string, e *bundle.TargetEntry) error {
+	if c.createdAt.IsZero() {
+		return ErrCreatedAtRequired
+	}
+	sp := &t.e.spec
+	created := c.createdAt.UTC().Truncate(time.Second)
+	valid, _ := time.ParseDuration(t.profile.ValidFor)
+	refresh, _ := time.ParseDuration(t.profile.RefreshAfter)
+	spec := &c.m.repo.spec
+	*e = bundle.TargetEntry{
+		Host: sp.Host, ServiceID: sp.ServiceID, Audience: sp.Audience,
+		SubjectKind: sp.Subject.Kind, SubjectName: sp.Subject.Name,
+		LeaseProfile: sp.LeaseProfile, LeaseProfileDigest: t.pdigest,
+		PublicationID:           deriveID(idPublication, c.env, sp.Host, sp.ServiceID, itoa64(c.next)),
+		PolicySnapshotID:        subj.PolicySnapshotID,
+		ReleaseVersion:          c.next,
+		PolicyVersion:           subj.PolicyVersion,
+		SourceEventSequence:     c.next,
+		SchemaVersion:           bundle.SchemaVersion,
+		RevocationEpoch:         spec.RevocationEpoch,
+		CompatibilityGeneration: spec.CompatibilityGeneration,
+		CreatedAt:               formatTime(created),
+		ValidFrom:               formatTime(created),
+		RefreshAfter:            formatTime(created.Add(refresh)),
+		ExpiresAt:               formatTime(created.Add(valid)),
+		DeliveryLease:           bundle.Lease{RefreshAfter: t.profile.Delivery.RefreshAfter, ExpiresAfter: t.profile.Delivery.ExpiresAfter},
+		PolicyDigest:            subj.PolicyDigest,
+		ContentDigest:           contentDigest,
+		PropertySetDigest:       propDigest,
+		Changed:                 true,
+	}
+	if b != nil && b.Audience == sp.Audience {
+		e.Previous = &bundle.Publication{PublicationID: b.PublicationID, PolicyDigest: b.PolicyDigest}
+	}
+	return nil
+}
+
+// boundAgents lists the distinct agent names of a policy list, sorted.
+func boundAgents(list *render.Value, key string) []string {
+	set := map[string]bool{}
+	if list != nil {
+		for _, it := range list.Items {
+			set[it.Get(key).Str] = true
+		}
+	}
+	return sortedKeys(set)
+}
+
+// tombstones returns the items of the base inventory that are gone. An
+// unchanged inventory keeps the base release's tombstones, so a target that
+// did not change keeps its bytes.
+func tombstones(b *bundle.TargetEntry, cur []bundle.InventoryItem) []bundle.InventoryItem {
+	out := []bundle.InventoryItem{}
+	if b == nil {
+		return out
+	}
+	if equalJSON(b.Inventory, cur) {
+		return append(out, b.Tombstones...)
+	}
+	now := map[[2]string]bool{}
+	for _, it := range cur {
+		now[[2]string{it.Kind, it.ID}] = true
+	}
+	for _, it := range b.Inventory {
+		if !now[[2]string{it.Kind, it.ID}] {
+			out = append(out, it)
+		}
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+package compiler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/configpub/configpub/internal/render"
+)
+
+// StagedTargetType is the type of target.json, the staged target manifest
+// written next to each values.yml.
+const StagedTargetType = "configpub.dev/staged-target/v1"
+
+// StagedTarget returns the canonical (RFC 8785) bytes of a target's staged
+// target manifest: identity, publication and snapshot ids, every input file
+// digest, the complete resolved property set and the expected digests.
+func StagedTarget(t *Target) ([]byte, error) {
+	inputs := render.List()
+	for _, p := range sortedKeys(t.InputDigests) {
+		inputs.Items = append(inputs.Items, render.Map().Add("path", render.String(p)).Add("digest", render.String(t.InputDigests[p])))
+	}
+	var props render.Value
+	if err := json.Unmarshal(t.PropertySet, &props); err != nil {
+		return nil, fmt.Errorf("staged target %s: %w", t.Identity(), err)
+	}
+	v := render.Map().
+		Add("type", render.String(StagedTargetType)).
+		Add("host", render.String(t.Host)).
+		Add("serviceId", render.String(t.ServiceID)).
+		Add("envTag", render.String(t.EnvTag)).
+		Add("audience", render.String(t.Audience)).
+		Add("subjectKind", render.String(t.SubjectKind)).
+		Add("subjectName", render.String(t.SubjectName)).
+		Add("publicationId", render.String(t.PublicationID)).
+		Add("snapshotId", render.String(t.SnapshotID)).
+		Add("policySnapshotId", render.String(t.PolicySnapshotID)).
+		Add("releaseVersion", render.Int(t.ReleaseVersion)).
+		Add("policyVersion", render.Int(t.PolicyVersion)).
+		Add("sourceEventSequence", render.Int(t.Envelope.SourceEventSequence)).
+		Add("compatibilityGeneration", render.Int(t.Envelope.CompatibilityGeneration)).
+		Add("policyDigest", render.String(t.PolicyDigest)).
+		Add("contentDigest", render.String(t.ContentDigest)).
+		Add("propertySetDigest", render.String(t.PropertySetDigest)).
+		Add("artifactDigest", render.String(t.ArtifactDigest)).
+		Add("leaseProfile", render.String(t.LeaseProfile)).
+		Add("deliveryLease", render.Map().
+			Add("refreshAfter", render.String(t.DeliveryLease.RefreshAfter.String())).
+			Add("expiresAfter", render.String(t.DeliveryLease.ExpiresAfter.String()))).
+		Add("inputs", inputs).
+		Add("properties", &props)
+	return render.Canonical(v)
+}
+
+// Write makes a compile visible on disk. When outDir is non-empty it writes
+// OUT/<env>/<host>/<serviceId>/values.yml and target.json for every target:
+// everything is staged in a temporary directory next to OUT/<env> and
+// renamed into place, so readers see the old tree or the new one, never a
+// mix. When repoDir is non-empty and the release manifest changed, it
+// rewrites repoDir/releases/<env>.yaml atomically (temp file, fsync,
+// rename). An up-to-date manifest is not rewritten.
+func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
+	env := res.Manifest.EnvTag
+	if outDir != "" {
+		if err := writeOutputs(ctx, res, outDir, env); err != nil {
+			return err
+		}
+	}
+	if repoDir != "" && !res.UpToDate {
+		p := filepath.Join(repoDir, filepath.FromSlash(ManifestPath(env)))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("write release manifest: %w", err)
+		}
+		if err := WriteFileAtomic(p, res.ManifestBytes); err != nil {
+			return fmt.Errorf("write release manifest: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("write outputs: %w", err)
+	}
+	stage, err := os.MkdirTemp(outDir, "."+env+".staging-")
+	if err != nil {
+		return fmt.Errorf("write outputs: %w", err)
+	}
+	defer os.RemoveAll(stage)
+	for i := range res.Targets {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := &res.Targets[i]
+		dir := filepath.Join(stage, t.Host, t.ServiceID)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("write outputs: %w", err)
+		}
+		staged, err := StagedTarget(t)
+		if err != nil {
+			return err
+		}
+		if err := writeSynced(filepath.Join(dir, "values.yml"), t.Values); err != nil {
+			return fmt.Errorf("write outputs: %w", err)
+		}
+		if err := writeSynced(filepath.Join(dir, "target.json"), staged); err != nil {
+			return fmt.Errorf("write outputs: %w", err)
+		}
+	}
+	final := filepath.Join(outDir, env)
+	old := stage + ".old"
+	if err := os.Rename(final, old); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("write outputs: %w", err)
+	}
+	if err := os.Rename(stage, final); err != nil {
+		_ = os.Rename(old, final)
+		return fmt.Errorf("write outputs: %w", err)
+	}
+	_ = os.RemoveAll(old)
+	return syncDir(outDir)
+}
+
+// WriteFileAtomic replaces path with data: a temporary file in the same
+// directory is written, fsynced and renamed over path, then the directory is
+// fsynced.
+func WriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

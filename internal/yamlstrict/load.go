@@ -1,0 +1,261 @@
+package yamlstrict
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	gojcs "github.com/gowebpki/jcs"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/configpub/configpub/internal/render"
+)
+
+// Limits applied to every document.
+const (
+	MaxDepth    = 64      // nesting levels of maps and lists
+	MaxFileSize = 4 << 20 // bytes
+)
+
+// Doc is one parsed source document.
+type Doc struct {
+	File  string
+	Node  *yaml.Node    // the document's root content node (positions)
+	Value *render.Value // the same content as a JSON-compatible tree
+}
+
+// Parse reads exactly one YAML document from data and converts it strictly.
+func Parse(file string, data []byte) (*Doc, error) {
+	if len(data) > MaxFileSize {
+		return nil, &Error{File: file, Line: 1, Msg: fmt.Sprintf("file is %d bytes, more than the %d allowed", len(data), MaxFileSize)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{File: file, Line: 1, Msg: "empty document"}
+		}
+		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, &Error{File: file, Line: extra.Line, Msg: "more than one yaml document in a file"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
+		return nil, &Error{File: file, Line: 1, Msg: "empty document"}
+	}
+	n := root.Content[0]
+	c := converter{file: file}
+	v, err := c.convert(n, nil, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &Doc{File: file, Node: n, Value: v}, nil
+}
+
+// ParseValue reads a single free-form YAML document into a value tree.
+func ParseValue(file string, data []byte) (*render.Value, error) {
+	d, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return d.Value, nil
+}
+
+// yamlErrLine extracts "line N" from a yaml.v3 error message.
+func yamlErrLine(err error) int {
+	msg := err.Error()
+	if i := strings.Index(msg, "line "); i >= 0 {
+		j := i + 5
+		for j < len(msg) && msg[j] >= '0' && msg[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(msg[i+5 : j]); err == nil {
+			return n
+		}
+	}
+	return 1
+}
+
+type converter struct{ file string }
+
+func (c *converter) fail(n *yaml.Node, path []string, format string, args ...any) error {
+	return &Error{File: c.file, Line: n.Line, Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
+}
+
+// FieldPath joins path segments as a.b[2].c; numeric segments are indexes.
+func FieldPath(path []string) string {
+	var b strings.Builder
+	for _, p := range path {
+		if p != "" && p[0] == '[' {
+			b.WriteString(p)
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func (c *converter) convert(n *yaml.Node, path []string, depth int) (*render.Value, error) {
+	if depth > MaxDepth {
+		return nil, c.fail(n, path, "nesting deeper than %d levels", MaxDepth)
+	}
+	if n.Kind == yaml.AliasNode {
+		return nil, c.fail(n, path, "yaml aliases are not allowed")
+	}
+	if n.Anchor != "" {
+		return nil, c.fail(n, path, "yaml anchors are not allowed (&%s)", n.Anchor)
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if n.Tag != "" && n.ShortTag() != "!!map" {
+			return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
+		}
+		m := render.Map()
+		seen := make(map[string]int, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			kn, vn := n.Content[i], n.Content[i+1]
+			if kn.Kind == yaml.AliasNode || kn.Anchor != "" {
+				return nil, c.fail(kn, path, "yaml anchors and aliases are not allowed")
+			}
+			if kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str" {
+				if kn.ShortTag() == "!!merge" {
+					return nil, c.fail(kn, path, "yaml merge keys (<<) are not allowed")
+				}
+				return nil, c.fail(kn, path, "key %q is not a string (%s)", kn.Value, kn.ShortTag())
+			}
+			k := kn.Value
+			kpath := append(path[:len(path):len(path)], k)
+			if first, dup := seen[k]; dup {
+				return nil, c.fail(kn, kpath, "duplicate key (first at line %d)", first)
+			}
+			seen[k] = kn.Line
+			v, err := c.convert(vn, kpath, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m.Add(k, v)
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		if n.Tag != "" && n.ShortTag() != "!!seq" {
+			return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
+		}
+		l := &render.Value{Kind: render.KindList, Items: make([]*render.Value, 0, len(n.Content))}
+		for i, it := range n.Content {
+			v, err := c.convert(it, append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			l.Items = append(l.Items, v)
+		}
+		return l, nil
+	case yaml.ScalarNode:
+		return c.scalar(n, path)
+	}
+	return nil, c.fail(n, path, "unsupported yaml node")
+}
+
+func (c *converter) scalar(n *yaml.Node, path []string) (*render.Value, error) {
+	plain := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
+	tag := n.ShortTag()
+	if n.Tag != "" && n.Tag != "!" && !plain && tag != "!!str" {
+		return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
+	}
+	switch tag {
+	case "!!str":
+		if plain && n.Tag == "" {
+			switch strings.ToLower(n.Value) {
+			case "y", "yes", "n", "no", "on", "off":
+				return nil, c.fail(n, path, "unquoted %q is a boolean in YAML 1.1 and a string in YAML 1.2; write true/false or quote it", n.Value)
+			}
+		}
+		return render.String(n.Value), nil
+	case "!!timestamp":
+		return render.String(n.Value), nil
+	case "!!null":
+		return render.Null(), nil
+	case "!!bool":
+		switch n.Value {
+		case "true":
+			return render.Bool(true), nil
+		case "false":
+			return render.Bool(false), nil
+		}
+		return nil, c.fail(n, path, "boolean %q must be written true or false", n.Value)
+	case "!!int":
+		s := strings.TrimPrefix(n.Value, "-")
+		if s == "" || (len(s) > 1 && s[0] == '0') || strings.TrimLeft(s, "0123456789") != "" {
+			return nil, c.fail(n, path, "integer %q is not plain decimal (YAML 1.1 reads 010 as octal); write it in decimal or quote it", n.Value)
+		}
+		i, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil || i > render.MaxSafeInt || i < -render.MaxSafeInt {
+			return nil, c.fail(n, path, "integer %s is beyond ±2^53 and has no exact JSON equivalent", n.Value)
+		}
+		return render.Int(i), nil
+	case "!!float":
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, c.fail(n, path, "number %q has no JSON equivalent (NaN and infinities are refused)", n.Value)
+		}
+		if canon, err := gojcs.NumberToJSON(f); err != nil || canon != n.Value {
+			return nil, c.fail(n, path, "number %q would be read as %s; write %s or quote it", n.Value, canon, canon)
+		}
+		return render.Float(f), nil
+	}
+	return nil, c.fail(n, path, "tag %s is not allowed", tag)
+}
+
+// Line returns the line of the node at path (segments as produced by the
+// converter: keys, or "[i]" for list items), or of its nearest existing
+// ancestor.
+func (d *Doc) Line(path ...string) int {
+	n := d.Node
+	line := n.Line
+	for _, seg := range path {
+		next := child(n, seg)
+		if next == nil {
+			return line
+		}
+		if next.key != nil {
+			line = next.key.Line
+		} else {
+			line = next.val.Line
+		}
+		n = next.val
+	}
+	return line
+}
+
+type pos struct{ key, val *yaml.Node }
+
+func child(n *yaml.Node, seg string) *pos {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == seg {
+				return &pos{key: n.Content[i], val: n.Content[i+1]}
+			}
+		}
+	case yaml.SequenceNode:
+		s := strings.TrimSuffix(strings.TrimPrefix(seg, "["), "]")
+		if i, err := strconv.Atoi(s); err == nil && i >= 0 && i < len(n.Content) {
+			return &pos{val: n.Content[i]}
+		}
+	}
+	return nil
+}
+
+// Errorf returns an *Error at path in d.
+func (d *Doc) Errorf(path []string, format string, args ...any) *Error {
+	return &Error{File: d.File, Line: d.Line(path...), Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
+}
