@@ -25,6 +25,7 @@ func newRootCmd() *cobra.Command {
 // it from an init-free registration below, in a fixed order.
 var verbs = []func(*cobra.Command){
 	addVersionCmd,
+	addDemoCmd,
 	addCompileCmd,
 	addKeygenCmd,
 	addPullCmd,
