@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -137,11 +138,22 @@ func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return fmt.Errorf("begin: %w", classify(err))
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// The server answered the COMMIT with an error: not applied.
+	if errors.As(err, &pgErr) && !connectionLost(pgErr) {
+		// The server answered the COMMIT with an ERROR: not applied.
 		return fmt.Errorf("commit: %w", classify(err))
 	}
+	// No answer, or the session ended while the COMMIT was processed.
 	return fmt.Errorf("commit: %w: %w", ErrUnconfirmed, err)
+}
+
+// connectionLost reports a server error that ends the session (FATAL,
+// PANIC, connection exceptions, operator intervention): the fate of a COMMIT
+// answered this way is unknown.
+func connectionLost(e *pgconn.PgError) bool {
+	if e.Severity == "FATAL" || e.Severity == "PANIC" {
+		return true
+	}
+	return strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P")
 }
 
 // retryable reports serialization failures and deadlocks.
