@@ -39,3 +39,7 @@ fuzz:
 
 clean:
 	rm -rf bin .configpub
+
+## e2e: build the binary and drive the whole scenario through it.
+e2e: ensure-postgres
+	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/

@@ -60,7 +60,7 @@ func (d *demo) runtimes(ctx context.Context) ([]*runtime, error) {
 		if err := os.MkdirAll(filepath.Dir(rt.token), 0o700); err != nil {
 			return nil, err
 		}
-		tok, err := d.p.runQuiet(ctx, false, "token", "--key", d.path("jwt", "signing.key"),
+		tok, err := d.p.runQuiet(ctx, false, "token", "--key", d.path("jwt", "signing-key.pem"),
 			"--issuer", issuer, "--audience", tokenAudience, "--host", t.Host, "--service-id", t.ServiceID,
 			"--env-tag", d.env, "--config-audience", t.Audience, "--ttl", "2h")
 		if err != nil {
