@@ -27,6 +27,8 @@ var verbs = []func(*cobra.Command){
 	addVersionCmd,
 	addDemoCmd,
 	addCompileCmd,
+	addPlanCmd,
+	addValidateCmd,
 	addKeygenCmd,
 	addPullCmd,
 	addVerifyOCICmd,

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gitfs"
+)
+
+func addPlanCmd(root *cobra.Command) {
+	var repo, env, baseRef, format string
+	cmd := &cobra.Command{
+		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json]",
+		Short: "Show which targets a policy change alters, with JSON-pointer paths and digests",
+		Long: `plan compiles the working tree of the policy repository and the tree at
+--base-ref (default HEAD, read with go-git) and lists each target whose artifact
+changes: the JSON-pointer paths added, removed and changed in its audience
+namespace and settings, old -> new digests, and how many targets are unchanged.
+It writes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if repo == "" || env == "" {
+				return usageError{errors.New("--repo and --env are required")}
+			}
+			if format != "text" && format != "markdown" && format != "json" {
+				return usageError{fmt.Errorf("--format %q: want text, markdown or json", format)}
+			}
+			// Plan never writes: a new release's createdAt does not matter.
+			opts := compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()}
+			head, err := compiler.Compile(cmd.Context(), os.DirFS(repo), opts)
+			if err != nil {
+				return err
+			}
+			var base *compiler.Result
+			baseFS, err := gitfs.TreeFS(repo, baseRef)
+			if err != nil {
+				return fmt.Errorf("plan: base %s: %w", baseRef, err)
+			}
+			base, err = compiler.Compile(cmd.Context(), baseFS, opts)
+			if err != nil {
+				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
+			}
+			p, err := compiler.NewPlan(base, head, baseRef)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch format {
+			case "markdown":
+				return p.WriteMarkdown(w)
+			case "json":
+				return p.WriteJSON(w)
+			}
+			return p.WriteText(w)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&repo, "repo", "", "policy repository directory (required)")
+	f.StringVar(&env, "env", "", "environment tag (required)")
+	f.StringVar(&baseRef, "base-ref", "HEAD", "Git revision to compare against")
+	f.StringVar(&format, "format", "text", "output format: text, markdown or json")
+	root.AddCommand(cmd)
+}

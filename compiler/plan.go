@@ -1,0 +1,270 @@
+package compiler
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/render"
+)
+
+// Plan is what a reviewer needs to judge a release: every target whose
+// artifact changes against a base, with the JSON-pointer paths added,
+// removed and changed in its audience namespace and settings, the old and
+// new digests, and how many targets stay unchanged.
+type Plan struct {
+	EnvTag      string       `json:"envTag"`
+	BaseRef     string       `json:"baseRef,omitempty"`
+	BaseRelease int64        `json:"baseRelease"`
+	Release     int64        `json:"release"`
+	Changed     []TargetPlan `json:"changed"`
+	Unchanged   int          `json:"unchanged"`
+}
+
+// TargetPlan is one changed, added or removed target.
+type TargetPlan struct {
+	Host      string                `json:"host"`
+	ServiceID string                `json:"serviceId"`
+	Audience  string                `json:"audience"`
+	Change    string                `json:"change"` // added | removed | changed
+	Digests   map[string]DigestPair `json:"digests"`
+	Added     []string              `json:"added"`
+	Removed   []string              `json:"removed"`
+	Modified  []string              `json:"changed"`
+}
+
+// DigestPair is an old -> new digest ("" when absent).
+type DigestPair struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+// NewPlan compares the targets of two compiles of one environment. base may
+// be nil (everything is added). Targets compare by artifact digest; paths
+// are JSON pointers into values.yml (/agentPolicy/model/maxOutputTokens,
+// /server.httpsPort).
+func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
+	p := &Plan{EnvTag: head.Manifest.EnvTag, BaseRef: baseRef, Release: head.Manifest.ReleaseVersion, Changed: []TargetPlan{}}
+	old := map[[2]string]*Target{}
+	if base != nil {
+		p.BaseRelease = base.Manifest.ReleaseVersion
+		for i := range base.Targets {
+			t := &base.Targets[i]
+			old[[2]string{t.Host, t.ServiceID}] = t
+		}
+	}
+	for i := range head.Targets {
+		t := &head.Targets[i]
+		k := [2]string{t.Host, t.ServiceID}
+		o := old[k]
+		delete(old, k)
+		if o != nil && o.ArtifactDigest == t.ArtifactDigest {
+			p.Unchanged++
+			continue
+		}
+		tp, err := targetPlan(o, t)
+		if err != nil {
+			return nil, err
+		}
+		p.Changed = append(p.Changed, tp)
+	}
+	for _, o := range old {
+		tp, err := targetPlan(o, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.Changed = append(p.Changed, tp)
+	}
+	sort.Slice(p.Changed, func(i, j int) bool {
+		a, b := p.Changed[i], p.Changed[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.ServiceID < b.ServiceID
+	})
+	return p, nil
+}
+
+func targetPlan(o, n *Target) (TargetPlan, error) {
+	var tp TargetPlan
+	ref := n
+	switch {
+	case o == nil:
+		tp.Change = bundle.ChangeAdded
+	case n == nil:
+		tp.Change = bundle.ChangeRemoved
+		ref = o
+	default:
+		tp.Change = bundle.ChangeChanged
+	}
+	tp.Host, tp.ServiceID, tp.Audience = ref.Host, ref.ServiceID, ref.Audience
+	get := func(t *Target, f func(*Target) string) string {
+		if t == nil {
+			return ""
+		}
+		return f(t)
+	}
+	tp.Digests = map[string]DigestPair{}
+	for name, f := range map[string]func(*Target) string{
+		"policyDigest":      func(t *Target) string { return t.PolicyDigest },
+		"contentDigest":     func(t *Target) string { return t.ContentDigest },
+		"propertySetDigest": func(t *Target) string { return t.PropertySetDigest },
+		"artifactDigest":    func(t *Target) string { return t.ArtifactDigest },
+	} {
+		if a, b := get(o, f), get(n, f); a != b {
+			tp.Digests[name] = DigestPair{Old: a, New: b}
+		}
+	}
+	ns := "/" + bundle.Namespace(ref.Audience)
+	var d differ
+	oldNS, newNS, err := parsePair(o, n, func(t *Target) []byte { return t.Namespace })
+	if err != nil {
+		return tp, err
+	}
+	d.diff(ns, oldNS, newNS)
+	oldPS, newPS, err := parsePair(o, n, func(t *Target) []byte { return t.PropertySet })
+	if err != nil {
+		return tp, err
+	}
+	d.diffMembers("", oldPS, newPS)
+	tp.Added, tp.Removed, tp.Modified = nonNil(d.added), nonNil(d.removed), nonNil(d.changed)
+	return tp, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func parsePair(o, n *Target, f func(*Target) []byte) (*render.Value, *render.Value, error) {
+	parse := func(t *Target) (*render.Value, error) {
+		if t == nil {
+			return nil, nil
+		}
+		var v render.Value
+		if err := v.UnmarshalJSON(f(t)); err != nil {
+			return nil, err
+		}
+		return &v, nil
+	}
+	a, err := parse(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := parse(n)
+	return a, b, err
+}
+
+// differ collects JSON-pointer paths. Maps compare member by member, lists
+// item by item; a subtree that appears or disappears is one path.
+type differ struct{ added, removed, changed []string }
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+func (d *differ) diff(path string, a, b *render.Value) {
+	switch {
+	case a == nil && b == nil:
+	case a == nil:
+		d.added = append(d.added, path)
+	case b == nil:
+		d.removed = append(d.removed, path)
+	case a.Kind == render.KindMap && b.Kind == render.KindMap:
+		d.diffMembers(path, a, b)
+	case a.Kind == render.KindList && b.Kind == render.KindList:
+		for i := 0; i < len(a.Items) || i < len(b.Items); i++ {
+			var x, y *render.Value
+			if i < len(a.Items) {
+				x = a.Items[i]
+			}
+			if i < len(b.Items) {
+				y = b.Items[i]
+			}
+			d.diff(path+"/"+itoa(i), x, y)
+		}
+	default:
+		ca, _ := render.Canonical(a)
+		cb, _ := render.Canonical(b)
+		if string(ca) != string(cb) {
+			d.changed = append(d.changed, path)
+		}
+	}
+}
+
+func (d *differ) diffMembers(path string, a, b *render.Value) {
+	keys := map[string]bool{}
+	for _, v := range []*render.Value{a, b} {
+		if v != nil {
+			for _, k := range v.Keys {
+				keys[k] = true
+			}
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		d.diff(path+"/"+escapePointer(k), a.Get(k), b.Get(k))
+	}
+}
+
+// WriteText writes the plan for a terminal.
+func (p *Plan) WriteText(w io.Writer) error {
+	base := fmt.Sprintf("release %d", p.BaseRelease)
+	if p.BaseRef != "" {
+		base += " at " + p.BaseRef
+	}
+	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change, %d unchanged\n", p.EnvTag, base, p.Release, len(p.Changed), p.Unchanged)
+	for _, t := range p.Changed {
+		fmt.Fprintf(w, "\n%s %s/%s (%s)\n", t.Change, t.Host, t.ServiceID, t.Audience)
+		for _, k := range sortedKeys(t.Digests) {
+			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, orNone(t.Digests[k].Old), orNone(t.Digests[k].New))
+		}
+		for _, x := range []struct {
+			sign  string
+			paths []string
+		}{{"+", t.Added}, {"-", t.Removed}, {"~", t.Modified}} {
+			for _, p := range x.paths {
+				fmt.Fprintf(w, "  %s %s\n", x.sign, p)
+			}
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown writes the plan as a pull-request comment.
+func (p *Plan) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "### configpub plan `%s`: release %d -> %d\n\n", p.EnvTag, p.BaseRelease, p.Release)
+	if p.BaseRef != "" {
+		fmt.Fprintf(w, "Base: `%s`. ", p.BaseRef)
+	}
+	fmt.Fprintf(w, "**%d** target(s) change, **%d** unchanged.\n", len(p.Changed), p.Unchanged)
+	for _, t := range p.Changed {
+		fmt.Fprintf(w, "\n#### %s `%s/%s` (%s)\n\n| digest | old | new |\n|---|---|---|\n", t.Change, t.Host, t.ServiceID, t.Audience)
+		for _, k := range sortedKeys(t.Digests) {
+			fmt.Fprintf(w, "| %s | `%s` | `%s` |\n", k, orNone(t.Digests[k].Old), orNone(t.Digests[k].New))
+		}
+		if len(t.Added)+len(t.Removed)+len(t.Modified) > 0 {
+			fmt.Fprintln(w)
+		}
+		for _, x := range []struct {
+			label string
+			paths []string
+		}{{"added", t.Added}, {"removed", t.Removed}, {"changed", t.Modified}} {
+			for _, p := range x.paths {
+				fmt.Fprintf(w, "- %s `%s`\n", x.label, p)
+			}
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the plan as indented JSON.
+func (p *Plan) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
