@@ -1,0 +1,88 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/configserver/client"
+)
+
+func TestWatchPollsAndEndsWithContext(t *testing.T) {
+	w := newWorld(t)
+	w.srv.set(w.build(w.spec(1)), nil)
+	c := w.client()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var outcomes []client.Outcome
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Watch(ctx, 20*time.Millisecond, func(ev *client.Evidence, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			outcomes = append(outcomes, ev.Outcome)
+			if len(outcomes) == 3 {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch: got %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Watch did not end with its context")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []client.Outcome{client.OutcomeApplied, client.OutcomeUnchanged, client.OutcomeUnchanged}
+	if len(outcomes) != len(want) {
+		t.Fatalf("outcomes: got %v, want %v", outcomes, want)
+	}
+	for i := range want {
+		if outcomes[i] != want[i] {
+			t.Fatalf("outcomes: got %v, want %v", outcomes, want)
+		}
+	}
+}
+
+func TestWatchBacksOffOnFailure(t *testing.T) {
+	w := newWorld(t)
+	w.srv.setRaw(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusServiceUnavailable) })
+	c := w.client()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer cancel()
+	var mu sync.Mutex
+	var times []time.Time
+	err := c.Watch(ctx, 2*time.Second, func(ev *client.Evidence, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		times = append(times, time.Now())
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Watch: got %v, want context.DeadlineExceeded", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Retries at ~0, 0.5s (±20%), then ~1s later: 2 or 3 calls in 1.2s,
+	// never the 12+ a fixed 100ms loop would make, never just one.
+	if len(times) < 2 || len(times) > 3 {
+		t.Fatalf("calls in 1.2s with backoff from 500ms: got %d, want 2 or 3", len(times))
+	}
+	if gap := times[1].Sub(times[0]); gap < 350*time.Millisecond {
+		t.Fatalf("first retry after %s, want >= 400ms (500ms -20%%)", gap)
+	}
+}
+
+func TestWatchRejectsNonPositiveInterval(t *testing.T) {
+	w := newWorld(t)
+	if err := w.client().Watch(context.Background(), 0, nil); err == nil {
+		t.Fatal("Watch with interval 0: got nil, want an error")
+	}
+}
