@@ -151,6 +151,10 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 		return nil, src.errorf([]string{"kind"}, "unknown kind %q", kv.Str)
 	}
 	src.Kind = kv.Str
+	// Secrets first: a schema message may quote a value.
+	if err := checkSecrets(src, doc.Value, nil); err != nil {
+		return nil, err
+	}
 	if err := set.Validate(schemaName, doc.Value.ToAny()); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) && len(ve.Problems) > 0 {
@@ -158,9 +162,6 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 			return nil, src.errorf(p.Path, "%s", p.Message)
 		}
 		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	if err := checkSecrets(src, doc.Value, nil); err != nil {
-		return nil, err
 	}
 	src.Name = doc.Value.Get("metadata").Get("name").Str
 	return src, nil

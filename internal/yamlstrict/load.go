@@ -85,7 +85,13 @@ func yamlErrLine(err error) int {
 
 type converter struct{ file string }
 
+// maxPathShown bounds the field path of a message (deep nesting).
+const maxPathShown = 12
+
 func (c *converter) fail(n *yaml.Node, path []string, format string, args ...any) error {
+	if len(path) > maxPathShown {
+		path = append(path[:maxPathShown:maxPathShown], "…")
+	}
 	return &Error{File: c.file, Line: n.Line, Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -167,13 +173,18 @@ func (c *converter) convert(n *yaml.Node, path []string, depth int) (*render.Val
 
 func (c *converter) scalar(n *yaml.Node, path []string) (*render.Value, error) {
 	plain := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
+	explicit := n.Style&yaml.TaggedStyle != 0
 	tag := n.ShortTag()
-	if n.Tag != "" && n.Tag != "!" && !plain && tag != "!!str" {
-		return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
+	if explicit {
+		switch tag {
+		case "!!str", "!!int", "!!float", "!!bool", "!!null":
+		default:
+			return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
+		}
 	}
 	switch tag {
 	case "!!str":
-		if plain && n.Tag == "" {
+		if plain && !explicit {
 			switch strings.ToLower(n.Value) {
 			case "y", "yes", "n", "no", "on", "off":
 				return nil, c.fail(n, path, "unquoted %q is a boolean in YAML 1.1 and a string in YAML 1.2; write true/false or quote it", n.Value)
