@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -91,13 +92,14 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 		packs = append(packs, p)
 	}
 
+	cfg := &configHome{}
 	results := make([]*Result, len(packs))
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.concurrency)
 	for i, p := range packs {
 		g.Go(func() error {
-			res, err := c.publishOne(gctx, p, req.Signer)
+			res, err := c.publishOne(gctx, p, req.Signer, cfg)
 			if err != nil {
 				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 			}
@@ -128,7 +130,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 }
 
 // publishOne makes p present, tagged and signed in its repository.
-func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer) (Result, error) {
+func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome) (Result, error) {
 	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
 	repo, err := c.repository(p.repository)
 	if err != nil {
@@ -142,18 +144,20 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	case err == nil:
 		return res, fmt.Errorf("%w: tag %s names %s, want %s", ErrConflict, p.tag, desc.Digest, p.manifest.Digest)
 	case errors.Is(err, errdef.ErrNotFound):
-		for _, b := range []struct {
-			desc ocispec.Descriptor
-			data []byte
-		}{{emptyConfig, emptyConfigData}, {p.layer, p.layerData}} {
-			up, err := pushBlob(ctx, repo, b.desc, b.data)
-			if err != nil {
-				return res, err
-			}
-			if up {
-				res.Blobs++
-				res.Bytes += b.desc.Size
-			}
+		up, err := cfg.ensure(ctx, repo)
+		if err != nil {
+			return res, err
+		}
+		if up {
+			res.Blobs++
+			res.Bytes += emptyConfig.Size
+		}
+		if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+			return res, err
+		}
+		if up {
+			res.Blobs++
+			res.Bytes += p.layer.Size
 		}
 		if err := repo.PushReference(ctx, p.manifest, bytes.NewReader(p.manifestB), p.tag); err != nil {
 			return res, fmt.Errorf("push manifest %s: %w", p.manifest.Digest, err)
@@ -172,6 +176,49 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		res.Bytes += n
 	}
 	return res, nil
+}
+
+// configHome remembers a repository of this registry that holds the empty
+// config blob, so other repositories can mount it (one request) instead of
+// uploading it (two). Every artifact and signature manifest uses it.
+type configHome struct {
+	mu   sync.Mutex
+	repo string // repository path without the registry host
+}
+
+// ensure makes the empty config present in repo; it reports whether it
+// had to be added.
+func (h *configHome) ensure(ctx context.Context, repo *remote.Repository) (bool, error) {
+	ok, err := repo.Exists(ctx, emptyConfig)
+	if err != nil {
+		return false, fmt.Errorf("check blob %s: %w", emptyConfig.Digest, err)
+	}
+	if ok {
+		h.set(repo.Reference.Repository)
+		return false, nil
+	}
+	h.mu.Lock()
+	from := h.repo
+	h.mu.Unlock()
+	getContent := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(emptyConfigData)), nil }
+	if from != "" && from != repo.Reference.Repository {
+		err = repo.Mount(ctx, emptyConfig, from, getContent)
+	} else {
+		err = repo.Push(ctx, emptyConfig, bytes.NewReader(emptyConfigData))
+	}
+	if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return false, fmt.Errorf("push blob %s: %w", emptyConfig.Digest, err)
+	}
+	h.set(repo.Reference.Repository)
+	return true, nil
+}
+
+func (h *configHome) set(repo string) {
+	h.mu.Lock()
+	if h.repo == "" {
+		h.repo = repo
+	}
+	h.mu.Unlock()
 }
 
 // pushBlob uploads a blob unless the repository already has it.

@@ -98,18 +98,15 @@ func ensureSignature(ctx context.Context, repo *remote.Repository, repository st
 	if err != nil {
 		return 0, fmt.Errorf("signature manifest: %w", err)
 	}
+	// The empty config is already in this repository: the artifact
+	// manifest, which the registry accepted, references it.
 	var n int64
-	for _, b := range []struct {
-		desc ocispec.Descriptor
-		data []byte
-	}{{emptyConfig, emptyConfigData}, {plDesc, pl}} {
-		up, err := pushBlob(ctx, repo, b.desc, b.data)
-		if err != nil {
-			return n, err
-		}
-		if up {
-			n += b.desc.Size
-		}
+	up, err := pushBlob(ctx, repo, plDesc, pl)
+	if err != nil {
+		return 0, err
+	}
+	if up {
+		n += plDesc.Size
 	}
 	md := manifestDescriptor(mb)
 	if err := repo.PushReference(ctx, md, bytes.NewReader(mb), tag); err != nil {

@@ -27,7 +27,7 @@ func addRegistryCmd(root *cobra.Command) {
 			// the one place that configures it.
 			logrus.SetLevel(lvl)
 			logrus.SetOutput(os.Stderr)
-			reg, err := embedded.New(cmd.Context(), dir)
+			reg, err := embedded.New(cmd.Context(), embedded.Options{Dir: dir})
 			if err != nil {
 				return err
 			}

@@ -33,8 +33,10 @@ var verbs = []func(*cobra.Command){
 	addPullCmd,
 	addVerifyOCICmd,
 	addRegistryCmd,
+	addPublishCmd,
 	addServeCmd,
 	addTokenCmd,
+	addPromoteCmd,
 }
 
 func addVersionCmd(root *cobra.Command) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,9 @@ type Options struct {
 	Wrap func(http.Handler) http.Handler
 	// Dir is the storage root; empty means a fresh t.TempDir().
 	Dir string
+	// InMemory stores nothing on disk (Distribution's inmemory driver);
+	// BlobPath is meaningless then. For benchmarks.
+	InMemory bool
 }
 
 // Registry is a running test registry.
@@ -50,17 +54,18 @@ func New(t testing.TB, opts Options) *Registry {
 	t.Helper()
 	quietOnce.Do(func() { logrus.SetLevel(logrus.WarnLevel); logrus.SetOutput(io.Discard) })
 	dir := opts.Dir
-	if dir == "" {
+	if dir == "" && !opts.InMemory {
 		dir = t.TempDir()
 	}
-	app, err := embedded.New(context.Background(), dir)
+	app, err := embedded.New(context.Background(), embedded.Options{Dir: dir, InMemory: opts.InMemory})
 	if err != nil {
 		t.Fatalf("registrytest: %v", err)
 	}
 	r := &Registry{Dir: dir, counts: map[string]int{}}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.count(req)
-		app.ServeHTTP(w, req)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		app.ServeHTTP(sw, req)
+		r.count(req, sw.status)
 	})
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
@@ -75,7 +80,18 @@ func New(t testing.TB, opts Options) *Registry {
 	return r
 }
 
-func (r *Registry) count(req *http.Request) {
+// statusWriter records the status code a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (r *Registry) count(req *http.Request, status int) {
 	kind := "other"
 	p := req.URL.Path
 	switch {
@@ -89,12 +105,14 @@ func (r *Registry) count(req *http.Request) {
 	r.mu.Lock()
 	r.counts[req.Method+" "+kind]++
 	r.counts[req.Method]++
+	r.counts["status "+strconv.Itoa(status)]++
 	r.mu.Unlock()
 }
 
 // Count returns how many requests with key were served since the last
 // Reset. Keys are a method ("PUT") or a method and kind ("PUT manifest",
-// "POST upload", "HEAD blob", "GET manifest").
+// "POST upload", "HEAD blob", "GET manifest") or a response status
+// ("status 404").
 func (r *Registry) Count(key string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -132,4 +150,15 @@ func (r *Registry) Reset() {
 func (r *Registry) BlobPath(digest string) string {
 	algo, hex, _ := strings.Cut(digest, ":")
 	return filepath.Join(r.Dir, "docker", "registry", "v2", "blobs", algo, hex[:2], hex, "data")
+}
+
+// Counts returns a copy of all counters since the last Reset.
+func (r *Registry) Counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.counts))
+	for k, v := range r.counts {
+		out[k] = v
+	}
+	return out
 }

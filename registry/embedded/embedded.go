@@ -18,26 +18,44 @@ import (
 	"github.com/distribution/distribution/v3/configuration"
 	"github.com/distribution/distribution/v3/registry/handlers"
 
-	// The filesystem storage driver registers itself with the factory.
+	// The storage drivers register themselves with the factory.
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
 )
 
-// Registry is an in-process Distribution registry storing under Dir.
-type Registry struct {
+// Options configure the embedded registry.
+type Options struct {
+	// Dir is the filesystem storage root, created if missing. Required
+	// unless InMemory is set.
 	Dir string
+	// InMemory keeps everything in process memory (Distribution's inmemory
+	// driver) and stores nothing on disk: for benchmarks and throwaway
+	// tests only. Default false.
+	InMemory bool
+}
+
+// Registry is an in-process Distribution registry.
+type Registry struct {
+	Dir string // storage root; empty when in memory
 	app *handlers.App
 }
 
-// New builds the registry application over filesystem storage rooted at dir
-// (created if missing). Upload purging is off and deletes are enabled; the
-// HTTP secret that signs upload state is random per instance. Distribution
-// logs through logrus; configpub never touches its global settings here.
-func New(ctx context.Context, dir string) (r *Registry, err error) {
-	if dir == "" {
-		return nil, errors.New("embedded registry: storage directory is empty")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("embedded registry: %w", err)
+// New builds the registry application over filesystem storage rooted at
+// opts.Dir (or in memory). Upload purging is off and deletes are enabled;
+// the HTTP secret that signs upload state is random per instance.
+// Distribution logs through logrus; configpub never touches its global
+// settings here.
+func New(ctx context.Context, opts Options) (r *Registry, err error) {
+	driver := configuration.Parameters{}
+	name := "inmemory"
+	if !opts.InMemory {
+		if opts.Dir == "" {
+			return nil, errors.New("embedded registry: storage directory is empty")
+		}
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("embedded registry: %w", err)
+		}
+		name, driver = "filesystem", configuration.Parameters{"rootdirectory": opts.Dir}
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
@@ -46,7 +64,7 @@ func New(ctx context.Context, dir string) (r *Registry, err error) {
 	cfg := &configuration.Configuration{
 		Version: "0.1",
 		Storage: configuration.Storage{
-			"filesystem":  configuration.Parameters{"rootdirectory": dir},
+			name:          driver,
 			"delete":      configuration.Parameters{"enabled": true},
 			"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
 		},
@@ -61,6 +79,10 @@ func New(ctx context.Context, dir string) (r *Registry, err error) {
 		}
 	}()
 	app := handlers.NewApp(ctx, cfg)
+	dir := opts.Dir
+	if opts.InMemory {
+		dir = ""
+	}
 	return &Registry{Dir: dir, app: app}, nil
 }
 

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
+)
+
+func addPublishCmd(root *cobra.Command) {
+	var (
+		rf                          registryFlags
+		repo, env, prefix, key, out string
+	)
+	cmd := &cobra.Command{
+		Use:   "publish --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
+		Short: "Compile the committed release and push every target and the release as signed OCI artifacts",
+		Long: `publish compiles ENV from the policy repository, refuses when the committed
+releases/ENV.yaml is stale, and pushes one signed OCI artifact per target
+(PREFIX/ENV/HOST/SERVICEID:r<releaseVersion>) plus the release artifact
+(PREFIX/ENV/release:r<releaseVersion>). Artifacts already in the registry are
+not uploaded again. The cosign key is decrypted once with $COSIGN_PASSWORD.
+With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if repo == "" || env == "" || prefix == "" || key == "" {
+				return usageError{errors.New("--repo, --env, --registry and --key are required")}
+			}
+			if strings.Contains(prefix, "://") {
+				return usageError{fmt.Errorf("--registry %q: want HOST[:PORT]/PREFIX without a scheme (use --plain-http for http)", prefix)}
+			}
+			password, err := cosignPassword()
+			if err != nil {
+				return err
+			}
+			// Compile only compares here: a stale release is refused below, so
+			// the createdAt of a new release never matters.
+			res, err := compiler.Compile(cmd.Context(), os.DirFS(repo), compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()})
+			if err != nil {
+				return err
+			}
+			if err := res.Stale(); err != nil {
+				return fmt.Errorf("publish %s: run `configpub compile` and commit first: %w", env, err)
+			}
+			if out != "" {
+				if err := compiler.Write(cmd.Context(), res, "", out); err != nil {
+					return err
+				}
+			}
+			arts, rel, err := artifactsOf(res)
+			if err != nil {
+				return err
+			}
+			signer, err := signing.LoadPrivateKeyFile(key, password)
+			if err != nil {
+				return err
+			}
+			c, err := rf.client()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			progress := newProgress(w, len(arts)+1)
+			sum, err := c.Publish(cmd.Context(), registry.PublishRequest{
+				Prefix: prefix, Artifacts: arts, Release: rel, Signer: signer, Progress: progress.report,
+			})
+			progress.done()
+			if sum != nil {
+				fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
+					env, rel.ReleaseVersion, len(sum.Results), prefix, sum.Pushed, sum.AlreadyPresent, sum.Bytes, signer.KeyID())
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&repo, "repo", "", "policy repository directory (required)")
+	f.StringVar(&env, "env", "", "environment tag (required)")
+	f.StringVar(&prefix, "registry", "", "HOST[:PORT]/PREFIX the repositories are created under (required)")
+	f.StringVar(&key, "key", "", "cosign.key; its password is read from $COSIGN_PASSWORD (required)")
+	f.StringVar(&out, "out", "", "also write OUT/ENV/HOST/SERVICEID/values.yml")
+	f.IntVar(&rf.concurrency, "concurrency", 8, "artifacts pushed at once")
+	rf.add(cmd)
+	root.AddCommand(cmd)
+}
+
+// artifactsOf maps compiled targets and the release manifest to registry
+// artifacts. A target's manifest is stamped with its snapshot's createdAt,
+// so an unchanged snapshot re-publishes to the same manifest digest.
+func artifactsOf(res *compiler.Result) ([]registry.Artifact, *registry.Release, error) {
+	arts := make([]registry.Artifact, 0, len(res.Targets))
+	for _, t := range res.Targets {
+		created, err := time.Parse(time.RFC3339, t.Envelope.CreatedAt)
+		if err != nil {
+			return nil, nil, fmt.Errorf("target %s/%s/%s: createdAt %q: %w", t.EnvTag, t.Host, t.ServiceID, t.Envelope.CreatedAt, err)
+		}
+		arts = append(arts, registry.Artifact{
+			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
+			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID,
+			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
+			ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
+		})
+	}
+	m := res.Manifest
+	b, err := jcs.Canonical(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release manifest: %w", err)
+	}
+	created, err := time.Parse(time.RFC3339, m.CreatedAt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("release manifest: createdAt %q: %w", m.CreatedAt, err)
+	}
+	return arts, &registry.Release{EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
+}
+
+// progress prints one line per artifact, or a single updating bar when
+// the output is a terminal.
+type progress struct {
+	w     io.Writer
+	tty   bool
+	total int
+	n     int
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	f, ok := w.(*os.File)
+	return &progress{w: w, tty: ok && term.IsTerminal(int(f.Fd())), total: total}
+}
+
+// report is called serialized by registry.Publish.
+func (p *progress) report(r registry.Result) {
+	p.n++
+	if p.tty {
+		const width = 30
+		filled := width * p.n / p.total
+		fmt.Fprintf(p.w, "\r[%s%s] %d/%d", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), p.n, p.total)
+		return
+	}
+	state := "present"
+	if r.Pushed {
+		state = "pushed "
+	}
+	fmt.Fprintf(p.w, "%s %s:%s %s %d bytes\n", state, r.Repository, r.Tag, r.Digest, r.Bytes)
+}
+
+func (p *progress) done() {
+	if p.tty && p.n > 0 {
+		fmt.Fprintln(p.w)
+	}
+}
