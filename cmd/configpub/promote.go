@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/promoter/review"
+)
+
+func addPromoteCmd(root *cobra.Command) {
+	var (
+		rf                                          registryFlags
+		gitDir, env, dbURL, registryRef, keyPath    string
+		ref, commit, signedByPath                   string
+		trailers                                    []string
+		verbose                                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "promote --git DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
+		Short: "Promote a reviewed commit: recompile, publish and verify artifacts, record and activate the release",
+		Long: `promote checks that the commit (default: the tip of --ref) is on the first-parent
+history of the protected ref and meets every --require-* policy, recompiles the
+policy sources at that commit and requires releases/ENV.yaml to be exactly what
+they compile to (else the release is STALE and nothing changes), publishes and
+signs every artifact (idempotent) and verifies each by digest, then records the
+release and moves every target pointer in one transaction.
+
+Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict),
+2 usage, 3 outcome unconfirmed (re-run the same promote or run reconcile).
+The cosign key password is read from COSIGN_PASSWORD.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dbURL == "" {
+				dbURL = os.Getenv("CONFIGPUB_DATABASE_URL")
+			}
+			if dbURL == "" {
+				return usageError{errors.New("--database is required (or set CONFIGPUB_DATABASE_URL)")}
+			}
+			if strings.Contains(registryRef, "://") || strings.Contains(registryRef, "@") {
+				return usageError{fmt.Errorf("--registry %q: want HOST[:PORT]/PREFIX without scheme or digest", registryRef)}
+			}
+			var keyring string
+			if signedByPath != "" {
+				b, err := os.ReadFile(signedByPath)
+				if err != nil {
+					return fmt.Errorf("--require-signed-by: %w", err)
+				}
+				keyring = string(b)
+			}
+			password, err := cosignPassword()
+			if err != nil {
+				return usageError{err}
+			}
+			signer, err := signing.LoadPrivateKeyFile(keyPath, password)
+			if err != nil {
+				return err
+			}
+			repo, err := review.Open(gitDir)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			pool, err := pgxpool.New(ctx, dbURL)
+			if err != nil {
+				return fmt.Errorf("--database: %w", err)
+			}
+			defer pool.Close()
+			store, err := promoter.Open(ctx, pool, promoter.Options{Signer: signer})
+			if err != nil {
+				return err
+			}
+			client, err := rf.client()
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+			if verbose {
+				logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			}
+			res, err := promoter.Promote(ctx, repo, promoter.PromoteOptions{
+				EnvTag: env,
+				Review: review.Options{
+					Ref: ref, Commit: commit, RequireSignedBy: keyring, RequireTrailers: trailers,
+				},
+				Store:          store,
+				Registry:       client,
+				RegistryPrefix: registryRef,
+				Signer:         signer,
+				Logger:         logger,
+			})
+			if errors.Is(err, promoter.ErrUnconfirmed) {
+				return unconfirmedError{fmt.Errorf("%w (re-run the same promote or run `configpub reconcile --env %s`)", err, env)}
+			}
+			if err != nil {
+				return err
+			}
+			return printPromoteResult(cmd.OutOrStdout(), res)
+		},
+	}
+	rf.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&gitDir, "git", "", "policy Git repository (worktree or bare) (required)")
+	f.StringVar(&env, "env", "", "environment tag to promote (required)")
+	f.StringVar(&dbURL, "database", "", "PostgreSQL URL (default $CONFIGPUB_DATABASE_URL)")
+	f.StringVar(&registryRef, "registry", "", "OCI registry and repository prefix, HOST[:PORT]/PREFIX (required)")
+	f.StringVar(&keyPath, "key", "", "cosign.key signing the artifacts and delivery manifests; password from COSIGN_PASSWORD (required)")
+	f.StringVar(&ref, "ref", review.DefaultRef, "protected ref whose first-parent history holds reviewed commits")
+	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of --ref)")
+	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring: require a valid commit signature by one of its keys")
+	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log each step to stderr")
+	for _, name := range []string{"git", "env", "registry", "key"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	root.AddCommand(cmd)
+}
+
+func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
+	a := res.Activation
+	verb := "activated"
+	if a.Replayed {
+		verb = "already active (replayed)"
+	}
+	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; %d pointers moved, %d unchanged; %d artifacts verified; command %s\n",
+		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, a.Moved, a.Unchanged, len(res.Published), res.CommandID)
+	return err
+}

@@ -1,0 +1,185 @@
+package promoter
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	digest "github.com/opencontainers/go-digest"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/registry"
+)
+
+// ReleaseRecorder records and activates a release; *Store satisfies it.
+type ReleaseRecorder interface {
+	RecordAndActivate(ctx context.Context, in ReleaseInput) (*ActivationResult, error)
+}
+
+// ArtifactPublisher publishes and verifies OCI artifacts; *registry.Client
+// satisfies it.
+type ArtifactPublisher interface {
+	Publish(ctx context.Context, req registry.PublishRequest) (*registry.Summary, error)
+	Verify(ctx context.Context, ref string, opts registry.VerifyOptions) (*registry.Verified, error)
+}
+
+var (
+	_ ReleaseRecorder   = (*Store)(nil)
+	_ ArtifactPublisher = (*registry.Client)(nil)
+)
+
+// PromoteOptions configures Promote. Store, Registry, RegistryPrefix,
+// Signer and EnvTag are required; every other field has a documented default.
+type PromoteOptions struct {
+	// EnvTag is the environment to promote (releases/<EnvTag>.yaml).
+	EnvTag string
+	// Review selects the protected ref (default refs/heads/main), the commit
+	// (default the ref's tip) and the review requirements.
+	Review review.Options
+	// Store records and activates the release (a *Store).
+	Store ReleaseRecorder
+	// Registry publishes and verifies the artifacts (a *registry.Client).
+	Registry ArtifactPublisher
+	// RegistryPrefix is "registry[:port][/path]".
+	RegistryPrefix string
+	// Signer signs the OCI artifacts (the cosign key).
+	Signer crypto.Signer
+	// TrustedKeys verify the published artifacts. Default: the Signer's
+	// public key.
+	TrustedKeys []signing.TrustedKey
+	// Clock times the promotion for the result. Default time.Now.
+	Clock func() time.Time
+	// Logger receives one record per step (no configuration bodies).
+	// Default: discard.
+	Logger *slog.Logger
+}
+
+// PromoteResult is the outcome of a promotion.
+type PromoteResult struct {
+	Review         *review.Review
+	EnvTag         string
+	ReleaseVersion int64
+	BaseRelease    int64
+	ReleaseDigest  string
+	CommandID      string
+	Published      []registry.Result // every target artifact, then the release artifact
+	Activation     *ActivationResult // Replayed is true when the command had already been applied
+	Duration       time.Duration
+}
+
+// Promote promotes a reviewed commit to an environment (DESIGN §6): it
+// checks the review (a *review.RefusalError otherwise), compiles the
+// commit's tree and requires the committed release manifest to be exactly
+// what its sources compile to (*StaleManifestError, matching ErrStale,
+// otherwise; nothing is written anywhere), publishes and signs every target
+// artifact and the release artifact (idempotent) and verifies each by
+// digest against the trusted keys, then records and activates the release
+// in the store under the command PromoteCommandID(commit, env). Re-running
+// the same promotion replays the recorded result. A lost compare-and-swap
+// matches ErrConflict; an unknown outcome matches ErrUnconfirmed.
+func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*PromoteResult, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	start := clock()
+
+	rev, err := review.Check(ctx, repo, opts.Review)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+	}
+	log.InfoContext(ctx, "commit reviewed", "commit", rev.Commit, "ref", rev.Ref, "reviewers", len(rev.Reviewers))
+
+	res, err := compileAt(ctx, repo, rev, opts.EnvTag)
+	if err != nil {
+		return nil, err
+	}
+	m := res.Manifest
+	log.InfoContext(ctx, "release manifest up to date", "env", opts.EnvTag, "release", m.ReleaseVersion, "base", m.BaseReleaseVersion, "targets", len(res.Targets))
+
+	in, artifacts, err := releaseInput(rev, res, opts.EnvTag)
+	if err != nil {
+		return nil, err
+	}
+	published, err := publish(ctx, opts, m, artifacts)
+	if err != nil {
+		return nil, err
+	}
+	for i := range in.Targets {
+		in.Targets[i].OCIReference = published[i].Ref()
+		in.Targets[i].OCIManifestDigest = published[i].Digest
+		// The signature itself is randomised (ECDSA); its location is
+		// deterministic, so a re-run hashes to the same command.
+		in.Targets[i].OCISignature = published[i].Repository + ":" + registry.SignatureTag(digest.Digest(published[i].Digest))
+	}
+	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
+
+	act, err := opts.Store.RecordAndActivate(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	log.InfoContext(ctx, "release active", "env", opts.EnvTag, "release", act.ReleaseVersion, "moved", act.Moved, "replayed", act.Replayed)
+	return &PromoteResult{
+		Review:         rev,
+		EnvTag:         opts.EnvTag,
+		ReleaseVersion: m.ReleaseVersion,
+		BaseRelease:    m.BaseReleaseVersion,
+		ReleaseDigest:  m.ReleaseDigest,
+		CommandID:      in.CommandID,
+		Published:      published,
+		Activation:     act,
+		Duration:       clock().Sub(start),
+	}, nil
+}
+
+func (o *PromoteOptions) validate() error {
+	switch {
+	case o.EnvTag == "":
+		return invalid("envTag", "empty")
+	case o.Store == nil:
+		return invalid("store", "nil")
+	case o.Registry == nil:
+		return invalid("registry", "nil")
+	case o.RegistryPrefix == "":
+		return invalid("registryPrefix", "empty")
+	case o.Signer == nil:
+		return invalid("signer", "nil")
+	}
+	return nil
+}
+
+// compileAt compiles the tree of the reviewed commit and requires the
+// committed release manifest to be up to date.
+func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, env string) (*compiler.Result, error) {
+	fsys, commitTime, err := review.CommitFS(repo, rev.Commit)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", env, short(rev.Commit), err)
+	}
+	// CreatedAt only matters for a new release, which Promote refuses as
+	// stale; the commit time keeps even that path deterministic.
+	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime})
+	if err != nil {
+		if errors.Is(err, compiler.ErrStale) {
+			return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}
+		}
+		return nil, fmt.Errorf("promote %s@%s: compile: %w", env, short(rev.Commit), err)
+	}
+	if err := res.Stale(); err != nil {
+		return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}
+	}
+	return res, nil
+}

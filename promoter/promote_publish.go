@@ -1,0 +1,160 @@
+package promoter
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"fmt"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/registry"
+	"golang.org/x/sync/errgroup"
+)
+
+// StaleManifestError reports a committed release manifest that is not what
+// the sources at its commit compile to (DESIGN §6: STALE, nothing changes).
+// It matches ErrStale and compiler.ErrStale.
+type StaleManifestError struct {
+	Commit string // full hex commit hash
+	EnvTag string
+	Err    error // the compiler's error naming the first difference
+}
+
+func (e *StaleManifestError) Error() string {
+	return fmt.Sprintf("promote %s@%s: %v", e.EnvTag, short(e.Commit), e.Err)
+}
+
+// Unwrap returns ErrStale and the compiler's error.
+func (e *StaleManifestError) Unwrap() []error { return []error{ErrStale, e.Err} }
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// releaseInput maps a compile result and its review to the store input and
+// the registry artifacts, target by target in the same order.
+func releaseInput(rev *review.Review, res *compiler.Result, env string) (ReleaseInput, []registry.Artifact, error) {
+	m := res.Manifest
+	in := ReleaseInput{
+		CommandID:          PromoteCommandID(rev.Commit, env),
+		EnvTag:             env,
+		ReleaseVersion:     m.ReleaseVersion,
+		BaseReleaseVersion: m.BaseReleaseVersion,
+		ManifestBytes:      res.ManifestBytes,
+		ReleaseDigest:      m.ReleaseDigest,
+		SourceCommit:       rev.Commit,
+		SourceRef:          rev.Ref,
+		Actor:              rev.Author.String(),
+		Reviewers:          rev.Reviewers,
+		Reason:             rev.Subject,
+		Targets:            make([]Target, 0, len(res.Targets)),
+	}
+	artifacts := make([]registry.Artifact, 0, len(res.Targets))
+	for i := range res.Targets {
+		t := &res.Targets[i]
+		e := &t.Envelope
+		created, err := time.Parse(time.RFC3339, e.CreatedAt)
+		if err != nil {
+			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, ErrInvalid)
+		}
+		in.Targets = append(in.Targets, Target{
+			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
+			SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
+			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID, PolicySnapshotID: t.PolicySnapshotID,
+			ReleaseVersion: t.ReleaseVersion, PolicyVersion: t.PolicyVersion,
+			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest,
+			PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
+			SchemaVersion: e.SchemaVersion, CompatibilityGeneration: e.CompatibilityGeneration,
+			RevocationEpoch: e.RevocationEpoch, SourceEventSequence: e.SourceEventSequence,
+			CreatedAt: created, Changed: t.Changed, LeaseProfile: t.LeaseProfile,
+			Lease:        LeaseWindow{RefreshAfter: t.DeliveryLease.RefreshAfter, ExpiresAfter: t.DeliveryLease.ExpiresAfter},
+			InputDigests: t.InputDigests,
+			Values:       t.Values,
+		})
+		artifacts = append(artifacts, registry.Artifact{
+			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
+			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID,
+			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
+			ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
+		})
+	}
+	return in, artifacts, nil
+}
+
+// publish makes every target artifact and the release artifact present and
+// signed, then verifies each by digest against the trusted keys. It returns
+// one registry.Result per target artifact, in order, then the release's.
+func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
+	manifestJSON, err := jcs.Canonical(m)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s: release manifest as JCS: %w", opts.EnvTag, err)
+	}
+	created, err := time.Parse(time.RFC3339, m.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s: release createdAt %q: %w", opts.EnvTag, m.CreatedAt, ErrInvalid)
+	}
+	sum, err := opts.Registry.Publish(ctx, registry.PublishRequest{
+		Prefix:    opts.RegistryPrefix,
+		Artifacts: artifacts,
+		Release:   &registry.Release{EnvTag: opts.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: manifestJSON, CreatedAt: created},
+		Signer:    opts.Signer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
+	}
+	if len(sum.Results) != len(artifacts)+1 {
+		return nil, fmt.Errorf("promote %s release %d: published %d artifacts, want %d: %w", opts.EnvTag, m.ReleaseVersion, len(sum.Results), len(artifacts)+1, ErrIntegrity)
+	}
+	keys := opts.TrustedKeys
+	if len(keys) == 0 {
+		pub, ok := opts.Signer.Public().(*ecdsa.PublicKey)
+		if !ok {
+			return nil, fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, ErrInvalid)
+		}
+		k, err := signing.NewTrustedKey(pub)
+		if err != nil {
+			return nil, fmt.Errorf("promote %s: signer: %w", opts.EnvTag, err)
+		}
+		keys = []signing.TrustedKey{k}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(verifyConcurrency)
+	for i, r := range sum.Results {
+		var id *bundle.Identity
+		if i < len(artifacts) {
+			a := &artifacts[i]
+			want, err := registry.ManifestDigest(*a)
+			if err != nil {
+				return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+			}
+			if r.Digest != want.String() {
+				return nil, fmt.Errorf("promote %s: published %s for %s/%s, want manifest %s: %w", opts.EnvTag, r.Ref(), a.Host, a.ServiceID, want, ErrIntegrity)
+			}
+			id = &bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
+		}
+		g.Go(func() error {
+			v, err := opts.Registry.Verify(gctx, r.Ref(), registry.VerifyOptions{Keys: keys, Identity: id})
+			if err != nil {
+				return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
+			}
+			if v.Digest != r.Digest {
+				return fmt.Errorf("promote %s: verified %s, want %s: %w", opts.EnvTag, v.Ref(), r.Ref(), ErrIntegrity)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return sum.Results, nil
+}
+
+// verifyConcurrency bounds the artifacts verified at once.
+const verifyConcurrency = 8
