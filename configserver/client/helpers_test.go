@@ -13,7 +13,6 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -23,6 +22,15 @@ import (
 	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/signing"
 )
+
+// tb is the part of testing.TB the helpers use, so that Example functions
+// can build a world too.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	TempDir() string
+	Cleanup(func())
+}
 
 // fakeClock is an injected clock: a lease of hours cannot be waited out for
 // real in a test.
@@ -51,7 +59,7 @@ type keyPair struct {
 	trusted signing.TrustedKey
 }
 
-func newKeyPair(t testing.TB) keyPair {
+func newKeyPair(t tb) keyPair {
 	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -128,7 +136,7 @@ func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // world is a runtime identity, its trusted key, an injected clock and a test
 // Config Server serving signed responses exactly per DESIGN §7.
 type world struct {
-	t     testing.TB
+	t     tb
 	id    bundle.Identity
 	aud   string
 	clock *fakeClock
@@ -137,7 +145,7 @@ type world struct {
 	dir   string
 }
 
-func newWorld(t testing.TB) *world {
+func newWorld(t tb) *world {
 	t.Helper()
 	w := &world{
 		t:     t,
@@ -268,7 +276,7 @@ func copyMap(m map[string]any) map[string]any {
 
 // render writes values.yml: the runtimePolicy envelope in bundle.RuntimePolicy
 // field order, then the audience namespace, then settings.
-func render(t testing.TB, env bundle.RuntimePolicy, ns string, nsVal, settings map[string]any, extraEnv, extraTop [][2]string) []byte {
+func render(t tb, env bundle.RuntimePolicy, ns string, nsVal, settings map[string]any, extraEnv, extraTop [][2]string) []byte {
 	t.Helper()
 	var envNode, nsNode, setNode yaml.Node
 	if err := envNode.Encode(env); err != nil {
@@ -298,7 +306,7 @@ func render(t testing.TB, env bundle.RuntimePolicy, ns string, nsVal, settings m
 
 func scalarNode(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
 
-func readFile(t testing.TB, path string) []byte {
+func readFile(t tb, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -324,7 +332,7 @@ type testServer struct {
 	evidence  [][]byte
 }
 
-func newTestServer(t testing.TB, id bundle.Identity, token string) *testServer {
+func newTestServer(t tb, id bundle.Identity, token string) *testServer {
 	s := &testServer{id: id, token: token}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
