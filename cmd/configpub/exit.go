@@ -11,6 +11,7 @@ const (
 	exitRefused     = 1 // a refusal the user can fix
 	exitUsage       = 2 // bad flags or arguments
 	exitUnconfirmed = 3 // outcome unknown: reconcile before retrying
+	exitFailClosed  = 3 // a runtime has no valid configuration: it fails closed
 )
 
 // usageError marks errors in how configpub was called.
@@ -26,6 +27,13 @@ type unconfirmedError struct{ err error }
 func (e unconfirmedError) Error() string { return e.err.Error() }
 func (e unconfirmedError) Unwrap() error { return e.err }
 
+// failClosedError marks a runtime fetch that ended with no valid
+// configuration (lease expired, or none ever verified): exit 3.
+type failClosedError struct{ err error }
+
+func (e failClosedError) Error() string { return e.err.Error() }
+func (e failClosedError) Unwrap() error { return e.err }
+
 // exitCode translates an error into the process exit code.
 func exitCode(err error) int {
 	if err == nil {
@@ -38,6 +46,10 @@ func exitCode(err error) int {
 	var un unconfirmedError
 	if errors.As(err, &un) {
 		return exitUnconfirmed
+	}
+	var fc failClosedError
+	if errors.As(err, &fc) {
+		return exitFailClosed
 	}
 	if isCobraUsage(err) {
 		return exitUsage

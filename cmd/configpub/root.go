@@ -37,6 +37,7 @@ var verbs = []func(*cobra.Command){
 	addServeCmd,
 	addTokenCmd,
 	addPromoteCmd,
+	addFetchCmd,
 }
 
 func addVersionCmd(root *cobra.Command) {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -43,8 +44,10 @@ type OCIPuller interface {
 	PullVerified(ctx context.Context, ref string) (*OCIArtifact, error)
 }
 
-// LoadOCI pulls ref with p and applies it through ApplyOCI. A pull failure
-// is UNAVAILABLE.
+// LoadOCI pulls ref with p and applies it through ApplyOCI. A puller error
+// that is a *VerificationError (the puller found a digest or signature
+// failure) is REJECTED with its reason; any other pull failure is
+// UNAVAILABLE.
 func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidence, error) {
 	a, err := p.PullVerified(ctx, ref)
 	if err != nil {
@@ -52,6 +55,10 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 		defer c.mu.Unlock()
 		now := c.opts.Clock.Now()
 		ev := c.newEvidence(SourceOCI, now)
+		var ve *VerificationError
+		if errors.As(err, &ve) {
+			return c.finish(ev, &VerificationError{Reason: ve.Reason, Field: ref, Detail: ve.Detail, Err: ve.Err})
+		}
 		return c.finish(ev, &UnavailableError{Reason: ReasonUnreachable, Err: fmt.Errorf("pull %s: %w", ref, err)})
 	}
 	return c.ApplyOCI(ctx, a)

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
+)
+
+// fetchFlags are the flags of `configpub fetch`.
+type fetchFlags struct {
+	rf        registryFlags
+	server    string
+	tokenFile string
+	identity  bundle.Identity
+	audience  string
+	trustKey  string
+	cacheDir  string
+	out       string
+	watch     bool
+	interval  time.Duration
+	skew      time.Duration
+	oci       string
+	report    bool
+}
+
+func addFetchCmd(root *cobra.Command) {
+	var f fetchFlags
+	cmd := &cobra.Command{
+		Use:   "fetch --server URL --token-file F --host H --service-id S --env-tag E --audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
+		Short: "Fetch, verify and write a runtime's values.yml (sidecar for runtimes in other languages)",
+		Long: `fetch runs the runtime client (DESIGN §8): it fetches GET /configs (or, with --oci,
+pulls REF@DIGEST from an OCI registry and checks its cosign signature), verifies every
+digest, the strict YAML, the envelope identity, the signed delivery manifest and the
+lease, keeps a re-verified last-known-good in --cache-dir, and writes the verified
+values.yml to --out atomically. Each load's evidence is printed as one JSON line.
+
+Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-known-good
+is kept and --out still holds it); 3 failed closed (no valid configuration: the lease ran
+out or none was ever verified; --out is removed so nothing unverified stays usable).
+With --watch it polls until interrupted (jittered back-off on failure) and exits 0.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFetch(cmd, f) },
+	}
+	fl := cmd.Flags()
+	f.rf.add(cmd)
+	fl.StringVar(&f.server, "server", "", "Config Server base URL (required unless --oci)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer JWT, re-read on every request (required with --server)")
+	fl.StringVar(&f.identity.Host, "host", "", "runtime host (required)")
+	fl.StringVar(&f.identity.ServiceID, "service-id", "", "runtime serviceId (required)")
+	fl.StringVar(&f.identity.EnvTag, "env-tag", "", "runtime envTag (required)")
+	fl.StringVar(&f.audience, "audience", "", "agent, gateway or knowledge (required)")
+	fl.StringVar(&f.trustKey, "trust-key", "", "cosign.pub with the trusted manifest key(s); several PEM blocks for rotation (required)")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory for the last-known-good file (required with --server)")
+	fl.StringVar(&f.out, "out", "", "where the verified values.yml is written atomically (required)")
+	fl.BoolVar(&f.watch, "watch", false, "keep polling until interrupted")
+	fl.DurationVar(&f.interval, "interval", time.Minute, "polling interval with --watch")
+	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
+	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry instead of the Config Server")
+	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence)")
+	for _, name := range []string{"host", "service-id", "env-tag", "audience", "trust-key", "out"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	root.AddCommand(cmd)
+}
+
+// validate checks flag combinations cobra cannot express.
+func (f fetchFlags) validate() error {
+	switch {
+	case f.oci == "" && f.server == "":
+		return errors.New("--server or --oci is required")
+	case f.oci != "" && f.watch:
+		return errors.New("--watch polls the Config Server; an --oci digest never changes")
+	case f.server != "" && (f.tokenFile == "" || f.cacheDir == ""):
+		return errors.New("--server needs --token-file and --cache-dir")
+	case f.watch && f.interval <= 0:
+		return fmt.Errorf("--interval %s must be positive", f.interval)
+	case f.report && f.server == "":
+		return errors.New("--report needs --server")
+	}
+	if f.oci != "" {
+		if _, _, err := registry.ParseRef(f.oci); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runFetch(cmd *cobra.Command, f fetchFlags) error {
+	if err := f.validate(); err != nil {
+		return usageError{err}
+	}
+	pem, err := os.ReadFile(f.trustKey)
+	if err != nil {
+		return fmt.Errorf("read trust key: %w", err)
+	}
+	keys, err := signing.ParsePublicKeys(pem)
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.trustKey, err)
+	}
+	opts := client.Options{
+		ServerURL: f.server, Identity: f.identity, Audience: f.audience,
+		TrustedKeys: keys, CacheDir: f.cacheDir, Skew: f.skew,
+	}
+	if f.tokenFile != "" {
+		opts.TokenSource = client.TokenFile(f.tokenFile)
+	}
+	c, err := client.New(opts)
+	if err != nil {
+		return usageError{err}
+	}
+	ctx := cmd.Context()
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+
+	if f.watch {
+		err := c.Watch(ctx, f.interval, func(ev *client.Evidence, err error) {
+			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+				fmt.Fprintln(errOut, "configpub fetch:", herr)
+			}
+		})
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted: a clean stop
+		}
+		return err
+	}
+
+	var ev *client.Evidence
+	if f.oci != "" {
+		rc, err := f.rf.client()
+		if err != nil {
+			return err
+		}
+		ev, err = c.LoadOCI(ctx, registryPuller{c: rc, keys: keys, id: f.identity}, f.oci)
+	} else {
+		ev, err = c.Load(ctx)
+	}
+	if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+		return herr
+	}
+	switch {
+	case errors.Is(err, client.ErrExpired) || errors.Is(err, client.ErrNoSnapshot):
+		return failClosedError{err}
+	case err != nil:
+		return err // rejected or unavailable, last-known-good kept: exit 1
+	}
+	return nil
+}
+
+// handle writes --out from the current snapshot (or removes it when failing
+// closed), prints the evidence as one JSON line and reports it if asked.
+func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evidence, out, errOut io.Writer) error {
+	if snap, err := c.Current(); err == nil {
+		if err := writeIfChanged(f.out, snap.Values); err != nil {
+			return err
+		}
+	} else if err := os.Remove(f.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("fail closed: remove %s: %w", f.out, err)
+	}
+	if err := json.NewEncoder(out).Encode(ev); err != nil {
+		return err
+	}
+	if f.report && (ev.Outcome == client.OutcomeApplied || ev.Outcome == client.OutcomeRejected) {
+		if err := c.ReportEvidence(ctx, ev); err != nil {
+			fmt.Fprintln(errOut, "configpub fetch: evidence not reported:", err)
+		}
+	}
+	return nil
+}
+
+// writeIfChanged replaces path atomically unless it already holds b.
+func writeIfChanged(path string, b []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	return client.WriteFile(path, b, 0o644)
+}
+
+// registryPuller adapts registry.Client to client.OCIPuller: Verify pulls by
+// digest, checks the layer digest, the cosign signature by a trusted key
+// and the identity annotations; its refusals become client rejections.
+type registryPuller struct {
+	c    *registry.Client
+	keys []signing.TrustedKey
+	id   bundle.Identity
+}
+
+func (p registryPuller) PullVerified(ctx context.Context, ref string) (*client.OCIArtifact, error) {
+	v, err := p.c.Verify(ctx, ref, registry.VerifyOptions{Keys: p.keys, Identity: &p.id})
+	if err != nil {
+		reason := client.Reason("")
+		switch {
+		case errors.Is(err, registry.ErrDigestMismatch):
+			reason = client.ReasonDigestMismatch
+		case errors.Is(err, registry.ErrSignature):
+			reason = client.ReasonSignatureInvalid
+		case errors.Is(err, registry.ErrIdentity):
+			reason = client.ReasonIdentityMismatch
+		case errors.Is(err, registry.ErrInvalid):
+			reason = client.ReasonManifestInvalid
+		}
+		if reason != "" {
+			return nil, &client.VerificationError{Reason: reason, Err: err}
+		}
+		return nil, err
+	}
+	return &client.OCIArtifact{
+		Ref: v.Ref(), LayerDigest: v.Layer.Digest.String(), Values: v.Content,
+		Annotations: v.Manifest.Annotations, SignatureVerified: v.KeyID != "",
+	}, nil
+}
