@@ -37,9 +37,9 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	if herr != nil {
 		return herr
 	}
-	ctx, cancel := h.storeContext(r)
-	defer cancel()
-	d, err := h.store.Current(ctx, id)
+	// Current answers from memory; a store that must read bytes applies its
+	// own query timeout, and the request context bounds the rest.
+	d, err := h.store.Current(r.Context(), id)
 	if err != nil {
 		return storeError(err)
 	}
@@ -122,35 +122,39 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 		return errForbidden("snapshot audience differs from the token's config_audience")
 	}
 	rl.snapshotID = d.SnapshotID
-	etag := `"` + d.ArtifactDigest + `"`
+	hv := d.hv
+	if hv == nil {
+		hv = d.headerValues()
+	}
 	hdr := w.Header()
-	hdr["Etag"] = []string{etag}
-	hdr["Cache-Control"] = []string{"private, no-cache"}
-	hdr["Vary"] = []string{"Authorization"}
-	hdr["X-Content-Type-Options"] = []string{"nosniff"}
-	if rd, ok := reprDigest(d.ArtifactDigest); ok {
-		hdr["Repr-Digest"] = []string{rd}
+	hdr["Etag"] = hv.etag
+	hdr["Cache-Control"] = cacheControl
+	hdr["Vary"] = varyAuthorization
+	hdr["X-Content-Type-Options"] = noSniff
+	if hv.reprDigest != nil {
+		hdr["Repr-Digest"] = hv.reprDigest
 	}
-	hdr["X-Config-Snapshot-Id"] = []string{d.SnapshotID}
-	hdr["X-Policy-Publication-Id"] = []string{d.PublicationID}
-	hdr["X-Policy-Digest"] = []string{d.PolicyDigest}
-	hdr["X-Content-Digest"] = []string{d.ContentDigest}
-	hdr["X-Artifact-Digest"] = []string{d.ArtifactDigest}
-	hdr["X-Config-Release-Version"] = []string{strconv.FormatInt(d.ReleaseVersion, 10)}
-	if len(d.Manifest) > 0 {
-		hdr["X-Config-Valid-From"] = []string{d.ValidFrom}
-		hdr["X-Config-Refresh-After"] = []string{d.RefreshAfter}
-		hdr["X-Config-Expires-At"] = []string{d.ExpiresAt}
-		hdr["X-Config-Manifest"] = []string{base64.RawURLEncoding.EncodeToString(d.Manifest)}
-		hdr["X-Manifest-Key-Id"] = []string{d.ManifestKeyID}
-		hdr["X-Manifest-Signature"] = []string{d.ManifestSignature}
+	hdr["X-Config-Snapshot-Id"] = hv.snapshotID
+	hdr["X-Policy-Publication-Id"] = hv.publicationID
+	hdr["X-Policy-Digest"] = hv.policyDigest
+	hdr["X-Content-Digest"] = hv.contentDigest
+	hdr["X-Artifact-Digest"] = hv.artifactDigest
+	hdr["X-Config-Release-Version"] = hv.releaseVersion
+	if hv.manifest != nil {
+		hdr["X-Config-Valid-From"] = hv.validFrom
+		hdr["X-Config-Refresh-After"] = hv.refreshAfter
+		hdr["X-Config-Expires-At"] = hv.expiresAt
+		hdr["X-Config-Manifest"] = hv.manifest
+		hdr["X-Manifest-Key-Id"] = hv.keyID
+		hdr["X-Manifest-Signature"] = hv.signature
 	}
+	etag := hv.etag[0]
 	if ifNoneMatch(r.Header["If-None-Match"], etag) {
 		w.WriteHeader(http.StatusNotModified)
 		rl.notModified = true
 		return nil
 	}
-	hdr["Content-Type"] = []string{"application/yaml"}
+	hdr["Content-Type"] = contentTypeYAML
 	hdr["Content-Length"] = []string{strconv.Itoa(len(d.Body))}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
@@ -188,3 +192,44 @@ func ifNoneMatch(fields []string, etag string) bool {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Constant header values, shared read-only by every response.
+var (
+	cacheControl      = []string{"private, no-cache"}
+	varyAuthorization = []string{"Authorization"}
+	noSniff           = []string{"nosniff"}
+	contentTypeYAML   = []string{"application/yaml"}
+)
+
+// headerValues are the DESIGN §7 response header values of one delivery,
+// computed once (Delivery.Prepare) and shared read-only by responses.
+type headerValues struct {
+	etag, reprDigest, snapshotID, publicationID, policyDigest, contentDigest []string
+	artifactDigest, releaseVersion                                           []string
+	validFrom, refreshAfter, expiresAt, manifest, keyID, signature           []string
+}
+
+func (d *Delivery) headerValues() *headerValues {
+	one := func(s string) []string { return []string{s} }
+	hv := &headerValues{
+		etag:           one(`"` + d.ArtifactDigest + `"`),
+		snapshotID:     one(d.SnapshotID),
+		publicationID:  one(d.PublicationID),
+		policyDigest:   one(d.PolicyDigest),
+		contentDigest:  one(d.ContentDigest),
+		artifactDigest: one(d.ArtifactDigest),
+		releaseVersion: one(strconv.FormatInt(d.ReleaseVersion, 10)),
+	}
+	if rd, ok := reprDigest(d.ArtifactDigest); ok {
+		hv.reprDigest = one(rd)
+	}
+	if len(d.Manifest) > 0 {
+		hv.validFrom = one(d.ValidFrom)
+		hv.refreshAfter = one(d.RefreshAfter)
+		hv.expiresAt = one(d.ExpiresAt)
+		hv.manifest = one(base64.RawURLEncoding.EncodeToString(d.Manifest))
+		hv.keyID = one(d.ManifestKeyID)
+		hv.signature = one(d.ManifestSignature)
+	}
+	return hv
+}

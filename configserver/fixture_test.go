@@ -193,6 +193,11 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
+	return newEnvTB(t, o)
+}
+
+func newEnvTB(t testing.TB, o envOptions) *env {
+	t.Helper()
 	e := &env{logs: &syncBuffer{}}
 	if o.storeURL == "" {
 		e.db = pgtest.New(t)

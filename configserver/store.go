@@ -63,7 +63,15 @@ type Delivery struct {
 	ValidFrom, RefreshAfter, ExpiresAt string
 
 	Body []byte // the exact stored values.yml bytes
+
+	hv *headerValues // set by Prepare
 }
+
+// Prepare precomputes the response header values of d. A Store calls it once
+// the identifying and manifest fields are set (Body does not matter) and
+// before sharing d; d must not change afterwards. An unprepared Delivery is
+// served too, computing the values per request.
+func (d *Delivery) Prepare() { d.hv = d.headerValues() }
 
 // Evidence is a runtime's report of applying or rejecting a snapshot.
 type Evidence struct {

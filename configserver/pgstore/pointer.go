@@ -70,6 +70,7 @@ func (r *pointerRow) delivery() (*configserver.Delivery, error) {
 		ReleaseVersion: r.releaseVersion,
 	}
 	if r.manifest == nil {
+		d.Prepare()
 		return d, nil // a historical snapshot never delivered
 	}
 	m, err := bundle.ParseDeliveryManifest(r.manifest)
@@ -100,5 +101,6 @@ func (r *pointerRow) delivery() (*configserver.Delivery, error) {
 	d.ManifestSignature = *r.signature
 	d.ManifestKeyID = *r.keyID
 	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom, m.RefreshAfter, m.ExpiresAt
+	d.Prepare()
 	return d, nil
 }
