@@ -1,0 +1,229 @@
+package daemon_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/configserver/daemon"
+	"github.com/configpub/configpub/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+const (
+	issuer   = "https://issuer.daemon.test"
+	audience = "configpub"
+)
+
+// start runs daemon.Run until the test ends and returns the bound address.
+func start(t *testing.T, cfg daemon.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listener = ln
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- daemon.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run after cancel: got %v, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	return ln.Addr().String()
+}
+
+func mint(t *testing.T, keyPath, thumb string) string {
+	t.Helper()
+	k, err := auth.LoadSigningKey(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := auth.Mint(k, auth.MintOptions{Issuer: issuer, Audience: audience, Host: "h1", ServiceID: "s1",
+		EnvTag: "dev", ConfigAudience: "agent", CertThumbprint: thumb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func get(t *testing.T, c *http.Client, url, tok string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func waitStatus(t *testing.T, c *http.Client, url string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if get(t, c, url, "") == want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer %d within 10s", url, want)
+}
+
+func TestRunWithKeyFileAndURL(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	files, err := auth.GenerateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, err := os.ReadFile(files.JWKS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(jwks) }))
+	defer jwksSrv.Close()
+	tok := mint(t, files.PrivateKey, "")
+	for _, src := range []string{files.JWKS, jwksSrv.URL} {
+		addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: src, Issuer: issuer, Audience: audience})
+		base := "http://" + addr
+		waitStatus(t, http.DefaultClient, base+"/readyz", 200)
+		// Authenticated, store reachable, no pointer for this identity: 404.
+		if got := get(t, http.DefaultClient, base+"/configs?host=h1", tok); got != http.StatusNotFound {
+			t.Fatalf("jwks %s: got %d, want 404", src, got)
+		}
+		if got := get(t, http.DefaultClient, base+"/configs?host=h1", tok+"x"); got != http.StatusUnauthorized {
+			t.Fatalf("jwks %s, bad token: got %d, want 401", src, got)
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  daemon.Config
+	}{
+		{"nothing", daemon.Config{}},
+		{"tls cert without key", daemon.Config{DatabaseURL: "postgres://x", JWKS: "k", Issuer: "i", Audience: "a", TLSCert: "c"}},
+		{"client ca without tls", daemon.Config{DatabaseURL: "postgres://x", JWKS: "k", Issuer: "i", Audience: "a", ClientCA: "ca"}},
+		{"binding without client ca", daemon.Config{DatabaseURL: "postgres://x", JWKS: "k", Issuer: "i", Audience: "a", RequireCertBinding: true}},
+	}
+	for _, tc := range tests {
+		if err := daemon.Run(context.Background(), tc.cfg); !errors.Is(err, daemon.ErrConfig) {
+			t.Errorf("%s: got %v, want ErrConfig", tc.name, err)
+		}
+	}
+}
+
+func newCert(t *testing.T, tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
+	t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if parent == nil {
+		parent, parentKey = tmpl, k
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	return c, k, der
+}
+
+func writePEM(t *testing.T, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMutualTLSCertificateBinding(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	files, err := auth.GenerateKey(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca, caKey, caDER := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
+	_, srvKey, srvDER := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "server"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
+	clientCert := func(serial int64) (tls.Certificate, string) {
+		c, k, der := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "workload"},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, caKey)
+		sum := sha256.Sum256(c.Raw)
+		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, base64.RawURLEncoding.EncodeToString(sum[:])
+	}
+	cert1, thumb1 := clientCert(3)
+	cert2, _ := clientCert(4)
+	caPath, crt, key := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
+	writePEM(t, caPath, "CERTIFICATE", caDER)
+	writePEM(t, crt, "CERTIFICATE", srvDER)
+	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	writePEM(t, key, "EC PRIVATE KEY", keyDER)
+
+	addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: files.JWKS, Issuer: issuer,
+		Audience: audience, TLSCert: crt, TLSKey: key, ClientCA: caPath, RequireCertBinding: true})
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	client := func(certs ...tls.Certificate) *http.Client {
+		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
+	}
+	base := "https://" + addr
+	waitStatus(t, client(cert1), base+"/readyz", 200)
+	url := base + "/configs?host=h1"
+	tests := []struct {
+		name   string
+		client *http.Client
+		token  string
+		want   int
+	}{
+		{"bound token, its certificate", client(cert1), mint(t, files.PrivateKey, thumb1), http.StatusNotFound},
+		{"bound token, another certificate", client(cert2), mint(t, files.PrivateKey, thumb1), http.StatusUnauthorized},
+		{"unbound token", client(cert1), mint(t, files.PrivateKey, ""), http.StatusUnauthorized},
+	}
+	for _, tc := range tests {
+		if got := get(t, tc.client, url, tc.token); got != tc.want {
+			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	if resp, err := client().Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("no client certificate: got status %d, want a TLS handshake failure", resp.StatusCode)
+	}
+}
