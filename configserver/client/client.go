@@ -25,7 +25,7 @@ type Snapshot struct {
 	Values    []byte               // exact values.yml bytes; ArtifactDigest = sha256(Values)
 	Envelope  bundle.RuntimePolicy // the runtimePolicy envelope
 	Namespace map[string]any       // the audience namespace (agentPolicy, gatewayPolicy or knowledgePolicy), JSON-compatible
-	Settings  map[string]any       // the settings section; nil when absent
+	Settings  map[string]any       // the flat settings properties ("server.httpsPort": 8443); nil when none
 
 	Manifest      *bundle.DeliveryManifest // the signed delivery manifest; nil for an OCI-sourced snapshot
 	ManifestBytes []byte                   // its exact canonical bytes

@@ -236,7 +236,7 @@ func (w *world) build(s spec) *release {
 		RefreshAfter: rfc(s.envFrom.Add(s.envTo.Sub(s.envFrom) / 2)), ExpiresAt: rfc(s.envTo),
 		RevocationEpoch: s.epoch, CompatibilityGeneration: 1,
 	}
-	values := render(w.t, env, bundle.Namespace(w.aud), ns, map[string]any{"logLevel": "info", "port": 8080}, s.extraEnvelope, s.extraTop)
+	values := render(w.t, env, bundle.Namespace(w.aud), ns, map[string]any{"logging.level": "INFO", "server.httpsPort": 8443}, s.extraEnvelope, s.extraTop)
 	mhost := s.envHost
 	if s.manifestHost != "" {
 		mhost = s.manifestHost
@@ -275,7 +275,7 @@ func copyMap(m map[string]any) map[string]any {
 }
 
 // render writes values.yml: the runtimePolicy envelope in bundle.RuntimePolicy
-// field order, then the audience namespace, then settings.
+// field order, then the audience namespace, then the flat settings properties.
 func render(t tb, env bundle.RuntimePolicy, ns string, nsVal, settings map[string]any, extraEnv, extraTop [][2]string) []byte {
 	t.Helper()
 	var envNode, nsNode, setNode yaml.Node
@@ -292,8 +292,10 @@ func render(t tb, env bundle.RuntimePolicy, ns string, nsVal, settings map[strin
 		t.Fatal(err)
 	}
 	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-		scalarNode("runtimePolicy"), &envNode, scalarNode(ns), &nsNode, scalarNode("settings"), &setNode,
+		scalarNode("runtimePolicy"), &envNode, scalarNode(ns), &nsNode,
 	}}
+	// Settings are flat top-level properties after the namespace.
+	root.Content = append(root.Content, setNode.Content...)
 	for _, kv := range extraTop {
 		root.Content = append(root.Content, scalarNode(kv[0]), scalarNode(kv[1]))
 	}

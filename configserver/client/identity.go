@@ -55,22 +55,22 @@ type AcceptedPublication struct {
 // projection keeps them.
 type AcceptedFunc func(s *Snapshot) ([]AcceptedPublication, error)
 
-// DefaultAcceptedPath is where this package expects a Gateway or Knowledge
-// projection to list, per bound Agent, the accepted publications:
+// DefaultAcceptedPath is where the compiler's Gateway and Knowledge
+// projections list, per bound Agent, the accepted publications of the current
+// and previous release (fixtures/golden/*/*/*/values.yml):
 //
 //	gatewayPolicy:            # or knowledgePolicy
-//	  agents:
-//	    <agent name>:
-//	      acceptedPublications:
+//	  acceptedPublications:
+//	    - agent: advisor
+//	      publications:
 //	        - {publicationId: <uuid>, policyDigest: sha256:<hex>}   # current release
 //	        - {publicationId: <uuid>, policyDigest: sha256:<hex>}   # previous release
-//
-// "agents" may also be a list of mappings with a "name" key.
-var DefaultAcceptedPath = []string{"agents", "*", "acceptedPublications"}
+var DefaultAcceptedPath = []string{"acceptedPublications", "*", "publications"}
 
 // AcceptedPublicationsAt returns an AcceptedFunc that walks path from the
 // audience namespace. A "*" element visits every value of a mapping (the key
-// names the Agent) or every element of a list (its "name" names the Agent).
+// names the Agent) or every element of a list (its "agent" or "name" field
+// names the Agent).
 // The value at the end of the path is a list of {publicationId,
 // policyDigest} mappings. A path that is absent yields no accepted
 // publications; a malformed entry is an error (the middleware then fails
@@ -113,7 +113,9 @@ func walkAccepted(v any, path []string, agent string, out *[]AcceptedPublication
 			for i, e := range x {
 				name := strconv.Itoa(i)
 				if m, ok := e.(map[string]any); ok {
-					if n, ok := m["name"].(string); ok {
+					if n, ok := m["agent"].(string); ok {
+						name = n
+					} else if n, ok := m["name"].(string); ok {
 						name = n
 					}
 				}

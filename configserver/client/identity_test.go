@@ -21,13 +21,11 @@ func gatewayWorld(t *testing.T, current, previous client.AcceptedPublication) (*
 	s := w.spec(1)
 	s.namespace = map[string]any{
 		"routes": []any{"/v1/chat"},
-		"agents": map[string]any{
-			"advisor": map[string]any{
-				"acceptedPublications": []any{
-					map[string]any{"publicationId": current.PublicationID, "policyDigest": current.PolicyDigest},
-					map[string]any{"publicationId": previous.PublicationID, "policyDigest": previous.PolicyDigest},
-				},
-			},
+		"acceptedPublications": []any{
+			map[string]any{"agent": "advisor", "publications": []any{
+				map[string]any{"publicationId": current.PublicationID, "policyDigest": current.PolicyDigest},
+				map[string]any{"publicationId": previous.PublicationID, "policyDigest": previous.PolicyDigest},
+			}},
 		},
 	}
 	w.srv.set(w.build(s), nil)
@@ -166,5 +164,19 @@ func TestReportEvidence(t *testing.T) {
 	unchanged := mustLoad(t, c, client.OutcomeUnchanged)
 	if err := c.ReportEvidence(context.Background(), unchanged); !errors.Is(err, client.ErrNotReportable) {
 		t.Fatalf("reporting UNCHANGED: got %v, want ErrNotReportable", err)
+	}
+}
+
+func TestAcceptedPublicationsAtOtherShapes(t *testing.T) {
+	ns := map[string]any{"agents": map[string]any{
+		"advisor": map[string]any{"accepted": []any{map[string]any{"publicationId": uuidN(1), "policyDigest": digestOf("p1")}}},
+	}}
+	got, err := client.AcceptedPublicationsAt("agents", "*", "accepted")(&client.Snapshot{Namespace: ns})
+	if err != nil || len(got) != 1 || got[0].Agent != "advisor" || got[0].PublicationID != uuidN(1) {
+		t.Fatalf("map-shaped list: got %+v %v, want advisor %s", got, err, uuidN(1))
+	}
+	bad := map[string]any{"agents": map[string]any{"advisor": map[string]any{"accepted": []any{map[string]any{"publicationId": "x"}}}}}
+	if _, err := client.AcceptedPublicationsAt("agents", "*", "accepted")(&client.Snapshot{Namespace: bad}); err == nil {
+		t.Fatal("malformed entry: got nil error, want one")
 	}
 }

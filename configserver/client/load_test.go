@@ -187,16 +187,16 @@ func TestTamper(t *testing.T) {
 			s.extraEnvelope = [][2]string{{"tenantIsolation", "required"}}
 			return served{rel: w.build(s)}
 		}, client.ReasonUnknownField, "runtimePolicy.tenantIsolation"},
-		{"unknown top-level field", func(w *world, r1, r2, r3 *release) served {
+		{"another audience's namespace", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			s.extraTop = [][2]string{{"gatewayPolicy", "x"}}
 			return served{rel: w.build(s)}
 		}, client.ReasonUnknownField, "gatewayPolicy"},
 		{"duplicate key", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
-			s.extraTop = [][2]string{{"settings", "x"}}
+			s.extraTop = [][2]string{{"server.httpsPort", "1"}}
 			return served{rel: w.build(s)}
-		}, client.ReasonDuplicateKey, "settings"},
+		}, client.ReasonDuplicateKey, "server.httpsPort"},
 		{"contentDigest does not cover the namespace", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			s.contentDigest = digestOf("something else")

@@ -20,16 +20,18 @@ const maxSafeInteger = 1 << 53
 type document struct {
 	Envelope  bundle.RuntimePolicy
 	Namespace map[string]any // JSON-compatible value of the audience namespace
-	Settings  map[string]any // nil when absent
+	Settings  map[string]any // the flat settings properties ("server.httpsPort": 8443); nil when none
 }
 
 // parseValues parses values.yml strictly for audience: exactly one YAML
-// document, a mapping with runtimePolicy, the audience namespace and an
-// optional settings key and nothing else; no duplicate or non-string keys, no
-// aliases or merge keys, no values without a JSON equivalent; every envelope
-// field present with its type and no unknown one. schemaVersion is checked
-// before the other envelope fields so that a future schema is reported as
-// SCHEMA_UNSUPPORTED rather than as unknown fields.
+// document whose top level is the runtimePolicy envelope, the audience
+// namespace and then the flat settings properties (every other key); another
+// audience's namespace is an unknown field (it never belongs in this
+// projection). No duplicate or non-string keys, no aliases or merge keys, no
+// values without a JSON equivalent; every envelope field present with its
+// type and no unknown one. schemaVersion is checked before the other envelope
+// fields so that a future schema is reported as SCHEMA_UNSUPPORTED rather
+// than as unknown fields.
 func parseValues(b []byte, audience string) (*document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var root yaml.Node
@@ -59,20 +61,17 @@ func parseValues(b []byte, audience string) (*document, error) {
 			envNode = v
 		case ns:
 			nsNode = v
-		case "settings":
-			val, err := toJSON(v, "settings")
+		case "agentPolicy", "gatewayPolicy", "knowledgePolicy":
+			return nil, reject(ReasonUnknownField, pos(k, key), "another audience's namespace in a %s artifact", audience)
+		default:
+			val, err := toJSON(v, key)
 			if err != nil {
 				return nil, err
 			}
-			if val != nil {
-				m, ok := val.(map[string]any)
-				if !ok {
-					return nil, reject(ReasonInvalidField, pos(v, "settings"), "want a mapping")
-				}
-				doc.Settings = m
+			if doc.Settings == nil {
+				doc.Settings = map[string]any{}
 			}
-		default:
-			return nil, reject(ReasonUnknownField, pos(k, key), "top-level field is not runtimePolicy, %s or settings", ns)
+			doc.Settings[key] = val
 		}
 	}
 	if envNode == nil {
