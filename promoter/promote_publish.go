@@ -3,6 +3,7 @@ package promoter
 import (
 	"context"
 	"crypto/ecdsa"
+	"errors"
 	"fmt"
 	"time"
 
@@ -106,6 +107,11 @@ func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artif
 		Release:   &registry.Release{EnvTag: opts.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: manifestJSON, CreatedAt: created},
 		Signer:    opts.Signer,
 	})
+	if errors.Is(err, registry.ErrConflict) {
+		// A tag r<N> already names other content: another release N was
+		// published first. That is a lost compare-and-swap too.
+		return nil, fmt.Errorf("promote %s release %d: %w: %w", opts.EnvTag, m.ReleaseVersion, ErrConflict, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
 	}

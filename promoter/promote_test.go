@@ -1,0 +1,253 @@
+package promoter_test
+
+import (
+	"bytes"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/promoter/review"
+)
+
+// TestPromoteRefusesUnreviewedCommits: a commit off the first-parent
+// history, without a required trailer or without a trusted signature is
+// refused before anything touches the registry or the database.
+func TestPromoteRefusesUnreviewedCommits(t *testing.T) {
+	h := newPromoteHarness(t)
+	key := gittest.NewKey(t, "Alice", "alice@example.com")
+	wip := h.p.repo.Commit(gittest.Commit{Branch: "wip", From: h.p.r2, Files: map[string][]byte{"README.md": []byte("wip\n")}, Message: "unmerged work", Trailers: []string{"Reviewed-by: Mallory <m@example.com>"}})
+	before := readState(t, h.pool)
+	tests := []struct {
+		name    string
+		mod     func(*promoter.PromoteOptions)
+		wantErr error
+	}{
+		{name: "second parent of a merge", mod: func(o *promoter.PromoteOptions) { o.Review.Commit = h.p.feature2.String() }, wantErr: review.ErrNotOnProtectedRef},
+		{name: "commit only on a feature branch", mod: func(o *promoter.PromoteOptions) { o.Review.Commit = wip.String() }, wantErr: review.ErrNotOnProtectedRef},
+		{name: "feature branch named as the protected ref is still checked against main by default", mod: func(o *promoter.PromoteOptions) {
+			o.Review.Commit = h.p.feature2.String()
+			o.Review.RequireTrailers = []string{"Reviewed-by"}
+		}, wantErr: review.ErrNotOnProtectedRef},
+		{name: "missing trailer", mod: func(o *promoter.PromoteOptions) {
+			o.Review.Commit = h.p.r1.String()
+			o.Review.RequireTrailers = []string{"Approved-by"}
+		}, wantErr: review.ErrMissingTrailer},
+		{name: "unsigned", mod: func(o *promoter.PromoteOptions) { o.Review.RequireSignedBy = key.Armored }, wantErr: review.ErrUnsigned},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.reg.Reset()
+			o := h.opts(plumbing.ZeroHash)
+			tt.mod(&o)
+			_, err := h.promote(t, o)
+			if !errors.Is(err, tt.wantErr) || !errors.Is(err, review.ErrNotReviewed) {
+				t.Fatalf("got %v, want %v (a refusal)", err, tt.wantErr)
+			}
+			if n := h.reg.Total(); n != 0 {
+				t.Errorf("got %d registry requests, want 0", n)
+			}
+			if after := readState(t, h.pool); !sameCounts(before.Counts, after.Counts) {
+				t.Errorf("got rows %v, want unchanged %v", after.Counts, before.Counts)
+			}
+		})
+	}
+}
+
+func TestPromoteEndToEnd(t *testing.T) {
+	h := newPromoteHarness(t)
+
+	// Release 1.
+	res, err := h.promote(t, h.opts(h.p.r1))
+	if err != nil {
+		t.Fatalf("promote release 1: %v", err)
+	}
+	if res.ReleaseVersion != 1 || res.Activation.Replayed || res.Activation.Moved != len(h.p.snapshots[h.p.r1]) {
+		t.Fatalf("got release %d moved %d replayed %v, want release 1 moving %d pointers", res.ReleaseVersion, res.Activation.Moved, res.Activation.Replayed, len(h.p.snapshots[h.p.r1]))
+	}
+	if got, want := res.CommandID, promoter.PromoteCommandID(h.p.r1.String(), promoteEnv); got != want {
+		t.Errorf("got command %s, want %s", got, want)
+	}
+	if len(res.Published) != len(h.p.snapshots[h.p.r1])+1 {
+		t.Errorf("got %d artifacts verified, want %d targets + the release", len(res.Published), len(h.p.snapshots[h.p.r1]))
+	}
+	s1 := readState(t, h.pool)
+	if !pointersAt(s1.Pointers, h.p.snapshots[h.p.r1]) || s1.Current != 1 {
+		t.Fatalf("got pointers %v current %d, want release 1 %v", s1.Pointers, s1.Current, h.p.snapshots[h.p.r1])
+	}
+	checkJournal(t, s1)
+	var actor, reason string
+	var reviewers []string
+	if err := h.pool.QueryRow(t.Context(), "SELECT actor, reason, reviewers FROM configpub.pointer_move WHERE release_version = 1 LIMIT 1").Scan(&actor, &reason, &reviewers); err != nil {
+		t.Fatal(err)
+	}
+	if actor != gittest.AuthorName+" <"+gittest.AuthorEmail+">" || reason != "Merge pull request #1: release 1" || len(reviewers) != 1 || reviewers[0] != "Carol <carol@example.com>" {
+		t.Errorf("got pointer_move actor %q reason %q reviewers %q, want the commit's author, subject and Reviewed-by", actor, reason, reviewers)
+	}
+
+	// Re-promoting the same commit replays: no new rows, nothing uploaded.
+	h.reg.Reset()
+	again, err := h.promote(t, h.opts(h.p.r1))
+	if err != nil {
+		t.Fatalf("re-promote release 1: %v", err)
+	}
+	if !again.Activation.Replayed || again.Activation.Moved != res.Activation.Moved {
+		t.Errorf("got replayed %v moved %d, want the recorded result replayed", again.Activation.Replayed, again.Activation.Moved)
+	}
+	if n := h.reg.Writes(); n != 0 {
+		t.Errorf("got %d registry writes on replay, want 0", n)
+	}
+	if s := readState(t, h.pool); !sameCounts(s.Counts, s1.Counts) {
+		t.Errorf("got rows %v after replay, want %v", s.Counts, s1.Counts)
+	}
+
+	// Release 2 (the tip of main): only the agent targets move.
+	res2, err := h.promote(t, h.opts(plumbing.ZeroHash))
+	if err != nil {
+		t.Fatalf("promote release 2: %v", err)
+	}
+	changed := 0
+	for k, v := range h.p.snapshots[h.p.r2] {
+		if h.p.snapshots[h.p.r1][k] != v {
+			changed++
+		}
+	}
+	if changed == 0 || changed == len(h.p.snapshots[h.p.r2]) {
+		t.Fatalf("fixture change moved %d of %d targets, want some but not all", changed, len(h.p.snapshots[h.p.r2]))
+	}
+	if res2.ReleaseVersion != 2 || res2.Activation.Moved != changed || res2.Review.Commit != h.p.r2.String() {
+		t.Fatalf("got release %d moved %d commit %s, want release 2 moving %d at %s", res2.ReleaseVersion, res2.Activation.Moved, res2.Review.Commit, changed, h.p.r2)
+	}
+	s2 := readState(t, h.pool)
+	if !pointersAt(s2.Pointers, h.p.snapshots[h.p.r2]) || s2.Current != 2 {
+		t.Fatalf("got pointers %v, want release 2 %v", s2.Pointers, h.p.snapshots[h.p.r2])
+	}
+	checkJournal(t, s2)
+	if got, want := s2.Counts["pointer_move"]-s1.Counts["pointer_move"], int64(changed); got != want {
+		t.Errorf("got %d pointer moves for release 2, want %d", got, want)
+	}
+
+	// Promoting release 1 again is the same command: it replays its
+	// recorded result and moves nothing back.
+	old, err := h.promote(t, h.opts(h.p.r1))
+	if err != nil || !old.Activation.Replayed || old.ReleaseVersion != 1 {
+		t.Fatalf("got %+v, %v re-promoting release 1, want its recorded result replayed", old, err)
+	}
+	if s := readState(t, h.pool); !sameCounts(s.Counts, s2.Counts) || !pointersAt(s.Pointers, h.p.snapshots[h.p.r2]) {
+		t.Errorf("got rows %v pointers %v, want unchanged at release 2", s.Counts, s.Pointers)
+	}
+
+	// Another release 2 on base 1 (a reviewed hotfix branch) lost the race:
+	// a conflict (the registry's r2 tags already name release 2's
+	// artifacts, or the store's compare-and-swap), nothing recorded.
+	files := h.p.repo.Files(h.p.r1)
+	envFile := "environments/" + promoteEnv + ".yaml"
+	files[envFile] = bytes.Replace(files[envFile], []byte("ttl: 30s"), []byte("ttl: 60s"), 1)
+	hotfix, _ := compiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	h.p.repo.Branch("hotfix", h.p.r1)
+	h.p.repo.Commit(gittest.Commit{Branch: "hotfix-pr", From: h.p.r1, Files: hotfix, Message: "gateway cache ttl 60s"})
+	hot := h.p.repo.Merge("hotfix", "hotfix-pr", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+	o := h.opts(hot)
+	o.Review.Ref = "refs/heads/hotfix"
+	h.reg.Reset()
+	_, err = h.promote(t, o)
+	if !errors.Is(err, promoter.ErrConflict) || errors.Is(err, promoter.ErrUnconfirmed) {
+		t.Fatalf("got %v, want a conflict", err)
+	}
+	if s := readState(t, h.pool); !sameCounts(s.Counts, s2.Counts) || !pointersAt(s.Pointers, h.p.snapshots[h.p.r2]) {
+		t.Errorf("got rows %v pointers %v, want unchanged at release 2", s.Counts, s.Pointers)
+	}
+	// Published under another prefix, the registry has no r2 tags to
+	// conflict with: the store's compare-and-swap refuses it.
+	o.RegistryPrefix = h.reg.Host + "/hotfix"
+	_, err = h.promote(t, o)
+	var cas *promoter.CASError
+	if !errors.As(err, &cas) || !errors.Is(err, promoter.ErrConflict) || cas.Expected != 1 || cas.Actual != 2 {
+		t.Fatalf("got %v, want a *CASError expecting release 1, finding 2", err)
+	}
+	if s := readState(t, h.pool); !sameCounts(s.Counts, s2.Counts) || !pointersAt(s.Pointers, h.p.snapshots[h.p.r2]) {
+		t.Errorf("got rows %v pointers %v, want unchanged at release 2", s.Counts, s.Pointers)
+	}
+}
+
+// TestPromoteStale: a reviewed commit whose release manifest is not what
+// its sources compile to is STALE; no pointer moves, nothing is uploaded.
+func TestPromoteStale(t *testing.T) {
+	h := newPromoteHarness(t)
+	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
+		t.Fatal(err)
+	}
+	files := h.p.repo.Files(h.p.r2)
+	envFile := "environments/" + promoteEnv + ".yaml"
+	files[envFile] = append(files[envFile], []byte("# edited without recompiling\n")...)
+	edited := map[string][]byte{envFile: files[envFile]}
+	h.p.repo.Commit(gittest.Commit{Branch: "edit", From: h.p.r2, Files: edited, Message: "edit sources, forget compile"})
+	stale := h.p.repo.Merge(gittest.Main, "edit", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+	before := readState(t, h.pool)
+	h.reg.Reset()
+
+	_, err := h.promote(t, h.opts(stale))
+	var se *promoter.StaleManifestError
+	if !errors.As(err, &se) || !errors.Is(err, promoter.ErrStale) || !errors.Is(err, compiler.ErrStale) {
+		t.Fatalf("got %v, want a *StaleManifestError matching promoter.ErrStale and compiler.ErrStale", err)
+	}
+	if se.Commit != stale.String() || se.EnvTag != promoteEnv {
+		t.Errorf("got stale commit %s env %s, want %s %s", se.Commit, se.EnvTag, stale, promoteEnv)
+	}
+	if n := h.reg.Total(); n != 0 {
+		t.Errorf("got %d registry requests, want 0", n)
+	}
+	after := readState(t, h.pool)
+	if !sameCounts(before.Counts, after.Counts) || !pointersAt(after.Pointers, h.p.snapshots[h.p.r1]) {
+		t.Errorf("got rows %v pointers %v, want unchanged at release 1", after.Counts, after.Pointers)
+	}
+}
+
+// TestPromoteConcurrentSameCommit: eight promotes of one commit at once
+// give exactly one activation and one set of pointer moves.
+func TestPromoteConcurrentSameCommit(t *testing.T) {
+	h := newPromoteHarness(t)
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]*promoter.PromoteResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = h.promote(t, h.opts(h.p.r1))
+		}()
+	}
+	wg.Wait()
+	activated := 0
+	for i := range n {
+		switch {
+		case errs[i] == nil && !results[i].Activation.Replayed:
+			activated++
+		case errs[i] == nil:
+		case errors.Is(errs[i], promoter.ErrConflict):
+			// lost the race while the winner's activation was in flight
+		default:
+			t.Errorf("promote %d: got %v, want success, replay or a conflict", i, errs[i])
+		}
+	}
+	if activated != 1 {
+		t.Errorf("got %d activations, want exactly 1", activated)
+	}
+	s := readState(t, h.pool)
+	if !pointersAt(s.Pointers, h.p.snapshots[h.p.r1]) {
+		t.Errorf("got pointers %v, want release 1", s.Pointers)
+	}
+	if got, want := s.Counts["pointer_move"], int64(len(h.p.snapshots[h.p.r1])); got != want {
+		t.Errorf("got %d pointer moves, want %d (one set)", got, want)
+	}
+	if got := s.Counts["config_release"]; got != 1 {
+		t.Errorf("got %d release rows, want 1", got)
+	}
+	checkJournal(t, s)
+}
