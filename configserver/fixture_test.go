@@ -43,6 +43,7 @@ type snapshot struct {
 	ReleaseVersion                              int64
 	ArtifactDigest, ContentDigest, PolicyDigest string
 	PropertySetDigest                           string
+	CompatibilityGeneration, RevocationEpoch    int64
 	Body                                        []byte
 }
 
@@ -94,6 +95,14 @@ func (s *seeder) publish(t testing.TB, id bundle.Identity, aud string, release i
 		PolicyDigest: digestOf(append([]byte("policy"), body...)), PropertySetDigest: digestOf([]byte("props")),
 		Body: body,
 	}
+	s.insert(t, sn)
+	return sn
+}
+
+// insert stores sn's artifact and snapshot rows.
+func (s *seeder) insert(t testing.TB, sn *snapshot) {
+	t.Helper()
+	id, aud, release, body := sn.Identity, sn.Audience, sn.ReleaseVersion, sn.Body
 	ctx := context.Background()
 	_, err := s.owner.Exec(ctx, `INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size)
 		VALUES ($1, 'application/yaml', $2, $3) ON CONFLICT DO NOTHING`, sn.ArtifactDigest, body, len(body))
@@ -102,33 +111,39 @@ func (s *seeder) publish(t testing.TB, id bundle.Identity, aud string, release i
 	}
 	_, err = s.owner.Exec(ctx, `INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience,
 		publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest,
-		policy_digest, property_set_digest, schema_version, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12, 1, now())`,
+		policy_digest, property_set_digest, schema_version, compatibility_generation, revocation_epoch, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12, 1, $13, $14, now())`,
 		sn.ID, id.Host, id.ServiceID, id.EnvTag, aud, sn.PublicationID, sn.PolicySnapshotID, release,
-		sn.ArtifactDigest, sn.ContentDigest, sn.PolicyDigest, sn.PropertySetDigest)
+		sn.ArtifactDigest, sn.ContentDigest, sn.PolicyDigest, sn.PropertySetDigest,
+		sn.CompatibilityGeneration, sn.RevocationEpoch)
 	if err != nil {
 		t.Fatalf("seed snapshot: %v", err)
 	}
-	return sn
 }
 
 // move points id at sn: signs a delivery manifest, upserts current_pointer,
 // appends delivery_manifest and NOTIFYs, in one transaction.
 func (s *seeder) move(t testing.TB, sn *snapshot) *pointerState {
 	t.Helper()
+	return s.moveAt(t, sn, time.Now().UTC().Truncate(time.Second), 5*time.Minute, time.Hour)
+}
+
+// moveAt is move with a manifest issued at now with the given lease.
+func (s *seeder) moveAt(t testing.TB, sn *snapshot, now time.Time, refresh, expire time.Duration) *pointerState {
+	t.Helper()
 	s.mu.Lock()
 	s.seq[sn.Identity]++
 	seq := s.seq[sn.Identity]
 	s.mu.Unlock()
-	now := time.Now().UTC().Truncate(time.Second)
 	m := &bundle.DeliveryManifest{
 		Type: bundle.DeliveryManifestType, Host: sn.Identity.Host, ServiceID: sn.Identity.ServiceID,
 		EnvTag: sn.Identity.EnvTag, Audience: sn.Audience, SnapshotID: sn.ID, PublicationID: sn.PublicationID,
 		PolicySnapshotID: sn.PolicySnapshotID, ReleaseVersion: sn.ReleaseVersion, ArtifactDigest: sn.ArtifactDigest,
 		ContentDigest: sn.ContentDigest, PolicyDigest: sn.PolicyDigest, PropertySetDigest: sn.PropertySetDigest,
-		SchemaVersion: 1, Sequence: seq, IssuedAt: now.Format(time.RFC3339),
-		ValidFrom: now.Format(time.RFC3339), RefreshAfter: now.Add(5 * time.Minute).Format(time.RFC3339),
-		ExpiresAt: now.Add(time.Hour).Format(time.RFC3339),
+		SchemaVersion: 1, CompatibilityGeneration: sn.CompatibilityGeneration, RevocationEpoch: sn.RevocationEpoch,
+		Sequence: seq, IssuedAt: now.Format(time.RFC3339),
+		ValidFrom: now.Format(time.RFC3339), RefreshAfter: now.Add(refresh).Format(time.RFC3339),
+		ExpiresAt: now.Add(expire).Format(time.RFC3339),
 	}
 	raw, err := m.Marshal()
 	if err != nil {
@@ -153,14 +168,14 @@ func (s *seeder) move(t testing.TB, sn *snapshot) *pointerState {
 			lease_valid_from = EXCLUDED.lease_valid_from, lease_refresh_after = EXCLUDED.lease_refresh_after,
 			lease_expires_at = EXCLUDED.lease_expires_at, moved_at = now(), updated_at = now()`,
 			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, sn.ID, sn.ReleaseVersion, seq, raw, sig,
-			ps.KeyID, now, now.Add(5*time.Minute), now.Add(time.Hour)); err != nil {
+			ps.KeyID, now, now.Add(refresh), now.Add(expire)); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence,
 			issued_at, snapshot_id, manifest, signature, key_id, expires_at, kind)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'move')`,
 			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, seq, now, sn.ID, raw, sig, ps.KeyID,
-			now.Add(time.Hour)); err != nil {
+			now.Add(expire)); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`, string(payload))
