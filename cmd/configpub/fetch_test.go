@@ -1,0 +1,227 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// fetchServer serves the compiler's golden dev advisor values.yml with a
+// delivery manifest signed in the test, per DESIGN §7.
+type fetchServer struct {
+	*httptest.Server
+	id      bundle.Identity
+	values  []byte
+	headers http.Header
+	refresh time.Time // the signed lease's refreshAfter
+	expires time.Time // and expiresAt
+
+	mu   sync.Mutex
+	flip bool // serve one body byte flipped
+}
+
+func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
+	t.Helper()
+	dir := "../../fixtures/golden/dev/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
+	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
+	if err != nil {
+		t.Skipf("golden fixture not present: %v", err)
+	}
+	var tg struct {
+		SnapshotID        string `json:"snapshotId"`
+		PropertySetDigest string `json:"propertySetDigest"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &tg); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RuntimePolicy bundle.RuntimePolicy `yaml:"runtimePolicy"`
+	}
+	if err := yaml.Unmarshal(values, &doc); err != nil {
+		t.Fatal(err)
+	}
+	env := doc.RuntimePolicy
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	ad := jcs.BytesDigest(values)
+	m := bundle.DeliveryManifest{
+		Type: bundle.DeliveryManifestType, Host: env.Host, ServiceID: env.ServiceID, EnvTag: env.EnvTag,
+		Audience: env.Audience, SnapshotID: tg.SnapshotID, PublicationID: env.PublicationID,
+		PolicySnapshotID: env.PolicySnapshotID, ReleaseVersion: env.ReleaseVersion, ArtifactDigest: ad,
+		ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest, PropertySetDigest: tg.PropertySetDigest,
+		SchemaVersion: env.SchemaVersion, CompatibilityGeneration: env.CompatibilityGeneration,
+		RevocationEpoch: env.RevocationEpoch, Sequence: 1, IssuedAt: now.Add(-time.Minute).Format(time.RFC3339),
+		ValidFrom: now.Add(-time.Minute).Format(time.RFC3339), RefreshAfter: now.Add(lease / 2).Format(time.RFC3339Nano),
+		ExpiresAt: now.Add(lease).Format(time.RFC3339),
+	}
+	mb, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signing.SignBlob(priv, mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := signing.KeyID(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := hex.DecodeString(strings.TrimPrefix(ad, "sha256:"))
+	h := http.Header{}
+	for k, v := range map[string]string{
+		"ETag": `"` + ad + `"`, "Repr-Digest": "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":",
+		"X-Config-Snapshot-Id": m.SnapshotID, "X-Policy-Publication-Id": m.PublicationID,
+		"X-Policy-Digest": m.PolicyDigest, "X-Content-Digest": m.ContentDigest, "X-Artifact-Digest": ad,
+		"X-Config-Release-Version": strconv.FormatInt(m.ReleaseVersion, 10), "X-Config-Valid-From": m.ValidFrom,
+		"X-Config-Refresh-After": m.RefreshAfter, "X-Config-Expires-At": m.ExpiresAt,
+		"X-Config-Manifest": base64.RawURLEncoding.EncodeToString(mb), "X-Manifest-Key-Id": kid, "X-Manifest-Signature": sig,
+	} {
+		h.Set(k, v)
+	}
+	s := &fetchServer{id: bundle.Identity{Host: env.Host, ServiceID: env.ServiceID, EnvTag: env.EnvTag}, values: values, headers: h,
+		refresh: now.Add(lease / 2), expires: now.Add(lease)}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+
+	pub, err := signing.MarshalPublicKey(&priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(keyFile, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s, keyFile
+}
+
+func (s *fetchServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer tok-123" {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	for k, v := range s.headers {
+		w.Header()[k] = v
+	}
+	if r.Header.Get("If-None-Match") == s.headers.Get("ETag") {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	body := append([]byte(nil), s.values...)
+	s.mu.Lock()
+	if s.flip {
+		body[len(body)/2] ^= 1
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(body)
+}
+
+func (s *fetchServer) args(t *testing.T, keyFile, cacheDir, out string) []string {
+	tok := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tok, []byte("tok-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"fetch", "--server", s.URL, "--token-file", tok, "--host", s.id.Host, "--service-id", s.id.ServiceID,
+		"--env-tag", s.id.EnvTag, "--audience", "agent", "--trust-key", keyFile, "--cache-dir", cacheDir, "--out", out, "--skew", "0s"}
+}
+
+func evidenceOf(t *testing.T, out string) client.Evidence {
+	t.Helper()
+	var ev client.Evidence
+	line, _, _ := strings.Cut(out, "\n")
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatalf("stdout is not evidence JSON: %v (%q)", err, out)
+	}
+	return ev
+}
+
+func TestFetchAppliesRejectsAndFailsClosed(t *testing.T) {
+	s, key := newFetchServer(t, 6*time.Second)
+	cache, outFile := t.TempDir(), filepath.Join(t.TempDir(), "values.yml")
+	args := s.args(t, key, cache, outFile)
+
+	steps := []struct {
+		name    string
+		setup   func()
+		exit    int
+		outcome client.Outcome
+		reason  client.Reason
+		outFile bool
+	}{
+		{"applied", func() {}, exitOK, client.OutcomeApplied, client.ReasonNewSnapshot, true},
+		{"unchanged after a restart", func() {}, exitOK, client.OutcomeUnchanged, client.ReasonNotModified, true},
+		{"rejected keeps the last-known-good", func() {
+			s.mu.Lock()
+			s.flip = true
+			s.mu.Unlock()
+			// Past refreshAfter the client asks unconditionally and gets the flipped body.
+			time.Sleep(time.Until(s.refresh.Add(100 * time.Millisecond)))
+		}, exitRefused, client.OutcomeRejected, client.ReasonDigestMismatch, true},
+		{"lease over and server down: failed closed", func() {
+			s.Close()
+			time.Sleep(time.Until(s.expires.Add(100 * time.Millisecond)))
+		}, exitFailClosed, client.OutcomeUnavailable, client.ReasonUnreachable, false},
+	}
+	for _, st := range steps {
+		st.setup()
+		out, err := runCLI(args...)
+		if code := exitCode(err); code != st.exit {
+			t.Fatalf("%s: exit %d (%v), want %d\n%s", st.name, code, err, st.exit, out)
+		}
+		ev := evidenceOf(t, out)
+		if ev.Outcome != st.outcome || ev.Reason != st.reason {
+			t.Fatalf("%s: got %s %s, want %s %s", st.name, ev.Outcome, ev.Reason, st.outcome, st.reason)
+		}
+		b, rerr := os.ReadFile(outFile)
+		switch {
+		case st.outFile && (rerr != nil || string(b) != string(s.values)):
+			t.Fatalf("%s: --out does not hold the verified values.yml (%v)", st.name, rerr)
+		case !st.outFile && rerr == nil:
+			t.Fatalf("%s: --out still exists after failing closed", st.name)
+		}
+	}
+}
+
+func TestFetchUsage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"neither --server nor --oci", []string{"fetch", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k", "--out", "o"}},
+		{"--watch with --oci", []string{"fetch", "--oci", "localhost:5000/a/b@sha256:" + strings.Repeat("0", 64), "--watch", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k", "--out", "o"}},
+		{"missing --out", []string{"fetch", "--server", "http://x", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := runCLI(tc.args...); exitCode(err) != exitUsage {
+				t.Fatalf("got %v (exit %d), want exit 2", err, exitCode(err))
+			}
+		})
+	}
+}
