@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/promoter"
+)
+
+func addHistoryCmd(root *cobra.Command) {
+	var (
+		sf                  storeFlags
+		env, target, format string
+		limit               int
+	)
+	cmd := &cobra.Command{
+		Use:   "history --env ENV [--target HOST[/SERVICE]] [--limit N]",
+		Short: "List pointer moves with actor, reason and command",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var filter promoter.HistoryFilter
+			if target != "" {
+				host, svc, _ := strings.Cut(target, "/")
+				if host == "" {
+					return usageError{fmt.Errorf("--target %q: want HOST or HOST/SERVICE", target)}
+				}
+				filter.Host, filter.ServiceID = host, svc
+			}
+			filter.Limit = limit
+			store, closeFn, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			moves, err := store.History(cmd.Context(), env, filter)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSON(cmd.OutOrStdout(), moves)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tACTOR\tREASON\tCOMMAND")
+			for _, m := range moves {
+				from := m.PreviousSnapshotID
+				if from == "" {
+					from = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
+					m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), m.Actor, m.Reason, m.CommandID)
+			}
+			return tw.Flush()
+		},
+	}
+	sf.add(cmd, false)
+	fl := cmd.Flags()
+	fl.StringVar(&env, "env", "", "environment tag (required)")
+	fl.StringVar(&target, "target", "", "only moves of HOST or HOST/SERVICE")
+	fl.IntVar(&limit, "limit", 0, "only the newest N moves (0 = all)")
+	formatFlag(cmd, &format)
+	_ = cmd.MarkFlagRequired("env")
+	root.AddCommand(cmd)
+}

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func addLeaseCmd(root *cobra.Command) {
+	lease := &cobra.Command{
+		Use:   "lease",
+		Short: "Manage delivery-manifest leases",
+		Args:  cobra.NoArgs,
+	}
+	var (
+		sf    storeFlags
+		env   string
+		every time.Duration
+	)
+	renew := &cobra.Command{
+		Use:   "renew --env ENV --key cosign.key [--every D]",
+		Short: "Re-sign fresh leases for every current pointer (same sequence, later issuedAt)",
+		Long: `renew re-signs, for every current pointer of ENV, its delivery manifest with a
+new issuedAt and the pointer's rolling lease window, keeping snapshot and
+sequence, in one transaction, and notifies the Config Servers. Revoked snapshots
+are skipped so their leases run out. With --every it repeats at that interval
+until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if every < 0 {
+				return usageError{errors.New("--every must not be negative")}
+			}
+			ctx := cmd.Context()
+			store, closeFn, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			for {
+				res, err := store.RenewLeases(ctx, env)
+				if err != nil {
+					return storeError(err, env)
+				}
+				msg := fmt.Sprintf("%s: renewed %d leases at %s", env, res.Renewed, res.At.Format(time.RFC3339))
+				if len(res.Skipped) > 0 {
+					msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", len(res.Skipped))
+				}
+				if _, err := fmt.Fprintln(cmd.OutOrStdout(), msg); err != nil {
+					return err
+				}
+				if every == 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(every):
+				}
+			}
+		},
+	}
+	sf.add(renew, true)
+	renew.Flags().StringVar(&env, "env", "", "environment tag (required)")
+	renew.Flags().DurationVar(&every, "every", 0, "repeat at this interval until interrupted (0 = once)")
+	_ = renew.MarkFlagRequired("env")
+	lease.AddCommand(renew)
+	root.AddCommand(lease)
+}
