@@ -38,6 +38,14 @@ var verbs = []func(*cobra.Command){
 	addTokenCmd,
 	addPromoteCmd,
 	addFetchCmd,
+	addDBCmd,
+	addRollbackCmd,
+	addActivateCmd,
+	addRevokeCmd,
+	addReconcileCmd,
+	addStatusCmd,
+	addHistoryCmd,
+	addLeaseCmd,
 }
 
 func addVersionCmd(root *cobra.Command) {
