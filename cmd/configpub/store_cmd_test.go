@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+)
+
+// runStore runs the CLI and returns its output and exit code.
+func runStore(args ...string) (string, int) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		out.WriteString("error: " + err.Error())
+	}
+	return out.String(), exitCode(err)
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// seedReleases promotes two releases of env "prod" (two targets; release 2
+// changes host-b) through the library and returns the snapshot ids by
+// release.
+func seedReleases(t *testing.T, db *pgtest.DB, signer *signing.Signer) map[int64][]string {
+	t.Helper()
+	ctx := context.Background()
+	store, err := promoter.Open(ctx, db.Pool(t), promoter.Options{Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := map[int64][]string{}
+	for v := int64(1); v <= 2; v++ {
+		in := promoter.ReleaseInput{
+			CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v, BaseReleaseVersion: v - 1,
+			ManifestBytes: []byte(fmt.Sprintf("release %d", v)), Actor: "alice", Reason: fmt.Sprintf("release %d", v),
+		}
+		for i, host := range []string{"host-a", "host-b"} {
+			created := v
+			if host == "host-a" {
+				created = 1
+			}
+			values := []byte(fmt.Sprintf("host: %s\nrelease: %d\n", host, created))
+			in.Targets = append(in.Targets, promoter.Target{
+				Host: host, ServiceID: "svc", EnvTag: "prod", Audience: "gateway",
+				SnapshotID:       uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprint(host, created))).String(),
+				PublicationID:    uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprint("pub", created))).String(),
+				PolicySnapshotID: uuid.NewSHA1(uuid.NameSpaceURL, []byte(fmt.Sprint("pol", host, created))).String(),
+				ReleaseVersion:   created, PolicyVersion: created,
+				PolicyDigest: sum([]byte(fmt.Sprint("p", i, created))), ContentDigest: sum([]byte(fmt.Sprint("c", i, created))),
+				PropertySetDigest: sum([]byte("ps")), ArtifactDigest: sum(values), Values: values,
+				CreatedAt: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
+				Lease:     promoter.LeaseWindow{RefreshAfter: time.Minute, ExpiresAfter: time.Hour},
+			})
+			snaps[v] = append(snaps[v], in.Targets[i].SnapshotID)
+		}
+		if _, err := store.RecordAndActivate(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return snaps
+}
+
+func TestStoreVerbs(t *testing.T) {
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	t.Setenv(signing.PasswordEnv, "pw")
+	kp, err := signing.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _, err := signing.WriteKeyPair(dir, kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := signing.LoadPrivateKeyFile(keyPath, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := seedReleases(t, db, signer)
+	d := "--database=" + db.URL
+
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"migrate again is a no-op", []string{"db", "migrate", d}, 0, []string{"applied 0 migration(s)"}},
+		{"status text", []string{"status", "--env", "prod", d}, 0, []string{"current release 2", "host-a/svc", "PUBLISHED"}},
+		{"bad format", []string{"status", "--env", "prod", "--format", "xml", d}, 2, []string{"--format"}},
+		{"rollback needs a key", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "r", "--actor", "a", d}, 2, []string{"key"}},
+		{"rollback", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 0,
+			[]string{"prod rollback release 1 (from 2): done; 1 pointers moved, 1 unchanged"}},
+		{"rollback again is refused", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
+			[]string{"already current"}},
+		{"forward", []string{"activate", "--env", "prod", "--release", "2", "--reason", "fixed", "--actor", "oncall", "--key", keyPath,
+			"--command-id", "0b4e1a4e-43c1-4b9e-9a55-1c8a2a0b0c01", d}, 0, []string{"activate release 2 (from 1): done"}},
+		{"forward replay", []string{"activate", "--env", "prod", "--release", "2", "--reason", "fixed", "--actor", "oncall", "--key", keyPath,
+			"--command-id", "0b4e1a4e-43c1-4b9e-9a55-1c8a2a0b0c01", d}, 0, []string{"already done (replayed)"}},
+		{"history", []string{"history", "--env", "prod", "--target", "host-b/svc", d}, 0, []string{"promote", "rollback", "activate", "oncall", "bad"}},
+		{"lease renew", []string{"lease", "renew", "--env", "prod", "--key", keyPath, d}, 0, []string{"renewed 2 leases"}},
+		{"reconcile", []string{"reconcile", "--env", "prod", d}, 0, []string{"nothing unconfirmed; current release 2"}},
+		{"revoke", []string{"revoke", "--snapshot", snaps[1][1], "--reason", "leak", "--actor", "sec", d}, 0, []string{"revoked snapshot " + snaps[1][1]}},
+		{"revoked is never activated", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "r", "--actor", "a", "--key", keyPath, d}, 1,
+			[]string{"revoked"}},
+		{"revoke needs one id", []string{"revoke", "--reason", "x", d}, 2, []string{"exactly one"}},
+	}
+	for _, tc := range tests {
+		out, code := runStore(tc.args...)
+		if code != tc.wantCode {
+			t.Errorf("%s: got exit %d, want %d\n%s", tc.name, code, tc.wantCode, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+
+	out, code := runStore("status", "--env", "prod", "--format", "json", d)
+	if code != 0 {
+		t.Fatalf("status json: exit %d: %s", code, out)
+	}
+	var st struct {
+		EnvTag         string           `json:"envTag"`
+		CurrentRelease int64            `json:"currentRelease"`
+		Targets        []map[string]any `json:"targets"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	if st.EnvTag != "prod" || st.CurrentRelease != 2 || len(st.Targets) != 2 {
+		t.Fatalf("got %+v, want prod at release 2 with 2 targets", st)
+	}
+	for _, k := range []string{"host", "serviceId", "envTag", "audience", "snapshotId", "releaseVersion",
+		"artifactDigest", "contentDigest", "policyDigest", "state"} {
+		if _, ok := st.Targets[0][k]; !ok {
+			t.Errorf("status json target lacks %q: %v", k, st.Targets[0])
+		}
+	}
+}
+
+func TestUnconfirmedIsExit3(t *testing.T) {
+	err := storeError(fmt.Errorf("commit: %w", promoter.ErrUnconfirmed), "prod")
+	if got := exitCode(err); got != exitUnconfirmed {
+		t.Fatalf("got exit %d, want %d", got, exitUnconfirmed)
+	}
+	if !strings.Contains(err.Error(), "configpub reconcile --env prod") {
+		t.Fatalf("got %q, want the reconcile hint", err)
+	}
+}
