@@ -138,9 +138,9 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 
 	var ev *client.Evidence
 	if f.oci != "" {
-		rc, err := f.rf.client()
-		if err != nil {
-			return err
+		rc, rerr := f.rf.client()
+		if rerr != nil {
+			return rerr
 		}
 		ev, err = c.LoadOCI(ctx, registryPuller{c: rc, keys: keys, id: f.identity}, f.oci)
 	} else {

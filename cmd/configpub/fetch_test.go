@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -22,7 +23,9 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
 )
 
 // fetchServer serves the compiler's golden dev advisor values.yml with a
@@ -221,6 +224,99 @@ func TestFetchUsage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := runCLI(tc.args...); exitCode(err) != exitUsage {
 				t.Fatalf("got %v (exit %d), want exit 2", err, exitCode(err))
+			}
+		})
+	}
+}
+
+// TestFetchOCI pulls the golden advisor artifact from an in-process
+// Distribution registry by digest, checks its cosign signature through the
+// registry package and applies it with the client's checks.
+func TestFetchOCI(t *testing.T) {
+	dir := "../../fixtures/golden/dev/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
+	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
+	if err != nil {
+		t.Skipf("golden fixture not present: %v", err)
+	}
+	var tg struct {
+		Host, ServiceID, EnvTag, Audience                      string
+		SnapshotID, PublicationID, PolicyDigest, ContentDigest string
+		ArtifactDigest                                         string
+		ReleaseVersion                                         int64
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &tg); err != nil {
+		t.Fatal(err)
+	}
+	reg := registrytest.New(t, registrytest.Options{})
+	rc, err := registry.New(registry.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(context.Background(), registry.PublishRequest{
+		Prefix: reg.Host + "/configpub",
+		Artifacts: []registry.Artifact{{
+			Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag, Audience: tg.Audience,
+			SnapshotID: tg.SnapshotID, PublicationID: tg.PublicationID, PolicyDigest: tg.PolicyDigest,
+			ContentDigest: tg.ContentDigest, ArtifactDigest: tg.ArtifactDigest, ReleaseVersion: tg.ReleaseVersion,
+			CreatedAt: time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC), Values: values,
+		}},
+		Signer: signer,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	keyFile := func(pub *ecdsa.PublicKey) string {
+		b, err := signing.MarshalPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "cosign.pub")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		key     string
+		exit    int
+		outcome client.Outcome
+		reason  client.Reason
+	}{
+		{"signed by the trusted key", keyFile(&signer.PublicKey), exitOK, client.OutcomeApplied, client.ReasonNewSnapshot},
+		{"signed by an untrusted key", keyFile(&other.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonSignatureInvalid},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			outFile := filepath.Join(t.TempDir(), "values.yml")
+			out, err := runCLI("fetch", "--oci", ref, "--plain-http", "--host", tg.Host, "--service-id", tg.ServiceID,
+				"--env-tag", tg.EnvTag, "--audience", tg.Audience, "--trust-key", tc.key, "--out", outFile)
+			if code := exitCode(err); code != tc.exit {
+				t.Fatalf("exit %d (%v), want %d\n%s", code, err, tc.exit, out)
+			}
+			ev := evidenceOf(t, out)
+			if ev.Outcome != tc.outcome || ev.Reason != tc.reason || ev.Source != client.SourceOCI {
+				t.Fatalf("got %s %s from %s, want %s %s from oci", ev.Outcome, ev.Reason, ev.Source, tc.outcome, tc.reason)
+			}
+			b, rerr := os.ReadFile(outFile)
+			if tc.exit == exitOK && (rerr != nil || string(b) != string(values)) {
+				t.Fatalf("--out does not hold the verified values.yml (%v)", rerr)
+			}
+			if tc.exit != exitOK && rerr == nil {
+				t.Fatalf("--out written for a rejected artifact")
 			}
 		})
 	}
