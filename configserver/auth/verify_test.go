@@ -135,7 +135,7 @@ func TestVerify(t *testing.T) {
 	parts := strings.Split(valid, ".")
 	tampered := parts[0] + "." + b64(mustJSON(t, with(validClaims(), "host", "h2.example"))) + "." + parts[2]
 	otherJWK := map[string]any{"kty": "EC", "crv": "P-256",
-		"x": b64(other.PublicKey.X.FillBytes(make([]byte, 32))), "y": b64(other.PublicKey.Y.FillBytes(make([]byte, 32)))}
+		"x": ecX(t, other), "y": ecY(t, other)}
 
 	tests := []struct {
 		name   string
@@ -307,7 +307,7 @@ func TestParseKeys(t *testing.T) {
 	der384, _ := x509.MarshalPKIXPublicKey(p384.Public())
 	ecJWK := func(extra map[string]any) map[string]any {
 		return with(map[string]any{"kty": "EC", "crv": "P-256", "kid": "k1",
-			"x": b64(ec.PublicKey.X.FillBytes(make([]byte, 32))), "y": b64(ec.PublicKey.Y.FillBytes(make([]byte, 32)))}, flat(extra)...)
+			"x": ecX(t, ec), "y": ecY(t, ec)}, flat(extra)...)
 	}
 	jwks := func(keys ...map[string]any) []byte { return mustJSON(t, map[string]any{"keys": keys}) }
 	tests := []struct {
@@ -361,7 +361,7 @@ func TestRemoteKeys(t *testing.T) {
 	key := newKey(t)
 	var hits atomic.Int64
 	body := mustJSON(t, map[string]any{"keys": []any{map[string]any{"kty": "EC", "crv": "P-256", "kid": "r1", "alg": "ES256",
-		"x": b64(key.PublicKey.X.FillBytes(make([]byte, 32))), "y": b64(key.PublicKey.Y.FillBytes(make([]byte, 32)))}}})
+		"x": ecX(t, key), "y": ecY(t, key)}}})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		if r.Header.Get("If-None-Match") == `"v1"` {
@@ -404,4 +404,17 @@ func TestRemoteKeys(t *testing.T) {
 	if n := hits.Load(); n != 2 {
 		t.Fatalf("got %d JWKS fetches, want 2", n)
 	}
+}
+
+// ecX and ecY return the base64url coordinates of k's public key.
+func ecX(t testing.TB, k *ecdsa.PrivateKey) string { return b64(ecPoint(t, k)[1:33]) }
+func ecY(t testing.TB, k *ecdsa.PrivateKey) string { return b64(ecPoint(t, k)[33:]) }
+
+func ecPoint(t testing.TB, k *ecdsa.PrivateKey) []byte {
+	t.Helper()
+	b, err := k.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil || len(b) != 65 {
+		t.Fatalf("public key bytes: %v", err)
+	}
+	return b
 }
