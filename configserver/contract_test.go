@@ -200,7 +200,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	for _, name := range []string{"configpub_server_requests_total", "configpub_server_request_duration_seconds",
 		"configpub_server_artifact_cache_hits_total", "configpub_server_pointer_refresh_lag_seconds",
-		"configpub_server_database_errors_total", `code="200"`} {
+		"configpub_server_database_errors_total", "configpub_server_token_cache_hits_total", `code="200"`} {
 		if !bytes.Contains(body, []byte(name)) {
 			t.Errorf("/metrics lacks %s", name)
 		}

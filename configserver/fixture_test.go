@@ -194,6 +194,7 @@ type env struct {
 	store    *pgstore.Store
 	srv      *httptest.Server
 	handler  http.Handler
+	verifier *auth.Verifier
 	tokenKey *ecdsa.PrivateKey
 	logs     *syncBuffer
 }
@@ -244,6 +245,7 @@ func newEnvTB(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.verifier = v
 	hopts := o.handler
 	hopts.Verifier = v
 	if hopts.Logger == nil {

@@ -82,7 +82,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		maxEvidenceBytes: opts.MaxEvidenceBytes,
 		requireBinding:   opts.RequireCertBinding,
 	}
-	h.metrics = newMetrics(opts.Registry, store)
+	h.metrics = newMetrics(opts.Registry, store, opts.Verifier)
 	h.metricsHandler = metricsHandler(opts.Registry)
 	return h
 }

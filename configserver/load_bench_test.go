@@ -156,12 +156,27 @@ func baselineHandler(targets []loadTarget) http.Handler {
 	})
 }
 
-func serveOn(b *testing.B, h http.Handler) string {
+// countingListener counts accepted connections (keep-alive must hold).
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+func serveOn(b *testing.B, h http.Handler, accepted *atomic.Int64) string {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
+	ln := countingListener{Listener: inner, n: accepted}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- configserver.Serve(ctx, ln, h, configserver.ServerOptions{}) }()
@@ -189,8 +204,9 @@ func BenchmarkServerLoad(b *testing.B) {
 		targets[i] = loadTarget{path: configsPath(id), token: e.token(b, id, "gateway"), etag: `"` + sn.ArtifactDigest + `"`, body: body}
 	}
 	waitServedB(b, e, targets[n-1])
-	server := serveOn(b, e.handler)
-	baseline := serveOn(b, baselineHandler(targets))
+	var serverConns, baselineConns atomic.Int64
+	server := serveOn(b, e.handler, &serverConns)
+	baseline := serveOn(b, baselineHandler(targets), &baselineConns)
 	// Warm the server: every identity once (fills the token and artifact caches).
 	for i := range targets {
 		req, _ := http.NewRequest("GET", server+targets[i].path, nil)
@@ -252,6 +268,9 @@ func BenchmarkServerLoad(b *testing.B) {
 			kind, srv.rps(), srv.quantile(50), srv.quantile(99), srv.cpuPerRequest(),
 			base.rps(), base.quantile(50), base.quantile(99), base.cpuPerRequest(), ratio, verdict, cpuRatio)
 	}
+	hits, verifications := e.verifier.CacheStats()
+	b.Logf("connections accepted: server %d, baseline %d; tokens from cache %d, fully verified %d",
+		serverConns.Load(), baselineConns.Load(), hits, verifications)
 	st := e.store.Stats()
 	b.Logf("identities %d (bodies %d..%d bytes), concurrency %d, %s per case in %d interleaved rounds, artifact cache hits %d misses %d",
 		n, minLen(samples), maxLen(samples), *loadConcurrency, *loadDuration, *loadRounds, st.ArtifactCacheHits, st.ArtifactCacheMisses)

@@ -16,7 +16,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 }
 
-func newMetrics(reg *prometheus.Registry, store Store) *metrics {
+func newMetrics(reg *prometheus.Registry, store Store, verifier Verifier) *metrics {
 	m := &metrics{
 		requests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "configpub_server_requests_total",
@@ -31,7 +31,22 @@ func newMetrics(reg *prometheus.Registry, store Store) *metrics {
 	if sr, ok := store.(StatsReporter); ok {
 		register(reg, &storeCollector{store: sr})
 	}
+	if cs, ok := verifier.(tokenCacheStats); ok {
+		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "configpub_server_token_cache_hits_total",
+			Help: "Bearer tokens answered from the verified-token cache.",
+		}, func() float64 { h, _ := cs.CacheStats(); return float64(h) }))
+		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "configpub_server_token_verifications_total",
+			Help: "Bearer tokens that needed a full signature verification.",
+		}, func() float64 { _, v := cs.CacheStats(); return float64(v) }))
+	}
 	return m
+}
+
+// tokenCacheStats is implemented by *auth.Verifier.
+type tokenCacheStats interface {
+	CacheStats() (hits, verifications uint64)
 }
 
 // register adds c to reg, or returns the equivalent collector already there.

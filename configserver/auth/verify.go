@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -63,6 +64,14 @@ type Verifier struct {
 	opts  Options
 	algs  []jose.SignatureAlgorithm
 	cache *tokenCache
+
+	cacheHits, verifications atomic.Uint64
+}
+
+// CacheStats reports how many tokens were answered from the verified-token
+// cache and how many needed a full signature verification.
+func (v *Verifier) CacheStats() (hits, verifications uint64) {
+	return v.cacheHits.Load(), v.verifications.Load()
 }
 
 // NewVerifier returns a Verifier over keys.
@@ -121,9 +130,11 @@ func (v *Verifier) Verify(raw string) (*Claims, error) {
 	set := v.keys.KeySet()
 	if v.cache != nil {
 		if c, ok := v.cache.get(raw, set.Generation, now, v.opts.Leeway); ok {
+			v.cacheHits.Add(1)
 			return c, nil
 		}
 	}
+	v.verifications.Add(1)
 	c, err := v.verify(raw, set, now)
 	if err != nil {
 		return nil, err
