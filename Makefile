@@ -44,7 +44,9 @@ lint:
 ## fuzz: each fuzz target for a short fixed budget.
 FUZZTIME ?= 15s
 fuzz:
-	@echo "no fuzz targets yet"
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/yamlstrict
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/render
+	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) ./compiler
 
 clean:
 	rm -rf bin .configpub

@@ -161,12 +161,14 @@ func (m *Manifest) Subject(kind, name string) *Subject {
 // Digest returns the releaseDigest: "sha256:" + hex SHA-256 of the JCS bytes
 // of the manifest without its releaseDigest field.
 func (m *Manifest) Digest() (string, error) {
-	c := *m
-	c.ReleaseDigest = ""
-	v, err := toValue(&c)
+	v, err := m.value()
 	if err != nil {
 		return "", err
 	}
+	return digestOf(v)
+}
+
+func digestOf(v *render.Value) (string, error) {
 	d, err := render.Digest(v)
 	if err != nil {
 		return "", fmt.Errorf("release digest: %w", err)
@@ -177,32 +179,21 @@ func (m *Manifest) Digest() (string, error) {
 // Marshal sets ReleaseDigest and returns the manifest's canonical YAML bytes
 // (renderer profile configpub-yaml/1, fields in declaration order).
 func (m *Manifest) Marshal() ([]byte, error) {
-	d, err := m.Digest()
+	v, err := m.value()
+	if err != nil {
+		return nil, err
+	}
+	d, err := digestOf(v)
 	if err != nil {
 		return nil, err
 	}
 	m.ReleaseDigest = d
-	v, err := toValue(m)
-	if err != nil {
-		return nil, err
-	}
+	v.Add("releaseDigest", render.String(d))
 	b, err := render.YAML(v)
 	if err != nil {
 		return nil, fmt.Errorf("marshal release manifest: %w", err)
 	}
 	return b, nil
-}
-
-func toValue(m *Manifest) (*render.Value, error) {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode release manifest: %w", err)
-	}
-	var v render.Value
-	if err := v.UnmarshalJSON(b); err != nil {
-		return nil, fmt.Errorf("encode release manifest: %w", err)
-	}
-	return &v, nil
 }
 
 // ParseManifest reads a release manifest strictly: YAML refusals as in

@@ -321,6 +321,11 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			accepted = acceptedPublications(ts, entries)
+			// Agent trees were needed for resolution and Agent projections
+			// only; keep their digests, let the trees go.
+			for _, p := range c.agents {
+				p.Tree = nil
+			}
 		}
 		for i, t := range ts {
 			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {

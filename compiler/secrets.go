@@ -30,8 +30,7 @@ func checkSecrets(src *source, v *render.Value, path []string) error {
 		for i, k := range v.Keys {
 			p := append(path[:len(path):len(path)], k)
 			child := v.Vals[i]
-			norm := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(k))
-			if secretKeys[norm] && child.Kind != render.KindNull {
+			if secretKeys[normalizeKey(k)] && child.Kind != render.KindNull {
 				if child.Kind != render.KindString || !strings.HasPrefix(child.Str, SecretRefPrefix) || len(child.Str) == len(SecretRefPrefix) {
 					return src.errorf(p, "literal secret: a credential must be a secretRef (%s…), the value is not shown", SecretRefPrefix)
 				}
@@ -48,9 +47,32 @@ func checkSecrets(src *source, v *render.Value, path []string) error {
 			}
 		}
 	case render.KindString:
-		if literalSecret.MatchString(v.Str) {
+		if mayHoldSecret(v.Str) && literalSecret.MatchString(v.Str) {
 			return src.errorf(path, "literal secret: value looks like a credential; use a secretRef (%s…), the value is not shown", SecretRefPrefix)
 		}
 	}
 	return nil
+}
+
+// normalizeKey lower-cases k and drops "_" and "-".
+func normalizeKey(k string) string {
+	b := make([]byte, 0, len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c == '_' || c == '-':
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// mayHoldSecret is a cheap prefilter for literalSecret: every pattern needs
+// one of these substrings.
+func mayHoldSecret(s string) bool {
+	return strings.Contains(s, "PRIVATE KEY") || strings.Contains(s, "sk-") || strings.Contains(s, "AKIA") ||
+		strings.Contains(s, "gh") && (strings.Contains(s, "ghp_") || strings.Contains(s, "gho_") || strings.Contains(s, "ghu_") || strings.Contains(s, "ghs_") || strings.Contains(s, "ghr_")) || strings.Contains(s, "xox") || strings.Contains(s, "@")
 }

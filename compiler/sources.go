@@ -46,19 +46,37 @@ var kindSchemas = map[string]string{
 	KindWorkflow: "source/workflow", KindTarget: "source/target",
 }
 
-// source is one loaded document.
+// source is one loaded document. Its parsed tree is dropped once decoded
+// (release); errorf re-reads and re-parses the file to locate a field, so a
+// large repository does not keep every YAML node alive.
 type source struct {
 	Kind, Name string
 	File       string
 	Digest     string // sha256 of the file bytes
+	fsys       fs.FS
 	Doc        *yamlstrict.Doc
 }
 
 // errorf returns a *SourceError at a path inside the document.
 func (s *source) errorf(path []string, format string, args ...any) error {
-	e := s.Doc.Errorf(path, format, args...)
+	doc := s.Doc
+	if doc == nil {
+		b, err := fs.ReadFile(s.fsys, s.File)
+		if err != nil {
+			return fmt.Errorf("%s: re-read to locate %s: %w", s.File, yamlstrict.FieldPath(path), err)
+		}
+		d, err := yamlstrict.Parse(s.File, b)
+		if err != nil {
+			return fromStrict(err)
+		}
+		doc = d
+	}
+	e := doc.Errorf(path, format, args...)
 	return &SourceError{File: e.File, Line: e.Line, Field: e.Field, Err: errors.New(e.Msg)}
 }
+
+// release drops the parsed tree.
+func (s *source) release() { s.Doc = nil }
 
 // sources indexes every document of a policy repository by kind and name.
 type sources struct {
@@ -104,6 +122,7 @@ func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 		if err != nil {
 			return err
 		}
+		src.fsys = fsys
 		if ss.byKind[src.Kind] == nil {
 			ss.byKind[src.Kind] = map[string]*source{}
 		}
@@ -176,6 +195,7 @@ func (s *source) decode(v any) error {
 	if err := json.NewDecoder(bytes.NewReader(canon)).Decode(v); err != nil {
 		return s.errorf(nil, "decode: %v", err)
 	}
+	s.release()
 	return nil
 }
 

@@ -95,6 +95,7 @@ func Default() (*Set, error) { return defaultSet() }
 func compile() (*Set, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseRegexpEngine(regexpEngine)
 	var names []string
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".json" || strings.HasPrefix(p, "allowlist/") {

@@ -21,6 +21,9 @@ func (v *Value) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
+	if _, err := dec.Token(); err == nil {
+		return fmt.Errorf("trailing data after the json value")
+	}
 	*v = *out
 	return nil
 }

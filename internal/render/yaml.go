@@ -170,7 +170,18 @@ func appendQuoted(dst []byte, s string) ([]byte, error) {
 		return dst, fmt.Errorf("string is not valid UTF-8")
 	}
 	dst = append(dst, '"')
-	for _, r := range s {
+	// Fast path: a run of printable ASCII other than '"' and '\\' is copied
+	// as is.
+	start := 0
+	for start < len(s) {
+		c := s[start]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			break
+		}
+		start++
+	}
+	dst = append(dst, s[:start]...)
+	for _, r := range s[start:] {
 		switch {
 		case r == '"':
 			dst = append(dst, '\\', '"')

@@ -92,6 +92,7 @@ func (c *converter) fail(n *yaml.Node, path []string, format string, args ...any
 	if len(path) > maxPathShown {
 		path = append(path[:maxPathShown:maxPathShown], "…")
 	}
+	path = append([]string(nil), path...)
 	return &Error{File: c.file, Line: n.Line, Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -123,11 +124,14 @@ func (c *converter) convert(n *yaml.Node, path []string, depth int) (*render.Val
 	}
 	switch n.Kind {
 	case yaml.MappingNode:
-		if n.Tag != "" && n.ShortTag() != "!!map" {
+		if n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!map" {
 			return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
 		}
-		m := render.Map()
-		seen := make(map[string]int, len(n.Content)/2)
+		m := &render.Value{Kind: render.KindMap, Keys: make([]string, 0, len(n.Content)/2), Vals: make([]*render.Value, 0, len(n.Content)/2)}
+		var seen map[string]int // only for large mappings; small ones scan m.Keys
+		if len(n.Content) > 32 {
+			seen = make(map[string]int, len(n.Content)/2)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			kn, vn := n.Content[i], n.Content[i+1]
 			if kn.Kind == yaml.AliasNode || kn.Anchor != "" {
@@ -140,28 +144,40 @@ func (c *converter) convert(n *yaml.Node, path []string, depth int) (*render.Val
 				return nil, c.fail(kn, path, "key %q is not a string (%s)", kn.Value, kn.ShortTag())
 			}
 			k := kn.Value
-			kpath := append(path[:len(path):len(path)], k)
-			if first, dup := seen[k]; dup {
-				return nil, c.fail(kn, kpath, "duplicate key (first at line %d)", first)
+			path = append(path, k)
+			if seen != nil {
+				if first, dup := seen[k]; dup {
+					return nil, c.fail(kn, path, "duplicate key (first at line %d)", first)
+				}
+				seen[k] = kn.Line
+			} else {
+				for j, prev := range m.Keys {
+					if prev == k {
+						return nil, c.fail(kn, path, "duplicate key (first at line %d)", n.Content[2*j].Line)
+					}
+				}
 			}
-			seen[k] = kn.Line
-			v, err := c.convert(vn, kpath, depth+1)
+			v, err := c.convert(vn, path, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			m.Add(k, v)
+			path = path[:len(path)-1]
+			m.Keys = append(m.Keys, k)
+			m.Vals = append(m.Vals, v)
 		}
 		return m, nil
 	case yaml.SequenceNode:
-		if n.Tag != "" && n.ShortTag() != "!!seq" {
+		if n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!seq" {
 			return nil, c.fail(n, path, "tag %s is not allowed", n.Tag)
 		}
 		l := &render.Value{Kind: render.KindList, Items: make([]*render.Value, 0, len(n.Content))}
 		for i, it := range n.Content {
-			v, err := c.convert(it, append(path[:len(path):len(path)], "["+strconv.Itoa(i)+"]"), depth+1)
+			path = append(path, indexSegment(i))
+			v, err := c.convert(it, path, depth+1)
 			if err != nil {
 				return nil, err
 			}
+			path = path[:len(path)-1]
 			l.Items = append(l.Items, v)
 		}
 		return l, nil
@@ -269,4 +285,19 @@ func child(n *yaml.Node, seg string) *pos {
 // Errorf returns an *Error at path in d.
 func (d *Doc) Errorf(path []string, format string, args ...any) *Error {
 	return &Error{File: d.File, Line: d.Line(path...), Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
+}
+
+var smallIndexes = func() [64]string {
+	var a [64]string
+	for i := range a {
+		a[i] = "[" + strconv.Itoa(i) + "]"
+	}
+	return a
+}()
+
+func indexSegment(i int) string {
+	if i < len(smallIndexes) {
+		return smallIndexes[i]
+	}
+	return "[" + strconv.Itoa(i) + "]"
 }
