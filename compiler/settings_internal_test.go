@@ -1,0 +1,62 @@
+package compiler
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/yamlstrict"
+)
+
+func val(t *testing.T, y string) *render.Value {
+	t.Helper()
+	v, err := yamlstrict.ParseValue("t.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestMergeSettings(t *testing.T) {
+	tests := []struct {
+		name, base, override, want string
+	}{
+		{"maps merge", "a: {x: 1, y: 2}", "a: {y: 3, z: 4}", `{"a.x":1,"a.y":3,"a.z":4}`},
+		{"lists replace", "a: [1, 2, 3]", "a: [9]", `{"a":[9]}`},
+		{"null removes", "a: {x: 1, y: 2}\nb: 1", "a: {x: null}\nb: null", `{"a.y":2}`},
+		{"empty map kept distinct", "a: {x: 1}", "b: {}", `{"a.x":1,"b":{}}`},
+		{"false and zero are present", "a: true\nb: 5", "a: false\nb: 0", `{"a":false,"b":0}`},
+		{"empty string present", "a: x", "a: \"\"", `{"a":""}`},
+		{"empty list present", "a: [1]", "a: []", `{"a":[]}`},
+		{"scalar replaces map", "a: {x: 1}", "a: 2", `{"a":2}`},
+		{"map replaces scalar", "a: 2", "a: {x: 1, y: null}", `{"a.x":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := render.Canonical(flatten(mergeSettings(val(t, tt.base), val(t, tt.override))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDeriveID(t *testing.T) {
+	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	a := deriveID(idSnapshot, "h", "s", "e", "sha256:x")
+	if !re.MatchString(a) {
+		t.Errorf("%s is not a lowercase UUIDv8", a)
+	}
+	if b := deriveID(idSnapshot, "h", "s", "e", "sha256:x"); a != b {
+		t.Errorf("not deterministic: %s vs %s", a, b)
+	}
+	if b := deriveID(idPublication, "h", "s", "e", "sha256:x"); a == b {
+		t.Errorf("domains not separated")
+	}
+	if b := deriveID(idSnapshot, "hs", "", "e", "sha256:x"); a == b {
+		t.Errorf("parts not separated")
+	}
+}

@@ -1,0 +1,98 @@
+package yamlstrict
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/internal/render"
+)
+
+func TestParseRefuses(t *testing.T) {
+	tests := []struct {
+		name, in string
+		line     int
+		field    string
+		msg      string
+	}{
+		{"duplicate key", "a: 1\nb:\n  c: 1\n  c: 2\n", 4, "b.c", "duplicate key (first at line 3)"},
+		{"non-string key", "a:\n  1: x\n", 2, "a", "is not a string"},
+		{"bool key", "true: x\n", 1, "", "is not a string"},
+		{"merge key", "a: {x: 1}\nb:\n  <<: {y: 2}\n", 3, "b", "merge keys"},
+		{"anchor", "a: &x 1\n", 1, "a", "anchors are not allowed"},
+		{"alias", "a: 1\nb: [*x]\n", 0, "", "invalid yaml"},
+		{"nan", "a: .nan\n", 1, "a", "NaN"},
+		{"inf", "a: -.inf\n", 1, "a", "no JSON equivalent"},
+		{"beyond 2^53", "a: 9007199254740993\n", 1, "a", "beyond ±2^53"},
+		{"octal", "a: [010]\n", 1, "a[0]", "not plain decimal"},
+		{"hex", "a: 0x1F\n", 1, "a", "not plain decimal"},
+		{"yaml 1.1 float", "v: 1.10\n", 1, "v", "would be read as 1.1"},
+		{"yaml 1.1 bool", "a: {b: yes}\n", 1, "a.b", "boolean in YAML 1.1"},
+		{"binary", "a: !!binary aGVsbG8=\n", 1, "a", "tag !!binary is not allowed"},
+		{"custom tag", "a: !thing x\n", 1, "a", "is not allowed"},
+		{"two documents", "a: 1\n---\nb: 2\n", 2, "", "more than one yaml document"},
+		{"empty", "", 1, "", "empty document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("f.yaml", []byte(tt.in))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want *Error", err)
+			}
+			if (tt.line != 0 && e.Line != tt.line) || e.Field != tt.field || !strings.Contains(e.Msg, tt.msg) {
+				t.Errorf("got %d %q %q, want %d %q containing %q", e.Line, e.Field, e.Msg, tt.line, tt.field, tt.msg)
+			}
+			if !errors.Is(err, ErrRefused) {
+				t.Errorf("errors.Is(err, ErrRefused) = false")
+			}
+		})
+	}
+}
+
+func TestParseKeepsSchemaTypes(t *testing.T) {
+	d, err := Parse("f.yaml", []byte("a: \"no\"\nb: \"010\"\nc: \"1.10\"\nd: 1.5\ne: 10\nf: ~\ng: false\nh: 2001-12-14\ni: !!str 1.10\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"a":"no","b":"010","c":"1.10","d":1.5,"e":10,"f":null,"g":false,"h":"2001-12-14","i":"1.10"}`
+	got, _ := render.Canonical(d.Value)
+	if string(got) != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+func TestAliasBombAndDeepNestingAreFast(t *testing.T) {
+	bomb := "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n"
+	for i, c := range "bcdefghi" {
+		prev := string("abcdefghi"[i])
+		bomb += string(c) + ": &" + string(c) + " [" + strings.Repeat("*"+prev+",", 8) + "*" + prev + "]\n"
+	}
+	deep := "a: " + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + "\n"
+	for name, in := range map[string]string{"alias bomb": bomb, "deep": deep, "deep block": "a:\n" + strings.Repeat("- ", 10000) + "x\n"} {
+		start := time.Now()
+		_, err := Parse("f.yaml", []byte(in))
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: took %v", name, d)
+		}
+	}
+}
+
+func TestLine(t *testing.T) {
+	d, err := Parse("f.yaml", []byte("a:\n  b:\n    - x\n    - y: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		path []string
+		want int
+	}{{[]string{"a"}, 1}, {[]string{"a", "b"}, 2}, {[]string{"a", "b", "[1]"}, 4}, {[]string{"a", "b", "1", "y"}, 4}, {[]string{"a", "zz"}, 1}} {
+		if got := d.Line(tt.path...); got != tt.want {
+			t.Errorf("Line(%v) = %d, want %d", tt.path, got, tt.want)
+		}
+	}
+}
