@@ -32,13 +32,7 @@ type seenState struct {
 
 // merge returns the later of s and the manifest's position.
 func (s seenState) merge(m *bundle.DeliveryManifest, issued time.Time, mdigest string) seenState {
-	if m.RevocationEpoch > s.RevocationEpoch {
-		s.RevocationEpoch = m.RevocationEpoch
-	}
-	if m.Sequence > s.Sequence || (m.Sequence == s.Sequence && issued.After(s.IssuedAt)) {
-		s.Sequence, s.IssuedAt, s.ManifestDigest = m.Sequence, issued, mdigest
-	}
-	return s
+	return s.mergeState(seenState{Sequence: m.Sequence, IssuedAt: issued, ManifestDigest: mdigest, RevocationEpoch: m.RevocationEpoch})
 }
 
 // verified is the outcome of a successful verification.
@@ -46,7 +40,6 @@ type verified struct {
 	snap     *Snapshot
 	manifest *bundle.DeliveryManifest
 	issuedAt time.Time
-	lease    window
 }
 
 // verifyCandidate runs every check that does not depend on the transport:
@@ -110,7 +103,7 @@ func (c *Client) verifyCandidate(cand candidate, now time.Time, seen seenState, 
 		RefreshAfter:   earliest(lease.RefreshAfter, envWin.RefreshAfter),
 		ExpiresAt:      earliest(lease.ExpiresAt, envWin.ExpiresAt),
 	}
-	return &verified{snap: snap, manifest: m, issuedAt: issued, lease: lease}, nil
+	return &verified{snap: snap, manifest: m, issuedAt: issued}, nil
 }
 
 // verifyDocument parses values.yml strictly, checks the envelope against the
