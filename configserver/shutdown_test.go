@@ -28,7 +28,9 @@ func TestGracefulShutdown(t *testing.T) {
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- configserver.Serve(ctx, ln, h, configserver.ServerOptions{ShutdownTimeout: 5 * time.Second}) }()
+	go func() {
+		served <- configserver.Serve(ctx, ln, h, configserver.ServerOptions{ShutdownTimeout: 5 * time.Second})
+	}()
 	type result struct {
 		status int
 		body   string
