@@ -92,6 +92,7 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 			return nil, err
 		}
 		fs.merge(tfs)
+		tv = tv.Clone()
 		tv.Delete("gateway")
 		tv.Delete("description")
 		tools.Items = append(tools.Items, tv)

@@ -28,6 +28,19 @@ type model struct {
 	workflows  map[string]*entry[workflowSpec]
 	targets    map[string]*entry[targetSpec]
 	agentNames []string // sorted
+
+	// Memoized resolutions shared by every subject that references them.
+	// Cached trees are never mutated; callers that edit one clone it.
+	toolCache     map[string]*resolved
+	skillCache    map[string]*resolved
+	contractCache map[string]string
+}
+
+// resolved is a memoized tree with the files it read, or its error.
+type resolved struct {
+	tree  *render.Value
+	files files
+	err   error
 }
 
 func decodeKind[T any](ss *sources, kind string) (map[string]*entry[T], error) {
@@ -44,7 +57,7 @@ func decodeKind[T any](ss *sources, kind string) (map[string]*entry[T], error) {
 }
 
 func buildModel(ss *sources) (*model, error) {
-	m := &model{src: ss}
+	m := &model{src: ss, toolCache: map[string]*resolved{}, skillCache: map[string]*resolved{}, contractCache: map[string]string{}}
 	var err error
 	repos, err := decodeKind[repositorySpec](ss, KindRepository)
 	if err != nil {

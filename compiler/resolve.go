@@ -25,6 +25,15 @@ func (m *model) toolTree(src *source, path []string, host, name string) (*render
 	if err := sameHost(src, path, host, KindTool, name, t.spec.Host); err != nil {
 		return nil, nil, err
 	}
+	if c := m.toolCache[name]; c != nil {
+		return c.tree, c.files, c.err
+	}
+	tree, tfs, err := m.buildTool(t, host, name)
+	m.toolCache[name] = &resolved{tree: tree, files: tfs, err: err}
+	return tree, tfs, err
+}
+
+func (m *model) buildTool(t *entry[toolSpec], host, name string) (*render.Value, files, error) {
 	fs := files{}
 	fs.add(t.src)
 	schemaDigest, err := render.Digest(t.spec.InputSchema)
@@ -112,6 +121,9 @@ func (m *model) skillTree(src *source, path []string, host, name string, granted
 			return nil, nil, src.errorf(path, "skill %s uses tool %s, which the agent is not granted", name, t)
 		}
 	}
+	if c := m.skillCache[name]; c != nil {
+		return c.tree, c.files, c.err
+	}
 	v := render.Map().
 		Add("name", render.String(name)).
 		Add("description", render.String(s.spec.Description)).
@@ -124,6 +136,7 @@ func (m *model) skillTree(src *source, path []string, host, name string, granted
 	v.Add("digest", render.String(d))
 	fs := files{}
 	fs.add(s.src)
+	m.skillCache[name] = &resolved{tree: v, files: fs}
 	return v, fs, nil
 }
 
@@ -155,6 +168,9 @@ func (m *model) retrievalContract(src *source, path []string, host, kb, profile 
 	if err := sameHost(src, append(path, "knowledgeBase"), host, KindKnowledgeBase, kb, k.spec.Host); err != nil {
 		return "", nil, err
 	}
+	if d, ok := m.contractCache[kb+"/"+profile]; ok {
+		return d, k, nil
+	}
 	for i := range k.spec.RetrievalProfiles {
 		p := &k.spec.RetrievalProfiles[i]
 		if p.Name != profile {
@@ -172,6 +188,9 @@ func (m *model) retrievalContract(src *source, path []string, host, kb, profile 
 			Add("knowledgeBase", render.String(kb)).
 			Add("retrievalProfile", pv).
 			Add("indexGenerations", gens))
+		if err == nil {
+			m.contractCache[kb+"/"+profile] = d
+		}
 		return d, k, err
 	}
 	return "", nil, src.errorf(append(path, "retrievalProfile"), "unresolved reference: knowledge base %s has no retrieval profile %s", kb, profile)

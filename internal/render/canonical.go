@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -18,13 +19,21 @@ func Canonical(v *Value) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, 1024), v)
 }
 
+// bufPool recycles canonicalization buffers of Digest.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // Digest returns "sha256:" + hex(SHA-256(Canonical(v))).
 func Digest(v *Value) (string, error) {
-	b, err := Canonical(v)
+	bp := bufPool.Get().(*[]byte)
+	b, err := AppendCanonical((*bp)[:0], v)
 	if err != nil {
+		bufPool.Put(bp)
 		return "", err
 	}
-	return BytesDigest(b), nil
+	d := BytesDigest(b)
+	*bp = b
+	bufPool.Put(bp)
+	return d, nil
 }
 
 // BytesDigest returns "sha256:" + lowercase hex SHA-256 of b.
