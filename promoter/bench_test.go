@@ -129,4 +129,3 @@ func baseline(b *testing.B, f *fixture, to int64, bodies [][]byte) {
 		b.Fatal(err)
 	}
 }
-
