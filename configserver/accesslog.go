@@ -21,6 +21,12 @@ type reqLog struct {
 	err         error
 }
 
+// requestState holds both per-request records in one allocation.
+type requestState struct {
+	reqLog       reqLog
+	statusWriter statusWriter
+}
+
 // statusWriter records the status and the number of body bytes written.
 type statusWriter struct {
 	http.ResponseWriter

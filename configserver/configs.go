@@ -50,32 +50,62 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 // is required; an omitted serviceId or envTag is taken from the claims.
 // Every mismatch gives the same 403, decided before any store lookup.
 func requestedIdentity(rawQuery string, c *auth.Claims) (bundle.Identity, *httpError) {
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return bundle.Identity{}, errBadRequest("query string is malformed")
-	}
-	for k, vs := range q {
-		if len(vs) != 1 {
-			return bundle.Identity{}, errBadRequest("query parameter " + safeName(k) + " given more than once")
+	var id bundle.Identity
+	var hasHost, hasService, hasEnv bool
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		if pair == "" {
+			continue
 		}
-		if len(vs[0]) > maxQueryValue {
-			return bundle.Identity{}, errBadRequest("query parameter " + safeName(k) + " is too long")
+		rawKey, rawVal, _ := strings.Cut(pair, "=")
+		key, err1 := queryUnescape(rawKey)
+		val, err2 := queryUnescape(rawVal)
+		if err1 != nil || err2 != nil || strings.Contains(pair, ";") {
+			return bundle.Identity{}, errBadRequest("query string is malformed")
 		}
+		if len(val) > maxQueryValue {
+			return bundle.Identity{}, errBadRequest("query parameter " + safeName(key) + " is too long")
+		}
+		var dst *string
+		var seen *bool
+		switch key {
+		case "host":
+			dst, seen = &id.Host, &hasHost
+		case "serviceId":
+			dst, seen = &id.ServiceID, &hasService
+		case "envTag":
+			dst, seen = &id.EnvTag, &hasEnv
+		default:
+			continue // ignoredParams and anything else never select or widen
+		}
+		if *seen {
+			return bundle.Identity{}, errBadRequest("query parameter " + key + " given more than once")
+		}
+		*dst, *seen = val, true
 	}
-	id := bundle.Identity{Host: q.Get("host"), ServiceID: q.Get("serviceId"), EnvTag: q.Get("envTag")}
 	if id.Host == "" {
 		return bundle.Identity{}, errBadRequest("query parameter host is required")
 	}
-	if !q.Has("serviceId") {
+	if !hasService {
 		id.ServiceID = c.ServiceID
 	}
-	if !q.Has("envTag") {
+	if !hasEnv {
 		id.EnvTag = c.EnvTag
 	}
 	if id != c.Identity() {
 		return bundle.Identity{}, errForbidden("requested identity differs from the token's")
 	}
 	return id, nil
+}
+
+// queryUnescape decodes a query component, without allocating when it has
+// nothing to decode.
+func queryUnescape(s string) (string, error) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, nil
+	}
+	return url.QueryUnescape(s)
 }
 
 // safeName returns a query parameter name for an error message, or a

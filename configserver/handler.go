@@ -111,8 +111,8 @@ func allowFor(route string) string {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	rl := &reqLog{method: r.Method}
-	sw := &statusWriter{ResponseWriter: w}
+	st := &requestState{reqLog: reqLog{method: r.Method}, statusWriter: statusWriter{ResponseWriter: w}}
+	rl, sw := &st.reqLog, &st.statusWriter
 	path := r.URL.Path
 	var err *httpError
 	switch {

@@ -63,7 +63,7 @@ func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
 }
 
 func (m *metrics) observe(route string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.requests.WithLabelValues(route, statusLabel(status)).Inc()
 	m.duration.WithLabelValues(route).Observe(d.Seconds())
 }
 
@@ -113,4 +113,27 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		lag = time.Since(s.LastConfirmed).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
+}
+
+// statusLabel avoids formatting the common status codes per request.
+func statusLabel(status int) string {
+	switch status {
+	case 200:
+		return "200"
+	case 204:
+		return "204"
+	case 304:
+		return "304"
+	case 400:
+		return "400"
+	case 401:
+		return "401"
+	case 403:
+		return "403"
+	case 404:
+		return "404"
+	case 503:
+		return "503"
+	}
+	return strconv.Itoa(status)
 }
