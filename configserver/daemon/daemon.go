@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -47,9 +46,6 @@ type Config struct {
 	// Ready, when set, is called with the bound address once serving.
 	Ready func(addr net.Addr)
 }
-
-// ErrConfig marks an invalid Config.
-var ErrConfig = errors.New("invalid config server configuration")
 
 func (c *Config) validate() error {
 	var missing []string
