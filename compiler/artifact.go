@@ -72,7 +72,23 @@ type ArtifactError struct {
 }
 
 func (e *ArtifactError) Error() string {
-	msg := fmt.Sprintf("target %s (%s): ", e.Target, e.Audience)
+	allMissing := len(e.Problems) > 0
+	for _, p := range e.Problems {
+		allMissing = allMissing && p.Message == "missing required property"
+	}
+	if allMissing {
+		// The bounded list of missing mandatory properties.
+		names := make([]string, len(e.Problems))
+		for i, p := range e.Problems {
+			names[i] = p.Pointer()
+		}
+		msg := fmt.Sprintf("%s (%s artifact): missing %d mandatory properties: %s", e.Target, e.Audience, len(e.Problems)+e.Omitted, strings.Join(names, ", "))
+		if e.Omitted > 0 {
+			msg += fmt.Sprintf(", and %d more", e.Omitted)
+		}
+		return msg
+	}
+	msg := fmt.Sprintf("%s (%s artifact): ", e.Target, e.Audience)
 	for i, p := range e.Problems {
 		if i > 0 {
 			msg += "; "

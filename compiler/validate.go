@@ -102,5 +102,16 @@ func ValidateArtifact(file string, b []byte, audience string) (*ArtifactReport, 
 		return nil, &SourceError{File: file, Line: doc.Line("runtimePolicy", "contentDigest"), Field: "runtimePolicy.contentDigest",
 			Err: fmt.Errorf("%w: %s recorded, %s computed over %s", bundle.ErrDigestMismatch, env.ContentDigest, cd, ns)}
 	}
+	if audience == bundle.AudienceKnowledge {
+		inv := v.Get(ns).Get("inventory")
+		d, err := render.Digest(render.Map().Add("items", inv.Get("items")).Add("tombstones", inv.Get("tombstones")))
+		if err != nil {
+			return nil, err
+		}
+		if d != inv.Get("digest").Str {
+			return nil, &SourceError{File: file, Line: doc.Line(ns, "inventory", "digest"), Field: ns + ".inventory.digest",
+				Err: fmt.Errorf("%w: inventory digest %s recorded, %s computed", bundle.ErrDigestMismatch, inv.Get("digest").Str, d)}
+		}
+	}
 	return &ArtifactReport{Audience: audience, Envelope: env, ContentDigest: cd, ArtifactDigest: render.BytesDigest(b)}, nil
 }
