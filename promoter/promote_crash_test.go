@@ -110,11 +110,11 @@ func TestPromoteKillNine(t *testing.T) {
 	for i := range runs {
 		// A third of the runs are killed anywhere in the process's life;
 		// the others in its database phase: after the log line "artifacts
-		// published and verified", up to 1.5 times the phase's length.
+		// published and verified", within the phase's calibrated length.
 		anywhere := i%3 == 0
-		delay := time.Duration(rng.Int64N(int64(life) * 11 / 10))
+		delay := time.Duration(rng.Int64N(int64(life)))
 		if !anywhere {
-			delay = time.Duration(rng.Int64N(int64(dbPhase) * 15 / 10))
+			delay = time.Duration(rng.Int64N(int64(dbPhase)))
 		}
 		ok := t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) {
 			db := pgtest.New(t)

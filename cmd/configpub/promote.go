@@ -18,11 +18,11 @@ import (
 
 func addPromoteCmd(root *cobra.Command) {
 	var (
-		rf                                          registryFlags
-		gitDir, env, dbURL, registryRef, keyPath    string
-		ref, commit, signedByPath                   string
-		trailers                                    []string
-		verbose                                     bool
+		rf                                       registryFlags
+		gitDir, env, dbURL, registryRef, keyPath string
+		ref, commit, signedByPath                string
+		trailers                                 []string
+		verbose                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "promote --git DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -39,6 +39,11 @@ Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict),
 The cosign key password is read from COSIGN_PASSWORD.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, f := range []struct{ name, v string }{{"--git", gitDir}, {"--env", env}, {"--registry", registryRef}, {"--key", keyPath}} {
+				if f.v == "" {
+					return usageError{fmt.Errorf("%s must not be empty", f.name)}
+				}
+			}
 			if dbURL == "" {
 				dbURL = os.Getenv("CONFIGPUB_DATABASE_URL")
 			}
