@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test demo bench bench-server lint fuzz compat e2e ensure-postgres clean
+.PHONY: all build test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres clean
 
 all: build
 
@@ -36,6 +36,19 @@ LOAD_CONCURRENCY ?= 32
 bench-server: ensure-postgres
 	$(GO) test -run '^$$' -bench '^BenchmarkServerLoad$$' -benchtime 1x -timeout 10m -v ./configserver/ \
 		-args -load.duration=$(LOAD_DURATION) -load.concurrency=$(LOAD_CONCURRENCY) -load.identities=1000
+
+## compat: install pinned cosign, oras, crane and the Distribution registry binary
+## (go install, into .configpub/tools/bin) and check published fixture artifacts
+## with them against the embedded and the stand-alone registry.
+compat:
+	./scripts/compat.sh
+
+## bench-publish: publish 1,000 generated targets to a loopback in-process Distribution
+## registry vs an unchanged re-publish and a loop of `oras push` in the same run.
+bench-publish:
+	./scripts/compat.sh --install-only
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' \
+		-benchtime 1x -timeout 30m ./registry/
 
 lint:
 	$(GO) vet $(PKGS)
