@@ -46,9 +46,9 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 
 	bound := render.List()
 	aliases := map[string]bool{}
-	for _, an := range m.agentNames {
+	for _, an := range m.agentsByGateway[name] {
 		a := m.agents[an]
-		if a.spec.Gateway.Name != name || a.spec.Host != host {
+		if a.spec.Host != host {
 			continue
 		}
 		ap := agents[an]
@@ -82,9 +82,9 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 			Add("maxOutputTokens", render.Int(ma.spec.MaxOutputTokens)))
 	}
 	tools := render.List()
-	for _, tn := range sortedKeys(m.tools) {
+	for _, tn := range m.toolsByGateway[name] {
 		t := m.tools[tn]
-		if t.spec.Gateway != name || t.spec.Host != host {
+		if t.spec.Host != host {
 			continue
 		}
 		tv, tfs, err := m.toolTree(t.src, []string{"spec", "gateway"}, host, tn)

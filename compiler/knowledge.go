@@ -20,11 +20,8 @@ func (m *model) resolveKnowledge(host string, agents map[string]*policy) (*polic
 	fs.add(h.src)
 	fs.add(m.repo.src)
 	kbs := render.List()
-	for _, name := range sortedKeys(m.kbs) {
+	for _, name := range m.kbsByHost[host] {
 		k := m.kbs[name]
-		if k.spec.Host != host {
-			continue
-		}
 		s, sp := k.src, &k.spec
 		fs.add(s)
 		if err := m.ceilingInt(s, []string{"spec", "limits", "queriesPerMinute"}, "maxQueriesPerMinute", sp.Limits.QueriesPerMinute); err != nil {
@@ -74,7 +71,7 @@ func (m *model) resolveKnowledge(host string, agents map[string]*policy) (*polic
 				Add("maxIngestBytesPerDay", render.Int(sp.Limits.MaxIngestBytesPerDay))))
 	}
 	bindings := render.List()
-	for _, an := range m.agentNames {
+	for _, an := range m.agentsByHost[host] {
 		ap := agents[an]
 		if ap == nil || ap.Host != host {
 			continue

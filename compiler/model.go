@@ -29,6 +29,13 @@ type model struct {
 	targets    map[string]*entry[targetSpec]
 	agentNames []string // sorted
 
+	// Indexes, each list sorted by name.
+	agentsByGateway map[string][]string // gateway name -> agents bound to it
+	agentsByHost    map[string][]string
+	toolsByGateway  map[string][]string
+	toolsByWorkflow map[string][]string // "name@version" -> tools bound to it
+	kbsByHost       map[string][]string
+
 	// Memoized resolutions shared by every subject that references them.
 	// Cached trees are never mutated; callers that edit one clone it.
 	toolCache     map[string]*resolved
@@ -97,6 +104,7 @@ func buildModel(ss *sources) (*model, error) {
 		return nil, err
 	}
 	m.agentNames = ss.names(KindAgent)
+	m.index()
 	if err := m.checkRepository(); err != nil {
 		return nil, err
 	}
@@ -212,4 +220,29 @@ func (f files) merge(o files) {
 
 func errUnknown(src *source, path []string, kind, name string) error {
 	return src.errorf(path, "unresolved reference: %s %q is not defined", kind, name)
+}
+
+// index builds the lookup lists used by resolution, so resolving every
+// Gateway and Knowledge service stays linear in the repository size.
+func (m *model) index() {
+	m.agentsByGateway, m.agentsByHost = map[string][]string{}, map[string][]string{}
+	for _, n := range m.agentNames {
+		a := m.agents[n]
+		m.agentsByGateway[a.spec.Gateway.Name] = append(m.agentsByGateway[a.spec.Gateway.Name], n)
+		m.agentsByHost[a.spec.Host] = append(m.agentsByHost[a.spec.Host], n)
+	}
+	m.toolsByGateway, m.toolsByWorkflow = map[string][]string{}, map[string][]string{}
+	for _, n := range sortedKeys(m.tools) {
+		t := m.tools[n]
+		m.toolsByGateway[t.spec.Gateway] = append(m.toolsByGateway[t.spec.Gateway], n)
+		if w := t.spec.Workflow; w != nil {
+			k := w.Name + "@" + w.Version
+			m.toolsByWorkflow[k] = append(m.toolsByWorkflow[k], n)
+		}
+	}
+	m.kbsByHost = map[string][]string{}
+	for _, n := range sortedKeys(m.kbs) {
+		h := m.kbs[n].spec.Host
+		m.kbsByHost[h] = append(m.kbsByHost[h], n)
+	}
 }

@@ -60,9 +60,12 @@ func (p *projector) project(v *render.Value) *render.Value {
 	return projectNode(v, p.root)
 }
 
+// projectNode shares allowed subtrees with the policy instead of copying
+// them: policy trees are immutable once frozen, and the namespace is only
+// ever extended at its root.
 func projectNode(v *render.Value, t *trie) *render.Value {
 	if t.keep {
-		return v.Clone()
+		return v
 	}
 	switch v.Kind {
 	case render.KindMap:

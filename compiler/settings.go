@@ -10,18 +10,18 @@ import (
 // mergeSettings deep-merges override into base (DESIGN §3 step 5): maps
 // merge, lists and scalars replace, an explicit null removes the key.
 // Presence is kept distinct from empty, false and 0. Neither input is
-// modified.
+// modified; unchanged subtrees are shared.
 func mergeSettings(base, override *render.Value) *render.Value {
 	if override == nil {
 		if base == nil {
 			return render.Map()
 		}
-		return base.Clone()
+		return base
 	}
 	if base == nil || base.Kind != render.KindMap || override.Kind != render.KindMap {
-		return stripNulls(override.Clone())
+		return stripNulls(override)
 	}
-	out := base.Clone()
+	out := &render.Value{Kind: render.KindMap, Keys: append([]string(nil), base.Keys...), Vals: append([]*render.Value(nil), base.Vals...)}
 	for i, k := range override.Keys {
 		ov := override.Vals[i]
 		if ov.Kind == render.KindNull {
@@ -32,44 +32,52 @@ func mergeSettings(base, override *render.Value) *render.Value {
 			out.Set(k, mergeSettings(bv, ov))
 			continue
 		}
-		out.Set(k, stripNulls(ov.Clone()))
+		out.Set(k, stripNulls(ov))
 	}
 	return out
 }
 
-// stripNulls removes null members of maps (a null can only mean "absent").
+// stripNulls returns v without null map members (a null can only mean
+// "absent"), copying only the maps that had one.
 func stripNulls(v *render.Value) *render.Value {
-	if v.Kind == render.KindMap {
-		out := render.Map()
-		for i, k := range v.Keys {
-			if v.Vals[i].Kind == render.KindNull {
-				continue
-			}
-			out.Add(k, stripNulls(v.Vals[i]))
-		}
-		return out
+	if v.Kind != render.KindMap {
+		return v
 	}
-	return v
+	changed := false
+	vals := make([]*render.Value, len(v.Vals))
+	for i, c := range v.Vals {
+		vals[i] = stripNulls(c)
+		if c.Kind == render.KindNull || vals[i] != c {
+			changed = true
+		}
+	}
+	if !changed {
+		return v
+	}
+	out := render.Map()
+	for i, k := range v.Keys {
+		if v.Vals[i].Kind == render.KindNull {
+			continue
+		}
+		out.Add(k, vals[i])
+	}
+	return out
 }
 
 // flatten turns merged settings into the flat property map of values.yml:
-// nested map keys join with "."; lists, scalars and empty maps are leaves.
-// The result is sorted by key.
+// nested map keys join with "."; lists, scalars and empty maps are leaves
+// (shared, not copied). The result is sorted by key.
 func flatten(v *render.Value) *render.Value {
 	out := render.Map()
 	var walk func(prefix string, v *render.Value)
 	walk = func(prefix string, v *render.Value) {
 		if v.Kind == render.KindMap && len(v.Keys) > 0 {
 			for i, k := range v.Keys {
-				p := k
-				if prefix != "" {
-					p = prefix + "." + k
-				}
-				walk(p, v.Vals[i])
+				walk(prefix+"."+k, v.Vals[i])
 			}
 			return
 		}
-		out.Add(prefix, v.Clone())
+		out.Add(prefix, v)
 	}
 	if v != nil && v.Kind == render.KindMap {
 		for i, k := range v.Keys {

@@ -133,12 +133,7 @@ func (m *model) workflowViews(agents map[string]*policy, compat int64) ([]Workfl
 			if err != nil {
 				return nil, err
 			}
-			var tools []string
-			for _, tn := range sortedKeys(m.tools) {
-				if tw := m.tools[tn].spec.Workflow; tw != nil && tw.Name == name && tw.Version == v.Version {
-					tools = append(tools, tn)
-				}
-			}
+			tools := m.toolsByWorkflow[name+"@"+v.Version]
 			allowed := render.List()
 			for _, a := range sortedCopy(v.Agents) {
 				pd := ""
