@@ -1,39 +1,43 @@
 package pgstore
 
 import (
-	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
-// byteCache is an LRU of immutable artifact bytes keyed by digest, bounded
-// by the total number of bytes it holds.
+// byteCache holds immutable artifact bytes keyed by digest, bounded by the
+// total number of bytes it holds. A hit takes only a read lock and sets a
+// reference bit; eviction is second-chance (CLOCK-like): an entry used
+// since the last sweep is spared once. Hits therefore never serialise
+// concurrent requests.
 type byteCache struct {
 	max int64
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	size  int64
-	order *list.List // front = most recently used; values are *cacheItem
-	items map[string]*list.Element
+	items map[string]*cacheItem
 }
 
 type cacheItem struct {
-	digest string
-	bytes  []byte
+	bytes []byte
+	ref   atomic.Bool
 }
 
 func newByteCache(max int64) *byteCache {
-	return &byteCache{max: max, order: list.New(), items: make(map[string]*list.Element)}
+	return &byteCache{max: max, items: make(map[string]*cacheItem)}
 }
 
 func (c *byteCache) get(digest string) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[digest]
-	if !ok {
+	c.mu.RLock()
+	it := c.items[digest]
+	c.mu.RUnlock()
+	if it == nil {
 		return nil, false
 	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheItem).bytes, true
+	if !it.ref.Load() {
+		it.ref.Store(true)
+	}
+	return it.bytes, true
 }
 
 func (c *byteCache) put(digest string, b []byte) {
@@ -43,23 +47,34 @@ func (c *byteCache) put(digest string, b []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[digest]; ok {
-		c.order.MoveToFront(el)
+	if _, ok := c.items[digest]; ok {
 		return
 	}
 	for c.size+n > c.max {
-		last := c.order.Back()
-		it := last.Value.(*cacheItem)
-		c.order.Remove(last)
-		delete(c.items, it.digest)
-		c.size -= int64(len(it.bytes))
+		c.evictOneLocked()
 	}
-	c.items[digest] = c.order.PushFront(&cacheItem{digest: digest, bytes: b})
+	c.items[digest] = &cacheItem{bytes: b}
 	c.size += n
 }
 
+// evictOneLocked removes one entry not referenced since the last sweep,
+// clearing reference bits as it passes; the second pass always finds one.
+func (c *byteCache) evictOneLocked() {
+	for range 2 {
+		for k, it := range c.items {
+			if it.ref.Load() {
+				it.ref.Store(false)
+				continue
+			}
+			delete(c.items, k)
+			c.size -= int64(len(it.bytes))
+			return
+		}
+	}
+}
+
 func (c *byteCache) bytes() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.size
 }
