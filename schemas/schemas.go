@@ -93,9 +93,7 @@ var defaultSet = sync.OnceValues(compile)
 func Default() (*Set, error) { return defaultSet() }
 
 func compile() (*Set, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseRegexpEngine(regexpEngine)
+	docs := map[string]any{}
 	var names []string
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path.Ext(p) != ".json" || strings.HasPrefix(p, "allowlist/") {
@@ -109,9 +107,7 @@ func compile() (*Set, error) {
 		if err != nil {
 			return fmt.Errorf("schema %s: %w", p, err)
 		}
-		if err := c.AddResource(BaseURL+p, doc); err != nil {
-			return fmt.Errorf("schema %s: %w", p, err)
-		}
+		docs[BaseURL+p] = doc
 		if p != "common.json" {
 			names = append(names, strings.TrimSuffix(p, ".json"))
 		}
@@ -119,6 +115,19 @@ func compile() (*Set, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseRegexpEngine(regexpEngine)
+	for _, n := range names {
+		u := BaseURL + n + ".json"
+		flat, err := inlineRefs(docs[u], u, docs, 0)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", n, err)
+		}
+		if err := c.AddResource(u, flat); err != nil {
+			return nil, fmt.Errorf("schema %s: %w", n, err)
+		}
 	}
 	s := &Set{schemas: map[string]*jsonschema.Schema{}}
 	for _, n := range names {
