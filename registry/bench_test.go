@@ -165,4 +165,3 @@ func benchDir(b *testing.B) string {
 	}
 	return b.TempDir()
 }
-

@@ -30,6 +30,11 @@ type PublishRequest struct {
 	// Progress, when set, is called after each artifact completes. Calls
 	// are serialized; it must not block for long.
 	Progress func(Result)
+	// EnsureSignatures also checks the signature of artifacts whose tag is
+	// already in place and adds this key's when it is missing (after a key
+	// rotation). Default false: the tag is written last, so a tag naming the
+	// expected digest means the artifact is complete and signed.
+	EnsureSignatures bool
 }
 
 // Result is the outcome for one artifact.
@@ -61,9 +66,8 @@ type Summary struct {
 }
 
 // Publish pushes and signs every artifact of req, at most Concurrency at a
-// time. It is idempotent: a tag that already names the expected manifest
-// and carries a signature by the same key costs two requests and uploads
-// nothing. The first failure cancels the rest and is returned together with
+// time. It is idempotent: an artifact whose tag already names the expected
+// manifest costs one request (a HEAD) and uploads nothing. The first failure cancels the rest and is returned together with
 // the summary of what completed before it; a Result is only listed once its
 // manifest, tag and signature are all in the registry.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, error) {
@@ -99,7 +103,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 	g.SetLimit(c.concurrency)
 	for i, p := range packs {
 		g.Go(func() error {
-			res, err := c.publishOne(gctx, p, req.Signer, cfg)
+			res, err := c.publishOne(gctx, p, req.Signer, cfg, req.EnsureSignatures)
 			if err != nil {
 				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 			}
@@ -129,8 +133,14 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 	return sum, err
 }
 
-// publishOne makes p present, tagged and signed in its repository.
-func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome) (Result, error) {
+// publishOne makes p present, signed and tagged in its repository. The tag
+// is written last, as the commit point: blobs, then the signature (cosign's
+// tag scheme does not need the signed manifest to exist yet), then the
+// manifest under its tag. So a tag that names the expected digest means
+// the artifact was published completely, and checking it is the whole cost
+// of an unchanged re-publish; an interrupted publish leaves no tag and is
+// finished by the next run.
+func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome, ensureSig bool) (Result, error) {
 	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
 	repo, err := c.repository(p.repository)
 	if err != nil {
@@ -140,41 +150,45 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	desc, err := repo.Resolve(ctx, p.tag)
 	switch {
 	case err == nil && desc.Digest == p.manifest.Digest:
-		// Present: the blobs exist, since the registry accepted the manifest.
+		if ensureSig {
+			n, err := ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+			if err != nil {
+				return res, err
+			}
+			res.Signed, res.Pushed, res.Bytes = n > 0, n > 0, n
+		}
+		return res, nil
 	case err == nil:
 		return res, fmt.Errorf("%w: tag %s names %s, want %s", ErrConflict, p.tag, desc.Digest, p.manifest.Digest)
-	case errors.Is(err, errdef.ErrNotFound):
-		up, err := cfg.ensure(ctx, repo)
-		if err != nil {
-			return res, err
-		}
-		if up {
-			res.Blobs++
-			res.Bytes += emptyConfig.Size
-		}
-		if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
-			return res, err
-		}
-		if up {
-			res.Blobs++
-			res.Bytes += p.layer.Size
-		}
-		if err := repo.PushReference(ctx, p.manifest, bytes.NewReader(p.manifestB), p.tag); err != nil {
-			return res, fmt.Errorf("push manifest %s: %w", p.manifest.Digest, err)
-		}
-		res.Pushed = true
-		res.Bytes += p.manifest.Size
-	default:
+	case !errors.Is(err, errdef.ErrNotFound):
 		return res, fmt.Errorf("resolve tag %s: %w", p.tag, err)
+	}
+	up, err := cfg.ensure(ctx, repo)
+	if err != nil {
+		return res, err
+	}
+	if up {
+		res.Blobs++
+		res.Bytes += emptyConfig.Size
+	}
+	if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+		return res, err
+	}
+	if up {
+		res.Blobs++
+		res.Bytes += p.layer.Size
 	}
 	n, err := ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
 	if err != nil {
 		return res, err
 	}
-	if n > 0 {
-		res.Signed, res.Pushed = true, true
-		res.Bytes += n
+	res.Signed = n > 0
+	res.Bytes += n
+	if err := repo.PushReference(ctx, p.manifest, bytes.NewReader(p.manifestB), p.tag); err != nil {
+		return res, fmt.Errorf("push manifest %s: %w", p.manifest.Digest, err)
 	}
+	res.Pushed = true
+	res.Bytes += p.manifest.Size
 	return res, nil
 }
 

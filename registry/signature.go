@@ -98,8 +98,9 @@ func ensureSignature(ctx context.Context, repo *remote.Repository, repository st
 	if err != nil {
 		return 0, fmt.Errorf("signature manifest: %w", err)
 	}
-	// The empty config is already in this repository: the artifact
-	// manifest, which the registry accepted, references it.
+	// The empty config is already in this repository: publishOne pushed it
+	// for the artifact manifest, or that manifest, which the registry
+	// accepted, references it.
 	var n int64
 	up, err := pushBlob(ctx, repo, plDesc, pl)
 	if err != nil {

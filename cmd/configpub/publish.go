@@ -21,6 +21,7 @@ func addPublishCmd(root *cobra.Command) {
 	var (
 		rf                          registryFlags
 		repo, env, prefix, key, out string
+		ensureSigs                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "publish --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -73,6 +74,7 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 			progress := newProgress(w, len(arts)+1)
 			sum, err := c.Publish(cmd.Context(), registry.PublishRequest{
 				Prefix: prefix, Artifacts: arts, Release: rel, Signer: signer, Progress: progress.report,
+				EnsureSignatures: ensureSigs,
 			})
 			progress.done()
 			if sum != nil {
@@ -89,6 +91,7 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 	f.StringVar(&key, "key", "", "cosign.key; its password is read from $COSIGN_PASSWORD (required)")
 	f.StringVar(&out, "out", "", "also write OUT/ENV/HOST/SERVICEID/values.yml")
 	f.IntVar(&rf.concurrency, "concurrency", 8, "artifacts pushed at once")
+	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
 	rf.add(cmd)
 	root.AddCommand(cmd)
 }

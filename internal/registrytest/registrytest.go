@@ -48,11 +48,11 @@ type Registry struct {
 var quietOnce sync.Once
 
 // New starts a registry for the duration of the test. Distribution's
-// logrus output is raised to warnings once per test binary (a test-only
-// concession to its global logger).
+// logrus output is discarded once per test binary (a test-only concession
+// to its global logger): tests read errors from responses, not logs.
 func New(t testing.TB, opts Options) *Registry {
 	t.Helper()
-	quietOnce.Do(func() { logrus.SetLevel(logrus.WarnLevel); logrus.SetOutput(io.Discard) })
+	quietOnce.Do(func() { logrus.SetLevel(logrus.PanicLevel); logrus.SetOutput(io.Discard) })
 	dir := opts.Dir
 	if dir == "" && !opts.InMemory {
 		dir = t.TempDir()
