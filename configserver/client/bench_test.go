@@ -5,6 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -126,4 +128,61 @@ func mustLoadB(b *testing.B, c *client.Client, want client.Outcome) {
 	if err != nil || ev.Outcome != want {
 		b.Fatalf("got %s %s %v, want %s", ev.Outcome, ev.Reason, err, want)
 	}
+}
+
+// BenchmarkLoadVsBaseline interleaves, per iteration, one baseline
+// operation, one full Load and one bare GET of the same response (no
+// verification), so that all three see the same machine load. It reports
+// each one's ns/op and load/baseline (the bar is <= 2); http-ns/op shows how
+// much of a Load is the loopback round trip to the in-process server.
+func BenchmarkLoadVsBaseline(b *testing.B) {
+	w, r := benchWorld(b)
+	c := w.client(func(o *client.Options) { o.CacheDir = "" })
+	ctx := context.Background()
+	mustLoadB(b, c, client.OutcomeApplied)
+	sig, err := base64.StdEncoding.DecodeString(r.Signature)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub := w.key.trusted.Key
+	hc := w.srv.Client()
+	url := w.srv.URL + "/configs?envTag=prod&host=payments.example&serviceId=agent-42"
+	var loadT, baseT, httpT time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		var v map[string]any
+		if err := yaml.Unmarshal(r.Values, &v); err != nil {
+			b.Fatal(err)
+		}
+		sum := sha256.Sum256(r.ManifestBytes)
+		if !ecdsa.VerifyASN1(pub, sum[:], sig) {
+			b.Fatal("signature does not verify")
+		}
+		baseT += time.Since(t)
+
+		t = time.Now()
+		if ev, err := c.Load(ctx); err != nil || ev.Outcome != client.OutcomeUnchanged {
+			b.Fatalf("got %s %v, want UNCHANGED", ev.Outcome, err)
+		}
+		loadT += time.Since(t)
+
+		t = time.Now()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer test-token")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		httpT += time.Since(t)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(loadT.Nanoseconds())/n, "load-ns/op")
+	b.ReportMetric(float64(baseT.Nanoseconds())/n, "baseline-ns/op")
+	b.ReportMetric(float64(httpT.Nanoseconds())/n, "http-ns/op")
+	b.ReportMetric(float64(loadT)/float64(baseT), "load/baseline")
 }

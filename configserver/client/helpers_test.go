@@ -326,11 +326,12 @@ type testServer struct {
 
 	mu        sync.Mutex
 	rel       *release
+	hdr       http.Header                             // rel.headers(), computed once per set
 	mutate    func(h http.Header, body []byte) []byte // tamper with the next responses
 	raw       http.HandlerFunc                        // replaces the handler entirely
 	noCond    bool                                    // ignore If-None-Match
 	notModHdr func(h http.Header)                     // extra headers on a 304
-	requests  []*http.Request
+	last      http.Header                             // headers of the last request
 	evidence  [][]byte
 }
 
@@ -343,8 +344,8 @@ func newTestServer(t tb, id bundle.Identity, token string) *testServer {
 
 func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	rel, mutate, raw, noCond, notModHdr := s.rel, s.mutate, s.raw, s.noCond, s.notModHdr
-	s.requests = append(s.requests, r.Clone(r.Context()))
+	rel, hdr, mutate, raw, noCond, notModHdr := s.rel, s.hdr, s.mutate, s.raw, s.noCond, s.notModHdr
+	s.last = r.Header
 	s.mu.Unlock()
 	if r.Header.Get("Authorization") != "Bearer "+s.token {
 		w.Header().Set("WWW-Authenticate", "Bearer")
@@ -373,10 +374,10 @@ func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"no current snapshot"}`, http.StatusNotFound)
 		return
 	}
-	h := rel.headers()
-	body := append([]byte(nil), rel.Values...)
+	h, body := hdr, rel.Values
 	if mutate != nil {
-		body = mutate(h, body)
+		h = hdr.Clone()
+		body = mutate(h, append([]byte(nil), rel.Values...))
 	}
 	for k, v := range h {
 		w.Header()[k] = v
@@ -397,7 +398,10 @@ func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 func (s *testServer) set(rel *release, mutate func(http.Header, []byte) []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rel, s.mutate, s.raw = rel, mutate, nil
+	s.rel, s.mutate, s.raw, s.hdr = rel, mutate, nil, nil
+	if rel != nil {
+		s.hdr = rel.headers()
+	}
 }
 
 func (s *testServer) setRaw(h http.HandlerFunc) {
@@ -406,8 +410,8 @@ func (s *testServer) setRaw(h http.HandlerFunc) {
 	s.raw = h
 }
 
-func (s *testServer) lastRequest() *http.Request {
+func (s *testServer) lastRequest() http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.requests[len(s.requests)-1]
+	return s.last
 }

@@ -48,7 +48,7 @@ func TestLoadAppliesThenNotModified(t *testing.T) {
 	}
 
 	ev = mustLoad(t, c, client.OutcomeUnchanged)
-	if got, want := w.srv.lastRequest().Header.Get("If-None-Match"), `"`+r1.ArtifactDigest()+`"`; got != want {
+	if got, want := w.srv.lastRequest().Get("If-None-Match"), `"`+r1.ArtifactDigest()+`"`; got != want {
 		t.Fatalf("If-None-Match: got %q, want %q", got, want)
 	}
 	if ev.Reason != client.ReasonNotModified || ev.SnapshotID != r1.Manifest.SnapshotID {
@@ -106,7 +106,7 @@ func TestLoadLeaseRenewal(t *testing.T) {
 	renewed2.leaseTo = renewed.leaseTo.Add(time.Hour)
 	w.srv.set(w.build(renewed2), nil)
 	ev = mustLoad(t, c, client.OutcomeApplied)
-	if got := w.srv.lastRequest().Header.Get("If-None-Match"); got != "" {
+	if got := w.srv.lastRequest().Get("If-None-Match"); got != "" {
 		t.Fatalf("past refreshAfter: got If-None-Match %q, want none", got)
 	}
 	if ev.Reason != client.ReasonLeaseRenewed {

@@ -33,14 +33,23 @@ type document struct {
 // fields so that a future schema is reported as SCHEMA_UNSUPPORTED rather
 // than as unknown fields.
 func parseValues(b []byte, audience string) (*document, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var root yaml.Node
-	if err := dec.Decode(&root); err != nil {
+	if err := yaml.Unmarshal(b, &root); err != nil {
 		return nil, &VerificationError{Reason: ReasonParse, Field: "values.yml", Err: err}
 	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return nil, reject(ReasonParse, "values.yml", "more than one YAML document")
+	// yaml.Unmarshal reads the first document only. A second one needs a
+	// document marker at the start of a line; only then is the stream
+	// decoded again, document by document.
+	if bytes.HasPrefix(b, []byte("---")) || bytes.HasPrefix(b, []byte("...")) ||
+		bytes.Contains(b, []byte("\n---")) || bytes.Contains(b, []byte("\n...")) {
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		var first, extra yaml.Node
+		if err := dec.Decode(&first); err != nil {
+			return nil, &VerificationError{Reason: ReasonParse, Field: "values.yml", Err: err}
+		}
+		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+			return nil, reject(ReasonParse, "values.yml", "more than one YAML document")
+		}
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, reject(ReasonParse, "values.yml", "top level is not a mapping")

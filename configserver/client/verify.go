@@ -118,7 +118,7 @@ func (c *Client) verifyDocument(values []byte, ev *Evidence) (*document, error) 
 	if err := c.checkEnvelopeIdentity(env); err != nil {
 		return nil, err
 	}
-	cd, err := jcs.Digest(doc.Namespace)
+	cd, err := canonicalDigest(doc.Namespace)
 	if err != nil {
 		return nil, &VerificationError{Reason: ReasonInvalidField, Field: bundle.Namespace(c.opts.Audience), Err: err}
 	}
