@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"testing"
@@ -207,5 +208,32 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	if resp, _ := e.do(t, "POST", "/healthz", ""); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("POST /healthz: got %d, want 405", resp.StatusCode)
+	}
+}
+
+// TestLargeActivationVisibleWithinOneSecond: one transaction moves 1,500
+// pointers (1,500 NOTIFYs, as a release activation does); every identity
+// serves its new snapshot within 1 s of the commit.
+func TestLargeActivationVisibleWithinOneSecond(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	const n = 1500
+	var sns []*snapshot
+	for i := range n {
+		id := bundle.Identity{Host: fmt.Sprintf("bulk-%04d.example", i), ServiceID: "svc", EnvTag: "prod"}
+		sns = append(sns, e.seed.publish(t, id, "agent", 1, yamlBody(fmt.Sprintf("bulk-%d", i))))
+	}
+	e.seed.moveManyAt(t, sns, time.Now().UTC().Truncate(time.Second), 5*time.Minute, time.Hour)
+	committed := time.Now()
+	last := sns[n-1]
+	waitServed(t, e, last.Identity, "agent", last.ID)
+	for _, i := range []int{0, n / 2, n - 1} {
+		waitServed(t, e, sns[i].Identity, "agent", sns[i].ID)
+	}
+	if d := time.Since(committed); d > time.Second {
+		t.Fatalf("activation of %d pointers fully visible after %s, want within 1s", n, d)
+	}
+	if got := e.store.Stats().Pointers; got != n {
+		t.Fatalf("got %d pointers in memory, want %d", got, n)
 	}
 }

@@ -131,34 +131,43 @@ func (s *seeder) move(t testing.TB, sn *snapshot) *pointerState {
 // moveAt is move with a manifest issued at now with the given lease.
 func (s *seeder) moveAt(t testing.TB, sn *snapshot, now time.Time, refresh, expire time.Duration) *pointerState {
 	t.Helper()
-	s.mu.Lock()
-	s.seq[sn.Identity]++
-	seq := s.seq[sn.Identity]
-	s.mu.Unlock()
-	m := &bundle.DeliveryManifest{
-		Type: bundle.DeliveryManifestType, Host: sn.Identity.Host, ServiceID: sn.Identity.ServiceID,
-		EnvTag: sn.Identity.EnvTag, Audience: sn.Audience, SnapshotID: sn.ID, PublicationID: sn.PublicationID,
-		PolicySnapshotID: sn.PolicySnapshotID, ReleaseVersion: sn.ReleaseVersion, ArtifactDigest: sn.ArtifactDigest,
-		ContentDigest: sn.ContentDigest, PolicyDigest: sn.PolicyDigest, PropertySetDigest: sn.PropertySetDigest,
-		SchemaVersion: 1, CompatibilityGeneration: sn.CompatibilityGeneration, RevocationEpoch: sn.RevocationEpoch,
-		Sequence: seq, IssuedAt: now.Format(time.RFC3339),
-		ValidFrom: now.Format(time.RFC3339), RefreshAfter: now.Add(refresh).Format(time.RFC3339),
-		ExpiresAt: now.Add(expire).Format(time.RFC3339),
-	}
-	raw, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signing.SignBlob(s.signer, raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := &pointerState{Manifest: raw, Signature: sig, KeyID: s.trusted[0].ID, Parsed: m}
-	payload, _ := json.Marshal(map[string]any{"host": sn.Identity.Host, "serviceId": sn.Identity.ServiceID,
-		"envTag": sn.Identity.EnvTag, "snapshotId": sn.ID, "sequence": seq})
-	ctx := context.Background()
-	err = pgx.BeginFunc(ctx, s.owner, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id,
+	return s.moveManyAt(t, []*snapshot{sn}, now, refresh, expire)[0]
+}
+
+// moveManyAt moves every pointer of sns in one transaction (one NOTIFY
+// each), as an activation of a whole release does.
+func (s *seeder) moveManyAt(t testing.TB, sns []*snapshot, now time.Time, refresh, expire time.Duration) []*pointerState {
+	t.Helper()
+	var out []*pointerState
+	batch := &pgx.Batch{}
+	for _, sn := range sns {
+		s.mu.Lock()
+		s.seq[sn.Identity]++
+		seq := s.seq[sn.Identity]
+		s.mu.Unlock()
+		m := &bundle.DeliveryManifest{
+			Type: bundle.DeliveryManifestType, Host: sn.Identity.Host, ServiceID: sn.Identity.ServiceID,
+			EnvTag: sn.Identity.EnvTag, Audience: sn.Audience, SnapshotID: sn.ID, PublicationID: sn.PublicationID,
+			PolicySnapshotID: sn.PolicySnapshotID, ReleaseVersion: sn.ReleaseVersion, ArtifactDigest: sn.ArtifactDigest,
+			ContentDigest: sn.ContentDigest, PolicyDigest: sn.PolicyDigest, PropertySetDigest: sn.PropertySetDigest,
+			SchemaVersion: 1, CompatibilityGeneration: sn.CompatibilityGeneration, RevocationEpoch: sn.RevocationEpoch,
+			Sequence: seq, IssuedAt: now.Format(time.RFC3339),
+			ValidFrom: now.Format(time.RFC3339), RefreshAfter: now.Add(refresh).Format(time.RFC3339),
+			ExpiresAt: now.Add(expire).Format(time.RFC3339),
+		}
+		raw, err := m.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig, err := signing.SignBlob(s.signer, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := &pointerState{Manifest: raw, Signature: sig, KeyID: s.trusted[0].ID, Parsed: m}
+		out = append(out, ps)
+		payload, _ := json.Marshal(map[string]any{"host": sn.Identity.Host, "serviceId": sn.Identity.ServiceID,
+			"envTag": sn.Identity.EnvTag, "snapshotId": sn.ID, "sequence": seq})
+		batch.Queue(`INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id,
 			release_version, sequence, manifest, manifest_signature, manifest_key_id, lease_valid_from,
 			lease_refresh_after, lease_expires_at, moved_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())
@@ -168,23 +177,22 @@ func (s *seeder) moveAt(t testing.TB, sn *snapshot, now time.Time, refresh, expi
 			lease_valid_from = EXCLUDED.lease_valid_from, lease_refresh_after = EXCLUDED.lease_refresh_after,
 			lease_expires_at = EXCLUDED.lease_expires_at, moved_at = now(), updated_at = now()`,
 			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, sn.ID, sn.ReleaseVersion, seq, raw, sig,
-			ps.KeyID, now, now.Add(refresh), now.Add(expire)); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence,
+			ps.KeyID, now, now.Add(refresh), now.Add(expire))
+		batch.Queue(`INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence,
 			issued_at, snapshot_id, manifest, signature, key_id, expires_at, kind)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'move')`,
 			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, seq, now, sn.ID, raw, sig, ps.KeyID,
-			now.Add(expire)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`, string(payload))
-		return err
+			now.Add(expire))
+		batch.Queue(`SELECT pg_notify('configpub_pointer', $1)`, string(payload))
+	}
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, s.owner, func(tx pgx.Tx) error {
+		return tx.SendBatch(ctx, batch).Close()
 	})
 	if err != nil {
-		t.Fatalf("seed pointer move: %v", err)
+		t.Fatalf("seed pointer moves: %v", err)
 	}
-	return ps
+	return out
 }
 
 // env is a running Config Server over a real database.

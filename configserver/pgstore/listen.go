@@ -82,7 +82,7 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err == nil:
-			if err := s.apply(ctx, conn, n.Payload); err != nil {
+			if err := s.apply(ctx, conn, drain(conn, n.Payload)); err != nil {
 				return err
 			}
 		case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
@@ -145,37 +145,73 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// apply reloads the identity a notification names (everything, when the
-// payload cannot be read).
-func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payload string) error {
-	var n notification
-	if err := json.Unmarshal([]byte(payload), &n); err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
-		s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
+// maxBatch is the most identities reloaded by one query; a larger burst
+// (a big activation) is answered by one full reconcile instead.
+const maxBatch = 512
+
+// drain returns first plus every notification pgx has already buffered,
+// without waiting (a cancelled context never touches the connection).
+func drain(conn *pgx.Conn, first string) []string {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	payloads := []string{first}
+	for {
+		n, err := conn.WaitForNotification(done)
+		if err != nil || n == nil {
+			return payloads
+		}
+		payloads = append(payloads, n.Payload)
+	}
+}
+
+// apply reloads the identities the notifications name in one query, or
+// everything when a payload cannot be read or the burst is large.
+func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
+	ids := make(map[bundle.Identity]bool, len(payloads))
+	for _, p := range payloads {
+		var n notification
+		if err := json.Unmarshal([]byte(p), &n); err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
+			s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
+			return s.reconcile(ctx, conn)
+		}
+		ids[bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}] = true
+	}
+	if len(ids) > maxBatch {
 		return s.reconcile(ctx, conn)
 	}
-	id := bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}
+	hosts, services, envs := make([]string, 0, len(ids)), make([]string, 0, len(ids)), make([]string, 0, len(ids))
+	for id := range ids {
+		hosts, services, envs = append(hosts, id.Host), append(services, id.ServiceID), append(envs, id.EnvTag)
+	}
 	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	started := time.Now()
-	var r pointerRow
-	err := conn.QueryRow(qctx, onePointerQuery, id.Host, id.ServiceID, id.EnvTag).Scan(r.scanArgs()...)
-	var e *entry
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		// No pointer (or a revoked snapshot): nothing to serve.
-	case err != nil:
-		return fmt.Errorf("refresh pointer %s: %w", id, err)
-	default:
-		e = s.entryFor(&r)
+	rows, err := conn.Query(qctx, batchPointerQuery, hosts, services, envs)
+	if err != nil {
+		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
+	}
+	found := make(map[bundle.Identity]*entry, len(ids))
+	for rows.Next() {
+		var r pointerRow
+		if err := rows.Scan(r.scanArgs()...); err != nil {
+			rows.Close()
+			return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
+		}
+		found[r.identity()] = s.entryFor(&r)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
 	}
 	s.mu.Lock()
-	if e == nil {
-		delete(s.pointers, id)
-	} else {
-		s.pointers[id] = e
+	for id := range ids {
+		if e := found[id]; e != nil {
+			s.pointers[id] = e
+		} else {
+			delete(s.pointers, id) // no pointer, or its snapshot is revoked
+		}
 	}
 	s.mu.Unlock()
-	s.refreshes.Add(1)
+	s.refreshes.Add(uint64(len(ids)))
 	s.confirmedAt.Store(started.UnixNano())
 	return nil
 }

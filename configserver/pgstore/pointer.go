@@ -22,7 +22,10 @@ WHERE ` + notRevoked
 
 const allPointersQuery = pointerQuery
 
-const onePointerQuery = pointerQuery + ` AND p.host = $1 AND p.service_id = $2 AND p.env_tag = $3`
+// batchPointerQuery selects the pointers of the identities given as three
+// parallel arrays (host, service_id, env_tag).
+const batchPointerQuery = pointerQuery + ` AND (p.host, p.service_id, p.env_tag) IN
+	(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))`
 
 // snapshotQuery selects one snapshot of an identity with the latest delivery
 // manifest issued for it, if any.
