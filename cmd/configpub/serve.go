@@ -24,6 +24,9 @@ GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 Access logs go to stderr as JSON. SIGINT/SIGTERM shut it down gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.DatabaseURL == "" {
+				cfg.DatabaseURL = os.Getenv("CONFIGPUB_DATABASE_URL") // never shown in --help: it may hold a password
+			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			err := daemon.Run(cmd.Context(), cfg)
 			if errors.Is(err, daemon.ErrConfig) {
@@ -33,7 +36,7 @@ Access logs go to stderr as JSON. SIGINT/SIGTERM shut it down gracefully.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.DatabaseURL, "database", os.Getenv("CONFIGPUB_DATABASE_URL"), "PostgreSQL URL of a configpub_server member (default $CONFIGPUB_DATABASE_URL)")
+	f.StringVar(&cfg.DatabaseURL, "database", "", "PostgreSQL URL of a configpub_server member (default $CONFIGPUB_DATABASE_URL)")
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address to listen on")
 	f.StringVar(&cfg.JWKS, "jwks", "", "token verification keys: JWKS or PEM file, or http(s) JWKS URL (required)")
 	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "refresh interval of a JWKS URL")

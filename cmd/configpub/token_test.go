@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// runTokenCLI runs the CLI in process and returns its output and exit code.
+func runTokenCLI(args ...string) (string, int) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	return out.String(), exitCode(err)
+}
+
+func TestTokenKeygenAndMint(t *testing.T) {
+	dir := t.TempDir()
+	out, code := runTokenCLI("token", "keygen", "--out", dir)
+	if code != 0 {
+		t.Fatalf("token keygen: exit %d: %s", code, out)
+	}
+	if _, code := runTokenCLI("token", "keygen", "--out", dir); code != exitRefused {
+		t.Fatalf("second keygen: got exit %d, want %d (never overwrite a key)", code, exitRefused)
+	}
+	out, code = runTokenCLI("token", "--key", filepath.Join(dir, "signing-key.pem"), "--issuer", "iss", "--audience", "aud",
+		"--host", "h1", "--service-id", "s1", "--env-tag", "prod", "--config-audience", "gateway", "--ttl", "10m")
+	if code != 0 {
+		t.Fatalf("token: exit %d: %s", code, out)
+	}
+	keys, err := auth.LoadKeyFile(filepath.Join(dir, "jwks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := auth.NewVerifier(auth.NewStaticKeys(keys), auth.Options{Issuer: "iss", Audience: "aud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := v.Verify(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("minted token does not verify against the written JWKS: %v", err)
+	}
+	if c.Host != "h1" || c.ServiceID != "s1" || c.EnvTag != "prod" || c.ConfigAudience != "gateway" {
+		t.Fatalf("got claims %+v, want h1/s1/prod gateway", c)
+	}
+	if ttl := time.Until(c.Expiry); ttl > 10*time.Minute || ttl < 9*time.Minute {
+		t.Fatalf("token expires in %s, want about 10m", ttl)
+	}
+}
+
+func TestTokenAndServeUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"token without flags", []string{"token"}},
+		{"token with a bad ttl", []string{"token", "--key", "k", "--issuer", "i", "--audience", "a", "--host", "h",
+			"--service-id", "s", "--env-tag", "e", "--config-audience", "agent", "--ttl", "soon"}},
+		{"keygen without --out", []string{"token", "keygen"}},
+		{"serve without flags", []string{"serve"}},
+		{"serve without a database", []string{"serve", "--jwks", "k", "--issuer", "i", "--audience", "a"}},
+		{"serve with a cert but no key", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--tls-cert", "c"}},
+	}
+	t.Setenv("CONFIGPUB_DATABASE_URL", "")
+	for _, tc := range tests {
+		if out, code := runTokenCLI(tc.args...); code != exitUsage {
+			t.Errorf("%s: got exit %d, want %d: %s", tc.name, code, exitUsage, out)
+		}
+	}
+}
