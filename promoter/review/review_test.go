@@ -13,10 +13,10 @@ import (
 )
 
 type history struct {
-	repo                           *gittest.Repo
-	keyA, keyB                     *gittest.Key
-	root, feat, merge, direct      plumbing.Hash
-	signedA, signedB, unmerged, ff plumbing.Hash
+	repo                       *gittest.Repo
+	keyA, keyB                 *gittest.Key
+	root, feat, merge, direct  plumbing.Hash
+	signedA, signedB, unmerged plumbing.Hash
 }
 
 // buildHistory makes:
