@@ -30,6 +30,11 @@ type Options struct {
 	// InMemory stores nothing on disk (Distribution's inmemory driver);
 	// BlobPath is meaningless then. For benchmarks.
 	InMemory bool
+	// Backend, when set, is served instead of Distribution (for example
+	// go-containerregistry's registry.New(), a lighter in-memory registry
+	// for benchmarks); counting and Wrap still apply, Dir and BlobPath do
+	// not.
+	Backend http.Handler
 }
 
 // Registry is a running test registry.
@@ -54,12 +59,17 @@ func New(t testing.TB, opts Options) *Registry {
 	t.Helper()
 	quietOnce.Do(func() { logrus.SetLevel(logrus.PanicLevel); logrus.SetOutput(io.Discard) })
 	dir := opts.Dir
-	if dir == "" && !opts.InMemory {
+	if dir == "" && !opts.InMemory && opts.Backend == nil {
 		dir = t.TempDir()
 	}
-	app, err := embedded.New(context.Background(), embedded.Options{Dir: dir, InMemory: opts.InMemory})
-	if err != nil {
-		t.Fatalf("registrytest: %v", err)
+	var app http.Handler = opts.Backend
+	closeApp := func() error { return nil }
+	if app == nil {
+		reg, err := embedded.New(context.Background(), embedded.Options{Dir: dir, InMemory: opts.InMemory})
+		if err != nil {
+			t.Fatalf("registrytest: %v", err)
+		}
+		app, closeApp = reg, reg.Close
 	}
 	r := &Registry{Dir: dir, counts: map[string]int{}}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -73,7 +83,7 @@ func New(t testing.TB, opts Options) *Registry {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
-		_ = app.Close()
+		_ = closeApp()
 	})
 	r.URL = srv.URL
 	r.Host = strings.TrimPrefix(srv.URL, "http://")
