@@ -3,6 +3,8 @@ package promoter
 import (
 	"context"
 	"crypto"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -70,8 +72,14 @@ type PromoteResult struct {
 	ReleaseDigest  string
 	CommandID      string
 	Published      []registry.Result // every target artifact, then the release artifact
-	Activation     *ActivationResult // Replayed is true when the command had already been applied
-	Duration       time.Duration
+	// Activation is the store's result; Replayed is true when this command
+	// had already been applied. Nil when AlreadyActiveFrom is set.
+	Activation *ActivationResult
+	// AlreadyActiveFrom is set when the environment's current release is
+	// already this exact release (byte-identical manifest), activated from
+	// the named other commit; nothing was written.
+	AlreadyActiveFrom string
+	Duration          time.Duration
 }
 
 // Promote promotes a reviewed commit to an environment (DESIGN §6): it
@@ -82,8 +90,10 @@ type PromoteResult struct {
 // artifact and the release artifact (idempotent) and verifies each by
 // digest against the trusted keys, then records and activates the release
 // in the store under the command PromoteCommandID(commit, env). Re-running
-// the same promotion replays the recorded result. A lost compare-and-swap
-// matches ErrConflict; an unknown outcome matches ErrUnconfirmed.
+// the same promotion replays the recorded result; promoting another commit
+// whose release manifest is byte-identical to the active release's is a
+// no-op (PromoteResult.AlreadyActiveFrom). A lost compare-and-swap matches
+// ErrConflict; an unknown outcome matches ErrUnconfirmed.
 func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*PromoteResult, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -128,12 +138,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
 
-	act, err := opts.Store.RecordAndActivate(ctx, in)
-	if err != nil {
-		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
-	}
-	log.InfoContext(ctx, "release active", "env", opts.EnvTag, "release", act.ReleaseVersion, "moved", act.Moved, "replayed", act.Replayed)
-	return &PromoteResult{
+	result := &PromoteResult{
 		Review:         rev,
 		EnvTag:         opts.EnvTag,
 		ReleaseVersion: m.ReleaseVersion,
@@ -141,9 +146,56 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 		ReleaseDigest:  m.ReleaseDigest,
 		CommandID:      in.CommandID,
 		Published:      published,
-		Activation:     act,
-		Duration:       clock().Sub(start),
-	}, nil
+	}
+	act, err := opts.Store.RecordAndActivate(ctx, in)
+	if err != nil {
+		from, ok, serr := alreadyActive(ctx, opts.Store, err, opts.EnvTag, m.ReleaseVersion, res.ManifestBytes)
+		if serr != nil {
+			return nil, fmt.Errorf("promote %s@%s: %w (and reading the store's status: %v)", opts.EnvTag, short(rev.Commit), err, serr)
+		}
+		if !ok {
+			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+		}
+		log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", m.ReleaseVersion, "from", from)
+		result.AlreadyActiveFrom = from
+		result.Duration = clock().Sub(start)
+		return result, nil
+	}
+	log.InfoContext(ctx, "release active", "env", opts.EnvTag, "release", act.ReleaseVersion, "moved", act.Moved, "replayed", act.Replayed)
+	result.Activation = act
+	result.Duration = clock().Sub(start)
+	return result, nil
+}
+
+// statusReader is the optional part of the store Promote uses to tell "this
+// exact release is already active from another commit" from a lost race.
+type statusReader interface {
+	Status(ctx context.Context, envTag string) (*Status, error)
+}
+
+// alreadyActive reports whether err is a lost compare-and-swap only because
+// the environment's current release is this very release — same version,
+// byte-identical definition — activated from another commit (for example a
+// later commit on main that changed no policy input). It returns that
+// commit. Any other case, or a store without Status, is not.
+func alreadyActive(ctx context.Context, store ReleaseRecorder, err error, env string, version int64, manifest []byte) (string, bool, error) {
+	var cas *CASError
+	sr, ok := store.(statusReader)
+	if !ok || !errors.As(err, &cas) || cas.Pending != 0 || cas.Actual != version {
+		return "", false, nil
+	}
+	st, serr := sr.Status(ctx, env)
+	if serr != nil {
+		return "", false, serr
+	}
+	sum := sha256.Sum256(manifest)
+	want := "sha256:" + hex.EncodeToString(sum[:])
+	for _, r := range st.Releases {
+		if r.ReleaseVersion == version && st.CurrentRelease == version && r.DefinitionHash == want {
+			return r.SourceCommit, true, nil
+		}
+	}
+	return "", false, nil
 }
 
 func (o *PromoteOptions) validate() error {

@@ -132,6 +132,20 @@ func TestPromoteEndToEnd(t *testing.T) {
 		t.Errorf("got %d pointer moves for release 2, want %d", got, want)
 	}
 
+	// A later commit on main that changes no policy input compiles to the
+	// same release 2: already active, nothing written.
+	h.p.repo.Commit(gittest.Commit{Files: map[string][]byte{"README.md": []byte("docs only\n")}, Message: "docs: README"})
+	docs, err := h.promote(t, h.opts(plumbing.ZeroHash))
+	if err != nil {
+		t.Fatalf("promote a docs-only commit: %v", err)
+	}
+	if docs.AlreadyActiveFrom != h.p.r2.String() || docs.Activation != nil || docs.ReleaseVersion != 2 {
+		t.Errorf("got already-active-from %q activation %v release %d, want release 2 already active from %s", docs.AlreadyActiveFrom, docs.Activation, docs.ReleaseVersion, h.p.r2)
+	}
+	if s := readState(t, h.pool); !sameCounts(s.Counts, s2.Counts) || !pointersAt(s.Pointers, h.p.snapshots[h.p.r2]) {
+		t.Errorf("got rows %v pointers %v, want unchanged at release 2", s.Counts, s.Pointers)
+	}
+
 	// Promoting release 1 again is the same command: it replays its
 	// recorded result and moves nothing back.
 	old, err := h.promote(t, h.opts(h.p.r1))

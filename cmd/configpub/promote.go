@@ -130,6 +130,11 @@ The cosign key password is read from COSIGN_PASSWORD.`,
 }
 
 func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
+	if res.AlreadyActiveFrom != "" {
+		_, err := fmt.Fprintf(w, "%s release %d is already active (activated from %s); %s changes no policy input; nothing written\n",
+			res.EnvTag, res.ReleaseVersion, res.AlreadyActiveFrom, res.Review.Commit)
+		return err
+	}
 	a := res.Activation
 	verb := "activated"
 	if a.Replayed {
