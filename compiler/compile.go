@@ -402,7 +402,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	var man *bundle.Manifest
 	if c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
-		equalJSON(c.base.Inputs, in) && equalJSON(c.base.Subjects, subjects) && equalJSON(c.base.Workflows, workflows) {
+		equalSlices(c.base.Inputs, in) && equalSlices(c.base.Subjects, subjects) && equalSlices(c.base.Workflows, workflows) {
 		// Nothing changed: reproduce the committed release.
 		cp := *c.base
 		cp.Targets = entries
@@ -438,7 +438,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	return res, nil
 }
 
-func equalJSON[T comparable](a, b []T) bool {
+func equalSlices[T comparable](a, b []T) bool {
 	if len(a) != len(b) {
 		return false
 	}

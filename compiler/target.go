@@ -179,7 +179,7 @@ func tombstones(b *bundle.TargetEntry, cur []bundle.InventoryItem) []bundle.Inve
 	if b == nil {
 		return out
 	}
-	if equalJSON(b.Inventory, cur) {
+	if equalSlices(b.Inventory, cur) {
 		return append(out, b.Tombstones...)
 	}
 	now := map[[2]string]bool{}

@@ -155,7 +155,11 @@ func (m memFS) Open(name string) (fs.File, error) {
 			continue
 		}
 		seen[child] = true
-		ents = append(ents, &memEntry{name: child, dir: isDir, size: int64(len(b))})
+		e := &memEntry{name: child, dir: isDir}
+		if !isDir {
+			e.size = int64(len(b))
+		}
+		ents = append(ents, e)
 	}
 	if len(ents) == 0 && name != "." {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}

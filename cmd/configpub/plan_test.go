@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// gitFixture copies the fixture policy repository into a go-git repository
+// with one commit by a fixed author at a fixed time.
+func gitFixture(t *testing.T) string {
+	t.Helper()
+	dir := copyDir(t, "../../fixtures/policy-repo")
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: time.Date(2026, 10, 1, 9, 30, 0, 0, time.UTC)}
+	if _, err := wt.Commit("fixture", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestPlanAgainstHead(t *testing.T) {
+	dir := gitFixture(t)
+	p := filepath.Join(dir, "agents", "tech-support.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "maxOutputTokens: 2048", "maxOutputTokens: 1024", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "json")
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	var plan struct {
+		Changed []struct {
+			ServiceID string   `json:"serviceId"`
+			Changed   []string `json:"changed"`
+		} `json:"changed"`
+		Unchanged int `json:"unchanged"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(plan.Changed) != 3 || plan.Unchanged != 2 {
+		t.Fatalf("got %d changed / %d unchanged, want 3 / 2", len(plan.Changed), plan.Unchanged)
+	}
+	found := false
+	for _, c := range plan.Changed {
+		if c.ServiceID == "com.networknt.agent-tech-support-1.0.0" && len(c.Changed) == 1 && c.Changed[0] == "/agentPolicy/model/maxOutputTokens" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("tech-support target not listed with /agentPolicy/model/maxOutputTokens: %s", out)
+	}
+	// A new release takes HEAD's commit time when no flag or SOURCE_DATE_EPOCH is set.
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if _, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := os.ReadFile(filepath.Join(dir, "releases", "dev.yaml"))
+	if !strings.Contains(string(m), "createdAt: \"2026-10-01T09:30:00Z\"\n") || !strings.Contains(string(m), "releaseVersion: 2\n") {
+		t.Errorf("release 2 does not carry HEAD's commit time")
+	}
+	if _, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "yaml"); exitCode(err) != exitUsage {
+		t.Errorf("bad --format: got exit %d, want %d", exitCode(err), exitUsage)
+	}
+}

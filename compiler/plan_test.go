@@ -1,0 +1,86 @@
+package compiler_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/configpub/configpub/compiler"
+)
+
+func TestPlanListsExactlyTheChangedTargets(t *testing.T) {
+	base := compileFixture(t, "dev")
+	dir := copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 6")
+	head := compileDir(t, dir, "dev")
+	p, err := compiler.NewPlan(base, head, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, c := range p.Changed {
+		got[c.ServiceID] = c.Modified
+		if c.Change != "changed" || c.Digests["artifactDigest"].Old == "" || c.Digests["artifactDigest"].New == "" {
+			t.Errorf("%s: change %s digests %v", c.ServiceID, c.Change, c.Digests)
+		}
+	}
+	if p.Unchanged != 2 || len(p.Changed) != 3 {
+		t.Fatalf("got %d changed, %d unchanged; want 3 and 2: %v", len(p.Changed), p.Unchanged, got)
+	}
+	if want := []string{"/agentPolicy/model/maxToolCallsPerTurn"}; !reflect.DeepEqual(got["com.networknt.agent-advisor-1.0.0"], want) {
+		t.Errorf("advisor paths %v, want %v", got["com.networknt.agent-advisor-1.0.0"], want)
+	}
+	for _, svc := range []string{"com.networknt.light-gateway-1.0.0", "com.networknt.knowledge-1.0.0"} {
+		if len(got[svc]) == 0 {
+			t.Errorf("%s listed without paths", svc)
+		}
+	}
+	var text, md, js bytes.Buffer
+	if err := p.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"text": text.String(), "markdown": md.String()} {
+		if !strings.Contains(s, "/agentPolicy/model/maxToolCallsPerTurn") || !strings.Contains(s, "2 unchanged") && !strings.Contains(s, "**2** unchanged") {
+			t.Errorf("%s plan lacks the path or the unchanged count:\n%s", name, s)
+		}
+	}
+	var back compiler.Plan
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Changed) != 3 {
+		t.Errorf("json plan does not round-trip: %v", err)
+	}
+}
+
+func TestPlanSettingsPaths(t *testing.T) {
+	base := compileFixture(t, "prod")
+	dir := copyRepo(t)
+	edit(t, filepath.Join(dir, "targets/prod/account.yaml"), "maxPoolSize: 80", "maxPoolSize: 60")
+	head := compileDir(t, dir, "prod")
+	p, err := compiler.NewPlan(base, head, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The account target gets a new publication, so the Gateway and
+	// Knowledge targets accept it: they change only in acceptedPublications.
+	if len(p.Changed) != 3 || !reflect.DeepEqual(p.Changed[0].Modified, []string{"/operationalStore.maxPoolSize"}) {
+		t.Fatalf("got %+v, want the account target with /operationalStore.maxPoolSize first", p.Changed)
+	}
+	for _, c := range p.Changed[1:] {
+		for _, path := range append(append([]string{}, c.Added...), c.Modified...) {
+			if !strings.Contains(path, "/acceptedPublications/") {
+				t.Errorf("%s: unexpected path %s", c.ServiceID, path)
+			}
+		}
+	}
+	if _, ok := p.Changed[0].Digests["policyDigest"]; ok {
+		t.Errorf("a settings change reported a policyDigest change")
+	}
+}
