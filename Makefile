@@ -30,12 +30,15 @@ bench: ensure-postgres
 
 ## bench-server: bounded loopback load on the Config Server (1,000 identities, valid
 ## tokens) vs an in-run minimal net/http baseline serving the same bytes from memory;
-## reports req/s, p50/p99 and CPU per request for 200 and 304, and the ratios.
+## reports req/s, p50/p99 and CPU per request for 200 and 304, and the ratios (plus, for
+## information, a baseline that sends the server's full header set from memory).
 LOAD_DURATION    ?= 10s
+LOAD_ROUNDS      ?= 10
 LOAD_CONCURRENCY ?= 32
 bench-server: ensure-postgres
 	$(GO) test -run '^$$' -bench '^BenchmarkServerLoad$$' -benchtime 1x -timeout 10m -v ./configserver/ \
-		-args -load.duration=$(LOAD_DURATION) -load.concurrency=$(LOAD_CONCURRENCY) -load.identities=1000
+		-args -load.duration=$(LOAD_DURATION) -load.rounds=$(LOAD_ROUNDS) -load.concurrency=$(LOAD_CONCURRENCY) \
+		-load.identities=1000 -load.headers-baseline
 
 ## compat: install pinned cosign, oras, crane and the Distribution registry binary
 ## (go install, into .configpub/tools/bin) and check published fixture artifacts

@@ -28,6 +28,7 @@ var (
 	loadConcurrency = flag.Int("load.concurrency", 32, "BenchmarkServerLoad: concurrent keep-alive clients")
 	loadIdentities  = flag.Int("load.identities", 1000, "BenchmarkServerLoad: identities, each with its own token and snapshot")
 	loadProfile     = flag.String("load.cpuprofile", "", "BenchmarkServerLoad: write a CPU profile of each case's last round to PREFIX-<case>.pprof")
+	loadHeaders     = flag.Bool("load.headers-baseline", false, "BenchmarkServerLoad: also measure (for information) a baseline that sends the server's full header set from memory")
 	loadRounds      = flag.Int("load.rounds", 5, "BenchmarkServerLoad: interleaved rounds the duration is split into")
 )
 
@@ -37,6 +38,7 @@ type loadTarget struct {
 	token string
 	etag  string
 	body  []byte
+	hdr   http.Header // the server's response headers (for the headers baseline)
 }
 
 // loadResult is what fixed-duration runs measured.
@@ -170,6 +172,34 @@ func (l countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
+// headersBaselineHandler is baselineHandler sending every header the
+// server sends for the target (copied from a real response), to show how
+// much of the gap is the contract's header volume rather than the checks.
+func headersBaselineHandler(targets []loadTarget) http.Handler {
+	byHost := make(map[string]*loadTarget, len(targets))
+	for i := range targets {
+		host := strings.TrimPrefix(strings.SplitN(targets[i].path, "&", 2)[0], "/configs?host=")
+		byHost[host] = &targets[i]
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tg := byHost[r.URL.Query().Get("host")]
+		if tg == nil {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		h := w.Header()
+		for k, v := range tg.hdr {
+			h[k] = v
+		}
+		if r.Header.Get("If-None-Match") == tg.etag {
+			h.Del("Content-Type")
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(tg.body)
+	})
+}
+
 func serveOn(b *testing.B, h http.Handler, accepted *atomic.Int64) string {
 	b.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -217,6 +247,9 @@ func BenchmarkServerLoad(b *testing.B) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		targets[i].hdr = resp.Header.Clone()
+		targets[i].hdr.Del("Date")
+		targets[i].hdr.Del("Content-Length")
 	}
 	// The cases run interleaved, round by round, so background load on a
 	// shared machine affects the server and its baseline alike.
@@ -229,6 +262,15 @@ func BenchmarkServerLoad(b *testing.B) {
 		{"server-200", server, false},
 		{"baseline-304", baseline, true},
 		{"server-304", server, true},
+	}
+	if *loadHeaders {
+		var hdrConns atomic.Int64
+		withHeaders := serveOn(b, headersBaselineHandler(targets), &hdrConns)
+		cases = append(cases, []struct {
+			name        string
+			base        string
+			conditional bool
+		}{{"headers-baseline-200", withHeaders, false}, {"headers-baseline-304", withHeaders, true}}...)
 	}
 	results := map[string]*loadResult{}
 	for _, c := range cases {
@@ -256,6 +298,10 @@ func BenchmarkServerLoad(b *testing.B) {
 		})
 	}
 	for _, kind := range []string{"200", "304"} {
+		if hb := results["headers-baseline-"+kind]; hb != nil {
+			b.Logf("%s (information): a baseline sending the server's full header set from memory does %.0f req/s (%s CPU/req)",
+				kind, hb.rps(), hb.cpuPerRequest())
+		}
 		base, srv := results["baseline-"+kind], results["server-"+kind]
 		ratio := srv.rps() / base.rps()
 		cpuRatio := float64(base.cpuPerRequest()) / float64(srv.cpuPerRequest())
