@@ -19,6 +19,9 @@ var (
 
 	// ErrNotFound: a revision, commit or file does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrIncompleteHistory: the first-parent walk reached a commit that is
+	// not in the repository (a shallow clone); the commit cannot be judged.
+	ErrIncompleteHistory = errors.New("incomplete history")
 	// ErrBadKeyring: the trusted keyring could not be read (a configuration error, not a refusal).
 	ErrBadKeyring = errors.New("invalid trusted keyring")
 )

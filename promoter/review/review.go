@@ -183,6 +183,9 @@ func firstParentDepth(ctx context.Context, repo *git.Repository, tip, target plu
 			return 0, fmt.Errorf("walk first-parent history: %w", err)
 		}
 		c, err := repo.CommitObject(h)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return 0, fmt.Errorf("walk first-parent history: commit %s is missing (%d commits below the tip): %w: the history is incomplete — a shallow clone? fetch the full history (git fetch --unshallow, or fetch-depth: 0)", h, depth, ErrIncompleteHistory)
+		}
 		if err != nil {
 			return 0, fmt.Errorf("walk first-parent history: read commit %s: %w", h, err)
 		}

@@ -3,6 +3,8 @@ package review_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -139,5 +141,23 @@ func TestCheckCanceled(t *testing.T) {
 	_, err := review.Check(ctx, h.repo.Git, review.Options{Commit: h.root.String()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// TestCheckShallowHistory: when the walk reaches a commit the repository
+// does not hold (a shallow clone), the answer is a clear error, not a
+// refusal and not a pass.
+func TestCheckShallowHistory(t *testing.T) {
+	h := buildHistory(t)
+	hex := h.direct.String()
+	if err := os.Remove(filepath.Join(h.repo.Dir, ".git", "objects", hex[:2], hex[2:])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := review.Check(context.Background(), h.repo.Git, review.Options{Commit: h.signedA.String()}); err != nil {
+		t.Fatalf("got %v for a commit above the missing one, want reviewed", err)
+	}
+	_, err := review.Check(context.Background(), h.repo.Git, review.Options{Commit: h.root.String()})
+	if !errors.Is(err, review.ErrIncompleteHistory) || errors.Is(err, review.ErrNotReviewed) {
+		t.Fatalf("got %v, want ErrIncompleteHistory (not a refusal)", err)
 	}
 }
