@@ -2,6 +2,7 @@ package review_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/configpub/configpub/promoter/review"
@@ -35,4 +36,33 @@ func TestParseTrailers(t *testing.T) {
 	if got := review.TrailerValues(review.ParseTrailers("x\n\nReviewed-by:\nREVIEWED-BY: B\n"), "reviewed-by"); !reflect.DeepEqual(got, []string{"B"}) {
 		t.Errorf("got values %q, want [B] (case-insensitive, empty skipped)", got)
 	}
+}
+
+// FuzzParseTrailers: any message parses without panicking; every trailer
+// found has a token key and a trimmed value, and appending the found
+// trailers as a fresh final paragraph finds them again.
+func FuzzParseTrailers(f *testing.F) {
+	for _, seed := range []string{"fix\n\nReviewed-by: A\n", "x\n\nSigned-off-by: D\nprose\n", "a\n\nK: v\n  cont\n", "", "\n\n:\n"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, msg string) {
+		got := review.ParseTrailers(msg)
+		var again strings.Builder
+		again.WriteString("subject\n\n")
+		for _, tr := range got {
+			if tr.Key == "" || strings.ContainsAny(tr.Key, " \t:") {
+				t.Fatalf("got key %q, want a token", tr.Key)
+			}
+			if strings.TrimSpace(tr.Value) != tr.Value || strings.Contains(tr.Value, "\n") {
+				t.Fatalf("got value %q, want trimmed, one line", tr.Value)
+			}
+			again.WriteString(tr.Key + ": " + tr.Value + "\n")
+		}
+		if len(got) == 0 {
+			return
+		}
+		if re := review.ParseTrailers(again.String()); !reflect.DeepEqual(re, got) {
+			t.Fatalf("got %q re-parsing %q, want %q", re, again.String(), got)
+		}
+	})
 }
