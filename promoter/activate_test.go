@@ -143,6 +143,8 @@ func TestInvalidInputIsRefusedWithTheField(t *testing.T) {
 		{"other env", func(in *promoter.ReleaseInput) { in.Targets[0].EnvTag = "dev" }, promoter.ErrIdentityMismatch, "envTag"},
 		{"bad audience", func(in *promoter.ReleaseInput) { in.Targets[0].Audience = "root" }, promoter.ErrInvalid, "audience"},
 		{"no lease", func(in *promoter.ReleaseInput) { in.Targets[0].Lease = promoter.LeaseWindow{} }, promoter.ErrInvalid, "lease"},
+		{"one snapshot, two identities", func(in *promoter.ReleaseInput) { in.Targets[1].SnapshotID = in.Targets[0].SnapshotID }, promoter.ErrIdentityMismatch, "claimed by"},
+		{"same identity twice", func(in *promoter.ReleaseInput) { in.Targets[1].Host = in.Targets[0].Host }, promoter.ErrInvalid, "appears twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -120,6 +120,7 @@ func (in *ReleaseInput) validate() error {
 		return invalid("targets", "a release needs at least one target")
 	}
 	seen := make(map[bundle.Identity]bool, len(in.Targets))
+	snaps := make(map[string]bundle.Identity, len(in.Targets))
 	for i := range in.Targets {
 		t := &in.Targets[i]
 		if err := t.validate(in.EnvTag, in.ReleaseVersion); err != nil {
@@ -129,6 +130,10 @@ func (in *ReleaseInput) validate() error {
 			return invalid("targets", "identity %s appears twice", t.Identity())
 		}
 		seen[t.Identity()] = true
+		if other, dup := snaps[t.SnapshotID]; dup {
+			return fmt.Errorf("snapshot %s is claimed by %s and %s: %w", t.SnapshotID, other, t.Identity(), ErrIdentityMismatch)
+		}
+		snaps[t.SnapshotID] = t.Identity()
 	}
 	return nil
 }
