@@ -112,6 +112,9 @@ func TestPromoteCLIExitCodes(t *testing.T) {
 // unknown, `configpub promote` exits 3, and re-running the same promote
 // converges without a second effect.
 func TestPromoteCLIUnconfirmed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the configpub binary; skipped under -short")
+	}
 	for _, cutAt := range []int32{1, 2} {
 		t.Run(map[int32]string{1: "first commit", 2: "second commit"}[cutAt], func(t *testing.T) {
 			c := newCLIHarness(t)
