@@ -89,3 +89,29 @@ func randomString(rng *rand.Rand) string {
 	}
 	return string(r)
 }
+
+// FuzzCanonicalMatchesJCS parses arbitrary YAML strictly and requires the
+// direct canonical writer to agree with internal/jcs on whatever parses.
+func FuzzCanonicalMatchesJCS(f *testing.F) {
+	f.Add([]byte(goodEnvelope + "agentPolicy:\n  a: 1\n  b: [x, \"\\u2028\", 1.5e300]\n  \"\\U0001F600\": {c: null}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		doc, err := parseValues(b, "agent")
+		if err != nil {
+			return
+		}
+		values := []any{doc.Namespace}
+		if doc.Settings != nil {
+			values = append(values, doc.Settings)
+		}
+		for _, v := range values {
+			want, err := jcs.Canonical(v)
+			if err != nil {
+				t.Fatalf("jcs: %v", err)
+			}
+			got, err := appendCanonical(nil, v)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("got %s (%v), want %s", got, err, want)
+			}
+		}
+	})
+}
