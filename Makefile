@@ -50,7 +50,7 @@ compat:
 ## registry vs an unchanged re-publish and a loop of `oras push` in the same run.
 bench-publish:
 	./scripts/compat.sh --install-only
-	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' \
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' -v \
 		-benchtime 1x -timeout 30m ./registry/
 
 lint:
