@@ -19,6 +19,10 @@ func Canonical(v *Value) ([]byte, error) {
 	return AppendCanonical(make([]byte, 0, 1024), v)
 }
 
+// maxPooled is the largest buffer bufPool keeps (a release manifest's
+// digest of many megabytes is not worth holding on to).
+const maxPooled = 256 << 10
+
 // bufPool recycles canonicalization buffers of Digest.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
@@ -31,8 +35,10 @@ func Digest(v *Value) (string, error) {
 		return "", err
 	}
 	d := BytesDigest(b)
-	*bp = b
-	bufPool.Put(bp)
+	if cap(b) <= maxPooled {
+		*bp = b
+		bufPool.Put(bp)
+	}
 	return d, nil
 }
 
