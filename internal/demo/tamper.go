@@ -29,12 +29,10 @@ func startTamperProxy(upstream string) (*tamperProxy, error) {
 		return nil, err
 	}
 	p := &tamperProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		r.Header.Del("If-None-Match")
-	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(u)
+		r.Out.Header.Del("If-None-Match")
+	}}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.URL.Path != "/configs" || resp.StatusCode != http.StatusOK {
 			return nil
