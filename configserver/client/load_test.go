@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -367,5 +368,53 @@ func TestNewRefusesWithoutTrustedKey(t *testing.T) {
 	o.Audience = "portal"
 	if _, err := client.New(o); err == nil {
 		t.Fatalf("New with audience portal: got nil error, want one")
+	}
+}
+
+func TestTokenFileIsReadPerRequest(t *testing.T) {
+	w := newWorld(t)
+	w.srv.set(w.build(w.spec(1)), nil)
+	path := w.dir + "/token"
+	writeRaw(t, path, []byte("stale-token\n"))
+	c := w.client(func(o *client.Options) { o.TokenSource = client.TokenFile(path) })
+	ev, err := c.Load(context.Background())
+	if ev.Reason != client.ReasonUnauthorized || !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("stale token: got %s %v, want UNAUTHORIZED", ev.Reason, err)
+	}
+	writeRaw(t, path, []byte("test-token\n")) // rotated in place
+	mustLoad(t, c, client.OutcomeApplied)
+	writeRaw(t, path, nil)
+	ev, _ = c.Load(context.Background())
+	if ev.Reason != client.ReasonTokenUnavailable || strings.Contains(ev.Detail, "test-token") {
+		t.Fatalf("empty token file: got %s %q, want TOKEN_UNAVAILABLE without the token", ev.Reason, ev.Detail)
+	}
+}
+
+// TestLogsNeverCarryBodiesOrTokens loads, rejects and fails with a logger
+// attached and checks that neither a body marker nor the token is logged.
+func TestLogsNeverCarryBodiesOrTokens(t *testing.T) {
+	w := newWorld(t)
+	s := w.spec(1)
+	s.namespace = copyMap(s.namespace)
+	s.namespace["systemPrompt"] = "BODY-MARKER-7f3a"
+	r := w.build(s)
+	var logs bytes.Buffer
+	c := w.client(func(o *client.Options) { o.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	w.srv.set(r, nil)
+	mustLoad(t, c, client.OutcomeApplied)
+	s2 := w.spec(2)
+	s2.namespace = s.namespace
+	s2.contentDigest = digestOf("x")
+	w.srv.set(w.build(s2), nil)
+	_, _ = c.Load(context.Background())
+	w.srv.set(r, func(h http.Header, b []byte) []byte { b[5] ^= 1; return b })
+	_, _ = c.Load(context.Background())
+	if logs.Len() == 0 {
+		t.Fatal("nothing logged")
+	}
+	for _, secret := range []string{"BODY-MARKER-7f3a", "test-token"} {
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("logs contain %q", secret)
+		}
 	}
 }

@@ -182,7 +182,7 @@ func scalar(n *yaml.Node, path string) (any, error) {
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			return nil, &VerificationError{Reason: ReasonInvalidField, Field: pos(n, path), Err: err}
+			return nil, reject(ReasonInvalidField, pos(n, path), "not a boolean")
 		}
 		return b, nil
 	case "!!int":
@@ -200,7 +200,7 @@ func scalar(n *yaml.Node, path string) (any, error) {
 		f, err := strconv.ParseFloat(n.Value, 64)
 		if err != nil {
 			if err := n.Decode(&f); err != nil {
-				return nil, &VerificationError{Reason: ReasonInvalidField, Field: pos(n, path), Err: err}
+				return nil, reject(ReasonInvalidField, pos(n, path), "not a number")
 			}
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
