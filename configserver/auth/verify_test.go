@@ -1,10 +1,13 @@
 package auth
 
 import (
+	"crypto"
 	"crypto/ecdsa"
+	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -18,6 +21,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 const (
@@ -417,4 +423,62 @@ func ecPoint(t testing.TB, k *ecdsa.PrivateKey) []byte {
 		t.Fatalf("public key bytes: %v", err)
 	}
 	return b
+}
+
+// TestAlgorithmsFixedPerKey: RS256 and EdDSA keys verify their own tokens;
+// a token whose alg differs from the one its key is fixed to is refused even
+// when the kid matches.
+func TestAlgorithmsFixedPerKey(t *testing.T) {
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecKey := newKey(t)
+	keyOf := func(s crypto.Signer, alg jose.SignatureAlgorithm) Key {
+		id, err := Thumbprint(s.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Key{ID: id, Algorithm: alg, Public: s.Public()}
+	}
+	rk, ek, ck := keyOf(rsaKey, RS256), keyOf(edKey, EdDSA), keyOf(ecKey, ES256)
+	v := newTestVerifier(t, rk, ek, ck)
+	mint := func(s crypto.Signer) string {
+		tok, err := Mint(s, MintOptions{Issuer: testIssuer, Audience: testAudience, Host: "h", ServiceID: "s",
+			EnvTag: "e", ConfigAudience: "agent", Now: testNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	for name, s := range map[string]crypto.Signer{"RS256": rsaKey, "EdDSA": edKey, "ES256": ecKey} {
+		if _, err := v.Verify(mint(s)); err != nil {
+			t.Errorf("%s token: got %v, want valid", name, err)
+		}
+	}
+	// An EdDSA-signed token naming the ES256 key's kid: the key is fixed to
+	// ES256, so the EdDSA signature is never checked against it.
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: EdDSA, Key: jose.JSONWebKey{Key: edKey, KeyID: ck.ID}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(signer).Claims(validClaims()).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var te *TokenError
+	if _, err := v.Verify(tok); !errors.As(err, &te) || !strings.Contains(te.Reason, "signature") {
+		t.Fatalf("EdDSA token under an ES256 kid: got %v, want refusal", err)
+	}
+	// A 1024-bit RSA key is refused as configuration.
+	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	der, _ := x509.MarshalPKIXPublicKey(small.Public())
+	if _, err := ParseKeys("small.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})); err == nil ||
+		!strings.Contains(err.Error(), "at least 2048") {
+		t.Fatalf("1024-bit RSA key: got %v, want refusal", err)
+	}
 }
