@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -223,6 +224,16 @@ func (c *Client) finish(ev *Evidence, err error) (*Evidence, error) {
 		ev.FailedClosed = true
 	}
 	log := c.opts.Logger
+	level := slog.LevelInfo
+	switch {
+	case ev.FailedClosed || ev.CacheError != "":
+		level = slog.LevelError
+	case err != nil:
+		level = slog.LevelWarn
+	}
+	if !log.Enabled(context.Background(), level) {
+		return loadResult(ev, err, gerr)
+	}
 	attrs := []any{"outcome", ev.Outcome, "reason", ev.Reason, "source", ev.Source, "identity", c.opts.Identity.String(),
 		"snapshotId", ev.SnapshotID, "artifactDigest", ev.ArtifactDigest, "currentSnapshotId", ev.CurrentSnapshotID, "failedClosed", ev.FailedClosed}
 	switch {
@@ -236,6 +247,12 @@ func (c *Client) finish(ev *Evidence, err error) (*Evidence, error) {
 	if ev.CacheError != "" {
 		log.Error("config load: last-known-good not persisted", "error", ev.CacheError)
 	}
+	return loadResult(ev, err, gerr)
+}
+
+// loadResult builds the error a load returns: the load's own error and, when
+// the runtime must fail closed, the guard's.
+func loadResult(ev *Evidence, err, gerr error) (*Evidence, error) {
 	switch {
 	case err != nil && gerr != nil:
 		return ev, fmt.Errorf("%w; %w", err, gerr)

@@ -116,7 +116,8 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// mapKey checks one mapping key: a plain string, not seen before.
+// mapKey checks one mapping key: a plain string and, when seen is not nil,
+// not seen before.
 func mapKey(k *yaml.Node, seen map[string]bool, path string) (string, error) {
 	if k.Kind == yaml.AliasNode {
 		return "", reject(ReasonInvalidField, pos(k, path), "aliases are not allowed")
@@ -126,6 +127,9 @@ func mapKey(k *yaml.Node, seen map[string]bool, path string) (string, error) {
 			return "", reject(ReasonInvalidField, pos(k, path), "merge keys are not allowed")
 		}
 		return "", reject(ReasonInvalidField, pos(k, path), "mapping key %q is not a string", k.Value)
+	}
+	if seen == nil {
+		return k.Value, nil
 	}
 	if seen[k.Value] {
 		return "", reject(ReasonDuplicateKey, pos(k, join(path, k.Value)), "key appears more than once")
@@ -140,11 +144,13 @@ func toJSON(n *yaml.Node, path string) (any, error) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
-		seen := make(map[string]bool, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, err := mapKey(n.Content[i], seen, path)
+			key, err := mapKey(n.Content[i], nil, path)
 			if err != nil {
 				return nil, err
+			}
+			if _, dup := m[key]; dup {
+				return nil, reject(ReasonDuplicateKey, pos(n.Content[i], join(path, key)), "key appears more than once")
 			}
 			v, err := toJSON(n.Content[i+1], join(path, key))
 			if err != nil {
