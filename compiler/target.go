@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -125,7 +126,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 // newEntry starts a new snapshot of a target in the next release.
 func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle.Subject, contentDigest, propDigest string, e *bundle.TargetEntry) error {
 	if c.createdAt.IsZero() {
-		return ErrCreatedAtRequired
+		return fmt.Errorf("compile %s: release %d: target %s/%s changed: %w", c.env, c.next, t.e.spec.Host, t.e.spec.ServiceID, ErrCreatedAtRequired)
 	}
 	sp := &t.e.spec
 	created := c.createdAt.UTC().Truncate(time.Second)

@@ -39,6 +39,9 @@ the commit time of the policy repository's HEAD.`,
 				at = time.Unix(0, 0).UTC()
 			}
 			res, err := compiler.Compile(cmd.Context(), os.DirFS(repo), compiler.Options{EnvTag: env, CreatedAt: at})
+			if errors.Is(err, compiler.ErrCreatedAtRequired) {
+				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
+			}
 			if err != nil {
 				return err
 			}
