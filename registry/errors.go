@@ -32,7 +32,7 @@ type VerificationError struct {
 }
 
 func (e *VerificationError) Error() string {
-	return fmt.Sprintf("verify %s@%s: %s: %v", e.Ref, e.Digest, e.Reason, e.Err)
+	return fmt.Sprintf("%s@%s: %s: %v", e.Ref, e.Digest, e.Reason, e.Err)
 }
 
 // Unwrap returns the sentinel.

@@ -55,7 +55,12 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Pulled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
-	return c.pull(ctx, repo, repoName, dgst)
+	p, err := c.pull(ctx, repo, repoName, dgst)
+	var ve *VerificationError
+	if errors.As(err, &ve) {
+		return nil, fmt.Errorf("pull %w", err)
+	}
+	return p, err
 }
 
 func (c *Client) pull(ctx context.Context, repo *remote.Repository, repoName string, dgst digest.Digest) (*Pulled, error) {
@@ -73,8 +78,9 @@ func (c *Client) pull(ctx context.Context, repo *remote.Repository, repoName str
 	mb, err := readVerified(rc, desc)
 	rc.Close()
 	if err != nil {
-		if errors.Is(err, ErrDigestMismatch) {
-			return nil, verr(ErrDigestMismatch, "manifest: %v", err)
+		var mm *mismatch
+		if errors.As(err, &mm) {
+			return nil, verr(ErrDigestMismatch, "manifest %s", mm.pair())
 		}
 		return nil, fmt.Errorf("pull %s@%s: %w", repoName, dgst, err)
 	}
@@ -100,8 +106,9 @@ func (c *Client) pull(ctx context.Context, repo *remote.Repository, repoName str
 	content, err := readVerified(brc, layer)
 	brc.Close()
 	if err != nil {
-		if errors.Is(err, ErrDigestMismatch) {
-			return nil, verr(ErrDigestMismatch, "layer: %v", err)
+		var mm *mismatch
+		if errors.As(err, &mm) {
+			return nil, verr(ErrDigestMismatch, "layer %s", mm.pair())
 		}
 		return nil, fmt.Errorf("pull %s@%s: %w", repoName, dgst, err)
 	}

@@ -150,7 +150,25 @@ func readVerified(r io.Reader, desc ocispec.Descriptor) ([]byte, error) {
 	}
 	got := digest.FromBytes(b)
 	if int64(len(b)) != desc.Size || got != desc.Digest {
-		return nil, fmt.Errorf("%w: want %s (%d bytes), got %s (%d bytes)", ErrDigestMismatch, desc.Digest, desc.Size, got, len(b))
+		return nil, &mismatch{want: desc.Digest, got: got, wantSize: desc.Size, gotSize: int64(len(b))}
 	}
 	return b, nil
+}
+
+// mismatch is content that does not hash to (or is not the size of) the
+// descriptor naming it; it wraps ErrDigestMismatch.
+type mismatch struct {
+	want, got         digest.Digest
+	wantSize, gotSize int64
+}
+
+func (m *mismatch) Error() string {
+	return fmt.Sprintf("%s (%d bytes) read back as %s (%d bytes): %v", m.want, m.wantSize, m.got, m.gotSize, ErrDigestMismatch)
+}
+
+func (m *mismatch) Unwrap() error { return ErrDigestMismatch }
+
+// pair names the digest pair without the sentinel, for a reason.
+func (m *mismatch) pair() string {
+	return fmt.Sprintf("%s (%d bytes) read back as %s (%d bytes)", m.want, m.wantSize, m.got, m.gotSize)
 }

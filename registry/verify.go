@@ -44,7 +44,13 @@ type Verified struct {
 // manifest digest exists at sha256-<hex>.sig, and that the annotations
 // name the expected identity. Failures are *VerificationError wrapping
 // ErrDigestMismatch, ErrSignature, ErrIdentity, ErrNotFound or ErrInvalid.
-func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (*Verified, error) {
+func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v *Verified, err error) {
+	defer func() {
+		var ve *VerificationError
+		if errors.As(err, &ve) {
+			v, err = nil, fmt.Errorf("verify %w", err)
+		}
+	}()
 	repoName, dgst, err := ParseRef(ref)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
@@ -63,7 +69,7 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (*V
 	verr := func(sentinel error, format string, args ...any) error {
 		return &VerificationError{Ref: repoName, Digest: dgst.String(), Reason: fmt.Sprintf(format, args...), Err: sentinel}
 	}
-	v := &Verified{Pulled: *p}
+	v = &Verified{Pulled: *p}
 	switch p.Manifest.ArtifactType {
 	case ValuesArtifactType:
 		if p.Layer.MediaType != ValuesLayerType {
