@@ -133,7 +133,7 @@ func TestGoldenGatewayAcceptedPublications(t *testing.T) {
 	c := w.client()
 	mustLoad(t, c, client.OutcomeApplied)
 
-	h := c.Middleware(client.AcceptedPublicationsAt(client.DefaultAcceptedPath...), http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	h := c.Middleware(client.AcceptedFromProjection(), http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		a, _ := client.PeerFromContext(r.Context())
 		_, _ = rw.Write([]byte(a.Agent))
 	}))

@@ -55,9 +55,10 @@ type AcceptedPublication struct {
 // projection keeps them.
 type AcceptedFunc func(s *Snapshot) ([]AcceptedPublication, error)
 
-// DefaultAcceptedPath is where the compiler's Gateway and Knowledge
-// projections list, per bound Agent, the accepted publications of the current
-// and previous release (fixtures/golden/*/*/*/values.yml):
+// AcceptedFromProjection returns the AcceptedFunc for the compiler's Gateway
+// and Knowledge projections, which list, per bound Agent, the accepted
+// publications of the current and previous release
+// (fixtures/golden/*/*/*/values.yml):
 //
 //	gatewayPolicy:            # or knowledgePolicy
 //	  acceptedPublications:
@@ -65,7 +66,11 @@ type AcceptedFunc func(s *Snapshot) ([]AcceptedPublication, error)
 //	      publications:
 //	        - {publicationId: <uuid>, policyDigest: sha256:<hex>}   # current release
 //	        - {publicationId: <uuid>, policyDigest: sha256:<hex>}   # previous release
-var DefaultAcceptedPath = []string{"acceptedPublications", "*", "publications"}
+//
+// It is AcceptedPublicationsAt("acceptedPublications", "*", "publications").
+func AcceptedFromProjection() AcceptedFunc {
+	return AcceptedPublicationsAt("acceptedPublications", "*", "publications")
+}
 
 // AcceptedPublicationsAt returns an AcceptedFunc that walks path from the
 // audience namespace. A "*" element visits every value of a mapping (the key

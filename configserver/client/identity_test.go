@@ -40,7 +40,7 @@ func TestMiddlewareAcceptsCurrentAndPreviousPublication(t *testing.T) {
 	_, gw := gatewayWorld(t, cur, prev)
 
 	var got client.AcceptedPublication
-	h := gw.Middleware(client.AcceptedPublicationsAt(client.DefaultAcceptedPath...), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := gw.Middleware(client.AcceptedFromProjection(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, _ = client.PeerFromContext(r.Context())
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -87,7 +87,7 @@ func TestMiddlewareAcceptsCurrentAndPreviousPublication(t *testing.T) {
 func TestMiddlewareFailsClosedWithoutSnapshot(t *testing.T) {
 	w := newWorld(t)
 	c := w.client()
-	h := c.Middleware(client.AcceptedPublicationsAt(client.DefaultAcceptedPath...), http.NotFoundHandler())
+	h := c.Middleware(client.AcceptedFromProjection(), http.NotFoundHandler())
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if rec.Code != http.StatusServiceUnavailable {
