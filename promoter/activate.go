@@ -15,6 +15,7 @@ type activation struct {
 	actor     string
 	reason    string
 	reviewers []string
+	pre       *presigned // speculative manifests (may be nil)
 }
 
 // activate is the activation transaction shared by RecordAndActivate,
@@ -93,12 +94,24 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	if err := s.fault(ctx, "activate:read", tx); err != nil {
 		return nil, nil, err
 	}
+	var unsigned []pointerTarget
+	var at []int
 	for i := range ps {
+		if a.pre.take(&ps[i], now) {
+			continue
+		}
 		ps[i].Sequence = ps[i].PrevSequence + 1
 		ps[i].IssuedAt = now
+		unsigned = append(unsigned, ps[i])
+		at = append(at, i)
 	}
-	if err := s.signAll(envTag, ps); err != nil {
-		return nil, nil, err
+	if len(unsigned) > 0 {
+		if err := s.signAll(envTag, unsigned); err != nil {
+			return nil, nil, err
+		}
+		for k, i := range at {
+			ps[i] = unsigned[k]
+		}
 	}
 	if err := s.fault(ctx, "activate:signed", tx); err != nil {
 		return nil, nil, err

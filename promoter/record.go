@@ -66,6 +66,12 @@ func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*Activ
 	if err := in.verifyArtifacts(); err != nil {
 		return nil, err
 	}
+	// Sign the manifests the activation will most likely need while the
+	// intent transaction runs.
+	preCtx, cancelPre := context.WithCancel(ctx)
+	defer cancelPre()
+	preDone := make(chan *presigned, 1)
+	go func() { preDone <- s.presign(preCtx, in) }()
 	var state intentState
 	var recorded *ActivationResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
@@ -74,13 +80,17 @@ func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*Activ
 		return err
 	})
 	if err != nil {
+		cancelPre()
+		<-preDone
 		return nil, err
 	}
 	if state == intentReplay {
+		cancelPre()
+		<-preDone
 		return recorded, nil
 	}
 	return s.activate(ctx, activation{
-		cmd: cmd, actor: in.Actor, reason: in.Reason, reviewers: in.Reviewers,
+		cmd: cmd, actor: in.Actor, reason: in.Reason, reviewers: in.Reviewers, pre: <-preDone,
 	})
 }
 
