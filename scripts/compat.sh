@@ -14,7 +14,8 @@
 #   - key interop both ways: a configpub key signs with `cosign sign-blob`,
 #     a `cosign generate-key-pair` key publishes with configpub, a cosign
 #     signature appended by `cosign sign` verifies with configpub;
-#   - a re-publish uploads nothing.
+#   - a re-publish uploads nothing; a signature copied from another artifact
+#     fails both `cosign verify` and `configpub verify-oci`.
 # Usage: scripts/compat.sh [--install-only]   (CONFIGPUB_BIN=path tests a prebuilt binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -194,6 +195,21 @@ cosign sign --key "$work/cosignkeys/cosign.key" --tlog-upload=false --allow-inse
 cat "$work/keys/cosign.pub" "$work/cosignkeys/cosign.pub" >"$work/both.pub"
 "$cp" verify-oci "$ref" --key "$work/both.pub" --plain-http >/dev/null || fail "verify-oci with rotated keys"
 echo "compat: ok: a signature added by cosign sign verifies with configpub verify-oci"
+
+# A signature copied from another artifact fails, in cosign and in configpub.
+mapfile -t refs < <(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release:' | head -2 |
+	awk '{print substr($2, 1, index($2, ":r") - 1) "@" $3}')
+src=${refs[0]} dst=${refs[1]}
+crane copy --insecure "${src%@*}:$(echo "${src#*@}" | tr : -).sig" "${dst%@*}:$(echo "${dst#*@}" | tr : -).sig" >/dev/null 2>&1 ||
+	fail "crane copy of a signature"
+if cosign verify --key "$work/keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry "$dst" >/dev/null 2>&1; then
+	fail "cosign verify accepted a signature copied from another artifact"
+fi
+if "$cp" verify-oci "$dst" --key "$work/keys/cosign.pub" --plain-http >/dev/null 2>"$work/verify.err"; then
+	fail "verify-oci accepted a signature copied from another artifact"
+fi
+grep -q "another artifact" "$work/verify.err" || { cat "$work/verify.err" >&2; fail "verify-oci: unclear error for a copied signature"; }
+echo "compat: ok: a signature copied from another artifact fails cosign verify and verify-oci"
 
 # --- stand-alone Distribution registry binary, cosign-generated key ----------------
 port=$(free_port)
