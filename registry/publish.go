@@ -49,8 +49,8 @@ type Result struct {
 	Pushed bool
 	// Signed is true when this run uploaded a signature.
 	Signed bool
-	Blobs  int   // blobs uploaded
-	Bytes  int64 // bytes uploaded (blobs and manifests)
+	Blobs  int   // artifact blobs (config, layer) uploaded
+	Bytes  int64 // bytes uploaded: blobs, signature and manifests
 }
 
 // Ref returns "<repository>@<digest>".
@@ -67,9 +67,10 @@ type Summary struct {
 
 // Publish pushes and signs every artifact of req, at most Concurrency at a
 // time. It is idempotent: an artifact whose tag already names the expected
-// manifest costs one request (a HEAD) and uploads nothing. The first failure cancels the rest and is returned together with
-// the summary of what completed before it; a Result is only listed once its
-// manifest, tag and signature are all in the registry.
+// manifest costs one request (a HEAD) and uploads nothing. The first
+// failure cancels the rest and is returned together with the summary of
+// what completed before it; a Result is only listed once its blobs,
+// signature, manifest and tag are all in the registry.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, error) {
 	if req.Signer == nil {
 		return nil, fmt.Errorf("publish: %w: no signer", ErrInvalid)
