@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +49,8 @@ type Snapshot struct {
 // concurrent use: Load, Restore and ApplyOCI are serialized; Current and
 // Guard never block on them and never see a partial state.
 type Client struct {
-	opts Options
+	opts       Options
+	configsURL string // GET <ServerURL>/configs?envTag=&host=&serviceId=
 
 	cur atomic.Pointer[active]
 
@@ -83,7 +85,10 @@ func New(opts Options) (*Client, error) {
 	if err := opts.validate(); err != nil {
 		return nil, fmt.Errorf("new config client: %w", err)
 	}
-	return &Client{opts: opts.withDefaults()}, nil
+	opts = opts.withDefaults()
+	id := opts.Identity
+	q := url.Values{"host": {id.Host}, "serviceId": {id.ServiceID}, "envTag": {id.EnvTag}}
+	return &Client{opts: opts, configsURL: opts.ServerURL + "/configs?" + q.Encode()}, nil
 }
 
 // Current returns the current verified snapshot, or fails closed: ErrNoSnapshot

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/configpub/configpub/internal/jcs"
@@ -34,9 +33,7 @@ func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
 	if c.opts.ServerURL == "" {
 		return &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
 	}
-	id := c.opts.Identity
-	q := url.Values{"host": {id.Host}, "serviceId": {id.ServiceID}, "envTag": {id.EnvTag}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.ServerURL+"/configs?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.configsURL, nil)
 	if err != nil {
 		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
 	}
