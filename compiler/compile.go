@@ -199,16 +199,20 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 				p.Tree = nil
 			}
 		}
-		for i, t := range ts {
+		// Targets of one pass are independent: each writes only its own
+		// slots of out and entries.
+		err := parallel(len(ts), func(i int) error {
+			t := ts[i]
 			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
-				continue
+				return nil
 			}
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
-			if err := c.compileTarget(t, accepted, &out[i], &entries[i]); err != nil {
-				return nil, err
-			}
+			return c.compileTarget(t, accepted, &out[i], &entries[i])
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return c.finish(ts, out, entries, workflows, views)

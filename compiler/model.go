@@ -51,14 +51,23 @@ type resolved struct {
 }
 
 func decodeKind[T any](ss *sources, kind string) (map[string]*entry[T], error) {
-	out := map[string]*entry[T]{}
-	for _, name := range ss.names(kind) {
-		s := ss.get(kind, name)
+	names := ss.names(kind)
+	entries := make([]*entry[T], len(names))
+	err := parallel(len(names), func(i int) error {
+		s := ss.get(kind, names[i])
 		var d doc[T]
 		if err := s.decode(&d); err != nil {
-			return nil, err
+			return err
 		}
-		out[name] = &entry[T]{src: s, spec: d.Spec}
+		entries[i] = &entry[T]{src: s, spec: d.Spec}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*entry[T], len(names))
+	for i, n := range names {
+		out[n] = entries[i]
 	}
 	return out, nil
 }

@@ -100,6 +100,7 @@ func (ss *sources) names(kind string) []string {
 // the releases directory, strictly.
 func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 	ss := &sources{byKind: map[string]map[string]*source{}}
+	var paths []string
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -114,27 +115,39 @@ func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 		if strings.HasPrefix(base, ".") || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
 			return nil
 		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", p, err)
-		}
-		src, err := parseSource(p, b, set)
-		if err != nil {
-			return err
-		}
-		src.fsys = fsys
-		if ss.byKind[src.Kind] == nil {
-			ss.byKind[src.Kind] = map[string]*source{}
-		}
-		if prev, dup := ss.byKind[src.Kind][src.Name]; dup {
-			return src.errorf([]string{"metadata", "name"}, "%s %q is already defined in %s", src.Kind, src.Name, prev.File)
-		}
-		ss.byKind[src.Kind][src.Name] = src
-		ss.all = append(ss.all, src)
+		paths = append(paths, p)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	// Parse in parallel, index in path order.
+	parsed := make([]*source, len(paths))
+	err = parallel(len(paths), func(i int) error {
+		b, err := fs.ReadFile(fsys, paths[i])
+		if err != nil {
+			return fmt.Errorf("read %s: %w", paths[i], err)
+		}
+		src, err := parseSource(paths[i], b, set)
+		if err != nil {
+			return err
+		}
+		src.fsys = fsys
+		parsed[i] = src
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, src := range parsed {
+		if ss.byKind[src.Kind] == nil {
+			ss.byKind[src.Kind] = map[string]*source{}
+		}
+		if prev, dup := ss.byKind[src.Kind][src.Name]; dup {
+			return nil, src.errorf([]string{"metadata", "name"}, "%s %q is already defined in %s", src.Kind, src.Name, prev.File)
+		}
+		ss.byKind[src.Kind][src.Name] = src
+		ss.all = append(ss.all, src)
 	}
 	repos := ss.byKind[KindRepository]
 	if len(repos) != 1 {
