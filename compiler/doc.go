@@ -8,5 +8,17 @@
 // the effective domain policy of a subject, contentDigest over the audience
 // namespace only, propertySetDigest over the flattened instance settings,
 // artifactDigest over the exact values.yml bytes (renderer configpub-yaml/1).
-// Projection is a compile-time allowlist kept as data in package schemas.
+// Each document is rendered and canonicalized once, from one ordered value
+// tree. Projection is a compile-time allowlist kept as data in package
+// schemas; every rendered artifact is validated against its audience schema.
+//
+// Releases: the committed releases/<env>.yaml is the base. A target whose
+// policy, content and property-set digests, lease profile and release-wide
+// generations are unchanged keeps the base snapshot (envelope, bytes, ids);
+// if nothing changed at all, Compile reproduces the committed manifest byte
+// for byte (Result.UpToDate). Otherwise it starts release N+1 on base N with
+// Options.CreatedAt. IDs are UUIDv8 from SHA-256 over domain-separated
+// inputs. Sources are parsed and targets compiled on GOMAXPROCS workers;
+// every result lands in a slot fixed by sorted position and the first error
+// by position wins, so the output does not depend on scheduling.
 package compiler
