@@ -25,6 +25,12 @@
 // one journal row per release mutation (sequence = resulting row_revision),
 // marks the outcome APPLIED and NOTIFYs 'configpub_pointer', all or nothing.
 //
+// RecordAndActivate signs the manifests it will most likely need while its
+// intent transaction runs; the activation reuses such a manifest only when
+// the pointer is still exactly as it was read and the content is identical,
+// and only for 30 seconds (its issuedAt is then a few seconds before the
+// move, which only shortens the lease).
+//
 // Outcomes are kept apart: a refusal (ErrConflict, ErrStale, ErrRevoked,
 // ErrIdentityMismatch, ErrIntegrity, ErrInvalid) definitely changed nothing;
 // ErrUnconfirmed means the COMMIT was sent and its reply lost, so the outcome
