@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +83,13 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err == nil:
-			if err := s.apply(ctx, conn, drain(conn, n.Payload)); err != nil {
+			payloads, overflow := drain(ctx, conn, n.Payload)
+			if overflow {
+				err = s.reconcile(ctx, conn) // one reload for a large burst
+			} else {
+				err = s.apply(ctx, conn, payloads)
+			}
+			if err != nil {
 				return err
 			}
 		case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
@@ -125,14 +132,22 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	if err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
 	}
-	next := make(map[bundle.Identity]*entry)
+	s.mu.RLock()
+	prev := s.pointers
+	s.mu.RUnlock()
+	next := make(map[bundle.Identity]*entry, len(prev))
 	for rows.Next() {
 		var r pointerRow
 		if err := rows.Scan(r.scanArgs()...); err != nil {
 			rows.Close()
 			return fmt.Errorf("reconcile pointers: %w", err)
 		}
-		next[r.identity()] = s.entryFor(&r)
+		id := r.identity()
+		if old := prev[id]; old != nil && old.same(&r) {
+			next[id] = old // unchanged since the last load: no re-parse
+			continue
+		}
+		next[id] = s.entryFor(&r)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
@@ -149,18 +164,27 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 // (a big activation) is answered by one full reconcile instead.
 const maxBatch = 512
 
-// drain returns first plus every notification pgx has already buffered,
-// without waiting (a cancelled context never touches the connection).
-func drain(conn *pgx.Conn, first string) []string {
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	payloads := []string{first}
+// drainWait bounds how long drain waits for the next notification of a
+// burst; a timeout leaves the connection usable.
+const drainWait = time.Millisecond
+
+// drain returns first plus the notifications that follow it without a
+// drainWait gap (a burst from one activation). Past maxBatch it keeps
+// reading but only counts, since apply then reconciles everything once.
+func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string, overflow bool) {
+	payloads = []string{first}
 	for {
-		n, err := conn.WaitForNotification(done)
+		wctx, cancel := context.WithTimeout(ctx, drainWait)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
 		if err != nil || n == nil {
-			return payloads
+			return payloads, overflow
 		}
-		payloads = append(payloads, n.Payload)
+		if len(payloads) < maxBatch {
+			payloads = append(payloads, n.Payload)
+		} else {
+			overflow = true
+		}
 	}
 }
 
@@ -175,9 +199,6 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) er
 			return s.reconcile(ctx, conn)
 		}
 		ids[bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}] = true
-	}
-	if len(ids) > maxBatch {
-		return s.reconcile(ctx, conn)
 	}
 	hosts, services, envs := make([]string, 0, len(ids)), make([]string, 0, len(ids)), make([]string, 0, len(ids))
 	for id := range ids {
@@ -220,7 +241,13 @@ func (s *Store) entryFor(r *pointerRow) *entry {
 	d, err := r.delivery()
 	if err != nil {
 		s.opts.Logger.Error("current pointer not servable", "identity", r.identity().String(), "err", err)
-		return &entry{err: err}
+		return &entry{err: err, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
-	return &entry{d: d}
+	return &entry{d: d, manifest: r.manifest, snapshotID: r.snapshotID}
+}
+
+// same reports whether r is the row e was built from: the same snapshot
+// and byte-identical signed manifest (which names every served field).
+func (e *entry) same(r *pointerRow) bool {
+	return e.snapshotID == r.snapshotID && bytes.Equal(e.manifest, r.manifest)
 }

@@ -101,6 +101,9 @@ var _ configserver.StatsReporter = (*Store)(nil)
 type entry struct {
 	d   *configserver.Delivery
 	err error
+
+	manifest   []byte // the row it was built from, to skip unchanged rows
+	snapshotID string
 }
 
 // New prepares a Store for connString (a configpub_server member). It does
