@@ -69,4 +69,4 @@ clean:
 
 ## e2e: build the binary and drive the whole scenario through it.
 e2e: ensure-postgres
-	$(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/
+	CONFIGPUB_TOOLS_BIN=$(CURDIR)/.configpub/tools/bin $(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/
