@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -19,9 +18,9 @@ import (
 )
 
 // cutProxy is a real TCP proxy in front of PostgreSQL. When armed it
-// forwards the next COMMIT to the server and then closes the client's
-// socket without relaying the answer: the transaction commits, the client
-// never learns it.
+// forwards the next COMMIT to the server, swallows the server's answer and
+// closes the client's socket: the transaction commits, the client never
+// learns it.
 type cutProxy struct {
 	ln     net.Listener
 	target string
@@ -54,12 +53,29 @@ func (p *cutProxy) serve() {
 			c.Close()
 			continue
 		}
+		var swallow atomic.Bool // set just before a COMMIT is forwarded
 		p.wg.Add(2)
-		go func() { // server -> client; after a cut it swallows the answer
+		go func() { // server -> client
 			defer p.wg.Done()
-			_, _ = io.Copy(c, s)
-			c.Close()
-			s.Close()
+			defer c.Close()
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if swallow.Load() {
+					// The COMMIT's answer (or the end of the session):
+					// never relayed; the client's socket is closed.
+					return
+				}
+				if n > 0 {
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
 		}()
 		go func() { // client -> server, watching for COMMIT
 			defer p.wg.Done()
@@ -68,19 +84,13 @@ func (p *cutProxy) serve() {
 			for {
 				n, err := c.Read(buf)
 				if n > 0 {
-					cut := p.armed.Load() && n > 5 && buf[0] == 'Q' && bytes.Contains(buf[:n], commit)
-					if cut {
-						// Close the client first so no answer can reach it;
-						// the other goroutine reads the answer from the
-						// server, fails to relay it and closes both sides.
+					if p.armed.Load() && n > 5 && buf[0] == 'Q' && bytes.Contains(buf[:n], commit) {
 						p.armed.Store(false)
 						p.cut.Store(true)
-						c.Close()
+						swallow.Store(true)
 					}
-					if _, werr := s.Write(buf[:n]); werr != nil || cut {
-						if werr != nil {
-							s.Close()
-						}
+					if _, werr := s.Write(buf[:n]); werr != nil {
+						s.Close()
 						return
 					}
 				}
