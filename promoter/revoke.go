@@ -2,6 +2,7 @@ package promoter
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,12 @@ type Revocation struct {
 // Revoke records a revocation (append-only). A revoked snapshot is never
 // activated again: RecordAndActivate, Activate and Rollback refuse a
 // release containing it with ErrRevoked, and RenewLeases stops renewing it.
+//
+// In the same transaction it NOTIFYs 'configpub_pointer' with a
+// revocationNote payload, which names no identity: a Config Server reloads
+// every current pointer on it, so a revoked current snapshot stops being
+// served at once rather than at its next periodic reconcile. A replay sends
+// nothing.
 func (s *Store) Revoke(ctx context.Context, in RevokeInput) (*Revocation, error) {
 	res, err := s.revoke(ctx, in)
 	if err != nil {
@@ -107,10 +114,37 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 		if res.Current, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return dbErr("find current pointers", err)
 		}
+		if err := notifyRevocation(ctx, tx, &res); err != nil {
+			return err
+		}
 		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &res, nil
+}
+
+// revocationNote is the payload of the 'configpub_pointer' notification a
+// revocation sends. It carries no host/serviceId/envTag on purpose: a
+// listener treats a payload without an identity as "reload everything".
+type revocationNote struct {
+	Revoked       bool   `json:"revoked"` // always true
+	RevocationID  int64  `json:"revocationId"`
+	SnapshotID    string `json:"snapshotId,omitempty"`
+	PublicationID string `json:"publicationId,omitempty"`
+}
+
+// notifyRevocation sends the revocation's notification, delivered when (and
+// only if) the transaction commits.
+func notifyRevocation(ctx context.Context, tx pgx.Tx, res *Revocation) error {
+	payload, err := json.Marshal(revocationNote{Revoked: true, RevocationID: res.RevocationID,
+		SnapshotID: res.SnapshotID, PublicationID: res.PublicationID})
+	if err != nil {
+		return fmt.Errorf("encode revocation notification: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`, string(payload)); err != nil {
+		return dbErr("notify revocation", err)
+	}
+	return nil
 }

@@ -1,0 +1,122 @@
+package promoter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/promoter"
+)
+
+// listen opens a second connection LISTENing on configpub_pointer, as a
+// Config Server does.
+func listen(t *testing.T, f *fixture) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, f.db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, "LISTEN configpub_pointer"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// rawNotification waits up to wait for the next notification's payload.
+func rawNotification(conn *pgx.Conn, wait time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	n, err := conn.WaitForNotification(ctx)
+	if err != nil {
+		return "", err
+	}
+	return n.Payload, nil
+}
+
+func TestRevokeNotifiesConfigServersToReloadEverything(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   func(r promoter.ReleaseInput) promoter.RevokeInput
+		want func(r promoter.ReleaseInput, id int64) string
+	}{
+		{
+			name: "snapshot",
+			in: func(r promoter.ReleaseInput) promoter.RevokeInput {
+				return promoter.RevokeInput{SnapshotID: r.Targets[0].SnapshotID}
+			},
+			want: func(r promoter.ReleaseInput, id int64) string {
+				return fmt.Sprintf(`{"revoked":true,"revocationId":%d,"snapshotId":%q}`, id, r.Targets[0].SnapshotID)
+			},
+		},
+		{
+			name: "publication",
+			in: func(r promoter.ReleaseInput) promoter.RevokeInput {
+				return promoter.RevokeInput{PublicationID: r.Targets[0].PublicationID}
+			},
+			want: func(r promoter.ReleaseInput, id int64) string {
+				return fmt.Sprintf(`{"revoked":true,"revocationId":%d,"publicationId":%q}`, id, r.Targets[0].PublicationID)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil)
+			ctx := context.Background()
+			listener := listen(t, f)
+			r1 := release("prod", 1, 0, 2, nil, nil)
+			f.promote(t, r1)
+			for i := 0; i < len(r1.Targets); i++ { // the activation's per-pointer notifications
+				if _, err := rawNotification(listener, 5*time.Second); err != nil {
+					t.Fatalf("activation notification %d: %v", i, err)
+				}
+			}
+
+			in := tc.in(r1)
+			in.CommandID, in.Reason, in.Actor = moveID("rev-"+tc.name), "leaked limit", "sec"
+			rev, err := f.store.Revoke(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rev.Current) == 0 {
+				t.Fatalf("got no current identities in %+v, want the revoked current pointer", rev)
+			}
+			got, err := rawNotification(listener, 5*time.Second)
+			if err != nil {
+				t.Fatalf("no notification after a revocation: %v", err)
+			}
+			if want := tc.want(r1, rev.RevocationID); got != want {
+				t.Fatalf("got payload %s, want %s", got, want)
+			}
+
+			// A replay changes nothing and sends nothing.
+			again, err := f.store.Revoke(ctx, in)
+			if err != nil || !again.Replayed {
+				t.Fatalf("got %+v %v, want a replay", again, err)
+			}
+			if p, err := rawNotification(listener, 300*time.Millisecond); err == nil {
+				t.Fatalf("got notification %s after a replay, want none", p)
+			}
+		})
+	}
+}
+
+func TestARefusedRevokeSendsNoNotification(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	listener := listen(t, f)
+	_, err := f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: moveID("rev-unknown"),
+		SnapshotID: moveID("no-such-snapshot"), Reason: "r", Actor: "sec"})
+	if !errors.Is(err, promoter.ErrNotFound) {
+		t.Fatalf("revoking an unknown snapshot: got %v, want ErrNotFound", err)
+	}
+	if p, err := rawNotification(listener, 300*time.Millisecond); err == nil {
+		t.Fatalf("got notification %s after a refused revocation, want none", p)
+	}
+}
