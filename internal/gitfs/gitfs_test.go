@@ -1,6 +1,7 @@
 package gitfs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -88,5 +90,108 @@ func TestTreeFSOfSubdirectory(t *testing.T) {
 	}
 	if _, err := fs.ReadFile(fsys, "missing.yaml"); err == nil {
 		t.Errorf("missing file readable")
+	}
+}
+
+// commitAll writes files into the worktree of dir and commits them.
+func commitAll(t *testing.T, dir string, files map[string]string) plumbing.Hash {
+	t.Helper()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range files {
+		fp := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(fp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(fp, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: when.Add(time.Hour)}
+	h, err := wt.Commit("next", &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestTreeFSRevisions(t *testing.T) {
+	dir := makeRepo(t, map[string]string{"repo/a.yaml": "a: 1\n"})
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := head.Hash()
+	// A "main" branch and a tag at the first commit, then a second commit on
+	// the current branch that changes a.yaml and adds the new/ directory.
+	if err := r.Storer.SetReference(plumbing.NewHashReference("refs/heads/main", first)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateTag("v1", first, nil); err != nil {
+		t.Fatal(err)
+	}
+	second := commitAll(t, dir, map[string]string{"repo/a.yaml": "a: 2\n", "new/b.yaml": "b: 1\n"})
+
+	tests := []struct {
+		name, sub, rev string
+		wantA          string // contents of a.yaml; "" = the FS must be empty
+		wantErr        bool
+	}{
+		{name: "HEAD", sub: "repo", rev: "HEAD", wantA: "a: 2\n"},
+		{name: "branch name", sub: "repo", rev: "main", wantA: "a: 1\n"},
+		{name: "full ref", sub: "repo", rev: "refs/heads/main", wantA: "a: 1\n"},
+		{name: "tag", sub: "repo", rev: "v1", wantA: "a: 1\n"},
+		{name: "parent expression", sub: "repo", rev: "HEAD~1", wantA: "a: 1\n"},
+		{name: "full hash", sub: "repo", rev: second.String(), wantA: "a: 2\n"},
+		{name: "abbreviated hash", sub: "repo", rev: first.String()[:8], wantA: "a: 1\n"},
+		{name: "directory absent at revision", sub: "new", rev: "main", wantA: ""},
+		{name: "unknown revision", sub: "repo", rev: "nope", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys, err := TreeFS(filepath.Join(dir, tt.sub), tt.rev)
+			if tt.wantErr {
+				if err == nil {
+					t.Fatalf("got no error, want one for %q", tt.rev)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantA == "" {
+				ents, err := fs.ReadDir(fsys, ".")
+				if err != nil || len(ents) != 0 {
+					t.Fatalf("got %v, %v; want an empty directory", ents, err)
+				}
+				if err := fstest.TestFS(fsys); err != nil {
+					t.Errorf("fstest: %v", err)
+				}
+				return
+			}
+			b, err := fs.ReadFile(fsys, "a.yaml")
+			if err != nil || string(b) != tt.wantA {
+				t.Fatalf("got %q, %v; want %q", b, err, tt.wantA)
+			}
+		})
+	}
+}
+
+func TestTreeFSOutsideRepository(t *testing.T) {
+	if _, err := TreeFS(t.TempDir(), "HEAD"); !errors.Is(err, ErrNotRepository) {
+		t.Fatalf("got %v, want ErrNotRepository", err)
 	}
 }
