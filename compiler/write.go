@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/render"
 )
 
@@ -73,7 +74,7 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}
-		if err := WriteFileAtomic(p, res.ManifestBytes); err != nil {
+		if err := atomicfile.Write(p, res.ManifestBytes, 0o644); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}
 	}
@@ -119,38 +120,7 @@ func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
 		return fmt.Errorf("write outputs: %w", err)
 	}
 	_ = os.RemoveAll(old)
-	return syncDir(outDir)
-}
-
-// WriteFileAtomic replaces path with data: a temporary file in the same
-// directory is written, fsynced and renamed over path, then the directory is
-// fsynced.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return atomicfile.SyncDir(outDir)
 }
 
 func writeSynced(path string, data []byte) error {
@@ -167,13 +137,4 @@ func writeSynced(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -47,7 +46,7 @@ func addPullCmd(root *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			if err := writeFileAtomic(out, p.Content); err != nil {
+			if err := atomicfile.Write(out, p.Content, 0o644); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "pulled %s (%s, %d bytes) to %s\n", p.Ref(), p.Layer.Digest, len(p.Content), out)
@@ -58,34 +57,4 @@ func addPullCmd(root *cobra.Command) {
 	cmd.Flags().StringVar(&out, "out", "", "file to write the layer to (required)")
 	_ = cmd.MarkFlagRequired("out")
 	root.AddCommand(cmd)
-}
-
-// writeFileAtomic writes b to path via a temp file, fsync and rename.
-func writeFileAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

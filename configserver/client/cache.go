@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/jcs"
 )
 
@@ -69,7 +70,7 @@ func (c *Client) persist(s *Snapshot) error {
 	if err := os.MkdirAll(c.opts.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
 	}
-	if err := writeFile(c.CachePath(), buf.Bytes(), 0o600, c.faults.beforeRename); err != nil {
+	if err := atomicfile.WriteWithHook(c.CachePath(), buf.Bytes(), 0o600, c.faults.beforeRename); err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
 	}
 	return nil
@@ -80,57 +81,7 @@ func (c *Client) persist(s *Snapshot) error {
 // directory is fsynced. Readers see the old or the new content, never a mix;
 // a crash leaves at most a stray ".<name>.*.tmp" file.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return writeFile(path, data, perm, nil)
-}
-
-func writeFile(path string, data []byte, perm fs.FileMode, beforeRename func() error) error {
-	dir, name := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+name+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if beforeRename != nil {
-		if err := beforeRename(); err != nil {
-			ok = true // a simulated crash: leave the temporary file behind
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: rename: %w", path, err)
-	}
-	ok = true
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write %s: open directory: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync directory: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, data, perm)
 }
 
 // Restore re-verifies the last-known-good file in CacheDir (digest,
