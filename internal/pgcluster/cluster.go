@@ -1,7 +1,3 @@
-// Package pgcluster runs a private PostgreSQL cluster from the installed
-// server binaries (initdb, pg_ctl): the embedded default database of
-// `configpub demo` and of the test harness. When the process runs as root the
-// server runs as the unprivileged `postgres` OS user, as PostgreSQL requires.
 package pgcluster
 
 import (
@@ -20,9 +16,6 @@ import (
 	"syscall"
 )
 
-// ErrNoBinaries is returned when initdb/pg_ctl cannot be found.
-var ErrNoBinaries = errors.New("PostgreSQL server binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql/*/bin; install them (Debian: apt-get install postgresql)")
-
 // Options configures a cluster. The zero value is not usable: Dir is required.
 type Options struct {
 	// Dir holds the cluster: Dir/data (PGDATA), Dir/postgres.log and the
@@ -32,7 +25,10 @@ type Options struct {
 	BinDir string
 	// Port to listen on at 127.0.0.1; 0 picks a free one.
 	Port int
-	// Durable keeps fsync on. Off (the default) suits throwaway clusters.
+	// Durable keeps fsync, synchronous_commit and full_page_writes on. Off
+	// (the default) turns all three off, which suits throwaway clusters.
+	// Either way the server runs with max_connections=300,
+	// shared_buffers=64MB and timezone=UTC.
 	Durable bool
 }
 
@@ -82,7 +78,7 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err == nil {
 		return c, nil
 	}
-	cmd := c.command(ctx, filepath.Join(bin, "initdb"), "-D", c.DataDir(),
+	cmd := c.Command(ctx, filepath.Join(bin, "initdb"), "-D", c.DataDir(),
 		"-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, lastLines(out))
@@ -132,7 +128,7 @@ func (c *Cluster) start(ctx context.Context, port int) error {
 	if !c.durable {
 		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
 	}
-	cmd := c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(),
+	cmd := c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(),
 		"-l", c.LogFile(), "-w", "-t", "60", "-o", strings.Join(opts, " "), "start")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(c.LogFile())
@@ -143,9 +139,9 @@ func (c *Cluster) start(ctx context.Context, port int) error {
 
 // Stop shuts the server down (fast mode, then immediate if that fails).
 func (c *Cluster) Stop(ctx context.Context) error {
-	cmd := c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "fast", "-w", "-t", "30", "stop")
+	cmd := c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "fast", "-w", "-t", "30", "stop")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		cmd = c.command(context.WithoutCancel(ctx), filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "immediate", "stop")
+		cmd = c.Command(context.WithoutCancel(ctx), filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "-m", "immediate", "stop")
 		if out2, err2 := cmd.CombinedOutput(); err2 != nil {
 			return fmt.Errorf("pgcluster: pg_ctl stop: %w: %s %s", err, lastLines(out), lastLines(out2))
 		}
@@ -155,7 +151,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 
 // Running reports whether a server is running on the cluster's data dir.
 func (c *Cluster) Running(ctx context.Context) bool {
-	return c.command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "status").Run() == nil
+	return c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "status").Run() == nil
 }
 
 // URL returns the superuser URL of database name.
@@ -165,9 +161,11 @@ func (c *Cluster) URL(name string) string {
 	return u.String()
 }
 
-// Command builds a command that runs as the postgres OS user when the
-// current process is root, with a C locale and UTC.
-func (c *Cluster) command(ctx context.Context, name string, args ...string) *exec.Cmd {
+// Command builds a command in Dir that runs as the postgres OS user when the
+// current process is root (the server binaries refuse to run as root), with
+// a C locale and UTC. Use it for anything that touches the data directory,
+// for example a pg_ctl of one's own or a watchdog script.
+func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C", "PGTZ=UTC")

@@ -3,7 +3,9 @@ package pgcluster
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -61,5 +63,38 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	if err := c2.Stop(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestCommandRunsAsThePostgresUserWhenRoot(t *testing.T) {
+	if _, err := FindBinDir(); err != nil {
+		t.Skip(err)
+	}
+	base, err := os.MkdirTemp("", "pgcluster-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(context.Background(), Options{Dir: filepath.Join(base, "pg")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.Itoa(os.Geteuid())
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = u.Uid
+	}
+	out, err := c.Command(context.Background(), "/bin/sh", "-c", `id -u; pwd; echo "$LC_ALL $PGTZ"`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, wantOut := string(out), want+"\n"+c.Dir+"\nC UTC\n"; got != wantOut {
+		t.Fatalf("got %q, want %q", got, wantOut)
 	}
 }

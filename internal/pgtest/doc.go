@@ -1,7 +1,8 @@
 // Package pgtest gives tests real PostgreSQL databases.
 //
-// A private throwaway cluster is started once per test binary with the
-// installed initdb/pg_ctl (from PATH or /usr/lib/postgresql/*/bin), listening
+// A private throwaway cluster (internal/pgcluster) is started once per test
+// binary with the installed initdb/pg_ctl (from PATH or
+// /usr/lib/postgresql/*/bin) in a fresh temporary directory, listening
 // on 127.0.0.1 at a free port with its unix socket in the cluster's temporary
 // directory, fsync off. When the test binary runs as root the cluster runs as
 // the `postgres` OS user. Each New call creates a fresh database, applies
