@@ -48,6 +48,7 @@ type Client struct {
 	plainHTTP   bool
 	concurrency int
 	http        *auth.Client
+	mono        *monolithic
 }
 
 // New returns a Client. It fails only when the Docker config file cannot
@@ -100,7 +101,7 @@ func New(opts Options) (*Client, error) {
 		Credential: credentials.Credential(store),
 		Header:     http.Header{"User-Agent": {opts.UserAgent}},
 	}
-	return &Client{plainHTTP: opts.PlainHTTP, concurrency: opts.Concurrency, http: ac}, nil
+	return &Client{plainHTTP: opts.PlainHTTP, concurrency: opts.Concurrency, http: ac, mono: &monolithic{}}, nil
 }
 
 // repository returns an oras-go remote repository for name

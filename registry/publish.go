@@ -152,7 +152,7 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	switch {
 	case err == nil && desc.Digest == p.manifest.Digest:
 		if ensureSig {
-			n, err := ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+			n, err := c.ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
 			if err != nil {
 				return res, err
 			}
@@ -164,7 +164,7 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	case !errors.Is(err, errdef.ErrNotFound):
 		return res, fmt.Errorf("resolve tag %s: %w", p.tag, err)
 	}
-	up, err := cfg.ensure(ctx, repo)
+	up, err := cfg.ensure(ctx, c, repo)
 	if err != nil {
 		return res, err
 	}
@@ -172,14 +172,14 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		res.Blobs++
 		res.Bytes += emptyConfig.Size
 	}
-	if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+	if up, err = c.pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
 		return res, err
 	}
 	if up {
 		res.Blobs++
 		res.Bytes += p.layer.Size
 	}
-	n, err := ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+	n, err := c.ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
 	if err != nil {
 		return res, err
 	}
@@ -203,7 +203,7 @@ type configHome struct {
 
 // ensure makes the empty config present in repo; it reports whether it
 // had to be added.
-func (h *configHome) ensure(ctx context.Context, repo *remote.Repository) (bool, error) {
+func (h *configHome) ensure(ctx context.Context, c *Client, repo *remote.Repository) (bool, error) {
 	ok, err := repo.Exists(ctx, emptyConfig)
 	if err != nil {
 		return false, fmt.Errorf("check blob %s: %w", emptyConfig.Digest, err)
@@ -215,14 +215,13 @@ func (h *configHome) ensure(ctx context.Context, repo *remote.Repository) (bool,
 	h.mu.Lock()
 	from := h.repo
 	h.mu.Unlock()
-	getContent := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(emptyConfigData)), nil }
 	if from != "" && from != repo.Reference.Repository {
-		err = repo.Mount(ctx, emptyConfig, from, getContent)
-	} else {
-		err = repo.Push(ctx, emptyConfig, bytes.NewReader(emptyConfigData))
-	}
-	if err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return false, fmt.Errorf("push blob %s: %w", emptyConfig.Digest, err)
+		getContent := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(emptyConfigData)), nil }
+		if err := repo.Mount(ctx, emptyConfig, from, getContent); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			return false, fmt.Errorf("mount blob %s from %s: %w", emptyConfig.Digest, from, err)
+		}
+	} else if err := c.uploadBlob(ctx, repo, emptyConfig, emptyConfigData); err != nil {
+		return false, err
 	}
 	h.set(repo.Reference.Repository)
 	return true, nil
@@ -237,7 +236,7 @@ func (h *configHome) set(repo string) {
 }
 
 // pushBlob uploads a blob unless the repository already has it.
-func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) (bool, error) {
+func (c *Client) pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) (bool, error) {
 	ok, err := repo.Exists(ctx, desc)
 	if err != nil {
 		return false, fmt.Errorf("check blob %s: %w", desc.Digest, err)
@@ -245,8 +244,8 @@ func pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descrip
 	if ok {
 		return false, nil
 	}
-	if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
-		return false, fmt.Errorf("push blob %s: %w", desc.Digest, err)
+	if err := c.uploadBlob(ctx, repo, desc, data); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -51,7 +51,7 @@ func SignaturePayload(repository string, dgst digest.Digest) ([]byte, error) {
 // holds a signature by signer over the payload for dgst. Signatures by
 // other keys already there are kept (key rotation). It returns the bytes
 // uploaded (0 when a matching signature was present).
-func ensureSignature(ctx context.Context, repo *remote.Repository, repository string, dgst digest.Digest, signer crypto.Signer) (int64, error) {
+func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, repository string, dgst digest.Digest, signer crypto.Signer) (int64, error) {
 	pl, err := SignaturePayload(repository, dgst)
 	if err != nil {
 		return 0, err
@@ -101,13 +101,25 @@ func ensureSignature(ctx context.Context, repo *remote.Repository, repository st
 	// The empty config is already in this repository: publishOne pushed it
 	// for the artifact manifest, or that manifest, which the registry
 	// accepted, references it.
+	//
+	// The payload names this manifest digest in this repository, so no
+	// other artifact shares it: when no signature manifest exists yet it
+	// is uploaded without asking first (at worst a payload left by a
+	// publish interrupted between the two requests is stored again).
 	var n int64
-	up, err := pushBlob(ctx, repo, plDesc, pl)
-	if err != nil {
-		return 0, err
-	}
-	if up {
+	if existing == nil {
+		if err := c.uploadBlob(ctx, repo, plDesc, pl); err != nil {
+			return 0, err
+		}
 		n += plDesc.Size
+	} else {
+		up, err := c.pushBlob(ctx, repo, plDesc, pl)
+		if err != nil {
+			return 0, err
+		}
+		if up {
+			n += plDesc.Size
+		}
 	}
 	md := manifestDescriptor(mb)
 	if err := repo.PushReference(ctx, md, bytes.NewReader(mb), tag); err != nil {

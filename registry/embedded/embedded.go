@@ -67,6 +67,10 @@ func New(ctx context.Context, opts Options) (r *Registry, err error) {
 			name:          driver,
 			"delete":      configuration.Parameters{"enabled": true},
 			"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
+			// Blob descriptors (digest, size, media type) cached in process
+			// memory: existence checks and the blob checks behind a manifest
+			// PUT skip the storage driver. Content is always read from storage.
+			"cache": configuration.Parameters{"blobdescriptor": "inmemory"},
 		},
 	}
 	cfg.HTTP.Secret = hex.EncodeToString(secret)
