@@ -160,8 +160,10 @@ func (d *demo) run(ctx context.Context) error {
 // empty state directory.
 func (d *demo) prepare(ctx context.Context) error {
 	killStale(d.dir)
-	if c, err := pgcluster.New(ctx, pgcluster.Options{Dir: d.pgDir()}); err == nil && c.Running(ctx) {
-		_ = c.Stop(ctx)
+	if _, err := os.Stat(filepath.Join(d.pgDir(), "data", "PG_VERSION")); err == nil {
+		if c, err := pgcluster.New(ctx, pgcluster.Options{Dir: d.pgDir()}); err == nil && c.Running(ctx) {
+			_ = c.Stop(ctx)
+		}
 	}
 	if err := os.RemoveAll(d.dir); err != nil {
 		return fmt.Errorf("demo: clear %s: %w", d.dir, err)

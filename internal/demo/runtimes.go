@@ -90,6 +90,24 @@ func (d *demo) fetch(ctx context.Context, rt *runtime, server string) (*evidence
 	return &ev, err
 }
 
+// fetchRetrying fetches from the Config Server, retrying a few times when
+// the server was unavailable (a 503 on a busy machine), as a runtime's watch
+// loop would with its back-off.
+func (d *demo) fetchRetrying(ctx context.Context, rt *runtime) (*evidence, error) {
+	for attempt := 1; ; attempt++ {
+		ev, err := d.fetch(ctx, rt, d.srvURL)
+		if ev == nil || ev.Outcome != "UNAVAILABLE" || attempt == 5 {
+			return ev, err
+		}
+		d.say("%s runtime: server unavailable (%s); retrying in %ds", rt.audience, ev.Reason, attempt)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
+}
+
 func (d *demo) runRuntimes(ctx context.Context, title string, release int64) error {
 	d.title(title)
 	want := d.release1
@@ -105,7 +123,7 @@ func (d *demo) runRuntimes(ctx context.Context, title string, release int64) err
 		return err
 	}
 	for _, rt := range rts {
-		ev, err := d.fetch(ctx, rt, d.srvURL)
+		ev, err := d.fetchRetrying(ctx, rt)
 		if err != nil {
 			return err
 		}
