@@ -1,9 +1,12 @@
 // Package jcs canonicalizes JSON values per RFC 8785 (JSON Canonicalization
 // Scheme) and computes the "sha256:<hex>" digests configpub's contracts use.
 //
-// It is a thin layer over github.com/gowebpki/jcs: values are first encoded
-// with encoding/json (so Go structs and maps can be passed directly) and the
-// bytes are then transformed into their canonical form.
+// Canonical is a thin layer over github.com/gowebpki/jcs: values are first
+// encoded with encoding/json (so Go structs and maps can be passed directly)
+// and the bytes are then transformed into their canonical form. AppendValue
+// is the fast path for values decoded from YAML or JSON into an `any`: it
+// writes the canonical form directly and is held byte-identical to
+// gowebpki/jcs by an equivalence test and a fuzz target.
 package jcs
 
 import (
