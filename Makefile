@@ -18,7 +18,8 @@ ensure-postgres:
 ## test: every unit and integration test (starts a private PostgreSQL itself).
 test: ensure-postgres
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(GO) test -race -count=1 -timeout 10m ./configserver/client/ ./configserver/auth/ ./promoter/review/
 
 ## demo: the whole pipeline end to end on embedded defaults.
 demo: ensure-postgres build
