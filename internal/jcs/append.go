@@ -2,6 +2,7 @@ package jcs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -123,10 +124,11 @@ const hexDigits = "0123456789abcdef"
 // AppendString appends s as an RFC 8785 JSON string (§3.2.2.2): only '"',
 // '\\' and control characters are escaped (\b \f \n \r \t by name, the others
 // as \u00xx); every other character, non-ASCII included, is written as UTF-8.
-// A string that is not valid UTF-8 is refused.
+// A string that is not valid UTF-8 is refused (the error does not quote it:
+// it may be a configuration value).
 func AppendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
-		return dst, fmt.Errorf("jcs: string %q is not valid UTF-8", s)
+		return dst, errors.New("jcs: string is not valid UTF-8")
 	}
 	dst = append(dst, '"')
 	start := 0
