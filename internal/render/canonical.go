@@ -1,17 +1,15 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	gojcs "github.com/gowebpki/jcs"
+
+	"github.com/configpub/configpub/internal/jcs"
 )
 
 // Canonical returns the RFC 8785 canonical JSON bytes of v.
@@ -43,10 +41,7 @@ func Digest(v *Value) (string, error) {
 }
 
 // BytesDigest returns "sha256:" + lowercase hex SHA-256 of b.
-func BytesDigest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func BytesDigest(b []byte) string { return jcs.BytesDigest(b) }
 
 // AppendCanonical appends the RFC 8785 form of v to dst.
 func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
@@ -76,7 +71,7 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 		}
 		return append(dst, s...), nil
 	case KindString:
-		return appendJSONString(dst, v.Str)
+		return jcs.AppendString(dst, v.Str)
 	case KindList:
 		dst = append(dst, '[')
 		for i, it := range v.Items {
@@ -100,7 +95,7 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, err = appendJSONString(dst, v.Keys[i]); err != nil {
+			if dst, err = jcs.AppendString(dst, v.Keys[i]); err != nil {
 				return dst, err
 			}
 			dst = append(dst, ':')
@@ -114,90 +109,18 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 }
 
 // sortedIndex returns the indexes of keys in RFC 8785 order (UTF-16 code
-// units).
+// units, jcs.CompareKeys).
 func sortedIndex(keys []string) []int {
 	idx := make([]int, len(keys))
 	sorted := true
 	for i := range idx {
 		idx[i] = i
-		if i > 0 && compareUTF16(keys[i-1], keys[i]) > 0 {
+		if i > 0 && jcs.CompareKeys(keys[i-1], keys[i]) > 0 {
 			sorted = false
 		}
 	}
 	if !sorted {
-		slices.SortFunc(idx, func(a, b int) int { return compareUTF16(keys[a], keys[b]) })
+		slices.SortFunc(idx, func(a, b int) int { return jcs.CompareKeys(keys[a], keys[b]) })
 	}
 	return idx
-}
-
-// compareUTF16 orders strings by their UTF-16 code units. UTF-8 byte order
-// equals code point order, which differs from UTF-16 order only when a
-// supplementary character meets one in U+E000..U+FFFF.
-func compareUTF16(a, b string) int {
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		if a[i] < utf8.RuneSelf && b[j] < utf8.RuneSelf {
-			if a[i] != b[j] {
-				return int(a[i]) - int(b[j])
-			}
-			i++
-			j++
-			continue
-		}
-		ra, na := utf8.DecodeRuneInString(a[i:])
-		rb, nb := utf8.DecodeRuneInString(b[j:])
-		if ra != rb {
-			return int(utf16Unit(ra)) - int(utf16Unit(rb))
-		}
-		i += na
-		j += nb
-	}
-	return len(a) - len(b)
-}
-
-// utf16Unit returns the first UTF-16 code unit of r.
-func utf16Unit(r rune) uint16 {
-	if r >= 0x10000 {
-		hi, _ := utf16.EncodeRune(r)
-		return uint16(hi)
-	}
-	return uint16(r)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as an RFC 8785 JSON string.
-func appendJSONString(dst []byte, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return dst, fmt.Errorf("string is not valid UTF-8")
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), nil
 }

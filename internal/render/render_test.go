@@ -122,3 +122,15 @@ func TestYAMLRoundTrip(t *testing.T) {
 		t.Errorf("round trip changed the value:\n got %s\nwant %s\nyaml:\n%s", got, want, y)
 	}
 }
+
+// TestCanonicalKeyOrderSharedHighSurrogate: U+1F600 and U+1F601 share the
+// high surrogate D83D; RFC 8785 orders them by the low one (DE00 < DE01).
+func TestCanonicalKeyOrderSharedHighSurrogate(t *testing.T) {
+	want := "{\"\U0001F5FF\":3,\"\U0001F600\":2,\"\U0001F601\":1}"
+	for range 20 { // sorting equal-comparing keys is not deterministic
+		got, err := Canonical(Map().Add("\U0001F601", Int(1)).Add("\U0001F600", Int(2)).Add("\U0001F5FF", Int(3)))
+		if err != nil || string(got) != want {
+			t.Fatalf("got %s (%v), want %s", got, err, want)
+		}
+	}
+}

@@ -164,6 +164,8 @@ func plainKey(k string) bool {
 	return true
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendQuoted writes s as a YAML double-quoted scalar.
 func appendQuoted(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
