@@ -2,141 +2,155 @@ package registry_test
 
 import (
 	"context"
-	"io"
-	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
-
-	ggcr "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/registry"
 )
 
-const benchTargets = 1000
+const (
+	benchTargets = 1000
+	// benchRounds interleaves the measurements: each round runs a first
+	// publish of all targets, their unchanged re-publish, and `oras push`
+	// for the round's share of the targets, so a change in the load of a
+	// shared machine hits every series alike. Over the rounds the oras
+	// loop pushes each target exactly once.
+	benchRounds = 4
+)
 
 // BenchmarkPublish1000 publishes 1,000 generated targets to a loopback
-// in-process Distribution registry and, in the same run, measures the
-// baselines: an unchanged re-publish and a loop of `oras push` invocations
-// pushing the same files with the same artifact type and annotations (oras
-// from $PATH; `make bench-publish` installs the pinned one). It runs with
-// three loopback registries: Distribution with in-memory storage,
-// Distribution with filesystem storage (on tmpfs when available), and
-// go-containerregistry's lighter in-memory registry, which leaves most of
-// the measured cost to the publishers themselves. Each first publish and each oras loop gets
-// a fresh registry. Besides wall time it reports cpu-ms/op: user+system
-// CPU of this process and its children (the registry runs in-process, the
-// oras invocations are children), which a busy shared machine distorts
-// less than wall time.
+// in-process CNCF Distribution v3 registry (the embedded default) and, in
+// the same run and interleaved with it, measures the two baselines of
+// issue 3: an unchanged re-publish, and a loop of `oras push` invocations
+// pushing the same values.yml files with the same artifact type and
+// annotations (oras from $PATH; `make bench-publish` installs the pinned
+// one). Two storages: filesystem on the local disk (what `configpub
+// registry serve` uses) and in memory. Every first publish and every oras
+// round gets a fresh registry of the same kind.
+//
+// Reported per storage: artifacts/s of each series, wall and CPU time for
+// 1,000 targets (CPU = user+system of this process and its waited-for
+// children: the registry runs in-process, oras runs as children, so both
+// sides are charged for the registry's work), the oras/configpub ratios,
+// the re-publish as a percentage of the first publish, and the registry
+// requests per artifact. The oras figures are scaled from the 1,000
+// single-target invocations (each invocation is independent).
 func BenchmarkPublish1000(b *testing.B) {
 	arts := registrytest.Artifacts(benchTargets, "prod", 1)
 	key := newKey(b)
-	ctx := context.Background()
-	for _, storage := range []string{"memory", "filesystem", "ggcr"} {
-		newReg := func(b *testing.B) *registrytest.Registry {
-			switch storage {
-			case "memory":
-				return registrytest.New(b, registrytest.Options{InMemory: true})
-			case "ggcr":
-				return registrytest.New(b, registrytest.Options{Backend: ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)))})
-			}
-			return registrytest.New(b, registrytest.Options{Dir: benchDir(b)})
-		}
-		var first, again, orasLoop, firstCPU, againCPU, orasCPU time.Duration
-		b.Run("configpub-first/"+storage, func(b *testing.B) {
-			cpu := startCPU()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				reg := newReg(b)
-				c := newClient(b, registry.Options{})
-				b.StartTimer()
-				sum, err := c.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/bench", Artifacts: arts, Signer: key})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if sum.Pushed != benchTargets {
-					b.Fatalf("got %d pushed, want %d", sum.Pushed, benchTargets)
-				}
-			}
-			first, firstCPU = report(b, cpu)
-		})
-		b.Run("configpub-republish/"+storage, func(b *testing.B) {
-			b.StopTimer()
-			reg := newReg(b)
-			c := newClient(b, registry.Options{})
-			req := registry.PublishRequest{Prefix: reg.Host + "/bench", Artifacts: arts, Signer: key}
-			if _, err := c.Publish(ctx, req); err != nil {
-				b.Fatal(err)
-			}
-			reg.Reset()
-			cpu := startCPU()
-			b.StartTimer()
-			for i := 0; i < b.N; i++ {
-				sum, err := c.Publish(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if sum.AlreadyPresent != benchTargets {
-					b.Fatalf("got %d already present, want %d", sum.AlreadyPresent, benchTargets)
-				}
-			}
-			b.StopTimer()
-			if w := reg.Writes(); w != 0 {
-				b.Fatalf("re-publish made %d writes, want 0", w)
-			}
-			again, againCPU = report(b, cpu)
-		})
-		b.Run("oras-push-loop/"+storage, func(b *testing.B) {
-			oras, err := exec.LookPath("oras")
-			if err != nil {
-				b.Skip("baseline needs the oras CLI on $PATH (make bench-publish installs the pinned one)")
-			}
-			dir := b.TempDir()
-			for _, a := range arts {
-				d := filepath.Join(dir, a.Host, a.ServiceID)
-				if err := os.MkdirAll(d, 0o755); err != nil {
-					b.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(d, "values.yml"), a.Values, 0o644); err != nil {
-					b.Fatal(err)
-				}
-			}
-			home := b.TempDir() // oras must not read or write the developer's Docker config
-			cpu := startCPU()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				reg := newReg(b)
-				b.StartTimer()
-				for _, a := range arts {
-					args := []string{"push", "--plain-http", "--no-tty", "--artifact-type", registry.ValuesArtifactType}
-					for k, v := range a.Annotations() {
-						args = append(args, "--annotation", k+"="+v)
-					}
-					args = append(args, registry.Repository(reg.Host+"/bench", a)+":"+registry.Tag(a.ReleaseVersion), "values.yml:application/yaml")
-					cmd := exec.Command(oras, args...)
-					cmd.Dir = filepath.Join(dir, a.Host, a.ServiceID)
-					cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home)
-					if out, err := cmd.CombinedOutput(); err != nil {
-						b.Fatalf("oras push: %v\n%s", err, out)
-					}
-				}
-			}
-			orasLoop, orasCPU = report(b, cpu)
-		})
-		if first > 0 && again > 0 {
-			b.Logf("%s: configpub first publish %v (cpu %v), unchanged re-publish %v (cpu %v): %.1f%% of first by wall time, %.1f%% by cpu",
-				storage, first.Round(time.Millisecond), firstCPU.Round(time.Millisecond), again.Round(time.Millisecond), againCPU.Round(time.Millisecond),
-				100*again.Seconds()/first.Seconds(), 100*againCPU.Seconds()/firstCPU.Seconds())
-		}
-		if first > 0 && orasLoop > 0 {
-			b.Logf("%s: oras push loop %v (cpu %v): configpub first publish is %.1fx faster by wall time, %.1fx less cpu",
-				storage, orasLoop.Round(time.Millisecond), orasCPU.Round(time.Millisecond), orasLoop.Seconds()/first.Seconds(), orasCPU.Seconds()/firstCPU.Seconds())
-		}
+	oras, orasErr := exec.LookPath("oras")
+	var files string
+	if orasErr == nil {
+		files = writeValues(b, arts)
 	}
+	home := b.TempDir() // oras must not read or write the developer's Docker config
+	for _, storage := range []string{"filesystem", "memory"} {
+		newReg := func(b *testing.B) *registrytest.Registry {
+			if storage == "memory" {
+				return registrytest.New(b, registrytest.Options{InMemory: true})
+			}
+			return registrytest.New(b, registrytest.Options{Dir: b.TempDir()})
+		}
+		b.Run(storage, func(b *testing.B) {
+			var first, again, loop series
+			var requests, loopTargets int
+			for b.Loop() {
+				for round := range benchRounds {
+					reg := newReg(b)
+					c := newClient(b, registry.Options{})
+					req := registry.PublishRequest{Prefix: reg.Host + "/bench", Artifacts: arts, Signer: key}
+					first.measure(b, func() {
+						sum, err := c.Publish(context.Background(), req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if sum.Pushed != benchTargets {
+							b.Fatalf("first publish: got %d pushed, want %d", sum.Pushed, benchTargets)
+						}
+					})
+					requests += reg.Total()
+					reg.Reset()
+					again.measure(b, func() {
+						sum, err := c.Publish(context.Background(), req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if sum.AlreadyPresent != benchTargets {
+							b.Fatalf("re-publish: got %d already present, want %d", sum.AlreadyPresent, benchTargets)
+						}
+					})
+					if w := reg.Writes(); w != 0 {
+						b.Fatalf("re-publish: got %d writes at the registry, want 0", w)
+					}
+					if orasErr != nil {
+						continue
+					}
+					share := arts[round*benchTargets/benchRounds : (round+1)*benchTargets/benchRounds]
+					oreg := newReg(b)
+					loop.measure(b, func() {
+						for _, a := range share {
+							orasPush(b, oras, files, home, oreg.Host+"/bench", a)
+						}
+					})
+					loopTargets += len(share)
+				}
+			}
+			n := benchRounds * b.N
+			first.report(b, "first", n*benchTargets)
+			again.report(b, "republish", n*benchTargets)
+			b.ReportMetric(float64(requests)/float64(n*benchTargets), "requests/artifact")
+			b.ReportMetric(100*again.wall.Seconds()/first.wall.Seconds(), "republish-%-wall")
+			b.ReportMetric(100*again.cpu.Seconds()/first.cpu.Seconds(), "republish-%-cpu")
+			b.Logf("%s: configpub first publish of %d targets: %v wall, %v cpu (%.0f artifacts/s, %.1f requests/artifact); unchanged re-publish: %v wall (%.1f%%), %v cpu (%.1f%%)",
+				storage, benchTargets, first.per(n), first.cpuPer(n), float64(n*benchTargets)/first.wall.Seconds(), float64(requests)/float64(n*benchTargets),
+				again.per(n), 100*again.wall.Seconds()/first.wall.Seconds(), again.cpuPer(n), 100*again.cpu.Seconds()/first.cpu.Seconds())
+			if orasErr != nil {
+				b.Logf("%s: oras push loop skipped: the baseline needs the oras CLI on $PATH (make bench-publish installs the pinned one)", storage)
+				return
+			}
+			// Scale the oras loop to 1,000 targets per op, like the publishes.
+			scale := float64(n*benchTargets) / float64(loopTargets)
+			loop.wall = time.Duration(float64(loop.wall) * scale)
+			loop.cpu = time.Duration(float64(loop.cpu) * scale)
+			loop.report(b, "oras", n*benchTargets)
+			b.ReportMetric(loop.wall.Seconds()/first.wall.Seconds(), "speedup-wall-x")
+			b.ReportMetric(loop.cpu.Seconds()/first.cpu.Seconds(), "speedup-cpu-x")
+			b.Logf("%s: oras push loop (%d invocations, scaled to %d): %v wall, %v cpu (%.0f artifacts/s); configpub is %.1fx faster by wall time, %.1fx less cpu",
+				storage, loopTargets, benchTargets, loop.per(n), loop.cpuPer(n), float64(n*benchTargets)/loop.wall.Seconds(),
+				loop.wall.Seconds()/first.wall.Seconds(), loop.cpu.Seconds()/first.cpu.Seconds())
+		})
+	}
+}
+
+// series accumulates the wall and CPU time of one measured series.
+type series struct{ wall, cpu time.Duration }
+
+// measure runs f once and adds its wall and CPU time. Garbage left by
+// the previous series is collected first, so it is not charged to f.
+func (s *series) measure(b *testing.B, f func()) {
+	b.Helper()
+	runtime.GC()
+	t, c := time.Now(), cpuTime()
+	f()
+	s.wall += time.Since(t)
+	s.cpu += cpuTime() - c
+}
+
+func (s series) per(n int) time.Duration { return (s.wall / time.Duration(n)).Round(time.Millisecond) }
+func (s series) cpuPer(n int) time.Duration {
+	return (s.cpu / time.Duration(n)).Round(time.Millisecond)
+}
+
+// report records the series' throughput and CPU time per 1,000 targets.
+func (s series) report(b *testing.B, name string, artifacts int) {
+	b.ReportMetric(float64(artifacts)/s.wall.Seconds(), name+"-artifacts/s")
+	b.ReportMetric(float64(s.cpu.Milliseconds())*benchTargets/float64(artifacts), name+"-cpu-ms/1000")
 }
 
 // cpuTime is user+system CPU of this process and its waited-for children.
@@ -148,32 +162,35 @@ func cpuTime() time.Duration {
 	return tv(self.Utime) + tv(self.Stime) + tv(children.Utime) + tv(children.Stime)
 }
 
-type cpuStart time.Duration
-
-func startCPU() cpuStart { return cpuStart(cpuTime()) }
-
-// report records artifacts/s and cpu-ms/op and returns wall and CPU time
-// per op.
-// The CPU figure includes set-up done with the timer stopped (creating a
-// registry), which is small next to 1,000 pushes.
-func report(b *testing.B, start cpuStart) (wall, cpu time.Duration) {
-	wall = b.Elapsed() / time.Duration(b.N)
-	cpu = (cpuTime() - time.Duration(start)) / time.Duration(b.N)
-	b.ReportMetric(float64(benchTargets)/wall.Seconds(), "artifacts/s")
-	b.ReportMetric(float64(cpu.Microseconds())/1000, "cpu-ms/op")
-	return wall, cpu
-}
-
-// benchDir returns a storage directory for a filesystem-backed benchmark
-// registry: on tmpfs (/dev/shm) when available, so the disk of a shared
-// machine does not dominate; configpub and the oras baseline both use it.
-func benchDir(b *testing.B) string {
+// writeValues writes each target's values.yml to <dir>/<host>/<serviceId>/
+// for the oras baseline.
+func writeValues(b *testing.B, arts []registry.Artifact) string {
 	b.Helper()
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "configpub-bench-"); err == nil {
-			b.Cleanup(func() { _ = os.RemoveAll(d) })
-			return d
+	dir := b.TempDir()
+	for _, a := range arts {
+		d := filepath.Join(dir, a.Host, a.ServiceID)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "values.yml"), a.Values, 0o644); err != nil {
+			b.Fatal(err)
 		}
 	}
-	return b.TempDir()
+	return dir
+}
+
+// orasPush pushes one target with the oras CLI, as a shell loop would.
+func orasPush(b *testing.B, oras, files, home, prefix string, a registry.Artifact) {
+	b.Helper()
+	args := []string{"push", "--plain-http", "--no-tty", "--artifact-type", registry.ValuesArtifactType}
+	for k, v := range a.Annotations() {
+		args = append(args, "--annotation", k+"="+v)
+	}
+	args = append(args, registry.Repository(prefix, a)+":"+registry.Tag(a.ReleaseVersion), "values.yml:"+registry.ValuesLayerType)
+	cmd := exec.Command(oras, args...)
+	cmd.Dir = filepath.Join(files, a.Host, a.ServiceID)
+	cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("oras push %s: %v\n%s", a.Host+"/"+a.ServiceID, err, out)
+	}
 }
