@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	gojcs "github.com/gowebpki/jcs"
-	yaml "go.yaml.in/yaml/v3"
+	yaml "gopkg.in/yaml.v3"
 
 	"github.com/configpub/configpub/internal/render"
 )
