@@ -64,6 +64,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/yamlstrict
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) ./compiler
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) ./internal/jcs
 
 clean:
 	rm -rf bin .configpub
