@@ -61,10 +61,10 @@ lint:
 ## fuzz: each fuzz target for a short fixed budget.
 FUZZTIME ?= 15s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/yamlstrict
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/render
-	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) ./compiler
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) ./internal/jcs
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlstrict
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
+	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/jcs
 
 clean:
 	rm -rf bin .configpub
