@@ -59,7 +59,7 @@ func BenchmarkPublish1000(b *testing.B) {
 		}
 		b.Run(storage, func(b *testing.B) {
 			var first, again, loop series
-			var requests, loopTargets int
+			var requests, conns, loopTargets int
 			for b.Loop() {
 				for round := range benchRounds {
 					reg := newReg(b)
@@ -75,6 +75,7 @@ func BenchmarkPublish1000(b *testing.B) {
 						}
 					})
 					requests += reg.Total()
+					conns += reg.Conns()
 					reg.Reset()
 					again.measure(b, func() {
 						sum, err := c.Publish(context.Background(), req)
@@ -105,10 +106,11 @@ func BenchmarkPublish1000(b *testing.B) {
 			first.report(b, "first", n*benchTargets)
 			again.report(b, "republish", n*benchTargets)
 			b.ReportMetric(float64(requests)/float64(n*benchTargets), "requests/artifact")
+			b.ReportMetric(float64(conns)/float64(n), "conns/publish")
 			b.ReportMetric(100*again.wall.Seconds()/first.wall.Seconds(), "republish-%-wall")
 			b.ReportMetric(100*again.cpu.Seconds()/first.cpu.Seconds(), "republish-%-cpu")
-			b.Logf("%s: configpub first publish of %d targets: %v wall, %v cpu (%.0f artifacts/s, %.1f requests/artifact); unchanged re-publish: %v wall (%.1f%%), %v cpu (%.1f%%)",
-				storage, benchTargets, first.per(n), first.cpuPer(n), float64(n*benchTargets)/first.wall.Seconds(), float64(requests)/float64(n*benchTargets),
+			b.Logf("%s: configpub first publish of %d targets: %v wall, %v cpu (%.0f artifacts/s, %.1f requests/artifact on %d connections); unchanged re-publish: %v wall (%.1f%%), %v cpu (%.1f%%)",
+				storage, benchTargets, first.per(n), first.cpuPer(n), float64(n*benchTargets)/first.wall.Seconds(), float64(requests)/float64(n*benchTargets), conns/n,
 				again.per(n), 100*again.wall.Seconds()/first.wall.Seconds(), again.cpuPer(n), 100*again.cpu.Seconds()/first.cpu.Seconds())
 			if orasErr != nil {
 				b.Logf("%s: oras push loop skipped: the baseline needs the oras CLI on $PATH (make bench-publish installs the pinned one)", storage)

@@ -16,4 +16,16 @@
 // concurrency, and retry only transient failures (5xx, 429, 408, connection
 // errors) with exponential back-off. Each tag is resolved once; everything
 // after that works by digest.
+//
+// Requests per artifact: an unchanged re-publish costs one HEAD of the tag.
+// A first publish costs the tag HEAD; a HEAD of the empty config and, when
+// the repository lacks it, a cross-repository mount; a HEAD of the layer
+// and its upload; a HEAD of the signature tag, the signature payload's
+// upload (no HEAD first when no signature exists yet: the payload names
+// this manifest, so nothing else can have stored it); the signature
+// manifest PUT; and the manifest PUT under its tag, last, as the commit
+// point. A blob upload is the Distribution Specification's single POST
+// (one request) where the registry creates the blob from it, and POST+PUT
+// where it does not (CNCF Distribution v3.1 answers 202): 11 requests per
+// artifact against Distribution, 9 against a single-POST registry.
 package registry

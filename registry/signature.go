@@ -67,7 +67,7 @@ func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, r
 	plDesc := ocispec.Descriptor{MediaType: SimpleSigningMediaType, Digest: digest.FromBytes(pl), Size: int64(len(pl))}
 	tag := SignatureTag(dgst)
 
-	existing, err := fetchSignatureManifest(ctx, repo, tag)
+	existing, err := fetchSignatureManifest(ctx, repo, tag, true)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return 0, err
 	}
@@ -130,8 +130,23 @@ func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, r
 
 // fetchSignatureManifest GETs the manifest at a signature tag (one
 // request) and checks its digest against the one the registry reports.
-func fetchSignatureManifest(ctx context.Context, repo *remote.Repository, tag string) (*ocispec.Manifest, error) {
-	desc, rc, err := repo.FetchReference(ctx, tag)
+// With headFirst it asks with a HEAD first and GETs by digest only when the
+// tag exists: a 404 to a HEAD has no body, so the keep-alive connection
+// survives it (oras-go closes a 404's body unread, which costs the
+// connection); publishing, where the signature is usually absent, uses it.
+func fetchSignatureManifest(ctx context.Context, repo *remote.Repository, tag string, headFirst bool) (*ocispec.Manifest, error) {
+	ref := tag
+	if headFirst {
+		d, err := repo.Resolve(ctx, tag)
+		if err != nil {
+			if errors.Is(err, errdef.ErrNotFound) {
+				return nil, fmt.Errorf("signature %s: %w", tag, ErrNotFound)
+			}
+			return nil, fmt.Errorf("resolve signature %s: %w", tag, err)
+		}
+		ref = d.Digest.String()
+	}
+	desc, rc, err := repo.FetchReference(ctx, ref)
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
 			return nil, fmt.Errorf("signature %s: %w", tag, ErrNotFound)

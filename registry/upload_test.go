@@ -17,7 +17,8 @@ import (
 // (go-containerregistry's) gets one request per blob; one that answers 202
 // and waits for the PUT (Distribution v3.1) gets POST+PUT, after the first
 // few probes only the body-less POST of the two-step protocol. Either way
-// every artifact verifies.
+// every artifact verifies, and all requests share one keep-alive
+// connection.
 func TestBlobUploadRequests(t *testing.T) {
 	const n = 6
 	for _, tc := range []struct {
@@ -39,6 +40,11 @@ func TestBlobUploadRequests(t *testing.T) {
 			}
 			if got := reg.Count("PUT upload"); !tc.wantPUTs(got) {
 				t.Errorf("got %d upload PUTs, want %s", got, tc.want)
+			}
+			// Every response is drained, so one publisher reuses one
+			// keep-alive connection for all its requests.
+			if got := reg.Conns(); got != 1 {
+				t.Errorf("got %d connections for %d requests, want 1", got, reg.Total())
 			}
 			for _, r := range sum.Results {
 				if _, err := c.Verify(context.Background(), r.Ref(), registry.VerifyOptions{Keys: trusted(t, key)}); err != nil {

@@ -86,7 +86,7 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 		return nil, verr(ErrInvalid, "artifactType %q is not a configpub artifact", p.Manifest.ArtifactType)
 	}
 
-	man, err := fetchSignatureManifest(ctx, repo, SignatureTag(dgst))
+	man, err := fetchSignatureManifest(ctx, repo, SignatureTag(dgst), false)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return nil, verr(ErrSignature, "no signature at tag %s", SignatureTag(dgst))

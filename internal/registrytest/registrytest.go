@@ -7,6 +7,7 @@ package registrytest
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -48,6 +49,7 @@ type Registry struct {
 
 	mu     sync.Mutex
 	counts map[string]int
+	conns  int // connections accepted since the last Reset
 }
 
 var quietOnce sync.Once
@@ -80,7 +82,15 @@ func New(t testing.TB, opts Options) *Registry {
 	if opts.Wrap != nil {
 		h = opts.Wrap(h)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			r.mu.Lock()
+			r.conns++
+			r.mu.Unlock()
+		}
+	}
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		_ = closeApp()
@@ -148,10 +158,19 @@ func (r *Registry) Total() int {
 	return n
 }
 
+// Conns returns the number of TCP connections accepted since the last
+// Reset: with keep-alive working, at most the client's concurrency.
+func (r *Registry) Conns() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.conns
+}
+
 // Reset zeroes the request counters.
 func (r *Registry) Reset() {
 	r.mu.Lock()
 	r.counts = map[string]int{}
+	r.conns = 0
 	r.mu.Unlock()
 }
 
