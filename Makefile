@@ -44,8 +44,9 @@ bench-server: ensure-postgres
 ## compat: install pinned cosign, oras, crane and the Distribution registry binary
 ## (go install, into .configpub/tools/bin) and check published fixture artifacts
 ## with them against the embedded and the stand-alone registry.
-compat:
+compat: ensure-postgres
 	./scripts/compat.sh
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -count=1 -v -run '^TestCosignVerifiesServedManifest$$' ./configserver/
 
 ## bench-publish: publish 1,000 generated targets to a loopback in-process Distribution
 ## registry vs an unchanged re-publish and a loop of `oras push` in the same run.
