@@ -48,8 +48,9 @@ compat: ensure-postgres
 	./scripts/compat.sh
 	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -count=1 -v -run '^TestCosignVerifiesServedManifest$$' ./configserver/
 
-## bench-publish: publish 1,000 generated targets to a loopback in-process Distribution
-## registry vs an unchanged re-publish and a loop of `oras push` in the same run.
+## bench-publish: publish 1,000 generated targets to a loopback in-process Distribution v3
+## registry (filesystem storage on the local disk, then in memory), interleaved per round with
+## an unchanged re-publish and a loop of `oras push` invocations; reports wall, cpu and ratios.
 bench-publish:
 	./scripts/compat.sh --install-only
 	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' -v \

@@ -93,7 +93,7 @@ free_port() {
 }
 
 wait_ready() { # url
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 300); do # 30 s: a loaded shared machine starts slowly
 		if curl -fs -o /dev/null "$1"; then
 			return
 		fi
