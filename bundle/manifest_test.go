@@ -44,7 +44,7 @@ func TestParseRefuses(t *testing.T) {
 	s := string(b)
 	tests := []struct {
 		name, in, want string
-		is              error
+		is             error
 	}{
 		{"digest mismatch", strings.Replace(s, "releaseVersion: 1\n", "releaseVersion: 2\n", 1), "releaseDigest", bundle.ErrDigestMismatch},
 		{"unknown field", strings.Replace(s, "envTag: \"dev\"\n", "envTag: \"dev\"\nextra: 1\n", 1), "unknown field", nil},

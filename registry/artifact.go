@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -22,19 +23,6 @@ const (
 	ReleaseArtifactType = "application/vnd.configpub.release.v1+json"
 	ReleaseLayerType    = "application/vnd.configpub.release.v1+json"
 	ReleaseTitle        = "release.json"
-)
-
-// Annotation keys on artifact manifests.
-const (
-	AnnotationHost           = "dev.configpub.host"
-	AnnotationServiceID      = "dev.configpub.service-id"
-	AnnotationEnvTag         = "dev.configpub.env-tag"
-	AnnotationAudience       = "dev.configpub.audience"
-	AnnotationSnapshotID     = "dev.configpub.snapshot-id"
-	AnnotationPublicationID  = "dev.configpub.publication-id"
-	AnnotationPolicyDigest   = "dev.configpub.policy-digest"
-	AnnotationContentDigest  = "dev.configpub.content-digest"
-	AnnotationReleaseVersion = "dev.configpub.release-version"
 )
 
 // ReleaseRepositoryName is the last path component of the release
@@ -122,16 +110,16 @@ func (a Artifact) validate() error {
 // deterministic org.opencontainers.image.created.
 func (a Artifact) Annotations() map[string]string {
 	return map[string]string{
-		AnnotationHost:            a.Host,
-		AnnotationServiceID:       a.ServiceID,
-		AnnotationEnvTag:          a.EnvTag,
-		AnnotationAudience:        a.Audience,
-		AnnotationSnapshotID:      a.SnapshotID,
-		AnnotationPublicationID:   a.PublicationID,
-		AnnotationPolicyDigest:    a.PolicyDigest,
-		AnnotationContentDigest:   a.ContentDigest,
-		AnnotationReleaseVersion:  strconv.FormatInt(a.ReleaseVersion, 10),
-		ocispec.AnnotationCreated: a.CreatedAt.UTC().Format(time.RFC3339),
+		bundle.AnnotationHost:           a.Host,
+		bundle.AnnotationServiceID:      a.ServiceID,
+		bundle.AnnotationEnvTag:         a.EnvTag,
+		bundle.AnnotationAudience:       a.Audience,
+		bundle.AnnotationSnapshotID:     a.SnapshotID,
+		bundle.AnnotationPublicationID:  a.PublicationID,
+		bundle.AnnotationPolicyDigest:   a.PolicyDigest,
+		bundle.AnnotationContentDigest:  a.ContentDigest,
+		bundle.AnnotationReleaseVersion: strconv.FormatInt(a.ReleaseVersion, 10),
+		ocispec.AnnotationCreated:       a.CreatedAt.UTC().Format(time.RFC3339),
 	}
 }
 
@@ -175,8 +163,8 @@ func packRelease(prefix string, r Release) (*packed, error) {
 		Annotations: map[string]string{ocispec.AnnotationTitle: ReleaseTitle},
 	}
 	ann := map[string]string{
-		AnnotationEnvTag:         r.EnvTag,
-		AnnotationReleaseVersion: strconv.FormatInt(r.ReleaseVersion, 10),
+		bundle.AnnotationEnvTag:         r.EnvTag,
+		bundle.AnnotationReleaseVersion: strconv.FormatInt(r.ReleaseVersion, 10),
 	}
 	if !r.CreatedAt.IsZero() {
 		ann[ocispec.AnnotationCreated] = r.CreatedAt.UTC().Format(time.RFC3339)

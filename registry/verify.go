@@ -107,9 +107,9 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 			return nil, verr(ErrIdentity, "a release artifact does not belong to target %s/%s/%s", id.EnvTag, id.Host, id.ServiceID)
 		}
 		for _, f := range []struct{ key, want, got string }{
-			{AnnotationHost, id.Host, v.Artifact.Host},
-			{AnnotationServiceID, id.ServiceID, v.Artifact.ServiceID},
-			{AnnotationEnvTag, id.EnvTag, v.Artifact.EnvTag},
+			{bundle.AnnotationHost, id.Host, v.Artifact.Host},
+			{bundle.AnnotationServiceID, id.ServiceID, v.Artifact.ServiceID},
+			{bundle.AnnotationEnvTag, id.EnvTag, v.Artifact.EnvTag},
 		} {
 			if f.want != "" && f.want != f.got {
 				return nil, verr(ErrIdentity, "annotation %s is %q, want %q", f.key, f.got, f.want)
@@ -177,9 +177,9 @@ func checkSignatures(ctx context.Context, repo content.Fetcher, man *ocispec.Man
 }
 
 func artifactFromAnnotations(ann map[string]string) (Artifact, error) {
-	rv, err := strconv.ParseInt(ann[AnnotationReleaseVersion], 10, 64)
+	rv, err := strconv.ParseInt(ann[bundle.AnnotationReleaseVersion], 10, 64)
 	if err != nil {
-		return Artifact{}, fmt.Errorf("annotation %s %q is not an integer", AnnotationReleaseVersion, ann[AnnotationReleaseVersion])
+		return Artifact{}, fmt.Errorf("annotation %s %q is not an integer", bundle.AnnotationReleaseVersion, ann[bundle.AnnotationReleaseVersion])
 	}
 	var created time.Time
 	if s := ann[ocispec.AnnotationCreated]; s != "" {
@@ -188,9 +188,9 @@ func artifactFromAnnotations(ann map[string]string) (Artifact, error) {
 		}
 	}
 	return Artifact{
-		Host: ann[AnnotationHost], ServiceID: ann[AnnotationServiceID], EnvTag: ann[AnnotationEnvTag],
-		Audience: ann[AnnotationAudience], SnapshotID: ann[AnnotationSnapshotID],
-		PublicationID: ann[AnnotationPublicationID], PolicyDigest: ann[AnnotationPolicyDigest],
-		ContentDigest: ann[AnnotationContentDigest], ReleaseVersion: rv, CreatedAt: created,
+		Host: ann[bundle.AnnotationHost], ServiceID: ann[bundle.AnnotationServiceID], EnvTag: ann[bundle.AnnotationEnvTag],
+		Audience: ann[bundle.AnnotationAudience], SnapshotID: ann[bundle.AnnotationSnapshotID],
+		PublicationID: ann[bundle.AnnotationPublicationID], PolicyDigest: ann[bundle.AnnotationPolicyDigest],
+		ContentDigest: ann[bundle.AnnotationContentDigest], ReleaseVersion: rv, CreatedAt: created,
 	}, nil
 }

@@ -7,20 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/jcs"
-)
-
-// OCI annotation keys of a values artifact (DESIGN §5).
-const (
-	AnnotationHost           = "dev.configpub.host"
-	AnnotationServiceID      = "dev.configpub.service-id"
-	AnnotationEnvTag         = "dev.configpub.env-tag"
-	AnnotationAudience       = "dev.configpub.audience"
-	AnnotationSnapshotID     = "dev.configpub.snapshot-id"
-	AnnotationPublicationID  = "dev.configpub.publication-id"
-	AnnotationPolicyDigest   = "dev.configpub.policy-digest"
-	AnnotationContentDigest  = "dev.configpub.content-digest"
-	AnnotationReleaseVersion = "dev.configpub.release-version"
 )
 
 // OCIArtifact is a values artifact pulled by digest from an OCI registry,
@@ -84,7 +72,7 @@ func (c *Client) ApplyOCI(ctx context.Context, a *OCIArtifact) (*Evidence, error
 }
 
 func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
-	if sid := a.Annotations[AnnotationSnapshotID]; isUUID(sid) {
+	if sid := a.Annotations[bundle.AnnotationSnapshotID]; isUUID(sid) {
 		ev.SnapshotID = sid
 	}
 	if !a.SignatureVerified {
@@ -104,14 +92,14 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	}
 	env := &doc.Envelope
 	for _, p := range []struct{ key, want string }{
-		{AnnotationHost, env.Host},
-		{AnnotationServiceID, env.ServiceID},
-		{AnnotationEnvTag, env.EnvTag},
-		{AnnotationAudience, env.Audience},
-		{AnnotationPublicationID, env.PublicationID},
-		{AnnotationPolicyDigest, env.PolicyDigest},
-		{AnnotationContentDigest, env.ContentDigest},
-		{AnnotationReleaseVersion, strconv.FormatInt(env.ReleaseVersion, 10)},
+		{bundle.AnnotationHost, env.Host},
+		{bundle.AnnotationServiceID, env.ServiceID},
+		{bundle.AnnotationEnvTag, env.EnvTag},
+		{bundle.AnnotationAudience, env.Audience},
+		{bundle.AnnotationPublicationID, env.PublicationID},
+		{bundle.AnnotationPolicyDigest, env.PolicyDigest},
+		{bundle.AnnotationContentDigest, env.ContentDigest},
+		{bundle.AnnotationReleaseVersion, strconv.FormatInt(env.ReleaseVersion, 10)},
 	} {
 		got, ok := a.Annotations[p.key]
 		if !ok {
@@ -121,9 +109,9 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 			return reject(ReasonManifestMismatch, "annotation "+p.key, "annotation %q != runtimePolicy %q", got, p.want)
 		}
 	}
-	sid := a.Annotations[AnnotationSnapshotID]
+	sid := a.Annotations[bundle.AnnotationSnapshotID]
 	if !isUUID(sid) {
-		return reject(ReasonManifestMismatch, "annotation "+AnnotationSnapshotID, "%q is not a lowercase UUID", sid)
+		return reject(ReasonManifestMismatch, "annotation "+bundle.AnnotationSnapshotID, "%q is not a lowercase UUID", sid)
 	}
 	if env.RevocationEpoch < c.seen.RevocationEpoch {
 		return reject(ReasonRevocationRegression, "runtimePolicy.revocationEpoch", "epoch %d < seen %d", env.RevocationEpoch, c.seen.RevocationEpoch)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 )
 
@@ -16,15 +17,15 @@ func ociArtifact(r *release) *client.OCIArtifact {
 		LayerDigest: r.ArtifactDigest(),
 		Values:      append([]byte(nil), r.Values...),
 		Annotations: map[string]string{
-			client.AnnotationHost:           r.Envelope.Host,
-			client.AnnotationServiceID:      r.Envelope.ServiceID,
-			client.AnnotationEnvTag:         r.Envelope.EnvTag,
-			client.AnnotationAudience:       r.Envelope.Audience,
-			client.AnnotationSnapshotID:     r.Manifest.SnapshotID,
-			client.AnnotationPublicationID:  r.Envelope.PublicationID,
-			client.AnnotationPolicyDigest:   r.Envelope.PolicyDigest,
-			client.AnnotationContentDigest:  r.Envelope.ContentDigest,
-			client.AnnotationReleaseVersion: strconv.FormatInt(r.Envelope.ReleaseVersion, 10),
+			bundle.AnnotationHost:           r.Envelope.Host,
+			bundle.AnnotationServiceID:      r.Envelope.ServiceID,
+			bundle.AnnotationEnvTag:         r.Envelope.EnvTag,
+			bundle.AnnotationAudience:       r.Envelope.Audience,
+			bundle.AnnotationSnapshotID:     r.Manifest.SnapshotID,
+			bundle.AnnotationPublicationID:  r.Envelope.PublicationID,
+			bundle.AnnotationPolicyDigest:   r.Envelope.PolicyDigest,
+			bundle.AnnotationContentDigest:  r.Envelope.ContentDigest,
+			bundle.AnnotationReleaseVersion: strconv.FormatInt(r.Envelope.ReleaseVersion, 10),
 		},
 		SignatureVerified: true,
 	}
@@ -48,8 +49,8 @@ func TestApplyOCI(t *testing.T) {
 		{"verified artifact", func(*world, *client.OCIArtifact) {}, ""},
 		{"signature not verified", func(_ *world, a *client.OCIArtifact) { a.SignatureVerified = false }, client.ReasonUnsignedArtifact},
 		{"layer byte flipped", func(_ *world, a *client.OCIArtifact) { a.Values[10] ^= 1 }, client.ReasonDigestMismatch},
-		{"annotation from another identity", func(_ *world, a *client.OCIArtifact) { a.Annotations[client.AnnotationHost] = "billing.example" }, client.ReasonManifestMismatch},
-		{"annotation missing", func(_ *world, a *client.OCIArtifact) { delete(a.Annotations, client.AnnotationPolicyDigest) }, client.ReasonMissingField},
+		{"annotation from another identity", func(_ *world, a *client.OCIArtifact) { a.Annotations[bundle.AnnotationHost] = "billing.example" }, client.ReasonManifestMismatch},
+		{"annotation missing", func(_ *world, a *client.OCIArtifact) { delete(a.Annotations, bundle.AnnotationPolicyDigest) }, client.ReasonMissingField},
 		{"envelope of another identity", func(w *world, a *client.OCIArtifact) {
 			s := w.spec(2)
 			s.envHost = "billing.example"
@@ -73,7 +74,7 @@ func TestApplyOCI(t *testing.T) {
 					t.Fatalf("got %+v %v, want APPLIED from oci", ev, err)
 				}
 				s, err := c.Current()
-				if err != nil || s.SnapshotID != a.Annotations[client.AnnotationSnapshotID] {
+				if err != nil || s.SnapshotID != a.Annotations[bundle.AnnotationSnapshotID] {
 					t.Fatalf("Current: got %v, want the OCI snapshot", err)
 				}
 				return

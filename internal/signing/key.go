@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+
+	"github.com/configpub/configpub/internal/atomicfile"
 )
 
 // File names cosign uses for a key pair (`cosign generate-key-pair`).
@@ -63,10 +65,10 @@ func WriteKeyPair(dir string, kp *KeyPair) (privPath, pubPath string, err error)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", fmt.Errorf("write key pair: %w", err)
 	}
-	if err := writeFileAtomic(privPath, kp.PrivatePEM, 0o600); err != nil {
+	if err := atomicfile.Write(privPath, kp.PrivatePEM, 0o600); err != nil {
 		return "", "", err
 	}
-	if err := writeFileAtomic(pubPath, kp.PublicPEM, 0o644); err != nil {
+	if err := atomicfile.Write(pubPath, kp.PublicPEM, 0o644); err != nil {
 		return "", "", err
 	}
 	return privPath, pubPath, nil
@@ -134,35 +136,4 @@ func (s *Signer) TrustedKey() TrustedKey { return TrustedKey{ID: s.keyID, Key: s
 // Sign signs digest (a SHA-256 sum) and returns an ASN.1 DER signature.
 func (s *Signer) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
 	return s.signer.Sign(rand, digest, opts)
-}
-
-// writeFileAtomic writes b to path through a temp file in the same
-// directory, fsyncs it and renames it into place.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
