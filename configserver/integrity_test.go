@@ -27,10 +27,10 @@ func TestRevokedAndInconsistentPointers(t *testing.T) {
 		VALUES ($1, 'leaked', 'test', now())`, sn.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Revocation is picked up by the next refresh of the identity (a
-	// renewal's NOTIFY) or the periodic reconcile; send the NOTIFY here.
+	// promoter.Revoke notifies in the same transaction with a payload that
+	// names the snapshot, not an identity; the server reloads every pointer.
 	if _, err := owner.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`,
-		`{"host":"h1.example","serviceId":"svc-a","envTag":"prod"}`); err != nil {
+		`{"revoked":true,"revocationId":1,"snapshotId":"`+sn.ID+`"}`); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, e, configsPath(idA), tok, http.StatusNotFound)

@@ -22,6 +22,9 @@ type notification struct {
 	Host      string `json:"host"`
 	ServiceID string `json:"serviceId"`
 	EnvTag    string `json:"envTag"`
+	// Revoked is set by a revocation (promoter.Revoke): it names a snapshot
+	// or publication, not an identity, so every pointer is reloaded.
+	Revoked bool `json:"revoked"`
 }
 
 // Run keeps the in-memory pointers current until ctx ends: it connects,
@@ -194,7 +197,12 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) er
 	ids := make(map[bundle.Identity]bool, len(payloads))
 	for _, p := range payloads {
 		var n notification
-		if err := json.Unmarshal([]byte(p), &n); err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
+		err := json.Unmarshal([]byte(p), &n)
+		if err == nil && n.Revoked {
+			s.opts.Logger.Info("revocation notified; reconciling every pointer")
+			return s.reconcile(ctx, conn)
+		}
+		if err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
 			s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
 			return s.reconcile(ctx, conn)
 		}
