@@ -53,7 +53,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		opts.Out = os.Stdout
 	}
 	if opts.Policy == nil {
-		opts.Policy = fixtures.PolicyRepo()
+		if opts.Policy, err = fixtures.PolicyRepo(); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	if opts.EnvTag == "" {
 		opts.EnvTag = "dev"
