@@ -47,7 +47,7 @@ func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
 	dir := "../../fixtures/golden/dev/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
 	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
 	if err != nil {
-		t.Skipf("golden fixture not present: %v", err)
+		t.Fatalf("golden fixture missing: %v", err)
 	}
 	var tg struct {
 		SnapshotID        string `json:"snapshotId"`
@@ -236,7 +236,7 @@ func TestFetchOCI(t *testing.T) {
 	dir := "../../fixtures/golden/dev/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
 	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
 	if err != nil {
-		t.Skipf("golden fixture not present: %v", err)
+		t.Fatalf("golden fixture missing: %v", err)
 	}
 	var tg struct {
 		Host, ServiceID, EnvTag, Audience                      string

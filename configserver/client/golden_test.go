@@ -67,7 +67,7 @@ func TestGoldenFixturesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Skip("no golden fixtures under fixtures/golden")
+		t.Fatal("no golden fixtures under fixtures/golden")
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(f))))+"/"+filepath.Base(filepath.Dir(f)), func(t *testing.T) {
@@ -165,7 +165,7 @@ func readFileOrSkip(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Skipf("golden fixture not present: %v", err)
+		t.Fatalf("golden fixture missing: %v", err)
 	}
 	return b
 }
