@@ -112,19 +112,13 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 		return 0, nil, err
 	}
 	if prior != nil {
-		switch prior.Outcome {
-		case OutcomeApplied:
-			res, err := decodeResult(prior)
-			return intentReplay, res, err
-		case OutcomeUnconfirmed:
-			return intentContinue, nil, nil
-		case OutcomeNotApplied:
-			// Definitely did not happen: retry under the same command.
-			if err := settleCommand(ctx, tx, cmd.ID, OutcomeUnconfirmed, nil, now); err != nil {
-				return 0, nil, err
-			}
-		default:
-			return 0, nil, fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
+		state, res, retry, err := resumePrior(prior)
+		if !retry {
+			return state, res, err
+		}
+		// Definitely did not happen: retry under the same command.
+		if err := settleCommand(ctx, tx, cmd.ID, OutcomeUnconfirmed, nil, now); err != nil {
+			return 0, nil, err
 		}
 	}
 	if err := s.fault(ctx, "move:command", tx); err != nil {

@@ -123,6 +123,24 @@ func decodeResult(c *command) (*ActivationResult, error) {
 	return &res, nil
 }
 
+// resumePrior interprets the earlier record of a command claimed again: an
+// APPLIED command replays its result, an UNCONFIRMED intent is continued,
+// and NOT_APPLIED (definitely did not happen) returns retry=true so that the
+// caller starts the intent over under the same command.
+func resumePrior(prior *command) (state intentState, res *ActivationResult, retry bool, err error) {
+	switch prior.Outcome {
+	case OutcomeApplied:
+		res, err := decodeResult(prior)
+		return intentReplay, res, false, err
+	case OutcomeUnconfirmed:
+		return intentContinue, nil, false, nil
+	case OutcomeNotApplied:
+		return intentNew, nil, true, nil
+	default:
+		return 0, nil, false, fmt.Errorf("command %s is %s: %w", prior.ID, prior.Outcome, ErrIntegrity)
+	}
+}
+
 // recordIntent is the intent transaction of RecordAndActivate.
 func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command) (intentState, *ActivationResult, error) {
 	now := s.now()
@@ -131,18 +149,12 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 		return 0, nil, err
 	}
 	if prior != nil {
-		switch prior.Outcome {
-		case OutcomeApplied:
-			res, err := decodeResult(prior)
-			return intentReplay, res, err
-		case OutcomeUnconfirmed:
-			return intentContinue, nil, nil
-		case OutcomeNotApplied:
-			// Definitely did not happen: retry under the same command.
-			return intentNew, nil, s.retryIntent(ctx, tx, cmd, in.Actor, in.Reason, in.BaseReleaseVersion, now)
-		default:
-			return 0, nil, fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
+		state, res, retry, err := resumePrior(prior)
+		if !retry {
+			return state, res, err
 		}
+		// Definitely did not happen: retry under the same command.
+		return intentNew, nil, s.retryIntent(ctx, tx, cmd, in.Actor, in.Reason, in.BaseReleaseVersion, now)
 	}
 	if err := s.fault(ctx, "record:command", tx); err != nil {
 		return 0, nil, err
