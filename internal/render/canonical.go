@@ -56,20 +56,8 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 			return append(dst, "true"...), nil
 		}
 		return append(dst, "false"...), nil
-	case KindInt:
-		if v.Int > MaxSafeInt || v.Int < -MaxSafeInt {
-			return dst, fmt.Errorf("integer %d has no exact JSON equivalent (beyond ±2^53)", v.Int)
-		}
-		return strconv.AppendInt(dst, v.Int, 10), nil
-	case KindFloat:
-		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			return dst, fmt.Errorf("number %v has no JSON equivalent", v.Float)
-		}
-		s, err := gojcs.NumberToJSON(v.Float)
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, s...), nil
+	case KindInt, KindFloat:
+		return appendNumber(dst, v)
 	case KindString:
 		return jcs.AppendString(dst, v.Str)
 	case KindList:
@@ -110,6 +98,26 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 
 // sortedIndex returns the indexes of keys in RFC 8785 order (UTF-16 code
 // units, jcs.CompareKeys).
+// appendNumber writes an integer or float Value in its RFC 8785 form, which
+// both renderers use: integers beyond ±2^53 and non-finite floats have no
+// exact JSON equivalent and are refused.
+func appendNumber(dst []byte, v *Value) ([]byte, error) {
+	if v.Kind == KindInt {
+		if v.Int > MaxSafeInt || v.Int < -MaxSafeInt {
+			return dst, fmt.Errorf("integer %d has no exact JSON equivalent (beyond ±2^53)", v.Int)
+		}
+		return strconv.AppendInt(dst, v.Int, 10), nil
+	}
+	if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+		return dst, fmt.Errorf("number %v has no JSON equivalent", v.Float)
+	}
+	s, err := gojcs.NumberToJSON(v.Float)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
+}
+
 func sortedIndex(keys []string) []int {
 	idx := make([]int, len(keys))
 	sorted := true

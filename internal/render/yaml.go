@@ -2,12 +2,9 @@ package render
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	gojcs "github.com/gowebpki/jcs"
 )
 
 // Profile names the renderer profile written by YAML.
@@ -110,20 +107,8 @@ func appendScalar(dst []byte, v *Value) ([]byte, error) {
 		return append(dst, "null"...), nil
 	case KindBool:
 		return strconv.AppendBool(dst, v.Bool), nil
-	case KindInt:
-		if v.Int > MaxSafeInt || v.Int < -MaxSafeInt {
-			return dst, fmt.Errorf("integer %d has no exact JSON equivalent (beyond ±2^53)", v.Int)
-		}
-		return strconv.AppendInt(dst, v.Int, 10), nil
-	case KindFloat:
-		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
-			return dst, fmt.Errorf("number %v has no JSON equivalent", v.Float)
-		}
-		s, err := gojcs.NumberToJSON(v.Float)
-		if err != nil {
-			return dst, err
-		}
-		return append(dst, s...), nil
+	case KindInt, KindFloat:
+		return appendNumber(dst, v)
 	case KindString:
 		return appendQuoted(dst, v.Str)
 	case KindMap:
