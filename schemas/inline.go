@@ -7,8 +7,9 @@ import (
 )
 
 // inlineRefs returns a copy of a schema document in which every
-// {"$ref": …} node (with no sibling keywords) is replaced by a copy of its
-// target, resolved against base and docs (URL without fragment -> document).
+// {"$ref": …} node (with no sibling keywords other than annotations such as
+// description) is replaced by a copy of its target, the node's annotations
+// taking precedence, resolved against base and docs (URL without fragment -> document).
 // The embedded schemas have no recursive references, so the result is
 // finite; inlining spares the validator a reference hop per property, which
 // dominates the cost of validating many small artifacts. The embedded files
@@ -19,12 +20,25 @@ func inlineRefs(node any, base string, docs map[string]any, depth int) (any, err
 	}
 	switch x := node.(type) {
 	case map[string]any:
-		if ref, ok := x["$ref"].(string); ok && len(x) == 1 {
+		if ref, ok := x["$ref"].(string); ok && onlyAnnotations(x) {
 			target, targetBase, err := resolveRef(ref, base, docs)
 			if err != nil {
 				return nil, err
 			}
-			return inlineRefs(target, targetBase, docs, depth+1)
+			in, err := inlineRefs(target, targetBase, docs, depth+1)
+			if err != nil || len(x) == 1 {
+				return in, err
+			}
+			m, ok := in.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("$ref %q: target is not a schema object", ref)
+			}
+			for k, v := range x {
+				if k != "$ref" {
+					m[k] = v
+				}
+			}
+			return m, nil
 		}
 		out := make(map[string]any, len(x))
 		for k, v := range x {
@@ -88,4 +102,17 @@ func resolveRef(ref, base string, docs map[string]any) (any, string, error) {
 		}
 	}
 	return cur, r.String(), nil
+}
+
+// annotations are the keywords that do not affect validation; a $ref with
+// only these beside it can be inlined.
+var annotations = map[string]bool{"description": true, "title": true, "$comment": true, "examples": true, "default": true, "deprecated": true}
+
+func onlyAnnotations(x map[string]any) bool {
+	for k := range x {
+		if k != "$ref" && !annotations[k] {
+			return false
+		}
+	}
+	return true
 }
