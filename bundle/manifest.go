@@ -34,7 +34,12 @@ type Manifest struct {
 	Inputs                  []Input           `json:"inputs"`
 	Subjects                []Subject         `json:"subjects"`
 	Workflows               []WorkflowVersion `json:"workflows"`
-	Targets                 []TargetEntry     `json:"targets"`
+	// WorkflowLedger lists every workflow version ever PUBLISHED in the
+	// environment, carried forward from release to release even after the
+	// version is deleted from the sources: a published version's content
+	// may never change.
+	WorkflowLedger []LedgerEntry `json:"workflowLedger"`
+	Targets        []TargetEntry `json:"targets"`
 	// ReleaseDigest is "sha256:" over the JCS bytes of every other field.
 	ReleaseDigest string `json:"releaseDigest,omitempty"`
 }
@@ -63,6 +68,19 @@ type WorkflowVersion struct {
 	State   string `json:"state"`
 	Digest  string `json:"digest"`
 }
+
+// LedgerEntry is one PUBLISHED workflow version of the workflow ledger:
+// its stable definition id, version, content digest and the release that
+// first published it.
+type LedgerEntry struct {
+	WfDefID     string `json:"wfDefId"`
+	Version     string `json:"version"`
+	Digest      string `json:"digest"`
+	PublishedIn int64  `json:"publishedIn"`
+}
+
+// Key returns "wfDefId@version".
+func (e LedgerEntry) Key() string { return e.WfDefID + "@" + e.Version }
 
 // Publication is an accepted {publicationId, policyDigest} pair.
 type Publication struct {

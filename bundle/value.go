@@ -25,6 +25,12 @@ func (m *Manifest) value() (*render.Value, error) {
 			Add("name", s(w.Name)).Add("wfDefId", s(w.WfDefID)).Add("version", s(w.Version)).
 			Add("state", s(w.State)).Add("digest", s(w.Digest)))
 	}
+	ledger := render.List()
+	for _, e := range m.WorkflowLedger {
+		ledger.Items = append(ledger.Items, render.Map().
+			Add("wfDefId", s(e.WfDefID)).Add("version", s(e.Version)).
+			Add("digest", s(e.Digest)).Add("publishedIn", i(e.PublishedIn)))
+	}
 	targets := render.List()
 	targets.Items = make([]*render.Value, 0, len(m.Targets))
 	for k := range m.Targets {
@@ -61,7 +67,7 @@ func (m *Manifest) value() (*render.Value, error) {
 		Add("createdAt", s(m.CreatedAt)).Add("sourceEventSequence", i(m.SourceEventSequence)).
 		Add("compatibilityGeneration", i(m.CompatibilityGeneration)).Add("revocationEpoch", i(m.RevocationEpoch)).
 		Add("schemaVersion", i(int64(m.SchemaVersion))).Add("renderer", s(m.Renderer)).
-		Add("inputs", inputs).Add("subjects", subjects).Add("workflows", workflows).Add("targets", targets), nil
+		Add("inputs", inputs).Add("subjects", subjects).Add("workflows", workflows).Add("workflowLedger", ledger).Add("targets", targets), nil
 }
 
 func items(in []InventoryItem) *render.Value {

@@ -160,7 +160,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	workflows, err := m.checkWorkflows(c.base)
+	workflows, ledger, err := m.checkWorkflows(c.base, c.next)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	return c.finish(ts, out, entries, workflows, views)
+	return c.finish(ts, out, entries, workflows, ledger, views)
 }
 
 // acceptedPublications lists, per Agent, the {publicationId, policyDigest}
@@ -247,7 +247,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
 
-func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, views []WorkflowView) (*Result, error) {
+func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
 	m := c.m
 	inputs := files{}
 	inputs.add(m.repo.src)
@@ -278,7 +278,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	var man *bundle.Manifest
 	if c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
-		equalSlices(c.base.Inputs, in) && equalSlices(c.base.Subjects, subjects) && equalSlices(c.base.Workflows, workflows) {
+		equalSlices(c.base.Inputs, in) && equalSlices(c.base.Subjects, subjects) && equalSlices(c.base.Workflows, workflows) && equalSlices(c.base.WorkflowLedger, ledger) {
 		// Nothing changed: reproduce the committed release.
 		cp := *c.base
 		cp.Targets = entries
@@ -299,7 +299,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 			ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
 			SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
 			RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
-			Inputs: in, Subjects: subjects, Workflows: workflows, Targets: entries,
+			Inputs: in, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
 		}
 	}
 	for i := range out {

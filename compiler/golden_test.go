@@ -11,11 +11,35 @@ import (
 	"runtime"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/compiler"
 )
 
-var update = flag.Bool("update", false, "rewrite fixtures/golden and fixtures/vectors/targets.json")
+var update = flag.Bool("update", false, "rewrite fixtures/policy-repo/releases, fixtures/golden and fixtures/vectors/targets.json")
+
+// fixtureCreatedAt is the createdAt of the fixture repository's release 1.
+var fixtureCreatedAt = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
+
+// updateFixtureManifests recompiles release 1 of every environment of the
+// fixture repository from its sources alone and rewrites
+// fixtures/policy-repo/releases/<env>.yaml.
+func updateFixtureManifests(t *testing.T) {
+	t.Helper()
+	for _, env := range envs {
+		dir := copyRepo(t)
+		if err := os.Remove(filepath.Join(dir, compiler.ManifestPath(env))); err != nil {
+			t.Fatal(err)
+		}
+		res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: env, CreatedAt: fixtureCreatedAt})
+		if err != nil {
+			t.Fatalf("compile %s: %v", env, err)
+		}
+		if err := os.WriteFile(filepath.Join(fixtureRepo, compiler.ManifestPath(env)), res.ManifestBytes, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 const (
 	goldenDir   = "../fixtures/golden"
@@ -76,6 +100,9 @@ func readTree(t *testing.T, root string) map[string][]byte {
 }
 
 func TestGolden(t *testing.T) {
+	if *update {
+		updateFixtureManifests(t)
+	}
 	var vectors []targetVector
 	for _, env := range envs {
 		got := writeTree(t, fixtureRepo, env)

@@ -1,9 +1,13 @@
 package compiler_test
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/configpub/configpub/compiler"
 )
 
 // copyRepo copies the fixture policy repository into a temporary directory.
@@ -29,4 +33,58 @@ func edit(t *testing.T, path, old, new string) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(b), old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// history is a policy directory and the releases compiled in it, in
+// order: what Git history would record.
+type history struct {
+	dir      string
+	releases map[int64][]byte
+}
+
+func newHistory(t *testing.T, dir string) *history {
+	t.Helper()
+	return &history{dir: dir, releases: map[int64][]byte{}}
+}
+
+// try compiles dev at createdAt without writing.
+func (h *history) try(createdAt time.Time) (*compiler.Result, error) {
+	return compiler.Compile(context.Background(), os.DirFS(h.dir), compiler.Options{EnvTag: "dev", CreatedAt: createdAt})
+}
+
+// compile compiles dev and records the committed release.
+func (h *history) compile(t *testing.T, createdAt time.Time) *compiler.Result {
+	t.Helper()
+	res, err := h.try(createdAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.releases[res.Manifest.ReleaseVersion] = res.ManifestBytes
+	return res
+}
+
+// release compiles dev, writes the new manifest and records it.
+func (h *history) release(t *testing.T, createdAt time.Time) *compiler.Result {
+	t.Helper()
+	res := h.compile(t, createdAt)
+	if err := compiler.Write(context.Background(), res, h.dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

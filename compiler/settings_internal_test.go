@@ -53,7 +53,7 @@ func TestDeriveID(t *testing.T) {
 	if b := deriveID(idSnapshot, "h", "s", "e", "sha256:x"); a != b {
 		t.Errorf("not deterministic: %s vs %s", a, b)
 	}
-	if b := deriveID(idPublication, "h", "s", "e", "sha256:x"); a == b {
+	if b := deriveID(idPolicySnapshot, "h", "s", "e", "sha256:x"); a == b {
 		t.Errorf("domains not separated")
 	}
 	if b := deriveID(idSnapshot, "hs", "", "e", "sha256:x"); a == b {

@@ -137,7 +137,7 @@ func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle
 		Host: sp.Host, ServiceID: sp.ServiceID, Audience: sp.Audience,
 		SubjectKind: sp.Subject.Kind, SubjectName: sp.Subject.Name,
 		LeaseProfile: sp.LeaseProfile, LeaseProfileDigest: t.pdigest,
-		PublicationID:           deriveID(idPublication, c.env, sp.Host, sp.ServiceID, itoa64(c.next)),
+		PublicationID:           bundle.PublicationID(c.env, c.next),
 		PolicySnapshotID:        subj.PolicySnapshotID,
 		ReleaseVersion:          c.next,
 		PolicyVersion:           subj.PolicyVersion,

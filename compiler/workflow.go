@@ -56,59 +56,72 @@ func workflowVersionDigest(v *workflowVersion) (string, error) {
 }
 
 // checkWorkflows validates every workflow (ceilings, agent references,
-// unique versions) and refuses a PUBLISHED version whose content differs
-// from the base release. It returns the manifest entries.
-func (m *model) checkWorkflows(base *bundle.Manifest) ([]bundle.WorkflowVersion, error) {
-	pinned := map[string]bundle.WorkflowVersion{}
+// unique versions and wfDefIds) against the workflow ledger of the base
+// release: a version the ledger holds must keep its digest and stay
+// PUBLISHED, whether or not it was deleted from the sources in between. It
+// returns the manifest's workflow entries and the ledger of release, which
+// carries every base entry forward and adds the versions release publishes
+// for the first time.
+func (m *model) checkWorkflows(base *bundle.Manifest, release int64) ([]bundle.WorkflowVersion, []bundle.LedgerEntry, error) {
+	ledger := map[string]bundle.LedgerEntry{}
 	if base != nil {
-		for _, w := range base.Workflows {
-			pinned[w.Name+"@"+w.Version] = w
+		for _, e := range base.WorkflowLedger {
+			ledger[e.Key()] = e
 		}
 	}
 	var out []bundle.WorkflowVersion
+	defIDs := map[string]*source{}
 	for _, name := range sortedKeys(m.workflows) {
 		w := m.workflows[name]
 		s := w.src
 		if _, _, err := m.hostTenant(s, w.spec.Host); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		if other := defIDs[w.spec.WfDefID]; other != nil {
+			return nil, nil, s.errorf([]string{"spec", "wfDefId"}, "wfDefId %s is already used by %s", w.spec.WfDefID, other.File)
+		}
+		defIDs[w.spec.WfDefID] = s
 		seen := map[string]bool{}
 		for i := range w.spec.Versions {
 			v := &w.spec.Versions[i]
 			path := []string{"spec", "versions", idx(i)}
 			if seen[v.Version] {
-				return nil, s.errorf(append(path, "version"), "duplicate workflow version %s", v.Version)
+				return nil, nil, s.errorf(append(path, "version"), "duplicate workflow version %s", v.Version)
 			}
 			seen[v.Version] = true
 			if err := m.ceilingDuration(s, append(path, "limits", "timeout"), "maxWorkflowTimeout", v.Limits.Timeout); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := m.ceilingInt(s, append(path, "limits", "retries"), "maxWorkflowRetries", v.Limits.Retries); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if err := m.ceilingInt(s, append(path, "limits", "concurrency"), "maxWorkflowConcurrency", v.Limits.Concurrency); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			for j, a := range v.Agents {
 				ag := m.agents[a]
 				if ag == nil {
-					return nil, errUnknown(s, append(path, "agents", idx(j)), KindAgent, a)
+					return nil, nil, errUnknown(s, append(path, "agents", idx(j)), KindAgent, a)
 				}
 				if err := sameHost(s, append(path, "agents", idx(j)), w.spec.Host, KindAgent, a, ag.spec.Host); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			d, err := workflowVersionDigest(v)
 			if err != nil {
-				return nil, s.errorf(path, "%v", err)
+				return nil, nil, s.errorf(path, "%v", err)
 			}
-			if old, ok := pinned[name+"@"+v.Version]; ok && old.State == "PUBLISHED" {
+			key := w.spec.WfDefID + "@" + v.Version
+			if old, ok := ledger[key]; ok {
 				if old.Digest != d {
-					return nil, s.errorf(path, "PUBLISHED workflow version %s@%s changed since release %d (%s -> %s); publish a new version instead", name, v.Version, base.ReleaseVersion, old.Digest, d)
+					return nil, nil, s.errorf(path, "workflow version %s (%s@%s) was PUBLISHED in release %d with digest %s; the sources now digest to %s: a published version never changes, publish a new version instead",
+						key, name, v.Version, old.PublishedIn, old.Digest, d)
 				}
 				if v.State != "PUBLISHED" {
-					return nil, s.errorf(append(path, "state"), "workflow version %s@%s was PUBLISHED in release %d and cannot return to %s", name, v.Version, base.ReleaseVersion, v.State)
+					return nil, nil, s.errorf(append(path, "state"), "workflow version %s (%s@%s) was PUBLISHED in release %d and cannot return to %s", key, name, v.Version, old.PublishedIn, v.State)
 				}
+			} else if v.State == "PUBLISHED" {
+				ledger[key] = bundle.LedgerEntry{WfDefID: w.spec.WfDefID, Version: v.Version, Digest: d, PublishedIn: release}
 			}
 			out = append(out, bundle.WorkflowVersion{Name: name, WfDefID: w.spec.WfDefID, Version: v.Version, State: v.State, Digest: d})
 		}
@@ -116,7 +129,11 @@ func (m *model) checkWorkflows(base *bundle.Manifest) ([]bundle.WorkflowVersion,
 	if out == nil {
 		out = []bundle.WorkflowVersion{}
 	}
-	return out, nil
+	entries := make([]bundle.LedgerEntry, 0, len(ledger))
+	for _, k := range sortedKeys(ledger) {
+		entries = append(entries, ledger[k])
+	}
+	return out, entries, nil
 }
 
 // workflowViews compiles the internal view of every PUBLISHED version.
