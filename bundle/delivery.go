@@ -13,7 +13,7 @@ const DeliveryManifestType = "configpub.dev/delivery-manifest/v1"
 
 // DeliveryManifest is signed by the promoter at every pointer move (and at
 // every lease renewal) for one target, stored with its signature, and streamed
-// by the Config Server in X-Config-Manifest (DESIGN §6, §7). Its canonical
+// by the Config Server in X-Config-Manifest. Its canonical
 // bytes are the RFC 8785 form of this struct; the signature is ECDSA P-256
 // (ASN.1 DER, SHA-256) over exactly those bytes, base64-encoded, which is what
 // `cosign verify-blob --key cosign.pub` checks.

@@ -2,10 +2,10 @@
 // codecs, without I/O:
 //
 //   - the release manifest (releases/<envTag>.yaml), reviewed in the pull
-//     request that changes policy (DESIGN §4);
-//   - the runtimePolicy envelope that opens every values.yml (DESIGN §3);
+//     request that changes policy;
+//   - the runtimePolicy envelope that opens every values.yml;
 //   - the delivery manifest signed at every pointer move and streamed by the
-//     Config Server (DESIGN §6, §7).
+//     Config Server.
 //
 // Canonical bytes follow RFC 8785 (JSON Canonicalization Scheme); digests are
 // "sha256:" + lowercase hex.

@@ -27,7 +27,7 @@ func Namespace(audience string) string {
 const SchemaVersion = 1
 
 // RuntimePolicy is the envelope that opens every values.yml. Field order is
-// normative (DESIGN §3) and is the order the renderer writes. Times are UTC
+// normative and is the order the renderer writes. Times are UTC
 // RFC 3339 strings; ids are lowercase UUID strings.
 type RuntimePolicy struct {
 	PublicationID           string `json:"publicationId" yaml:"publicationId"`
@@ -51,7 +51,7 @@ type RuntimePolicy struct {
 }
 
 // Identity is a runtime's lookup identity: the complete key of a current
-// pointer (DESIGN §7).
+// pointer.
 type Identity struct {
 	Host      string `json:"host"`
 	ServiceID string `json:"serviceId"`

@@ -16,7 +16,7 @@ const (
 )
 
 // Manifest is the release manifest of one environment, committed as
-// releases/<envTag>.yaml next to the policy change it releases (DESIGN §4).
+// releases/<envTag>.yaml next to the policy change it releases.
 // It holds everything a recompile at the same commit needs to reproduce the
 // release byte for byte. Field order is the order written.
 type Manifest struct {
@@ -50,7 +50,7 @@ type Input struct {
 	Digest string `json:"digest"` // sha256 of the exact file bytes
 }
 
-// Subject is the frozen domain policy of one subject (DESIGN §3 step 2).
+// Subject is the frozen domain policy of one subject (compile step 2).
 type Subject struct {
 	Kind             string `json:"kind"`
 	Name             string `json:"name"`

@@ -1,6 +1,6 @@
 package bundle
 
-// OCI annotation keys of a values artifact's manifest (DESIGN §5). They name
+// OCI annotation keys of a values artifact's manifest. They name
 // the identity the artifact is for; a verifier compares them with the
 // identity it expects and with the envelope inside the layer.
 const (

@@ -56,7 +56,7 @@ func (t *Target) Identity() bundle.Identity {
 
 // Result is the outcome of a compile.
 type Result struct {
-	Manifest      *bundle.Manifest // the release manifest (DESIGN §4)
+	Manifest      *bundle.Manifest // the release manifest
 	ManifestBytes []byte           // exact bytes of releases/<envTag>.yaml
 	UpToDate      bool             // sources still compile to the committed manifest (byte-identical)
 	Targets       []Target         // sorted by host, serviceId

@@ -1,6 +1,6 @@
-// Package compiler turns a policy repository (DESIGN §2) into one values.yml
-// per runtime target and the release manifest of an environment (DESIGN §3,
-// §4). Compile is a pure function of an fs.FS and Options: no network, no
+// Package compiler turns a policy repository into one values.yml
+// per runtime target and the release manifest of an environment.
+// Compile is a pure function of an fs.FS and Options: no network, no
 // database, no clock, no map-order leaks. Write is the only function that
 // touches the file system.
 //

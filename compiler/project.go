@@ -11,7 +11,7 @@ import (
 )
 
 // projector copies the allowlisted parts of an effective policy into an
-// audience namespace (DESIGN §3 step 3). It is built once per audience from
+// audience namespace (compile step 3). It is built once per audience from
 // the allowlist data in package schemas.
 type projector struct {
 	list *schemas.Allowlist

@@ -6,8 +6,8 @@ import (
 	"github.com/configpub/configpub/internal/render"
 )
 
-// policy is the frozen effective domain policy of one subject (DESIGN §3
-// step 2).
+// policy is the frozen effective domain policy of one subject
+// (compile step 2).
 type policy struct {
 	Kind, Name string
 	Host       string

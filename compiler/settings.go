@@ -7,7 +7,7 @@ import (
 	"github.com/configpub/configpub/internal/render"
 )
 
-// mergeSettings deep-merges override into base (DESIGN §3 step 5): maps
+// mergeSettings deep-merges override into base (compile step 5): maps
 // merge, lists and scalars replace, an explicit null removes the key.
 // Presence is kept distinct from empty, false and 0. Neither input is
 // modified; unchanged subtrees are shared.

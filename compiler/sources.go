@@ -15,7 +15,7 @@ import (
 	"github.com/configpub/configpub/schemas"
 )
 
-// Source kinds (DESIGN §2).
+// Source kinds.
 const (
 	KindRepository    = "Repository"
 	KindEnvironment   = "Environment"

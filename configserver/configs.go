@@ -17,8 +17,8 @@ import (
 // maxQueryValue bounds every query value.
 const maxQueryValue = 253
 
-// ignoredParams are accepted for compatibility and never influence selection
-// (DESIGN §7); configPhase is an optional content selector with a single
+// ignoredParams are accepted for compatibility and never influence selection;
+// configPhase is an optional content selector with a single
 // phase per identity today.
 var ignoredParams = map[string]bool{
 	"productId": true, "productVersion": true, "apiId": true, "apiVersion": true, "configPhase": true,
@@ -143,7 +143,7 @@ func (h *handler) serveSnapshot(w http.ResponseWriter, r *http.Request, rl *reqL
 }
 
 // writeDelivery checks the delivery against the claims and writes the 200,
-// 304 or HEAD answer with every DESIGN §7 header.
+// 304 or HEAD answer with every header of the wire contract (docs/wire-contract.md).
 func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, d *Delivery) *httpError {
 	if d.Identity != c.Identity() {
 		return errForbidden("store answered for another identity")
@@ -207,7 +207,7 @@ func reprDigest(digest string) (string, bool) {
 }
 
 // ifNoneMatch reports whether any If-None-Match field matches etag: "*", or
-// a list member equal to it under the weak comparison RFC 9110 §13.1.2
+// a list member equal to it under the weak comparison RFC 9110 section 13.1.2
 // prescribes for If-None-Match (a W/ prefix is ignored).
 func ifNoneMatch(fields []string, etag string) bool {
 	for _, f := range fields {
@@ -231,7 +231,7 @@ var (
 	contentTypeYAML   = []string{"application/yaml"}
 )
 
-// headerValues are the DESIGN §7 response header values of one delivery,
+// headerValues are the response header values of one delivery,
 // computed once (Delivery.Prepare) and shared read-only by responses.
 type headerValues struct {
 	etag, reprDigest, snapshotID, publicationID, policyDigest, contentDigest []string

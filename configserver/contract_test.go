@@ -21,7 +21,7 @@ func yamlBody(marker string) []byte {
 	return []byte("schemaVersion: 1\nagentPolicy:\n  marker: " + marker + "\n  rules:\n    - allow: read\n")
 }
 
-// TestContractHeaders checks every DESIGN §7 header against the stored rows.
+// TestContractHeaders checks every response header of docs/wire-contract.md against the stored rows.
 func TestContractHeaders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})

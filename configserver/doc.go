@@ -1,4 +1,4 @@
-// Package configserver is the Config Server of DESIGN §7: a read-only HTTP
+// Package configserver is the Config Server: a read-only HTTP
 // delivery boundary that streams, to a workload authenticated by its JWT,
 // the exact stored bytes of the snapshot that is current for its own
 // (host, serviceId, envTag), with the headers a runtime needs to verify them:

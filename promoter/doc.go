@@ -1,5 +1,5 @@
 // Package promoter records releases and moves current pointers in
-// PostgreSQL (DESIGN §6, §9): the only writer of what goes live. It has two
+// PostgreSQL: the only writer of what goes live. It has two
 // layers: Promote, which takes a reviewed Git commit all the way to an
 // active release, and Store, the release protocol over the schema of
 // internal/dbschema.
@@ -96,7 +96,7 @@
 // whose activation never committed as NOT_APPLIED. Serialization failures
 // and deadlocks (40001, 40P01) are retried; nothing else is.
 //
-// The configpub CLI (DESIGN §9) maps these to exit codes: 0 on success,
+// The configpub CLI maps these to exit codes: 0 on success,
 // including a replay and an already-active release; 1 on any refusal above,
 // a *review.RefusalError or a registry error; 2 on bad flags or arguments,
 // caught before this package is called; 3 on ErrUnconfirmed from promote,

@@ -82,7 +82,7 @@ type PromoteResult struct {
 	Duration          time.Duration
 }
 
-// Promote promotes a reviewed commit to an environment (DESIGN §6): it
+// Promote promotes a reviewed commit to an environment: it
 // checks the review (a *review.RefusalError otherwise), compiles the
 // commit's tree and requires the committed release manifest to be exactly
 // what its sources compile to (*StaleManifestError, matching ErrStale,

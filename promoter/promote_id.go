@@ -8,7 +8,7 @@ import (
 )
 
 // PromoteCommandID derives the command UUID of promoting commit to envTag:
-// a UUIDv8 (RFC 9562 §5.8) whose 122 free bits are the first bytes of
+// a UUIDv8 (RFC 9562 section 5.8) whose 122 free bits are the first bytes of
 // SHA-256("configpub/command/v1\x00" + commit + "\x00" + envTag + "\x00" + "promote").
 // The same commit promoted to the same environment is the same command, so
 // a re-run (after a crash or a lost reply) replays instead of acting twice.

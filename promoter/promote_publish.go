@@ -17,7 +17,7 @@ import (
 )
 
 // StaleManifestError reports a committed release manifest that is not what
-// the sources at its commit compile to (DESIGN §6: STALE, nothing changes).
+// the sources at its commit compile to (else STALE, nothing changes).
 // It matches ErrStale and compiler.ErrStale.
 type StaleManifestError struct {
 	Commit string // full hex commit hash

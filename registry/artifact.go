@@ -15,7 +15,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// Media and artifact types (DESIGN §5).
+// Media and artifact types.
 const (
 	ValuesArtifactType  = "application/vnd.configpub.values.v1+yaml"
 	ValuesLayerType     = "application/yaml"
@@ -30,7 +30,7 @@ const (
 // have two components after envTag, so the names cannot collide.
 const ReleaseRepositoryName = "release"
 
-// Artifact is one target snapshot (DESIGN §5; the cross-package contract).
+// Artifact is one target snapshot (the cross-package contract).
 type Artifact struct {
 	Host, ServiceID, EnvTag, Audience                      string
 	SnapshotID, PublicationID, PolicyDigest, ContentDigest string

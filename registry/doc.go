@@ -1,5 +1,5 @@
 // Package registry publishes configpub artifacts to OCI registries and
-// pulls and verifies them (DESIGN §5).
+// pulls and verifies them.
 //
 // It implements the OCI Image Format Specification 1.1 artifact guidance
 // (artifactType, the empty config descriptor), the OCI Distribution

@@ -117,7 +117,7 @@ func TestRulesRefuseBadIdentityAndWindow(t *testing.T) {
 }
 
 // TestEnvelopeSchemaOrderIsNormative: the envelope schema lists its members
-// in the order of bundle.RuntimePolicy (DESIGN §3).
+// in the order of bundle.RuntimePolicy.
 func TestEnvelopeSchemaOrderIsNormative(t *testing.T) {
 	raw, err := schemas.Raw("artifact/envelope.json")
 	if err != nil {

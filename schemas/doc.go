@@ -1,5 +1,5 @@
 // Package schemas embeds configpub's JSON Schema (draft 2020-12) documents
-// and projection allowlists (DESIGN §2, §3):
+// and projection allowlists:
 //
 //   - source/<kind>.json: one schema per policy source kind;
 //   - artifact/<audience>.json: each delivered values.yml, including the

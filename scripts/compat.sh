@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compat: check configpub's OCI artifacts with the tools people already
-# trust, unchanged (DESIGN §5, issue 3 "Must show" 1):
+# trust, unchanged (issue 3 "Must show" 1):
 #   - pinned cosign, oras, crane and the CNCF Distribution `registry` binary
 #     are `go install`ed from the Go module proxy into .configpub/tools/bin;
 #   - against the embedded registry (`configpub registry serve`) and the

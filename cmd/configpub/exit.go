@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Exit codes (DESIGN §9).
+// Exit codes.
 const (
 	exitOK          = 0
 	exitRefused     = 1 // a refusal the user can fix

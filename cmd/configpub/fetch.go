@@ -41,7 +41,7 @@ func addFetchCmd(root *cobra.Command) {
 	cmd := &cobra.Command{
 		Use:   "fetch --server URL --token-file F --host H --service-id S --env-tag E --audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
 		Short: "Fetch, verify and write a runtime's values.yml (sidecar for runtimes in other languages)",
-		Long: `fetch runs the runtime client (DESIGN §8): it fetches GET /configs (or, with --oci,
+		Long: `fetch runs the runtime client: it fetches GET /configs (or, with --oci,
 pulls REF@DIGEST from an OCI registry and checks its cosign signature), verifies every
 digest, the strict YAML, the envelope identity, the signed delivery manifest and the
 lease, keeps a re-verified last-known-good in --cache-dir, and writes the verified

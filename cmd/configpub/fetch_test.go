@@ -29,7 +29,7 @@ import (
 )
 
 // fetchServer serves the compiler's golden dev advisor values.yml with a
-// delivery manifest signed in the test, per DESIGN §7.
+// delivery manifest signed in the test, per docs/wire-contract.md.
 type fetchServer struct {
 	*httptest.Server
 	id      bundle.Identity

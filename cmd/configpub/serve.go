@@ -16,7 +16,7 @@ func addServeCmd(root *cobra.Command) {
 	cmd := &cobra.Command{
 		Use:   "serve --database URL --listen ADDR --jwks FILE|URL --issuer ISS --audience AUD",
 		Short: "Run the Config Server: serve current policy snapshots to authenticated workloads",
-		Long: `Run the Config Server (DESIGN §7). It reads PostgreSQL as a member of the
+		Long: `Run the Config Server. It reads PostgreSQL as a member of the
 configpub_server role, follows pointer moves by LISTEN/NOTIFY, and serves
 GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks

@@ -1,5 +1,5 @@
-// Package auth verifies the workload JWTs the Config Server accepts
-// (DESIGN §7) following the JWT best current practices of RFC 8725:
+// Package auth verifies the workload JWTs the Config Server accepts,
+// following the JWT best current practices of RFC 8725:
 //
 //   - keys come only from configuration: a PEM or JWKS file, or a JWKS URL
 //     refreshed on a schedule. A token's jku, x5u, x5c, jwk or kid header

@@ -1,5 +1,5 @@
 // Package client is the runtime side of configpub's delivery contract
-// (DESIGN §8): the library an Agent, Gateway or Knowledge runtime embeds to
+// (docs/wire-contract.md): the library an Agent, Gateway or Knowledge runtime embeds to
 // fetch its values.yml from the Config Server, verify everything before using
 // it, keep a last-known-good copy, honour the signed lease and fail closed
 // when it runs out.

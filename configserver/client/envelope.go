@@ -17,7 +17,7 @@ type envelopeField struct {
 	num  func(*bundle.RuntimePolicy) *int64
 }
 
-// envelopeFields lists runtimePolicy in normative order (DESIGN §3).
+// envelopeFields lists runtimePolicy in normative order.
 // schemaVersion is handled separately (it is an int and checked first).
 var envelopeFields = []envelopeField{
 	{name: "publicationId", str: func(e *bundle.RuntimePolicy) *string { return &e.PublicationID }},

@@ -14,7 +14,7 @@ import (
 )
 
 // Load fetches the configuration once and applies it only if every check of
-// DESIGN §8 passes. The first call restores the last-known-good from CacheDir
+// docs/wire-contract.md passes. The first call restores the last-known-good from CacheDir
 // (re-verified) before fetching. Load always returns Evidence; its error is
 // nil exactly when the outcome is APPLIED or UNCHANGED and a verified,
 // unexpired snapshot is current. Otherwise the error matches ErrRejected

@@ -12,7 +12,7 @@ import (
 	"github.com/configpub/configpub/internal/jcs"
 )
 
-// Response headers of GET /configs (DESIGN §7).
+// Response headers of GET /configs.
 const (
 	HeaderETag              = "ETag"
 	HeaderReprDigest        = "Repr-Digest"
@@ -30,7 +30,7 @@ const (
 	HeaderManifestSignature = "X-Manifest-Signature"
 )
 
-// Cross-service identity headers (DESIGN §8).
+// Cross-service identity headers.
 const (
 	HeaderPeerPublicationID = "X-Policy-Publication-Id"
 	HeaderPeerSnapshotID    = "X-Policy-Snapshot-Id"

@@ -108,7 +108,7 @@ type release struct {
 
 func (r *release) ArtifactDigest() string { return jcs.BytesDigest(r.Values) }
 
-// headers returns the DESIGN §7 response headers of r.
+// headers returns the contract response headers of r.
 func (r *release) headers() http.Header {
 	h := http.Header{}
 	d := r.ArtifactDigest()
@@ -134,7 +134,7 @@ func (r *release) headers() http.Header {
 func rfc(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // world is a runtime identity, its trusted key, an injected clock and a test
-// Config Server serving signed responses exactly per DESIGN §7.
+// Config Server serving signed responses exactly per docs/wire-contract.md.
 type world struct {
 	t     tb
 	id    bundle.Identity
@@ -318,7 +318,7 @@ func readFile(t tb, path string) []byte {
 }
 
 // testServer is an in-process Config Server (GET /configs, POST
-// /configs/evidence) serving the current release per DESIGN §7.
+// /configs/evidence) serving the current release per docs/wire-contract.md.
 type testServer struct {
 	*httptest.Server
 	id    bundle.Identity

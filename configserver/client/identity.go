@@ -43,7 +43,7 @@ func (t *identityTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 // AcceptedPublication is one {publicationId, policyDigest} pair a receiver
-// accepts from a bound Agent (current or previous release, DESIGN §3).
+// accepts from a bound Agent (current or previous release).
 type AcceptedPublication struct {
 	Agent         string `json:"agent,omitempty"` // the bound Agent, when the projection names it
 	PublicationID string `json:"publicationId"`

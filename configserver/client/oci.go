@@ -52,7 +52,7 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 	return c.ApplyOCI(ctx, a)
 }
 
-// ApplyOCI runs the checks of DESIGN §8 that apply to an artifact without a
+// ApplyOCI runs the verification checks that apply to an artifact without a
 // delivery manifest: a verified cosign signature, the layer digest recomputed
 // from the bytes, strict parse, envelope identity/audience/schema,
 // contentDigest, every annotation equal to the envelope, the envelope's

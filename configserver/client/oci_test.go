@@ -10,7 +10,7 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 )
 
-// ociArtifact returns what a puller hands over for r (DESIGN §5 annotations).
+// ociArtifact returns what a puller hands over for r (OCI annotations).
 func ociArtifact(r *release) *client.OCIArtifact {
 	return &client.OCIArtifact{
 		Ref:         "registry.example/prod/payments.example/agent-42@sha256:" + r.ArtifactDigest()[7:],

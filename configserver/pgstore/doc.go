@@ -1,5 +1,5 @@
 // Package pgstore implements configserver.Store over the configpub
-// PostgreSQL schema (DESIGN §6), connecting as a member of the
+// PostgreSQL schema, connecting as a member of the
 // configpub_server role: it reads current_pointer, config_snapshot,
 // delivery_manifest, artifact and revocation, and only inserts into
 // runtime_evidence.

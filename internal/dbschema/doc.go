@@ -1,4 +1,4 @@
-// Package dbschema holds configpub's PostgreSQL schema (DESIGN §6) as
+// Package dbschema holds configpub's PostgreSQL schema as
 // versioned SQL migrations embedded in the binary, and Migrate, which applies
 // the ones a database does not have yet.
 //

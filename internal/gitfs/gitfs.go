@@ -1,5 +1,5 @@
 // Package gitfs reads a policy repository from Git with go-git: the commit
-// time of HEAD (the default createdAt of a new release, DESIGN §3) and an
+// time of HEAD (the default createdAt of a new release) and an
 // io/fs view of the tree of any revision (the base of `configpub plan`).
 //
 // The tree view itself is promoter/review.TreeFS (lazy, one implementation

@@ -121,7 +121,7 @@ func appendNumber(dst []byte, n json.Number) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as an RFC 8785 JSON string (§3.2.2.2): only '"',
+// AppendString appends s as an RFC 8785 JSON string (section 3.2.2.2): only '"',
 // '\\' and control characters are escaped (\b \f \n \r \t by name, the others
 // as \u00xx); every other character, non-ASCII included, is written as UTF-8.
 // A string that is not valid UTF-8 is refused (the error does not quote it:
@@ -161,7 +161,7 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 }
 
 // CompareKeys orders object member names by their UTF-16 code units (RFC 8785
-// §3.2.3), for slices.SortFunc. UTF-8 byte order equals code point order,
+// section 3.2.3), for slices.SortFunc. UTF-8 byte order equals code point order,
 // which differs from UTF-16 order only when a supplementary character meets
 // one in U+E000..U+FFFF.
 func CompareKeys(a, b string) int {

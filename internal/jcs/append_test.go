@@ -112,7 +112,7 @@ func TestAppendValueRefuses(t *testing.T) {
 }
 
 func TestCompareKeys(t *testing.T) {
-	// RFC 8785 §3.2.3 order: by UTF-16 code units, so U+1F600 (D83D DE00)
+	// RFC 8785 section 3.2.3 order: by UTF-16 code units, so U+1F600 (D83D DE00)
 	// sorts after U+20AC and before U+FB33; U+1F5FF (D83D DDFF) before
 	// U+1F600 before U+1F601 (same high surrogate, compared by the low one).
 	want := []string{"", "a", "ab", "b", "\u00e9", "\u20ac", "\U0001F5FF", "\U0001F600", "\U0001F600a", "\U0001F601", "\ufb33"}

@@ -1,6 +1,6 @@
 // Package pgcluster runs a private PostgreSQL cluster from the installed
 // server binaries (initdb, pg_ctl): the embedded default database of
-// `configpub demo` (DESIGN §9) and the private cluster of the test harness
+// `configpub demo` and the private cluster of the test harness
 // internal/pgtest.
 //
 // New prepares a cluster directory (running initdb once), Start starts the

@@ -1,6 +1,6 @@
 // Package yamlstrict reads YAML documents into configpub's JSON-compatible
 // value tree (internal/render) and refuses anything with no exact JSON
-// equivalent or with surprising YAML semantics (DESIGN §2):
+// equivalent or with surprising YAML semantics:
 //
 //   - duplicate keys, non-string keys, merge keys, anchors and aliases (so an
 //     alias bomb is refused before any expansion), explicit tags other than

@@ -1,4 +1,4 @@
-// Package review decides whether a Git commit may be promoted (DESIGN §6):
+// Package review decides whether a Git commit may be promoted:
 // the commit must lie on the first-parent history of a protected ref (the
 // merges that landed on the branch, never a commit that only exists on a
 // feature branch or as the second parent of a merge), and it must meet every
