@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/gittest"
-	"github.com/configpub/configpub/internal/signing"
 )
 
 // cliHarness runs the built configpub binary against a promoteHarness.
@@ -44,7 +44,7 @@ func (c *cliHarness) run(t *testing.T, dbURL string, extra ...string) (int, stri
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, append(args, extra...)...)
-	cmd.Env = append(os.Environ(), signing.PasswordEnv+"="+c.password, "CONFIGPUB_DATABASE_URL=")
+	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+c.password, "CONFIGPUB_DATABASE_URL=")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {

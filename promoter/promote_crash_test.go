@@ -18,9 +18,9 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/registrytest"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/promoter/review"
 	"github.com/configpub/configpub/registry"
@@ -47,15 +47,15 @@ func TestPromoteKillNine(t *testing.T) {
 	reg := registrytest.New(t, registrytest.Options{})
 	prefix := reg.Host + "/configpub"
 	const password = "crash-test"
-	kp, err := signing.GenerateKeyPair([]byte(password))
+	kp, err := cosignkey.GenerateKeyPair([]byte(password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyPath, _, err := signing.WriteKeyPair(t.TempDir(), kp)
+	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := signing.LoadPrivateKey(kp.PrivatePEM, []byte(password))
+	signer, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte(password))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestPromoteKillNine(t *testing.T) {
 		cmd := exec.CommandContext(ctx, bin, "promote", "--git", p.repo.Dir, "--env", promoteEnv,
 			"--database", dbURL, "--registry", prefix, "--plain-http", "--key", keyPath,
 			"--commit", commit.String(), "--require-trailer", "Reviewed-by", "-v")
-		cmd.Env = append(os.Environ(), signing.PasswordEnv+"="+password)
+		cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+password)
 		return cmd
 	}
 
@@ -248,7 +248,7 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 }
 
 // activateRelease1 promotes release 1 in-process on db.
-func activateRelease1(t *testing.T, db *pgtest.DB, p *promoteRepo, client *registry.Client, prefix string, signer *signing.Signer) {
+func activateRelease1(t *testing.T, db *pgtest.DB, p *promoteRepo, client *registry.Client, prefix string, signer *cosignkey.Signer) {
 	t.Helper()
 	store, err := promoter.Open(context.Background(), db.Pool(t), promoter.Options{Signer: signer})
 	if err != nil {

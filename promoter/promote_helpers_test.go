@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/registrytest"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/promoter/review"
 	"github.com/configpub/configpub/registry"
@@ -105,7 +105,7 @@ type promoteHarness struct {
 	store    *promoter.Store
 	reg      *registrytest.Registry
 	client   *registry.Client
-	signer   *signing.Signer
+	signer   *cosignkey.Signer
 	keyPath  string
 	password string
 	prefix   string
@@ -115,14 +115,14 @@ func newPromoteHarness(t testing.TB) *promoteHarness {
 	t.Helper()
 	h := &promoteHarness{p: newPromoteRepo(t), db: pgtest.New(t), reg: registrytest.New(t, registrytest.Options{}), password: "test-password"}
 	h.pool = h.db.Pool(t)
-	kp, err := signing.GenerateKeyPair([]byte(h.password))
+	kp, err := cosignkey.GenerateKeyPair([]byte(h.password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.keyPath, _, err = signing.WriteKeyPair(t.TempDir(), kp); err != nil {
+	if h.keyPath, _, err = cosignkey.WriteKeyPair(t.TempDir(), kp); err != nil {
 		t.Fatal(err)
 	}
-	if h.signer, err = signing.LoadPrivateKey(kp.PrivatePEM, []byte(h.password)); err != nil {
+	if h.signer, err = cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte(h.password)); err != nil {
 		t.Fatal(err)
 	}
 	if h.store, err = promoter.Open(context.Background(), h.pool, promoter.Options{Signer: h.signer}); err != nil {

@@ -25,7 +25,7 @@ type PublishRequest struct {
 	// Release is the release artifact; nil publishes targets only.
 	Release *Release
 	// Signer signs every manifest; an ECDSA P-256 key such as a loaded
-	// cosign.key (signing.LoadPrivateKey). Load it once per publication.
+	// cosign.key (cosignkey.LoadPrivateKey). Load it once per publication.
 	Signer crypto.Signer
 	// Progress, when set, is called after each artifact completes. Calls
 	// are serialized; it must not block for long.

@@ -115,7 +115,7 @@ echo "compat: ok: cosign signs with a configpub key"
 
 mkdir -p "$work/cosignkeys"
 (cd "$work/cosignkeys" && cosign generate-key-pair >/dev/null 2>&1) || fail "cosign generate-key-pair"
-CONFIGPUB_COSIGN_KEY_DIR="$work/cosignkeys" go test -count=1 -run '^TestLoadCosignGeneratedKey$' ./internal/signing >/dev/null ||
+CONFIGPUB_COSIGN_KEY_DIR="$work/cosignkeys" go test -count=1 -run '^TestLoadCosignGeneratedKey$' ./internal/cosignkey >/dev/null ||
 	fail "configpub cannot load a key from cosign generate-key-pair"
 echo "compat: ok: configpub loads a cosign generate-key-pair key"
 

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/dbschema"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -55,7 +55,7 @@ func (f *storeFlags) open(ctx context.Context) (store *promoter.Store, closeFn f
 		if err != nil {
 			return nil, nil, usageError{err}
 		}
-		signer, err := signing.LoadPrivateKeyFile(f.key, password)
+		signer, err := cosignkey.LoadPrivateKeyFile(f.key, password)
 		if err != nil {
 			return nil, nil, err
 		}

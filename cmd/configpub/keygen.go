@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -21,11 +22,11 @@ func addKeygenCmd(root *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			kp, err := signing.GenerateKeyPair(password)
+			kp, err := cosignkey.GenerateKeyPair(password)
 			if err != nil {
 				return err
 			}
-			privPath, pubPath, err := signing.WriteKeyPair(out, kp)
+			privPath, pubPath, err := cosignkey.WriteKeyPair(out, kp)
 			if err != nil {
 				return err
 			}
@@ -45,9 +46,9 @@ func addKeygenCmd(root *cobra.Command) {
 // cosignPassword reads $COSIGN_PASSWORD as cosign does; set it to the
 // empty string for a key without a password.
 func cosignPassword() ([]byte, error) {
-	p, ok := os.LookupEnv(signing.PasswordEnv)
+	p, ok := os.LookupEnv(cosignkey.PasswordEnv)
 	if !ok {
-		return nil, errors.New(signing.PasswordEnv + " is not set (set it to the key password, or to the empty string for none)")
+		return nil, errors.New(cosignkey.PasswordEnv + " is not set (set it to the key password, or to the empty string for none)")
 	}
 	return []byte(p), nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
-	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/promoter/review"
 )
@@ -65,7 +65,7 @@ The cosign key password is read from COSIGN_PASSWORD.`,
 			if err != nil {
 				return usageError{err}
 			}
-			signer, err := signing.LoadPrivateKeyFile(keyPath, password)
+			signer, err := cosignkey.LoadPrivateKeyFile(keyPath, password)
 			if err != nil {
 				return err
 			}

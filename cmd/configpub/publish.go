@@ -12,8 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/jcs"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -62,7 +62,7 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 			if err != nil {
 				return err
 			}
-			signer, err := signing.LoadPrivateKeyFile(key, password)
+			signer, err := cosignkey.LoadPrivateKeyFile(key, password)
 			if err != nil {
 				return err
 			}

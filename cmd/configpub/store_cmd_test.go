@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -40,7 +40,7 @@ func sum(b []byte) string {
 // seedReleases promotes two releases of env "prod" (two targets; release 2
 // changes host-b) through the library and returns the snapshot ids by
 // release.
-func seedReleases(t *testing.T, db *pgtest.DB, signer *signing.Signer) map[int64][]string {
+func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int64][]string {
 	t.Helper()
 	ctx := context.Background()
 	store, err := promoter.Open(ctx, db.Pool(t), promoter.Options{Signer: signer})
@@ -82,16 +82,16 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *signing.Signer) map[int64
 func TestStoreVerbs(t *testing.T) {
 	db := pgtest.New(t)
 	dir := t.TempDir()
-	t.Setenv(signing.PasswordEnv, "pw")
-	kp, err := signing.GenerateKeyPair([]byte("pw"))
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyPath, _, err := signing.WriteKeyPair(dir, kp)
+	keyPath, _, err := cosignkey.WriteKeyPair(dir, kp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := signing.LoadPrivateKeyFile(keyPath, []byte("pw"))
+	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}

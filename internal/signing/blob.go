@@ -1,7 +1,10 @@
 // Package signing holds configpub's cosign-compatible signature primitives:
-// ECDSA P-256 keys in cosign's PEM formats, blob signatures that
-// `cosign verify-blob --key cosign.pub` accepts (ASN.1 DER over SHA-256,
-// base64), and key ids ("sha256:" + hex of the public key's PKIX DER).
+// ECDSA P-256 public keys in cosign's PEM format (cosign.pub), blob
+// signatures that `cosign verify-blob --key cosign.pub` accepts (ASN.1 DER
+// over SHA-256, base64), and key ids ("sha256:" + hex of the public key's
+// PKIX DER). It uses only the standard library, so the runtime client can
+// verify without cosign; generating and decrypting cosign.key files is in
+// internal/cosignkey.
 package signing
 
 import (

@@ -1,4 +1,4 @@
-package signing
+package cosignkey
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/configpub/configpub/internal/signing"
 )
 
 func TestKeyPairRoundTrip(t *testing.T) {
@@ -36,18 +38,18 @@ func TestKeyPairRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := ParsePublicKeys(pubPEM)
+	keys, err := signing.ParsePublicKeys(pubPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if keys[0].ID != s.KeyID() {
 		t.Fatalf("got public key id %s, want the private key's %s", keys[0].ID, s.KeyID())
 	}
-	sig, err := SignBlob(s, []byte("payload"))
+	sig, err := signing.SignBlob(s, []byte("payload"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := VerifyBlob(keys, []byte("payload"), sig, ""); err != nil || id != s.KeyID() {
+	if id, err := signing.VerifyBlob(keys, []byte("payload"), sig, ""); err != nil || id != s.KeyID() {
 		t.Fatalf("got %q, %v, want the signature to verify with cosign.pub", id, err)
 	}
 }
@@ -92,7 +94,7 @@ func TestLoadCosignGeneratedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := ParsePublicKeys(pub)
+	keys, err := signing.ParsePublicKeys(pub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package signing
+// Package cosignkey reads and writes cosign key pairs: ECDSA P-256 keys with
+// the private key encrypted as cosign does (scrypt + secretbox, "ENCRYPTED
+// SIGSTORE PRIVATE KEY" PEM), generated and decrypted with cosign's own code.
+// It is the only package of configpub that imports cosign; verification
+// (package signing) needs only the standard library, so runtimes that embed
+// the client do not carry cosign's dependencies.
+package cosignkey
 
 import (
 	"crypto"
@@ -12,6 +18,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/configpub/configpub/internal/atomicfile"
+	"github.com/configpub/configpub/internal/signing"
 )
 
 // File names cosign uses for a key pair (`cosign generate-key-pair`).
@@ -75,7 +82,7 @@ func WriteKeyPair(dir string, kp *KeyPair) (privPath, pubPath string, err error)
 }
 
 // Signer is a loaded cosign private key. It implements crypto.Signer, so
-// SignBlob accepts it; decrypting a cosign key is deliberately slow
+// signing.SignBlob accepts it; decrypting a cosign key is deliberately slow
 // (scrypt), so load it once and reuse the Signer.
 type Signer struct {
 	signer crypto.Signer
@@ -101,7 +108,7 @@ func LoadPrivateKey(pemBytes, password []byte) (*Signer, error) {
 	if !ok || pub.Curve.Params().Name != "P-256" {
 		return nil, fmt.Errorf("%w: want an ECDSA P-256 key, got %T", ErrBadPrivateKey, cs.Public())
 	}
-	id, err := KeyID(pub)
+	id, err := signing.KeyID(pub)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +138,9 @@ func (s *Signer) PublicKey() *ecdsa.PublicKey { return s.pub }
 func (s *Signer) KeyID() string { return s.keyID }
 
 // TrustedKey returns the signer's public key as a TrustedKey.
-func (s *Signer) TrustedKey() TrustedKey { return TrustedKey{ID: s.keyID, Key: s.pub} }
+func (s *Signer) TrustedKey() signing.TrustedKey {
+	return signing.TrustedKey{ID: s.keyID, Key: s.pub}
+}
 
 // Sign signs digest (a SHA-256 sum) and returns an ASN.1 DER signature.
 func (s *Signer) Sign(rand io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
