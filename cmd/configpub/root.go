@@ -26,6 +26,7 @@ func newRootCmd() *cobra.Command {
 var verbs = []func(*cobra.Command){
 	addVersionCmd,
 	addDemoCmd,
+	addInitCmd,
 	addCompileCmd,
 	addPlanCmd,
 	addValidateCmd,
