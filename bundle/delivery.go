@@ -18,9 +18,16 @@ const DeliveryManifestType = "configpub.dev/delivery-manifest/v1"
 // (ASN.1 DER, SHA-256) over exactly those bytes, base64-encoded, which is what
 // `cosign verify-blob --key cosign.pub` checks.
 //
-// Sequence increases with every pointer move of the identity; a renewal keeps
-// the sequence and issues a later IssuedAt. ValidFrom/RefreshAfter/ExpiresAt
-// are the short rolling lease a runtime obeys.
+// Sequence increases with every pointer move of the identity and is never
+// below the move time in microseconds since the Unix epoch, so a store
+// restored from a backup still issues sequences above any a runtime has
+// seen; a renewal keeps the sequence and issues a later IssuedAt.
+// ActivatedAt is the time of the pointer move (unchanged by renewals and by
+// an epoch re-sign): a runtime checks that the envelope's activation window
+// contains it. It is empty only in manifests signed before it existed.
+// RevocationEpoch is authoritative: never below the envelope's.
+// ValidFrom/RefreshAfter/ExpiresAt are the short rolling lease a runtime
+// obeys.
 type DeliveryManifest struct {
 	Type                    string `json:"type"`
 	Host                    string `json:"host"`
@@ -39,6 +46,7 @@ type DeliveryManifest struct {
 	CompatibilityGeneration int64  `json:"compatibilityGeneration"`
 	RevocationEpoch         int64  `json:"revocationEpoch"`
 	Sequence                int64  `json:"sequence"`
+	ActivatedAt             string `json:"activatedAt,omitempty"`
 	IssuedAt                string `json:"issuedAt"`
 	ValidFrom               string `json:"validFrom"`
 	RefreshAfter            string `json:"refreshAfter"`

@@ -35,7 +35,9 @@ type lkgFile struct {
 	Manifest       []byte          `json:"manifest"`
 	Signature      string          `json:"signature"`
 	KeyID          string          `json:"keyId"`
-	Seen           seenState       `json:"seen"`
+	// Seen is read from files written before the seen-state had a file of
+	// its own (it then counts for KeyID); it is no longer written.
+	Seen *seenState `json:"seen,omitempty"`
 }
 
 // CachePath returns the last-known-good file this client uses in CacheDir
@@ -45,19 +47,17 @@ func (c *Client) CachePath() string {
 	if c.opts.CacheDir == "" {
 		return ""
 	}
-	id := c.opts.Identity
-	sum := sha256.Sum256([]byte(id.Host + "\x00" + id.ServiceID + "\x00" + id.EnvTag + "\x00" + c.opts.Audience))
-	return filepath.Join(c.opts.CacheDir, "lkg-"+hex.EncodeToString(sum[:8])+".json")
+	return filepath.Join(c.opts.CacheDir, "lkg-"+c.fileKey()+".json")
 }
 
-// persist writes s durably as the last-known-good, with the seen state.
+// persist writes s durably as the last-known-good.
 func (c *Client) persist(s *Snapshot) error {
 	if s.Manifest == nil {
 		return nil // OCI-sourced: no delivery manifest to re-verify later
 	}
 	payload, err := json.Marshal(lkgFile{
 		Identity: c.opts.Identity, Audience: c.opts.Audience, ArtifactDigest: s.ArtifactDigest,
-		Values: s.Values, Manifest: s.ManifestBytes, Signature: s.Signature, KeyID: s.KeyID, Seen: c.seen,
+		Values: s.Values, Manifest: s.ManifestBytes, Signature: s.Signature, KeyID: s.KeyID,
 	})
 	if err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
@@ -88,9 +88,10 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 // signature, identity, lease, exactly as a fresh response) and makes it
 // current when it passes and nothing newer is current. A damaged file is
 // REJECTED with CACHE_CORRUPT (or the failed check's reason) and never used.
-// The seen sequence and revocation epoch are taken from a file whose
-// signature verified even when its lease has run out. Load calls Restore
-// once by itself.
+// The file is not held against the seen state (a crash between persisting
+// the seen state and the last-known-good may leave it one position behind);
+// the seen state never moves back because of it. Load calls Restore once by
+// itself.
 func (c *Client) Restore(ctx context.Context) (*Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,6 +122,10 @@ func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error
 	if path == "" {
 		return &UnavailableError{Reason: ReasonNoCache, Err: errors.New("no cache directory configured")}
 	}
+	c.removeStaleTemps(c.SeenPath())
+	if err := c.ensureSeen(); err != nil {
+		return err
+	}
 	c.removeStaleTemps(path)
 	lkg, err := readLKG(path, 2*c.opts.MaxBodyBytes+(64<<10))
 	if err != nil {
@@ -134,15 +139,21 @@ func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error
 		return reject(ReasonDigestMismatch, "cache", "stored %s != recomputed %s", lkg.ArtifactDigest, digest)
 	}
 	v, err := c.verifyCandidate(candidate{values: lkg.Values, artifactDigest: digest, manifestBytes: lkg.Manifest, signature: lkg.Signature, keyID: lkg.KeyID}, now, seenState{}, ev)
+	next := c.seen
+	if lkg.Seen != nil && (err == nil || isLeaseReason(err)) {
+		// A file from before the seen-state had its own file: what it had
+		// seen still guards against replays, even when its lease has run out.
+		next = next.advance(lkg.KeyID, *lkg.Seen)
+	}
 	if err != nil {
-		if r, _ := reasonOf(err); r == ReasonExpired || r == ReasonNotYetValid {
-			// Authentic but outside its lease: unusable, yet what it has
-			// seen still guards against replays.
-			c.seen = c.seen.mergeState(lkg.Seen)
+		if cerr := c.commitSeen(next); cerr != nil {
+			return cerr
 		}
 		return err
 	}
-	c.seen = c.seen.mergeState(lkg.Seen).merge(v.manifest, v.issuedAt, jcs.BytesDigest(lkg.Manifest))
+	if err := c.commitSeen(next.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(lkg.Manifest)))); err != nil {
+		return err
+	}
 	ev.fromSnapshot(v.snap)
 	if cur := c.current(); cur != nil {
 		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
@@ -150,8 +161,15 @@ func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error
 	}
 	v.snap.Source = SourceCache
 	c.publish(v.snap, now)
+	c.lkgSnapshotID = v.snap.SnapshotID
 	ev.Outcome, ev.Reason = OutcomeApplied, ReasonRestored
 	return nil
+}
+
+// isLeaseReason reports whether err is a rejection for the lease alone.
+func isLeaseReason(err error) bool {
+	r, _ := reasonOf(err)
+	return r == ReasonExpired || r == ReasonNotYetValid
 }
 
 // removeStaleTemps deletes temporary files a crash left behind.
@@ -197,15 +215,4 @@ func readLKG(path string, max int64) (*lkgFile, error) {
 		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
 	}
 	return &lkg, nil
-}
-
-// mergeState returns the later of two seen states.
-func (s seenState) mergeState(o seenState) seenState {
-	if o.RevocationEpoch > s.RevocationEpoch {
-		s.RevocationEpoch = o.RevocationEpoch
-	}
-	if o.Sequence > s.Sequence || (o.Sequence == s.Sequence && o.IssuedAt.After(s.IssuedAt)) {
-		s.Sequence, s.IssuedAt, s.ManifestDigest = o.Sequence, o.IssuedAt, o.ManifestDigest
-	}
-	return s
 }

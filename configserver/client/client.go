@@ -41,8 +41,8 @@ type Snapshot struct {
 
 	Source       Source
 	VerifiedAt   time.Time
-	RefreshAfter time.Time // refresh no later than this
-	ExpiresAt    time.Time // lease end (the earlier of manifest and envelope); fail closed at ExpiresAt + skew
+	RefreshAfter time.Time // refresh no later than this (the signed lease's refreshAfter)
+	ExpiresAt    time.Time // the signed lease's end; fail closed at ExpiresAt + skew
 }
 
 // Client loads, verifies and holds a runtime's configuration. It is safe for
@@ -54,10 +54,12 @@ type Client struct {
 
 	cur atomic.Pointer[active]
 
-	mu       sync.Mutex // serializes loads; guards the fields below
-	seen     seenState
-	restored bool
-	faults   faults
+	mu            sync.Mutex // serializes loads; guards the fields below
+	seen          seenSet    // per trusted signing key id
+	seenLoaded    bool       // the seen-state file has been read
+	restored      bool
+	lkgSnapshotID string // snapshot last persisted as (or restored from) the last-known-good
+	faults        faults
 }
 
 // active is the published current snapshot with its deadlines.

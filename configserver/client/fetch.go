@@ -26,6 +26,9 @@ func (c *Client) Load(ctx context.Context) (*Evidence, error) {
 	c.restoreOnce(ctx)
 	now := c.opts.Clock.Now()
 	ev := c.newEvidence(SourceServer, now)
+	if err := c.ensureSeen(); err != nil {
+		return c.finish(ev, err)
+	}
 	return c.finish(ev, c.fetch(ctx, now, ev))
 }
 
@@ -48,9 +51,9 @@ func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
 	if err := c.authorize(ctx, req); err != nil {
 		return &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
 	}
-	resp, err := c.opts.HTTPClient.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
-		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
+		return err
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -88,34 +91,43 @@ func (c *Client) authorize(ctx context.Context, req *http.Request) error {
 	return nil
 }
 
-// fetched verifies a 200 response.
+// fetched verifies a 200 response. The signed manifest is verified, and
+// checked against the identity, the seen state and the lease, before the body
+// is read; the body is read up to MaxBodyBytes and its digest compared with
+// every announced digest and the signed one before it is parsed. An
+// unauthenticated body is never parsed.
 func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time, ev *Evidence) error {
 	h := resp.Header
 	if sid := h.Get(HeaderSnapshotID); isUUID(sid) {
 		ev.SnapshotID = sid // as announced; replaced by the signed value below
 	}
-	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes)
-	if err != nil {
-		return err
-	}
-	digest := jcs.BytesDigest(body)
-	ev.ArtifactDigest = digest
-	if err := checkDigestHeaders(h, digest, true); err != nil {
-		return err
-	}
 	mbytes, sig, keyID, err := manifestHeaders(h)
 	if err != nil {
 		return err
 	}
-	v, err := c.verifyCandidate(candidate{values: body, artifactDigest: digest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen, ev)
+	cand := candidate{manifestBytes: mbytes, signature: sig, keyID: keyID}
+	sm, err := c.checkSigned(cand, now, c.seen.floor(), ev)
 	if err != nil {
 		return err
 	}
-	if err := checkHeadersAgainstManifest(h, v.manifest, true); err != nil {
+	if err := checkHeadersAgainstManifest(h, sm.manifest, true); err != nil {
 		return err
 	}
-	c.accept(v, SourceServer, now, ev)
-	return nil
+	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes)
+	if err != nil {
+		return err
+	}
+	cand.values = body
+	cand.artifactDigest = jcs.BytesDigest(body)
+	ev.ArtifactDigest = cand.artifactDigest
+	if err := checkDigestHeaders(h, cand.artifactDigest, true); err != nil {
+		return err
+	}
+	v, err := c.checkBody(cand, sm, now, ev)
+	if err != nil {
+		return err
+	}
+	return c.accept(v, SourceServer, now, ev)
 }
 
 // notModified handles a 304: the current snapshot stays; a renewed manifest
@@ -143,15 +155,14 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 			if err := checkDigestHeaders(h, cur.ArtifactDigest, false); err != nil {
 				return err
 			}
-			v, err := c.verifyCandidate(candidate{values: cur.Values, artifactDigest: cur.ArtifactDigest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen, ev)
+			v, err := c.verifyCandidate(candidate{values: cur.Values, artifactDigest: cur.ArtifactDigest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen.floor(), ev)
 			if err != nil {
 				return err
 			}
 			if err := checkHeadersAgainstManifest(h, v.manifest, false); err != nil {
 				return err
 			}
-			c.accept(v, SourceServer, now, ev)
-			return nil
+			return c.accept(v, SourceServer, now, ev)
 		}
 	}
 	ev.fromSnapshot(cur)
@@ -186,26 +197,47 @@ func readBody(ctx context.Context, resp *http.Response, max int64) ([]byte, erro
 }
 
 // accept makes a verified candidate current (unless it is exactly the
-// current one), advances the seen state and persists the last-known-good.
-func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) {
+// current one): the seen state is persisted first (when it cannot be, nothing
+// is applied), then the snapshot is swapped in and persisted as
+// last-known-good.
+func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) error {
 	cur := c.current()
 	ev.fromSnapshot(v.snap)
 	if v.sameAs(cur) {
 		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
-		return
+		return nil
+	}
+	if err := c.commitSeen(c.seen.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes)))); err != nil {
+		return err
 	}
 	ev.Outcome, ev.Reason = OutcomeApplied, ReasonNewSnapshot
 	if cur != nil && cur.Manifest != nil && cur.ArtifactDigest == v.snap.ArtifactDigest && cur.Manifest.Sequence == v.manifest.Sequence {
 		ev.Reason = ReasonLeaseRenewed
 	}
 	v.snap.Source = src
-	c.seen = c.seen.merge(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes))
 	c.publish(v.snap, now)
 	if c.opts.CacheDir != "" {
 		if err := c.persist(v.snap); err != nil {
 			ev.CacheError = err.Error()
+		} else {
+			c.lkgSnapshotID = v.snap.SnapshotID
 		}
 	}
+	return nil
+}
+
+// do sends req with the client's HTTP client, which follows no redirect: a
+// redirect is UNAVAILABLE with REDIRECT_REFUSED (the bearer token never
+// travels to another location).
+func (c *Client) do(req *http.Request) (*http.Response, error) {
+	resp, err := c.opts.HTTPClient.Do(req)
+	if errors.Is(err, errRedirect) {
+		return nil, &UnavailableError{Reason: ReasonRedirectRefused, Err: err}
+	}
+	if err != nil {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	return resp, nil
 }
 
 // finish records err in ev, notes what is current afterwards and builds the

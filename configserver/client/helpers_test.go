@@ -80,9 +80,11 @@ func digestOf(s string) string { return jcs.BytesDigest([]byte(s)) }
 // defaults of world.spec.
 type spec struct {
 	release, sequence, epoch int64
+	manifestEpoch            int64 // manifest revocationEpoch; 0 = epoch
 	issuedAt                 time.Time
 	leaseFrom, leaseTo       time.Time // delivery manifest lease
-	envFrom, envTo           time.Time // envelope validity
+	envFrom, envTo           time.Time // envelope validity (the activation window)
+	activatedAt              time.Time // manifest activatedAt; zero = none (a manifest signed before it existed)
 	envHost                  string    // envelope host (and manifest host unless manifestHost)
 	manifestHost             string
 	schemaVersion            int
@@ -188,12 +190,14 @@ func (w *world) client(mods ...func(*client.Options)) *client.Client {
 }
 
 // spec returns release n with sequence n, epoch 3, a manifest lease of
-// [now-1h, now+2h) and an envelope validity of [now-24h, now+30d).
+// [now-1h, now+2h), an envelope validity of [now-24h, now+30d) and
+// activatedAt now-1h.
 func (w *world) spec(n int64) spec {
 	now := w.clock.Now()
 	return spec{
 		release: n, sequence: n, epoch: 3, issuedAt: now.Add(-time.Hour + time.Duration(n)*time.Second),
-		leaseFrom: now.Add(-time.Hour), leaseTo: now.Add(2 * time.Hour),
+		activatedAt: now.Add(-time.Hour),
+		leaseFrom:   now.Add(-time.Hour), leaseTo: now.Add(2 * time.Hour),
 		envFrom: now.Add(-24 * time.Hour), envTo: now.Add(30 * 24 * time.Hour),
 		envHost: w.id.Host, schemaVersion: bundle.SchemaVersion,
 		namespace: map[string]any{
@@ -250,6 +254,12 @@ func (w *world) build(s spec) *release {
 		CompatibilityGeneration: env.CompatibilityGeneration, RevocationEpoch: env.RevocationEpoch,
 		Sequence: s.sequence, IssuedAt: rfc(s.issuedAt), ValidFrom: rfc(s.leaseFrom),
 		RefreshAfter: rfc(s.leaseFrom.Add(s.leaseTo.Sub(s.leaseFrom) / 2)), ExpiresAt: rfc(s.leaseTo),
+	}
+	if s.manifestEpoch != 0 {
+		m.RevocationEpoch = s.manifestEpoch
+	}
+	if !s.activatedAt.IsZero() {
+		m.ActivatedAt = rfc(s.activatedAt)
 	}
 	mb, err := m.Marshal()
 	if err != nil {

@@ -153,14 +153,14 @@ func TestTamper(t *testing.T) {
 				h.Set("X-Manifest-Signature", o.Signature)
 				return b
 			}}
-		}, client.ReasonManifestMismatch, "manifest.host"},
+		}, client.ReasonIdentityMismatch, "manifest.host"},
 		{"manifest and signature of an older release", func(w *world, r1, r2, r3 *release) served {
 			return served{rel: r3, mutate: func(h http.Header, b []byte) []byte {
 				h.Set("X-Config-Manifest", r1.headers().Get("X-Config-Manifest"))
 				h.Set("X-Manifest-Signature", r1.Signature)
 				return b
 			}}
-		}, client.ReasonManifestMismatch, "manifest.publicationId"},
+		}, client.ReasonSequenceRegression, "manifest.sequence"},
 		{"signature by an untrusted key", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			k := other(w)
@@ -176,6 +176,7 @@ func TestTamper(t *testing.T) {
 		{"envelope identity differs from the request", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			s.envHost = "billing.example"
+			s.manifestHost = w.id.Host
 			return served{rel: w.build(s)}
 		}, client.ReasonIdentityMismatch, "runtimePolicy.host"},
 		{"unsupported schemaVersion", func(w *world, r1, r2, r3 *release) served {
@@ -208,8 +209,19 @@ func TestTamper(t *testing.T) {
 			s.leaseFrom, s.leaseTo = t0.Add(10*time.Minute), t0.Add(3*time.Hour)
 			return served{rel: w.build(s)}
 		}, client.ReasonNotYetValid, "manifest.validFrom"},
-		{"envelope validFrom in the future", func(w *world, r1, r2, r3 *release) served {
+		{"activated before the envelope's validFrom", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
+			s.envFrom = t0.Add(time.Hour)
+			return served{rel: w.build(s)}
+		}, client.ReasonOutsideActivationWindow, "manifest.activatedAt"},
+		{"activated at the envelope's expiresAt", func(w *world, r1, r2, r3 *release) served {
+			s := w.spec(3)
+			s.envFrom, s.envTo = t0.Add(-60*24*time.Hour), t0.Add(-time.Hour)
+			return served{rel: w.build(s)}
+		}, client.ReasonOutsideActivationWindow, "manifest.activatedAt"},
+		{"manifest without activatedAt, envelope validFrom in the future", func(w *world, r1, r2, r3 *release) served {
+			s := w.spec(3)
+			s.activatedAt = time.Time{}
 			s.envFrom = t0.Add(time.Hour)
 			return served{rel: w.build(s)}
 		}, client.ReasonNotYetValid, "runtimePolicy.validFrom"},
@@ -218,8 +230,9 @@ func TestTamper(t *testing.T) {
 			s.leaseFrom, s.leaseTo = t0.Add(-3*time.Hour), t0.Add(-time.Minute)
 			return served{rel: w.build(s)}
 		}, client.ReasonExpired, "manifest.expiresAt"},
-		{"envelope expiresAt past", func(w *world, r1, r2, r3 *release) served {
+		{"manifest without activatedAt, envelope expiresAt past", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
+			s.activatedAt = time.Time{}
 			s.envFrom, s.envTo = t0.Add(-60*24*time.Hour), t0.Add(-time.Minute)
 			return served{rel: w.build(s)}
 		}, client.ReasonExpired, "runtimePolicy.expiresAt"},

@@ -113,8 +113,8 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	if !isUUID(sid) {
 		return reject(ReasonManifestMismatch, "annotation "+bundle.AnnotationSnapshotID, "%q is not a lowercase UUID", sid)
 	}
-	if env.RevocationEpoch < c.seen.RevocationEpoch {
-		return reject(ReasonRevocationRegression, "runtimePolicy.revocationEpoch", "epoch %d < seen %d", env.RevocationEpoch, c.seen.RevocationEpoch)
+	if seen := c.seen.floor().RevocationEpoch; env.RevocationEpoch < seen {
+		return reject(ReasonRevocationRegression, "runtimePolicy.revocationEpoch", "epoch %d < seen %d", env.RevocationEpoch, seen)
 	}
 	w, err := parseWindow("runtimePolicy", env.ValidFrom, env.RefreshAfter, env.ExpiresAt)
 	if err != nil {
@@ -133,9 +133,6 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	if cur := c.current(); cur != nil && cur.ArtifactDigest == digest && cur.Source == SourceOCI {
 		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
 		return nil
-	}
-	if env.RevocationEpoch > c.seen.RevocationEpoch {
-		c.seen.RevocationEpoch = env.RevocationEpoch
 	}
 	c.publish(snap, now)
 	ev.Outcome, ev.Reason = OutcomeApplied, ReasonNewSnapshot

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,8 +14,9 @@ import (
 	"github.com/configpub/configpub/internal/signing"
 )
 
-// DefaultMaxBodyBytes bounds a values.yml body when Options.MaxBodyBytes is 0.
-const DefaultMaxBodyBytes = 4 << 20
+// DefaultMaxBodyBytes bounds a values.yml body when Options.MaxBodyBytes is 0:
+// 1 MiB, two orders of magnitude above the largest compiled artifact.
+const DefaultMaxBodyBytes = 1 << 20
 
 // DefaultHTTPTimeout is the request timeout of the default HTTP client.
 const DefaultHTTPTimeout = 30 * time.Second
@@ -69,9 +71,10 @@ type Options struct {
 	// TrustedKeys verify delivery-manifest signatures; X-Manifest-Key-Id
 	// selects one. At least one is required: New refuses to start without.
 	TrustedKeys []signing.TrustedKey
-	// CacheDir holds the last-known-good file (and the seen sequence and
-	// revocation epoch). "" keeps the last-known-good in memory only, so a
-	// restart starts with nothing.
+	// CacheDir holds the last-known-good file (CachePath) and, apart from
+	// it, the seen-state file (SeenPath): the highest (sequence, issuedAt)
+	// and revocation epoch applied, per signing key. "" keeps both in memory
+	// only, so a restart starts with nothing.
 	CacheDir string
 	// Skew is the clock-skew tolerance applied to both ends of every validity
 	// window. 0 means none; negative values are an error.
@@ -79,8 +82,15 @@ type Options struct {
 	// Clock tells the time. nil means the system clock (monotonic-aware).
 	Clock Clock
 	// HTTPClient sends requests. nil means a client with DefaultHTTPTimeout.
+	// The client uses a copy whose CheckRedirect refuses every redirect, so
+	// that the bearer token is only ever sent to ServerURL: a 3xx answer to
+	// any request (loads, evidence) is UNAVAILABLE with REDIRECT_REFUSED.
 	HTTPClient *http.Client
-	// MaxBodyBytes bounds the values.yml body. 0 means DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds the values.yml body; a longer one is rejected
+	// (BODY_TOO_LARGE) without being parsed. 0 means DefaultMaxBodyBytes.
+	// Whatever the bound, a body is read only after the delivery manifest's
+	// signature verified, and parsed only after its digest equals the signed
+	// one.
 	MaxBodyBytes int64
 	// Logger receives operational messages (identifiers and reasons only,
 	// never bodies or tokens). nil discards them.
@@ -122,9 +132,12 @@ func (o Options) withDefaults() Options {
 	if o.Clock == nil {
 		o.Clock = systemClock{}
 	}
-	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+	hc := http.Client{Timeout: DefaultHTTPTimeout}
+	if o.HTTPClient != nil {
+		hc = *o.HTTPClient
 	}
+	hc.CheckRedirect = refuseRedirect
+	o.HTTPClient = &hc
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -134,4 +147,13 @@ func (o Options) withDefaults() Options {
 	o.ServerURL = strings.TrimRight(o.ServerURL, "/")
 	o.TrustedKeys = append([]signing.TrustedKey(nil), o.TrustedKeys...)
 	return o
+}
+
+// errRedirect is what refuseRedirect returns.
+var errRedirect = errors.New("redirect refused: the client follows no redirect")
+
+// refuseRedirect is the CheckRedirect of every client: no request is sent
+// to the location a 3xx names (with or without the token).
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("%w (to %s)", errRedirect, req.URL.Redacted())
 }

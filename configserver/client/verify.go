@@ -21,45 +21,47 @@ type candidate struct {
 	keyID          string
 }
 
-// seenState is the highest delivery-manifest position and revocation epoch
-// ever applied; it is persisted with the last-known-good.
-type seenState struct {
-	Sequence        int64     `json:"sequence"`
-	IssuedAt        time.Time `json:"issuedAt"`
-	ManifestDigest  string    `json:"manifestDigest"`
-	RevocationEpoch int64     `json:"revocationEpoch"`
-}
-
-// merge returns the later of s and the manifest's position.
-func (s seenState) merge(m *bundle.DeliveryManifest, issued time.Time, mdigest string) seenState {
-	return s.mergeState(seenState{Sequence: m.Sequence, IssuedAt: issued, ManifestDigest: mdigest, RevocationEpoch: m.RevocationEpoch})
-}
-
 // verified is the outcome of a successful verification.
 type verified struct {
 	snap     *Snapshot
 	manifest *bundle.DeliveryManifest
 	issuedAt time.Time
+	keyID    string
 }
 
-// verifyCandidate runs every check that does not depend on the transport:
-// strict parse, envelope identity/audience/schema, contentDigest, manifest
-// signature, manifest fields against envelope and body, regression against
-// seen, validity windows. ev is filled with what is learned on the way, so
-// that even a rejection names the snapshot and digests involved.
-func (c *Client) verifyCandidate(cand candidate, now time.Time, seen seenState, ev *Evidence) (*verified, error) {
-	ev.ArtifactDigest = cand.artifactDigest
-	doc, err := c.verifyDocument(cand.values, ev)
+// signed is a delivery manifest whose signature verified with a trusted key
+// and that passed every check needing no body: identity and audience,
+// regression against what was seen, and the lease.
+type signed struct {
+	manifest *bundle.DeliveryManifest
+	issuedAt time.Time
+	lease    window
+}
+
+// verifyCandidate runs every check that does not depend on the transport,
+// cheapest and body-free first: the manifest signature, its identity,
+// replay and epoch rules and lease (checkSigned), then, only for a body the
+// signed manifest vouches for, the strict parse, envelope, contentDigest and
+// activation window (checkBody). ev is filled with what is learned on the
+// way, so that even a rejection names the snapshot and digests involved.
+func (c *Client) verifyCandidate(cand candidate, now time.Time, floor seenState, ev *Evidence) (*verified, error) {
+	sm, err := c.checkSigned(cand, now, floor, ev)
 	if err != nil {
 		return nil, err
 	}
-	env := &doc.Envelope
+	return c.checkBody(cand, sm, now, ev)
+}
+
+// checkSigned verifies the manifest signature with the trusted key the key
+// id names, parses the manifest and checks it against the configured
+// identity, the seen floor and the clock. It never looks at the body.
+func (c *Client) checkSigned(cand candidate, now time.Time, floor seenState, ev *Evidence) (*signed, error) {
 	m, err := c.verifyManifest(cand)
 	if err != nil {
 		return nil, err
 	}
 	ev.fromManifest(m)
-	if err := compareManifest(m, env, cand.artifactDigest); err != nil {
+	if err := c.checkManifestIdentity(m); err != nil {
 		return nil, err
 	}
 	lease, err := parseWindow("manifest", m.ValidFrom, m.RefreshAfter, m.ExpiresAt)
@@ -72,18 +74,46 @@ func (c *Client) verifyCandidate(cand candidate, now time.Time, seen seenState, 
 		err.(*VerificationError).Reason = ReasonManifestInvalid
 		return nil, err
 	}
-	if err := checkRegression(m, issued, jcs.BytesDigest(cand.manifestBytes), seen); err != nil {
+	if err := checkRegression(m, issued, jcs.BytesDigest(cand.manifestBytes), floor); err != nil {
+		return nil, err
+	}
+	if err := c.checkWindow("manifest", lease, m.ValidFrom, m.ExpiresAt, now); err != nil {
+		return nil, err
+	}
+	return &signed{manifest: m, issuedAt: issued, lease: lease}, nil
+}
+
+// checkBody verifies the body against a signed manifest: the digest the
+// manifest signs first, then the strict parse, the envelope, contentDigest,
+// every manifest field against the envelope and the activation window.
+func (c *Client) checkBody(cand candidate, sm *signed, now time.Time, ev *Evidence) (*verified, error) {
+	m := sm.manifest
+	ev.ArtifactDigest = cand.artifactDigest
+	if m.ArtifactDigest != cand.artifactDigest {
+		return nil, reject(ReasonManifestMismatch, "manifest.artifactDigest", "manifest %q != body %q", m.ArtifactDigest, cand.artifactDigest)
+	}
+	doc, err := c.verifyDocument(cand.values, ev)
+	if err != nil {
+		return nil, err
+	}
+	env := &doc.Envelope
+	ev.fromManifest(m)
+	if err := compareManifest(m, env); err != nil {
 		return nil, err
 	}
 	envWin, err := parseWindow("runtimePolicy", env.ValidFrom, env.RefreshAfter, env.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.checkWindow("manifest", lease, m.ValidFrom, m.ExpiresAt, now); err != nil {
+	refresh, expires := sm.lease.RefreshAfter, sm.lease.ExpiresAt
+	if err := c.checkActivation(m, envWin, env, now); err != nil {
 		return nil, err
 	}
-	if err := c.checkWindow("runtimePolicy", envWin, env.ValidFrom, env.ExpiresAt, now); err != nil {
-		return nil, err
+	if m.ActivatedAt == "" {
+		// A manifest signed before activatedAt existed: the envelope
+		// window is checked against the clock and bounds the lease, as
+		// it did then.
+		refresh, expires = earliest(refresh, envWin.RefreshAfter), earliest(expires, envWin.ExpiresAt)
 	}
 	snap := &Snapshot{
 		Values:         cand.values,
@@ -100,10 +130,33 @@ func (c *Client) verifyCandidate(cand candidate, now time.Time, seen seenState, 
 		ContentDigest:  m.ContentDigest,
 		ArtifactDigest: cand.artifactDigest,
 		VerifiedAt:     now,
-		RefreshAfter:   earliest(lease.RefreshAfter, envWin.RefreshAfter),
-		ExpiresAt:      earliest(lease.ExpiresAt, envWin.ExpiresAt),
+		RefreshAfter:   refresh,
+		ExpiresAt:      expires,
 	}
-	return &verified{snap: snap, manifest: m, issuedAt: issued}, nil
+	return &verified{snap: snap, manifest: m, issuedAt: sm.issuedAt, keyID: cand.keyID}, nil
+}
+
+// checkActivation requires the manifest's activatedAt (the time of the
+// pointer move) to lie inside the envelope's activation window, validFrom
+// <= activatedAt < expiresAt. The runtime's own clock plays no part: an
+// activated snapshot runs for as long as its signed lease is renewed. A
+// manifest without activatedAt (signed before it existed) has the envelope
+// window checked against the clock instead.
+func (c *Client) checkActivation(m *bundle.DeliveryManifest, envWin window, env *bundle.RuntimePolicy, now time.Time) error {
+	if m.ActivatedAt == "" {
+		return c.checkWindow("runtimePolicy", envWin, env.ValidFrom, env.ExpiresAt, now)
+	}
+	at, err := parseTime("manifest.activatedAt", m.ActivatedAt)
+	if err != nil {
+		err.(*VerificationError).Reason = ReasonManifestInvalid
+		return err
+	}
+	if at.Before(envWin.ValidFrom) || !at.Before(envWin.ExpiresAt) {
+		return reject(ReasonOutsideActivationWindow, "manifest.activatedAt",
+			"activated at %s, outside the snapshot's activation window [%s, %s) of release %d",
+			m.ActivatedAt, env.ValidFrom, env.ExpiresAt, env.ReleaseVersion)
+	}
+	return nil
 }
 
 // verifyDocument parses values.yml strictly, checks the envelope against the
@@ -175,9 +228,33 @@ func (c *Client) verifyManifest(cand candidate) (*bundle.DeliveryManifest, error
 	return m, nil
 }
 
+// checkManifestIdentity requires the signed manifest to name the configured
+// identity and audience, and a snapshot id, before any body is read.
+func (c *Client) checkManifestIdentity(m *bundle.DeliveryManifest) error {
+	id := c.opts.Identity
+	for _, f := range []struct{ name, got, want string }{
+		{"host", m.Host, id.Host},
+		{"serviceId", m.ServiceID, id.ServiceID},
+		{"envTag", m.EnvTag, id.EnvTag},
+	} {
+		if f.got != f.want {
+			return reject(ReasonIdentityMismatch, "manifest."+f.name, "manifest %q != requested %q", f.got, f.want)
+		}
+	}
+	if m.Audience != c.opts.Audience {
+		return reject(ReasonAudienceMismatch, "manifest.audience", "manifest %q != configured %q", m.Audience, c.opts.Audience)
+	}
+	if !isUUID(m.SnapshotID) {
+		return reject(ReasonManifestInvalid, "manifest.snapshotId", "%q is not a lowercase UUID", m.SnapshotID)
+	}
+	return nil
+}
+
 // compareManifest requires every field the signed manifest shares with the
-// envelope to be equal, and its artifactDigest to be the body's.
-func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy, artifactDigest string) error {
+// envelope to be equal, except the revocation epoch: the manifest's is
+// authoritative and may only be at least the envelope's (the minimum the
+// snapshot was compiled for).
+func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy) error {
 	pairs := []struct {
 		name     string
 		got, env string
@@ -193,20 +270,14 @@ func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy, arti
 		{"contentDigest", m.ContentDigest, env.ContentDigest},
 		{"schemaVersion", strconv.Itoa(m.SchemaVersion), strconv.Itoa(env.SchemaVersion)},
 		{"compatibilityGeneration", strconv.FormatInt(m.CompatibilityGeneration, 10), strconv.FormatInt(env.CompatibilityGeneration, 10)},
-		{"revocationEpoch", strconv.FormatInt(m.RevocationEpoch, 10), strconv.FormatInt(env.RevocationEpoch, 10)},
-		{"artifactDigest", m.ArtifactDigest, artifactDigest},
 	}
 	for _, p := range pairs {
 		if p.got != p.env {
-			other := "runtimePolicy"
-			if p.name == "artifactDigest" {
-				other = "body"
-			}
-			return reject(ReasonManifestMismatch, "manifest."+p.name, "manifest %q != %s %q", p.got, other, p.env)
+			return reject(ReasonManifestMismatch, "manifest."+p.name, "manifest %q != runtimePolicy %q", p.got, p.env)
 		}
 	}
-	if !isUUID(m.SnapshotID) {
-		return reject(ReasonManifestInvalid, "manifest.snapshotId", "%q is not a lowercase UUID", m.SnapshotID)
+	if m.RevocationEpoch < env.RevocationEpoch {
+		return reject(ReasonEpochBelowEnvelope, "manifest.revocationEpoch", "manifest epoch %d < envelope epoch %d", m.RevocationEpoch, env.RevocationEpoch)
 	}
 	return nil
 }
