@@ -42,14 +42,17 @@ func addFetchCmd(root *cobra.Command) {
 		Use:   "fetch --server URL --token-file F --host H --service-id S --env-tag E --audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
 		Short: "Fetch, verify and write a runtime's values.yml (sidecar for runtimes in other languages)",
 		Long: `fetch runs the runtime client: it fetches GET /configs (or, with --oci,
-pulls REF@DIGEST from an OCI registry and checks its cosign signature), verifies every
-digest, the strict YAML, the envelope identity, the signed delivery manifest and the
-lease, keeps a re-verified last-known-good in --cache-dir, and writes the verified
-values.yml to --out atomically. Each load's evidence is printed as one JSON line.
+pulls REF@DIGEST from an OCI registry and checks its cosign signature), verifies the
+signed delivery manifest before reading the body, every digest before parsing it, the
+strict YAML, the envelope identity, the lease, the activation window and the replay and
+revocation-epoch rules, keeps a re-verified last-known-good and the seen-state in
+--cache-dir, and writes the verified values.yml to --out atomically. It follows no
+redirect. Each load's evidence is printed as one JSON line.
 
 Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-known-good
-is kept and --out still holds it); 3 failed closed (no valid configuration: the lease ran
-out or none was ever verified; --out is removed so nothing unverified stays usable).
+is kept and --out still holds it), or the seen-state or last-known-good could not be
+persisted; 3 failed closed (no valid configuration: the lease ran out or none was ever
+verified; --out is removed so nothing unverified stays usable).
 With --watch it polls until interrupted (jittered back-off on failure) and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFetch(cmd, f) },
@@ -154,6 +157,8 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		return failClosedError{err}
 	case err != nil:
 		return err // rejected or unavailable, last-known-good kept: exit 1
+	case ev.CacheError != "":
+		return fmt.Errorf("applied, but the last-known-good was not persisted: %s", ev.CacheError)
 	}
 	return nil
 }

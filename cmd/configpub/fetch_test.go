@@ -79,7 +79,7 @@ func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
 		PolicySnapshotID: env.PolicySnapshotID, ReleaseVersion: env.ReleaseVersion, ArtifactDigest: ad,
 		ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest, PropertySetDigest: tg.PropertySetDigest,
 		SchemaVersion: env.SchemaVersion, CompatibilityGeneration: env.CompatibilityGeneration,
-		RevocationEpoch: env.RevocationEpoch, Sequence: 1, IssuedAt: now.Add(-time.Minute).Format(time.RFC3339),
+		RevocationEpoch: env.RevocationEpoch, Sequence: 1, ActivatedAt: env.ValidFrom, IssuedAt: now.Add(-time.Minute).Format(time.RFC3339),
 		ValidFrom: now.Add(-time.Minute).Format(time.RFC3339), RefreshAfter: now.Add(lease / 2).Format(time.RFC3339Nano),
 		ExpiresAt: now.Add(lease).Format(time.RFC3339),
 	}
@@ -208,6 +208,27 @@ func TestFetchAppliesRejectsAndFailsClosed(t *testing.T) {
 		case !st.outFile && rerr == nil:
 			t.Fatalf("%s: --out still exists after failing closed", st.name)
 		}
+	}
+}
+
+// TestFetchUnwritableCacheExitsNonZero: when the seen-state cannot be
+// persisted nothing is applied, --out is not written and fetch exits 1.
+func TestFetchUnwritableCacheExitsNonZero(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	blocker := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(blocker, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outFile := filepath.Join(t.TempDir(), "values.yml")
+	out, err := runCLI(s.args(t, key, filepath.Join(blocker, "cache"), outFile)...)
+	if code := exitCode(err); code == exitOK {
+		t.Fatalf("exit 0 with an unwritable cache directory\n%s", out)
+	}
+	if ev := evidenceOf(t, out); ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonSeenStateUnwritable {
+		t.Fatalf("got %s %s, want REJECTED SEEN_STATE_UNWRITABLE", ev.Outcome, ev.Reason)
+	}
+	if _, err := os.Stat(outFile); err == nil {
+		t.Fatal("--out written although nothing was applied")
 	}
 }
 
