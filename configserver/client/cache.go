@@ -62,15 +62,10 @@ func (c *Client) persist(s *Snapshot) error {
 	if err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
 	}
-	sum := sha256.Sum256(payload)
-	var buf bytes.Buffer
-	buf.Grow(len(payload) + 96)
-	buf.WriteString(lkgFormat + " sha256:" + hex.EncodeToString(sum[:]) + "\n")
-	buf.Write(payload)
 	if err := os.MkdirAll(c.opts.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
 	}
-	if err := atomicfile.WriteWithHook(c.CachePath(), buf.Bytes(), 0o600, c.faults.beforeRename); err != nil {
+	if err := atomicfile.WriteWithHook(c.CachePath(), seal(lkgFormat, payload), 0o600, c.faults.beforeRename); err != nil {
 		return fmt.Errorf("persist last-known-good: %w", err)
 	}
 	return nil
@@ -182,31 +177,12 @@ func (c *Client) removeStaleTemps(path string) {
 }
 
 func readLKG(path string, max int64) (*lkgFile, error) {
-	f, err := os.Open(path)
+	payload, err := readSealed(path, lkgFormat, max)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &UnavailableError{Reason: ReasonNoCache, Err: err}
 	}
 	if err != nil {
 		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
-	}
-	if int64(len(b)) > max {
-		return nil, reject(ReasonCacheCorrupt, "cache", "file exceeds %d bytes", max)
-	}
-	head, payload, ok := bytes.Cut(b, []byte("\n"))
-	if !ok {
-		return nil, reject(ReasonCacheCorrupt, "cache", "no header line")
-	}
-	format, want, _ := strings.Cut(string(head), " ")
-	if format != lkgFormat {
-		return nil, reject(ReasonCacheCorrupt, "cache", "format %q, want %q", format, lkgFormat)
-	}
-	if got := jcs.BytesDigest(payload); got != want {
-		return nil, reject(ReasonCacheCorrupt, "cache", "payload %s != header %s (damaged or truncated)", got, want)
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
@@ -215,4 +191,45 @@ func readLKG(path string, max int64) (*lkgFile, error) {
 		return nil, &VerificationError{Reason: ReasonCacheCorrupt, Field: "cache", Err: err}
 	}
 	return &lkg, nil
+}
+
+// seal returns a file body "<format> sha256:<hex>\n" + payload: a damaged or
+// truncated file fails the digest before anything in it is trusted.
+func seal(format string, payload []byte) []byte {
+	sum := sha256.Sum256(payload)
+	var buf bytes.Buffer
+	buf.Grow(len(payload) + len(format) + 80)
+	buf.WriteString(format + " sha256:" + hex.EncodeToString(sum[:]) + "\n")
+	buf.Write(payload)
+	return buf.Bytes()
+}
+
+// readSealed reads at most max bytes of a file written with seal and
+// returns its payload once the format and digest check out. A missing file
+// is an error matching fs.ErrNotExist.
+func readSealed(path, format string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("file exceeds %d bytes", max)
+	}
+	head, payload, ok := bytes.Cut(b, []byte("\n"))
+	if !ok {
+		return nil, errors.New("no header line (damaged or truncated)")
+	}
+	got, want, _ := strings.Cut(string(head), " ")
+	if got != format {
+		return nil, fmt.Errorf("format %q, want %q", got, format)
+	}
+	if d := jcs.BytesDigest(payload); d != want {
+		return nil, fmt.Errorf("payload %s != header %s (damaged or truncated)", d, want)
+	}
+	return payload, nil
 }

@@ -7,17 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/atomicfile"
-	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -161,31 +158,12 @@ func readSeen(path string, id bundle.Identity, audience string) (seenSet, error)
 	fail := func(format string, args ...any) error {
 		return reject(ReasonSeenStateUnreadable, "seen-state", "%s: "+format, append([]any{path}, args...)...)
 	}
-	f, err := os.Open(path)
+	payload, err := readSealed(path, seenFormat, maxSeenFileBytes)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return seenSet{}, nil // nothing seen yet (no such file, or no such directory)
 	}
 	if err != nil {
-		return nil, &VerificationError{Reason: ReasonSeenStateUnreadable, Field: "seen-state", Err: err}
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSeenFileBytes+1))
-	if err != nil {
-		return nil, &VerificationError{Reason: ReasonSeenStateUnreadable, Field: "seen-state", Err: err}
-	}
-	if len(b) > maxSeenFileBytes {
-		return nil, fail("file exceeds %d bytes", maxSeenFileBytes)
-	}
-	head, payload, ok := bytes.Cut(b, []byte("\n"))
-	if !ok {
-		return nil, fail("no header line (damaged or truncated)")
-	}
-	format, want, _ := strings.Cut(string(head), " ")
-	if format != seenFormat {
-		return nil, fail("format %q, want %q", format, seenFormat)
-	}
-	if got := jcs.BytesDigest(payload); got != want {
-		return nil, fail("payload %s != header %s (damaged or truncated)", got, want)
+		return nil, fail("%v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
@@ -208,14 +186,10 @@ func (c *Client) writeSeen(s seenSet) error {
 	if err != nil {
 		return fmt.Errorf("persist seen-state: %w", err)
 	}
-	sum := sha256.Sum256(payload)
-	var buf bytes.Buffer
-	buf.WriteString(seenFormat + " sha256:" + hex.EncodeToString(sum[:]) + "\n")
-	buf.Write(payload)
 	if err := os.MkdirAll(c.opts.CacheDir, 0o700); err != nil {
 		return fmt.Errorf("persist seen-state: %w", err)
 	}
-	if err := atomicfile.Write(c.SeenPath(), buf.Bytes(), 0o600); err != nil {
+	if err := atomicfile.Write(c.SeenPath(), seal(seenFormat, payload), 0o600); err != nil {
 		return fmt.Errorf("persist seen-state: %w", err)
 	}
 	return nil

@@ -189,18 +189,25 @@ func earliest(a, b time.Time) time.Time {
 }
 
 func (c *Client) checkEnvelopeIdentity(env *bundle.RuntimePolicy) error {
+	return c.checkIdentity("runtimePolicy", "envelope", bundle.Identity{Host: env.Host, ServiceID: env.ServiceID, EnvTag: env.EnvTag}, env.Audience)
+}
+
+// checkIdentity requires got and audience to be the configured identity and
+// audience; prefix names the fields ("runtimePolicy", "manifest"), what the
+// side they come from.
+func (c *Client) checkIdentity(prefix, what string, got bundle.Identity, audience string) error {
 	id := c.opts.Identity
 	for _, f := range []struct{ name, got, want string }{
-		{"host", env.Host, id.Host},
-		{"serviceId", env.ServiceID, id.ServiceID},
-		{"envTag", env.EnvTag, id.EnvTag},
+		{"host", got.Host, id.Host},
+		{"serviceId", got.ServiceID, id.ServiceID},
+		{"envTag", got.EnvTag, id.EnvTag},
 	} {
 		if f.got != f.want {
-			return reject(ReasonIdentityMismatch, "runtimePolicy."+f.name, "envelope %q != requested %q", f.got, f.want)
+			return reject(ReasonIdentityMismatch, prefix+"."+f.name, "%s %q != requested %q", what, f.got, f.want)
 		}
 	}
-	if env.Audience != c.opts.Audience {
-		return reject(ReasonAudienceMismatch, "runtimePolicy.audience", "envelope %q != configured %q", env.Audience, c.opts.Audience)
+	if audience != c.opts.Audience {
+		return reject(ReasonAudienceMismatch, prefix+".audience", "%s %q != configured %q", what, audience, c.opts.Audience)
 	}
 	return nil
 }
@@ -231,18 +238,8 @@ func (c *Client) verifyManifest(cand candidate) (*bundle.DeliveryManifest, error
 // checkManifestIdentity requires the signed manifest to name the configured
 // identity and audience, and a snapshot id, before any body is read.
 func (c *Client) checkManifestIdentity(m *bundle.DeliveryManifest) error {
-	id := c.opts.Identity
-	for _, f := range []struct{ name, got, want string }{
-		{"host", m.Host, id.Host},
-		{"serviceId", m.ServiceID, id.ServiceID},
-		{"envTag", m.EnvTag, id.EnvTag},
-	} {
-		if f.got != f.want {
-			return reject(ReasonIdentityMismatch, "manifest."+f.name, "manifest %q != requested %q", f.got, f.want)
-		}
-	}
-	if m.Audience != c.opts.Audience {
-		return reject(ReasonAudienceMismatch, "manifest.audience", "manifest %q != configured %q", m.Audience, c.opts.Audience)
+	if err := c.checkIdentity("manifest", "manifest", m.Identity(), m.Audience); err != nil {
+		return err
 	}
 	if !isUUID(m.SnapshotID) {
 		return reject(ReasonManifestInvalid, "manifest.snapshotId", "%q is not a lowercase UUID", m.SnapshotID)
