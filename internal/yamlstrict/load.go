@@ -205,6 +205,12 @@ func (c *converter) scalar(n *yaml.Node, path []string) (*render.Value, error) {
 			case "y", "yes", "n", "no", "on", "off":
 				return nil, c.fail(n, path, "unquoted %q is a boolean in YAML 1.1 and a string in YAML 1.2; write true/false or quote it", n.Value)
 			}
+			// yaml.v3 reads a float literal that overflows float64 (1e400,
+			// -1.5e999) as a string; it is a number that has no JSON
+			// equivalent, refused like .inf.
+			if _, err := strconv.ParseFloat(n.Value, 64); errors.Is(err, strconv.ErrRange) {
+				return nil, c.fail(n, path, "number %q overflows a 64-bit float and has no JSON equivalent; quote it if it is a string", n.Value)
+			}
 		}
 		return render.String(n.Value), nil
 	case "!!timestamp":

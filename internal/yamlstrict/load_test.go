@@ -24,6 +24,10 @@ func TestParseRefuses(t *testing.T) {
 		{"alias", "a: 1\nb: [*x]\n", 0, "", "invalid yaml"},
 		{"nan", "a: .nan\n", 1, "a", "NaN"},
 		{"inf", "a: -.inf\n", 1, "a", "no JSON equivalent"},
+		{"overflowing float", "a: 1e400\n", 1, "a", "overflows a 64-bit float"},
+		{"overflowing negative float", "a:\n  b: [-1.5E999]\n", 2, "a.b[0]", "overflows a 64-bit float"},
+		{"overflowing float beyond max", "a: 1.7976931348623157e309\n", 1, "a", "overflows a 64-bit float"},
+		{"underflowing float", "a: 1e-400\n", 1, "a", "would be read as 0"},
 		{"beyond 2^53", "a: 9007199254740993\n", 1, "a", "beyond ±2^53"},
 		{"octal", "a: [010]\n", 1, "a[0]", "not plain decimal"},
 		{"hex", "a: 0x1F\n", 1, "a", "not plain decimal"},
@@ -52,11 +56,11 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func TestParseKeepsSchemaTypes(t *testing.T) {
-	d, err := Parse("f.yaml", []byte("a: \"no\"\nb: \"010\"\nc: \"1.10\"\nd: 1.5\ne: 10\nf: ~\ng: false\nh: 2001-12-14\ni: !!str 1.10\n"))
+	d, err := Parse("f.yaml", []byte("a: \"no\"\nb: \"010\"\nc: \"1.10\"\nd: 1.5\ne: 10\nf: ~\ng: false\nh: 2001-12-14\ni: !!str 1.10\nj: \"1e400\"\nk: inf\nl: 1e400x\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"a":"no","b":"010","c":"1.10","d":1.5,"e":10,"f":null,"g":false,"h":"2001-12-14","i":"1.10"}`
+	want := `{"a":"no","b":"010","c":"1.10","d":1.5,"e":10,"f":null,"g":false,"h":"2001-12-14","i":"1.10","j":"1e400","k":"inf","l":"1e400x"}`
 	got, _ := render.Canonical(d.Value)
 	if string(got) != want {
 		t.Errorf("got %s, want %s", got, want)
