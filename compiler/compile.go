@@ -79,6 +79,9 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if opts.EnvTag == "" {
 		return nil, errors.New("compile: envTag is required")
 	}
+	if err := bundle.CheckEnvTag(opts.EnvTag); err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
 	set, err := schemas.Default()
 	if err != nil {
 		return nil, fmt.Errorf("compile: schemas: %w", err)

@@ -22,10 +22,19 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 	for _, name := range sortedKeys(m.targets) {
 		t := m.targets[name]
 		sp := &t.spec
+		s := t.src
+		// Every target's identity, whatever its environment.
+		for _, f := range []struct {
+			field, value string
+			check        func(string) error
+		}{{"host", sp.Host, bundle.CheckHost}, {"serviceId", sp.ServiceID, bundle.CheckServiceID}, {"envTag", sp.EnvTag, bundle.CheckEnvTag}} {
+			if err := f.check(f.value); err != nil {
+				return nil, s.errorf([]string{"spec", f.field}, "%v (the identity names the OCI repository <prefix>/<envTag>/<host>/<serviceId>)", err)
+			}
+		}
 		if sp.EnvTag != c.env {
 			continue
 		}
-		s := t.src
 		if _, _, err := m.hostTenant(s, sp.Host); err != nil {
 			return nil, err
 		}
