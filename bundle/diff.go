@@ -4,10 +4,14 @@ import "sort"
 
 // Change kinds reported by Diff.
 const (
-	ChangeAdded     = "added"
-	ChangeRemoved   = "removed"
+	ChangeAdded = "added"
+	// ChangeRetired: a target of the old release that the new release no
+	// longer contains; activating the new release retires its identity.
+	ChangeRetired   = "retired"
 	ChangeChanged   = "changed"
 	ChangeUnchanged = "unchanged"
+	// ChangeRemoved is the former name of ChangeRetired.
+	ChangeRemoved = ChangeRetired
 )
 
 // TargetDiff compares one target between two releases.
@@ -26,7 +30,7 @@ func Diff(old, cur *Manifest) []TargetDiff {
 	if old != nil {
 		for i := range old.Targets {
 			t := &old.Targets[i]
-			byID[[2]string{t.Host, t.ServiceID}] = &TargetDiff{Host: t.Host, ServiceID: t.ServiceID, Audience: t.Audience, Change: ChangeRemoved, Old: t}
+			byID[[2]string{t.Host, t.ServiceID}] = &TargetDiff{Host: t.Host, ServiceID: t.ServiceID, Audience: t.Audience, Change: ChangeRetired, Old: t}
 		}
 	}
 	if cur != nil {

@@ -12,9 +12,11 @@ import (
 )
 
 // Plan is what a reviewer needs to judge a release: every target whose
-// artifact changes against a base, with the JSON-pointer paths added,
-// removed and changed in its audience namespace and settings, the old and
-// new digests, and how many targets stay unchanged.
+// artifact changes against a base — ADDED (new in this release), RETIRED (in
+// the base release, no longer in this one: activation retires its identity)
+// or CHANGED — with the JSON-pointer paths added, removed and changed in its
+// audience namespace and settings, the old and new digests, and how many
+// targets stay unchanged.
 type Plan struct {
 	EnvTag      string       `json:"envTag"`
 	BaseRef     string       `json:"baseRef,omitempty"`
@@ -22,14 +24,18 @@ type Plan struct {
 	Release     int64        `json:"release"`
 	Changed     []TargetPlan `json:"changed"`
 	Unchanged   int          `json:"unchanged"`
+	// AddedTargets and RetiredTargets count the entries of Changed whose
+	// change is "added" and "retired".
+	AddedTargets   int `json:"addedTargets"`
+	RetiredTargets int `json:"retiredTargets"`
 }
 
-// TargetPlan is one changed, added or removed target.
+// TargetPlan is one changed, added or retired target.
 type TargetPlan struct {
 	Host      string                `json:"host"`
 	ServiceID string                `json:"serviceId"`
 	Audience  string                `json:"audience"`
-	Change    string                `json:"change"` // added | removed | changed
+	Change    string                `json:"change"` // added | retired | changed
 	Digests   map[string]DigestPair `json:"digests"`
 	Added     []string              `json:"added"`
 	Removed   []string              `json:"removed"`
@@ -78,6 +84,14 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 		}
 		p.Changed = append(p.Changed, tp)
 	}
+	for _, t := range p.Changed {
+		switch t.Change {
+		case bundle.ChangeAdded:
+			p.AddedTargets++
+		case bundle.ChangeRetired:
+			p.RetiredTargets++
+		}
+	}
 	sort.Slice(p.Changed, func(i, j int) bool {
 		a, b := p.Changed[i], p.Changed[j]
 		if a.Host != b.Host {
@@ -95,7 +109,7 @@ func targetPlan(o, n *Target) (TargetPlan, error) {
 	case o == nil:
 		tp.Change = bundle.ChangeAdded
 	case n == nil:
-		tp.Change = bundle.ChangeRemoved
+		tp.Change = bundle.ChangeRetired
 		ref = o
 	default:
 		tp.Change = bundle.ChangeChanged
@@ -217,9 +231,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.BaseRef != "" {
 		base += " at " + p.BaseRef
 	}
-	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change, %d unchanged\n", p.EnvTag, base, p.Release, len(p.Changed), p.Unchanged)
+	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change (%d added, %d retired), %d unchanged\n", p.EnvTag, base, p.Release, len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
 	for _, t := range p.Changed {
-		fmt.Fprintf(w, "\n%s %s/%s (%s)\n", t.Change, t.Host, t.ServiceID, t.Audience)
+		fmt.Fprintf(w, "\n%s %s/%s (%s)\n", strings.ToUpper(t.Change), t.Host, t.ServiceID, t.Audience)
 		for _, k := range sortedKeys(t.Digests) {
 			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, orNone(t.Digests[k].Old), orNone(t.Digests[k].New))
 		}
@@ -241,9 +255,9 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	if p.BaseRef != "" {
 		fmt.Fprintf(w, "Base: `%s`. ", p.BaseRef)
 	}
-	fmt.Fprintf(w, "**%d** target(s) change, **%d** unchanged.\n", len(p.Changed), p.Unchanged)
+	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n", len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
 	for _, t := range p.Changed {
-		fmt.Fprintf(w, "\n#### %s `%s/%s` (%s)\n\n| digest | old | new |\n|---|---|---|\n", t.Change, t.Host, t.ServiceID, t.Audience)
+		fmt.Fprintf(w, "\n#### %s `%s/%s` (%s)\n\n| digest | old | new |\n|---|---|---|\n", strings.ToUpper(t.Change), t.Host, t.ServiceID, t.Audience)
 		for _, k := range sortedKeys(t.Digests) {
 			fmt.Fprintf(w, "| %s | `%s` | `%s` |\n", k, orNone(t.Digests[k].Old), orNone(t.Digests[k].New))
 		}

@@ -81,3 +81,57 @@ func TestPlanAgainstHead(t *testing.T) {
 		t.Errorf("bad --format: got exit %d, want %d", exitCode(err), exitUsage)
 	}
 }
+
+// TestPlanAddedAndRetired: a change that drops one target and adds another
+// shows them as ADDED and RETIRED in every format.
+func TestPlanAddedAndRetired(t *testing.T) {
+	dir := gitFixture(t)
+	acc, err := os.ReadFile(filepath.Join(dir, "targets", "dev", "account.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := strings.Replace(strings.Replace(string(acc), "name: dev-account", "name: dev-account-2", 1),
+		"serviceId: com.networknt.agent-account-1.0.0", "serviceId: com.networknt.agent-account-2.0.0", 1)
+	if err := os.WriteFile(filepath.Join(dir, "targets", "dev", "account-2.yaml"), []byte(added), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "targets", "dev", "tech-support.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	js, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "json")
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	var plan struct {
+		Added   int `json:"addedTargets"`
+		Retired int `json:"retiredTargets"`
+		Changed []struct {
+			ServiceID string `json:"serviceId"`
+			Change    string `json:"change"`
+		} `json:"changed"`
+	}
+	if err := json.Unmarshal([]byte(js), &plan); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range plan.Changed {
+		got[c.ServiceID] = c.Change
+	}
+	if plan.Added != 1 || plan.Retired != 1 || got["com.networknt.agent-account-2.0.0"] != "added" || got["com.networknt.agent-tech-support-1.0.0"] != "retired" {
+		t.Fatalf("json plan: %d added, %d retired, changes %v", plan.Added, plan.Retired, got)
+	}
+	for format, want := range map[string][]string{
+		"text":     {"ADDED dev.lightapi.net/com.networknt.agent-account-2.0.0", "RETIRED dev.lightapi.net/com.networknt.agent-tech-support-1.0.0", "(1 added, 1 retired)"},
+		"markdown": {"#### ADDED `dev.lightapi.net/com.networknt.agent-account-2.0.0`", "#### RETIRED `dev.lightapi.net/com.networknt.agent-tech-support-1.0.0`", "**1** added, **1** retired"},
+	} {
+		out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", format)
+		if err != nil {
+			t.Fatalf("plan --format %s: %v", format, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("plan --format %s lacks %q:\n%s", format, w, out)
+			}
+		}
+	}
+}
