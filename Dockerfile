@@ -5,7 +5,10 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/configpub ./cmd/configpub
+# configpub --version prints these: docker build --build-arg VERSION=v1.2.3 --build-arg COMMIT=$(git rev-parse HEAD) .
+ARG VERSION=devel
+ARG COMMIT=
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" -o /out/configpub ./cmd/configpub
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/configpub /usr/local/bin/configpub

@@ -9,8 +9,13 @@ export GOFLAGS
 
 all: build
 
+# configpub --version prints these; a build outside a Git checkout says devel.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/configpub
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/configpub
 
 ensure-postgres:
 	@./scripts/ensure-postgres.sh

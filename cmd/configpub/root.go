@@ -13,7 +13,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Publish immutable, per-audience runtime policy from Git to workloads",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       currentVersion().String(),
 	}
+	root.SetVersionTemplate("configpub {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	for _, add := range verbs {
 		add(root)
@@ -48,18 +50,3 @@ var verbs = []func(*cobra.Command){
 	addHistoryCmd,
 	addLeaseCmd,
 }
-
-func addVersionCmd(root *cobra.Command) {
-	root.AddCommand(&cobra.Command{
-		Use:   "version",
-		Short: "Print the configpub version",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := cmd.OutOrStdout().Write([]byte("configpub " + version + "\n"))
-			return err
-		},
-	})
-}
-
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
