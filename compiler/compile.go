@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/schemas"
 )
@@ -74,7 +75,9 @@ func ManifestPath(envTag string) string { return ReleasesDir + "/" + envTag + ".
 const timeFormat = "2006-01-02T15:04:05Z"
 
 // Compile compiles the policy repository in fsys for opts.EnvTag. It reads
-// only fsys; it never writes (see Write).
+// only fsys, through the policy tree reader (symbolic links and special
+// files refused, every read bounded by policytree's default limits); it
+// never writes (see Write).
 func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if opts.EnvTag == "" {
 		return nil, errors.New("compile: envTag is required")
@@ -82,6 +85,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err := bundle.CheckEnvTag(opts.EnvTag); err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
 	}
+	fsys = policytree.New(fsys, policytree.Limits{})
 	set, err := schemas.Default()
 	if err != nil {
 		return nil, fmt.Errorf("compile: schemas: %w", err)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
 	"github.com/configpub/configpub/schemas"
@@ -100,22 +101,15 @@ func (ss *sources) names(kind string) []string {
 // the releases directory, strictly.
 func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 	ss := &sources{byKind: map[string]map[string]*source{}}
+	// Hidden entries and the releases directory are not sources; any other
+	// symbolic link or special file is refused by the tree reader.
 	var paths []string
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	err := policytree.Walk(fsys, func(p string, d fs.DirEntry) bool {
+		return strings.HasPrefix(path.Base(p), ".") || (p == ReleasesDir && d.IsDir())
+	}, func(p string) error {
+		if path.Ext(p) == ".yaml" || path.Ext(p) == ".yml" {
+			paths = append(paths, p)
 		}
-		base := path.Base(p)
-		if d.IsDir() {
-			if p != "." && (strings.HasPrefix(base, ".") || p == ReleasesDir) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if strings.HasPrefix(base, ".") || (path.Ext(p) != ".yaml" && path.Ext(p) != ".yml") {
-			return nil
-		}
-		paths = append(paths, p)
 		return nil
 	})
 	if err != nil {

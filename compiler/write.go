@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/configpub/configpub/internal/atomicfile"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 )
 
@@ -59,9 +61,11 @@ func StagedTarget(t *Target) ([]byte, error) {
 // OUT/<env>/<host>/<serviceId>/values.yml and target.json for every target:
 // everything is staged in a temporary directory next to OUT/<env> and
 // renamed into place, so readers see the old tree or the new one, never a
-// mix. When repoDir is non-empty and the release manifest changed, it
-// rewrites repoDir/releases/<env>.yaml atomically (temp file, fsync,
-// rename). An up-to-date manifest is not rewritten.
+// mix; directories are created 0755 and files 0644. When repoDir is
+// non-empty and the release manifest changed, it rewrites
+// repoDir/releases/<env>.yaml atomically (temp file, fsync, rename), refusing
+// to write through a symbolic link or outside repoDir. An up-to-date
+// manifest is not rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	env := res.Manifest.EnvTag
 	if outDir != "" {
@@ -70,11 +74,7 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 		}
 	}
 	if repoDir != "" && !res.UpToDate {
-		p := filepath.Join(repoDir, filepath.FromSlash(ManifestPath(env)))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return fmt.Errorf("write release manifest: %w", err)
-		}
-		if err := atomicfile.Write(p, res.ManifestBytes, 0o644); err != nil {
+		if err := policytree.WriteFile(repoDir, ManifestPath(env), res.ManifestBytes, 0o644); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}
 	}
@@ -85,16 +85,26 @@ func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("write outputs: %w", err)
 	}
+	if !localName(env) {
+		return fmt.Errorf("write outputs: envTag %q is not a single path component", env)
+	}
 	stage, err := os.MkdirTemp(outDir, "."+env+".staging-")
 	if err != nil {
 		return fmt.Errorf("write outputs: %w", err)
 	}
 	defer os.RemoveAll(stage)
+	// MkdirTemp creates 0700; the tree is for other readers too.
+	if err := os.Chmod(stage, 0o755); err != nil {
+		return fmt.Errorf("write outputs: %w", err)
+	}
 	for i := range res.Targets {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		t := &res.Targets[i]
+		if !localName(t.Host) || !localName(t.ServiceID) {
+			return fmt.Errorf("write outputs: target %s/%s is not a pair of single path components", t.Host, t.ServiceID)
+		}
 		dir := filepath.Join(stage, t.Host, t.ServiceID)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("write outputs: %w", err)
@@ -121,6 +131,11 @@ func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
 	}
 	_ = os.RemoveAll(old)
 	return atomicfile.SyncDir(outDir)
+}
+
+// localName reports whether s is one local path component.
+func localName(s string) bool {
+	return s != "" && s != "." && filepath.IsLocal(s) && !strings.ContainsAny(s, `/\`)
 }
 
 func writeSynced(path string, data []byte) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/gitfs"
 )
 
@@ -38,7 +39,12 @@ the commit time of the policy repository's HEAD.`,
 				// --check only compares; a new release's createdAt is irrelevant.
 				at = time.Unix(0, 0).UTC()
 			}
-			res, err := compiler.Compile(cmd.Context(), os.DirFS(repo), compiler.Options{EnvTag: env, CreatedAt: at})
+			tree, err := policytree.Dir(repo, policytree.Limits{})
+			if err != nil {
+				return err
+			}
+			defer tree.Close()
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at})
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
 			}

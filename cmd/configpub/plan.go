@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/gitfs"
 )
 
@@ -32,7 +32,12 @@ It writes nothing.`,
 			}
 			// Plan never writes: a new release's createdAt does not matter.
 			opts := compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()}
-			head, err := compiler.Compile(cmd.Context(), os.DirFS(repo), opts)
+			tree, err := policytree.Dir(repo, policytree.Limits{})
+			if err != nil {
+				return err
+			}
+			defer tree.Close()
+			head, err := compiler.Compile(cmd.Context(), tree, opts)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -46,7 +47,12 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 			}
 			// Compile only compares here: a stale release is refused below, so
 			// the createdAt of a new release never matters.
-			res, err := compiler.Compile(cmd.Context(), os.DirFS(repo), compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()})
+			tree, err := policytree.Dir(repo, policytree.Limits{})
+			if err != nil {
+				return err
+			}
+			defer tree.Close()
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()})
 			if err != nil {
 				return err
 			}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/policytree"
 )
 
 func addValidateCmd(root *cobra.Command) {
@@ -16,7 +16,7 @@ func addValidateCmd(root *cobra.Command) {
 		Short: "Check a values.yml against its audience schema and the digest rules",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := os.ReadFile(args[0])
+			b, err := policytree.ReadFile(args[0], 0)
 			if err != nil {
 				return err
 			}
