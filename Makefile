@@ -72,6 +72,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/jcs
+	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/secretscan
 
 clean:
 	rm -rf bin .configpub

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -202,8 +203,27 @@ func collect(ve *jsonschema.ValidationError, out *[]Problem) {
 			*out = append(*out, Problem{Path: append(loc[:len(loc):len(loc)], p), Message: "unknown field"})
 		}
 	default:
-		*out = append(*out, Problem{Path: loc, Message: ve.ErrorKind.LocalizedString(printer)})
+		*out = append(*out, Problem{Path: loc, Message: redactedMessage(ve.ErrorKind)})
 	}
+}
+
+// redactedMessage describes a violation without the offending value: a value that
+// fails a pattern or format may be a credential (a key pasted where a
+// reference belongs), so only the rule is named.
+func redactedMessage(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Pattern:
+		return fmt.Sprintf("value does not match pattern %q (the value is not shown)", k.Want)
+	case *kind.Format:
+		return fmt.Sprintf("value is not a valid %s (the value is not shown)", k.Want)
+	case *kind.PropertyNames:
+		return "invalid member name (the name is not shown)"
+	case *kind.ContentEncoding:
+		return fmt.Sprintf("value is not %s encoded (the value is not shown)", k.Want)
+	case *kind.ContentMediaType:
+		return fmt.Sprintf("value is not of media type %s (the value is not shown)", k.Want)
+	}
+	return k.LocalizedString(printer)
 }
 
 func dedupe(ps []Problem) []Problem {

@@ -1,0 +1,83 @@
+package secretscan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/configpub/configpub/internal/render"
+)
+
+func TestNormalizeAndNames(t *testing.T) {
+	for _, n := range []string{"dbPassword", "db_password", "DB-PASSWORD", "db password", "X-API-Key", "client.secret", "PRIVATE_KEY", "Authorization"} {
+		if !IsCredentialName(n) {
+			t.Errorf("%q: not a credential name", n)
+		}
+	}
+	for _, n := range []string{"passwordPolicy", "maxOutputTokens", "tokensPerDay", "secretRef", "description", "keyId", "tokenizer"} {
+		if IsCredentialName(n) {
+			t.Errorf("%q: a credential name", n)
+		}
+	}
+}
+
+func TestIsReference(t *testing.T) {
+	for s, want := range map[string]bool{
+		"vault://secret/db#password":         true,
+		"vault://secret/db":                  true,
+		"vault://":                           false,
+		"vault://secret/db#pw extra":         false,
+		"vault://secret/db?token=x":          false,
+		"vault://../etc":                     false,
+		"vault:///abs":                       false,
+		"vault://a#b#c":                      false,
+		"https://keys.example.com/jwks.json": false, // only where allowed
+		"VAULT://secret/db":                  false,
+		"vault://secret/" + strings.Repeat("a", MaxRefLen): false,
+	} {
+		if got := IsReference(s, false); got != want {
+			t.Errorf("IsReference(%q) = %v, want %v", s, got, want)
+		}
+	}
+	for s, want := range map[string]bool{
+		"https://keys.example.com/jwks.json":  true,
+		"https://keys.example.com:8443/a/b":   true,
+		"https://u:p@keys.example.com/jwks":   false,
+		"https://keys.example.com/jwks?sig=x": false,
+		"http://keys.example.com/jwks":        false,
+	} {
+		if got := IsReference(s, true); got != want {
+			t.Errorf("IsReference(%q, https) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// FuzzValue: the detector never panics, names a rule whenever it finds
+// something, and surrounding a string with spaces never hides a finding.
+// Scan over a document holding the string as key and value never panics
+// and finds at least what Value finds.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{
+		"", "hunter2", "vault://secret/db#pw", "-----BEGIN RSA PRIVATE KEY-----", "Bearer abc123def456ghi789",
+		"Basic dXNlcjpwYXNzd29yZA==", "postgres://a:b@c/d", "https://x/?sig=abc", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln",
+		"LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t", "Authorization: Token x1y2z3",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		rule := Value(s)
+		if rule != "" && Value(" "+s+" ") == "" {
+			t.Errorf("padding hides a %s", rule)
+		}
+		doc := render.Map().Add(s, render.String(s)).Add("password", render.String(s)).Add("signingKeyRef", render.String(s))
+		f := Scan(doc)
+		if rule != "" && f == nil {
+			t.Errorf("Scan misses a %s that Value finds", rule)
+		}
+		if f != nil && (f.Rule == "" || len(f.Path) == 0) {
+			t.Errorf("finding without rule or path: %+v", f)
+		}
+		if f != nil && strings.Contains(f.Rule, s) && len(s) > 8 {
+			t.Errorf("rule %q echoes the input", f.Rule)
+		}
+	})
+}
