@@ -14,6 +14,9 @@ var (
 	// ErrUnavailable: the store cannot confirm what is current (database
 	// unreachable or stale); the handler answers 503 with Retry-After.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrInvalidEvidence: an evidence report names a snapshot that is not
+	// one of its identity's, or a publication that is not the snapshot's.
+	ErrInvalidEvidence = errors.New("evidence does not match the identity's snapshots")
 	// ErrIntegrity: stored data is inconsistent (bytes do not match their
 	// digest, a manifest does not match its pointer); never served.
 	ErrIntegrity = errors.New("stored data failed an integrity check")
@@ -28,6 +31,8 @@ type httpError struct {
 	message string
 	reason  string
 	err     error
+	// retryAfter is the Retry-After of a 429, in seconds.
+	retryAfter int
 }
 
 func (e *httpError) Error() string {
@@ -101,6 +106,8 @@ func (h *handler) writeError(w http.ResponseWriter, rl *reqLog, e *httpError) {
 		hdr["Www-Authenticate"] = []string{`Bearer realm="configpub"`}
 	case http.StatusServiceUnavailable:
 		hdr["Retry-After"] = []string{strconv.Itoa(h.retryAfter)}
+	case http.StatusTooManyRequests:
+		hdr["Retry-After"] = []string{strconv.Itoa(e.retryAfter)}
 	case http.StatusMethodNotAllowed:
 		hdr["Allow"] = []string{allowFor(rl.route)}
 	}

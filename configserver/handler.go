@@ -37,6 +37,13 @@ type Options struct {
 	RetryAfter time.Duration
 	// MaxEvidenceBytes bounds POST /configs/evidence bodies. Default 16 KiB.
 	MaxEvidenceBytes int64
+	// EvidencePerMinute and EvidenceBurst rate-limit evidence reports per
+	// identity (token bucket; 429 with Retry-After beyond). Defaults
+	// DefaultEvidencePerMinute and DefaultEvidenceBurst.
+	EvidencePerMinute, EvidenceBurst int
+	// Clock tells the time for evidence checks (observedAt bounds, rate
+	// limit). Nil: time.Now.
+	Clock func() time.Time
 	// RequireCertBinding makes every token carry cnf["x5t#S256"] equal to
 	// the SHA-256 of the TLS client certificate (RFC 8705). Independently of
 	// it, a token that carries a binding is always checked against the
@@ -54,6 +61,8 @@ type handler struct {
 	retryAfter       int
 	maxEvidenceBytes int64
 	requireBinding   bool
+	evidenceLimit    *rateLimiter
+	now              func() time.Time
 }
 
 // NewHandler returns the Config Server's HTTP handler over store.
@@ -73,6 +82,15 @@ func NewHandler(store Store, opts Options) http.Handler {
 	if opts.MaxEvidenceBytes <= 0 {
 		opts.MaxEvidenceBytes = 16 << 10
 	}
+	if opts.EvidencePerMinute <= 0 {
+		opts.EvidencePerMinute = DefaultEvidencePerMinute
+	}
+	if opts.EvidenceBurst <= 0 {
+		opts.EvidenceBurst = DefaultEvidenceBurst
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
 	h := &handler{
 		store:            store,
 		verifier:         opts.Verifier,
@@ -81,6 +99,8 @@ func NewHandler(store Store, opts Options) http.Handler {
 		retryAfter:       max(int(opts.RetryAfter.Round(time.Second)/time.Second), 1),
 		maxEvidenceBytes: opts.MaxEvidenceBytes,
 		requireBinding:   opts.RequireCertBinding,
+		evidenceLimit:    newRateLimiter(opts.EvidencePerMinute, opts.EvidenceBurst),
+		now:              opts.Clock,
 	}
 	h.metrics = newMetrics(opts.Registry, store, opts.Verifier)
 	h.metricsHandler = metricsHandler(opts.Registry)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/client"
 )
 
@@ -43,7 +44,9 @@ func TestRuntimeClientInterop(t *testing.T) {
 	if err := json.Unmarshal(raw, &tg); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, envOptions{})
+	issued := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC) // inside the envelope's validity window
+	// The server's clock (observedAt bounds of evidence) agrees with the runtime's.
+	e := newEnv(t, envOptions{handler: configserver.Options{Clock: func() time.Time { return issued.Add(time.Minute) }}})
 	id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
 	sn := &snapshot{ID: tg.SnapshotID, PublicationID: tg.PublicationID, PolicySnapshotID: tg.PolicySnapshotID,
 		Identity: id, Audience: tg.Audience, ReleaseVersion: tg.ReleaseVersion, ArtifactDigest: tg.ArtifactDigest,
@@ -53,7 +56,6 @@ func TestRuntimeClientInterop(t *testing.T) {
 		t.Fatalf("fixture: values.yml digest %s, target.json says %s", digestOf(values), tg.ArtifactDigest)
 	}
 	e.seed.insert(t, sn)
-	issued := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC) // inside the envelope's validity window
 	e.seed.moveAt(t, sn, issued, 5*time.Minute, 15*time.Minute)
 	waitServed(t, e, id, tg.Audience, sn.ID)
 

@@ -17,7 +17,10 @@ type Store interface {
 	// Snapshot returns a historical snapshot of id. A snapshot that does not
 	// exist and one that belongs to another identity are both ErrNotFound.
 	Snapshot(ctx context.Context, id bundle.Identity, snapshotID string) (*Delivery, error)
-	// RecordEvidence appends a runtime's APPLIED/REJECTED report.
+	// RecordEvidence appends a runtime's APPLIED/REJECTED report. A
+	// snapshot id that is not one of the identity's (with the evidence's
+	// audience), or a publication that is not the snapshot's, is
+	// ErrInvalidEvidence and nothing is stored.
 	RecordEvidence(ctx context.Context, ev *Evidence) error
 	// Ready reports nil when the store can serve current pointers.
 	Ready(ctx context.Context) error
@@ -73,14 +76,21 @@ type Delivery struct {
 // served too, computing the values per request.
 func (d *Delivery) Prepare() { d.hv = d.headerValues() }
 
-// Evidence is a runtime's report of applying or rejecting a snapshot.
+// Evidence is a runtime's report of applying or rejecting a snapshot, stored
+// as an unverified observation.
 type Evidence struct {
-	Identity       bundle.Identity
-	Outcome        string // "APPLIED" | "REJECTED"
-	Reason         string
-	SnapshotID     string // optional
-	ArtifactDigest string
-	ContentDigest  string
-	PolicyDigest   string
-	ObservedAt     time.Time // zero when not reported
+	Identity                bundle.Identity
+	Audience                string // the token's config_audience
+	Outcome                 string // "APPLIED" | "REJECTED"
+	Reason                  string // a stable reason code
+	SnapshotID              string // the snapshot the report is about; required with APPLIED
+	PublicationID           string // optional: that snapshot's publication
+	ReleaseVersion          int64  // optional (0)
+	Sequence                int64  // optional (0): the delivery-manifest sequence
+	RunningSnapshotID       string // optional: the snapshot the runtime runs after the load
+	LastKnownGoodSnapshotID string // optional: the runtime's last-known-good
+	ArtifactDigest          string
+	ContentDigest           string
+	PolicyDigest            string
+	ObservedAt              time.Time // zero when not reported
 }

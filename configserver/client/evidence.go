@@ -58,6 +58,9 @@ type Evidence struct {
 	// CurrentSnapshotID is the snapshot in force after this load ("" when
 	// none); FailedClosed is true when there is none or its lease expired.
 	CurrentSnapshotID string `json:"currentSnapshotId,omitempty"`
+	// LastKnownGoodSnapshotID is the snapshot persisted as last-known-good
+	// after this load (without a CacheDir: the one held in memory).
+	LastKnownGoodSnapshotID string `json:"lastKnownGoodSnapshotId,omitempty"`
 	FailedClosed      bool   `json:"failedClosed"`
 	// CacheError is set when an applied snapshot could not be persisted as
 	// last-known-good (it is applied in memory regardless).
@@ -132,23 +135,33 @@ const MaxEvidenceBytes = 16 << 10
 
 // evidenceReport is the POST /configs/evidence body (api contract).
 type evidenceReport struct {
-	Host           string  `json:"host"`
-	ServiceID      string  `json:"serviceId"`
-	EnvTag         string  `json:"envTag"`
-	Outcome        Outcome `json:"outcome"`
-	Reason         Reason  `json:"reason"`
-	SnapshotID     string  `json:"snapshotId,omitempty"`
-	ArtifactDigest string  `json:"artifactDigest,omitempty"`
-	ContentDigest  string  `json:"contentDigest,omitempty"`
-	PolicyDigest   string  `json:"policyDigest,omitempty"`
-	ObservedAt     string  `json:"observedAt"`
+	Host                    string  `json:"host"`
+	ServiceID               string  `json:"serviceId"`
+	EnvTag                  string  `json:"envTag"`
+	Audience                string  `json:"audience"`
+	Outcome                 Outcome `json:"outcome"`
+	Reason                  Reason  `json:"reason"`
+	SnapshotID              string  `json:"snapshotId,omitempty"`
+	PublicationID           string  `json:"publicationId,omitempty"`
+	ReleaseVersion          int64   `json:"releaseVersion,omitempty"`
+	Sequence                int64   `json:"sequence,omitempty"`
+	CurrentSnapshotID       string  `json:"currentSnapshotId,omitempty"`
+	LastKnownGoodSnapshotID string  `json:"lastKnownGoodSnapshotId,omitempty"`
+	ArtifactDigest          string  `json:"artifactDigest,omitempty"`
+	ContentDigest           string  `json:"contentDigest,omitempty"`
+	PolicyDigest            string  `json:"policyDigest,omitempty"`
+	ObservedAt              string  `json:"observedAt"`
 }
 
 // ReportEvidence sends ev to the Config Server (POST /configs/evidence) under
-// the client's own identity, for `configpub status`. Only APPLIED and REJECTED
-// outcomes are recorded; others return ErrNotReportable. Values the server
-// could not store (a snapshot id that is not a UUID, a malformed digest) are
-// left out rather than sent.
+// the client's own identity, for `configpub status`: the snapshot the load was
+// about with its publication, release and sequence, and the snapshots the
+// runtime runs and keeps as last-known-good afterwards. The server stores it
+// as an unverified observation. Only APPLIED and REJECTED outcomes are
+// recorded; others return ErrNotReportable. Values the server could not store
+// (a snapshot id that is not a UUID, a malformed digest) are left out rather
+// than sent; a publication is sent only together with the signed snapshot id
+// it belongs to.
 func (c *Client) ReportEvidence(ctx context.Context, ev *Evidence) error {
 	if ev == nil || (ev.Outcome != OutcomeApplied && ev.Outcome != OutcomeRejected) {
 		var o Outcome
@@ -162,12 +175,22 @@ func (c *Client) ReportEvidence(ctx context.Context, ev *Evidence) error {
 	}
 	id := c.opts.Identity
 	r := evidenceReport{
-		Host: id.Host, ServiceID: id.ServiceID, EnvTag: id.EnvTag,
-		Outcome: ev.Outcome, Reason: ev.Reason,
+		Host: id.Host, ServiceID: id.ServiceID, EnvTag: id.EnvTag, Audience: c.opts.Audience,
+		Outcome: ev.Outcome, Reason: ev.Reason, ReleaseVersion: max(ev.ReleaseVersion, 0), Sequence: max(ev.Sequence, 0),
 		ObservedAt: ev.ObservedAt.UTC().Format(time.RFC3339Nano),
 	}
-	if isUUID(ev.SnapshotID) {
-		r.SnapshotID = ev.SnapshotID
+	for _, p := range []struct {
+		dst *string
+		v   string
+	}{
+		{&r.SnapshotID, ev.SnapshotID}, {&r.CurrentSnapshotID, ev.CurrentSnapshotID}, {&r.LastKnownGoodSnapshotID, ev.LastKnownGoodSnapshotID},
+	} {
+		if isUUID(p.v) {
+			*p.dst = p.v
+		}
+	}
+	if r.SnapshotID != "" && isUUID(ev.PublicationID) {
+		r.PublicationID = ev.PublicationID
 	}
 	for _, p := range []struct {
 		dst *string
@@ -194,7 +217,7 @@ func (c *Client) ReportEvidence(ctx context.Context, ev *Evidence) error {
 	if err := c.authorize(ctx, req); err != nil {
 		return fmt.Errorf("report evidence: %w", err)
 	}
-	resp, err := c.opts.HTTPClient.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		return fmt.Errorf("report evidence to %s: %w", c.opts.ServerURL, err)
 	}

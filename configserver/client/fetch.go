@@ -219,10 +219,10 @@ func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) er
 	if c.opts.CacheDir != "" {
 		if err := c.persist(v.snap); err != nil {
 			ev.CacheError = err.Error()
-		} else {
-			c.lkgSnapshotID = v.snap.SnapshotID
+			return nil
 		}
 	}
+	c.lkgSnapshotID = v.snap.SnapshotID // without a CacheDir it is kept in memory only
 	return nil
 }
 
@@ -252,6 +252,7 @@ func (c *Client) finish(ev *Evidence, err error) (*Evidence, error) {
 	} else {
 		ev.FailedClosed = true
 	}
+	ev.LastKnownGoodSnapshotID = c.lkgSnapshotID
 	log := c.opts.Logger
 	level := slog.LevelInfo
 	switch {

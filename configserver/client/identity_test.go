@@ -151,7 +151,9 @@ func TestReportEvidence(t *testing.T) {
 		"host": w.id.Host, "serviceId": w.id.ServiceID, "envTag": w.id.EnvTag, "outcome": "APPLIED",
 		"reason": "NEW_SNAPSHOT", "snapshotId": r1.Manifest.SnapshotID, "artifactDigest": r1.ArtifactDigest(),
 		"contentDigest": r1.Envelope.ContentDigest, "policyDigest": r1.Envelope.PolicyDigest,
-		"observedAt": "2026-06-01T12:00:00Z",
+		"observedAt": "2026-06-01T12:00:00Z", "audience": "agent", "publicationId": r1.Manifest.PublicationID,
+		"releaseVersion": float64(1), "sequence": float64(1), "currentSnapshotId": r1.Manifest.SnapshotID,
+		"lastKnownGoodSnapshotId": r1.Manifest.SnapshotID,
 	}
 	for k, v := range want {
 		if got[k] != v {

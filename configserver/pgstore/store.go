@@ -226,7 +226,10 @@ func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID str
 	return d, nil
 }
 
-// RecordEvidence inserts a runtime_evidence row.
+// RecordEvidence inserts a runtime_evidence row (an observation). Every
+// snapshot id it names must be a snapshot of the evidence's identity and
+// audience, and its publication the snapshot's; otherwise nothing is stored
+// and the error is configserver.ErrInvalidEvidence.
 func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) error {
 	detail := map[string]string{}
 	if !ev.ObservedAt.IsZero() {
@@ -236,20 +239,46 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 	if err != nil {
 		return fmt.Errorf("record evidence: %w", err)
 	}
-	var snap any
-	if ev.SnapshotID != "" {
-		snap = ev.SnapshotID
+	orNil := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	var observed, release, seq any
+	if !ev.ObservedAt.IsZero() {
+		observed = ev.ObservedAt
+	}
+	if ev.ReleaseVersion > 0 {
+		release = ev.ReleaseVersion
+	}
+	if ev.Sequence > 0 {
+		seq = ev.Sequence
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
-	_, err = s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
-		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb)`,
-		ev.Identity.Host, ev.Identity.ServiceID, ev.Identity.EnvTag, snap, ev.Outcome, ev.Reason,
-		ev.ArtifactDigest, ev.ContentDigest, ev.PolicyDigest, string(detailJSON))
+	tag, err := s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
+		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail,
+		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, kind)
+		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16, 'observation'
+		WHERE ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $4::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $17
+				AND ($11::uuid IS NULL OR s.publication_id = $11::uuid)))
+			AND ($11::uuid IS NULL OR $4::uuid IS NOT NULL)
+			AND ($14::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $14::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $17))
+			AND ($15::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $15::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $17))`,
+		ev.Identity.Host, ev.Identity.ServiceID, ev.Identity.EnvTag, orNil(ev.SnapshotID), ev.Outcome, ev.Reason,
+		ev.ArtifactDigest, ev.ContentDigest, ev.PolicyDigest, string(detailJSON),
+		orNil(ev.PublicationID), release, seq, orNil(ev.RunningSnapshotID), orNil(ev.LastKnownGoodSnapshotID), observed,
+		ev.Audience)
 	if err != nil {
 		s.dbErrors.Add(1)
 		return classify("record evidence for "+ev.Identity.String(), err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("record evidence for %s: %w", ev.Identity, configserver.ErrInvalidEvidence)
 	}
 	return nil
 }
