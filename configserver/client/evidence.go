@@ -61,7 +61,7 @@ type Evidence struct {
 	// LastKnownGoodSnapshotID is the snapshot persisted as last-known-good
 	// after this load (without a CacheDir: the one held in memory).
 	LastKnownGoodSnapshotID string `json:"lastKnownGoodSnapshotId,omitempty"`
-	FailedClosed      bool   `json:"failedClosed"`
+	FailedClosed            bool   `json:"failedClosed"`
 	// CacheError is set when an applied snapshot could not be persisted as
 	// last-known-good (it is applied in memory regardless).
 	CacheError string `json:"cacheError,omitempty"`
