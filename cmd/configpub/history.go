@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -46,17 +48,7 @@ func addHistoryCmd(root *cobra.Command) {
 			if format == "json" {
 				return writeJSON(cmd.OutOrStdout(), moves)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tACTOR\tREASON\tCOMMAND")
-			for _, m := range moves {
-				from := m.PreviousSnapshotID
-				if from == "" {
-					from = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
-					m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), m.Actor, m.Reason, m.CommandID)
-			}
-			return tw.Flush()
+			return printHistory(cmd.OutOrStdout(), moves)
 		},
 	}
 	sf.add(cmd, false)
@@ -67,4 +59,22 @@ func addHistoryCmd(root *cobra.Command) {
 	formatFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("env")
 	root.AddCommand(cmd)
+}
+
+// printHistory prints moves as a table. Actor, reason (a commit subject or an
+// operator's text) and command id are printed with control characters
+// escaped: they must not drive the terminal.
+func printHistory(w io.Writer, moves []promoter.Move) error {
+	term := safetext.Terminal
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tACTOR\tREASON\tCOMMAND")
+	for _, m := range moves {
+		from := m.PreviousSnapshotID
+		if from == "" {
+			from = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
+			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), term(m.Actor), term(m.Reason), term(m.CommandID))
+	}
+	return tw.Flush()
 }

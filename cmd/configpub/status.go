@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -83,13 +84,13 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 	fmt.Fprintln(tw, "\nRELEASE\tSTATE\tOUTCOME\tREV\tTARGETS\tCOMMIT\tACTOR\tUPDATED\tREASON")
 	for _, r := range st.Releases {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
-			r.TargetCount, short(r.SourceCommit, 12), r.Actor, r.UpdatedAt.UTC().Format(time.RFC3339), r.Reason)
+			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
 	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tSNAPSHOT\tRELEASE\tPREV\tSEQ\tSTATE\tLEASE EXPIRES\tLAST EVIDENCE")
 	for _, t := range st.Targets {
 		ev := "-"
 		if e := t.LastEvidence; e != nil {
-			ev = fmt.Sprintf("%s %s at %s", e.Outcome, short(e.SnapshotID, 8), e.ReportedAt.Format(time.RFC3339))
+			ev = fmt.Sprintf("%s %s at %s", safetext.Terminal(e.Outcome), safetext.Terminal(short(e.SnapshotID, 8)), e.ReportedAt.Format(time.RFC3339))
 		}
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
 			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, t.LeaseExpiresAt.Format(time.RFC3339), ev)
