@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,10 @@ type Options struct {
 	Transport http.RoundTripper
 	// UserAgent sent with every request. Default "configpub".
 	UserAgent string
+	// Storage holds the repositories. Nil means remote OCI registries over
+	// HTTP, configured by the fields above; OCILayout and Memory keep them
+	// on disk or in memory instead (the HTTP fields are then unused).
+	Storage Storage
 }
 
 // Client publishes, pulls and verifies artifacts. It is safe for
@@ -49,10 +54,11 @@ type Client struct {
 	concurrency int
 	http        *auth.Client
 	mono        *monolithic
+	storage     Storage // nil: remote registries
 }
 
 // New returns a Client. It fails only when the Docker config file cannot
-// be read.
+// be read (it is not read when opts.Storage is set).
 func New(opts Options) (*Client, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
@@ -73,7 +79,11 @@ func New(opts Options) (*Client, error) {
 		opts.UserAgent = "configpub"
 	}
 	store := opts.Credentials
-	if store == nil {
+	switch {
+	case store != nil:
+	case opts.Storage != nil:
+		store = credentials.NewMemoryStore() // no registry is contacted
+	default:
 		s, err := credentials.NewStoreFromDocker(credentials.StoreOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("registry client: docker credentials: %w", err)
@@ -101,19 +111,26 @@ func New(opts Options) (*Client, error) {
 		Credential: credentials.Credential(store),
 		Header:     http.Header{"User-Agent": {opts.UserAgent}},
 	}
-	return &Client{plainHTTP: opts.PlainHTTP, concurrency: opts.Concurrency, http: ac, mono: &monolithic{}}, nil
+	return &Client{plainHTTP: opts.PlainHTTP, concurrency: opts.Concurrency, http: ac, mono: &monolithic{}, storage: opts.Storage}, nil
 }
 
-// repository returns an oras-go remote repository for name
-// ("registry[:port]/path").
-func (c *Client) repository(name string) (*remote.Repository, error) {
+// repository opens the repository name ("registry[:port]/path"): an
+// oras-go remote repository, or the Storage's target for it.
+func (c *Client) repository(ctx context.Context, name string) (*repo, error) {
+	if c.storage != nil {
+		t, err := c.storage.Repository(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("open repository %s: %w", name, err)
+		}
+		return &repo{Target: t, name: name, path: name}, nil
+	}
 	r, err := remote.NewRepository(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w repository %q: %w", ErrInvalid, name, err)
 	}
 	r.Client = c.http
 	r.PlainHTTP = c.plainHTTP
-	return r, nil
+	return &repo{Target: &remoteTarget{Repository: r, c: c}, name: name, path: r.Reference.Repository}, nil
 }
 
 // transient reports whether a request failed in a way that is worth

@@ -28,4 +28,13 @@
 // (one request) where the registry creates the blob from it, and POST+PUT
 // where it does not (CNCF Distribution v3.1 answers 202): 11 requests per
 // artifact against Distribution, 9 against a single-POST registry.
+//
+// Those figures are for remote registries, the default. The Client is
+// written against oras-go's content interfaces (oras.Target): with
+// Options.Storage it publishes to, pulls from and verifies in any target,
+// such as an OCI image layout directory per repository (OCILayout, for
+// air-gapped transfer with `oras cp --from-oci-layout`) or an oras-go
+// memory store (Memory). Capabilities a target lacks (reference fetch and
+// push in one request, cross-repository mount, single-POST upload) fall
+// back to the plain content.Storage calls.
 package registry

@@ -12,7 +12,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"golang.org/x/sync/errgroup"
 	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry/remote"
+	orasreg "oras.land/oras-go/v2/registry"
 )
 
 // PublishRequest is one publication: target artifacts and, optionally,
@@ -143,7 +143,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 // finished by the next run.
 func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome, ensureSig bool) (Result, error) {
 	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
-	repo, err := c.repository(p.repository)
+	repo, err := c.repository(ctx, p.repository)
 	if err != nil {
 		return res, err
 	}
@@ -152,7 +152,7 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	switch {
 	case err == nil && desc.Digest == p.manifest.Digest:
 		if ensureSig {
-			n, err := c.ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+			n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer)
 			if err != nil {
 				return res, err
 			}
@@ -164,7 +164,7 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	case !errors.Is(err, errdef.ErrNotFound):
 		return res, fmt.Errorf("resolve tag %s: %w", p.tag, err)
 	}
-	up, err := cfg.ensure(ctx, c, repo)
+	up, err := cfg.ensure(ctx, repo)
 	if err != nil {
 		return res, err
 	}
@@ -172,20 +172,20 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		res.Blobs++
 		res.Bytes += emptyConfig.Size
 	}
-	if up, err = c.pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+	if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
 		return res, err
 	}
 	if up {
 		res.Blobs++
 		res.Bytes += p.layer.Size
 	}
-	n, err := c.ensureSignature(ctx, repo, p.repository, p.manifest.Digest, signer)
+	n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer)
 	if err != nil {
 		return res, err
 	}
 	res.Signed = n > 0
 	res.Bytes += n
-	if err := repo.PushReference(ctx, p.manifest, bytes.NewReader(p.manifestB), p.tag); err != nil {
+	if err := repo.pushReference(ctx, p.manifest, p.manifestB, p.tag); err != nil {
 		return res, fmt.Errorf("push manifest %s: %w", p.manifest.Digest, err)
 	}
 	res.Pushed = true
@@ -202,28 +202,29 @@ type configHome struct {
 }
 
 // ensure makes the empty config present in repo; it reports whether it
-// had to be added.
-func (h *configHome) ensure(ctx context.Context, c *Client, repo *remote.Repository) (bool, error) {
+// had to be added. A target that cannot mount gets it uploaded.
+func (h *configHome) ensure(ctx context.Context, repo *repo) (bool, error) {
 	ok, err := repo.Exists(ctx, emptyConfig)
 	if err != nil {
 		return false, fmt.Errorf("check blob %s: %w", emptyConfig.Digest, err)
 	}
 	if ok {
-		h.set(repo.Reference.Repository)
+		h.set(repo.path)
 		return false, nil
 	}
 	h.mu.Lock()
 	from := h.repo
 	h.mu.Unlock()
-	if from != "" && from != repo.Reference.Repository {
+	m, canMount := repo.Target.(orasreg.Mounter)
+	if canMount && from != "" && from != repo.path {
 		getContent := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(emptyConfigData)), nil }
-		if err := repo.Mount(ctx, emptyConfig, from, getContent); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		if err := m.Mount(ctx, emptyConfig, from, getContent); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
 			return false, fmt.Errorf("mount blob %s from %s: %w", emptyConfig.Digest, from, err)
 		}
-	} else if err := c.uploadBlob(ctx, repo, emptyConfig, emptyConfigData); err != nil {
+	} else if err := repo.uploadBlob(ctx, emptyConfig, emptyConfigData); err != nil {
 		return false, err
 	}
-	h.set(repo.Reference.Repository)
+	h.set(repo.path)
 	return true, nil
 }
 
@@ -236,7 +237,7 @@ func (h *configHome) set(repo string) {
 }
 
 // pushBlob uploads a blob unless the repository already has it.
-func (c *Client) pushBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) (bool, error) {
+func pushBlob(ctx context.Context, repo *repo, desc ocispec.Descriptor, data []byte) (bool, error) {
 	ok, err := repo.Exists(ctx, desc)
 	if err != nil {
 		return false, fmt.Errorf("check blob %s: %w", desc.Digest, err)
@@ -244,7 +245,7 @@ func (c *Client) pushBlob(ctx context.Context, repo *remote.Repository, desc oci
 	if ok {
 		return false, nil
 	}
-	if err := c.uploadBlob(ctx, repo, desc, data); err != nil {
+	if err := repo.uploadBlob(ctx, desc, data); err != nil {
 		return false, err
 	}
 	return true, nil

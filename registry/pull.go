@@ -11,7 +11,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry"
-	"oras.land/oras-go/v2/registry/remote"
 )
 
 // Pulled is an artifact fetched by digest with its layer digest checked.
@@ -51,11 +50,11 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Pulled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
-	repo, err := c.repository(repoName)
+	repo, err := c.repository(ctx, repoName)
 	if err != nil {
 		return nil, fmt.Errorf("pull: %w", err)
 	}
-	p, err := c.pull(ctx, repo, repoName, dgst)
+	p, err := pull(ctx, repo, dgst)
 	var ve *VerificationError
 	if errors.As(err, &ve) {
 		return nil, fmt.Errorf("pull %w", err)
@@ -63,11 +62,12 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Pulled, error) {
 	return p, err
 }
 
-func (c *Client) pull(ctx context.Context, repo *remote.Repository, repoName string, dgst digest.Digest) (*Pulled, error) {
+func pull(ctx context.Context, repo *repo, dgst digest.Digest) (*Pulled, error) {
+	repoName := repo.name
 	verr := func(sentinel error, format string, args ...any) error {
 		return &VerificationError{Ref: repoName, Digest: dgst.String(), Reason: fmt.Sprintf(format, args...), Err: sentinel}
 	}
-	desc, rc, err := repo.FetchReference(ctx, dgst.String())
+	desc, rc, err := repo.fetchReference(ctx, dgst.String())
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
 			return nil, verr(ErrNotFound, "manifest not found")

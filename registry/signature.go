@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -16,7 +15,6 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sigstore/sigstore/pkg/signature/payload"
 	"oras.land/oras-go/v2/errdef"
-	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/configpub/configpub/internal/signing"
 )
@@ -51,8 +49,8 @@ func SignaturePayload(repository string, dgst digest.Digest) ([]byte, error) {
 // holds a signature by signer over the payload for dgst. Signatures by
 // other keys already there are kept (key rotation). It returns the bytes
 // uploaded (0 when a matching signature was present).
-func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, repository string, dgst digest.Digest, signer crypto.Signer) (int64, error) {
-	pl, err := SignaturePayload(repository, dgst)
+func ensureSignature(ctx context.Context, repo *repo, dgst digest.Digest, signer crypto.Signer) (int64, error) {
+	pl, err := SignaturePayload(repo.name, dgst)
 	if err != nil {
 		return 0, err
 	}
@@ -108,12 +106,12 @@ func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, r
 	// publish interrupted between the two requests is stored again).
 	var n int64
 	if existing == nil {
-		if err := c.uploadBlob(ctx, repo, plDesc, pl); err != nil {
+		if err := repo.uploadBlob(ctx, plDesc, pl); err != nil {
 			return 0, err
 		}
 		n += plDesc.Size
 	} else {
-		up, err := c.pushBlob(ctx, repo, plDesc, pl)
+		up, err := pushBlob(ctx, repo, plDesc, pl)
 		if err != nil {
 			return 0, err
 		}
@@ -122,7 +120,7 @@ func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, r
 		}
 	}
 	md := manifestDescriptor(mb)
-	if err := repo.PushReference(ctx, md, bytes.NewReader(mb), tag); err != nil {
+	if err := repo.pushReference(ctx, md, mb, tag); err != nil {
 		return n, fmt.Errorf("push signature %s: %w", tag, err)
 	}
 	return n + md.Size, nil
@@ -134,7 +132,7 @@ func (c *Client) ensureSignature(ctx context.Context, repo *remote.Repository, r
 // tag exists: a 404 to a HEAD has no body, so the keep-alive connection
 // survives it (oras-go closes a 404's body unread, which costs the
 // connection); publishing, where the signature is usually absent, uses it.
-func fetchSignatureManifest(ctx context.Context, repo *remote.Repository, tag string, headFirst bool) (*ocispec.Manifest, error) {
+func fetchSignatureManifest(ctx context.Context, repo *repo, tag string, headFirst bool) (*ocispec.Manifest, error) {
 	ref := tag
 	if headFirst {
 		d, err := repo.Resolve(ctx, tag)
@@ -146,7 +144,7 @@ func fetchSignatureManifest(ctx context.Context, repo *remote.Repository, tag st
 		}
 		ref = d.Digest.String()
 	}
-	desc, rc, err := repo.FetchReference(ctx, ref)
+	desc, rc, err := repo.fetchReference(ctx, ref)
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
 			return nil, fmt.Errorf("signature %s: %w", tag, ErrNotFound)

@@ -51,11 +51,17 @@ func (m *monolithic) setUnsupported(host string) {
 	m.mu.Unlock()
 }
 
-// uploadBlob stores data (described by desc) in repo: one single-POST
-// request where the registry supports it, POST+PUT otherwise. It does not
-// check whether the blob exists; callers that may already have it ask
-// first (pushBlob).
-func (c *Client) uploadBlob(ctx context.Context, repo *remote.Repository, desc ocispec.Descriptor, data []byte) error {
+// remoteTarget is an oras-go remote repository with the single-POST
+// upload as its bytesPusher capability.
+type remoteTarget struct {
+	*remote.Repository
+	c *Client
+}
+
+// pushBytes stores data (described by desc) in the repository: one
+// single-POST request where the registry supports it, POST+PUT otherwise.
+func (t *remoteTarget) pushBytes(ctx context.Context, desc ocispec.Descriptor, data []byte) error {
+	c, repo := t.c, t.Repository
 	host := repo.Reference.Host()
 	if !c.mono.supported(host) {
 		if err := repo.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {

@@ -58,11 +58,11 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 	if len(opts.Keys) == 0 {
 		return nil, fmt.Errorf("verify %s: %w: no trusted keys", ref, ErrInvalid)
 	}
-	repo, err := c.repository(repoName)
+	repo, err := c.repository(ctx, repoName)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	p, err := c.pull(ctx, repo, repoName, dgst)
+	p, err := pull(ctx, repo, dgst)
 	if err != nil {
 		return nil, err
 	}

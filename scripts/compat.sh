@@ -15,7 +15,9 @@
 #     a `cosign generate-key-pair` key publishes with configpub, a cosign
 #     signature appended by `cosign sign` verifies with configpub;
 #   - a re-publish uploads nothing; a signature copied from another artifact
-#     fails both `cosign verify` and `configpub verify-oci`.
+#     fails both `cosign verify` and `configpub verify-oci`;
+#   - `publish --oci-layout` output copied to the registry with `oras cp
+#     --from-oci-layout` passes `cosign verify` and `configpub verify-oci`.
 # Usage: scripts/compat.sh [--install-only]   (CONFIGPUB_BIN=path tests a prebuilt binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -210,6 +212,32 @@ if "$cp" verify-oci "$dst" --key "$work/keys/cosign.pub" --plain-http >/dev/null
 fi
 grep -q "another artifact" "$work/verify.err" || { cat "$work/verify.err" >&2; fail "verify-oci: unclear error for a copied signature"; }
 echo "compat: ok: a signature copied from another artifact fails cosign verify and verify-oci"
+
+# --- OCI layout (air-gapped transfer) ------------------------------------------------
+# publish --oci-layout writes one OCI image layout per repository; `oras cp
+# --from-oci-layout` moves each artifact and its signature tag to the registry,
+# where cosign verifies it and configpub verify-oci accepts it.
+layout="$work/layout" prefix="127.0.0.1:$port/airgap" log="$work/publish-layout.log"
+"$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$work/keys/cosign.key" \
+	--oci-layout "$layout" >"$log" || { cat "$log" >&2; fail "layout: publish --oci-layout"; }
+n=0
+while read -r _ repotag digest _; do
+	repo=${repotag%:*} tag=${repotag##*:}
+	path=${repo#"$prefix/"} sig="$(echo "$digest" | tr : -).sig"
+	[[ -f "$layout/$path/index.json" ]] || fail "layout: no OCI layout at $layout/$path"
+	for t in "$tag" "$sig"; do
+		oras cp --from-oci-layout "$layout/$path:$t" --to-plain-http "$repo:$t" >/dev/null 2>"$work/oras.err" ||
+			{ cat "$work/oras.err" >&2; fail "layout: oras cp --from-oci-layout $layout/$path:$t"; }
+	done
+	cosign verify --key "$work/keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry \
+		"$repo@$digest" >/dev/null 2>"$work/cosign.err" ||
+		{ cat "$work/cosign.err" >&2; fail "layout: cosign verify $repo@$digest after oras cp"; }
+	"$cp" verify-oci "$repo@$digest" --key "$work/keys/cosign.pub" --plain-http >/dev/null ||
+		fail "layout: verify-oci $repo@$digest after oras cp"
+	n=$((n + 1))
+done < <(grep -E '^(pushed|present) ' "$log")
+[[ $n -gt 1 ]] || fail "layout: nothing published"
+echo "compat: ok: publish --oci-layout: $n artifacts copied with oras cp --from-oci-layout verify with cosign and verify-oci"
 
 # --- stand-alone Distribution registry binary, cosign-generated key ----------------
 port=$(free_port)

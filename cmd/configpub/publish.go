@@ -20,9 +20,9 @@ import (
 
 func addPublishCmd(root *cobra.Command) {
 	var (
-		rf                          registryFlags
-		repo, env, prefix, key, out string
-		ensureSigs                  bool
+		rf                                  registryFlags
+		repo, env, prefix, key, out, layout string
+		ensureSigs                          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "publish --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -32,7 +32,12 @@ releases/ENV.yaml is stale, and pushes one signed OCI artifact per target
 (PREFIX/ENV/HOST/SERVICEID:r<releaseVersion>) plus the release artifact
 (PREFIX/ENV/release:r<releaseVersion>). Artifacts already in the registry are
 not uploaded again. The cosign key is decrypted once with $COSIGN_PASSWORD.
-With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
+With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.
+
+With --oci-layout DIR nothing is sent to a registry: each repository is written as an
+OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
+artifact tag and its cosign signature tag, signed for the repositories under --registry,
+for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" || prefix == "" || key == "" {
@@ -73,6 +78,9 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 				return err
 			}
 			c, err := rf.client()
+			if layout != "" {
+				c, err = registry.New(registry.Options{Concurrency: rf.concurrency, Storage: registry.OCILayout(layout, prefix)})
+			}
 			if err != nil {
 				return err
 			}
@@ -97,6 +105,7 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.`,
 	f.StringVar(&key, "key", "", "cosign.key; its password is read from $COSIGN_PASSWORD (required)")
 	f.StringVar(&out, "out", "", "also write OUT/ENV/HOST/SERVICEID/values.yml")
 	f.IntVar(&rf.concurrency, "concurrency", 8, "artifacts pushed at once")
+	f.StringVar(&layout, "oci-layout", "", "write OCI image layout directories under this directory instead of pushing (copy them with oras cp --from-oci-layout)")
 	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
 	rf.add(cmd)
 	root.AddCommand(cmd)
