@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -159,7 +160,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	m := c.m
 	env := m.envs[c.env]
 	if env == nil {
-		return nil, &SourceError{File: "environments/" + c.env + ".yaml", Line: 1, Field: "metadata.name", Err: fmt.Errorf("no Environment document named %q", c.env)}
+		return nil, unknownEnvironment(c.env, sortedKeys(m.envs))
 	}
 	c.envDoc = env
 	for _, aud := range sortedKeys(env.spec.Settings) {
@@ -331,4 +332,12 @@ func equalSlices[T comparable](a, b []T) bool {
 		}
 	}
 	return true
+}
+
+// unknownEnvironment names the environments the repository does define.
+func unknownEnvironment(env string, known []string) error {
+	if len(known) == 0 {
+		return fmt.Errorf("%w: no environment %q: the repository has no Environment document (add environments/%s.yaml)", ErrInvalidSource, env, env)
+	}
+	return fmt.Errorf("%w: no environment %q: the repository's Environment documents are %s", ErrInvalidSource, env, strings.Join(known, ", "))
 }

@@ -20,6 +20,7 @@ func newRootCmd() *cobra.Command {
 	for _, add := range verbs {
 		add(root)
 	}
+	withHints(root)
 	return root
 }
 
