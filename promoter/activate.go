@@ -134,6 +134,9 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	if err := s.fault(ctx, "activate:pointer_move", tx); err != nil {
 		return nil, nil, err
 	}
+	if err := recordWorkflowViews(ctx, tx, envTag, version, a.cmd.ID, now); err != nil {
+		return nil, nil, err
+	}
 	res := &ActivationResult{
 		CommandID: a.cmd.ID, Action: a.cmd.Action, EnvTag: envTag, ReleaseVersion: version,
 		PreviousRelease: e.Current, Moved: len(ps), Unchanged: r.TargetCount - len(ps),

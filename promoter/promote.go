@@ -147,6 +147,9 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 		CommandID:      in.CommandID,
 		Published:      published,
 	}
+	if err := stageWorkflowViews(ctx, opts.Store, res); err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
 	act, err := opts.Store.RecordAndActivate(ctx, in)
 	if err != nil {
 		from, ok, serr := alreadyActive(ctx, opts.Store, err, opts.EnvTag, m.ReleaseVersion, res.ManifestBytes)

@@ -25,6 +25,8 @@ type Status struct {
 	PendingRelease int64           `json:"pendingRelease,omitempty"`
 	Releases       []ReleaseStatus `json:"releases"`
 	Targets        []TargetStatus  `json:"targets"`
+	// WorkflowViews are the recorded internal Workflow views per release.
+	WorkflowViews []WorkflowViewStatus `json:"workflowViews"`
 }
 
 // ReleaseStatus is one release row.
@@ -155,6 +157,9 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, dbErr("read pointers", err)
+	}
+	if st.WorkflowViews, err = workflowViews(ctx, s.pool, envTag); err != nil {
+		return nil, err
 	}
 	return st, nil
 }

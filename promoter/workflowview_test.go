@@ -1,0 +1,356 @@
+package promoter_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/fixtures"
+	"github.com/configpub/configpub/promoter"
+)
+
+// compileFixture compiles the fixture policy repository for env after edit
+// (path -> replace(old, new)) was applied to its files.
+func compileFixture(t testing.TB, env string, edits map[string][2]string) *compiler.Result {
+	t.Helper()
+	src, err := fixtures.PolicyRepo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fstest.MapFS{}
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		if e, ok := edits[p]; ok {
+			if !strings.Contains(string(b), e[0]) {
+				t.Fatalf("%s does not contain %q", p, e[0])
+			}
+			b = []byte(strings.Replace(string(b), e[0], e[1], 1))
+		}
+		m[p] = &fstest.MapFile{Data: b, Mode: 0o644}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(context.Background(), m, compiler.Options{EnvTag: env, CreatedAt: t0})
+	if err != nil {
+		t.Fatalf("compile %s: %v", env, err)
+	}
+	return res
+}
+
+// withManifest is release(...) carrying res's manifest, with target 0 the
+// Agent "account" and target 1 the Agent "tech-support".
+func withManifest(in promoter.ReleaseInput, res *compiler.Result) promoter.ReleaseInput {
+	in.ManifestBytes = res.ManifestBytes
+	in.ReleaseDigest = res.Manifest.ReleaseDigest
+	in.Targets[0].SubjectKind, in.Targets[0].SubjectName = "Agent", "account"
+	in.Targets[1].SubjectKind, in.Targets[1].SubjectName = "Agent", "tech-support"
+	return in
+}
+
+func (f *fixture) stage(t testing.TB, res *compiler.Result) {
+	t.Helper()
+	if err := f.store.StageWorkflowViews(context.Background(), res.ManifestBytes, promoter.WorkflowViewsOf(res.Workflows)); err != nil {
+		t.Fatalf("stage: %v", err)
+	}
+}
+
+// recordedViews dumps every workflow_release_view row with its view, as text.
+func (f *fixture) recordedViews(t testing.TB) []string {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), `SELECT rv::text || ' ' || v::text
+		FROM configpub.workflow_release_view rv JOIN configpub.workflow_view v USING (view_digest)
+		ORDER BY rv.env_tag, rv.release_version, rv.wf_def_id, rv.version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+type recorded struct {
+	key, publication, digest string
+	accepted                 string
+}
+
+func (f *fixture) viewsOf(t testing.TB, env string, release int64) []recorded {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), `SELECT wf_def_id::text || '@' || version, publication_id::text,
+			view_digest, accepted_publications::text
+		FROM configpub.workflow_release_view WHERE env_tag = $1 AND release_version = $2 ORDER BY 1`, env, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recorded, error) {
+		var x recorded
+		return x, r.Scan(&x.key, &x.publication, &x.digest, &x.accepted)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func publishedKeys(res *compiler.Result) (published, draft []string) {
+	for _, w := range res.Manifest.Workflows {
+		if w.State == "PUBLISHED" {
+			published = append(published, w.WfDefID+"@"+w.Version)
+		} else {
+			draft = append(draft, w.WfDefID+"@"+w.Version)
+		}
+	}
+	sort.Strings(published)
+	return published, draft
+}
+
+func TestActivationRecordsOneViewPerPublishedVersionWithThePublication(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	res := compileFixture(t, "dev", nil)
+	published, draft := publishedKeys(res)
+	if len(published) < 2 || len(draft) == 0 {
+		t.Fatalf("fixture: want >= 2 PUBLISHED and a DRAFT version, got %v and %v", published, draft)
+	}
+	in := withManifest(release("prod", 1, 0, 3, nil, nil), res)
+
+	// Views for other content than the manifest's are refused.
+	views := promoter.WorkflowViewsOf(res.Workflows)
+	if err := f.store.StageWorkflowViews(ctx, res.ManifestBytes, views[:1]); err == nil {
+		t.Fatal("staging without every PUBLISHED version succeeded")
+	}
+	bad := append([]promoter.WorkflowView(nil), views...)
+	bad[0].State = "DRAFT"
+	if err := f.store.StageWorkflowViews(ctx, res.ManifestBytes, bad); err == nil {
+		t.Fatal("staging a DRAFT view succeeded")
+	}
+	bad = append([]promoter.WorkflowView(nil), views...)
+	bad[0].Values = []byte(strings.Replace(string(bad[0].Values), "retries: 3", "retries: 30", 1))
+	if err := f.store.StageWorkflowViews(ctx, res.ManifestBytes, bad); !errors.Is(err, promoter.ErrIntegrity) {
+		t.Fatalf("staging an edited document: got %v, want ErrIntegrity", err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.workflow_view_stage"); n != 0 {
+		t.Fatalf("refused staging left %d rows", n)
+	}
+
+	f.stage(t, res)
+	f.stage(t, res) // idempotent
+	if n := f.count(t, "SELECT count(*) FROM configpub.workflow_release_view"); n != 0 {
+		t.Fatalf("staging recorded %d views before activation", n)
+	}
+	f.promote(t, in)
+	got := f.viewsOf(t, "prod", 1)
+	var keys []string
+	for _, r := range got {
+		keys = append(keys, r.key)
+		if r.publication != in.Targets[0].PublicationID {
+			t.Errorf("view %s: publication %s, want the release's %s", r.key, r.publication, in.Targets[0].PublicationID)
+		}
+	}
+	if strings.Join(keys, ",") != strings.Join(published, ",") {
+		t.Fatalf("recorded %v, want exactly the PUBLISHED versions %v", keys, published)
+	}
+	for _, d := range draft {
+		if n := f.count(t, "SELECT count(*) FROM configpub.workflow_release_view WHERE wf_def_id::text || '@' || version = $1", d); n != 0 {
+			t.Errorf("DRAFT %s recorded", d)
+		}
+	}
+	// account-onboarding allows the Agent "account": its accepted
+	// publication is the release's account snapshot.
+	for _, r := range got {
+		if strings.HasPrefix(r.key, "3f0c9a52") && !strings.Contains(r.accepted, `"agent": "account"`) ||
+			strings.HasPrefix(r.key, "3f0c9a52") && !strings.Contains(r.accepted, in.Targets[0].PublicationID) {
+			t.Errorf("view %s: accepted publications %s lack account's", r.key, r.accepted)
+		}
+		if strings.Contains(r.accepted, "tech-support") && strings.HasPrefix(r.key, "3f0c9a52") {
+			t.Errorf("view %s accepts tech-support, which it does not allow: %s", r.key, r.accepted)
+		}
+	}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.WorkflowViews) != len(published) {
+		t.Fatalf("status lists %d workflow views, want %d", len(st.WorkflowViews), len(published))
+	}
+	for _, w := range st.WorkflowViews {
+		if w.State != promoter.WorkflowViewPinnable || !w.Current || w.ReleaseVersion != 1 {
+			t.Errorf("status view %s@%s: %+v, want current PINNABLE of release 1", w.Workflow, w.Version, w)
+		}
+	}
+}
+
+func TestRollbackAndForwardActivationDoNotEditViews(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	dev := compileFixture(t, "dev", nil)
+	// Release 2 changes the view of account-onboarding@1.0.0 (the Agent it
+	// allows has a new policy) without touching the version.
+	dev2 := compileFixture(t, "dev", map[string][2]string{
+		"agents/account.yaml": {"maxOutputTokens: 4096", "maxOutputTokens: 4000"},
+	})
+	r1 := withManifest(release("prod", 1, 0, 3, nil, nil), dev)
+	r2 := withManifest(release("prod", 2, 1, 3, nil, nil), dev2)
+	f.stage(t, dev)
+	f.stage(t, dev2)
+	f.promote(t, r1)
+	f.promote(t, r2)
+	v1, v2 := f.viewsOf(t, "prod", 1), f.viewsOf(t, "prod", 2)
+	if len(v1) == 0 || len(v1) != len(v2) {
+		t.Fatalf("release 1 has %d views, release 2 %d", len(v1), len(v2))
+	}
+	if v1[0].digest == v2[0].digest || v1[0].publication == v2[0].publication {
+		t.Fatalf("release 2's view of %s did not change: %+v / %+v", v1[0].key, v1[0], v2[0])
+	}
+	before := f.recordedViews(t)
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb"), EnvTag: "prod", ToRelease: 1, Actor: "a", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.recordedViews(t); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("rollback changed recorded views:\nbefore %v\nafter  %v", before, after)
+	}
+	current := func() []string {
+		rows, err := f.pool.Query(ctx, "SELECT view_digest FROM configpub_workflow.workflow_view_current WHERE env_tag = 'prod' ORDER BY wf_def_id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if c := current(); len(c) != len(v1) || c[0] != v1[0].digest {
+		t.Fatalf("after rollback the current views are %v, want release 1's", c)
+	}
+	if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fw"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.recordedViews(t); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("forward activation changed recorded views")
+	}
+	if c := current(); c[0] != v2[0].digest {
+		t.Fatalf("after forward activation the current views are %v, want release 2's", c)
+	}
+	// The database refuses edits itself.
+	for _, stmt := range []string{
+		"UPDATE configpub.workflow_release_view SET publication_id = gen_random_uuid()",
+		"DELETE FROM configpub.workflow_view_stage",
+		"UPDATE configpub.workflow_view SET limits = '{}'",
+	} {
+		if _, err := f.pool.Exec(ctx, stmt); err == nil {
+			t.Errorf("%s succeeded as the owner", stmt)
+		}
+	}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := 0
+	for _, w := range st.WorkflowViews {
+		if w.Current != (w.ReleaseVersion == 2) {
+			t.Errorf("status view %+v: current flag wrong", w)
+		}
+		if w.Current {
+			cur++
+		}
+	}
+	if cur != len(v2) {
+		t.Errorf("status: %d current views, want %d", cur, len(v2))
+	}
+}
+
+// TestRecordedViewsCarryNoForbiddenField plants an Agent prompt (the Agent
+// the workflow allows), a provider credential reference (the Agent's
+// model) and authoring metadata (the workflow's description) and searches
+// every field of every recorded view, as the Workflow reader sees it.
+func TestRecordedViewsCarryNoForbiddenField(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	planted := []string{"PLANTED-PROMPT-5d1f", "PLANTED-CRED-77ab", "PLANTED-AUTHORING-c0de"}
+	res := compileFixture(t, "dev", map[string][2]string{
+		"agents/account.yaml":               {"You are the account assistant", planted[0] + " You are the account assistant"},
+		"models/chat-default.yaml":          {"vault://secret/llm/openai#apiKey", "vault://secret/llm/" + planted[1] + "#apiKey"},
+		"workflows/account-onboarding.yaml": {"  name: account-onboarding\n", "  name: account-onboarding\n  description: " + planted[2] + "\n"},
+	})
+	// The planted values did reach the compiled release (else the test
+	// proves nothing).
+	var agentValues string
+	for _, tg := range res.Targets {
+		agentValues += string(tg.Values)
+	}
+	if !strings.Contains(agentValues, planted[0]) {
+		t.Fatalf("the planted prompt is not in any compiled artifact")
+	}
+	f.stage(t, res)
+	f.promote(t, withManifest(release("prod", 1, 0, 3, nil, nil), res))
+
+	reader := f.db.PoolURL(t, f.db.URLFor(t, "configpub_workflow_reader"))
+	rows, err := reader.Query(ctx, "SELECT * FROM configpub_workflow.workflow_view_history")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n, fields := 0, 0
+	for rows.Next() {
+		n++
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			fields++
+			s := strings.ToLower(toText(v))
+			for _, p := range planted {
+				if strings.Contains(s, strings.ToLower(p)) {
+					t.Errorf("view field %s contains %s", rows.FieldDescriptions()[i].Name, p)
+				}
+			}
+			for _, word := range []string{"prompt", "vault://", "credentialref", "description"} {
+				if strings.Contains(s, word) {
+					t.Errorf("view field %s contains %q", rows.FieldDescriptions()[i].Name, word)
+				}
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || fields < 20*n {
+		t.Fatalf("read %d views with %d fields", n, fields)
+	}
+}
+
+func toText(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case time.Time:
+		return x.String()
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
