@@ -2,9 +2,12 @@ package dbschema_test
 
 import (
 	"context"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/dbschema"
@@ -45,6 +48,19 @@ INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, is
 INSERT INTO configpub.revocation (snapshot_id, reason, actor, revoked_at)
 	VALUES ('00000000-0000-8000-8000-000000000001', 'test', 'a', now());
 INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'APPLIED');
+INSERT INTO configpub.environment (env_tag, current_release_version, updated_at) VALUES ('prod', 1, now());
+INSERT INTO configpub.workflow_view (view_digest, wf_def_id, version, workflow, state, definition_digest,
+	compatibility_generation, limits, approvals, agents, tools, runner, retention, endpoint_targets, document, document_digest)
+	VALUES ('sha256:' || repeat('d', 64), '00000000-0000-8000-8000-00000000000a', '1.0.0', 'wf', 'PUBLISHED',
+	'sha256:' || repeat('e', 64), 1, '{}', '[]', '[]', '[]', '{}', '{}', '["svc"]', 'w: 1',
+	'sha256:' || encode(sha256('w: 1'::bytea), 'hex'));
+INSERT INTO configpub.workflow_view_stage (definition_hash, wf_def_id, version, view_digest)
+	VALUES ('sha256:' || encode(sha256('x'::bytea), 'hex'), '00000000-0000-8000-8000-00000000000a', '1.0.0', 'sha256:' || repeat('d', 64));
+INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id, version, view_id, view_digest,
+	publication_id, release_digest, definition_hash, accepted_publications, command_id, recorded_at)
+	VALUES ('prod', 1, '00000000-0000-8000-8000-00000000000a', '1.0.0', '00000000-0000-8000-8000-00000000000b',
+	'sha256:' || repeat('d', 64), '00000000-0000-8000-8000-000000000002', '', 'sha256:' || encode(sha256('x'::bytea), 'hex'),
+	'[]', '00000000-0000-4000-8000-000000000009', now());
 `
 
 var appendOnly = []struct {
@@ -58,6 +74,9 @@ var appendOnly = []struct {
 	{"pointer_move", "reason = 'x'"},
 	{"delivery_manifest", "signature = 'x'"},
 	{"revocation", "reason = 'x'"},
+	{"workflow_view", "limits = '{}'"},
+	{"workflow_view_stage", "version = 'x'"},
+	{"workflow_release_view", "publication_id = gen_random_uuid()"},
 }
 
 func seeded(t *testing.T) *pgtest.DB {
@@ -155,22 +174,128 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 	}
 }
 
-func TestWorkflowReaderCannotReadArtifactBytesOrWrite(t *testing.T) {
+// workflowReaderGrants is the complete inventory of what
+// configpub_workflow_reader may do: read the two Workflow views. Every other
+// privilege on every relation, sequence and schema of the database is
+// refused (TestWorkflowReaderGrantInventory checks it in the catalog,
+// TestWorkflowReaderStatements by running each statement kind).
+var workflowReaderGrants = []string{
+	"schema configpub_workflow USAGE",
+	"configpub_workflow.workflow_view_current SELECT",
+	"configpub_workflow.workflow_view_history SELECT",
+}
+
+func TestWorkflowReaderGrantInventory(t *testing.T) {
 	t.Parallel()
 	db := seeded(t)
-	pool := db.PoolURL(t, db.URLFor(t, "configpub_workflow_reader"))
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, "SELECT snapshot_id, release_version FROM configpub.config_snapshot"); err != nil {
-		t.Errorf("reader SELECT snapshot metadata: %v", err)
+	const role = "configpub_workflow_reader"
+	rows, err := db.Pool(t).Query(ctx, `
+		SELECT n.nspname || '.' || c.relname || ' ' || p.priv
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p(priv)
+		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+		  AND (has_table_privilege($1, c.oid, p.priv)
+		       OR (p.priv IN ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES') AND has_any_column_privilege($1, c.oid, p.priv)))
+		UNION ALL
+		SELECT n.nspname || '.' || c.relname || ' ' || p.priv
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		CROSS JOIN unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) p(priv)
+		WHERE c.relkind = 'S' AND has_sequence_privilege($1, c.oid, p.priv)
+		UNION ALL
+		SELECT 'schema ' || n.nspname || ' ' || p.priv
+		FROM pg_namespace n CROSS JOIN unnest(ARRAY['USAGE', 'CREATE']) p(priv)
+		WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'public') AND n.nspname NOT LIKE 'pg_temp%'
+		  AND n.nspname NOT LIKE 'pg_toast_temp%' AND has_schema_privilege($1, n.oid, p.priv)
+		UNION ALL
+		SELECT 'member of ' || g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+		WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = $1)
+		UNION ALL
+		SELECT 'attribute ' || a FROM pg_roles r, unnest(ARRAY[
+			CASE WHEN r.rolsuper THEN 'SUPERUSER' END, CASE WHEN r.rolcreatedb THEN 'CREATEDB' END,
+			CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END, CASE WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
+			CASE WHEN r.rolreplication THEN 'REPLICATION' END, CASE WHEN r.rolcanlogin THEN 'LOGIN' END]) a
+		WHERE r.rolname = $1 AND a IS NOT NULL
+		ORDER BY 1`, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string(nil), workflowReaderGrants...)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("configpub_workflow_reader grants:\n  %s\nwant exactly:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func TestWorkflowReaderStatements(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	ctx := context.Background()
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_workflow_reader"))
+	for _, v := range []string{"workflow_view_history", "workflow_view_current"} {
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM configpub_workflow."+v+
+			" WHERE view_id = '00000000-0000-8000-8000-00000000000b' AND view_digest = 'sha256:' || repeat('d', 64)").Scan(&n); err != nil || n != 1 {
+			t.Errorf("reader reads %s by id and digest: %d rows, %v", v, n, err)
+		}
+		for _, stmt := range []string{
+			"INSERT INTO configpub_workflow." + v + " (view_id) VALUES (gen_random_uuid())",
+			"UPDATE configpub_workflow." + v + " SET version = 'x'",
+			"DELETE FROM configpub_workflow." + v,
+			"TRUNCATE configpub_workflow." + v,
+		} {
+			// A view that is not updatable (55000) or not a table (42809)
+			// refuses before the privilege check (42501) can.
+			if _, err := pool.Exec(ctx, stmt); !slices.Contains([]string{"42501", "55000", "42809"}, sqlState(err)) {
+				t.Errorf("reader %q: got %v, want refused", stmt, err)
+			}
+		}
+	}
+	rows, err := db.Pool(t).Query(ctx, `SELECT c.relname, (SELECT a.attname FROM pg_attribute a
+			WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum LIMIT 1)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'configpub' AND c.relkind IN ('r', 'p', 'v', 'm') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type table struct{ Name, Col string }
+	tables, err := pgx.CollectRows(rows, pgx.RowToStructByPos[table])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 16 {
+		t.Fatalf("found %d configpub tables", len(tables))
+	}
+	for _, tb := range tables {
+		q := "configpub." + tb.Name
+		for _, stmt := range []string{
+			"SELECT * FROM " + q,
+			"SELECT " + tb.Col + " FROM " + q,
+			"INSERT INTO " + q + " DEFAULT VALUES",
+			"UPDATE " + q + " SET " + tb.Col + " = " + tb.Col,
+			"DELETE FROM " + q,
+			"TRUNCATE " + q,
+			"LOCK TABLE " + q + " IN ACCESS SHARE MODE",
+		} {
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, stmt); return err })
+			if got := sqlState(err); got != "42501" {
+				t.Errorf("reader %q: got %v, want SQLSTATE 42501", stmt, err)
+			}
+		}
 	}
 	for _, stmt := range []string{
-		"SELECT bytes FROM configpub.artifact",
-		"SELECT manifest FROM configpub.delivery_manifest",
-		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'APPLIED')",
+		"CREATE TABLE configpub.x (a int)",
+		"CREATE TABLE configpub_workflow.x (a int)",
+		"CREATE VIEW configpub_workflow.x AS SELECT 1",
+		"SELECT nextval('configpub.pointer_move_move_id_seq')",
+		"SELECT configpub.refuse_mutation()",
 	} {
-		_, err := pool.Exec(ctx, stmt)
-		if got := sqlState(err); got != "42501" {
-			t.Errorf("reader %q: got %v, want SQLSTATE 42501", firstWords(stmt), err)
+		if _, err := pool.Exec(ctx, stmt); sqlState(err) != "42501" {
+			t.Errorf("reader %q: got %v, want SQLSTATE 42501", stmt, err)
 		}
 	}
 }
