@@ -48,7 +48,10 @@ func addHistoryCmd(root *cobra.Command) {
 			if format == "json" {
 				return writeJSON(cmd.OutOrStdout(), moves)
 			}
-			return printHistory(cmd.OutOrStdout(), moves)
+			if err := printHistory(cmd.OutOrStdout(), moves); err != nil {
+				return err
+			}
+			return writeWorkflowViewHistory(cmd.Context(), cmd.OutOrStdout(), store, env)
 		},
 	}
 	sf.add(cmd, false)

@@ -61,7 +61,10 @@ It writes nothing.`,
 			case "json":
 				return p.WriteJSON(w)
 			}
-			return p.WriteText(w)
+			if err := p.WriteText(w); err != nil {
+				return err
+			}
+			return writeAddedWorkflowVersions(cmd.Context(), w, baseFS, tree)
 		},
 	}
 	f := cmd.Flags()

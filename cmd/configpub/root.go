@@ -50,4 +50,5 @@ var verbs = []func(*cobra.Command){
 	addStatusCmd,
 	addHistoryCmd,
 	addLeaseCmd,
+	addWorkflowCmd,
 }

@@ -95,6 +95,7 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
 			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, t.LeaseExpiresAt.Format(time.RFC3339), ev)
 	}
+	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()
 }
 

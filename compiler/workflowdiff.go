@@ -1,0 +1,183 @@
+package compiler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/sidebyside"
+	"github.com/configpub/configpub/schemas"
+)
+
+// WorkflowVersionText is one workflow version in normalized YAML: the
+// version's immutable content (definition, limits, approvals, agents,
+// runner, retention) and state, keys sorted at every level, rendered with
+// configpub-yaml/1.
+type WorkflowVersionText struct {
+	Version, State, Digest string
+	YAML                   []byte
+}
+
+// WorkflowDiff compares two versions of one workflow.
+type WorkflowDiff struct {
+	Workflow, WfDefID string
+	Old, New          *WorkflowVersionText // Old is nil for a first version
+}
+
+// DiffWorkflowVersions reads the policy repository in fsys and returns the
+// normalized versions v1 and v2 of the workflow whose wfDefId (or name) is
+// wf.
+func DiffWorkflowVersions(ctx context.Context, fsys fs.FS, wf, v1, v2 string) (*WorkflowDiff, error) {
+	m, err := workflowModel(ctx, fsys)
+	if err != nil {
+		return nil, err
+	}
+	name, w := m.findWorkflow(wf)
+	if w == nil {
+		return nil, fmt.Errorf("workflow diff: no workflow with wfDefId or name %q", wf)
+	}
+	d := &WorkflowDiff{Workflow: name, WfDefID: w.spec.WfDefID}
+	for _, p := range []struct {
+		v   string
+		dst **WorkflowVersionText
+	}{{v1, &d.Old}, {v2, &d.New}} {
+		t, err := versionText(w, p.v)
+		if err != nil {
+			return nil, fmt.Errorf("workflow diff %s: %w", name, err)
+		}
+		*p.dst = t
+	}
+	return d, nil
+}
+
+// AddedWorkflowVersions compares the workflow versions of the policy
+// repositories base and head: for every version head has and base does not,
+// the diff against the version listed before it in head (Old nil when it is
+// the workflow's first).
+func AddedWorkflowVersions(ctx context.Context, base, head fs.FS) ([]*WorkflowDiff, error) {
+	bm, err := workflowModel(ctx, base)
+	if err != nil {
+		return nil, err
+	}
+	hm, err := workflowModel(ctx, head)
+	if err != nil {
+		return nil, err
+	}
+	had := map[string]bool{}
+	for _, w := range bm.workflows {
+		for _, v := range w.spec.Versions {
+			had[w.spec.WfDefID+"@"+v.Version] = true
+		}
+	}
+	var out []*WorkflowDiff
+	for _, name := range sortedKeys(hm.workflows) {
+		w := hm.workflows[name]
+		for i, v := range w.spec.Versions {
+			if had[w.spec.WfDefID+"@"+v.Version] {
+				continue
+			}
+			d := &WorkflowDiff{Workflow: name, WfDefID: w.spec.WfDefID}
+			if i > 0 {
+				if d.Old, err = versionText(w, w.spec.Versions[i-1].Version); err != nil {
+					return nil, err
+				}
+			}
+			if d.New, err = versionText(w, v.Version); err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func workflowModel(ctx context.Context, fsys fs.FS) (*model, error) {
+	set, err := schemas.Default()
+	if err != nil {
+		return nil, fmt.Errorf("workflow diff: schemas: %w", err)
+	}
+	ss, err := loadSources(fsys, set)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return buildModel(ss)
+}
+
+func (m *model) findWorkflow(wf string) (string, *entry[workflowSpec]) {
+	if w := m.workflows[wf]; w != nil {
+		return wf, w
+	}
+	for _, name := range sortedKeys(m.workflows) {
+		if m.workflows[name].spec.WfDefID == wf {
+			return name, m.workflows[name]
+		}
+	}
+	return "", nil
+}
+
+func versionText(w *entry[workflowSpec], version string) (*WorkflowVersionText, error) {
+	for i := range w.spec.Versions {
+		v := &w.spec.Versions[i]
+		if v.Version != version {
+			continue
+		}
+		d, err := workflowVersionDigest(v)
+		if err != nil {
+			return nil, err
+		}
+		b, err := render.YAML(sortDeep(versionTree(v).Clone()))
+		if err != nil {
+			return nil, err
+		}
+		return &WorkflowVersionText{Version: v.Version, State: v.State, Digest: d, YAML: b}, nil
+	}
+	return nil, fmt.Errorf("no version %q", version)
+}
+
+// sortDeep sorts the keys of every map in v.
+func sortDeep(v *render.Value) *render.Value {
+	switch v.Kind {
+	case render.KindMap:
+		v.SortKeys()
+		for _, x := range v.Vals {
+			sortDeep(x)
+		}
+	case render.KindList:
+		for _, x := range v.Items {
+			sortDeep(x)
+		}
+	}
+	return v
+}
+
+// WriteSideBySide writes the two normalized versions side by side
+// (markers: ' ' equal, '|' changed, '<' only in the old version, '>' only
+// in the new one) under a header naming the workflow and both digests.
+func (d *WorkflowDiff) WriteSideBySide(w io.Writer) error {
+	var a, b []string
+	oldTitle := "(none)"
+	if d.Old != nil {
+		oldTitle = d.Old.Version + " " + d.Old.State
+		a = sidebyside.Lines(string(d.Old.YAML))
+	}
+	newTitle := d.New.Version + " " + d.New.State
+	b = sidebyside.Lines(string(d.New.YAML))
+	if _, err := fmt.Fprintf(w, "workflow %s (wfDefId %s)\n", d.Workflow, d.WfDefID); err != nil {
+		return err
+	}
+	if d.Old != nil {
+		if _, err := fmt.Fprintf(w, "  %s %s\n", d.Old.Version, d.Old.Digest); err != nil {
+			return err
+		}
+	}
+	if _, err := fmt.Fprintf(w, "  %s %s\n\n", d.New.Version, d.New.Digest); err != nil {
+		return err
+	}
+	_, err := sidebyside.Write(w, oldTitle, newTitle, a, b)
+	return err
+}
