@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -42,7 +42,12 @@ digest a PUBLISHED version is pinned by). It writes nothing.`,
 			if repo == "" {
 				return usageError{errors.New("--repo is required")}
 			}
-			d, err := compiler.DiffWorkflowVersions(cmd.Context(), os.DirFS(repo), args[0], args[1], args[2])
+			tree, err := policytree.Dir(repo, policytree.Limits{})
+			if err != nil {
+				return err
+			}
+			defer tree.Close()
+			d, err := compiler.DiffWorkflowVersions(cmd.Context(), tree, args[0], args[1], args[2])
 			if err != nil {
 				return err
 			}
