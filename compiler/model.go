@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/schemas"
 )
 
 // entry is one decoded source document.
@@ -228,6 +229,11 @@ func (f files) merge(o files) {
 }
 
 func errUnknown(src *source, path []string, kind, name string) error {
+	if src.index != nil {
+		if m := schemas.Closest(name, src.index.names(kind)); m != "" {
+			return src.errorf(path, "unresolved reference: %s %q is not defined (did you mean %q?)", kind, name, m)
+		}
+	}
 	return src.errorf(path, "unresolved reference: %s %q is not defined", kind, name)
 }
 

@@ -55,6 +55,7 @@ type source struct {
 	File       string
 	Digest     string // sha256 of the file bytes
 	fsys       fs.FS
+	index      *sources // every document, for did-you-mean suggestions
 	Doc        *yamlstrict.Doc
 }
 
@@ -116,21 +117,29 @@ func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 		return nil, err
 	}
 	// Parse in parallel, index in path order.
+	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
+	errs := make([]error, len(paths))
 	err = parallel(len(paths), func(i int) error {
 		b, err := fs.ReadFile(fsys, paths[i])
 		if err != nil {
-			return fmt.Errorf("read %s: %w", paths[i], err)
+			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)
+			return nil
 		}
 		src, err := parseSource(paths[i], b, set)
 		if err != nil {
-			return err
+			errs[i] = err
+			return nil
 		}
 		src.fsys = fsys
+		src.index = ss
 		parsed[i] = src
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := joinSourceErrors(errs); err != nil {
 		return nil, err
 	}
 	for _, src := range parsed {
@@ -184,8 +193,14 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 	if err := set.Validate(schemaName, doc.Value.ToAny()); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) && len(ve.Problems) > 0 {
-			p := ve.Problems[0]
-			return nil, src.errorf(p.Path, "%s", p.Message)
+			all := make([]error, len(ve.Problems))
+			for i, p := range ve.Problems {
+				all[i] = src.errorf(p.Path, "%s", p.Message)
+			}
+			if ve.Omitted > 0 {
+				return nil, &SourceErrors{Errs: all, Omitted: ve.Omitted}
+			}
+			return nil, joinSourceErrors(all)
 		}
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

@@ -86,6 +86,7 @@ func orRoot(p string) string {
 // concurrent use.
 type Set struct {
 	schemas map[string]*jsonschema.Schema
+	flat    map[string]any // the inlined documents, for suggestions
 }
 
 var defaultSet = sync.OnceValues(compile)
@@ -117,6 +118,7 @@ func compile() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	flats := map[string]any{}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseRegexpEngine(regexpEngine)
@@ -129,8 +131,9 @@ func compile() (*Set, error) {
 		if err := c.AddResource(u, flat); err != nil {
 			return nil, fmt.Errorf("schema %s: %w", n, err)
 		}
+		flats[n] = flat
 	}
-	s := &Set{schemas: map[string]*jsonschema.Schema{}}
+	s := &Set{schemas: map[string]*jsonschema.Schema{}, flat: flats}
 	for _, n := range names {
 		sch, err := c.Compile(BaseURL + n + ".json")
 		if err != nil {
@@ -169,6 +172,7 @@ func (s *Set) Validate(name string, doc any) error {
 	var probs []Problem
 	collect(ve, &probs)
 	probs = expandMissing(sch, probs)
+	s.suggestFields(name, probs)
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Pointer() < probs[j].Pointer() })
 	probs = dedupe(probs)
 	out := &ValidationError{Schema: name}
@@ -200,7 +204,7 @@ func collect(ve *jsonschema.ValidationError, out *[]Problem) {
 		}
 	case *kindAdditional:
 		for _, p := range k.Properties {
-			*out = append(*out, Problem{Path: append(loc[:len(loc):len(loc)], p), Message: "unknown field"})
+			*out = append(*out, Problem{Path: append(loc[:len(loc):len(loc)], p), Message: msgUnknownField})
 		}
 	default:
 		*out = append(*out, Problem{Path: loc, Message: redactedMessage(ve.ErrorKind)})

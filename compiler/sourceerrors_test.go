@@ -1,0 +1,64 @@
+package compiler_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/compiler"
+)
+
+func TestErrorsReportedTogetherWithSuggestions(t *testing.T) {
+	opts := compiler.Options{EnvTag: "dev", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir := copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/account.yaml"), "    temperature: 0.2\n", "    temprature: 0.2\n")
+	edit(t, filepath.Join(dir, "hosts/dev.lightapi.net.yaml"), "  owner: platform-team\n", "  ownr: platform-team\n")
+	edit(t, filepath.Join(dir, "models/chat-default.yaml"), "  contextWindow: 128000\n", "")
+	_, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+	var all *compiler.SourceErrors
+	if !errors.As(err, &all) {
+		t.Fatalf("got %T %v, want *compiler.SourceErrors", err, err)
+	}
+	if !errors.Is(err, compiler.ErrInvalidSource) {
+		t.Error("errors.Is(err, ErrInvalidSource) = false")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`agents/account.yaml:19: spec.model.temprature: unknown field (did you mean "temperature"?)`,
+		`hosts/dev.lightapi.net.yaml:7: spec.ownr: unknown field (did you mean "owner"?)`,
+		`models/chat-default.yaml:5: spec.contextWindow: missing required property`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message does not contain %q:\n%s", want, msg)
+		}
+	}
+	if got := len(all.Errs); got < 4 {
+		t.Errorf("got %d problems, want at least 4 (typo, missing owner, unknown ownr, missing contextWindow):\n%s", got, msg)
+	}
+
+	// References: a near name is suggested.
+	dir = copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/account.yaml"), "    alias: chat-default\n", "    alias: chat-defualt\n")
+	_, err = compiler.Compile(context.Background(), os.DirFS(dir), opts)
+	if err == nil || !strings.Contains(err.Error(), `unresolved reference: ModelAlias "chat-defualt" is not defined (did you mean "chat-default"?)`) {
+		t.Errorf("got %v, want an unresolved reference with a suggestion", err)
+	}
+
+	// Bounded: many broken files list MaxReported problems and count the rest.
+	dir = copyRepo(t)
+	if err := os.Mkdir(filepath.Join(dir, "extra"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < compiler.MaxReported+5; i++ {
+		writeFile(t, filepath.Join(dir, "extra", fmt.Sprintf("x%02d.yaml", i)), "apiVersion: configpub.dev/v1\nkind: Nope\n")
+	}
+	_, err = compiler.Compile(context.Background(), os.DirFS(dir), opts)
+	if !errors.As(err, &all) || len(all.Errs) != compiler.MaxReported || all.Omitted != 5 || !strings.Contains(err.Error(), "and 5 more") {
+		t.Fatalf("got %v, want %d listed and 5 omitted", err, compiler.MaxReported)
+	}
+}
