@@ -157,7 +157,8 @@ func (m *model) workflowViews(agents map[string]*policy, compat int64) ([]Workfl
 				if ap := agents[a]; ap != nil {
 					pd = ap.Digest
 				}
-				allowed.Items = append(allowed.Items, render.Map().Add("name", render.String(a)).Add("policyDigest", render.String(pd)))
+				allowed.Items = append(allowed.Items, render.Map().Add("name", render.String(a)).Add("policyDigest", render.String(pd)).
+					Add("dataBoundary", m.agentDataBoundary(a)).Add("delegation", m.agentDelegation(a)))
 			}
 			vt := versionTree(v)
 			view := render.Map().
@@ -220,4 +221,24 @@ func endpointTargets(def *render.Value) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// agentDataBoundary is the data boundary of an Agent a workflow allows: work
+// it starts stays within it.
+func (m *model) agentDataBoundary(name string) *render.Value {
+	b := m.agents[name].spec.DataBoundary
+	return render.Map().
+		Add("region", render.String(b.Region)).
+		Add("piiAllowed", render.Bool(b.PIIAllowed)).
+		Add("allowedTenants", render.Strings(sortedCopy(b.AllowedTenants)))
+}
+
+// agentDelegation is the delegation an Agent a workflow allows may pass on;
+// none is an explicit empty delegation (absence never widens authority).
+func (m *model) agentDelegation(name string) *render.Value {
+	d := render.Map().Add("maxDepth", render.Int(0)).Add("scopes", render.Strings([]string{}))
+	if g := m.agents[name].spec.Gateway.Delegation; g != nil {
+		d = render.Map().Add("maxDepth", render.Int(g.MaxDepth)).Add("scopes", render.Strings(sortedCopy(g.Scopes)))
+	}
+	return d
 }
