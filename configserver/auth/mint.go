@@ -82,7 +82,11 @@ func Mint(key crypto.Signer, opts MintOptions) (string, error) {
 	}
 	wc := workloadClaims{Host: opts.Host, ServiceID: opts.ServiceID, EnvTag: opts.EnvTag, ConfigAudience: opts.ConfigAudience}
 	if opts.CertThumbprint != "" {
-		wc.Confirmation = map[string]string{"x5t#S256": opts.CertThumbprint}
+		cnf, err := json.Marshal(map[string]string{"x5t#S256": opts.CertThumbprint})
+		if err != nil {
+			return "", fmt.Errorf("mint token: cnf: %w", err)
+		}
+		wc.Confirmation = cnf
 	}
 	tok, err := jwt.Signed(signer).Claims(std).Claims(wc).Serialize()
 	if err != nil {

@@ -1,7 +1,10 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -109,8 +112,8 @@ type workloadClaims struct {
 	Host           string            `json:"host"`
 	ServiceID      string            `json:"sid"`
 	EnvTag         string            `json:"env"`
-	ConfigAudience string            `json:"config_audience"`
-	Confirmation   map[string]string `json:"cnf"`
+	ConfigAudience string          `json:"config_audience"`
+	Confirmation   json.RawMessage `json:"cnf"`
 }
 
 // forbiddenHeaders (with jwk and x5c) would point a naive verifier at a key
@@ -211,6 +214,10 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 	if bundle.Namespace(wc.ConfigAudience) == "" {
 		return nil, tokenError("claim config_audience is not agent, gateway or knowledge")
 	}
+	thumb, err := confirmation(wc.Confirmation)
+	if err != nil {
+		return nil, err
+	}
 	c := &Claims{
 		Subject:        std.Subject,
 		Host:           wc.Host,
@@ -218,12 +225,49 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 		EnvTag:         wc.EnvTag,
 		ConfigAudience: wc.ConfigAudience,
 		Expiry:         std.Expiry.Time(),
-		CertThumbprint: wc.Confirmation["x5t#S256"],
+		CertThumbprint: thumb,
 	}
 	if std.NotBefore != nil {
 		c.NotBefore = std.NotBefore.Time()
 	}
 	return c, nil
+}
+
+// confirmation checks the cnf claim (RFC 7800) and returns the certificate
+// thumbprint a token is bound to, "" for an unbound token. A token bound to a
+// proof of possession this server cannot check is not a plain bearer token:
+// cnf.jkt (DPoP, RFC 9449), jwk, jwe, jku, kid or any other method is
+// refused, and so is an empty cnf or an x5t#S256 (RFC 8705) that is empty
+// or not the base64url SHA-256 of a certificate. A present x5t#S256 binds
+// the token to the client certificate, checked by the server on every
+// request.
+func confirmation(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var cnf map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &cnf); err != nil {
+		return "", tokenError("claim cnf is not an object")
+	}
+	if len(cnf) == 0 {
+		return "", tokenError("claim cnf is empty: a bound token must name its confirmation method")
+	}
+	if _, ok := cnf["jkt"]; ok {
+		return "", tokenError("claim cnf.jkt: a DPoP-bound token is not accepted as a bearer token")
+	}
+	for k := range cnf {
+		if k != "x5t#S256" {
+			return "", tokenError("claim cnf holds a confirmation method other than x5t#S256: a proof-of-possession token is not accepted as a bearer token")
+		}
+	}
+	var thumb string
+	if err := json.Unmarshal(cnf["x5t#S256"], &thumb); err != nil {
+		return "", tokenError("claim cnf x5t#S256 is not a string")
+	}
+	if b, err := base64.RawURLEncoding.DecodeString(thumb); err != nil || len(b) != sha256.Size {
+		return "", tokenError("claim cnf x5t#S256 is empty or not a base64url SHA-256 thumbprint")
+	}
+	return thumb, nil
 }
 
 func claimReason(err error) string {
