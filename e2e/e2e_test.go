@@ -70,6 +70,10 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("demo output lacks %q", want)
 		}
 	}
+	// Every command line is echoed: none carries a database password.
+	if regexp.MustCompile(`postgres(ql)?://[^/@\s:]+:[^/@\s]+@`).MatchString(out) {
+		t.Errorf("a command line echoed by the demo carries a database password")
+	}
 	checkRuntimesMatchRelease(t, state, 1)
 	checkSignedArtifacts(t, bin, state)
 	noLeftovers(t, state)

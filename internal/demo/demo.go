@@ -2,6 +2,8 @@ package demo
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/fixtures"
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/pgcluster"
 )
 
@@ -178,7 +181,8 @@ func (d *demo) prepare(ctx context.Context) error {
 	}
 	env := []string{"COSIGN_PASSWORD=" + cosignPassword}
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "COSIGN_PASSWORD=") || strings.HasPrefix(kv, "CONFIGPUB_DATABASE_URL=") {
+		if strings.HasPrefix(kv, "COSIGN_PASSWORD=") || strings.HasPrefix(kv, "CONFIGPUB_DATABASE_URL=") ||
+			strings.HasPrefix(kv, "PGPASSFILE=") || strings.HasPrefix(kv, "PGPASSWORD=") {
 			continue
 		}
 		env = append(env, kv)
@@ -253,18 +257,32 @@ func (d *demo) startDatabase(ctx context.Context) error {
 	if _, err := d.p.run(ctx, "db", "migrate", "--database", d.ownerDB); err != nil {
 		return err
 	}
-	// Login users for the two least-privilege roles the migration created.
+	// Login users for the two least-privilege roles the migration created,
+	// each with a random password. The passwords go into a 0600 passfile
+	// that every configpub the demo starts finds through PGPASSFILE: they
+	// never appear on a command line (visible to every local user in ps).
+	var pass strings.Builder
 	for _, u := range []struct{ user, role string }{
 		{"demo_promoter", "configpub_promoter"},
 		{"demo_server", "configpub_server"},
 	} {
-		sql := fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", u.user, u.user, u.role)
+		pw, err := randomPassword()
+		if err != nil {
+			return fmt.Errorf("demo: create login %s: %w", u.user, err)
+		}
+		sql := fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s' IN ROLE %s", u.user, pw, u.role)
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("demo: create login %s: %w", u.user, err)
 		}
+		fmt.Fprintf(&pass, "127.0.0.1:%d:configpub:%s:%s\n", c.Port, u.user, pw)
 	}
-	d.promDB = fmt.Sprintf("postgres://demo_promoter:demo_promoter@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
-	d.servDB = fmt.Sprintf("postgres://demo_server:demo_server@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
+	passfile := d.path("pgpass")
+	if err := atomicfile.Write(passfile, []byte(pass.String()), 0o600); err != nil {
+		return fmt.Errorf("demo: passfile: %w", err)
+	}
+	d.p.env = append(d.p.env, "PGPASSFILE="+passfile)
+	d.promDB = fmt.Sprintf("postgres://demo_promoter@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
+	d.servDB = fmt.Sprintf("postgres://demo_server@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
 	d.say("promoter connects as demo_promoter (member of configpub_promoter)")
 	d.say("Config Server connects as demo_server (member of configpub_server: read-only, evidence inserts)")
 	return nil
@@ -405,4 +423,13 @@ func short(dgst string) string {
 		return dgst[:7+16] + "…"
 	}
 	return dgst
+}
+
+// randomPassword returns 32 random hex digits (safe inside an SQL literal).
+func randomPassword() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
