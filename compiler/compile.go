@@ -67,6 +67,10 @@ type Result struct {
 	// first release); BaseBytes its exact bytes.
 	Base      *bundle.Manifest
 	BaseBytes []byte
+	// ProtectedRef is the Repository document's spec.protectedRef, "" when
+	// it declares none. The promoter refuses a repository that declares
+	// another ref than the one it is configured with.
+	ProtectedRef string
 }
 
 // ManifestPath returns the path of an environment's release manifest inside
@@ -282,7 +286,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		return subjects[i].Name < subjects[j].Name
 	})
 	spec := &m.repo.spec
-	res := &Result{Targets: out, Workflows: views, Base: c.base, BaseBytes: c.baseBytes}
+	res := &Result{Targets: out, Workflows: views, Base: c.base, BaseBytes: c.baseBytes, ProtectedRef: m.repo.spec.ProtectedRef}
 	var man *bundle.Manifest
 	if c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&

@@ -13,6 +13,7 @@ type repositorySpec struct {
 	SchemaVersion           int                      `json:"schemaVersion"`
 	CompatibilityGeneration int64                    `json:"compatibilityGeneration"`
 	RevocationEpoch         int64                    `json:"revocationEpoch"`
+	ProtectedRef            string                   `json:"protectedRef"`
 	LeaseProfiles           map[string]leaseProfile  `json:"leaseProfiles"`
 	Ceilings                map[string]*render.Value `json:"ceilings"`
 }

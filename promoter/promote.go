@@ -236,5 +236,9 @@ func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, en
 	if err := res.Stale(); err != nil {
 		return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}
 	}
+	if res.ProtectedRef != "" && review.RefName(res.ProtectedRef) != rev.Ref {
+		return nil, &review.RefusalError{Commit: rev.Commit, Ref: rev.Ref, Err: review.ErrNotProtectedRef,
+			Reason: fmt.Sprintf("the policy repository declares protectedRef %s in %s, the promoter is configured with %s", res.ProtectedRef, compiler.RepositoryFile, rev.Ref)}
+	}
 	return res, nil
 }

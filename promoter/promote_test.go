@@ -22,6 +22,13 @@ func TestPromoteRefusesUnreviewedCommits(t *testing.T) {
 	h := newPromoteHarness(t)
 	key := gittest.NewKey(t, "Alice", "alice@example.com")
 	wip := h.p.repo.Commit(gittest.Commit{Branch: "wip", From: h.p.r2, Files: map[string][]byte{"README.md": []byte("wip\n")}, Message: "unmerged work", Trailers: []string{"Reviewed-by: Mallory <m@example.com>"}})
+	// A reviewed, correctly compiled commit on main whose Repository
+	// document declares another protected ref.
+	files := h.p.repo.Files(h.p.r2)
+	files[compiler.RepositoryFile] = bytes.Replace(files[compiler.RepositoryFile], []byte("\nspec:\n"), []byte("\nspec:\n  protectedRef: refs/heads/release\n"), 1)
+	declared, _ := compiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	h.p.repo.Commit(gittest.Commit{Branch: "declare", From: h.p.r2, Files: declared, Message: "declare refs/heads/release protected"})
+	declares := h.p.repo.Merge(gittest.Main, "declare", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
 	before := readState(t, h.pool)
 	tests := []struct {
 		name    string
@@ -39,6 +46,11 @@ func TestPromoteRefusesUnreviewedCommits(t *testing.T) {
 			o.Review.RequireTrailers = []string{"Approved-by"}
 		}, wantErr: review.ErrMissingTrailer},
 		{name: "unsigned", mod: func(o *promoter.PromoteOptions) { o.Review.RequireSignedBy = key.Armored }, wantErr: review.ErrUnsigned},
+		{name: "caller names another ref as protected", mod: func(o *promoter.PromoteOptions) {
+			o.Review.Ref = "refs/heads/release-2"
+			o.Review.Commit = h.p.feature2.String()
+		}, wantErr: review.ErrNotProtectedRef},
+		{name: "repository declares another protected ref", mod: func(o *promoter.PromoteOptions) { o.Review.Commit = declares.String() }, wantErr: review.ErrNotProtectedRef},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -27,8 +27,8 @@ func addPromoteCmd(root *cobra.Command) {
 	cmd := &cobra.Command{
 		Use:   "promote --git DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
 		Short: "Promote a reviewed commit: recompile, publish and verify artifacts, record and activate the release",
-		Long: `promote checks that the commit (default: the tip of --ref) is on the first-parent
-history of the protected ref and meets every --require-* policy, recompiles the
+		Long: `promote checks that the commit (default: the tip of the protected ref) is on the
+first-parent history of the protected ref and meets every --require-* policy, recompiles the
 policy sources at that commit and requires releases/ENV.yaml to be exactly what
 they compile to (else the release is STALE and nothing changes), publishes and
 signs every artifact (idempotent) and verifies each by digest, then records the
@@ -36,7 +36,10 @@ release and moves every target pointer in one transaction.
 
 Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict),
 2 usage, 3 outcome unconfirmed (re-run the same promote or run reconcile).
-The cosign key password is read from COSIGN_PASSWORD.`,
+The cosign key password is read from COSIGN_PASSWORD. The protected ref is the
+promoter's configuration, CONFIGPUB_PROTECTED_REF (default refs/heads/main), not a
+choice of the caller: --ref, when given, must name the same ref, and a policy
+repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct{ name, v string }{{"--git", gitDir}, {"--env", env}, {"--registry", registryRef}, {"--key", keyPath}} {
@@ -94,7 +97,8 @@ The cosign key password is read from COSIGN_PASSWORD.`,
 			res, err := promoter.Promote(ctx, repo, promoter.PromoteOptions{
 				EnvTag: env,
 				Review: review.Options{
-					Ref: ref, Commit: commit, RequireSignedBy: keyring, RequireTrailers: trailers,
+					ProtectedRef: os.Getenv("CONFIGPUB_PROTECTED_REF"), Ref: ref,
+					Commit: commit, RequireSignedBy: keyring, RequireTrailers: trailers,
 				},
 				Store:          store,
 				Registry:       client,
@@ -118,8 +122,8 @@ The cosign key password is read from COSIGN_PASSWORD.`,
 	f.StringVar(&dbURL, "database", "", "PostgreSQL URL (default $CONFIGPUB_DATABASE_URL)")
 	f.StringVar(&registryRef, "registry", "", "OCI registry and repository prefix, HOST[:PORT]/PREFIX (required)")
 	f.StringVar(&keyPath, "key", "", "cosign.key signing the artifacts and delivery manifests; password from COSIGN_PASSWORD (required)")
-	f.StringVar(&ref, "ref", review.DefaultRef, "protected ref whose first-parent history holds reviewed commits")
-	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of --ref)")
+	f.StringVar(&ref, "ref", "", "must equal the protected ref the promoter is configured with ($CONFIGPUB_PROTECTED_REF, default "+review.DefaultRef+"); it cannot choose another")
+	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of the protected ref)")
 	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring: require a valid commit signature by one of its keys")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log each step to stderr")

@@ -16,6 +16,10 @@ var (
 	ErrUnsigned = errors.New("no valid signature by a trusted key")
 	// ErrMissingTrailer: a required trailer is absent or empty.
 	ErrMissingTrailer = errors.New("required trailer missing")
+	// ErrNotProtectedRef: the caller named a ref other than the protected
+	// ref the promoter is configured with, or the policy repository's
+	// Repository document declares another protected ref.
+	ErrNotProtectedRef = errors.New("not the configured protected ref")
 
 	// ErrNotFound: a revision, commit or file does not exist.
 	ErrNotFound = errors.New("not found")
@@ -32,10 +36,13 @@ type RefusalError struct {
 	Commit string // full hex commit hash
 	Ref    string // the protected ref
 	Reason string // human-readable detail, never secret
-	Err    error  // ErrNotOnProtectedRef, ErrUnsigned or ErrMissingTrailer
+	Err    error  // ErrNotOnProtectedRef, ErrNotProtectedRef, ErrUnsigned or ErrMissingTrailer
 }
 
 func (e *RefusalError) Error() string {
+	if e.Commit == "" {
+		return fmt.Sprintf("not reviewed for %s: %s", e.Ref, e.Reason)
+	}
 	return fmt.Sprintf("commit %s not reviewed for %s: %s", short(e.Commit), e.Ref, e.Reason)
 }
 

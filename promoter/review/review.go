@@ -12,7 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
-// DefaultRef is the protected ref used when Options.Ref is empty.
+// DefaultRef is the protected ref used when Options.ProtectedRef is empty.
 const DefaultRef = "refs/heads/main"
 
 // DefaultReviewerTrailers are the trailers whose values name reviewers when
@@ -22,8 +22,15 @@ var defaultReviewerTrailers = []string{"Reviewed-by", "Approved-by"}
 // Options configures Check. The zero value checks the tip of refs/heads/main
 // for first-parent membership only.
 type Options struct {
-	// Ref is the protected ref. Default DefaultRef. A name without a "refs/"
-	// prefix is taken as a branch name ("main" -> "refs/heads/main").
+	// ProtectedRef is the ref whose first-parent history holds reviewed
+	// commits. It is the promoter's configuration (configpub promote reads
+	// CONFIGPUB_PROTECTED_REF), not the caller's choice. Default DefaultRef.
+	// A name without a "refs/" prefix is taken as a branch name ("main" ->
+	// "refs/heads/main").
+	ProtectedRef string
+	// Ref is the ref the caller asks for. When set it must name ProtectedRef
+	// (else a *RefusalError wrapping ErrNotProtectedRef): a caller cannot make
+	// another branch count as reviewed.
 	Ref string
 	// Commit is the commit to check, full or abbreviated hex (at least 4
 	// digits). Default: the tip of Ref.
@@ -72,7 +79,7 @@ type Review struct {
 // *RefusalError; any other error (unknown revision, bad keyring, storage
 // failure) is returned wrapped with context.
 func Check(ctx context.Context, repo *git.Repository, opts Options) (*Review, error) {
-	ref := RefName(opts.Ref)
+	ref := RefName(opts.ProtectedRef)
 	var keyring string
 	if opts.RequireSignedBy != "" {
 		var err error
@@ -95,6 +102,10 @@ func Check(ctx context.Context, repo *git.Repository, opts Options) (*Review, er
 	commit, err := repo.CommitObject(target)
 	if err != nil {
 		return nil, fmt.Errorf("read commit %s: %w: %v", target, ErrNotFound, err)
+	}
+	if opts.Ref != "" && RefName(opts.Ref) != ref {
+		return nil, &RefusalError{Commit: target.String(), Ref: ref, Err: ErrNotProtectedRef,
+			Reason: fmt.Sprintf("ref %s is not the protected ref %s the promoter is configured with (CONFIGPUB_PROTECTED_REF); the caller cannot choose another", RefName(opts.Ref), ref)}
 	}
 	depth, err := firstParentDepth(ctx, repo, tip, target, opts.MaxDepth)
 	if err != nil {

@@ -59,7 +59,10 @@ func TestCheck(t *testing.T) {
 		{name: "second parent of a merge", opts: review.Options{Commit: h.feat.String()}, wantErr: review.ErrNotOnProtectedRef},
 		{name: "commit only on a feature branch", opts: review.Options{Commit: h.unmerged.String()}, wantErr: review.ErrNotOnProtectedRef},
 		{name: "beyond max depth", opts: review.Options{Commit: h.root.String(), MaxDepth: 3}, wantErr: review.ErrNotOnProtectedRef},
-		{name: "feature commit on the feature ref itself", opts: review.Options{Ref: "refs/heads/feature", Commit: h.feat.String()}, wantCommit: h.feat, wantDepth: 0},
+		{name: "feature commit on the feature ref itself", opts: review.Options{ProtectedRef: "refs/heads/feature", Commit: h.feat.String()}, wantCommit: h.feat, wantDepth: 0},
+		{name: "caller names the configured ref", opts: review.Options{ProtectedRef: "feature", Ref: "refs/heads/feature", Commit: h.feat.String()}, wantCommit: h.feat, wantDepth: 0},
+		{name: "caller cannot choose another ref", opts: review.Options{Ref: "refs/heads/feature", Commit: h.feat.String()}, wantErr: review.ErrNotProtectedRef},
+		{name: "caller cannot leave the configured ref", opts: review.Options{ProtectedRef: "refs/heads/feature", Ref: "main"}, wantErr: review.ErrNotProtectedRef},
 		{name: "missing trailer", opts: review.Options{Commit: h.direct.String(), RequireTrailers: []string{"Reviewed-by"}}, wantErr: review.ErrMissingTrailer},
 		{name: "merge lacks a trailer only its parent has", opts: review.Options{Commit: h.merge.String(), RequireTrailers: []string{"Signed-off-by"}}, wantErr: review.ErrMissingTrailer},
 		{name: "signed by trusted key", opts: review.Options{Commit: h.signedA.String(), RequireSignedBy: h.keyA.Armored, RequireTrailers: []string{"Reviewed-by"}}, wantCommit: h.signedA, wantDepth: 1, wantReviewers: []string{"Carol <carol@example.com>"}, wantSigned: true},
@@ -70,7 +73,7 @@ func TestCheck(t *testing.T) {
 		{name: "bad keyring", opts: review.Options{RequireSignedBy: "not a keyring"}, wantErr: review.ErrBadKeyring},
 		{name: "unknown commit", opts: review.Options{Commit: strings.Repeat("ab", 20)}, wantErr: review.ErrNotFound},
 		{name: "revision expression refused", opts: review.Options{Commit: "main~1"}, wantErr: review.ErrNotFound},
-		{name: "unknown ref", opts: review.Options{Ref: "refs/heads/nope"}, wantErr: review.ErrNotFound},
+		{name: "unknown ref", opts: review.Options{ProtectedRef: "refs/heads/nope"}, wantErr: review.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +82,7 @@ func TestCheck(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("got error %v, want %v", err, tt.wantErr)
 				}
-				refusal := errors.Is(tt.wantErr, review.ErrNotOnProtectedRef) || errors.Is(tt.wantErr, review.ErrMissingTrailer) || errors.Is(tt.wantErr, review.ErrUnsigned)
+				refusal := errors.Is(tt.wantErr, review.ErrNotOnProtectedRef) || errors.Is(tt.wantErr, review.ErrNotProtectedRef) || errors.Is(tt.wantErr, review.ErrMissingTrailer) || errors.Is(tt.wantErr, review.ErrUnsigned)
 				var re *review.RefusalError
 				if got, want := errors.As(err, &re), refusal; got != want {
 					t.Fatalf("got *RefusalError %v, want %v (err %v)", got, want, err)
@@ -109,7 +112,7 @@ func TestCheck(t *testing.T) {
 			if (got.SignedBy != "") != tt.wantSigned {
 				t.Errorf("got signedBy %q, want signed=%v", got.SignedBy, tt.wantSigned)
 			}
-			if got.Tip != h.repo.Tip(strings.TrimPrefix(review.RefName(tt.opts.Ref), "refs/heads/")).String() {
+			if got.Tip != h.repo.Tip(strings.TrimPrefix(review.RefName(tt.opts.ProtectedRef), "refs/heads/")).String() {
 				t.Errorf("got tip %s, want the ref's tip", got.Tip)
 			}
 			if got.Author.Email != gittest.AuthorEmail || got.Time.IsZero() || got.Time.Location().String() != "UTC" {
