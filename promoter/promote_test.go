@@ -179,7 +179,7 @@ func TestPromoteEndToEnd(t *testing.T) {
 	h.p.repo.Commit(gittest.Commit{Branch: "hotfix-pr", From: h.p.r1, Files: hotfix, Message: "gateway cache ttl 60s"})
 	hot := h.p.repo.Merge("hotfix", "hotfix-pr", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
 	o := h.opts(hot)
-	o.Review.Ref = "refs/heads/hotfix"
+	o.Review.ProtectedRef = "refs/heads/hotfix" // the promoter configured for the hotfix branch
 	h.reg.Reset()
 	_, err = h.promote(t, o)
 	if !errors.Is(err, promoter.ErrConflict) || errors.Is(err, promoter.ErrUnconfirmed) {
