@@ -39,6 +39,7 @@ var verbs = []func(*cobra.Command){
 	addRegistryCmd,
 	addPublishCmd,
 	addServeCmd,
+	addConsoleCmd,
 	addTokenCmd,
 	addPromoteCmd,
 	addFetchCmd,

@@ -1,0 +1,104 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// TokenVerifier checks an operator's bearer token; *auth.Verifier built
+// with Options.Operator satisfies it.
+type TokenVerifier interface {
+	Verify(raw string) (*auth.Claims, error)
+}
+
+// Options configure a Console. The zero value serves loopback clients only,
+// shows no configuration values and keeps per-target metrics off.
+type Options struct {
+	// ShowValues diffs releases by their stored artifact bytes (changed
+	// leaves only, secret references masked). The database login must be a
+	// member of configpub_viewer_bytes. Default false: diffs compare digests.
+	ShowValues bool
+	// Verifier accepts bearer tokens from non-loopback clients. Default nil:
+	// no bearer token is accepted.
+	Verifier TokenVerifier
+	// ProxyHeader names the header carrying the user a trusted reverse proxy
+	// authenticated (for example X-Forwarded-User). It is honoured only from
+	// TrustedProxies. Default "": none.
+	ProxyHeader string
+	// TrustedProxies are the peer addresses allowed to set ProxyHeader. A
+	// request from one of them without the header is refused, loopback
+	// included.
+	TrustedProxies []netip.Prefix
+	// LeaseHorizon: a lease expiring within it (or past its refresh point)
+	// counts as about to expire. Default 72 hours.
+	LeaseHorizon time.Duration
+	// PerTargetMetrics exports configpub_target_current_release per target
+	// (one series per target: mind the cardinality). Default false.
+	PerTargetMetrics bool
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives access-refusal and live-update warnings. Default: discard.
+	Logger *slog.Logger
+	// Registry receives the console's collectors. Default: a new registry.
+	Registry *prometheus.Registry
+}
+
+// Console serves the operator console over a configpub_viewer pool.
+type Console struct {
+	pool *pgxpool.Pool
+	opts Options
+	rd   *reader
+	hub  *hub
+	reg  *prometheus.Registry
+	m    *httpMetrics
+	tpl  *templates
+}
+
+// New checks the schema the pool reaches and returns a Console. Call Run to
+// follow NOTIFY for live updates and Handler to serve.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error) {
+	if pool == nil {
+		return nil, errors.New("console: no database pool")
+	}
+	if opts.LeaseHorizon <= 0 {
+		opts.LeaseHorizon = 72 * time.Hour
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	f, err := loadFeatures(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	tpl, err := parseTemplates()
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	c := &Console{
+		pool: pool,
+		opts: opts,
+		rd:   &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, showValues: opts.ShowValues},
+		hub:  newHub(),
+		reg:  opts.Registry,
+		tpl:  tpl,
+	}
+	c.m = newHTTPMetrics(c.reg, c.hub)
+	c.reg.MustRegister(&publicationCollector{rd: c.rd, perTarget: opts.PerTargetMetrics, logger: opts.Logger})
+	return c, nil
+}

@@ -1,0 +1,361 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// viewerPool connects as a new configpub_viewer login, also a member of
+// configpub_viewer_bytes when bytes is set.
+func viewerPool(t testing.TB, db *pgtest.DB, bytes bool) *pgxpool.Pool {
+	t.Helper()
+	u := db.URLFor(t, "configpub_viewer")
+	if bytes {
+		pu, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool(t).Exec(context.Background(), "GRANT configpub_viewer_bytes TO "+pgx.Identifier{pu.User.Username()}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db.PoolURL(t, u)
+}
+
+// fetcher GETs pages and remembers every body for the leak check.
+type fetcher struct {
+	t      *testing.T
+	base   string
+	bodies map[string]string
+}
+
+func (f *fetcher) get(path string, want int) string {
+	f.t.Helper()
+	resp, err := http.Get(f.base + path)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		f.t.Fatalf("GET %s: status %d, want %d: %s", path, resp.StatusCode, want, b)
+	}
+	f.bodies[path] = string(b)
+	return string(b)
+}
+
+func mustContain(t *testing.T, what, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s lacks %q", what, w)
+		}
+	}
+}
+
+func newTestConsole(t *testing.T, pool *pgxpool.Pool, opts Options) (*Console, *fetcher) {
+	t.Helper()
+	c, err := New(context.Background(), pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(srv.Close)
+	return c, &fetcher{t: t, base: srv.URL, bodies: map[string]string{}}
+}
+
+func TestPagesOverGeneratedHistory(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 30, releases: 3, changed: 4, rollback: true})
+	now := releaseAt(3).Add(2 * time.Hour)
+	_, f := newTestConsole(t, viewerPool(t, db, true), Options{ShowValues: true, Now: func() time.Time { return now }})
+
+	mustContain(t, "overview", f.get("/", 200), "dev", "Release 2", "Targets by state", "APPLIED")
+	tl := f.get("/env/dev", 200)
+	mustContain(t, "timeline", tl, "Release 3", "Release 2", "Release 1", "Rollback to release 2",
+		"effective policy", "VALIDATED", "Agent snapshot", "Gateway snapshot", "Knowledge snapshot", "CURRENT", "previous release")
+	if strings.Index(tl, "Release 3") > strings.Index(tl, "Release 1") {
+		t.Errorf("timeline is not newest first")
+	}
+
+	rel := f.get("/env/dev/releases/2", 200)
+	mustContain(t, "release 2 page", rel, "agentPolicy.limits.requestsPerMinute", "<del>120</del> → <ins>60</ins>",
+		"alex@example.com", "sam@example.com", "agents/a.yaml", "4 target(s) changed")
+	var api ReleaseDetail
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/releases/2", 200)), &api); err != nil {
+		t.Fatal(err)
+	}
+	if api.DiffMode != "values" || api.ChangedTotal != 4 || len(api.Changed[0].Changes) != 1 ||
+		api.Changed[0].Changes[0] != (Change{Path: "agentPolicy.limits.requestsPerMinute", Old: "120", New: "60"}) {
+		t.Errorf("release 2 diff: got mode %s, %d changed, first %+v; want values, 4, one 120 -> 60 change", api.DiffMode, api.ChangedTotal, api.Changed)
+	}
+
+	tg := f.get("/env/dev/targets/h0.example/svc-0", 200)
+	mustContain(t, "target page", tg, "Pointer history", "promote", "Runtime evidence", "Lease expires", "observation")
+	var td TargetDetail
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/targets/h0.example/svc-0", 200)), &td); err != nil {
+		t.Fatal(err)
+	}
+	// svc-0 changed in release 2, was rolled back from 3 (not changed) -> moves: r1, r2.
+	if len(td.Moves) != 2 || td.Moves[0].SnapshotRelease != 2 || td.Moves[1].SnapshotRelease != 1 || td.Current == nil || td.Current.Release != 2 {
+		t.Errorf("svc-0 history: got %+v current %+v; want moves to releases 2 then 1 (newest first), current release 2", td.Moves, td.Current)
+	}
+
+	between := releaseAt(2).Add(-10 * time.Minute).Format(time.RFC3339)
+	var envAt struct {
+		Env EnvironmentAt `json:"environment"`
+	}
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/at?t="+between, 200)), &envAt); err != nil {
+		t.Fatal(err)
+	}
+	if envAt.Env.Release != 1 || envAt.Env.Targets != 30 || len(envAt.Env.ByRelease) != 1 || envAt.Env.ByRelease[0].Release != 1 {
+		t.Errorf("dev at %s: got release %d, %d targets, %+v; want release 1, 30 targets all of release 1", between, envAt.Env.Release, envAt.Env.Targets, envAt.Env.ByRelease)
+	}
+	page := f.get("/env/dev/at?t="+between, 200)
+	mustContain(t, "time travel page", page, "Release 1", envAt.Env.ReleaseDigest)
+	var idAt struct {
+		Identity IdentityAt `json:"identity"`
+	}
+	later := releaseAt(2).Add(10 * time.Minute).Format(time.RFC3339)
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/at?t="+later+"&host=h0.example&service=svc-0", 200)), &idAt); err != nil {
+		t.Fatal(err)
+	}
+	if idAt.Identity.Served == nil || idAt.Identity.Served.SnapshotRelease != 2 {
+		t.Errorf("svc-0 at %s: got %+v, want release 2's snapshot", later, idAt.Identity.Served)
+	}
+	before := genT0.Add(-time.Hour).Format(time.RFC3339)
+	var none struct {
+		Identity IdentityAt `json:"identity"`
+	}
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/at?t="+before+"&host=h0.example&service=svc-0", 200)), &none); err != nil {
+		t.Fatal(err)
+	}
+	if none.Identity.Served != nil || none.Identity.Host != "h0.example" {
+		t.Errorf("svc-0 before the first release: got %+v, want nothing served", none.Identity)
+	}
+
+	// Bad input is named; unknown things are 404.
+	mustContain(t, "bad time", f.get("/api/environments/dev/at?t=yesterday", 400), "yesterday", "RFC 3339")
+	f.get("/api/environments/dev/releases/x", 400)
+	f.get("/api/environments/dev/releases/99", 404)
+	f.get("/env/nope", 404)
+	f.get("/api/environments/dev/targets/h0.example/nope", 404)
+
+	metrics := f.get("/metrics", 200)
+	mustContain(t, "metrics", metrics, `configpub_environment_current_release{env="dev"} 2`,
+		`configpub_rollbacks_total{env="dev"} 1`, `configpub_targets{env="dev",state="APPLIED"} 30`,
+		"configpub_ack_lag_seconds_bucket", "configpub_publication_duration_seconds_count{env=\"dev\"} 3",
+		`configpub_console_requests_total{code="200",route="timeline"}`)
+
+	noLeaks(t, f.bodies)
+}
+
+// noLeaks checks that no body carries a configuration body, a secret
+// reference's target or a bearer token.
+func noLeaks(t *testing.T, bodies map[string]string) {
+	t.Helper()
+	for path, b := range bodies {
+		for _, bad := range []string{"vault://", "You are generated agent", "Bearer ey", "eyJhbGciOi"} {
+			if strings.Contains(b, bad) {
+				t.Errorf("GET %s: body contains %q", path, bad)
+			}
+		}
+	}
+}
+
+func TestMetadataDiffWithoutBytes(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "prod", targets: 6, releases: 2, changed: 2})
+	_, f := newTestConsole(t, viewerPool(t, db, false), Options{})
+	rel := f.get("/env/prod/releases/2", 200)
+	mustContain(t, "metadata diff", rel, "--show-values", "2 target(s) changed", "agents/a.yaml")
+	if strings.Contains(rel, "requestsPerMinute") || strings.Contains(rel, ">120<") {
+		t.Errorf("metadata-mode release page shows values")
+	}
+	// The bytes flag without the bytes grant fails closed.
+	_, f2 := newTestConsole(t, viewerPool(t, db, false), Options{ShowValues: true})
+	body := f2.get("/env/prod/releases/2", 500)
+	if strings.Contains(body, "permission") || strings.Contains(body, "artifact") {
+		t.Errorf("500 body names internals: %q", body)
+	}
+	noLeaks(t, f.bodies)
+}
+
+func TestAccessControl(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 3, releases: 1})
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, _ := auth.Thumbprint(key.Public())
+	v, err := auth.NewVerifier(auth.NewStaticKeys([]auth.Key{{ID: kid, Algorithm: auth.ES256, Public: key.Public()}}),
+		auth.Options{Issuer: "https://idp.test", Audience: "console", Operator: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := auth.Mint(key, auth.MintOptions{Issuer: "https://idp.test", Audience: "console", Subject: "riley@example.com",
+		Host: "-", ServiceID: "-", EnvTag: "-", ConfigAudience: "agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(context.Background(), viewerPool(t, db, false), Options{Verifier: v, ProxyHeader: "X-Forwarded-User",
+		TrustedProxies: mustPrefixes(t, "10.9.0.0/16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handler()
+	for _, tc := range []struct {
+		name, remote, authz, proxyUser string
+		want                           int
+	}{
+		{"loopback without credentials", "127.0.0.1:5555", "", "", 200},
+		{"ipv6 loopback", "[::1]:5555", "", "", 200},
+		{"remote without credentials", "203.0.113.7:5555", "", "", 401},
+		{"remote with a valid bearer", "203.0.113.7:5555", "Bearer " + tok, "", 200},
+		{"remote with a bad bearer", "203.0.113.7:5555", "Bearer " + tok[:len(tok)-4] + "AAAA", "", 401},
+		{"loopback with a bad bearer", "127.0.0.1:5555", "Bearer nonsense", "", 401},
+		{"basic auth is not a bearer", "203.0.113.7:5555", "Basic dXNlcjpwYXNz", "", 401},
+		{"trusted proxy with user", "10.9.1.1:5555", "", "riley", 200},
+		{"trusted proxy without user", "10.9.1.1:5555", "", "", 401},
+		{"untrusted peer sending the proxy header", "203.0.113.7:5555", "", "riley", 401},
+	} {
+		for _, path := range []string{"/", "/api/environments", "/metrics", "/events"} {
+			if path == "/events" && tc.want == 200 {
+				continue // streams until closed
+			}
+			req := httptest.NewRequest("GET", path, nil)
+			req.RemoteAddr = tc.remote
+			if tc.authz != "" {
+				req.Header.Set("Authorization", tc.authz)
+			}
+			if tc.proxyUser != "" {
+				req.Header.Set("X-Forwarded-User", tc.proxyUser)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.want {
+				t.Errorf("%s %s: got %d, want %d", tc.name, path, rec.Code, tc.want)
+			}
+			if strings.Contains(rec.Body.String(), tok) || strings.Contains(rec.Body.String(), "eyJ") {
+				t.Errorf("%s %s: the response echoes a token", tc.name, path)
+			}
+		}
+	}
+	// Liveness needs no credentials.
+	req := httptest.NewRequest("GET", "/healthz", nil)
+	req.RemoteAddr = "203.0.113.7:5555"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Errorf("healthz from a remote peer: got %d, want 200", rec.Code)
+	}
+}
+
+func TestServeRefusesRemoteListenWithoutCredentials(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		fail bool
+	}{
+		{Config{DatabaseURL: "postgres://x", Listen: "127.0.0.1:0"}, false},
+		{Config{DatabaseURL: "postgres://x", Listen: "[::1]:0"}, false},
+		{Config{DatabaseURL: "postgres://x", Listen: "0.0.0.0:8090"}, true},
+		{Config{DatabaseURL: "postgres://x", Listen: ":8090"}, true},
+		{Config{DatabaseURL: "postgres://x", Listen: ":8090", ProxyHeader: "X-User", TrustedProxies: []string{"10.0.0.1"}}, false},
+		{Config{DatabaseURL: "postgres://x", Listen: ":8090", ProxyHeader: "X-User"}, true},
+		{Config{DatabaseURL: "postgres://x", Listen: ":8090", JWKS: "k.json"}, true}, // no issuer/audience
+		{Config{DatabaseURL: "postgres://x", Listen: ":8090", ProxyHeader: "X-User", TrustedProxies: []string{"nope"}}, true},
+	} {
+		_, err := tc.cfg.options()
+		if (err != nil) != tc.fail {
+			t.Errorf("%+v: got %v, want failure %v", tc.cfg, err, tc.fail)
+		}
+	}
+}
+
+func TestLiveUpdatesFollowNotify(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 3, releases: 1})
+	c, f := newTestConsole(t, viewerPool(t, db, false), Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/events?env=dev", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				events <- sc.Text()
+			}
+		}
+	}()
+	// Wait for the LISTEN to be in place, then record a release (journal
+	// insert -> trigger NOTIFY) in another environment and in dev.
+	deadline := time.Now().Add(10 * time.Second)
+	for c.hub.clients() == 0 || !listening(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatal("console never listened")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	generate(t, db.Pool(t), generated{env: "prod", targets: 2, releases: 1})
+	if _, err := db.Pool(t).Exec(ctx, `SELECT pg_notify('configpub_pointer', '{"host":"h0.example","serviceId":"svc-0","envTag":"dev"}')`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-events:
+		if got != `data: {"envTag":"dev"}` {
+			t.Errorf("got %s, want the dev change only", got)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("no change event within 2 s of the NOTIFY")
+	}
+}
+
+func listening(t *testing.T, db *pgtest.DB) bool {
+	var n int
+	_ = db.Pool(t).QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN configpub_console%'`).Scan(&n)
+	return n > 0
+}
+
+func mustPrefixes(t *testing.T, ps ...string) []netip.Prefix {
+	t.Helper()
+	var out []netip.Prefix
+	for _, p := range ps {
+		out = append(out, netip.MustParsePrefix(p))
+	}
+	return out
+}

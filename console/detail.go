@@ -1,0 +1,307 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// changedListed bounds the changed targets a release page diffs.
+const changedListed = 50
+
+// ReleaseDetail reads release v of env with its journal and diff.
+func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64) (*ReleaseDetail, error) {
+	var current int64
+	_ = r.q.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = $1`, env).Scan(&current)
+	rels, err := r.releases(ctx, env, v+1, 1, current)
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) == 0 || rels[0].Version != v {
+		return nil, fmt.Errorf("release %s/%d: %w", env, v, ErrNotFound)
+	}
+	d := &ReleaseDetail{Release: rels[0], Inputs: []InputChange{}, Changed: []TargetDiff{}, Retired: []Identity{}}
+	one := []Release{d.Release}
+	if err := r.audiences(ctx, env, v, v, one); err != nil {
+		return nil, err
+	}
+	d.Release = one[0]
+	if d.Journal, err = r.journal(ctx, env, v, v); err != nil {
+		return nil, err
+	}
+	var def, baseDef []byte
+	if err := r.q.QueryRow(ctx, `SELECT r.definition, coalesce(b.definition, ''::bytea)
+		FROM configpub.config_release r LEFT JOIN configpub.config_release b
+			ON b.env_tag = r.env_tag AND b.release_version = r.base_release_version
+		WHERE r.env_tag = $1 AND r.release_version = $2`, env, v).Scan(&def, &baseDef); err != nil {
+		return nil, fmt.Errorf("release %s/%d: definition: %w", env, v, err)
+	}
+	d.Inputs = inputChanges(baseDef, def)
+	if err := r.changedTargets(ctx, d); err != nil {
+		return nil, err
+	}
+	d.DiffMode = "metadata"
+	if r.showValues {
+		if err := r.valueDiffs(ctx, d); err != nil {
+			return nil, err
+		}
+		d.DiffMode = "values"
+	}
+	return d, nil
+}
+
+// changedTargets lists the targets whose snapshot differs from the base
+// release's, and the identities of the base the release does not contain.
+func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
+	rows, err := r.q.Query(ctx, `SELECT t.host, t.service_id, s.audience, coalesce(b.snapshot_id::text, ''), t.snapshot_id::text,
+			coalesce(bs.artifact_digest, ''), s.artifact_digest, coalesce(bs.policy_digest, ''), s.policy_digest,
+			count(*) OVER ()
+		FROM configpub.config_release_target t
+		JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+		LEFT JOIN configpub.config_release_target b ON b.env_tag = t.env_tag AND b.release_version = $3
+			AND b.host = t.host AND b.service_id = t.service_id
+		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
+		WHERE t.env_tag = $1 AND t.release_version = $2 AND b.snapshot_id IS DISTINCT FROM t.snapshot_id
+		ORDER BY s.audience, t.host, t.service_id LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
+	if err != nil {
+		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	for rows.Next() {
+		var td TargetDiff
+		if err := rows.Scan(&td.Host, &td.ServiceID, &td.Audience, &td.OldSnapshotID, &td.NewSnapshotID,
+			&td.OldDigest, &td.NewDigest, &td.OldPolicy, &td.NewPolicy, &d.ChangedTotal); err != nil {
+			rows.Close()
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
+		d.Changed = append(d.Changed, td)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	if d.BaseVersion == 0 {
+		return nil
+	}
+	rows, err = r.q.Query(ctx, `SELECT b.host, b.service_id FROM configpub.config_release_target b
+		WHERE b.env_tag = $1 AND b.release_version = $3 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
+			WHERE t.env_tag = b.env_tag AND t.release_version = $2 AND t.host = b.host AND t.service_id = b.service_id)
+		ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
+	if err != nil {
+		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
+	}
+	d.Retired, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Identity])
+	if err != nil {
+		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
+	}
+	if d.Retired == nil {
+		d.Retired = []Identity{}
+	}
+	return nil
+}
+
+// valueDiffs reads the artifact bytes of every listed changed target (the
+// configpub_viewer_bytes grant) and compares their values.
+func (r *reader) valueDiffs(ctx context.Context, d *ReleaseDetail) error {
+	digests := make([]string, 0, 2*len(d.Changed))
+	for _, td := range d.Changed {
+		digests = append(digests, td.NewDigest)
+		if td.OldDigest != "" {
+			digests = append(digests, td.OldDigest)
+		}
+	}
+	rows, err := r.q.Query(ctx, `SELECT artifact_digest, bytes FROM configpub.artifact WHERE artifact_digest = ANY($1)`, digests)
+	if err != nil {
+		return fmt.Errorf("release %s/%d: artifact bytes (is the console's login a member of configpub_viewer_bytes?): %w", d.EnvTag, d.Version, err)
+	}
+	body := map[string][]byte{}
+	for rows.Next() {
+		var dg string
+		var b []byte
+		if err := rows.Scan(&dg, &b); err != nil {
+			rows.Close()
+			return fmt.Errorf("release %s/%d: artifact bytes: %w", d.EnvTag, d.Version, err)
+		}
+		body[dg] = b
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release %s/%d: artifact bytes (is the console's login a member of configpub_viewer_bytes?): %w", d.EnvTag, d.Version, err)
+	}
+	for i := range d.Changed {
+		td := &d.Changed[i]
+		changes, envelope, err := diffValues(body[td.OldDigest], body[td.NewDigest])
+		if err != nil {
+			return fmt.Errorf("release %s/%d: %s/%s: %w", d.EnvTag, d.Version, td.Host, td.ServiceID, err)
+		}
+		td.Changes, td.EnvelopeChanges = changes, envelope
+	}
+	return nil
+}
+
+// movesListed bounds the pointer moves and evidence rows of a target page.
+const movesListed = 100
+
+const moveCols = `m.move_id, m.host, m.service_id, m.action, m.release_version, coalesce(m.previous_release_version, 0),
+	m.next_snapshot_id::text, s.release_version, s.artifact_digest, s.audience, m.sequence, m.actor, m.reason, %s, m.moved_at`
+
+func (r *reader) moveSelect() string { return fmt.Sprintf(moveCols, r.moveRetiredCol("m")) }
+
+func scanMove(row pgx.CollectableRow) (Move, error) {
+	var m Move
+	err := row.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.Action, &m.Release, &m.PreviousRelease, &m.SnapshotID,
+		&m.SnapshotRelease, &m.ArtifactDigest, &m.Audience, &m.Sequence, &m.Actor, &m.Reason, &m.Retired, &m.MovedAt)
+	m.MovedAt = m.MovedAt.UTC()
+	return m, err
+}
+
+// TargetDetail reads a target's current pointer, moves and evidence.
+func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*TargetDetail, error) {
+	t := &TargetDetail{EnvTag: env, Host: host, ServiceID: svc}
+	now := r.now()
+	p := &Pointer{}
+	var revoked bool
+	err := r.q.QueryRow(ctx, `SELECT p.snapshot_id::text, s.audience, s.release_version, p.release_version, p.sequence,
+			s.artifact_digest, s.content_digest, s.policy_digest, p.moved_at, p.lease_valid_from, p.lease_refresh_after,
+			p.lease_expires_at, `+r.retiredAtCol("p")+`,
+			EXISTS (SELECT 1 FROM configpub.revocation v WHERE v.snapshot_id = s.snapshot_id OR v.publication_id = s.publication_id)
+		FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+		WHERE p.env_tag = $1 AND p.host = $2 AND p.service_id = $3`, env, host, svc).
+		Scan(&p.SnapshotID, &p.Audience, &p.Release, &p.PointerRelease, &p.Sequence, &p.ArtifactDigest, &p.ContentDigest,
+			&p.PolicyDigest, &p.MovedAt, &p.LeaseValidFrom, &p.RefreshAfter, &p.ExpiresAt, &p.RetiredAt, &revoked)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+	case err != nil:
+		return nil, fmt.Errorf("target %s/%s/%s: %w", env, host, svc, err)
+	default:
+		p.MovedAt, p.LeaseValidFrom, p.RefreshAfter, p.ExpiresAt = p.MovedAt.UTC(), p.LeaseValidFrom.UTC(), p.RefreshAfter.UTC(), p.ExpiresAt.UTC()
+		t.Current = p
+	}
+	rows, err := r.q.Query(ctx, `SELECT `+r.moveSelect()+` FROM configpub.pointer_move m
+		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
+		WHERE m.env_tag = $1 AND m.host = $2 AND m.service_id = $3 ORDER BY m.move_id DESC LIMIT $4`, env, host, svc, movesListed)
+	if err != nil {
+		return nil, fmt.Errorf("target %s/%s/%s: moves: %w", env, host, svc, err)
+	}
+	if t.Moves, err = pgx.CollectRows(rows, scanMove); err != nil {
+		return nil, fmt.Errorf("target %s/%s/%s: moves: %w", env, host, svc, err)
+	}
+	if t.Current == nil && len(t.Moves) == 0 {
+		return nil, fmt.Errorf("target %s/%s/%s: %w", env, host, svc, ErrNotFound)
+	}
+	kind := "'observation'"
+	if r.f.evidenceKnd {
+		kind = "e.kind"
+	}
+	rows, err = r.q.Query(ctx, `SELECT e.evidence_id, `+kind+`, e.outcome, e.reason, coalesce(e.snapshot_id::text, ''),
+			coalesce(s.release_version, 0), e.artifact_digest, e.reported_at
+		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
+		WHERE e.env_tag = $1 AND e.host = $2 AND e.service_id = $3 ORDER BY e.evidence_id DESC LIMIT $4`, env, host, svc, movesListed)
+	if err != nil {
+		return nil, fmt.Errorf("target %s/%s/%s: evidence: %w", env, host, svc, err)
+	}
+	t.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Evidence, error) {
+		var e Evidence
+		err := row.Scan(&e.EvidenceID, &e.Kind, &e.Outcome, &e.Reason, &e.SnapshotID, &e.SnapshotRelease, &e.ArtifactDigest, &e.ReportedAt)
+		e.ReportedAt = e.ReportedAt.UTC()
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("target %s/%s/%s: evidence: %w", env, host, svc, err)
+	}
+	if t.Current != nil {
+		t.Current.State = pointerState(t.Current, revoked, now, t.Evidence)
+	}
+	if t.Moves == nil {
+		t.Moves = []Move{}
+	}
+	if t.Evidence == nil {
+		t.Evidence = []Evidence{}
+	}
+	return t, nil
+}
+
+func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string {
+	switch {
+	case p.RetiredAt != nil:
+		return StateRetired
+	case revoked:
+		return StateRevoked
+	case !now.Before(p.ExpiresAt):
+		return StateLeaseExpired
+	case len(ev) > 0 && ev[0].SnapshotID == p.SnapshotID:
+		return ev[0].Outcome
+	default:
+		return StatePublished
+	}
+}
+
+// IdentityAt answers what host/svc of env was served at at: the last
+// pointer move at or before it.
+func (r *reader) IdentityAt(ctx context.Context, env, host, svc string, at time.Time) (*IdentityAt, error) {
+	out := &IdentityAt{EnvTag: env, Host: host, ServiceID: svc, At: at.UTC()}
+	rows, err := r.q.Query(ctx, `SELECT `+r.moveSelect()+` FROM configpub.pointer_move m
+		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
+		WHERE m.env_tag = $1 AND m.host = $2 AND m.service_id = $3 AND m.moved_at <= $4
+		ORDER BY m.move_id DESC LIMIT 1`, env, host, svc, at)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s/%s at %s: %w", env, host, svc, at.Format(time.RFC3339), err)
+	}
+	moves, err := pgx.CollectRows(rows, scanMove)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s/%s at %s: %w", env, host, svc, at.Format(time.RFC3339), err)
+	}
+	if len(moves) == 1 {
+		out.Served = &moves[0]
+	}
+	return out, nil
+}
+
+// envAtListed bounds the targets listed by EnvironmentAt.
+const envAtListed = 200
+
+// EnvironmentAt reconstructs env at at from the pointer-move journal.
+func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*EnvironmentAt, error) {
+	out := &EnvironmentAt{EnvTag: env, At: at.UTC(), ByRelease: []ReleaseCount{}, Rows: []Move{}}
+	err := r.q.QueryRow(ctx, `SELECT j.release_version, r.release_digest FROM configpub.config_release_journal j
+		JOIN configpub.config_release r ON r.env_tag = j.env_tag AND r.release_version = j.release_version
+		WHERE j.env_tag = $1 AND j.to_state = 'ACTIVE' AND j.from_state IS DISTINCT FROM 'ACTIVE' AND j.recorded_at <= $2
+		ORDER BY j.recorded_at DESC, j.event_id LIMIT 1`, env, at).Scan(&out.Release, &out.ReleaseDigest)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
+	}
+	rows, err := r.q.Query(ctx, `WITH last AS (
+			SELECT DISTINCT ON (host, service_id) * FROM configpub.pointer_move
+			WHERE env_tag = $1 AND moved_at <= $2 ORDER BY host, service_id, move_id DESC)
+		SELECT `+r.moveSelect()+`, count(*) OVER () FROM last m
+		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
+		WHERE NOT `+r.moveRetiredCol("m")+`
+		ORDER BY m.host, m.service_id`, env, at)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
+	}
+	defer rows.Close()
+	counts := map[int64]int{}
+	for rows.Next() {
+		var m Move
+		if err := rows.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.Action, &m.Release, &m.PreviousRelease, &m.SnapshotID,
+			&m.SnapshotRelease, &m.ArtifactDigest, &m.Audience, &m.Sequence, &m.Actor, &m.Reason, &m.Retired, &m.MovedAt,
+			&out.Targets); err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
+		}
+		m.MovedAt = m.MovedAt.UTC()
+		counts[m.SnapshotRelease]++
+		if len(out.Rows) < envAtListed {
+			out.Rows = append(out.Rows, m)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
+	}
+	out.More = out.Targets - len(out.Rows)
+	for v, n := range counts {
+		out.ByRelease = append(out.ByRelease, ReleaseCount{Release: v, Count: n})
+	}
+	sortReleaseCounts(out.ByRelease)
+	return out, nil
+}

@@ -1,0 +1,190 @@
+package console
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxValueLen bounds a value shown in a diff; longer ones are cut.
+const maxValueLen = 120
+
+// secretRef is what a diff shows instead of a secret reference's target.
+const secretRef = "(secret reference)"
+
+// inputChanges compares the inputs (path, digest) of two release
+// definitions. Unparseable definitions give no input changes.
+func inputChanges(base, def []byte) []InputChange {
+	old, cur := inputDigests(base), inputDigests(def)
+	out := []InputChange{}
+	for p, d := range cur {
+		if old[p] != d {
+			out = append(out, InputChange{Path: p, Old: old[p], New: d})
+		}
+	}
+	for p, d := range old {
+		if _, ok := cur[p]; !ok {
+			out = append(out, InputChange{Path: p, Old: d})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+func inputDigests(def []byte) map[string]string {
+	var doc struct {
+		Inputs []struct {
+			Path   string `yaml:"path"`
+			Digest string `yaml:"digest"`
+		} `yaml:"inputs"`
+	}
+	out := map[string]string{}
+	if len(def) == 0 || yaml.Unmarshal(def, &doc) != nil {
+		return out
+	}
+	for _, in := range doc.Inputs {
+		out[in.Path] = in.Digest
+	}
+	return out
+}
+
+// envelopeKey is the values.yml section every release changes (publication
+// identity, release version, lease window); a diff counts its changes
+// instead of listing them.
+const envelopeKey = "runtimePolicy"
+
+// diffValues compares two values.yml documents leaf by leaf. old may be nil
+// (a new target). It returns the changed leaves outside the envelope, in
+// path order, and how many envelope leaves changed.
+func diffValues(old, cur []byte) ([]Change, int, error) {
+	o, err := leaves(old)
+	if err != nil {
+		return nil, 0, fmt.Errorf("parse previous values: %w", err)
+	}
+	n, err := leaves(cur)
+	if err != nil {
+		return nil, 0, fmt.Errorf("parse values: %w", err)
+	}
+	var out []Change
+	envelope := 0
+	add := func(p, ov, nv string) {
+		if p == envelopeKey || strings.HasPrefix(p, envelopeKey+".") {
+			envelope++
+			return
+		}
+		out = append(out, Change{Path: p, Old: ov, New: nv})
+	}
+	for p, nv := range n {
+		if ov, ok := o[p]; !ok || ov != nv {
+			add(p, o[p], nv)
+		}
+	}
+	for p, ov := range o {
+		if _, ok := n[p]; !ok {
+			add(p, ov, "")
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, envelope, nil
+}
+
+// leaves flattens a YAML document into dotted paths ("a.b[2].c") and
+// display values; secret references are masked and long values cut.
+func leaves(b []byte) (map[string]string, error) {
+	out := map[string]string{}
+	if len(b) == 0 {
+		return out, nil
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(b, &root); err != nil {
+		return nil, err
+	}
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		flatten(root.Content[0], "", "", out)
+	}
+	return out, nil
+}
+
+func flatten(n *yaml.Node, path, key string, out map[string]string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		if len(n.Content) == 0 {
+			out[path] = "{}"
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			flatten(n.Content[i+1], p, k, out)
+		}
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			out[path] = "[]"
+		}
+		for i, c := range n.Content {
+			flatten(c, path+"["+strconv.Itoa(i)+"]", key, out)
+		}
+	case yaml.AliasNode:
+		flatten(n.Alias, path, key, out)
+	default:
+		out[path] = display(key, n)
+	}
+}
+
+// display renders a scalar for the diff: secret references and values
+// under credential-like keys are masked, long values cut.
+func display(key string, n *yaml.Node) string {
+	v := n.Value
+	if isSecretRef(key, v) {
+		return secretRef
+	}
+	if n.Tag == "!!null" {
+		return "null"
+	}
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || n.Tag == "!!str" {
+		v = strconv.Quote(v)
+	}
+	if len(v) > maxValueLen {
+		v = v[:maxValueLen] + "…"
+	}
+	return v
+}
+
+// credentialKeys are member names (lower-cased, "_" and "-" removed) whose
+// values are credentials or references to them.
+var credentialKeys = map[string]bool{
+	"password": true, "passwd": true, "secret": true, "clientsecret": true, "apikey": true, "token": true,
+	"accesstoken": true, "refreshtoken": true, "privatekey": true, "credentials": true, "credentialref": true,
+	"secretref": true, "dsn": true, "signingkeyref": true, "keyref": true,
+}
+
+// isSecretRef reports whether a value must not be shown: a secret
+// reference (vault://, env://, file://, ...://user:pass@), or any value of a
+// credential-like key.
+func isSecretRef(key, v string) bool {
+	k := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(key))
+	if credentialKeys[k] || strings.HasSuffix(k, "secret") || strings.HasSuffix(k, "secretref") || strings.HasSuffix(k, "password") {
+		return true
+	}
+	for _, p := range []string{"vault://", "env://", "file://", "secret://", "awssm://", "gcpsm://", "azkv://"} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	if i := strings.Index(v, "://"); i > 0 {
+		rest := v[i+3:]
+		if at := strings.IndexByte(rest, '@'); at > 0 && !strings.ContainsAny(rest[:at], "/") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortReleaseCounts(rc []ReleaseCount) {
+	sort.Slice(rc, func(i, j int) bool { return rc[i].Release > rc[j].Release })
+}

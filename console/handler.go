@@ -1,0 +1,203 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Handler returns the console's routes:
+//
+//	GET /                                     environments overview
+//	GET /env/{env}                            publication timeline (?before=N pages)
+//	GET /env/{env}/releases/{n}               release and its diff against its base
+//	GET /env/{env}/targets/{host}/{service}   target: pointer, history, evidence, lease
+//	GET /env/{env}/at?t=TIME[&host=&service=] time travel
+//	GET /api/...                              the same data as JSON (see README)
+//	GET /events[?env=]                        server-sent events: "change"
+//	GET /metrics                              Prometheus metrics
+//	GET /healthz                              liveness (no authentication)
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	page := func(route, pattern string, h func(http.ResponseWriter, *http.Request) (string, any, error)) {
+		mux.Handle("GET "+pattern, c.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name, data, err := h(w, r)
+			if err != nil {
+				c.fail(w, r, err)
+				return
+			}
+			c.render(w, r, name, data)
+		})))
+	}
+	api := func(route, pattern string, h func(http.ResponseWriter, *http.Request) (string, any, error)) {
+		mux.Handle("GET "+pattern, c.instrument(route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, data, err := h(w, r)
+			if err != nil {
+				c.fail(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, data)
+		})))
+	}
+	for _, p := range []struct {
+		route, html, json string
+		h                 func(http.ResponseWriter, *http.Request) (string, any, error)
+	}{
+		{"overview", "/{$}", "/api/environments", c.overview},
+		{"timeline", "/env/{env}", "/api/environments/{env}/timeline", c.timeline},
+		{"release", "/env/{env}/releases/{n}", "/api/environments/{env}/releases/{n}", c.release},
+		{"target", "/env/{env}/targets/{host}/{service}", "/api/environments/{env}/targets/{host}/{service}", c.target},
+		{"at", "/env/{env}/at", "/api/environments/{env}/at", c.at},
+	} {
+		page(p.route, p.html, p.h)
+		api("api_"+p.route, p.json, p.h)
+	}
+	mux.Handle("GET /events", http.HandlerFunc(c.events))
+	mux.Handle("GET /metrics", c.instrument("metrics", promhttp.HandlerFor(c.reg, promhttp.HandlerOpts{Registry: c.reg})))
+	mux.Handle("GET /static/", c.instrument("static", staticHandler()))
+	authed := c.authenticate(mux)
+	root := http.NewServeMux()
+	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	root.Handle("/", authed)
+	return secure(root)
+}
+
+// secure sets the headers every response carries.
+func secure(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *Console) overview(_ http.ResponseWriter, r *http.Request) (string, any, error) {
+	envs, err := c.rd.Environments(r.Context())
+	return "overview", envs, err
+}
+
+func (c *Console) timeline(_ http.ResponseWriter, r *http.Request) (string, any, error) {
+	before, err := optInt(r, "before")
+	if err != nil {
+		return "", nil, err
+	}
+	t, err := c.rd.Timeline(r.Context(), r.PathValue("env"), before)
+	return "timeline", t, err
+}
+
+func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, error) {
+	n, err := strconv.ParseInt(r.PathValue("n"), 10, 64)
+	if err != nil || n <= 0 {
+		return "", nil, badRequest("release number %q is not a positive integer", r.PathValue("n"))
+	}
+	d, err := c.rd.ReleaseDetail(r.Context(), r.PathValue("env"), n)
+	return "release", d, err
+}
+
+func (c *Console) target(_ http.ResponseWriter, r *http.Request) (string, any, error) {
+	d, err := c.rd.TargetDetail(r.Context(), r.PathValue("env"), r.PathValue("host"), r.PathValue("service"))
+	return "target", d, err
+}
+
+// atPage is the time-travel page's data: the form's values and one answer.
+type atPage struct {
+	EnvTag    string         `json:"-"`
+	Input     string         `json:"-"`
+	Host      string         `json:"-"`
+	ServiceID string         `json:"-"`
+	Identity  *IdentityAt    `json:"identity,omitempty"`
+	Env       *EnvironmentAt `json:"environment,omitempty"`
+}
+
+func (c *Console) at(_ http.ResponseWriter, r *http.Request) (string, any, error) {
+	q := r.URL.Query()
+	p := &atPage{EnvTag: r.PathValue("env"), Input: q.Get("t"), Host: q.Get("host"), ServiceID: q.Get("service")}
+	if p.Input == "" {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			return "", nil, badRequest("query parameter t (RFC 3339 time) is required")
+		}
+		return "at", p, nil
+	}
+	t, err := parseTime(p.Input)
+	if err != nil {
+		return "", nil, err
+	}
+	if (p.Host == "") != (p.ServiceID == "") {
+		return "", nil, badRequest("host and service go together")
+	}
+	if p.Host != "" {
+		p.Identity, err = c.rd.IdentityAt(r.Context(), p.EnvTag, p.Host, p.ServiceID, t)
+	} else {
+		p.Env, err = c.rd.EnvironmentAt(r.Context(), p.EnvTag, t)
+	}
+	return "at", p, err
+}
+
+// parseTime accepts RFC 3339 (with or without fractional seconds) and the
+// browser's datetime-local form (taken as UTC).
+func parseTime(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, badRequest("time %q is not RFC 3339 (2006-01-02T15:04:05Z) or 2006-01-02T15:04:05 (UTC)", s)
+}
+
+func optInt(r *http.Request, name string) (int64, error) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, badRequest("%s=%q is not a non-negative integer", name, s)
+	}
+	return n, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, r, http.StatusNotFound, err.Error())
+	case errors.Is(err, ErrBadRequest):
+		writeError(w, r, http.StatusBadRequest, err.Error())
+	default:
+		// Database errors may name internals: logged, not shown.
+		c.opts.Logger.Error("console: read failed", "path", r.URL.Path, "err", err)
+		writeError(w, r, http.StatusInternalServerError, "the console could not read the release store")
+	}
+}
+
+// writeError answers JSON for /api/ and plain text otherwise.
+func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeJSON(w, code, map[string]string{"error": msg})
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write([]byte(msg + "\n"))
+}

@@ -1,0 +1,101 @@
+package console
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// templates holds one template set per page, each the layout plus the page.
+type templates struct {
+	pages map[string]*template.Template
+}
+
+var pageNames = []string{"overview", "timeline", "release", "target", "at"}
+
+func parseTemplates() (*templates, error) {
+	funcs := template.FuncMap{
+		"short": shortDigest,
+		"time":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+		"iso":   func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
+		"seg":   url.PathEscape,
+		"ptime": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
+		"title": audienceTitle,
+		"lower": func(s string) string { return string(bytes.ToLower([]byte(s))) },
+		"itoa":  func(n int64) string { return strconv.FormatInt(n, 10) },
+	}
+	t := &templates{pages: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		p, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("parse template %s: %w", name, err)
+		}
+		t.pages[name] = p
+	}
+	return t, nil
+}
+
+// view is what every page template receives.
+type view struct {
+	Page       string
+	Env        string
+	User       string
+	ShowValues bool
+	Data       any
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, data any) {
+	t := c.tpl.pages[name]
+	var buf bytes.Buffer
+	err := t.Execute(&buf, view{Page: name, Env: r.PathValue("env"), User: user(r), ShowValues: c.opts.ShowValues, Data: data})
+	if err != nil {
+		c.opts.Logger.Error("console: render", "page", name, "err", err)
+		writeError(w, r, http.StatusInternalServerError, "the page could not be rendered")
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static")
+	return http.StripPrefix("/static/", http.FileServer(http.FS(sub)))
+}
+
+// shortDigest shortens "sha256:<hex>" for display; the full value stays in
+// the element's title.
+func shortDigest(d string) string {
+	if len(d) > 7+12 {
+		return d[:7+12] + "…"
+	}
+	return d
+}
+
+func audienceTitle(a string) string {
+	switch a {
+	case "agent":
+		return "Agent"
+	case "gateway":
+		return "Gateway"
+	case "knowledge":
+		return "Knowledge"
+	}
+	return a
+}

@@ -1,0 +1,349 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// querier is the part of *pgxpool.Pool the read functions use.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// features are optional columns of newer schema versions; the console reads
+// them when the database has them.
+type features struct {
+	retired     bool // current_pointer.retired_at, pointer_move.retired
+	evidenceKnd bool // runtime_evidence.kind
+}
+
+func loadFeatures(ctx context.Context, q querier) (features, error) {
+	var f features
+	err := q.QueryRow(ctx, `SELECT
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'current_pointer' AND column_name = 'retired_at')
+		AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'pointer_move' AND column_name = 'retired'),
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'kind')`).
+		Scan(&f.retired, &f.evidenceKnd)
+	if err != nil {
+		return f, fmt.Errorf("read schema columns: %w", err)
+	}
+	return f, nil
+}
+
+// reader runs the console's queries.
+type reader struct {
+	q            querier
+	f            features
+	now          func() time.Time
+	leaseHorizon time.Duration
+	showValues   bool
+}
+
+func (r *reader) retiredAtCol(alias string) string {
+	if r.f.retired {
+		return alias + ".retired_at"
+	}
+	return "NULL::timestamptz"
+}
+
+func (r *reader) moveRetiredCol(alias string) string {
+	if r.f.retired {
+		return alias + ".retired"
+	}
+	return "false"
+}
+
+// Environments lists every environment's overview.
+func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
+	rows, err := r.q.Query(ctx, `SELECT env_tag FROM configpub.environment
+		UNION SELECT DISTINCT env_tag FROM configpub.config_release ORDER BY 1`)
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	tags, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("list environments: %w", err)
+	}
+	out := make([]Environment, 0, len(tags))
+	for _, tag := range tags {
+		e, err := r.Environment(ctx, tag)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *e)
+	}
+	return out, nil
+}
+
+// targetStatesSQL yields, for $1's current pointers, host, service_id,
+// state, current release (of the snapshot), reported release, last
+// outcome, reported and current artifact digests, refresh and expiry.
+func (r *reader) targetStatesSQL() string {
+	return `WITH ev AS (
+			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
+			FROM configpub.runtime_evidence WHERE env_tag = $1
+			ORDER BY host, service_id, evidence_id DESC),
+		rv AS (SELECT snapshot_id, publication_id FROM configpub.revocation)
+		SELECT p.host, p.service_id,
+			CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
+				WHEN EXISTS (SELECT 1 FROM rv WHERE rv.snapshot_id = s.snapshot_id OR rv.publication_id = s.publication_id) THEN 'REVOKED'
+				WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
+				WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
+				ELSE 'PUBLISHED' END,
+			s.release_version, coalesce(es.release_version, 0), coalesce(ev.outcome, ''),
+			coalesce(ev.artifact_digest, ''), s.artifact_digest, p.lease_refresh_after, p.lease_expires_at,
+			ev.snapshot_id IS NOT NULL AND (ev.snapshot_id <> p.snapshot_id OR ev.outcome = 'REJECTED')
+		FROM configpub.current_pointer p
+		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+		LEFT JOIN ev ON ev.host = p.host AND ev.service_id = p.service_id
+		LEFT JOIN configpub.config_snapshot es ON es.snapshot_id = ev.snapshot_id
+		WHERE p.env_tag = $1`
+}
+
+// listed bounds the rows of the overview's lists.
+const listed = 10
+
+// Environment reads one environment's overview.
+func (r *reader) Environment(ctx context.Context, env string) (*Environment, error) {
+	now := r.now().UTC()
+	e := &Environment{EnvTag: env, ByState: []StateCount{}, Expiring: []LeaseRow{}, Divergence: []Divergence{}, UpdatedAt: now}
+	var current *int64
+	err := r.q.QueryRow(ctx, `SELECT (SELECT current_release_version FROM configpub.environment WHERE env_tag = $1),
+			count(*), coalesce(max(release_version), 0)
+		FROM configpub.config_release WHERE env_tag = $1`, env).Scan(&current, &e.Releases, &e.StagedRelease)
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", env, err)
+	}
+	if current == nil && e.Releases == 0 {
+		return nil, fmt.Errorf("environment %s: %w", env, ErrNotFound)
+	}
+	if current != nil {
+		e.CurrentRelease = *current
+	}
+	if e.StagedRelease <= e.CurrentRelease {
+		e.StagedRelease = 0
+	}
+	rows, err := r.q.Query(ctx, r.targetStatesSQL(), env, now)
+	if err != nil {
+		return nil, fmt.Errorf("environment %s: targets: %w", env, err)
+	}
+	counts := map[string]int{}
+	horizon := now.Add(r.leaseHorizon)
+	for rows.Next() {
+		var (
+			host, svc, state, outcome, repDigest, curDigest string
+			rel, repRel                                     int64
+			refresh, expires                                time.Time
+			divergent                                       bool
+		)
+		if err := rows.Scan(&host, &svc, &state, &rel, &repRel, &outcome, &repDigest, &curDigest, &refresh, &expires, &divergent); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("environment %s: targets: %w", env, err)
+		}
+		e.Targets++
+		counts[state]++
+		if state == StateRetired {
+			continue
+		}
+		if !now.Before(refresh) || expires.Before(horizon) {
+			e.LeasesExpiring++
+			e.Expiring = insertLease(e.Expiring, LeaseRow{Host: host, ServiceID: svc, RefreshAfter: refresh.UTC(), ExpiresAt: expires.UTC()})
+		}
+		if divergent {
+			e.Divergent++
+			if len(e.Divergence) < listed {
+				e.Divergence = append(e.Divergence, Divergence{Host: host, ServiceID: svc, CurrentRelease: rel,
+					ReportedRelease: repRel, Outcome: outcome, ReportedDigest: repDigest, CurrentDigest: curDigest})
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("environment %s: targets: %w", env, err)
+	}
+	for _, s := range stateOrder {
+		if counts[s] > 0 {
+			e.ByState = append(e.ByState, StateCount{State: s, Count: counts[s]})
+		}
+	}
+	return e, nil
+}
+
+// insertLease keeps the listed soonest-expiring leases in order.
+func insertLease(rows []LeaseRow, l LeaseRow) []LeaseRow {
+	i := len(rows)
+	for i > 0 && l.ExpiresAt.Before(rows[i-1].ExpiresAt) {
+		i--
+	}
+	if i >= listed {
+		return rows
+	}
+	rows = append(rows, LeaseRow{})
+	copy(rows[i+1:], rows[i:])
+	rows[i] = l
+	if len(rows) > listed {
+		rows = rows[:listed]
+	}
+	return rows
+}
+
+// timelinePage is how many releases one timeline page shows.
+const timelinePage = 10
+
+// Timeline reads env's releases newest first, at most timelinePage of them
+// below before (0 = from the newest), with the journal events of the page.
+func (r *reader) Timeline(ctx context.Context, env string, before int64) (*Timeline, error) {
+	t := &Timeline{EnvTag: env, Releases: []Release{}, Events: []JournalEvent{}}
+	var current *int64
+	if err := r.q.QueryRow(ctx, `SELECT current_release_version FROM configpub.environment WHERE env_tag = $1`, env).
+		Scan(&current); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("timeline %s: %w", env, err)
+	}
+	if current != nil {
+		t.CurrentRelease = *current
+	}
+	rels, err := r.releases(ctx, env, before, timelinePage+1, t.CurrentRelease)
+	if err != nil {
+		return nil, err
+	}
+	if len(rels) == 0 && before == 0 {
+		return nil, fmt.Errorf("timeline %s: %w", env, ErrNotFound)
+	}
+	if len(rels) > timelinePage {
+		rels = rels[:timelinePage]
+		t.Older = rels[len(rels)-1].Version
+	}
+	t.Releases = rels
+	if len(rels) == 0 {
+		return t, nil
+	}
+	lo, hi := rels[len(rels)-1].Version, rels[0].Version
+	if err := r.audiences(ctx, env, lo, hi, t.Releases); err != nil {
+		return nil, err
+	}
+	t.Events, err = r.journal(ctx, env, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+const releaseCols = `release_version, base_release_version, lifecycle_state, execution_outcome, release_digest,
+	definition_hash, source_commit, source_ref, actor, reviewers, reason, target_count, created_at, updated_at,
+	coalesce((SELECT j2.release_version FROM configpub.config_release_journal j1
+		JOIN configpub.config_release_journal j2 ON j2.command_id = j1.command_id AND j2.env_tag = j1.env_tag
+			AND j2.release_version <> j1.release_version AND j2.event_kind = 'deactivate'
+		WHERE j1.env_tag = r.env_tag AND j1.release_version = r.release_version AND j1.to_state = 'ACTIVE'
+		ORDER BY j1.sequence DESC LIMIT 1), 0)`
+
+func (r *reader) releases(ctx context.Context, env string, before int64, limit int, current int64) ([]Release, error) {
+	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+` FROM configpub.config_release r
+		WHERE env_tag = $1 AND ($2 = 0 OR release_version < $2)
+		ORDER BY release_version DESC LIMIT $3`, env, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("releases %s: %w", env, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Release, error) {
+		var rel Release
+		err := row.Scan(&rel.Version, &rel.BaseVersion, &rel.State, &rel.Outcome, &rel.ReleaseDigest,
+			&rel.DefinitionHash, &rel.SourceCommit, &rel.SourceRef, &rel.Actor, &rel.Reviewers, &rel.Reason,
+			&rel.TargetCount, &rel.CreatedAt, &rel.UpdatedAt, &rel.PreviousRelease)
+		rel.EnvTag = env
+		rel.CreatedAt, rel.UpdatedAt = rel.CreatedAt.UTC(), rel.UpdatedAt.UTC()
+		rel.Current = rel.Version == current
+		if rel.Reviewers == nil {
+			rel.Reviewers = []string{}
+		}
+		rel.Audiences = []AudienceStatus{}
+		return rel, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("releases %s: %w", env, err)
+	}
+	return out, nil
+}
+
+// digestsListed bounds the digests shown per audience of a release.
+const digestsListed = 3
+
+// audiences fills the per-audience status of the releases lo..hi from the
+// snapshots each created and the evidence about them.
+func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels []Release) error {
+	rows, err := r.q.Query(ctx, `WITH ev AS (
+			SELECT snapshot_id, bool_or(outcome = 'APPLIED') AS applied, bool_or(outcome = 'REJECTED') AS rejected
+			FROM configpub.runtime_evidence WHERE env_tag = $1 AND snapshot_id IS NOT NULL GROUP BY snapshot_id)
+		SELECT s.release_version, s.audience, count(*),
+			count(*) FILTER (WHERE ev.applied), count(*) FILTER (WHERE ev.rejected),
+			bool_and(s.validation_state = 'VALID'),
+			(array_agg(s.artifact_digest ORDER BY s.host, s.service_id))[1:`+fmt.Sprint(digestsListed)+`]
+		FROM configpub.config_snapshot s LEFT JOIN ev ON ev.snapshot_id = s.snapshot_id
+		WHERE s.env_tag = $1 AND s.release_version BETWEEN $2 AND $3
+		GROUP BY 1, 2 ORDER BY 1, 2`, env, lo, hi)
+	if err != nil {
+		return fmt.Errorf("timeline %s: snapshots: %w", env, err)
+	}
+	defer rows.Close()
+	byVersion := map[int64]*Release{}
+	for i := range rels {
+		byVersion[rels[i].Version] = &rels[i]
+		rels[i].PolicyState = "VALIDATED"
+	}
+	for rows.Next() {
+		var v int64
+		var a AudienceStatus
+		var valid bool
+		if err := rows.Scan(&v, &a.Audience, &a.Targets, &a.Applied, &a.Rejected, &valid, &a.Digests); err != nil {
+			return fmt.Errorf("timeline %s: snapshots: %w", env, err)
+		}
+		rel := byVersion[v]
+		if rel == nil {
+			continue
+		}
+		if !valid {
+			rel.PolicyState = "INVALID"
+		}
+		a.More = a.Targets - len(a.Digests)
+		switch {
+		case a.Rejected > 0:
+			a.Status = StateRejected
+		case a.Applied == a.Targets:
+			a.Status = StateApplied
+		case rel.State == "RECORDED" || rel.State == "STAGED":
+			a.Status = "STAGED"
+		default:
+			a.Status = StatePublished
+		}
+		rel.Audiences = append(rel.Audiences, a)
+	}
+	return rows.Err()
+}
+
+// journal reads the journal events of releases lo..hi, newest first.
+func (r *reader) journal(ctx context.Context, env string, lo, hi int64) ([]JournalEvent, error) {
+	rows, err := r.q.Query(ctx, `SELECT release_version, sequence, event_kind, coalesce(from_state, ''), to_state,
+			to_outcome, actor, reason, recorded_at
+		FROM configpub.config_release_journal WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3
+		ORDER BY recorded_at DESC, release_version DESC, sequence DESC`, env, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", env, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JournalEvent, error) {
+		var j JournalEvent
+		err := row.Scan(&j.Release, &j.Sequence, &j.Kind, &j.FromState, &j.ToState, &j.ToOutcome, &j.Actor, &j.Reason, &j.RecordedAt)
+		j.RecordedAt = j.RecordedAt.UTC()
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", env, err)
+	}
+	if out == nil {
+		out = []JournalEvent{}
+	}
+	return out, nil
+}
