@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +84,7 @@ func Serve(ctx context.Context, cfg Config) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	if cfg.JWKS != "" {
-		keys, err := keySource(ctx, cfg, &wg)
+		keys, err := auth.OpenKeys(ctx, cfg.JWKS, auth.RemoteOptions{Logger: cfg.Logger}, &wg)
 		if err != nil {
 			return fmt.Errorf("console: --jwks: %w", err)
 		}
@@ -126,21 +125,4 @@ func Serve(ctx context.Context, cfg Config) error {
 	defer scancel()
 	_ = srv.Shutdown(sctx) // live-update streams end with ctx
 	return nil
-}
-
-func keySource(ctx context.Context, cfg Config, wg *sync.WaitGroup) (auth.KeySource, error) {
-	if strings.HasPrefix(cfg.JWKS, "https://") || strings.HasPrefix(cfg.JWKS, "http://") {
-		rk := auth.NewRemoteKeys(cfg.JWKS, auth.RemoteOptions{Interval: 5 * time.Minute, Logger: cfg.Logger})
-		if err := rk.Refresh(ctx); err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = rk.Run(ctx) }()
-		return rk, nil
-	}
-	keys, err := auth.LoadKeyFile(cfg.JWKS)
-	if err != nil {
-		return nil, err
-	}
-	return auth.NewStaticKeys(keys), nil
 }

@@ -92,8 +92,9 @@ func addDBCmd(root *cobra.Command) {
 		Use:   "migrate",
 		Short: "Apply the embedded schema migrations (a no-op when up to date)",
 		Long: `migrate applies the versioned SQL migrations embedded in configpub to the
-database (schema configpub, group roles configpub_promoter, configpub_server and
-configpub_workflow_reader, append-only triggers, grants). Each applied migration
+database (schema configpub, group roles configpub_promoter, configpub_server,
+configpub_workflow_reader, configpub_viewer and configpub_viewer_bytes,
+append-only triggers, grants). Each applied migration
 is recorded in configpub.schema_migration; re-running applies nothing. Run it as
 the schema owner (a role that may create roles).`,
 		Args: cobra.NoArgs,

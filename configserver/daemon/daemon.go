@@ -137,20 +137,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // keySource loads the token keys: a file once, or a URL fetched now and
-// refreshed on a schedule by a goroutine tied to ctx.
+// refreshed in the background until ctx ends.
 func keySource(ctx context.Context, cfg *Config, wg *sync.WaitGroup) (auth.KeySource, error) {
-	if strings.HasPrefix(cfg.JWKS, "https://") || strings.HasPrefix(cfg.JWKS, "http://") {
-		rk := auth.NewRemoteKeys(cfg.JWKS, auth.RemoteOptions{Interval: cfg.JWKSRefresh, Logger: cfg.Logger})
-		if err := rk.Refresh(ctx); err != nil {
-			return nil, err
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = rk.Run(ctx) }()
-		return rk, nil
-	}
-	keys, err := auth.LoadKeyFile(cfg.JWKS)
-	if err != nil {
-		return nil, err
-	}
-	return auth.NewStaticKeys(keys), nil
+	return auth.OpenKeys(ctx, cfg.JWKS, auth.RemoteOptions{Interval: cfg.JWKSRefresh, Logger: cfg.Logger}, wg)
 }
