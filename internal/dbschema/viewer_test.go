@@ -39,7 +39,7 @@ func TestViewerRoleReadsMetadataAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	owner := db.Pool(t)
 	viewer := db.PoolURL(t, db.URLFor(t, "configpub_viewer"))
-	if _, err := owner.Exec(ctx, "INSERT INTO configpub.environment (env_tag, current_release_version, updated_at) VALUES ('prod', 1, now())"); err != nil {
+	if _, err := owner.Exec(ctx, "INSERT INTO configpub.environment (env_tag, current_release_version, updated_at) VALUES ('prod', 1, now()) ON CONFLICT DO NOTHING"); err != nil {
 		t.Fatal(err)
 	}
 	for _, table := range viewerReads {
