@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/registry"
 )
 
 // LeaseWindow is a rolling delivery lease: offsets from a manifest's
@@ -50,12 +51,9 @@ type Target struct {
 	// OCI publication evidence (optional).
 	OCIReference, OCIManifestDigest, OCISignature string
 
-	MediaType string // of Values; "" = MediaTypeValues
+	MediaType string // of Values; "" = registry.ValuesArtifactType
 	Values    []byte // exact values.yml bytes; sha256(Values) must equal ArtifactDigest
 }
-
-// MediaTypeValues is the default artifact media type.
-const MediaTypeValues = "application/vnd.configpub.values.v1+yaml"
 
 // Identity returns the target's runtime identity.
 func (t *Target) Identity() bundle.Identity {
@@ -266,7 +264,7 @@ func (in *ReleaseInput) commandHash() string {
 
 func (t *Target) mediaType() string {
 	if t.MediaType == "" {
-		return MediaTypeValues
+		return registry.ValuesArtifactType
 	}
 	return t.MediaType
 }

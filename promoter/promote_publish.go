@@ -9,7 +9,6 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
-	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter/review"
 	"github.com/configpub/configpub/registry"
@@ -79,12 +78,11 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 			InputDigests: t.InputDigests,
 			Values:       t.Values,
 		})
-		artifacts = append(artifacts, registry.Artifact{
-			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
-			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID,
-			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
-			ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
-		})
+		a, err := registry.ArtifactOf(t)
+		if err != nil {
+			return ReleaseInput{}, nil, fmt.Errorf("promote %s: %w: %w", env, ErrInvalid, err)
+		}
+		artifacts = append(artifacts, a)
 	}
 	return in, artifacts, nil
 }
@@ -93,18 +91,14 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 // signed, then verifies each by digest against the trusted keys. It returns
 // one registry.Result per target artifact, in order, then the release's.
 func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
-	manifestJSON, err := jcs.Canonical(m)
+	rel, err := registry.ReleaseOf(m)
 	if err != nil {
-		return nil, fmt.Errorf("promote %s: release manifest as JCS: %w", opts.EnvTag, err)
-	}
-	created, err := time.Parse(time.RFC3339, m.CreatedAt)
-	if err != nil {
-		return nil, fmt.Errorf("promote %s: release createdAt %q: %w", opts.EnvTag, m.CreatedAt, ErrInvalid)
+		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, ErrInvalid, err)
 	}
 	sum, err := opts.Registry.Publish(ctx, registry.PublishRequest{
 		Prefix:    opts.RegistryPrefix,
 		Artifacts: artifacts,
-		Release:   &registry.Release{EnvTag: opts.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: manifestJSON, CreatedAt: created},
+		Release:   rel,
 		Signer:    opts.Signer,
 	})
 	if errors.Is(err, registry.ErrConflict) {

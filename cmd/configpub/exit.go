@@ -2,7 +2,8 @@ package main
 
 import (
 	"errors"
-	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Exit codes.
@@ -34,6 +35,30 @@ type failClosedError struct{ err error }
 func (e failClosedError) Error() string { return e.err.Error() }
 func (e failClosedError) Unwrap() error { return e.err }
 
+// ranError marks an error a verb returned once it ran. Everything cobra
+// refuses before a verb runs (an unknown command or flag, a bad flag value,
+// the wrong number of arguments, a required flag not set) is not one, and
+// so is a usage error.
+type ranError struct{ err error }
+
+func (e ranError) Error() string { return e.err.Error() }
+func (e ranError) Unwrap() error { return e.err }
+
+// markRan makes every verb of the tree return its errors as ranError.
+func markRan(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				return ranError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markRan(sub)
+	}
+}
+
 // exitCode translates an error into the process exit code.
 func exitCode(err error) int {
 	if err == nil {
@@ -51,19 +76,9 @@ func exitCode(err error) int {
 	if errors.As(err, &fc) {
 		return exitFailClosed
 	}
-	if isCobraUsage(err) {
-		return exitUsage
+	var ran ranError
+	if !errors.As(err, &ran) {
+		return exitUsage // refused by cobra before any verb ran
 	}
 	return exitRefused
-}
-
-// isCobraUsage recognises the argument errors cobra returns as plain errors.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires at least", "requires at most", "required flag", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/configserver/client/ocipull"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
 )
@@ -145,7 +146,7 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		if rerr != nil {
 			return rerr
 		}
-		ev, err = c.LoadOCI(ctx, registryPuller{c: rc, keys: keys, id: f.identity}, f.oci)
+		ev, err = c.LoadOCI(ctx, &ocipull.Puller{Registry: rc, Keys: keys, Identity: f.identity}, f.oci)
 	} else {
 		ev, err = c.Load(ctx)
 	}
@@ -190,38 +191,4 @@ func writeIfChanged(path string, b []byte) error {
 		return nil
 	}
 	return client.WriteFile(path, b, 0o644)
-}
-
-// registryPuller adapts registry.Client to client.OCIPuller: Verify pulls by
-// digest, checks the layer digest, the cosign signature by a trusted key
-// and the identity annotations; its refusals become client rejections.
-type registryPuller struct {
-	c    *registry.Client
-	keys []signing.TrustedKey
-	id   bundle.Identity
-}
-
-func (p registryPuller) PullVerified(ctx context.Context, ref string) (*client.OCIArtifact, error) {
-	v, err := p.c.Verify(ctx, ref, registry.VerifyOptions{Keys: p.keys, Identity: &p.id})
-	if err != nil {
-		reason := client.Reason("")
-		switch {
-		case errors.Is(err, registry.ErrDigestMismatch):
-			reason = client.ReasonDigestMismatch
-		case errors.Is(err, registry.ErrSignature):
-			reason = client.ReasonSignatureInvalid
-		case errors.Is(err, registry.ErrIdentity):
-			reason = client.ReasonIdentityMismatch
-		case errors.Is(err, registry.ErrInvalid):
-			reason = client.ReasonManifestInvalid
-		}
-		if reason != "" {
-			return nil, &client.VerificationError{Reason: reason, Err: err}
-		}
-		return nil, err
-	}
-	return &client.OCIArtifact{
-		Ref: v.Ref(), LayerDigest: v.Layer.Digest.String(), Values: v.Content,
-		Annotations: v.Manifest.Annotations, SignatureVerified: v.KeyID != "",
-	}, nil
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
-	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/registry"
 )
@@ -69,7 +68,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					return err
 				}
 			}
-			arts, rel, err := artifactsOf(res)
+			arts, rel, err := registry.ArtifactsOf(res)
 			if err != nil {
 				return err
 			}
@@ -109,35 +108,6 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
 	rf.add(cmd)
 	root.AddCommand(cmd)
-}
-
-// artifactsOf maps compiled targets and the release manifest to registry
-// artifacts. A target's manifest is stamped with its snapshot's createdAt,
-// so an unchanged snapshot re-publishes to the same manifest digest.
-func artifactsOf(res *compiler.Result) ([]registry.Artifact, *registry.Release, error) {
-	arts := make([]registry.Artifact, 0, len(res.Targets))
-	for _, t := range res.Targets {
-		created, err := time.Parse(time.RFC3339, t.Envelope.CreatedAt)
-		if err != nil {
-			return nil, nil, fmt.Errorf("target %s/%s/%s: createdAt %q: %w", t.EnvTag, t.Host, t.ServiceID, t.Envelope.CreatedAt, err)
-		}
-		arts = append(arts, registry.Artifact{
-			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
-			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID,
-			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
-			ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
-		})
-	}
-	m := res.Manifest
-	b, err := jcs.Canonical(m)
-	if err != nil {
-		return nil, nil, fmt.Errorf("release manifest: %w", err)
-	}
-	created, err := time.Parse(time.RFC3339, m.CreatedAt)
-	if err != nil {
-		return nil, nil, fmt.Errorf("release manifest: createdAt %q: %w", m.CreatedAt, err)
-	}
-	return arts, &registry.Release{EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
 }
 
 // progress prints one line per artifact, or a single updating bar when

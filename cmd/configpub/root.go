@@ -21,6 +21,7 @@ func newRootCmd() *cobra.Command {
 		add(root)
 	}
 	withHints(root)
+	markRan(root)
 	return root
 }
 

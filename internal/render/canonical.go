@@ -96,8 +96,6 @@ func AppendCanonical(dst []byte, v *Value) ([]byte, error) {
 	return dst, fmt.Errorf("unknown value kind %d", v.Kind)
 }
 
-// sortedIndex returns the indexes of keys in RFC 8785 order (UTF-16 code
-// units, jcs.CompareKeys).
 // appendNumber writes an integer or float Value in its RFC 8785 form, which
 // both renderers use: integers beyond ±2^53 and non-finite floats have no
 // exact JSON equivalent and are refused.
@@ -118,6 +116,8 @@ func appendNumber(dst []byte, v *Value) ([]byte, error) {
 	return append(dst, s...), nil
 }
 
+// sortedIndex returns the indexes of keys in RFC 8785 order (UTF-16 code
+// units, jcs.CompareKeys).
 func sortedIndex(keys []string) []int {
 	idx := make([]int, len(keys))
 	sorted := true

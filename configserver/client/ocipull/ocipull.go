@@ -1,0 +1,61 @@
+// Package ocipull connects the runtime client to an OCI registry: Puller
+// implements client.OCIPuller with the registry package, so a Go runtime
+// that loads its values artifact by digest (client.LoadOCI) needs no
+// adapter of its own. It is a separate package so that runtimes using only
+// the Config Server do not carry the registry's dependencies.
+package ocipull
+
+import (
+	"context"
+	"errors"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
+)
+
+// Puller pulls a values artifact by digest with a registry.Client and
+// verifies it: the layer digest, a cosign signature by one of Keys over
+// this manifest digest, and the identity annotations.
+type Puller struct {
+	Registry *registry.Client
+	Keys     []signing.TrustedKey // trusted cosign public keys
+	Identity bundle.Identity      // the runtime's; empty fields are not checked
+}
+
+var _ client.OCIPuller = (*Puller)(nil)
+
+// PullVerified implements client.OCIPuller. The registry's refusals
+// (digest, signature, identity, malformed manifest) become
+// *client.VerificationError with the matching reason, so LoadOCI records
+// them as REJECTED; any other failure is returned as is (UNAVAILABLE).
+func (p *Puller) PullVerified(ctx context.Context, ref string) (*client.OCIArtifact, error) {
+	v, err := p.Registry.Verify(ctx, ref, registry.VerifyOptions{Keys: p.Keys, Identity: &p.Identity})
+	if err != nil {
+		if reason := reasonOf(err); reason != "" {
+			return nil, &client.VerificationError{Reason: reason, Err: err}
+		}
+		return nil, err
+	}
+	return &client.OCIArtifact{
+		Ref: v.Ref(), LayerDigest: v.Layer.Digest.String(), Values: v.Content,
+		Annotations: v.Manifest.Annotations, SignatureVerified: v.KeyID != "",
+	}, nil
+}
+
+// reasonOf maps a registry verification failure to the client's reason;
+// "" for a failure that is not a verdict on the artifact.
+func reasonOf(err error) client.Reason {
+	switch {
+	case errors.Is(err, registry.ErrDigestMismatch):
+		return client.ReasonDigestMismatch
+	case errors.Is(err, registry.ErrSignature):
+		return client.ReasonSignatureInvalid
+	case errors.Is(err, registry.ErrIdentity):
+		return client.ReasonIdentityMismatch
+	case errors.Is(err, registry.ErrInvalid):
+		return client.ReasonManifestInvalid
+	}
+	return ""
+}

@@ -1,0 +1,83 @@
+package ocipull_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"errors"
+	"testing"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/configserver/client/ocipull"
+	"github.com/configpub/configpub/internal/registrytest"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/registry"
+)
+
+func trustedKey(t *testing.T) (*ecdsa.PrivateKey, []signing.TrustedKey) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := signing.NewTrustedKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, []signing.TrustedKey{tk}
+}
+
+func TestPullVerified(t *testing.T) {
+	ctx := context.Background()
+	rc, err := registry.New(registry.Options{Storage: registry.Memory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, keys := trustedKey(t)
+	_, otherKeys := trustedKey(t)
+	a := registrytest.Artifacts(1, "prod", 1)[0]
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: "registry.example/configpub", Artifacts: []registry.Artifact{a}, Signer: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	id := bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
+
+	got, err := (&ocipull.Puller{Registry: rc, Keys: keys, Identity: id}).PullVerified(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.SignatureVerified || got.Ref != ref || got.LayerDigest != a.ArtifactDigest || string(got.Values) != string(a.Values) ||
+		got.Annotations[bundle.AnnotationSnapshotID] != a.SnapshotID {
+		t.Fatalf("got %+v, want the published artifact %s with a verified signature", got, ref)
+	}
+
+	other := id
+	other.ServiceID = "someone-else"
+	missing := "registry.example/configpub/prod/nobody/none@" + a.ArtifactDigest
+	for _, tc := range []struct {
+		name   string
+		p      ocipull.Puller
+		ref    string
+		reason client.Reason // "" = not a verification verdict
+	}{
+		{"another identity", ocipull.Puller{Registry: rc, Keys: keys, Identity: other}, ref, client.ReasonIdentityMismatch},
+		{"untrusted key", ocipull.Puller{Registry: rc, Keys: otherKeys, Identity: id}, ref, client.ReasonSignatureInvalid},
+		{"nothing at the digest", ocipull.Puller{Registry: rc, Keys: keys, Identity: id}, missing, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.p.PullVerified(ctx, tc.ref)
+			var ve *client.VerificationError
+			switch {
+			case err == nil:
+				t.Fatal("got no error")
+			case tc.reason == "" && errors.As(err, &ve):
+				t.Fatalf("got verification error %v, want a pull failure", err)
+			case tc.reason != "" && (!errors.As(err, &ve) || ve.Reason != tc.reason):
+				t.Fatalf("got %v, want a verification error with reason %s", err, tc.reason)
+			}
+		})
+	}
+}
