@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 func main() {
@@ -17,7 +19,9 @@ func main() {
 	err := root.ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "configpub:", err)
+		// An error may quote a setting key, a file name or a server's
+		// answer: it must not drive the terminal.
+		fmt.Fprintln(os.Stderr, "configpub:", safetext.TerminalLines(err.Error()))
 	}
 	os.Exit(exitCode(err))
 }

@@ -21,7 +21,15 @@ import (
 // paragraph separator, and invalid UTF-8 byte replaced by its Go escape.
 // A backslash is doubled, so no escape can be forged; other text prints
 // unchanged.
-func Terminal(s string) string {
+func Terminal(s string) string { return terminal(s, false) }
+
+// TerminalLines is Terminal for multi-line messages (an error listing
+// several problems): newlines and tabs are kept and backslashes are left
+// alone (a message may quote a pattern); every other control character is
+// escaped.
+func TerminalLines(s string) string { return terminal(s, true) }
+
+func terminal(s string, lines bool) string {
 	if isPlain(s) {
 		return s
 	}
@@ -33,8 +41,10 @@ func Terminal(s string) string {
 		case r == utf8.RuneError && size == 1:
 			b.WriteString(`\x`)
 			b.WriteString(hex2(s[i]))
-		case r == '\\':
+		case r == '\\' && !lines:
 			b.WriteString(`\\`)
+		case lines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
 		case unsafeRune(r):
 			q := strconv.QuoteRuneToASCII(r) // e.g. '\x1b', '\u202e'
 			b.WriteString(q[1 : len(q)-1])

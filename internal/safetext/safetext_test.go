@@ -24,6 +24,14 @@ func TestTerminal(t *testing.T) {
 	}
 }
 
+func TestTerminalLines(t *testing.T) {
+	in := "two problems:\n\tkey \"a\x1b[2Jb\": bad\n\tpattern ^[^\\s]+$\u202e"
+	want := "two problems:\n\tkey \"a\\x1b[2Jb\": bad\n\tpattern ^[^\\s]+$\\u202e"
+	if got := TerminalLines(in); got != want {
+		t.Errorf("TerminalLines = %q, want %q", got, want)
+	}
+}
+
 func TestCodeSpan(t *testing.T) {
 	for in, want := range map[string]string{
 		"/a/b":      "`/a/b`",
