@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/compiler"
-	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/gitfs"
+	"github.com/configpub/configpub/internal/policytree"
 )
 
 func addCompileCmd(root *cobra.Command) {

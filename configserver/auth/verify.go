@@ -113,9 +113,9 @@ func NewVerifier(keys KeySource, opts Options) (*Verifier, error) {
 
 // workloadClaims are the non-registered claims of a workload token.
 type workloadClaims struct {
-	Host           string            `json:"host"`
-	ServiceID      string            `json:"sid"`
-	EnvTag         string            `json:"env"`
+	Host           string          `json:"host"`
+	ServiceID      string          `json:"sid"`
+	EnvTag         string          `json:"env"`
 	ConfigAudience string          `json:"config_audience"`
 	Confirmation   json.RawMessage `json:"cnf"`
 }
