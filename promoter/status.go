@@ -4,18 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Target states reported by Status.
+// Target states reported by Status. The state says what the runtime runs
+// relative to the desired pointer; rejections, acknowledgement lag and
+// divergence are reported apart from it (TargetStatus).
 const (
 	TargetRevoked      = "REVOKED"       // the current snapshot is revoked
 	TargetLeaseExpired = "LEASE_EXPIRED" // the current lease ran out (renew leases)
-	TargetApplied      = "APPLIED"       // the runtime reported applying the current snapshot
-	TargetRejected     = "REJECTED"      // the runtime reported rejecting the current snapshot
-	TargetPublished    = "PUBLISHED"     // delivered; no runtime evidence for this snapshot yet
+	TargetApplied      = "APPLIED"       // the runtime reports running the current snapshot
+	TargetRejected     = "REJECTED"      // the runtime rejected the current snapshot and runs another (or none)
+	TargetPublished    = "PUBLISHED"     // delivered; the runtime has not reported running it
 )
 
 // Status is an environment's publication timeline.
@@ -45,14 +48,21 @@ type ReleaseStatus struct {
 	UpdatedAt          time.Time `json:"updatedAt"`
 }
 
-// TargetStatus is one current pointer.
+// TargetStatus is one identity: the desired pointer (SnapshotID and the
+// fields after it up to LeaseExpiresAt), what the runtime reports running
+// (Running), its last rejection (LastRejection, with the count since the
+// pointer moved), how long it took (or is taking) to acknowledge the desired
+// snapshot, and whether what it runs diverges from the desired pointer.
+// Runtime reports are observations (unverified: a runtime reports about
+// itself), never authority.
 type TargetStatus struct {
 	Host            string    `json:"host"`
 	ServiceID       string    `json:"serviceId"`
 	EnvTag          string    `json:"envTag"`
 	Audience        string    `json:"audience"`
-	SnapshotID      string    `json:"snapshotId"`
-	ReleaseVersion  int64     `json:"releaseVersion"` // release that created the snapshot
+	SnapshotID      string    `json:"snapshotId"`     // desired: the current pointer
+	ReleaseVersion  int64     `json:"releaseVersion"` // release that created the desired snapshot
+	PublicationID   string    `json:"publicationId"`
 	ArtifactDigest  string    `json:"artifactDigest"`
 	ContentDigest   string    `json:"contentDigest"`
 	PolicyDigest    string    `json:"policyDigest"`
@@ -61,19 +71,87 @@ type TargetStatus struct {
 	Sequence        int64     `json:"sequence"`
 	MovedAt         time.Time `json:"movedAt"`
 	LeaseExpiresAt  time.Time `json:"leaseExpiresAt"`
-	LastEvidence    *Evidence `json:"lastEvidence,omitempty"`
+
+	// Running is the snapshot the runtime last reported running (its last
+	// APPLIED report, or the current snapshot named by a later report).
+	Running *RunningSnapshot `json:"running,omitempty"`
+	// Diverged is true when the runtime reports running another snapshot
+	// than the desired one.
+	Diverged bool `json:"diverged"`
+	// AcknowledgedAt is the first report of running the desired snapshot
+	// since the pointer moved; AckLagSeconds is the time from the move to
+	// it, or to now while unacknowledged.
+	AcknowledgedAt *time.Time `json:"acknowledgedAt,omitempty"`
+	AckLagSeconds  int64      `json:"ackLagSeconds"`
+	// LastRejection is the runtime's last REJECTED report, whatever it was
+	// about; RejectionsSinceMove counts those since the pointer moved.
+	LastRejection       *Evidence `json:"lastRejection,omitempty"`
+	RejectionsSinceMove int       `json:"rejectionsSinceMove"`
+	// LastEvidence is the runtime's last report of any outcome.
+	LastEvidence *Evidence `json:"lastEvidence,omitempty"`
 }
 
-// Evidence is a runtime's last report.
+// RunningSnapshot is the snapshot a runtime reports running.
+type RunningSnapshot struct {
+	SnapshotID     string    `json:"snapshotId"`
+	ReleaseVersion int64     `json:"releaseVersion,omitempty"` // 0 when the id is not a known snapshot
+	PublicationID  string    `json:"publicationId,omitempty"`
+	ReportedAt     time.Time `json:"reportedAt"`
+}
+
+// Evidence is one runtime report: an observation the runtime made about
+// itself (Kind "observation", unverified) or a receipt read back by the
+// control plane (Kind "receipt").
 type Evidence struct {
-	Outcome    string    `json:"outcome"`
-	Reason     string    `json:"reason,omitempty"`
-	SnapshotID string    `json:"snapshotId,omitempty"`
-	ReportedAt time.Time `json:"reportedAt"`
+	Outcome                 string     `json:"outcome"`
+	Reason                  string     `json:"reason,omitempty"`
+	SnapshotID              string     `json:"snapshotId,omitempty"` // the snapshot the report is about
+	PublicationID           string     `json:"publicationId,omitempty"`
+	ReleaseVersion          int64      `json:"releaseVersion,omitempty"`
+	RunningSnapshotID       string     `json:"runningSnapshotId,omitempty"`
+	LastKnownGoodSnapshotID string     `json:"lastKnownGoodSnapshotId,omitempty"`
+	Kind                    string     `json:"kind"`
+	ObservedAt              *time.Time `json:"observedAt,omitempty"` // the runtime's clock
+	ReportedAt              time.Time  `json:"reportedAt"`           // the database's clock
 }
 
-// Status reads envTag's releases and, per target, the current snapshot,
-// digests, state, previous release and last runtime evidence.
+// evidenceColumns selects an Evidence from runtime_evidence e.
+const evidenceColumns = `e.outcome, e.reason, coalesce(e.snapshot_id::text, ''), coalesce(e.publication_id::text, ''),
+	coalesce(e.release_version, 0), coalesce(e.running_snapshot_id::text, ''), coalesce(e.lkg_snapshot_id::text, ''),
+	e.kind, e.observed_at, e.reported_at`
+
+// scanEvidence scans evidenceColumns (all NULL for a missing row) into a
+// new Evidence, or nil.
+type evidenceScan struct {
+	outcome, reason, snapshot, publication *string
+	release                                *int64
+	running, lkg, kind                     *string
+	observed, reported                     *time.Time
+}
+
+func (e *evidenceScan) dest() []any {
+	return []any{&e.outcome, &e.reason, &e.snapshot, &e.publication, &e.release, &e.running, &e.lkg, &e.kind, &e.observed, &e.reported}
+}
+
+func (e *evidenceScan) evidence() *Evidence {
+	if e.outcome == nil {
+		return nil
+	}
+	ev := &Evidence{Outcome: *e.outcome, Reason: deref(e.reason), SnapshotID: deref(e.snapshot), PublicationID: deref(e.publication),
+		RunningSnapshotID: deref(e.running), LastKnownGoodSnapshotID: deref(e.lkg), Kind: deref(e.kind), ReportedAt: e.reported.UTC()}
+	if e.release != nil {
+		ev.ReleaseVersion = *e.release
+	}
+	if e.observed != nil {
+		t := e.observed.UTC()
+		ev.ObservedAt = &t
+	}
+	return ev
+}
+
+// Status reads envTag's releases and, per target, the desired snapshot, what
+// the runtime reports running, its last rejection, acknowledgement lag and
+// divergence. An environment without releases is ErrNotFound.
 func (s *Store) Status(ctx context.Context, envTag string) (*Status, error) {
 	st, err := s.status(ctx, envTag)
 	if err != nil {
@@ -82,11 +160,19 @@ func (s *Store) Status(ctx context.Context, envTag string) (*Status, error) {
 	return st, nil
 }
 
+// errNoEnvironment names an environment that has no releases.
+func errNoEnvironment(envTag string) error {
+	return fmt.Errorf("environment %q has no releases: %w", envTag, ErrNotFound)
+}
+
 func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	st := &Status{EnvTag: envTag, Releases: []ReleaseStatus{}, Targets: []TargetStatus{}}
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(current_release_version, 0), coalesce(pending_release_version, 0)
 		FROM configpub.environment WHERE env_tag = $1`, envTag).Scan(&st.CurrentRelease, &st.PendingRelease)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errNoEnvironment(envTag)
+	}
+	if err != nil {
 		return nil, dbErr("read environment", err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT release_version, base_release_version, lifecycle_state, execution_outcome,
@@ -108,7 +194,15 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		return nil, dbErr("read releases", err)
 	}
 	now := s.opts.Clock()
-	rows, err = s.pool.Query(ctx, `SELECT p.host, p.service_id, p.env_tag, s.audience, p.snapshot_id::text,
+	// Per pointer: the last report, the last report naming what runs
+	// (running_snapshot_id, or the snapshot of an APPLIED report from
+	// before that column), the last rejection with the count since the
+	// move, and the first report of running the desired snapshot since the
+	// move.
+	rows, err = s.pool.Query(ctx, `WITH ev AS (
+			SELECT e.*, coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
+			FROM configpub.runtime_evidence e WHERE e.env_tag = $1)
+		SELECT p.host, p.service_id, p.env_tag, s.audience, p.snapshot_id::text, s.publication_id::text,
 			p.release_version, s.artifact_digest, s.content_digest, s.policy_digest, p.sequence, p.moved_at,
 			p.lease_expires_at,
 			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
@@ -117,12 +211,23 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 				JOIN configpub.config_snapshot ps ON ps.snapshot_id = m.previous_snapshot_id
 				WHERE m.env_tag = p.env_tag AND m.host = p.host AND m.service_id = p.service_id
 				ORDER BY m.move_id DESC LIMIT 1), 0),
-			ev.outcome, ev.reason, ev.snapshot_id::text, ev.reported_at
+			run.runs::text, run.reported_at, rs.release_version, rs.publication_id::text,
+			(SELECT min(a.reported_at) FROM ev a WHERE a.host = p.host AND a.service_id = p.service_id
+				AND a.runs = p.snapshot_id AND a.reported_at >= p.moved_at),
+			(SELECT count(*) FROM ev r WHERE r.host = p.host AND r.service_id = p.service_id
+				AND r.outcome = 'REJECTED' AND r.reported_at >= p.moved_at),
+			`+prefixed("lastev", evidenceColumns)+`,
+			`+prefixed("rejev", evidenceColumns)+`
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-		LEFT JOIN LATERAL (SELECT e.outcome, e.reason, e.snapshot_id, e.reported_at FROM configpub.runtime_evidence e
-			WHERE e.env_tag = p.env_tag AND e.host = p.host AND e.service_id = p.service_id
-			ORDER BY e.evidence_id DESC LIMIT 1) ev ON true
+		LEFT JOIN LATERAL (SELECT e.runs, e.reported_at FROM ev e
+			WHERE e.host = p.host AND e.service_id = p.service_id AND e.runs IS NOT NULL
+			ORDER BY e.evidence_id DESC LIMIT 1) run ON true
+		LEFT JOIN configpub.config_snapshot rs ON rs.snapshot_id = run.runs
+		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id
+			ORDER BY e.evidence_id DESC LIMIT 1) lastev ON true
+		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id AND e.outcome = 'REJECTED'
+			ORDER BY e.evidence_id DESC LIMIT 1) rejev ON true
 		WHERE p.env_tag = $1
 		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
@@ -132,27 +237,33 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	for rows.Next() {
 		var t TargetStatus
 		var revoked bool
-		var evOutcome, evReason, evSnapshot *string
-		var evAt *time.Time
-		if err := rows.Scan(&t.Host, &t.ServiceID, &t.EnvTag, &t.Audience, &t.SnapshotID, &t.ReleaseVersion,
+		var runID, runPub *string
+		var runAt, ackAt *time.Time
+		var runRelease *int64
+		var last, rej evidenceScan
+		dest := []any{&t.Host, &t.ServiceID, &t.EnvTag, &t.Audience, &t.SnapshotID, &t.PublicationID, &t.ReleaseVersion,
 			&t.ArtifactDigest, &t.ContentDigest, &t.PolicyDigest, &t.Sequence, &t.MovedAt, &t.LeaseExpiresAt,
-			&revoked, &t.PreviousRelease, &evOutcome, &evReason, &evSnapshot, &evAt); err != nil {
+			&revoked, &t.PreviousRelease, &runID, &runAt, &runRelease, &runPub, &ackAt, &t.RejectionsSinceMove}
+		dest = append(append(dest, last.dest()...), rej.dest()...)
+		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr("read pointers", err)
 		}
-		if evOutcome != nil {
-			t.LastEvidence = &Evidence{Outcome: *evOutcome, Reason: deref(evReason), SnapshotID: deref(evSnapshot), ReportedAt: evAt.UTC()}
-		}
 		t.MovedAt, t.LeaseExpiresAt = t.MovedAt.UTC(), t.LeaseExpiresAt.UTC()
-		switch {
-		case revoked:
-			t.State = TargetRevoked
-		case !now.Before(t.LeaseExpiresAt):
-			t.State = TargetLeaseExpired
-		case t.LastEvidence != nil && t.LastEvidence.SnapshotID == t.SnapshotID:
-			t.State = t.LastEvidence.Outcome
-		default:
-			t.State = TargetPublished
+		t.LastEvidence, t.LastRejection = last.evidence(), rej.evidence()
+		if runID != nil {
+			t.Running = &RunningSnapshot{SnapshotID: *runID, PublicationID: deref(runPub), ReportedAt: runAt.UTC()}
+			if runRelease != nil {
+				t.Running.ReleaseVersion = *runRelease
+			}
+			t.Diverged = *runID != t.SnapshotID
 		}
+		lagEnd := now
+		if ackAt != nil {
+			a := ackAt.UTC()
+			t.AcknowledgedAt, lagEnd = &a, a
+		}
+		t.AckLagSeconds = max(int64(lagEnd.Sub(t.MovedAt)/time.Second), 0)
+		t.State = targetState(&t, revoked, now)
 		st.Targets = append(st.Targets, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -162,6 +273,30 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// targetState derives a target's state: revoked and lease-expired first;
+// then what the runtime runs decides, so that a rejection of a tampered
+// response by a runtime that still runs the desired snapshot leaves it
+// APPLIED (the rejection is reported apart).
+func targetState(t *TargetStatus, revoked bool, now time.Time) string {
+	switch {
+	case revoked:
+		return TargetRevoked
+	case !now.Before(t.LeaseExpiresAt):
+		return TargetLeaseExpired
+	case t.Running != nil && !t.Diverged:
+		return TargetApplied
+	case t.LastRejection != nil && t.LastRejection.SnapshotID == t.SnapshotID && t.RejectionsSinceMove > 0:
+		return TargetRejected
+	default:
+		return TargetPublished
+	}
+}
+
+// prefixed qualifies the "e." columns of cols with alias.
+func prefixed(alias, cols string) string {
+	return strings.ReplaceAll(cols, "e.", alias+".")
 }
 
 func deref(s *string) string {
@@ -196,22 +331,50 @@ type Move struct {
 	Reason             string    `json:"reason"`
 	CommandID          string    `json:"commandId"`
 	MovedAt            time.Time `json:"movedAt"`
+	// AppliedAt is the first runtime report of running NextSnapshotID
+	// after this move and before the identity's next move; Rejections
+	// counts the reports rejecting it in that time. They stay with this
+	// move whatever the runtime runs later.
+	AppliedAt  *time.Time `json:"appliedAt,omitempty"`
+	Rejections int        `json:"rejections"`
 }
 
-// History returns envTag's pointer moves, oldest first.
+// History returns envTag's pointer moves, oldest first, each with the
+// runtime reports about the snapshot it moved to. An environment without
+// releases is ErrNotFound.
 func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]Move, error) {
 	limit := any(nil)
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (
-			SELECT move_id, host, service_id, env_tag, coalesce(previous_snapshot_id::text, ''),
-				next_snapshot_id::text, publication_id::text, release_version, coalesce(previous_release_version, 0),
-				sequence, action, actor, reviewers, reason, command_id::text, moved_at
+	var known bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, envTag).Scan(&known); err != nil {
+		return nil, fmt.Errorf("history %s: %w", envTag, dbErr("read environment", err))
+	}
+	if !known {
+		return nil, fmt.Errorf("history %s: %w", envTag, errNoEnvironment(envTag))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT m.*,
+			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e
+				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+				AND coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) = m.next_snapshot_id::uuid
+				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at)),
+			(SELECT count(*) FROM configpub.runtime_evidence e
+				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+				AND e.outcome = 'REJECTED' AND e.snapshot_id = m.next_snapshot_id::uuid
+				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at))
+		FROM (
+			SELECT move_id, host, service_id, env_tag, coalesce(previous_snapshot_id::text, '') AS previous_snapshot_id,
+				next_snapshot_id::text AS next_snapshot_id, publication_id::text AS publication_id, release_version,
+				coalesce(previous_release_version, 0) AS previous_release_version,
+				sequence, action, actor, reviewers, reason, command_id::text AS command_id, moved_at
 			FROM configpub.pointer_move
 			WHERE env_tag = $1 AND ($2 = '' OR host = $2) AND ($3 = '' OR service_id = $3)
 			ORDER BY move_id DESC LIMIT $4) m
-		ORDER BY move_id`, envTag, f.Host, f.ServiceID, limit)
+		LEFT JOIN LATERAL (SELECT n.moved_at FROM configpub.pointer_move n
+			WHERE n.env_tag = m.env_tag AND n.host = m.host AND n.service_id = m.service_id AND n.move_id > m.move_id
+			ORDER BY n.move_id LIMIT 1) nm ON true
+		ORDER BY m.move_id`, envTag, f.Host, f.ServiceID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
 	}
@@ -219,8 +382,12 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 		var m Move
 		err := row.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.EnvTag, &m.PreviousSnapshotID, &m.NextSnapshotID,
 			&m.PublicationID, &m.ReleaseVersion, &m.PreviousRelease, &m.Sequence, &m.Action, &m.Actor, &m.Reviewers,
-			&m.Reason, &m.CommandID, &m.MovedAt)
+			&m.Reason, &m.CommandID, &m.MovedAt, &m.AppliedAt, &m.Rejections)
 		m.MovedAt = m.MovedAt.UTC()
+		if m.AppliedAt != nil {
+			a := m.AppliedAt.UTC()
+			m.AppliedAt = &a
+		}
 		return m, err
 	})
 	if err != nil {
