@@ -106,6 +106,7 @@ func (h *handler) serveEvidence(w http.ResponseWriter, r *http.Request, rl *reqL
 		return errForbidden("evidence audience differs from the token's")
 	}
 	ev.Audience = claims.ConfigAudience
+	ev.ReportedAt = h.now()
 	rl.snapshotID = ev.SnapshotID
 	ctx, cancel := h.storeContext(r)
 	defer cancel()

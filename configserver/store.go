@@ -92,5 +92,6 @@ type Evidence struct {
 	ArtifactDigest          string
 	ContentDigest           string
 	PolicyDigest            string
-	ObservedAt              time.Time // zero when not reported
+	ObservedAt              time.Time // zero when not reported (the runtime's clock)
+	ReportedAt              time.Time // when the server received it (the server's clock); zero = the database's
 }

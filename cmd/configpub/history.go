@@ -21,7 +21,7 @@ func addHistoryCmd(root *cobra.Command) {
 	)
 	cmd := &cobra.Command{
 		Use:   "history --env ENV [--target HOST[/SERVICE]] [--limit N]",
-		Short: "List pointer moves with actor, reason and command",
+		Short: "List pointer moves with actor, reason, command and the runtime reports about each move's snapshot",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -70,14 +70,21 @@ func addHistoryCmd(root *cobra.Command) {
 func printHistory(w io.Writer, moves []promoter.Move) error {
 	term := safetext.Terminal
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tACTOR\tREASON\tCOMMAND")
+	fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tRUNTIME\tACTOR\tREASON\tCOMMAND")
 	for _, m := range moves {
 		from := m.PreviousSnapshotID
 		if from == "" {
 			from = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
-			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), term(m.Actor), term(m.Reason), term(m.CommandID))
+		rt := "-"
+		if m.AppliedAt != nil {
+			rt = "applied after " + m.AppliedAt.Sub(m.MovedAt).Round(time.Second).String()
+		}
+		if m.Rejections > 0 {
+			rt += fmt.Sprintf(", %d rejected", m.Rejections)
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
+			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), rt, term(m.Actor), term(m.Reason), term(m.CommandID))
 	}
 	return tw.Flush()
 }

@@ -40,13 +40,23 @@ func addStatusCmd(root *cobra.Command) {
 		Use:   "status --env ENV [--format text|json]",
 		Short: "Show an environment's publication timeline: releases and, per target, what is live",
 		Long: `status prints the releases of ENV (lifecycle state, execution outcome, revision)
-and, per target, the current snapshot, the release that created it, its digests,
-its state (PUBLISHED, APPLIED or REJECTED by the runtime's last evidence,
-LEASE_EXPIRED, REVOKED), the release before the last move and the last runtime
-evidence. --format json prints
+and, per target, keeps apart:
+  - the desired pointer: the current snapshot, the release that created it, its digests,
+    sequence and lease;
+  - what the runtime runs: the snapshot its last report names as running (RUNNING), and
+    whether it diverges from the desired one (DIVERGED);
+  - the acknowledgement: when the runtime first reported running the desired snapshot
+    after the pointer moved, and the lag since the move (pending while it has not);
+  - its last rejection (reason, snapshot, time) and how many since the move.
+STATE is REVOKED, LEASE_EXPIRED, APPLIED (the runtime runs the desired snapshot, even if it
+rejected a tampered response since), REJECTED (it rejected the desired snapshot and runs
+another) or PUBLISHED (not reported yet). Runtime reports are unverified observations.
+An environment without releases is an error (exit 1). --format json prints
 {"envTag","currentRelease","releases":[...],"targets":[{"host","serviceId","envTag",
-"audience","snapshotId","releaseVersion","artifactDigest","contentDigest",
-"policyDigest","state",...}]}.`,
+"audience","snapshotId","releaseVersion","publicationId","artifactDigest","contentDigest",
+"policyDigest","state","sequence","movedAt","leaseExpiresAt","running":{"snapshotId",
+"releaseVersion","publicationId","reportedAt"},"diverged","acknowledgedAt","ackLagSeconds",
+"lastRejection":{...},"rejectionsSinceMove","lastEvidence":{...}}]}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -86,14 +96,11 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
-	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tSNAPSHOT\tRELEASE\tPREV\tSEQ\tSTATE\tLEASE EXPIRES\tLAST EVIDENCE")
+	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tLEASE EXPIRES")
 	for _, t := range st.Targets {
-		ev := "-"
-		if e := t.LastEvidence; e != nil {
-			ev = fmt.Sprintf("%s %s at %s", safetext.Terminal(e.Outcome), safetext.Terminal(short(e.SnapshotID, 8)), e.ReportedAt.Format(time.RFC3339))
-		}
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
-			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, t.LeaseExpiresAt.Format(time.RFC3339), ev)
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
+			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(t), yesNo(t.Diverged), acknowledged(t),
+			lastRejection(t), t.LeaseExpiresAt.Format(time.RFC3339))
 	}
 	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()
@@ -104,4 +111,49 @@ func short(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// running describes the snapshot a runtime reports running.
+func running(t promoter.TargetStatus) string {
+	r := t.Running
+	switch {
+	case r == nil:
+		return "-"
+	case r.SnapshotID == t.SnapshotID:
+		return "desired"
+	case r.ReleaseVersion != 0:
+		return fmt.Sprintf("%s (release %d)", short(r.SnapshotID, 8), r.ReleaseVersion)
+	default:
+		return short(r.SnapshotID, 8) + " (unknown)"
+	}
+}
+
+// acknowledged describes the acknowledgement of the desired snapshot.
+func acknowledged(t promoter.TargetStatus) string {
+	lag := time.Duration(t.AckLagSeconds) * time.Second
+	if t.AcknowledgedAt == nil {
+		return "pending " + lag.String()
+	}
+	return "after " + lag.String()
+}
+
+// lastRejection describes the last rejection and the count since the move.
+func lastRejection(t promoter.TargetStatus) string {
+	e := t.LastRejection
+	if e == nil {
+		return "-"
+	}
+	about := "-"
+	if e.SnapshotID != "" {
+		about = short(e.SnapshotID, 8)
+	}
+	return fmt.Sprintf("%s %s at %s (%d since move)", safetext.Terminal(e.Reason), safetext.Terminal(about),
+		e.ReportedAt.Format(time.RFC3339), t.RejectionsSinceMove)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

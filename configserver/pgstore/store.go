@@ -245,9 +245,12 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 		}
 		return v
 	}
-	var observed, release, seq any
+	var observed, reported, release, seq any
 	if !ev.ObservedAt.IsZero() {
 		observed = ev.ObservedAt
+	}
+	if !ev.ReportedAt.IsZero() {
+		reported = ev.ReportedAt
 	}
 	if ev.ReleaseVersion > 0 {
 		release = ev.ReleaseVersion
@@ -259,8 +262,9 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
 		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail,
-		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, kind)
-		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16, 'observation'
+		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, kind, reported_at)
+		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16, 'observation',
+			coalesce($18::timestamptz, now())
 		WHERE ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $4::uuid
 				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $17
 				AND ($11::uuid IS NULL OR s.publication_id = $11::uuid)))
@@ -272,7 +276,7 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 		ev.Identity.Host, ev.Identity.ServiceID, ev.Identity.EnvTag, orNil(ev.SnapshotID), ev.Outcome, ev.Reason,
 		ev.ArtifactDigest, ev.ContentDigest, ev.PolicyDigest, string(detailJSON),
 		orNil(ev.PublicationID), release, seq, orNil(ev.RunningSnapshotID), orNil(ev.LastKnownGoodSnapshotID), observed,
-		ev.Audience)
+		ev.Audience, reported)
 	if err != nil {
 		s.dbErrors.Add(1)
 		return classify("record evidence for "+ev.Identity.String(), err)

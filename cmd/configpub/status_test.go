@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestStatusAndHistoryKeepRuntimeEvidenceApart: host-a runs its desired
+// snapshot and rejected a tampered response since (APPLIED, one rejection
+// apart); host-b still runs release 1's snapshot after release 2 moved it
+// (PUBLISHED, diverged, acknowledgement pending), and its report about
+// release 1 stays with release 1's move in history. Text and JSON.
+func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
+	db := pgtest.New(t)
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := seedReleases(t, db, signer)
+	ctx := context.Background()
+	// Reports as the Config Server stores them, each just after the move it
+	// follows (reported_at is the server's clock).
+	for _, r := range []struct {
+		host, outcome, reason, snapshot string
+		afterMicros                     int
+	}{
+		{"host-a", "APPLIED", "NEW_SNAPSHOT", snaps[1][0], 1},
+		{"host-b", "APPLIED", "NEW_SNAPSHOT", snaps[1][1], 1},
+		{"host-a", "REJECTED", "DIGEST_MISMATCH", snaps[1][0], 2},
+	} {
+		if _, err := db.Pool(t).Exec(ctx, `INSERT INTO configpub.runtime_evidence
+			(host, service_id, env_tag, snapshot_id, outcome, reason, running_snapshot_id, lkg_snapshot_id, reported_at)
+			SELECT $1, 'svc', 'prod', $2::uuid, $3, $4, $2::uuid, $2::uuid,
+				(SELECT moved_at FROM configpub.pointer_move WHERE host = $1 ORDER BY move_id LIMIT 1) + $5::int * interval '1 microsecond'`,
+			r.host, r.snapshot, r.outcome, r.reason, r.afterMicros); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := "--database=" + db.URL
+
+	out, code := runStore("status", "--env", "prod", "--format", "json", d)
+	if code != 0 {
+		t.Fatalf("status json: exit %d\n%s", code, out)
+	}
+	var st promoter.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	if len(st.Targets) != 2 {
+		t.Fatalf("got %d targets", len(st.Targets))
+	}
+	a, b := st.Targets[0], st.Targets[1]
+	if a.State != promoter.TargetApplied || a.Running == nil || a.Running.SnapshotID != snaps[2][0] || a.Diverged ||
+		a.AcknowledgedAt == nil || a.LastRejection == nil || a.LastRejection.Reason != "DIGEST_MISMATCH" || a.RejectionsSinceMove != 1 {
+		t.Fatalf("host-a: got %+v, want APPLIED running the desired snapshot with one DIGEST_MISMATCH apart", a)
+	}
+	if b.State != promoter.TargetPublished || b.Running == nil || b.Running.SnapshotID != snaps[1][1] || b.Running.ReleaseVersion != 1 ||
+		!b.Diverged || b.AcknowledgedAt != nil || b.LastRejection != nil || b.SnapshotID != snaps[2][1] {
+		t.Fatalf("host-b: got %+v, want PUBLISHED, desired %s, running release 1's %s, diverged, unacknowledged", b, snaps[2][1], snaps[1][1])
+	}
+	for _, k := range []string{`"running"`, `"diverged"`, `"acknowledgedAt"`, `"ackLagSeconds"`, `"lastRejection"`, `"rejectionsSinceMove"`, `"kind": "observation"`} {
+		if !strings.Contains(out, k) {
+			t.Errorf("status json lacks %s", k)
+		}
+	}
+
+	out, code = runStore("status", "--env", "prod", d)
+	if code != 0 {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	lines := strings.Split(out, "\n")
+	var rowA, rowB string
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "host-a/svc"):
+			rowA = l
+		case strings.HasPrefix(l, "host-b/svc"):
+			rowB = l
+		}
+	}
+	for _, w := range []string{"APPLIED", "desired", " no ", "after ", "DIGEST_MISMATCH", "(1 since move)"} {
+		if !strings.Contains(rowA, w) {
+			t.Errorf("host-a row lacks %q: %q", w, rowA)
+		}
+	}
+	for _, w := range []string{"PUBLISHED", "(release 1)", " yes ", "pending "} {
+		if !strings.Contains(rowB, w) {
+			t.Errorf("host-b row lacks %q: %q", w, rowB)
+		}
+	}
+
+	out, code = runStore("history", "--env", "prod", "--target", "host-b/svc", "--format", "json", d)
+	if code != 0 {
+		t.Fatalf("history: exit %d\n%s", code, out)
+	}
+	var moves []promoter.Move
+	if err := json.Unmarshal([]byte(out), &moves); err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 2 || moves[0].NextSnapshotID != snaps[1][1] || moves[0].AppliedAt == nil || moves[1].AppliedAt != nil {
+		t.Fatalf("history: got %+v, want release 1's move applied and release 2's not", moves)
+	}
+	out, _ = runStore("history", "--env", "prod", "--target", "host-b/svc", d)
+	if !strings.Contains(out, "applied after") {
+		t.Errorf("history text lacks the report: %s", out)
+	}
+
+	for _, verb := range []string{"status", "history"} {
+		out, code := runStore(verb, "--env", "nosuch", d)
+		if code != exitRefused || !strings.Contains(out, `"nosuch"`) {
+			t.Errorf("%s --env nosuch: exit %d, want 1 naming the environment\n%s", verb, code, out)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package configserver_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+)
+
+// simClock is a settable clock shared by the promoter, the Config Server's
+// evidence checks and the runtime client.
+type simClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *simClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *simClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
+
+// goldenCreatedAt is the golden prod target's createdAt: its activation
+// window (the prod lease profile, 504 h) starts here.
+var goldenCreatedAt = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
+
+// goldenRuntime is one compiled golden target activated by the real promoter
+// on a real database and served by the real Config Server.
+type goldenRuntime struct {
+	e       *env
+	ps      *promoter.Store
+	clock   *simClock
+	trusted signing.TrustedKey
+	id      bundle.Identity
+	aud     string
+	target  promoter.Target
+}
+
+// activateGolden records and activates the golden prod advisor target at
+// the clock's time with lease, as the promoter does.
+func activateGolden(t *testing.T, clock *simClock, lease promoter.LeaseWindow) *goldenRuntime {
+	t.Helper()
+	dir := "../fixtures/golden/prod/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
+	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
+	if err != nil {
+		t.Fatalf("golden fixture missing: %v", err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Host, ServiceID, EnvTag, Audience, SubjectKind, SubjectName    string
+		SnapshotID, PublicationID, PolicySnapshotID, LeaseProfile      string
+		ArtifactDigest, ContentDigest, PolicyDigest, PropertySetDigest string
+		ReleaseVersion, PolicyVersion, CompatibilityGeneration         int64
+		SourceEventSequence                                            int64
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	tg := promoter.Target{
+		Host: f.Host, ServiceID: f.ServiceID, EnvTag: f.EnvTag, Audience: f.Audience,
+		SubjectKind: f.SubjectKind, SubjectName: f.SubjectName,
+		SnapshotID: f.SnapshotID, PublicationID: f.PublicationID, PolicySnapshotID: f.PolicySnapshotID,
+		ReleaseVersion: f.ReleaseVersion, PolicyVersion: f.PolicyVersion,
+		PolicyDigest: f.PolicyDigest, ContentDigest: f.ContentDigest, PropertySetDigest: f.PropertySetDigest,
+		ArtifactDigest: f.ArtifactDigest, CompatibilityGeneration: f.CompatibilityGeneration,
+		SourceEventSequence: f.SourceEventSequence, CreatedAt: goldenCreatedAt, LeaseProfile: f.LeaseProfile,
+	}
+	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := signing.NewTrustedKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ps, err := promoter.Open(ctx, e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Values, tg.Lease = values, lease
+	if _, err := ps.RecordAndActivate(ctx, promoter.ReleaseInput{
+		CommandID: uuid.NewString(), EnvTag: tg.EnvTag, ReleaseVersion: 1, BaseReleaseVersion: 0,
+		ManifestBytes: []byte("release manifest bytes of the test\n"), Actor: "configserver-test",
+		Targets: []promoter.Target{tg},
+	}); err != nil {
+		t.Fatalf("promoter: record and activate: %v", err)
+	}
+	g := &goldenRuntime{e: e, ps: ps, clock: clock, trusted: trusted, target: tg, aud: tg.Audience,
+		id: bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}}
+	waitServed(t, e, g.id, g.aud, tg.SnapshotID)
+	return g
+}
+
+// client returns a runtime client of the golden identity against url.
+func (g *goldenRuntime) client(t *testing.T, url, cacheDir string) *client.Client {
+	t.Helper()
+	tok := g.e.token(t, g.id, g.aud)
+	c, err := client.New(client.Options{ServerURL: url, Identity: g.id, Audience: g.aud,
+		TokenSource: func(context.Context) (string, error) { return tok, nil },
+		TrustedKeys: []signing.TrustedKey{g.trusted}, Clock: g.clock, CacheDir: cacheDir, Skew: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestStatusKeepsRejectionApartFromWhatRuns: a runtime applies the current
+// snapshot, then rejects a tampered response (a proxy flips one body byte)
+// and keeps running it. Both reports reach the real Config Server; status
+// shows the target APPLIED, running the desired snapshot, not diverged,
+// acknowledged, with exactly one rejection recorded apart; history keeps
+// both reports with the move they are about.
+func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
+	t.Parallel()
+	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	g := activateGolden(t, clock, promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute})
+	ctx := context.Background()
+
+	var tamper sync.Mutex
+	flip := false
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, g.e.srv.URL+r.URL.RequestURI(), r.Body)
+		req.Header = r.Header.Clone()
+		req.Header.Del("If-None-Match") // always a full response
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		tamper.Lock()
+		if flip && len(body) > 0 {
+			body[len(body)/2] ^= 1
+		}
+		tamper.Unlock()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(body)
+	}))
+	defer proxy.Close()
+
+	c := g.client(t, proxy.URL, t.TempDir())
+	reporter := g.client(t, g.e.srv.URL, "")
+	clock.set(clock.Now().Add(time.Second))
+	ev, err := c.Load(ctx)
+	if err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("first load: %v (%+v)", err, ev)
+	}
+	if err := reporter.ReportEvidence(ctx, ev); err != nil {
+		t.Fatalf("report APPLIED: %v", err)
+	}
+	tamper.Lock()
+	flip = true
+	tamper.Unlock()
+	ev, _ = c.Load(ctx)
+	if ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonDigestMismatch || ev.CurrentSnapshotID != g.target.SnapshotID {
+		t.Fatalf("tampered load: got %s %s current %s, want REJECTED DIGEST_MISMATCH still running %s", ev.Outcome, ev.Reason, ev.CurrentSnapshotID, g.target.SnapshotID)
+	}
+	if err := reporter.ReportEvidence(ctx, ev); err != nil {
+		t.Fatalf("report REJECTED: %v", err)
+	}
+
+	st, err := g.ps.Status(ctx, g.id.EnvTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Targets) != 1 {
+		t.Fatalf("got %d targets", len(st.Targets))
+	}
+	ts := st.Targets[0]
+	if ts.State != promoter.TargetApplied || ts.Running == nil || ts.Running.SnapshotID != g.target.SnapshotID || ts.Diverged {
+		t.Fatalf("status: got state %s running %+v diverged %v, want APPLIED running %s", ts.State, ts.Running, ts.Diverged, g.target.SnapshotID)
+	}
+	if ts.Running.ReleaseVersion != g.target.ReleaseVersion || ts.Running.PublicationID != g.target.PublicationID {
+		t.Fatalf("running: got release %d publication %s", ts.Running.ReleaseVersion, ts.Running.PublicationID)
+	}
+	if ts.LastRejection == nil || ts.LastRejection.Reason != string(client.ReasonDigestMismatch) || ts.RejectionsSinceMove != 1 {
+		t.Fatalf("status: got last rejection %+v (%d since move), want one DIGEST_MISMATCH", ts.LastRejection, ts.RejectionsSinceMove)
+	}
+	if ts.LastRejection.Kind != "observation" || ts.LastRejection.RunningSnapshotID != g.target.SnapshotID ||
+		ts.LastRejection.LastKnownGoodSnapshotID != g.target.SnapshotID || ts.LastRejection.PublicationID != g.target.PublicationID {
+		t.Fatalf("rejection evidence: got %+v, want an observation naming the running and last-known-good snapshot and the publication", ts.LastRejection)
+	}
+	if ts.AcknowledgedAt == nil {
+		t.Fatal("status: the APPLIED report does not acknowledge the move")
+	}
+	moves, err := g.ps.History(ctx, g.id.EnvTag, promoter.HistoryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 1 || moves[0].AppliedAt == nil || moves[0].Rejections != 1 {
+		t.Fatalf("history: got %+v, want one move applied with one rejection", moves)
+	}
+}
