@@ -32,7 +32,7 @@ type simClock struct {
 	now time.Time
 }
 
-func (c *simClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *simClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *simClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // goldenCreatedAt is the golden prod target's createdAt: its activation
