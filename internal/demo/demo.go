@@ -401,10 +401,16 @@ func (d *demo) rollback(ctx context.Context) error {
 
 func (d *demo) timeline(ctx context.Context) error {
 	d.title("The publication timeline")
-	if _, err := d.p.run(ctx, "status", "--database", d.promDB, "--env", d.env); err != nil {
+	status, err := d.p.run(ctx, "status", "--database", d.promDB, "--env", d.env)
+	if err != nil {
 		return err
 	}
-	_, err := d.p.run(ctx, "history", "--database", d.promDB, "--env", d.env)
+	pinnable, drafts, err := checkWorkflowViews(status, d.release1)
+	if err != nil {
+		return err
+	}
+	d.say("workflow views of release %d: %d PUBLISHED versions PINNABLE, %d DRAFT not recorded", d.release1.ReleaseVersion, pinnable, drafts)
+	_, err = d.p.run(ctx, "history", "--database", d.promDB, "--env", d.env)
 	return err
 }
 
