@@ -14,12 +14,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing/fstest"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/schemas"
 )
@@ -33,9 +33,7 @@ const SchemaDir = ".configpub/schemas"
 var ErrNotEmpty = errors.New("directory is not empty")
 
 // ErrBadEnvTag is returned for an environment name that is not an envTag.
-var ErrBadEnvTag = errors.New("an environment tag is 1 to 32 lowercase letters, digits and hyphens, starting with a letter or digit")
-
-var envTagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+var ErrBadEnvTag = errors.New("not an environment tag")
 
 // Options are the parameters of Init. The zero value is valid.
 type Options struct {
@@ -57,8 +55,8 @@ func Init(ctx context.Context, dir string, opts Options) (*Result, error) {
 	if opts.EnvTag == "" {
 		opts.EnvTag = "dev"
 	}
-	if !envTagRE.MatchString(opts.EnvTag) {
-		return nil, fmt.Errorf("environment %q: %w", opts.EnvTag, ErrBadEnvTag)
+	if err := bundle.CheckEnvTag(opts.EnvTag); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadEnvTag, err)
 	}
 	files, err := Files(opts)
 	if err != nil {
