@@ -4,6 +4,8 @@ import (
 	"regexp"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // Hand-written matchers for the patterns every artifact checks many times
@@ -11,9 +13,7 @@ import (
 // are exact equivalents of the regular expressions in common.json, which
 // stay the documented contract; any other pattern uses package regexp.
 var fastPatterns = map[string]func(string) bool{
-	`^sha256:[0-9a-f]{64}$`: func(s string) bool {
-		return len(s) == 71 && s[:7] == "sha256:" && allLowerHex(s[7:])
-	},
+	`^sha256:[0-9a-f]{64}$`: digest.Valid,
 	`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`: func(s string) bool {
 		if len(s) != 36 {
 			return false
@@ -103,15 +103,6 @@ var fastPatterns = map[string]func(string) bool{
 }
 
 func isLowerHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
-
-func allLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isLowerHex(s[i]) {
-			return false
-		}
-	}
-	return true
-}
 
 type fastRegexp struct {
 	pattern string

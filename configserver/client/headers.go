@@ -1,15 +1,15 @@
 package client
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
-	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // Response headers of GET /configs.
@@ -38,17 +38,7 @@ const (
 )
 
 // isDigest accepts "sha256:" followed by 64 lowercase hex digits.
-func isDigest(s string) bool {
-	if len(s) != len(jcs.DigestPrefix)+64 || !strings.HasPrefix(s, jcs.DigestPrefix) {
-		return false
-	}
-	for _, ch := range s[len(jcs.DigestPrefix):] {
-		if !('0' <= ch && ch <= '9' || 'a' <= ch && ch <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isDigest(s string) bool { return digest.Valid(s) }
 
 // parseETag returns the digest inside a strong ETag "sha256:<hex>".
 func parseETag(v string) (string, error) {
@@ -71,10 +61,10 @@ func parseReprDigest(v string) (string, error) {
 			break
 		}
 		raw, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
-		if err != nil || len(raw) != 32 {
+		if err != nil || len(raw) != sha256.Size {
 			break
 		}
-		return jcs.DigestPrefix + hex.EncodeToString(raw), nil
+		return digest.FromSum([sha256.Size]byte(raw)).String(), nil
 	}
 	return "", reject(ReasonHeaderInvalid, HeaderReprDigest, "%q has no sha-256=:<base64>: member", v)
 }

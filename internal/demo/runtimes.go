@@ -3,8 +3,6 @@ package demo
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // runtime is one simulated workload: a `configpub fetch` sidecar with its
@@ -222,10 +221,7 @@ func fileDigest(p string) (string, error) {
 	return digestOf(b), nil
 }
 
-func digestOf(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+func digestOf(b []byte) string { return digest.FromBytes(b).String() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

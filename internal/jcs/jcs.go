@@ -11,16 +11,16 @@ package jcs
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	gojcs "github.com/gowebpki/jcs"
+
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // DigestPrefix is the algorithm prefix of every digest string configpub emits.
-const DigestPrefix = "sha256:"
+const DigestPrefix = digest.Prefix
 
 // Canonical returns the RFC 8785 canonical JSON bytes of v. v may be any
 // value encoding/json accepts, or a json.RawMessage / []byte holding JSON text.
@@ -57,7 +57,4 @@ func Digest(v any) (string, error) {
 }
 
 // BytesDigest returns "sha256:" + hex(SHA-256(b)) of exact bytes.
-func BytesDigest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return DigestPrefix + hex.EncodeToString(sum[:])
-}
+func BytesDigest(b []byte) string { return digest.FromBytes(b).String() }

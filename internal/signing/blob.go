@@ -14,10 +14,11 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
+
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // ErrBadSignature is returned when no trusted key verifies a signature.
@@ -29,8 +30,7 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("key id: %w", err)
 	}
-	sum := sha256.Sum256(der)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	return digest.FromBytes(der).String(), nil
 }
 
 // SignBlob signs SHA-256(b) with signer (an ECDSA P-256 key) and returns the
