@@ -354,3 +354,30 @@ func toText(v any) string {
 		return string(b)
 	}
 }
+
+// TestPromoterRoleStagesAndRecordsViews: configpub_promoter's grants
+// suffice to stage, record and list workflow views.
+func TestPromoterRoleStagesAndRecordsViews(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	pool := f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter"))
+	s, err := promoter.Open(ctx, pool, promoter.Options{Signer: f.key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := compileFixture(t, "dev", nil)
+	if err := s.StageWorkflowViews(ctx, res.ManifestBytes, promoter.WorkflowViewsOf(res.Workflows)); err != nil {
+		t.Fatalf("stage as configpub_promoter: %v", err)
+	}
+	if _, err := s.RecordAndActivate(ctx, withManifest(release("prod", 1, 0, 3, nil, nil), res)); err != nil {
+		t.Fatalf("promote as configpub_promoter: %v", err)
+	}
+	vs, err := s.WorkflowViews(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if published, _ := publishedKeys(res); len(vs) != len(published) {
+		t.Fatalf("configpub_promoter sees %d views, want %d", len(vs), len(published))
+	}
+}

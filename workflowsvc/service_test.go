@@ -312,3 +312,34 @@ func TestServiceRoleWritesOnlyItsOwnTables(t *testing.T) {
 		t.Error("owner edited a pinned endpoint target")
 	}
 }
+
+// serviceGrants is the complete inventory of configpub_workflow_service:
+// the reader's two views (through membership) and its own tables.
+var serviceGrants = []string{
+	"configpub_workflow.workflow_view_current SELECT",
+	"configpub_workflow.workflow_view_history SELECT",
+	"member of configpub_workflow_reader",
+	"schema configpub_workflow USAGE",
+	"schema workflowsvc USAGE",
+	"workflowsvc.dispatch INSERT",
+	"workflowsvc.dispatch SELECT",
+	"workflowsvc.dispatch_dispatch_id_seq USAGE",
+	"workflowsvc.invocation INSERT",
+	"workflowsvc.invocation SELECT",
+	"workflowsvc.invocation_endpoint_target INSERT",
+	"workflowsvc.invocation_endpoint_target SELECT",
+}
+
+func TestServiceRoleGrantInventory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	got, err := pgtest.Grants(context.Background(), e.db.Pool(t), "configpub_workflow_service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(serviceGrants)
+	slices.Sort(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("configpub_workflow_service grants:\n  %s\nwant exactly:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}

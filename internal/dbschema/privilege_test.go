@@ -190,37 +190,7 @@ func TestWorkflowReaderGrantInventory(t *testing.T) {
 	db := seeded(t)
 	ctx := context.Background()
 	const role = "configpub_workflow_reader"
-	rows, err := db.Pool(t).Query(ctx, `
-		SELECT n.nspname || '.' || c.relname || ' ' || p.priv
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) p(priv)
-		WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
-		  AND (has_table_privilege($1, c.oid, p.priv)
-		       OR (p.priv IN ('SELECT', 'INSERT', 'UPDATE', 'REFERENCES') AND has_any_column_privilege($1, c.oid, p.priv)))
-		UNION ALL
-		SELECT n.nspname || '.' || c.relname || ' ' || p.priv
-		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		CROSS JOIN unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) p(priv)
-		WHERE c.relkind = 'S' AND has_sequence_privilege($1, c.oid, p.priv)
-		UNION ALL
-		SELECT 'schema ' || n.nspname || ' ' || p.priv
-		FROM pg_namespace n CROSS JOIN unnest(ARRAY['USAGE', 'CREATE']) p(priv)
-		WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'public') AND n.nspname NOT LIKE 'pg_temp%'
-		  AND n.nspname NOT LIKE 'pg_toast_temp%' AND has_schema_privilege($1, n.oid, p.priv)
-		UNION ALL
-		SELECT 'member of ' || g.rolname FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
-		WHERE m.member = (SELECT oid FROM pg_roles WHERE rolname = $1)
-		UNION ALL
-		SELECT 'attribute ' || a FROM pg_roles r, unnest(ARRAY[
-			CASE WHEN r.rolsuper THEN 'SUPERUSER' END, CASE WHEN r.rolcreatedb THEN 'CREATEDB' END,
-			CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END, CASE WHEN r.rolbypassrls THEN 'BYPASSRLS' END,
-			CASE WHEN r.rolreplication THEN 'REPLICATION' END, CASE WHEN r.rolcanlogin THEN 'LOGIN' END]) a
-		WHERE r.rolname = $1 AND a IS NOT NULL
-		ORDER BY 1`, role)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	got, err := pgtest.Grants(ctx, db.Pool(t), role)
 	if err != nil {
 		t.Fatal(err)
 	}
