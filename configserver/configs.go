@@ -157,26 +157,26 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 		hv = d.headerValues()
 	}
 	hdr := w.Header()
-	hdr["Etag"] = hv.etag
+	hdr[etagKey] = hv.etag
 	hdr["Cache-Control"] = cacheControl
 	hdr["Vary"] = varyAuthorization
 	hdr["X-Content-Type-Options"] = noSniff
 	if hv.reprDigest != nil {
-		hdr["Repr-Digest"] = hv.reprDigest
+		hdr[bundle.HeaderReprDigest] = hv.reprDigest
 	}
-	hdr["X-Config-Snapshot-Id"] = hv.snapshotID
-	hdr["X-Policy-Publication-Id"] = hv.publicationID
-	hdr["X-Policy-Digest"] = hv.policyDigest
-	hdr["X-Content-Digest"] = hv.contentDigest
-	hdr["X-Artifact-Digest"] = hv.artifactDigest
-	hdr["X-Config-Release-Version"] = hv.releaseVersion
+	hdr[bundle.HeaderSnapshotID] = hv.snapshotID
+	hdr[bundle.HeaderPublicationID] = hv.publicationID
+	hdr[bundle.HeaderPolicyDigest] = hv.policyDigest
+	hdr[bundle.HeaderContentDigest] = hv.contentDigest
+	hdr[bundle.HeaderArtifactDigest] = hv.artifactDigest
+	hdr[bundle.HeaderReleaseVersion] = hv.releaseVersion
 	if hv.manifest != nil {
-		hdr["X-Config-Valid-From"] = hv.validFrom
-		hdr["X-Config-Refresh-After"] = hv.refreshAfter
-		hdr["X-Config-Expires-At"] = hv.expiresAt
-		hdr["X-Config-Manifest"] = hv.manifest
-		hdr["X-Manifest-Key-Id"] = hv.keyID
-		hdr["X-Manifest-Signature"] = hv.signature
+		hdr[bundle.HeaderValidFrom] = hv.validFrom
+		hdr[bundle.HeaderRefreshAfter] = hv.refreshAfter
+		hdr[bundle.HeaderExpiresAt] = hv.expiresAt
+		hdr[bundle.HeaderManifest] = hv.manifest
+		hdr[bundle.HeaderManifestKeyID] = hv.keyID
+		hdr[bundle.HeaderManifestSignature] = hv.signature
 	}
 	etag := hv.etag[0]
 	if ifNoneMatch(r.Header["If-None-Match"], etag) {
@@ -205,6 +205,9 @@ func reprDigest(digest string) (string, bool) {
 	}
 	return "sha-256=:" + base64.StdEncoding.EncodeToString(raw[:]) + ":", true
 }
+
+// etagKey is the canonical header map key of ETag.
+var etagKey = http.CanonicalHeaderKey(bundle.HeaderETag)
 
 // ifNoneMatch reports whether any If-None-Match field matches etag: "*", or
 // a list member equal to it under the weak comparison RFC 9110 section 13.1.2

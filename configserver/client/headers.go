@@ -12,29 +12,30 @@ import (
 	"github.com/configpub/configpub/internal/digest"
 )
 
-// Response headers of GET /configs.
+// Response headers of GET /configs (defined in bundle, shared with the
+// Config Server).
 const (
-	HeaderETag              = "ETag"
-	HeaderReprDigest        = "Repr-Digest"
-	HeaderSnapshotID        = "X-Config-Snapshot-Id"
-	HeaderPublicationID     = "X-Policy-Publication-Id"
-	HeaderPolicyDigest      = "X-Policy-Digest"
-	HeaderContentDigest     = "X-Content-Digest"
-	HeaderArtifactDigest    = "X-Artifact-Digest"
-	HeaderReleaseVersion    = "X-Config-Release-Version"
-	HeaderValidFrom         = "X-Config-Valid-From"
-	HeaderRefreshAfter      = "X-Config-Refresh-After"
-	HeaderExpiresAt         = "X-Config-Expires-At"
-	HeaderManifest          = "X-Config-Manifest"
-	HeaderManifestKeyID     = "X-Manifest-Key-Id"
-	HeaderManifestSignature = "X-Manifest-Signature"
+	HeaderETag              = bundle.HeaderETag
+	HeaderReprDigest        = bundle.HeaderReprDigest
+	HeaderSnapshotID        = bundle.HeaderSnapshotID
+	HeaderPublicationID     = bundle.HeaderPublicationID
+	HeaderPolicyDigest      = bundle.HeaderPolicyDigest
+	HeaderContentDigest     = bundle.HeaderContentDigest
+	HeaderArtifactDigest    = bundle.HeaderArtifactDigest
+	HeaderReleaseVersion    = bundle.HeaderReleaseVersion
+	HeaderValidFrom         = bundle.HeaderValidFrom
+	HeaderRefreshAfter      = bundle.HeaderRefreshAfter
+	HeaderExpiresAt         = bundle.HeaderExpiresAt
+	HeaderManifest          = bundle.HeaderManifest
+	HeaderManifestKeyID     = bundle.HeaderManifestKeyID
+	HeaderManifestSignature = bundle.HeaderManifestSignature
 )
 
 // Cross-service identity headers.
 const (
-	HeaderPeerPublicationID = "X-Policy-Publication-Id"
-	HeaderPeerSnapshotID    = "X-Policy-Snapshot-Id"
-	HeaderPeerPolicyDigest  = "X-Policy-Digest"
+	HeaderPeerPublicationID = bundle.HeaderPeerPublicationID
+	HeaderPeerSnapshotID    = bundle.HeaderPeerSnapshotID
+	HeaderPeerPolicyDigest  = bundle.HeaderPeerPolicyDigest
 )
 
 // isDigest accepts "sha256:" followed by 64 lowercase hex digits.

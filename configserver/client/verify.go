@@ -223,14 +223,14 @@ func (c *Client) verifyManifest(cand candidate) (*bundle.DeliveryManifest, error
 		}
 	}
 	if key == nil {
-		return nil, reject(ReasonUntrustedKey, "X-Manifest-Key-Id", "key %s is not among the %d trusted keys", cand.keyID, len(c.opts.TrustedKeys))
+		return nil, reject(ReasonUntrustedKey, HeaderManifestKeyID, "key %s is not among the %d trusted keys", cand.keyID, len(c.opts.TrustedKeys))
 	}
 	if _, err := signing.VerifyBlob([]signing.TrustedKey{*key}, cand.manifestBytes, cand.signature, key.ID); err != nil {
-		return nil, &VerificationError{Reason: ReasonSignatureInvalid, Field: "X-Manifest-Signature", Err: err}
+		return nil, &VerificationError{Reason: ReasonSignatureInvalid, Field: HeaderManifestSignature, Err: err}
 	}
 	m, err := bundle.ParseDeliveryManifest(cand.manifestBytes)
 	if err != nil {
-		return nil, &VerificationError{Reason: ReasonManifestInvalid, Field: "X-Config-Manifest", Err: err}
+		return nil, &VerificationError{Reason: ReasonManifestInvalid, Field: HeaderManifest, Err: err}
 	}
 	return m, nil
 }

@@ -1,0 +1,30 @@
+package bundle
+
+// HTTP header names of the delivery contract (GET /configs), shared by the
+// Config Server that writes them and the runtime client that checks them.
+// Except ETag, each is already in canonical MIME form, so a server may use
+// it as an http.Header map key directly.
+const (
+	HeaderETag              = "ETag"
+	HeaderReprDigest        = "Repr-Digest"
+	HeaderSnapshotID        = "X-Config-Snapshot-Id"
+	HeaderPublicationID     = "X-Policy-Publication-Id"
+	HeaderPolicyDigest      = "X-Policy-Digest"
+	HeaderContentDigest     = "X-Content-Digest"
+	HeaderArtifactDigest    = "X-Artifact-Digest"
+	HeaderReleaseVersion    = "X-Config-Release-Version"
+	HeaderValidFrom         = "X-Config-Valid-From"
+	HeaderRefreshAfter      = "X-Config-Refresh-After"
+	HeaderExpiresAt         = "X-Config-Expires-At"
+	HeaderManifest          = "X-Config-Manifest"
+	HeaderManifestKeyID     = "X-Manifest-Key-Id"
+	HeaderManifestSignature = "X-Manifest-Signature"
+)
+
+// Cross-service identity headers: a caller sends its current publication,
+// the receiver checks it against its accepted list.
+const (
+	HeaderPeerPublicationID = "X-Policy-Publication-Id"
+	HeaderPeerSnapshotID    = "X-Policy-Snapshot-Id"
+	HeaderPeerPolicyDigest  = "X-Policy-Digest"
+)
