@@ -171,37 +171,36 @@ func IsReference(s string, allowHTTPS bool) bool {
 
 var httpsRef = regexp.MustCompile(`^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/%-]*)?$`)
 
-// valueRules match credentials whatever their key. Each needs one of its
-// anchors as a substring (a cheap prefilter before the regexp).
+// valueRules match credentials whatever their key. A rule's regexp runs
+// only when the lower-cased string contains one of its anchors (a cheap
+// prefilter: most values match none).
 var valueRules = []struct {
 	name    string
-	anchors []string
+	anchors []string // lower case
 	re      *regexp.Regexp
 }{
-	{"PEM private key", []string{"PRIVATE KEY", "private key"}, regexp.MustCompile(`(?i)-{2,}\s*BEGIN [A-Z0-9 _-]*PRIVATE KEY( BLOCK)?\s*-{2,}`)},
-	{"PuTTY private key", []string{"PuTTY-User-Key-File"}, regexp.MustCompile(`PuTTY-User-Key-File-\d`)},
-	{"JWT", []string{"eyJ"}, regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)},
-	{"GitHub token", []string{"gh", "github_pat_"}, regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{22,}`)},
+	{"PEM private key", []string{"private key"}, regexp.MustCompile(`(?i)-{2,}\s*BEGIN [A-Z0-9 _-]*PRIVATE KEY( BLOCK)?\s*-{2,}`)},
+	{"PuTTY private key", []string{"putty-user-key-file"}, regexp.MustCompile(`PuTTY-User-Key-File-\d`)},
+	{"JWT", []string{"eyj"}, regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)},
+	{"GitHub token", []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{22,}`)},
 	{"GitLab token", []string{"glpat-", "glptt-", "gldt-"}, regexp.MustCompile(`\bgl(pat|ptt|dt)-[A-Za-z0-9_-]{20,}`)},
 	{"Slack token", []string{"xox", "hooks.slack.com/services/"}, regexp.MustCompile(`\bxox[abposre]-[A-Za-z0-9-]{10,}|hooks\.slack\.com/services/T[A-Za-z0-9_/]+`)},
-	{"AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
+	{"AWS access key id", []string{"akia", "asia"}, regexp.MustCompile(`\b(AKIA|ASIA)[0-9A-Z]{16}\b`)},
 	{"API secret key (sk-)", []string{"sk-", "sk_live_", "sk_test_", "rk_live_"}, regexp.MustCompile(`\bsk-[A-Za-z0-9_-]{20,}|\b[sr]k_(live|test)_[A-Za-z0-9]{16,}`)},
-	{"Google API key", []string{"AIza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
+	{"Google API key", []string{"aiza"}, regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`)},
 	{"Google OAuth token", []string{"ya29."}, regexp.MustCompile(`\bya29\.[0-9A-Za-z_-]{20,}`)},
 	{"npm token", []string{"npm_"}, regexp.MustCompile(`\bnpm_[A-Za-z0-9]{36}`)},
 	{"PyPI token", []string{"pypi-"}, regexp.MustCompile(`\bpypi-AgE[A-Za-z0-9_-]{50,}`)},
 	{"Hugging Face token", []string{"hf_"}, regexp.MustCompile(`\bhf_[A-Za-z]{30,}`)},
-	{"SendGrid key", []string{"SG."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
+	{"SendGrid key", []string{"sg."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
 	{"DigitalOcean token", []string{"dop_v1_", "doo_v1_"}, regexp.MustCompile(`\bdo[op]_v1_[a-f0-9]{64}`)},
-	{"Authorization header", []string{"uthorization", "UTHORIZATION"}, regexp.MustCompile(`(?i)\b(proxy-)?authorization\s*[:=]\s*\S{6,}`)},
-	{"URL userinfo password", []string{"@"}, regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@`)},
-	{"credential query parameter", []string{"="}, regexp.MustCompile(`(?i)[?&;](password|passwd|pwd|pass|token|access_token|id_token|refresh_token|api[_-]?key|apikey|secret|client_secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code)=[^&\s#$]`)},
+	{"Authorization header", []string{"authorization"}, regexp.MustCompile(`(?i)\b(proxy-)?authorization\s*[:=]\s*\S{6,}`)},
+	{"URL userinfo password", []string{"://"}, regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@`)},
+	{"credential query parameter", []string{"pass=", "passwd=", "password=", "pwd=", "token=", "key=", "secret=", "sig=", "signature=", "x-amz-", "auth=", "code="},
+		regexp.MustCompile(`(?i)[?&;](password|passwd|pwd|pass|token|access_token|id_token|refresh_token|api[_-]?key|apikey|secret|client_secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code)=[^&\s#$]`)},
 }
 
-var (
-	authScheme = regexp.MustCompile(`(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/-]+=*)`)
-	base64Run  = regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`)
-)
+var authScheme = regexp.MustCompile(`(?i)\b(bearer|basic)\s+([A-Za-z0-9._~+/-]+=*)`)
 
 // Value returns the name of the rule a string (a value or a member name)
 // matches as a literal credential, or "".
@@ -209,26 +208,53 @@ func Value(s string) string {
 	if len(s) < 8 {
 		return ""
 	}
+	lower := strings.ToLower(s)
 	for _, r := range valueRules {
-		if containsAny(s, r.anchors) && r.re.MatchString(s) {
+		if containsAny(lower, r.anchors) && r.re.MatchString(s) {
 			return r.name
 		}
 	}
-	if containsAny(s, []string{"earer", "EARER", "asic", "ASIC"}) {
-		for _, m := range authScheme.FindAllStringSubmatch(s, -1) {
+	if containsAny(lower, []string{"bearer", "basic"}) {
+		for _, m := range authScheme.FindAllStringSubmatch(s, 8) {
 			if authCredential(strings.ToLower(m[1]), m[2]) {
 				return "Authorization " + m[1] + " credential"
 			}
 		}
 	}
-	if len(s) >= 40 {
-		for _, run := range base64Run.FindAllString(s, 8) {
-			if rule := encodedKey(run); rule != "" {
-				return rule
-			}
+	for _, run := range base64Runs(s, 40, 8) {
+		if rule := encodedKey(run); rule != "" {
+			return rule
 		}
 	}
 	return ""
+}
+
+// base64Runs returns up to max runs of at least minLen base64 or base64url
+// characters (with their "=" padding).
+func base64Runs(s string, minLen, max int) []string {
+	var out []string
+	for i := 0; i < len(s) && len(out) < max; {
+		j := i
+		for j < len(s) && isBase64Char(s[j]) {
+			j++
+		}
+		if j-i >= minLen {
+			k := j
+			for k < len(s) && k-j < 2 && s[k] == '=' {
+				k++
+			}
+			out = append(out, s[i:k])
+		}
+		if j == i {
+			j++
+		}
+		i = j
+	}
+	return out
+}
+
+func isBase64Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
 }
 
 // authCredential: a Basic credential decodes to user:password; a Bearer

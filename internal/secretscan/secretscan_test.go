@@ -81,3 +81,23 @@ func FuzzValue(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkValue: the detector over typical setting values and a 4 KiB
+// prompt (compile runs it on every string and member name).
+func BenchmarkValue(b *testing.B) {
+	prompt := strings.Repeat("You are a helpful support agent. Answer politely, cite sources = docs@example.com. ", 50)[:4096]
+	inputs := []string{"DEBUG", "jdbc:postgresql://postgres.dev.lightapi.net:5432/agent", "vault://secret/dev/agent/db#password",
+		"https://oauth.lightapi.net/.well-known/jwks.json", "maxOutputTokens", "tenant-2024-region-eu", prompt}
+	n := 0
+	for _, s := range inputs {
+		n += len(s)
+	}
+	b.SetBytes(int64(n))
+	for b.Loop() {
+		for _, s := range inputs {
+			if Value(s) != "" {
+				b.Fatalf("%q flagged", s[:min(len(s), 20)])
+			}
+		}
+	}
+}
