@@ -240,10 +240,10 @@ func insertViews(ctx context.Context, tx pgx.Tx, hash string, rows []viewRow) er
 
 // recordWorkflowViews runs inside the activation transaction of release
 // envTag/version: it records the release's staged views with the release's
-// publication identity (the publication of the newest snapshot the release
-// maps, i.e. the one it created) and the accepted {publicationId,
-// policyDigest} of every Agent each view allows, from the release's own
-// Agent snapshots. A release whose views are recorded (a rollback or forward
+// publication identity (that of the snapshots the release created; when it
+// created none, the publicationId the compiler derives for the release) and
+// the accepted {publicationId, policyDigest} of every Agent each view
+// allows, from the release's own Agent snapshots. A release whose views are recorded (a rollback or forward
 // activation) gets nothing new and no recorded view changes.
 func recordWorkflowViews(ctx context.Context, tx pgx.Tx, envTag string, version int64, cmdID string, now time.Time) error {
 	_, err := tx.Exec(ctx, `INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id, version,
@@ -264,14 +264,15 @@ func recordWorkflowViews(ctx context.Context, tx pgx.Tx, envTag string, version 
 		FROM configpub.config_release r
 		JOIN configpub.workflow_view_stage st ON st.definition_hash = r.definition_hash
 		JOIN configpub.workflow_view v ON v.view_digest = st.view_digest
-		CROSS JOIN LATERAL (SELECT s.publication_id
+		CROSS JOIN LATERAL (SELECT coalesce((SELECT s.publication_id
 			FROM configpub.config_release_target rt
 			JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
 			WHERE rt.env_tag = r.env_tag AND rt.release_version = r.release_version
-			ORDER BY s.release_version DESC, s.publication_id LIMIT 1) pub
+			  AND s.release_version = r.release_version
+			ORDER BY s.publication_id LIMIT 1), $5::text::uuid) AS publication_id) pub
 		WHERE r.env_tag = $1 AND r.release_version = $2
 		ON CONFLICT (env_tag, release_version, wf_def_id, version) DO NOTHING`,
-		envTag, version, cmdID, now)
+		envTag, version, cmdID, now, bundle.PublicationID(envTag, version))
 	if err != nil {
 		return dbErr("record workflow views", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/fixtures"
 	"github.com/configpub/configpub/promoter"
@@ -379,5 +380,33 @@ func TestPromoterRoleStagesAndRecordsViews(t *testing.T) {
 	}
 	if published, _ := publishedKeys(res); len(vs) != len(published) {
 		t.Fatalf("configpub_promoter sees %d views, want %d", len(vs), len(published))
+	}
+}
+
+// TestViewsOfAReleaseThatCreatesNoSnapshot: release 2 keeps every snapshot
+// of release 1 (only a DRAFT workflow version changed); its views carry release 2's own
+// publicationId, not release 1's.
+func TestViewsOfAReleaseThatCreatesNoSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	dev := compileFixture(t, "dev", nil)
+	dev2 := compileFixture(t, "dev", map[string][2]string{
+		"workflows/account-onboarding.yaml": {"timeout: 45m", "timeout: 40m"}, // the DRAFT
+	})
+	f.stage(t, dev)
+	f.stage(t, dev2)
+	r1 := withManifest(release("prod", 1, 0, 3, nil, nil), dev)
+	r2 := withManifest(release("prod", 2, 1, 3, func(int) bool { return false }, func(int) int64 { return 1 }), dev2)
+	f.promote(t, r1)
+	f.promote(t, r2)
+	got := f.viewsOf(t, "prod", 2)
+	if len(got) == 0 {
+		t.Fatal("release 2 recorded no views")
+	}
+	want := bundle.PublicationID("prod", 2)
+	for _, r := range got {
+		if r.publication != want {
+			t.Errorf("view %s of release 2: publication %s, want %s (release 1's is %s)", r.key, r.publication, want, r1.Targets[0].PublicationID)
+		}
 	}
 }
