@@ -22,6 +22,9 @@ func newRootCmd() *cobra.Command {
 	}
 	withHints(root)
 	markRan(root)
+	organizeHelp(root)
+	// --version without the -v shorthand cobra would add: -v stays free.
+	root.Flags().Bool("version", false, "print the version and the commit the binary was built from")
 	return root
 }
 
