@@ -73,6 +73,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/jcs
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/secretscan
+	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./bundle
 
 clean:
 	rm -rf bin .configpub

@@ -20,20 +20,24 @@ const (
 // It holds everything a recompile at the same commit needs to reproduce the
 // release byte for byte. Field order is the order written.
 type Manifest struct {
-	APIVersion              string            `json:"apiVersion"`
-	Kind                    string            `json:"kind"`
-	EnvTag                  string            `json:"envTag"`
-	ReleaseVersion          int64             `json:"releaseVersion"`
-	BaseReleaseVersion      int64             `json:"baseReleaseVersion"`
-	CreatedAt               string            `json:"createdAt"`
-	SourceEventSequence     int64             `json:"sourceEventSequence"`
-	CompatibilityGeneration int64             `json:"compatibilityGeneration"`
-	RevocationEpoch         int64             `json:"revocationEpoch"`
-	SchemaVersion           int               `json:"schemaVersion"`
-	Renderer                string            `json:"renderer"`
-	Inputs                  []Input           `json:"inputs"`
-	Subjects                []Subject         `json:"subjects"`
-	Workflows               []WorkflowVersion `json:"workflows"`
+	APIVersion              string  `json:"apiVersion"`
+	Kind                    string  `json:"kind"`
+	EnvTag                  string  `json:"envTag"`
+	ReleaseVersion          int64   `json:"releaseVersion"`
+	BaseReleaseVersion      int64   `json:"baseReleaseVersion"`
+	CreatedAt               string  `json:"createdAt"`
+	SourceEventSequence     int64   `json:"sourceEventSequence"`
+	CompatibilityGeneration int64   `json:"compatibilityGeneration"`
+	RevocationEpoch         int64   `json:"revocationEpoch"`
+	SchemaVersion           int     `json:"schemaVersion"`
+	Renderer                string  `json:"renderer"`
+	Inputs                  []Input `json:"inputs"`
+	// LeaseProfiles are the lease profiles the targets name, so the
+	// manifest can be checked on its own: every target's window is its
+	// profile applied to its createdAt.
+	LeaseProfiles []LeaseProfile    `json:"leaseProfiles"`
+	Subjects      []Subject         `json:"subjects"`
+	Workflows     []WorkflowVersion `json:"workflows"`
 	// WorkflowLedger lists every workflow version ever PUBLISHED in the
 	// environment, carried forward from release to release even after the
 	// version is deleted from the sources: a published version's content
@@ -42,6 +46,28 @@ type Manifest struct {
 	Targets        []TargetEntry `json:"targets"`
 	// ReleaseDigest is "sha256:" over the JCS bytes of every other field.
 	ReleaseDigest string `json:"releaseDigest,omitempty"`
+}
+
+// LeaseProfile is a named lease profile as Go duration strings: the
+// activation window (validFor, refreshAfter from createdAt) and the rolling
+// delivery lease.
+type LeaseProfile struct {
+	Name         string `json:"name"`
+	Digest       string `json:"digest"`
+	ValidFor     string `json:"validFor"`
+	RefreshAfter string `json:"refreshAfter"`
+	Delivery     Lease  `json:"delivery"`
+}
+
+// ComputeDigest returns the profile's digest: "sha256:" over the RFC 8785
+// bytes of {validFor, refreshAfter, delivery: {refreshAfter, expiresAfter}}.
+func (p *LeaseProfile) ComputeDigest() (string, error) {
+	return render.Digest(render.Map().
+		Add("validFor", render.String(p.ValidFor)).
+		Add("refreshAfter", render.String(p.RefreshAfter)).
+		Add("delivery", render.Map().
+			Add("refreshAfter", render.String(p.Delivery.RefreshAfter)).
+			Add("expiresAfter", render.String(p.Delivery.ExpiresAfter))))
 }
 
 // Input is one source file the release was compiled from.
@@ -215,9 +241,9 @@ func (m *Manifest) Marshal() ([]byte, error) {
 }
 
 // ParseManifest reads a release manifest strictly: YAML refusals as in
-// internal/yamlstrict, unknown fields, a wrong apiVersion/kind and a
-// releaseDigest that does not match the content are errors. file names the
-// manifest in messages.
+// internal/yamlstrict, unknown fields, a manifest that breaks its own
+// invariants (Validate; ErrInvalidManifest) and a releaseDigest that does
+// not match the content are errors. file names the manifest in messages.
 func ParseManifest(file string, b []byte) (*Manifest, error) {
 	doc, err := yamlstrict.Parse(file, b)
 	if err != nil {
@@ -233,8 +259,8 @@ func ParseManifest(file string, b []byte) (*Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
 	}
-	if m.APIVersion != ManifestAPIVersion || m.Kind != ManifestKind {
-		return nil, fmt.Errorf("parse release manifest %s: apiVersion/kind %s/%s, want %s/%s", file, m.APIVersion, m.Kind, ManifestAPIVersion, ManifestKind)
+	if err := m.Validate(); err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
 	}
 	want, err := m.Digest()
 	if err != nil {

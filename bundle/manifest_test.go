@@ -46,7 +46,8 @@ func TestParseRefuses(t *testing.T) {
 		name, in, want string
 		is             error
 	}{
-		{"digest mismatch", strings.Replace(s, "releaseVersion: 1\n", "releaseVersion: 2\n", 1), "releaseDigest", bundle.ErrDigestMismatch},
+		{"digest mismatch", s[:strings.Index(s, "releaseDigest: ")] + "releaseDigest: \"sha256:" + strings.Repeat("0", 64) + "\"\n", "releaseDigest", bundle.ErrDigestMismatch},
+		{"invariant", strings.Replace(s, "releaseVersion: 1\n", "releaseVersion: 2\n", 1), "baseReleaseVersion", bundle.ErrInvalidManifest},
 		{"unknown field", strings.Replace(s, "envTag: \"dev\"\n", "envTag: \"dev\"\nextra: 1\n", 1), "unknown field", nil},
 		{"wrong kind", strings.Replace(s, "kind: \"Release\"", "kind: \"Other\"", 1), "apiVersion/kind", nil},
 		{"duplicate key", strings.Replace(s, "envTag: \"dev\"\n", "envTag: \"dev\"\nenvTag: \"dev\"\n", 1), "duplicate key", nil},
@@ -88,5 +89,61 @@ func TestDiff(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s: got %s, want %s", k, got[k], w)
 		}
+	}
+}
+
+// TestParseEnforcesInvariants: a manifest whose digest is right but whose
+// content breaks an invariant is refused by the parser itself.
+func TestParseEnforcesInvariants(t *testing.T) {
+	b, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, want string
+		edit       func(m *bundle.Manifest)
+	}{
+		{"release -5", "releaseVersion", func(m *bundle.Manifest) { m.ReleaseVersion, m.BaseReleaseVersion = -5, -6 }},
+		{"release 0", "releaseVersion", func(m *bundle.Manifest) { m.ReleaseVersion, m.BaseReleaseVersion = 0, -1 }},
+		{"release 2^53", "releaseVersion", func(m *bundle.Manifest) { m.ReleaseVersion = 1 << 53; m.BaseReleaseVersion = 1<<53 - 1 }},
+		{"base 7 on release 1", "baseReleaseVersion", func(m *bundle.Manifest) { m.BaseReleaseVersion = 7 }},
+		{"createdAt with offset", "createdAt", func(m *bundle.Manifest) { m.CreatedAt = "2026-08-13T16:00:00+02:00" }},
+		{"createdAt fractional", "createdAt", func(m *bundle.Manifest) { m.CreatedAt = "2026-08-13T14:00:00.5Z" }},
+		{"sourceEventSequence", "sourceEventSequence", func(m *bundle.Manifest) { m.SourceEventSequence = 9 }},
+		{"expiresAt a century away", "expiresAt", func(m *bundle.Manifest) { m.Targets[0].ExpiresAt = "2126-08-13T14:00:00Z" }},
+		{"refreshAfter", "refreshAfter", func(m *bundle.Manifest) { m.Targets[0].RefreshAfter = m.Targets[0].ValidFrom }},
+		{"validFrom", "validFrom", func(m *bundle.Manifest) { m.Targets[0].ValidFrom = "2026-08-12T14:00:00Z" }},
+		{"new target createdAt not the release's", "createdAt", func(m *bundle.Manifest) {
+			e := &m.Targets[0]
+			e.CreatedAt, e.ValidFrom, e.RefreshAfter, e.ExpiresAt = "2026-08-14T14:00:00Z", "2026-08-14T14:00:00Z", "2026-09-13T14:00:00Z", "2036-08-11T14:00:00Z"
+		}},
+		{"publicationId of another release", "publicationId", func(m *bundle.Manifest) { m.Targets[0].PublicationID = bundle.PublicationID("dev", 2) }},
+		{"target release from the future", "releaseVersion", func(m *bundle.Manifest) { m.Targets[0].ReleaseVersion = 2 }},
+		{"changed flag", "changed", func(m *bundle.Manifest) { m.Targets[0].Changed = false }},
+		{"delivery lease", "deliveryLease", func(m *bundle.Manifest) { m.Targets[0].DeliveryLease.ExpiresAfter = "8760h" }},
+		{"lease profile", "leaseProfiles[0]", func(m *bundle.Manifest) { m.LeaseProfiles[0].ValidFor = "876000h" }},
+		{"malformed digest", "artifactDigest", func(m *bundle.Manifest) { m.Targets[0].ArtifactDigest = "sha256:ABC" }},
+		{"upper-case serviceId", "serviceId", func(m *bundle.Manifest) { m.Targets[0].ServiceID = "Svc" }},
+		{"unsorted targets", "sorted", func(m *bundle.Manifest) { m.Targets[0], m.Targets[1] = m.Targets[1], m.Targets[0] }},
+		{"ledger from the future", "publishedIn", func(m *bundle.Manifest) { m.WorkflowLedger[0].PublishedIn = 3 }},
+		{"epoch above the release", "revocationEpoch", func(m *bundle.Manifest) { m.Targets[0].RevocationEpoch = 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := bundle.ParseManifest("dev.yaml", b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.edit(m)
+			// Marshal recomputes releaseDigest: only the invariant is wrong.
+			out, err := m.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = bundle.ParseManifest("dev.yaml", out)
+			if !errors.Is(err, bundle.ErrInvalidManifest) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want ErrInvalidManifest naming %q", err, tt.want)
+			}
+		})
 	}
 }

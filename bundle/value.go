@@ -13,6 +13,13 @@ func (m *Manifest) value() (*render.Value, error) {
 	for _, in := range m.Inputs {
 		inputs.Items = append(inputs.Items, render.Map().Add("path", s(in.Path)).Add("digest", s(in.Digest)))
 	}
+	profiles := render.List()
+	for _, p := range m.LeaseProfiles {
+		profiles.Items = append(profiles.Items, render.Map().
+			Add("name", s(p.Name)).Add("digest", s(p.Digest)).
+			Add("validFor", s(p.ValidFor)).Add("refreshAfter", s(p.RefreshAfter)).
+			Add("delivery", render.Map().Add("refreshAfter", s(p.Delivery.RefreshAfter)).Add("expiresAfter", s(p.Delivery.ExpiresAfter))))
+	}
 	subjects := render.List()
 	for _, x := range m.Subjects {
 		subjects.Items = append(subjects.Items, render.Map().
@@ -67,7 +74,7 @@ func (m *Manifest) value() (*render.Value, error) {
 		Add("createdAt", s(m.CreatedAt)).Add("sourceEventSequence", i(m.SourceEventSequence)).
 		Add("compatibilityGeneration", i(m.CompatibilityGeneration)).Add("revocationEpoch", i(m.RevocationEpoch)).
 		Add("schemaVersion", i(int64(m.SchemaVersion))).Add("renderer", s(m.Renderer)).
-		Add("inputs", inputs).Add("subjects", subjects).Add("workflows", workflows).Add("workflowLedger", ledger).Add("targets", targets), nil
+		Add("inputs", inputs).Add("leaseProfiles", profiles).Add("subjects", subjects).Add("workflows", workflows).Add("workflowLedger", ledger).Add("targets", targets), nil
 }
 
 func items(in []InventoryItem) *render.Value {

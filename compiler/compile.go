@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -28,7 +29,17 @@ type Options struct {
 	// zero CreatedAt fails with ErrCreatedAtRequired. Truncated to seconds,
 	// UTC.
 	CreatedAt time.Time
+	// Previous returns the trusted previous release: the manifest of
+	// release N-1 as recorded (Git history at compile and --check time, the
+	// store at promote time), against which the committed release N is
+	// re-derived. Nil: no history is available, so a committed release
+	// N > 1 cannot be verified (Result.Stale reports it).
+	Previous PreviousRelease
 }
+
+// PreviousRelease returns the recorded manifest bytes of release version of
+// envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
+type PreviousRelease func(ctx context.Context, envTag string, version int64) ([]byte, error)
 
 // LeaseWindow is a rolling delivery lease as offsets from issuedAt.
 type LeaseWindow struct{ RefreshAfter, ExpiresAfter time.Duration }
@@ -60,17 +71,35 @@ func (t *Target) Identity() bundle.Identity {
 type Result struct {
 	Manifest      *bundle.Manifest // the release manifest
 	ManifestBytes []byte           // exact bytes of releases/<envTag>.yaml
-	UpToDate      bool             // sources still compile to the committed manifest (byte-identical)
-	Targets       []Target         // sorted by host, serviceId
-	Workflows     []WorkflowView   // internal Workflow views (not delivered)
-	// Base is the committed manifest the compile started from (nil for the
-	// first release); BaseBytes its exact bytes.
+	// UpToDate: the committed manifest is exactly what the sources and the
+	// trusted previous release derive (byte-identical). Stale explains
+	// why not.
+	UpToDate  bool
+	Targets   []Target       // sorted by host, serviceId
+	Workflows []WorkflowView // internal Workflow views (not delivered)
+	// Base is the committed manifest (nil for the first release) and
+	// BaseBytes its exact bytes; a new release builds on it.
 	Base      *bundle.Manifest
 	BaseBytes []byte
 	// ProtectedRef is the Repository document's spec.protectedRef, "" when
 	// it declares none. The promoter refuses a repository that declares
 	// another ref than the one it is configured with.
 	ProtectedRef string
+	// Previous is the trusted previous release the committed one was
+	// re-derived from (nil for release 1 or when unavailable).
+	Previous *bundle.Manifest
+	// Reissued lists, per target carried over unchanged whose snapshot's
+	// activation window no longer contains this release's createdAt, why it
+	// became a new snapshot of this release.
+	Reissued []Reissue
+
+	stale error
+}
+
+// Reissue explains why an unchanged target got a new snapshot.
+type Reissue struct {
+	Host, ServiceID string
+	Reason          string
 }
 
 // ManifestPath returns the path of an environment's release manifest inside
@@ -83,6 +112,16 @@ const timeFormat = "2006-01-02T15:04:05Z"
 // only fsys, through the policy tree reader (symbolic links and special
 // files refused, every read bounded by policytree's default limits); it
 // never writes (see Write).
+//
+// The committed release manifest is checked, never trusted: release N is
+// re-derived from the sources, the trusted previous release N-1
+// (opts.Previous) and the release parameters (envTag, N, createdAt); the
+// result is UpToDate only when that derivation is byte-identical to the
+// committed file. Otherwise the result is what `configpub compile` writes:
+// release N+1 on base N when the sources changed (createdAt from
+// opts.CreatedAt), else release N as derived (a hand-edited or
+// non-canonical manifest is repaired), and Stale names the first
+// difference.
 func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if opts.EnvTag == "" {
 		return nil, errors.New("compile: envTag is required")
@@ -106,14 +145,104 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compilation{m: m, env: opts.EnvTag, set: set, createdAt: opts.CreatedAt}
-	if err := c.loadBase(fsys); err != nil {
+	committed, cbytes, err := loadCommitted(fsys, opts.EnvTag)
+	if err != nil {
 		return nil, err
 	}
-	return c.run(ctx)
+	newC := func(base *bundle.Manifest, baseBytes []byte, release int64, createdAt time.Time, reproduce bool) *compilation {
+		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base, baseBytes: baseBytes,
+			next: release, reproduce: reproduce}
+	}
+	if committed == nil {
+		res, err := newC(nil, nil, 1, opts.CreatedAt, false).run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res.stale = fmt.Errorf("%w: %s does not exist; run configpub compile", ErrStale, ManifestPath(opts.EnvTag))
+		return res, nil
+	}
+
+	// Re-derive the committed release N from the trusted release N-1.
+	var derived *Result
+	prev, verr := previousRelease(ctx, opts, committed)
+	if verr == nil {
+		at, _ := bundle.ParseTime(committed.CreatedAt) // Validate checked it
+		d, err := newC(prev, nil, committed.ReleaseVersion, at, false).run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d.Base, d.BaseBytes, d.Previous = committed, cbytes, prev
+		if bytes.Equal(d.ManifestBytes, cbytes) {
+			d.UpToDate = true
+			return d, nil
+		}
+		derived = d
+		verr = firstDifference(committed, d.Manifest, prev)
+	}
+
+	// Not verified: what `configpub compile` writes instead.
+	next, err := newC(committed, cbytes, committed.ReleaseVersion+1, opts.CreatedAt, true).run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := next
+	if next.Manifest.ReleaseVersion == committed.ReleaseVersion && derived != nil {
+		// The sources did not change since release N, yet N does not
+		// derive: the manifest was edited. Write release N as derived.
+		res = derived
+	}
+	res.Base, res.BaseBytes, res.Previous = committed, cbytes, prev
+	res.stale = verr
+	return res, nil
 }
 
-// compilation is the state of one Compile call.
+// loadCommitted reads and checks releases/<env>.yaml (nil when absent). A
+// manifest that breaks its own invariants is stale.
+func loadCommitted(fsys fs.FS, env string) (*bundle.Manifest, []byte, error) {
+	p := ManifestPath(env)
+	b, err := fs.ReadFile(fsys, p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	m, err := bundle.ParseManifest(p, b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+	}
+	if m.EnvTag != env {
+		return nil, nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", m.EnvTag, env)}
+	}
+	return m, b, nil
+}
+
+// previousRelease returns the trusted release N-1 for the committed release
+// N (nil for release 1), or an ErrStale error saying why it is unavailable.
+func previousRelease(ctx context.Context, opts Options, committed *bundle.Manifest) (*bundle.Manifest, error) {
+	n := committed.ReleaseVersion
+	if n == 1 {
+		return nil, nil
+	}
+	p := ManifestPath(opts.EnvTag)
+	if opts.Previous == nil {
+		return nil, fmt.Errorf("%w: %s: release %d cannot be verified: no release history was given to read release %d from", ErrStale, p, n, n-1)
+	}
+	b, err := opts.Previous(ctx, opts.EnvTag, n-1)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: release %d cannot be verified against release %d: %w", ErrStale, p, n, n-1, err)
+	}
+	prev, err := bundle.ParseManifest(fmt.Sprintf("release %d of %s", n-1, opts.EnvTag), b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: recorded release %d: %w", ErrStale, p, n-1, err)
+	}
+	if prev.EnvTag != opts.EnvTag || prev.ReleaseVersion != n-1 {
+		return nil, fmt.Errorf("%w: %s: the recorded release asked for as %s/%d is %s/%d", ErrStale, p, opts.EnvTag, n-1, prev.EnvTag, prev.ReleaseVersion)
+	}
+	return prev, nil
+}
+
+// compilation is the state of one derivation of one release.
 type compilation struct {
 	m         *model
 	env       string
@@ -121,43 +250,23 @@ type compilation struct {
 	createdAt time.Time
 	envDoc    *entry[environmentSpec]
 
+	// base is the release the targets are carried over from (nil: none);
+	// next the release being compiled. reproduce: when nothing changed
+	// against base, the result is base itself (how `compile` leaves an
+	// up-to-date release alone).
 	base      *bundle.Manifest
 	baseBytes []byte
 	baseIdx   map[[2]string]*bundle.TargetEntry
+	next      int64
+	reproduce bool
 
-	next     int64
 	proj     map[string]*projector
 	val      *validator
 	agents   map[string]*policy
 	subjects map[[2]string]*policy
 	subjVer  map[[2]string]*bundle.Subject
-}
-
-func (c *compilation) loadBase(fsys fs.FS) error {
-	p := ManifestPath(c.env)
-	b, err := fs.ReadFile(fsys, p)
-	if errors.Is(err, fs.ErrNotExist) {
-		c.next = 1
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", p, err)
-	}
-	base, err := bundle.ParseManifest(p, b)
-	if err != nil {
-		return err
-	}
-	if base.EnvTag != c.env {
-		return &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", base.EnvTag, c.env)}
-	}
-	c.base, c.baseBytes = base, b
-	c.baseIdx = make(map[[2]string]*bundle.TargetEntry, len(base.Targets))
-	for i := range base.Targets {
-		t := &base.Targets[i]
-		c.baseIdx[[2]string{t.Host, t.ServiceID}] = t
-	}
-	c.next = base.ReleaseVersion + 1
-	return nil
+	reissued []Reissue
+	mu       sync.Mutex
 }
 
 func (c *compilation) run(ctx context.Context) (*Result, error) {
@@ -167,6 +276,13 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 		return nil, unknownEnvironment(c.env, sortedKeys(m.envs))
 	}
 	c.envDoc = env
+	if c.base != nil {
+		c.baseIdx = make(map[[2]string]*bundle.TargetEntry, len(c.base.Targets))
+		for i := range c.base.Targets {
+			t := &c.base.Targets[i]
+			c.baseIdx[[2]string{t.Host, t.ServiceID}] = t
+		}
+	}
 	for _, aud := range sortedKeys(env.spec.Settings) {
 		if err := checkSettingKeys(env.src, []string{"spec", "settings", aud}, env.spec.Settings[aud], true); err != nil {
 			return nil, err
@@ -285,10 +401,18 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		}
 		return subjects[i].Name < subjects[j].Name
 	})
+	profiles, err := c.leaseProfiles(ts)
+	if err != nil {
+		return nil, err
+	}
 	spec := &m.repo.spec
-	res := &Result{Targets: out, Workflows: views, Base: c.base, BaseBytes: c.baseBytes, ProtectedRef: m.repo.spec.ProtectedRef}
+	sort.Slice(c.reissued, func(i, j int) bool {
+		a, b := c.reissued[i], c.reissued[j]
+		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
+	})
+	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef}
 	var man *bundle.Manifest
-	if c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) &&
+	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
 		equalSlices(c.base.Inputs, in) && equalSlices(c.base.Subjects, subjects) && equalSlices(c.base.Workflows, workflows) && equalSlices(c.base.WorkflowLedger, ledger) {
 		// Nothing changed: reproduce the committed release.
@@ -311,7 +435,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 			ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
 			SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
 			RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
-			Inputs: in, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
+			Inputs: in, LeaseProfiles: profiles, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
 		}
 	}
 	for i := range out {
@@ -322,8 +446,25 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		return nil, err
 	}
 	res.Manifest, res.ManifestBytes = man, b
-	res.UpToDate = c.base != nil && bytes.Equal(b, c.baseBytes)
 	return res, nil
+}
+
+// leaseProfiles lists the lease profiles the targets name, sorted.
+func (c *compilation) leaseProfiles(ts []*envTarget) ([]bundle.LeaseProfile, error) {
+	byName := map[string]bundle.LeaseProfile{}
+	for _, t := range ts {
+		name := t.e.spec.LeaseProfile
+		if _, ok := byName[name]; ok {
+			continue
+		}
+		byName[name] = bundle.LeaseProfile{Name: name, Digest: t.pdigest, ValidFor: t.profile.ValidFor, RefreshAfter: t.profile.RefreshAfter,
+			Delivery: bundle.Lease{RefreshAfter: t.profile.Delivery.RefreshAfter, ExpiresAfter: t.profile.Delivery.ExpiresAfter}}
+	}
+	out := make([]bundle.LeaseProfile, 0, len(byName))
+	for _, n := range sortedKeys(byName) {
+		out = append(out, byName[n])
+	}
+	return out, nil
 }
 
 func equalSlices[T comparable](a, b []T) bool {

@@ -54,9 +54,11 @@ func TestCompileReproducesCommittedManifest(t *testing.T) {
 
 func TestCompileNewReleaseOnChange(t *testing.T) {
 	dir := copyRepo(t)
+	h := newHistory(t, dir)
+	h.compile(t, time.Time{})
 	edit(t, dir+"/agents/account.yaml", "maxOutputTokens: 4096", "maxOutputTokens: 4000")
 	created := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
-	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: created})
+	res, err := h.try(created)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func TestCompileNewReleaseOnChange(t *testing.T) {
 	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	again, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev"})
+	again, err := h.try(time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

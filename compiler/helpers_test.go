@@ -2,11 +2,13 @@ package compiler_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 )
 
@@ -54,21 +56,31 @@ func writeFile(t *testing.T, path, s string) {
 // history is a policy directory and the releases compiled in it, in
 // order: what Git history would record.
 type history struct {
-	dir      string
+	dir, env string
 	releases map[int64][]byte
 }
 
+// newHistory is the history of environment dev in dir.
 func newHistory(t *testing.T, dir string) *history {
 	t.Helper()
-	return &history{dir: dir, releases: map[int64][]byte{}}
+	return &history{dir: dir, env: "dev", releases: map[int64][]byte{}}
 }
 
-// try compiles dev at createdAt without writing.
+// lookup is the recorded-release lookup over h (as Git history or the
+// store would answer).
+func (h *history) lookup(_ context.Context, env string, version int64) ([]byte, error) {
+	if b, ok := h.releases[version]; ok && env == h.env {
+		return b, nil
+	}
+	return nil, fmt.Errorf("release %d of %s: %w", version, env, bundle.ErrReleaseNotRecorded)
+}
+
+// try compiles h.env at createdAt without writing.
 func (h *history) try(createdAt time.Time) (*compiler.Result, error) {
-	return compiler.Compile(context.Background(), os.DirFS(h.dir), compiler.Options{EnvTag: "dev", CreatedAt: createdAt})
+	return compiler.Compile(context.Background(), os.DirFS(h.dir), compiler.Options{EnvTag: h.env, CreatedAt: createdAt, Previous: h.lookup})
 }
 
-// compile compiles dev and records the committed release.
+// compile compiles h.env and records the committed release.
 func (h *history) compile(t *testing.T, createdAt time.Time) *compiler.Result {
 	t.Helper()
 	res, err := h.try(createdAt)
@@ -79,7 +91,7 @@ func (h *history) compile(t *testing.T, createdAt time.Time) *compiler.Result {
 	return res
 }
 
-// release compiles dev, writes the new manifest and records it.
+// release compiles h.env, writes the new manifest and records it.
 func (h *history) release(t *testing.T, createdAt time.Time) *compiler.Result {
 	t.Helper()
 	res := h.compile(t, createdAt)

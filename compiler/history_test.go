@@ -1,8 +1,6 @@
 package compiler_test
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,18 +9,6 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 )
-
-func release(t *testing.T, dir string, at time.Time) *compiler.Result {
-	t.Helper()
-	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
 
 func target(res *compiler.Result, svc string) *compiler.Target {
 	for i := range res.Targets {
@@ -49,13 +35,14 @@ func TestReleaseHistory(t *testing.T) {
 		know    = "com.networknt.knowledge-1.0.0"
 	)
 	dir := copyRepo(t)
-	r1 := compileDir(t, dir, "dev")
+	h := newHistory(t, dir)
+	r1 := h.compile(t, time.Time{})
 	oldPub := target(r1, account).PublicationID
 	oldPolicy := target(r1, account).PolicyDigest
 
 	// Release 2: the account agent changes.
 	edit(t, filepath.Join(dir, "agents/account.yaml"), "requestsPerMinute: 120", "requestsPerMinute: 150")
-	r2 := release(t, dir, time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC))
+	r2 := h.release(t, time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC))
 	acc := target(r2, account)
 	if acc.PolicyVersion != 2 || acc.ReleaseVersion != 2 || !acc.Changed {
 		t.Fatalf("account: policyVersion %d release %d changed %v, want 2 2 true", acc.PolicyVersion, acc.ReleaseVersion, acc.Changed)
@@ -77,7 +64,7 @@ func TestReleaseHistory(t *testing.T) {
 	// agent is unchanged, so its overlap pair stays and gateway bytes stay.
 	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "retrievalProfile: deep", "retrievalProfile: default")
 	edit(t, filepath.Join(dir, "knowledge/product-docs.yaml"), "    - name: deep\n      topK: 20\n      maxResultTokens: 6000\n      graphBehavior: neighbors\n      reranker: cross-encoder\n", "")
-	r3 := release(t, dir, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC))
+	r3 := h.release(t, time.Date(2026, 9, 2, 0, 0, 0, 0, time.UTC))
 	if target(r3, account).Changed {
 		t.Errorf("account changed in release 3")
 	}
@@ -97,7 +84,10 @@ func TestReleaseHistory(t *testing.T) {
 		t.Errorf("knowledge artifact does not list tombstones")
 	}
 	// Recompiling release 3 reproduces it exactly.
-	again := compileDir(t, dir, "dev")
+	again, err := h.try(time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !again.UpToDate {
 		t.Fatalf("release 3 not reproduced: %v", again.Stale())
 	}

@@ -33,14 +33,17 @@ type Plan struct {
 
 // TargetPlan is one changed, added or retired target.
 type TargetPlan struct {
-	Host      string                `json:"host"`
-	ServiceID string                `json:"serviceId"`
-	Audience  string                `json:"audience"`
-	Change    string                `json:"change"` // added | retired | changed
-	Digests   map[string]DigestPair `json:"digests"`
-	Added     []string              `json:"added"`
-	Removed   []string              `json:"removed"`
-	Modified  []string              `json:"changed"`
+	Host      string `json:"host"`
+	ServiceID string `json:"serviceId"`
+	Audience  string `json:"audience"`
+	Change    string `json:"change"` // added | retired | changed
+	// Reason says why an otherwise unchanged target gets a new snapshot
+	// (its activation window no longer contains the release's createdAt).
+	Reason   string                `json:"reason,omitempty"`
+	Digests  map[string]DigestPair `json:"digests"`
+	Added    []string              `json:"added"`
+	Removed  []string              `json:"removed"`
+	Modified []string              `json:"changed"`
 }
 
 // DigestPair is an old -> new digest ("" when absent).
@@ -63,6 +66,10 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 			old[[2]string{t.Host, t.ServiceID}] = t
 		}
 	}
+	reasons := map[[2]string]string{}
+	for _, r := range head.Reissued {
+		reasons[[2]string{r.Host, r.ServiceID}] = r.Reason
+	}
 	for i := range head.Targets {
 		t := &head.Targets[i]
 		k := [2]string{t.Host, t.ServiceID}
@@ -76,6 +83,7 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
+		tp.Reason = reasons[k]
 		p.Changed = append(p.Changed, tp)
 	}
 	for _, o := range old {
@@ -237,6 +245,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change (%d added, %d retired), %d unchanged\n", term(p.EnvTag), base, p.Release, len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
 	for _, t := range p.Changed {
 		fmt.Fprintf(w, "\n%s %s/%s (%s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID), term(t.Audience))
+		if t.Reason != "" {
+			fmt.Fprintf(w, "  %s\n", term(t.Reason))
+		}
 		for _, k := range sortedKeys(t.Digests) {
 			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, term(orNone(t.Digests[k].Old)), term(orNone(t.Digests[k].New)))
 		}
@@ -264,7 +275,11 @@ func (p *Plan) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n", len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
 	for _, t := range p.Changed {
-		fmt.Fprintf(w, "\n#### %s %s (%s)\n\n| digest | old | new |\n|---|---|---|\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID), safetext.Text(t.Audience))
+		fmt.Fprintf(w, "\n#### %s %s (%s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID), safetext.Text(t.Audience))
+		if t.Reason != "" {
+			fmt.Fprintf(w, "%s\n\n", safetext.Text(t.Reason))
+		}
+		fmt.Fprintf(w, "| digest | old | new |\n|---|---|---|\n")
 		for _, k := range sortedKeys(t.Digests) {
 			fmt.Fprintf(w, "| %s | %s | %s |\n", safetext.Text(k), safetext.CodeCell(orNone(t.Digests[k].Old)), safetext.CodeCell(orNone(t.Digests[k].New)))
 		}

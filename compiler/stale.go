@@ -2,61 +2,44 @@ package compiler
 
 import (
 	"fmt"
+
+	"github.com/configpub/configpub/bundle"
 )
 
 // Stale returns nil when the committed release manifest is exactly what the
-// sources compile to, and otherwise an error wrapping ErrStale that names
-// the first differing target (or input).
+// sources and the trusted previous release derive, and otherwise an error
+// wrapping ErrStale that names the first differing field (and target), or
+// why the committed release could not be verified.
 func (r *Result) Stale() error {
 	if r.UpToDate {
 		return nil
 	}
-	env := r.Manifest.EnvTag
-	p := ManifestPath(env)
-	if r.Base == nil {
-		return fmt.Errorf("%w: %s does not exist; run configpub compile", ErrStale, p)
+	if r.stale != nil {
+		return r.stale
 	}
-	for i := range r.Targets {
-		t := &r.Targets[i]
-		b := r.Base.Target(t.Host, t.ServiceID)
-		if b == nil {
-			return fmt.Errorf("%w: %s: target %s is new", ErrStale, p, t.Identity())
-		}
-		if t.Changed {
-			what := "artifactDigest " + b.ArtifactDigest + " -> " + t.ArtifactDigest
-			switch {
-			case b.PolicyDigest != t.PolicyDigest:
-				what = "policyDigest " + b.PolicyDigest + " -> " + t.PolicyDigest
-			case b.ContentDigest != t.ContentDigest:
-				what = "contentDigest " + b.ContentDigest + " -> " + t.ContentDigest
-			case b.PropertySetDigest != t.PropertySetDigest:
-				what = "propertySetDigest " + b.PropertySetDigest + " -> " + t.PropertySetDigest
-			case b.LeaseProfile != t.LeaseProfile || b.LeaseProfileDigest != r.Manifest.Target(t.Host, t.ServiceID).LeaseProfileDigest:
-				what = "lease profile " + b.LeaseProfile + " -> " + t.LeaseProfile
-			}
-			return fmt.Errorf("%w: %s: target %s changed: %s", ErrStale, p, t.Identity(), what)
-		}
+	return fmt.Errorf("%w: %s is not what the sources compile to", ErrStale, ManifestPath(r.Manifest.EnvTag))
+}
+
+// firstDifference explains how the committed release differs from the one
+// derived from the sources and prev (nil for release 1).
+func firstDifference(committed, derived, prev *bundle.Manifest) error {
+	p := ManifestPath(committed.EnvTag)
+	from := "the sources"
+	if prev != nil {
+		from = fmt.Sprintf("the sources and recorded release %d", prev.ReleaseVersion)
 	}
-	for i := range r.Base.Targets {
-		b := &r.Base.Targets[i]
-		if r.Manifest.Target(b.Host, b.ServiceID) == nil {
-			return fmt.Errorf("%w: %s: target %s was removed", ErrStale, p, b.Identity(env))
-		}
+	d, err := bundle.FirstDifference(committed, derived)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStale, p, err)
 	}
-	old := map[string]string{}
-	for _, in := range r.Base.Inputs {
-		old[in.Path] = in.Digest
+	if d == nil {
+		return fmt.Errorf("%w: %s is not in canonical form", ErrStale, p)
 	}
-	for _, in := range r.Manifest.Inputs {
-		if old[in.Path] != in.Digest {
-			return fmt.Errorf("%w: %s: input %s changed (%s -> %s)", ErrStale, p, in.Path, orNone(old[in.Path]), in.Digest)
-		}
-		delete(old, in.Path)
+	where := d.Field
+	if d.Target != "" {
+		where = "target " + d.Target + ": " + d.Field
 	}
-	for _, path := range sortedKeys(old) {
-		return fmt.Errorf("%w: %s: input %s is no longer used", ErrStale, p, path)
-	}
-	return fmt.Errorf("%w: %s differs from what the sources compile to (not in canonical form)", ErrStale, p)
+	return fmt.Errorf("%w: %s: %s is %s, but %s derive %s", ErrStale, p, where, orNone(d.A), from, orNone(d.B))
 }
 
 func orNone(s string) string {

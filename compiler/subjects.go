@@ -4,7 +4,6 @@ import (
 	"sort"
 
 	"github.com/configpub/configpub/bundle"
-	"github.com/configpub/configpub/internal/render"
 )
 
 // envTarget is a Target document selected for the environment.
@@ -75,12 +74,9 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 		if err := checkSettingKeys(s, []string{"spec", "settings"}, sp.Settings, true); err != nil {
 			return nil, err
 		}
-		pd, err := render.Digest(render.Map().
-			Add("validFor", render.String(prof.ValidFor)).
-			Add("refreshAfter", render.String(prof.RefreshAfter)).
-			Add("delivery", render.Map().
-				Add("refreshAfter", render.String(prof.Delivery.RefreshAfter)).
-				Add("expiresAfter", render.String(prof.Delivery.ExpiresAfter))))
+		bp := bundle.LeaseProfile{ValidFor: prof.ValidFor, RefreshAfter: prof.RefreshAfter,
+			Delivery: bundle.Lease{RefreshAfter: prof.Delivery.RefreshAfter, ExpiresAfter: prof.Delivery.ExpiresAfter}}
+		pd, err := bp.ComputeDigest()
 		if err != nil {
 			return nil, err
 		}

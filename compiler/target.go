@@ -63,6 +63,17 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 		b.PolicySnapshotID == subj.PolicySnapshotID && b.PolicyVersion == subj.PolicyVersion &&
 		b.CompatibilityGeneration == spec.CompatibilityGeneration && b.RevocationEpoch == spec.RevocationEpoch &&
 		b.SchemaVersion == bundle.SchemaVersion
+	if same && !c.createdAt.IsZero() {
+		// The envelope window is the snapshot's activation window: carry
+		// the snapshot over only while it contains this release's
+		// createdAt, else re-issue it as a snapshot of this release.
+		if reason := outsideWindow(b, c.createdAt); reason != "" {
+			same = false
+			c.mu.Lock()
+			c.reissued = append(c.reissued, Reissue{Host: sp.Host, ServiceID: sp.ServiceID, Reason: reason})
+			c.mu.Unlock()
+		}
+	}
 
 	var env bundle.RuntimePolicy
 	if same {
@@ -193,4 +204,21 @@ func tombstones(b *bundle.TargetEntry, cur []bundle.InventoryItem) []bundle.Inve
 		}
 	}
 	return out
+}
+
+// outsideWindow returns why the activation window of base snapshot b no
+// longer contains createdAt (createdAt is at or past its expiresAt), or ""
+// when it still does. A createdAt before the window's validFrom (a release
+// dated before its base) does not re-issue: the window has not run out.
+func outsideWindow(b *bundle.TargetEntry, createdAt time.Time) string {
+	until, err := bundle.ParseTime(b.ExpiresAt)
+	at := createdAt.UTC().Truncate(time.Second)
+	if err != nil {
+		return "re-issued: the activation window of release " + itoa64(b.ReleaseVersion) + "'s snapshot is unreadable"
+	}
+	if !at.Before(until) {
+		return fmt.Sprintf("re-issued: release %d's snapshot could be activated until %s (lease profile %s), and this release is created at %s",
+			b.ReleaseVersion, b.ExpiresAt, b.LeaseProfile, formatTime(at))
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,7 +74,7 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 			return err
 		}
 	}
-	if repoDir != "" && !res.UpToDate {
+	if repoDir != "" && !bytes.Equal(res.ManifestBytes, res.BaseBytes) {
 		if err := policytree.WriteFile(repoDir, ManifestPath(env), res.ManifestBytes, 0o644); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}

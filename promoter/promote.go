@@ -114,7 +114,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	}
 	log.InfoContext(ctx, "commit reviewed", "commit", rev.Commit, "ref", rev.Ref, "reviewers", len(rev.Reviewers))
 
-	res, err := compileAt(ctx, repo, rev, opts.EnvTag)
+	res, err := compileAt(ctx, repo, rev, opts.EnvTag, previousFrom(opts.Store))
 	if err != nil {
 		return nil, err
 	}
@@ -218,15 +218,16 @@ func (o *PromoteOptions) validate() error {
 }
 
 // compileAt compiles the tree of the reviewed commit and requires the
-// committed release manifest to be up to date.
-func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, env string) (*compiler.Result, error) {
+// committed release manifest to be exactly what the sources and the
+// previous release as recorded in the store (prev) derive.
+func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, env string, prev compiler.PreviousRelease) (*compiler.Result, error) {
 	fsys, commitTime, err := review.CommitFS(repo, rev.Commit)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", env, short(rev.Commit), err)
 	}
 	// CreatedAt only matters for a new release, which Promote refuses as
 	// stale; the commit time keeps even that path deterministic.
-	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime})
+	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev})
 	if err != nil {
 		if errors.Is(err, compiler.ErrStale) {
 			return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -23,8 +24,9 @@ func addCompileCmd(root *cobra.Command) {
 		Long: `compile resolves, projects, digests, renders and validates every target of
 one environment. It rewrites releases/ENV.yaml when the sources changed, and with
 --out writes OUT/ENV/HOST/SERVICEID/values.yml plus target.json. --check writes
-nothing and exits 1 naming the first differing target when the committed manifest
-is stale. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
+nothing and exits 1 naming the first differing field when the committed manifest
+is stale: the manifest is re-derived from the sources and the previous release as
+recorded in the first-parent Git history of HEAD, never trusted. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
 the commit time of the policy repository's HEAD.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -44,7 +46,7 @@ the commit time of the policy repository's HEAD.`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at})
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD")})
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
 			}
@@ -69,7 +71,7 @@ the commit time of the policy repository's HEAD.`,
 				}
 			}
 			state := "rewritten"
-			if res.UpToDate {
+			if bytes.Equal(res.ManifestBytes, res.BaseBytes) {
 				state = "unchanged"
 			}
 			fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, res.Manifest.ReleaseVersion, res.Manifest.BaseReleaseVersion, len(res.Targets), changed, compiler.ManifestPath(env), state, res.Manifest.ReleaseDigest)

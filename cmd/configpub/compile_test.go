@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"github.com/configpub/configpub/bundle"
+	git "github.com/go-git/go-git/v5"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func copyDir(t *testing.T, src string) string {
@@ -85,5 +88,73 @@ func TestCompileNothingChangedWritesNothingNew(t *testing.T) {
 	st1, _ := os.Stat(m)
 	if !bytes.Equal(before, after) || !st0.ModTime().Equal(st1.ModTime()) {
 		t.Errorf("release manifest was rewritten though nothing changed")
+	}
+}
+
+// TestCompileCheckDerivesFromGitHistory: --check re-derives release 2 from
+// the sources and release 1 as committed in the first-parent history, so a
+// hand-edited unchanged target (its whole window moved a year later,
+// consistently with its lease profile, its digests fixed) is refused naming the target and field; compile repairs
+// it; outside a Git repository release 2 cannot be verified.
+func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
+	dir := gitFixture(t)
+	p := filepath.Join(dir, "agents", "account.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte("requestsPerMinute: 120"), []byte("requestsPerMinute: 150"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-02T00:00:00Z"); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
+		t.Fatalf("compile release 2: %v %s", err, out)
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "release 2", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("check release 2: %v %s", err, out)
+	}
+	mp := filepath.Join(dir, "releases", "dev.yaml")
+	good, _ := os.ReadFile(mp)
+	m, err := bundle.ParseManifest("dev.yaml", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := m.Target("dev.lightapi.net", "com.networknt.agent-advisor-1.0.0")
+	if e == nil || e.Changed {
+		t.Fatalf("advisor not carried over: %+v", e)
+	}
+	// The advisor's window moved a year later, consistent with its lease
+	// profile, so only the derivation can tell.
+	shift := func(s string) string {
+		v, _ := bundle.ParseTime(s)
+		return v.Add(365 * 24 * time.Hour).Format(bundle.TimeFormat)
+	}
+	e.CreatedAt, e.ValidFrom, e.RefreshAfter, e.ExpiresAt = shift(e.CreatedAt), shift(e.ValidFrom), shift(e.RefreshAfter), shift(e.ExpiresAt)
+	forged, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mp, forged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
+	if err == nil || exitCode(err) != exitRefused || !strings.Contains(err.Error(), "target dev.lightapi.net/com.networknt.agent-advisor-1.0.0/dev: createdAt") ||
+		!strings.Contains(err.Error(), "recorded release 1") {
+		t.Fatalf("check of the forged release 2: got %v (exit %d), want a refusal naming the advisor's createdAt", err, exitCode(err))
+	}
+	if after, _ := os.ReadFile(mp); !bytes.Equal(after, forged) {
+		t.Fatal("--check wrote the manifest")
+	}
+	// Outside Git there is no recorded release 1 to derive from.
+	plain := copyDir(t, dir)
+	if err := os.RemoveAll(filepath.Join(plain, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(plain, "releases", "dev.yaml"), good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI("compile", "--repo", plain, "--env", "dev", "--check"); err == nil || !strings.Contains(err.Error(), "cannot be verified against release 1") {
+		t.Fatalf("check without history: got %v", err)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +12,7 @@ import (
 )
 
 func addPlanCmd(root *cobra.Command) {
-	var repo, env, baseRef, format string
+	var repo, env, baseRef, format, createdAt string
 	cmd := &cobra.Command{
 		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json]",
 		Short: "Show which targets a policy change alters, with JSON-pointer paths and digests",
@@ -30,14 +29,22 @@ It writes nothing.`,
 			if format != "text" && format != "markdown" && format != "json" {
 				return usageError{fmt.Errorf("--format %q: want text, markdown or json", format)}
 			}
-			// Plan never writes: a new release's createdAt does not matter.
-			opts := compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()}
+			// A new release's createdAt decides which unchanged targets are
+			// re-issued (activation window), so plan resolves it as compile does.
+			at, err := resolveCreatedAt(createdAt, repo)
+			if err != nil {
+				return err
+			}
+			opts := compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD")}
 			tree, err := policytree.Dir(repo, policytree.Limits{})
 			if err != nil {
 				return err
 			}
 			defer tree.Close()
 			head, err := compiler.Compile(cmd.Context(), tree, opts)
+			if errors.Is(err, compiler.ErrCreatedAtRequired) {
+				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or plan inside the policy Git repository)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -46,6 +53,7 @@ It writes nothing.`,
 			if err != nil {
 				return fmt.Errorf("plan: base %s: %w", baseRef, err)
 			}
+			opts.Previous = gitfs.ReleaseHistory(repo, baseRef)
 			base, err = compiler.Compile(cmd.Context(), baseFS, opts)
 			if err != nil {
 				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
@@ -72,5 +80,6 @@ It writes nothing.`,
 	f.StringVar(&env, "env", "", "environment tag (required)")
 	f.StringVar(&baseRef, "base-ref", "HEAD", "Git revision to compare against")
 	f.StringVar(&format, "format", "text", "output format: text, markdown or json")
+	f.StringVar(&createdAt, "created-at", "", "createdAt of the new release (RFC 3339; default as for compile)")
 	root.AddCommand(cmd)
 }

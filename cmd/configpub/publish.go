@@ -13,6 +13,7 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/registry"
 )
@@ -56,7 +57,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC()})
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(), Previous: gitfs.ReleaseHistory(repo, "HEAD")})
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,123 @@
+package compiler_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
+)
+
+// TestActivationWindowReissue: a release carries an unchanged target over
+// only while the target's activation window (validFrom..expiresAt, the
+// production profile's three weeks) still contains the release's createdAt;
+// past it the target becomes a new snapshot of the release, and the result
+// says why. Over a simulated year of releases at irregular intervals,
+// every target of every release is activatable at the release's createdAt,
+// and a recompile reproduces each release byte for byte.
+func TestActivationWindowReissue(t *testing.T) {
+	dir := copyRepo(t)
+	h := &history{dir: dir, env: "prod", releases: map[int64][]byte{}}
+	r1 := h.compile(t, time.Time{})
+	created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
+	advisor := "com.networknt.agent-advisor-1.0.0"
+	window := 504 * time.Hour
+
+	// Each step changes the account agent only; gaps in days.
+	gaps := []time.Duration{
+		20 * 24 * time.Hour, // inside the advisor's window
+		24 * time.Hour,      // release 2+1 day: release 1's window ends exactly here
+		10 * 24 * time.Hour,
+		window,               // exactly at the end of the previous snapshots' window
+		window - time.Second, // one second before
+		45 * 24 * time.Hour,
+		7 * 24 * time.Hour, 7 * 24 * time.Hour, 7 * 24 * time.Hour,
+		90 * 24 * time.Hour,
+		30 * 24 * time.Hour, 30 * 24 * time.Hour, 30 * 24 * time.Hour, 30 * 24 * time.Hour,
+	}
+	at := created
+	rate := 120
+	for i, gap := range gaps {
+		at = at.Add(gap)
+		prev := h.releases[int64(i+1)]
+		pm, err := bundle.ParseManifest("prev", prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(t, filepath.Join(dir, "agents/account.yaml"), fmt.Sprintf("requestsPerMinute: %d", rate), fmt.Sprintf("requestsPerMinute: %d", rate+1))
+		rate++
+		res := h.release(t, at)
+		m := res.Manifest
+		if m.ReleaseVersion != int64(i+2) {
+			t.Fatalf("step %d: release %d, want %d", i, m.ReleaseVersion, i+2)
+		}
+		reissued := map[string]string{}
+		for _, r := range res.Reissued {
+			reissued[r.ServiceID] = r.Reason
+		}
+		for _, e := range m.Targets {
+			from, _ := bundle.ParseTime(e.ValidFrom)
+			until, _ := bundle.ParseTime(e.ExpiresAt)
+			if at.Before(from) || !at.Before(until) {
+				t.Errorf("release %d at %s: %s window %s..%s does not contain the release's createdAt", m.ReleaseVersion, at.Format(time.RFC3339), e.ServiceID, e.ValidFrom, e.ExpiresAt)
+			}
+			old := pm.Target(e.Host, e.ServiceID)
+			oldUntil, _ := bundle.ParseTime(old.ExpiresAt)
+			expired := !at.Before(oldUntil)
+			if e.ServiceID == advisor {
+				// The advisor never changes: carried over exactly while
+				// its window lasts, re-issued (with a reason) after.
+				if carried := e.SnapshotID == old.SnapshotID; carried == expired {
+					t.Errorf("release %d: advisor carried over = %v with its window ending %s and createdAt %s", m.ReleaseVersion, carried, old.ExpiresAt, at.Format(time.RFC3339))
+				}
+				if r := reissued[advisor]; expired != (r != "") || (expired && !strings.Contains(r, old.ExpiresAt)) {
+					t.Errorf("release %d: advisor re-issue reason %q (expired %v)", m.ReleaseVersion, r, expired)
+				}
+				if !expired && (e.ReleaseVersion != old.ReleaseVersion || e.PublicationID != old.PublicationID) {
+					t.Errorf("release %d: carried advisor changed its release/publication", m.ReleaseVersion)
+				}
+				if expired && (e.ReleaseVersion != m.ReleaseVersion || e.PublicationID != bundle.PublicationID("prod", m.ReleaseVersion) || e.CreatedAt != m.CreatedAt) {
+					t.Errorf("release %d: re-issued advisor is not a snapshot of this release: %+v", m.ReleaseVersion, e)
+				}
+			}
+		}
+		again, err := h.try(at.Add(24 * time.Hour))
+		if err != nil || !again.UpToDate {
+			t.Fatalf("release %d: recompile not up to date: %v %v", m.ReleaseVersion, err, again.Stale())
+		}
+	}
+}
+
+// TestPlanExplainsReissue: plan names the reason a target whose sources did
+// not change gets a new snapshot.
+func TestPlanExplainsReissue(t *testing.T) {
+	dir := copyRepo(t)
+	h := &history{dir: dir, env: "prod", releases: map[int64][]byte{}}
+	base := h.compile(t, time.Time{})
+	created, _ := bundle.ParseTime(base.Manifest.CreatedAt)
+	edit(t, filepath.Join(dir, "agents/account.yaml"), "requestsPerMinute: 120", "requestsPerMinute: 121")
+	head, err := h.try(created.Add(30 * 24 * time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := compiler.NewPlan(base, head, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := p.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.Changed {
+		if c.ServiceID == "com.networknt.agent-advisor-1.0.0" {
+			if !strings.Contains(c.Reason, "could be activated until") || !strings.Contains(text.String(), c.Reason) {
+				t.Fatalf("advisor reason %q not explained in the plan:\n%s", c.Reason, text.String())
+			}
+			return
+		}
+	}
+	t.Fatalf("advisor not in the plan:\n%s", text.String())
+}

@@ -1,0 +1,100 @@
+package gitfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"regexp"
+	"strconv"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// releaseVersionRE finds the releaseVersion line of a release manifest
+// written by configpub (configpub-yaml/1 writes it fourth, unindented).
+var releaseVersionRE = regexp.MustCompile(`(?m)^releaseVersion: ([0-9]{1,16})$`)
+
+// maxManifestBytes bounds one release manifest read from history.
+const maxManifestBytes = 64 << 20
+
+// ReleaseHistory returns a lookup of recorded releases in Git: the manifest
+// releases/<envTag>.yaml (relative to dir, a directory inside a Git working
+// tree) at the newest commit of the first-parent history of rev whose
+// manifest is the release asked for. It matches compiler.PreviousRelease.
+// A release not found there wraps bundle.ErrReleaseNotRecorded; the walk
+// stops at the first older release.
+func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, version int64) ([]byte, error) {
+	return func(ctx context.Context, envTag string, version int64) ([]byte, error) {
+		r, err := open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+		}
+		wt, err := r.Worktree()
+		if err != nil {
+			return nil, fmt.Errorf("worktree of %s: %w", dir, err)
+		}
+		prefix, err := relPath(wt.Filesystem.Root(), dir)
+		if err != nil {
+			return nil, err
+		}
+		file := path.Join(prefix, "releases", envTag+".yaml")
+		c, err := commit(r, rev)
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return nil, fmt.Errorf("release %d of %s: %s has no commits: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var last plumbing.Hash
+		for c != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			f, err := c.File(file)
+			switch {
+			case errors.Is(err, object.ErrFileNotFound):
+			case err != nil:
+				return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+			case f.Hash != last:
+				last = f.Hash
+				b, err := readBlob(f)
+				if err != nil {
+					return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+				}
+				if m := releaseVersionRE.FindSubmatch(b); m != nil {
+					v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+					if v == version {
+						return b, nil
+					}
+					if v < version {
+						return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s): %w", version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
+					}
+				}
+			}
+			if c.NumParents() == 0 {
+				break
+			}
+			if c, err = c.Parent(0); err != nil {
+				return nil, fmt.Errorf("first parent: %w", err)
+			}
+		}
+		return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+	}
+}
+
+func readBlob(f *object.File) ([]byte, error) {
+	if f.Size > maxManifestBytes {
+		return nil, fmt.Errorf("%d bytes, more than %d", f.Size, maxManifestBytes)
+	}
+	rd, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(io.LimitReader(rd, maxManifestBytes))
+}

@@ -1,0 +1,47 @@
+package promoter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
+)
+
+// ReleaseManifest returns the release manifest recorded for release version
+// of envTag, byte for byte as it was recorded: the trusted previous release
+// a promotion re-derives the committed manifest from. A release that was
+// never recorded wraps bundle.ErrReleaseNotRecorded.
+func (s *Store) ReleaseManifest(ctx context.Context, envTag string, version int64) ([]byte, error) {
+	var b []byte
+	err := s.pool.QueryRow(ctx, `SELECT definition FROM configpub.config_release WHERE env_tag = $1 AND release_version = $2`,
+		envTag, version).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("release %d of %s is not recorded in the store: %w", version, envTag, bundle.ErrReleaseNotRecorded)
+	}
+	if err != nil {
+		return nil, dbErr(fmt.Sprintf("read release %s/%d", envTag, version), err)
+	}
+	return b, nil
+}
+
+// releaseReader is the part of the store a promotion reads the trusted
+// previous release from; *Store satisfies it.
+type releaseReader interface {
+	ReleaseManifest(ctx context.Context, envTag string, version int64) ([]byte, error)
+}
+
+var _ releaseReader = (*Store)(nil)
+
+// previousFrom returns the compiler's lookup of recorded releases in store.
+// A store that cannot read releases verifies nothing beyond release 1.
+func previousFrom(store ReleaseRecorder) compiler.PreviousRelease {
+	r, ok := store.(releaseReader)
+	if !ok {
+		return nil
+	}
+	return r.ReleaseManifest
+}
