@@ -234,12 +234,14 @@ func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, en
 		}
 		return nil, fmt.Errorf("promote %s@%s: compile: %w", env, short(rev.Commit), err)
 	}
-	if err := res.Stale(); err != nil {
-		return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}
-	}
+	// The review refusal first: a commit for another protected ref is not
+	// reviewed, whatever its manifest.
 	if res.ProtectedRef != "" && review.RefName(res.ProtectedRef) != rev.Ref {
 		return nil, &review.RefusalError{Commit: rev.Commit, Ref: rev.Ref, Err: review.ErrNotProtectedRef,
 			Reason: fmt.Sprintf("the policy repository declares protectedRef %s in %s, the promoter is configured with %s", res.ProtectedRef, compiler.RepositoryFile, rev.Ref)}
+	}
+	if err := res.Stale(); err != nil {
+		return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}
 	}
 	return res, nil
 }
