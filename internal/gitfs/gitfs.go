@@ -70,15 +70,7 @@ func commit(r *git.Repository, rev string) (*object.Commit, error) {
 // files are read lazily, symbolic links and submodules are listed but refuse
 // Open). When dir does not exist at rev the FS is empty.
 func TreeFS(dir, rev string) (fs.FS, error) {
-	r, err := open(dir)
-	if err != nil {
-		return nil, err
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		return nil, fmt.Errorf("worktree of %s: %w", dir, err)
-	}
-	prefix, err := relPath(wt.Filesystem.Root(), dir)
+	r, prefix, err := openAt(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +97,24 @@ func TreeFS(dir, rev string) (fs.FS, error) {
 		return nil, fmt.Errorf("tree %s at %s: %w", prefix, rev, err)
 	}
 	return sub, nil
+}
+
+// openAt opens the repository that contains dir and returns dir's path
+// relative to the worktree root ("" for the root).
+func openAt(dir string) (*git.Repository, string, error) {
+	r, err := open(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, "", fmt.Errorf("worktree of %s: %w", dir, err)
+	}
+	prefix, err := relPath(wt.Filesystem.Root(), dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, prefix, nil
 }
 
 // relPath returns dir relative to the worktree root, slash-separated; "" when

@@ -30,17 +30,9 @@ const maxManifestBytes = 64 << 20
 // stops at the first older release.
 func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, version int64) ([]byte, error) {
 	return func(ctx context.Context, envTag string, version int64) ([]byte, error) {
-		r, err := open(dir)
+		r, prefix, err := openAt(dir)
 		if err != nil {
 			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
-		}
-		wt, err := r.Worktree()
-		if err != nil {
-			return nil, fmt.Errorf("worktree of %s: %w", dir, err)
-		}
-		prefix, err := relPath(wt.Filesystem.Root(), dir)
-		if err != nil {
-			return nil, err
 		}
 		file := path.Join(prefix, "releases", envTag+".yaml")
 		c, err := commit(r, rev)
