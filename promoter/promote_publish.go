@@ -12,6 +12,7 @@ import (
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter/review"
 	"github.com/configpub/configpub/registry"
+	"github.com/configpub/configpub/registry/compiled"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -78,7 +79,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 			InputDigests: t.InputDigests,
 			Values:       t.Values,
 		})
-		a, err := registry.ArtifactOf(t)
+		a, err := compiled.Artifact(t)
 		if err != nil {
 			return ReleaseInput{}, nil, fmt.Errorf("promote %s: %w: %w", env, ErrInvalid, err)
 		}
@@ -91,7 +92,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 // signed, then verifies each by digest against the trusted keys. It returns
 // one registry.Result per target artifact, in order, then the release's.
 func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
-	rel, err := registry.ReleaseOf(m)
+	rel, err := compiled.Release(m)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, ErrInvalid, err)
 	}

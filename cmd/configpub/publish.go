@@ -16,6 +16,7 @@ import (
 	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/registry"
+	"github.com/configpub/configpub/registry/compiled"
 )
 
 func addPublishCmd(root *cobra.Command) {
@@ -69,7 +70,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					return err
 				}
 			}
-			arts, rel, err := registry.ArtifactsOf(res)
+			arts, rel, err := compiled.Artifacts(res)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package registry_test
+package compiled_test
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/registry"
+	"github.com/configpub/configpub/registry/compiled"
 )
 
 func TestArtifactsOf(t *testing.T) {
@@ -20,7 +21,7 @@ func TestArtifactsOf(t *testing.T) {
 	}
 	tg.Envelope.CreatedAt = "2026-08-13T14:00:00Z"
 	m := &bundle.Manifest{EnvTag: "prod", ReleaseVersion: 5, CreatedAt: "2026-08-14T09:30:00Z"}
-	arts, rel, err := registry.ArtifactsOf(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}})
+	arts, rel, err := compiled.Artifacts(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +43,11 @@ func TestArtifactsOf(t *testing.T) {
 	}
 
 	tg.Envelope.CreatedAt = "yesterday"
-	if _, _, err := registry.ArtifactsOf(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}}); !errors.Is(err, registry.ErrInvalid) {
+	if _, _, err := compiled.Artifacts(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}}); !errors.Is(err, registry.ErrInvalid) {
 		t.Fatalf("bad target createdAt: got %v, want ErrInvalid", err)
 	}
 	m.CreatedAt = ""
-	if _, err := registry.ReleaseOf(m); !errors.Is(err, registry.ErrInvalid) {
+	if _, err := compiled.Release(m); !errors.Is(err, registry.ErrInvalid) {
 		t.Fatalf("bad release createdAt: got %v, want ErrInvalid", err)
 	}
 }

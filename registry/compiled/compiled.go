@@ -1,0 +1,65 @@
+// Package compiled maps a compile result to the OCI artifacts a
+// publication pushes: the one place that knows how a compiled target and a
+// release manifest become registry.Artifact and registry.Release, used by
+// `configpub publish` and the promoter alike. It is apart from package
+// registry so that pulling and verifying (what runtimes do) does not depend
+// on the compiler.
+package compiled
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/registry"
+)
+
+// Artifact maps a compiled target to its values artifact. The manifest is
+// stamped with the envelope's createdAt (the snapshot's), so an unchanged
+// snapshot re-publishes to the same manifest digest.
+func Artifact(t *compiler.Target) (registry.Artifact, error) {
+	created, err := time.Parse(time.RFC3339, t.Envelope.CreatedAt)
+	if err != nil {
+		return registry.Artifact{}, fmt.Errorf("%w target %s/%s/%s: envelope createdAt %q: %w", registry.ErrInvalid, t.EnvTag, t.Host, t.ServiceID, t.Envelope.CreatedAt, err)
+	}
+	return registry.Artifact{
+		Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
+		SnapshotID: t.SnapshotID, PublicationID: t.PublicationID,
+		PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
+		ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
+	}, nil
+}
+
+// Release maps a release manifest to the release artifact: the manifest
+// as RFC 8785 JSON, stamped with its createdAt.
+func Release(m *bundle.Manifest) (*registry.Release, error) {
+	b, err := jcs.Canonical(m)
+	if err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", m.EnvTag, m.ReleaseVersion, err)
+	}
+	created, err := time.Parse(time.RFC3339, m.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, m.EnvTag, m.ReleaseVersion, m.CreatedAt, err)
+	}
+	return &registry.Release{EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
+}
+
+// Artifacts maps a compile result to what a publication pushes: one values
+// artifact per target, in the result's order, and the release artifact.
+func Artifacts(res *compiler.Result) ([]registry.Artifact, *registry.Release, error) {
+	arts := make([]registry.Artifact, 0, len(res.Targets))
+	for i := range res.Targets {
+		a, err := Artifact(&res.Targets[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		arts = append(arts, a)
+	}
+	rel, err := Release(res.Manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	return arts, rel, nil
+}
