@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres clean
+.PHONY: all build test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
 
 all: build
 
@@ -19,6 +19,9 @@ build:
 
 ensure-postgres:
 	@./scripts/ensure-postgres.sh
+
+ensure-chromium:
+	@./scripts/ensure-chromium.sh
 
 ## test: every unit and integration test (starts a private PostgreSQL itself).
 test: ensure-postgres
@@ -78,6 +81,7 @@ fuzz:
 clean:
 	rm -rf bin .configpub
 
-## e2e: build the binary and drive the whole scenario through it.
-e2e: ensure-postgres
+## e2e: build the binary and drive the whole scenario through it; the operator console is
+## driven in headless Chromium (screenshots under $CONFIGPUB_E2E_ARTIFACTS or a printed temp dir).
+e2e: ensure-postgres ensure-chromium
 	CONFIGPUB_TOOLS_BIN=$(CURDIR)/.configpub/tools/bin $(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/

@@ -111,6 +111,13 @@ func TestPagesOverGeneratedHistory(t *testing.T) {
 		t.Errorf("release 2 diff: got mode %s, %d changed, first %+v; want values, 4, one 120 -> 60 change", api.DiffMode, api.ChangedTotal, api.Changed)
 	}
 
+	// Release 1 has no base: its targets are new, their values not listed.
+	first := f.get("/env/dev/releases/1", 200)
+	mustContain(t, "release 1 page", first, "30 target(s) changed", "A new target")
+	if strings.Contains(first, "requestsPerMinute") {
+		t.Errorf("release 1 page lists the values of new targets")
+	}
+
 	tg := f.get("/env/dev/targets/h0.example/svc-0", 200)
 	mustContain(t, "target page", tg, "Pointer history", "promote", "Runtime evidence", "Lease expires", "observation")
 	var td TargetDetail

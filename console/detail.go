@@ -106,9 +106,8 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 func (r *reader) valueDiffs(ctx context.Context, d *ReleaseDetail) error {
 	digests := make([]string, 0, 2*len(d.Changed))
 	for _, td := range d.Changed {
-		digests = append(digests, td.NewDigest)
 		if td.OldDigest != "" {
-			digests = append(digests, td.OldDigest)
+			digests = append(digests, td.OldDigest, td.NewDigest)
 		}
 	}
 	rows, err := r.q.Query(ctx, `SELECT artifact_digest, bytes FROM configpub.artifact WHERE artifact_digest = ANY($1)`, digests)
@@ -130,6 +129,11 @@ func (r *reader) valueDiffs(ctx context.Context, d *ReleaseDetail) error {
 	}
 	for i := range d.Changed {
 		td := &d.Changed[i]
+		if td.OldDigest == "" {
+			// A new target has nothing to compare: listing its values
+			// would show its whole configuration.
+			continue
+		}
 		changes, envelope, err := diffValues(body[td.OldDigest], body[td.NewDigest])
 		if err != nil {
 			return fmt.Errorf("release %s/%d: %s/%s: %w", d.EnvTag, d.Version, td.Host, td.ServiceID, err)

@@ -14,7 +14,8 @@ func addDemoCmd(root *cobra.Command) {
 		Long: `demo starts a private PostgreSQL cluster, the embedded OCI registry and the Config
 Server, creates a Git policy repository from the embedded fixtures, then compiles,
 publishes, promotes, serves and fetches two releases, rolls back, shows a tampered
-response being rejected, and prints the publication timeline. It needs PostgreSQL's
+response being rejected, and prints the publication timeline and the operator
+console's URL; with --keep everything stays up until Ctrl-C. It needs PostgreSQL's
 server binaries (initdb, pg_ctl). It can be run again; it stops everything it started
 on exit or Ctrl-C.`,
 		Args: cobra.NoArgs,
@@ -25,5 +26,6 @@ on exit or Ctrl-C.`,
 	}
 	cmd.Flags().StringVar(&opts.Dir, "dir", ".configpub/demo", "state directory (wiped at the start of every run)")
 	cmd.Flags().StringVar(&opts.EnvTag, "env", "dev", "environment to promote")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep PostgreSQL, the registry, the Config Server and the operator console running until Ctrl-C")
 	root.AddCommand(cmd)
 }

@@ -37,6 +37,9 @@ type Options struct {
 	Policy fs.FS
 	// EnvTag is the environment promoted. Default "dev".
 	EnvTag string
+	// Keep leaves PostgreSQL, the registry, the Config Server and the
+	// operator console running after the demo until ctx ends (Ctrl-C).
+	Keep bool
 }
 
 const (
@@ -102,8 +105,10 @@ type demo struct {
 	ownerDB string // database owner URL (migrations)
 	promDB  string // configpub_promoter member
 	servDB  string // configpub_server member
+	viewDB  string // configpub_viewer (+ configpub_viewer_bytes) member
 	regAddr string
 	srvURL  string
+	conURL  string
 
 	release1 *bundle.Manifest
 	rts      []*runtime
@@ -136,6 +141,7 @@ func (d *demo) run(ctx context.Context) error {
 		d.publish,
 		d.promote,
 		d.startServer,
+		d.startConsole,
 		func(ctx context.Context) error {
 			return d.runRuntimes(ctx, "Three runtimes fetch, verify and apply release 1", 1)
 		},
@@ -158,6 +164,21 @@ func (d *demo) run(ctx context.Context) error {
 		}
 	}
 	fmt.Fprintf(d.out, "\nDemo complete: release 1, release 2, rollback and a rejected tamper, all verified.\n")
+	fmt.Fprintf(d.out, "Operator console: %s (timeline: %senv/%s)\n", d.conURL, d.conURL, d.env)
+	if d.opts.Keep {
+		return d.keep(ctx)
+	}
+	return nil
+}
+
+// keep waits for ctx to end with every service running.
+func (d *demo) keep(ctx context.Context) error {
+	fmt.Fprintf(d.out, "\nKept running until Ctrl-C:\n")
+	fmt.Fprintf(d.out, "    PostgreSQL        %s\n", d.promDB)
+	fmt.Fprintf(d.out, "    OCI registry      http://%s/v2/\n", d.regAddr)
+	fmt.Fprintf(d.out, "    Config Server     %s\n", d.srvURL)
+	fmt.Fprintf(d.out, "    Operator console  %s\n", d.conURL)
+	<-ctx.Done()
 	return nil
 }
 
@@ -257,7 +278,7 @@ func (d *demo) startDatabase(ctx context.Context) error {
 	if _, err := d.p.run(ctx, "db", "migrate", "--database", d.ownerDB); err != nil {
 		return err
 	}
-	// Login users for the two least-privilege roles the migration created,
+	// Login users for the least-privilege roles the migration created,
 	// each with a random password. The passwords go into a 0600 passfile
 	// that every configpub the demo starts finds through PGPASSFILE: they
 	// never appear on a command line (visible to every local user in ps).
@@ -265,6 +286,7 @@ func (d *demo) startDatabase(ctx context.Context) error {
 	for _, u := range []struct{ user, role string }{
 		{"demo_promoter", "configpub_promoter"},
 		{"demo_server", "configpub_server"},
+		{"demo_viewer", "configpub_viewer, configpub_viewer_bytes"},
 	} {
 		pw, err := randomPassword()
 		if err != nil {
@@ -283,6 +305,7 @@ func (d *demo) startDatabase(ctx context.Context) error {
 	d.p.env = append(d.p.env, "PGPASSFILE="+passfile)
 	d.promDB = fmt.Sprintf("postgres://demo_promoter@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
 	d.servDB = fmt.Sprintf("postgres://demo_server@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
+	d.viewDB = fmt.Sprintf("postgres://demo_viewer@127.0.0.1:%d/configpub?sslmode=disable", c.Port)
 	d.say("promoter connects as demo_promoter (member of configpub_promoter)")
 	d.say("Config Server connects as demo_server (member of configpub_server: read-only, evidence inserts)")
 	return nil
@@ -389,6 +412,18 @@ func (d *demo) startServer(ctx context.Context) error {
 	return d.p.start(ctx, "config-server", d.srvURL+"/readyz",
 		"serve", "--database", d.servDB, "--listen", addr, "--jwks", d.path("jwt", "jwks.json"),
 		"--issuer", issuer, "--audience", tokenAudience)
+}
+
+func (d *demo) startConsole(ctx context.Context) error {
+	d.title("Start the operator console (read-only role, values diff on, loopback only)")
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	d.conURL = "http://" + addr + "/"
+	return d.p.start(ctx, "console", d.conURL+"healthz",
+		"console", "--database", d.viewDB, "--listen", addr, "--show-values")
 }
 
 func (d *demo) rollback(ctx context.Context) error {

@@ -1,0 +1,84 @@
+package console
+
+import (
+	"context"
+	"net/http/httptest"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/internal/pgtest"
+)
+
+// BenchmarkPageRender10k renders every page of an environment of 10,000
+// targets and 50 releases (200 targets changed per release, the last one
+// rolled back) with generated data, through the handler over the viewer
+// role, and reports the p99 and max page latency per page and overall
+// (target: p99 <= 100 ms).
+//
+//	go test -run '^$' -bench BenchmarkPageRender10k -benchtime 1x ./console/
+func BenchmarkPageRender10k(b *testing.B) {
+	db := pgtest.New(b)
+	start := time.Now()
+	generate(b, db.Pool(b), generated{env: "big", targets: 10000, releases: 50, changed: 200, rollback: true})
+	b.Logf("generated 10,000 targets x 50 releases in %v", time.Since(start).Round(time.Millisecond))
+	if _, err := db.Pool(b).Exec(context.Background(), "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	now := releaseAt(50).Add(time.Hour)
+	c, err := New(context.Background(), viewerPool(b, db, true), Options{ShowValues: true, Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := c.Handler()
+	mid := releaseAt(25).Add(30 * time.Minute).Format(time.RFC3339)
+	pages := []string{
+		"/", "/env/big", "/env/big?before=30", "/env/big/releases/50", "/env/big/releases/1",
+		"/env/big/releases/25", "/env/big/targets/h42.example/svc-4242", "/env/big/at?t=" + mid,
+		"/env/big/at?t=" + mid + "&host=h42.example&service=svc-4242",
+		"/api/environments", "/api/environments/big/timeline", "/api/environments/big/releases/50",
+	}
+	const rounds = 30
+	var all []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, p := range pages {
+			var ds []time.Duration
+			for r := 0; r < rounds; r++ {
+				req := httptest.NewRequest("GET", p, nil)
+				req.RemoteAddr = "127.0.0.1:1"
+				rec := httptest.NewRecorder()
+				t0 := time.Now()
+				h.ServeHTTP(rec, req)
+				ds = append(ds, time.Since(t0))
+				if rec.Code != 200 {
+					b.Fatalf("GET %s: %d %s", p, rec.Code, rec.Body.String())
+				}
+			}
+			all = append(all, ds...)
+			if i == 0 {
+				b.Logf("%-62s p50 %6.1f ms  p99 %6.1f ms", p, ms(pct(ds, 50)), ms(pct(ds, 99)))
+			}
+		}
+	}
+	b.StopTimer()
+	p99 := pct(all, 99)
+	b.ReportMetric(ms(p99), "p99-ms")
+	b.ReportMetric(ms(pct(all, 50)), "p50-ms")
+	b.ReportMetric(ms(pct(all, 100)), "max-ms")
+	if p99 > 100*time.Millisecond {
+		b.Errorf("page render p99 %v over 10,000 targets and 50 releases, want <= 100 ms", p99)
+	}
+}
+
+func pct(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return s[min(i, len(s)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
