@@ -45,6 +45,9 @@ type Options struct {
 	// PerTargetMetrics exports configpub_target_current_release per target
 	// (one series per target: mind the cardinality). Default false.
 	PerTargetMetrics bool
+	// CacheTTL bounds how long computed page data is reused; any change
+	// notice (NOTIFY) drops it at once. Default 5 s; negative disables.
+	CacheTTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives access-refusal and live-update warnings. Default: discard.
@@ -59,6 +62,7 @@ type Console struct {
 	opts Options
 	rd   *reader
 	hub  *hub
+	pc   *pageCache
 	reg  *prometheus.Registry
 	m    *httpMetrics
 	tpl  *templates
@@ -75,6 +79,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 5 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -95,6 +102,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 		opts: opts,
 		rd:   &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, showValues: opts.ShowValues},
 		hub:  newHub(),
+		pc:   newPageCache(opts.CacheTTL, opts.Now),
 		reg:  opts.Registry,
 		tpl:  tpl,
 	}

@@ -366,3 +366,23 @@ func mustPrefixes(t *testing.T, ps ...string) []netip.Prefix {
 	}
 	return out
 }
+
+func TestPageCacheDropsEverythingOnAChange(t *testing.T) {
+	c := newPageCache(time.Hour, time.Now)
+	loads := 0
+	load := func() (any, error) { loads++; return loads, nil }
+	for _, want := range []int{1, 1} {
+		if v, _ := c.get("k", load); v != want {
+			t.Fatalf("got %v, want %d", v, want)
+		}
+	}
+	c.invalidate()
+	if v, _ := c.get("k", load); v != 2 {
+		t.Fatalf("after a change notice: got %v, want a reload (2)", v)
+	}
+	off := newPageCache(-1, time.Now)
+	off.get("k", load)
+	if v, _ := off.get("k", load); v != 4 {
+		t.Fatalf("disabled cache: got %v, want every call to load (4)", v)
+	}
+}

@@ -56,15 +56,18 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64) (*Relea
 // changedTargets lists the targets whose snapshot differs from the base
 // release's, and the identities of the base the release does not contain.
 func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
+	// The snapshots the release created (index on env_tag, release_version)
+	// that are in its mapping, against the base mapping's snapshot.
 	rows, err := r.q.Query(ctx, `SELECT t.host, t.service_id, s.audience, coalesce(b.snapshot_id::text, ''), t.snapshot_id::text,
 			coalesce(bs.artifact_digest, ''), s.artifact_digest, coalesce(bs.policy_digest, ''), s.policy_digest,
 			count(*) OVER ()
-		FROM configpub.config_release_target t
-		JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+		FROM configpub.config_snapshot s
+		JOIN configpub.config_release_target t ON t.env_tag = s.env_tag AND t.release_version = s.release_version
+			AND t.host = s.host AND t.service_id = s.service_id AND t.snapshot_id = s.snapshot_id
 		LEFT JOIN configpub.config_release_target b ON b.env_tag = t.env_tag AND b.release_version = $3
 			AND b.host = t.host AND b.service_id = t.service_id
 		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
-		WHERE t.env_tag = $1 AND t.release_version = $2 AND b.snapshot_id IS DISTINCT FROM t.snapshot_id
+		WHERE s.env_tag = $1 AND s.release_version = $2 AND b.snapshot_id IS DISTINCT FROM t.snapshot_id
 		ORDER BY s.audience, t.host, t.service_id LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
 	if err != nil {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)

@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,8 +87,8 @@ func secure(next http.Handler) http.Handler {
 }
 
 func (c *Console) overview(_ http.ResponseWriter, r *http.Request) (string, any, error) {
-	envs, err := c.rd.Environments(r.Context())
-	return "overview", envs, err
+	v, err := c.pc.get("overview", func() (any, error) { return c.rd.Environments(r.Context()) })
+	return "overview", v, err
 }
 
 func (c *Console) timeline(_ http.ResponseWriter, r *http.Request) (string, any, error) {
@@ -95,8 +96,11 @@ func (c *Console) timeline(_ http.ResponseWriter, r *http.Request) (string, any,
 	if err != nil {
 		return "", nil, err
 	}
-	t, err := c.rd.Timeline(r.Context(), r.PathValue("env"), before)
-	return "timeline", t, err
+	env := r.PathValue("env")
+	v, err := c.pc.get(fmt.Sprintf("timeline\x00%s\x00%d", env, before), func() (any, error) {
+		return c.rd.Timeline(r.Context(), env, before)
+	})
+	return "timeline", v, err
 }
 
 func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, error) {
@@ -104,8 +108,11 @@ func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, 
 	if err != nil || n <= 0 {
 		return "", nil, badRequest("release number %q is not a positive integer", r.PathValue("n"))
 	}
-	d, err := c.rd.ReleaseDetail(r.Context(), r.PathValue("env"), n)
-	return "release", d, err
+	env := r.PathValue("env")
+	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d", env, n), func() (any, error) {
+		return c.rd.ReleaseDetail(r.Context(), env, n)
+	})
+	return "release", v, err
 }
 
 func (c *Console) target(_ http.ResponseWriter, r *http.Request) (string, any, error) {
@@ -142,7 +149,11 @@ func (c *Console) at(_ http.ResponseWriter, r *http.Request) (string, any, error
 	if p.Host != "" {
 		p.Identity, err = c.rd.IdentityAt(r.Context(), p.EnvTag, p.Host, p.ServiceID, t)
 	} else {
-		p.Env, err = c.rd.EnvironmentAt(r.Context(), p.EnvTag, t)
+		var v any
+		v, err = c.pc.get(fmt.Sprintf("at\x00%s\x00%d", p.EnvTag, t.UnixNano()), func() (any, error) {
+			return c.rd.EnvironmentAt(r.Context(), p.EnvTag, t)
+		})
+		p.Env, _ = v.(*EnvironmentAt)
 	}
 	return "at", p, err
 }

@@ -64,6 +64,7 @@ func (c *Console) Run(ctx context.Context) error {
 			return nil
 		}
 		c.opts.Logger.Warn("console: live updates lost the database; retrying", "err", err)
+		c.pc.invalidate()
 		c.hub.publish("") // clients refresh once the page can be read again
 		select {
 		case <-ctx.Done():
@@ -111,6 +112,7 @@ func (c *Console) listen(ctx context.Context, connected func()) error {
 		if json.Unmarshal([]byte(n.Payload), &p) != nil || p.Revoked {
 			p.EnvTag = ""
 		}
+		c.pc.invalidate()
 		c.hub.publish(p.EnvTag)
 	}
 }

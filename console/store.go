@@ -82,29 +82,44 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 	return out, nil
 }
 
-// targetStatesSQL yields, for $1's current pointers, host, service_id,
-// state, current release (of the snapshot), reported release, last
-// outcome, reported and current artifact digests, refresh and expiry.
-func (r *reader) targetStatesSQL() string {
+// overviewSQL computes, for $1's current pointers at time $2 with lease
+// horizon $3, three kinds of rows: 'n' (state, count, expiring count,
+// divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
+// first divergent targets).
+func (r *reader) overviewSQL() string {
 	return `WITH ev AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
 			FROM configpub.runtime_evidence WHERE env_tag = $1
 			ORDER BY host, service_id, evidence_id DESC),
-		rv AS (SELECT snapshot_id, publication_id FROM configpub.revocation)
-		SELECT p.host, p.service_id,
-			CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
-				WHEN EXISTS (SELECT 1 FROM rv WHERE rv.snapshot_id = s.snapshot_id OR rv.publication_id = s.publication_id) THEN 'REVOKED'
-				WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
-				WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
-				ELSE 'PUBLISHED' END,
-			s.release_version, coalesce(es.release_version, 0), coalesce(ev.outcome, ''),
-			coalesce(ev.artifact_digest, ''), s.artifact_digest, p.lease_refresh_after, p.lease_expires_at,
-			ev.snapshot_id IS NOT NULL AND (ev.snapshot_id <> p.snapshot_id OR ev.outcome = 'REJECTED')
-		FROM configpub.current_pointer p
-		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-		LEFT JOIN ev ON ev.host = p.host AND ev.service_id = p.service_id
-		LEFT JOIN configpub.config_snapshot es ON es.snapshot_id = ev.snapshot_id
-		WHERE p.env_tag = $1`
+		st AS MATERIALIZED (
+			SELECT p.host, p.service_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
+				s.release_version AS rel, s.artifact_digest AS digest, ev.snapshot_id AS ev_snapshot,
+				coalesce(ev.outcome, '') AS outcome, coalesce(ev.artifact_digest, '') AS ev_digest,
+				CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
+					WHEN rs.snapshot_id IS NOT NULL OR rp.publication_id IS NOT NULL THEN 'REVOKED'
+					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
+					WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
+					ELSE 'PUBLISHED' END AS state,
+				ev.snapshot_id IS NOT NULL AND (ev.snapshot_id <> p.snapshot_id OR ev.outcome = 'REJECTED') AS divergent
+			FROM configpub.current_pointer p
+			JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+			LEFT JOIN ev ON ev.host = p.host AND ev.service_id = p.service_id
+			LEFT JOIN (SELECT DISTINCT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL) rs
+				ON rs.snapshot_id = s.snapshot_id
+			LEFT JOIN (SELECT DISTINCT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL) rp
+				ON rp.publication_id = s.publication_id
+			WHERE p.env_tag = $1)
+		SELECT 'n', state, count(*)::int,
+			(count(*) FILTER (WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3)))::int,
+			(count(*) FILTER (WHERE state <> 'RETIRED' AND divergent))::int,
+			'', '', NULL::timestamptz, NULL::timestamptz, 0::bigint, 0::bigint, '', '', ''
+		FROM st GROUP BY state
+		UNION ALL (SELECT 'lease', state, 0, 0, 0, host, service_id, refresh, expires, 0, 0, '', '', ''
+			FROM st WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3) ORDER BY expires, host, service_id LIMIT ` + fmt.Sprint(listed) + `)
+		UNION ALL (SELECT 'div', state, 0, 0, 0, host, service_id, NULL, NULL, rel,
+				coalesce((SELECT es.release_version FROM configpub.config_snapshot es WHERE es.snapshot_id = st.ev_snapshot), 0),
+				outcome, ev_digest, digest
+			FROM st WHERE state <> 'RETIRED' AND divergent ORDER BY host, service_id LIMIT ` + fmt.Sprint(listed) + `)`
 }
 
 // listed bounds the rows of the overview's lists.
@@ -130,38 +145,34 @@ func (r *reader) Environment(ctx context.Context, env string) (*Environment, err
 	if e.StagedRelease <= e.CurrentRelease {
 		e.StagedRelease = 0
 	}
-	rows, err := r.q.Query(ctx, r.targetStatesSQL(), env, now)
+	rows, err := r.q.Query(ctx, r.overviewSQL(), env, now, now.Add(r.leaseHorizon))
 	if err != nil {
 		return nil, fmt.Errorf("environment %s: targets: %w", env, err)
 	}
+	defer rows.Close()
 	counts := map[string]int{}
-	horizon := now.Add(r.leaseHorizon)
 	for rows.Next() {
 		var (
-			host, svc, state, outcome, repDigest, curDigest string
-			rel, repRel                                     int64
-			refresh, expires                                time.Time
-			divergent                                       bool
+			kind, state, host, svc, outcome, repDigest, curDigest string
+			n, expiring, divergent                                int
+			refresh, expires                                      *time.Time
+			rel, repRel                                           int64
 		)
-		if err := rows.Scan(&host, &svc, &state, &rel, &repRel, &outcome, &repDigest, &curDigest, &refresh, &expires, &divergent); err != nil {
-			rows.Close()
+		if err := rows.Scan(&kind, &state, &n, &expiring, &divergent, &host, &svc, &refresh, &expires, &rel, &repRel,
+			&outcome, &repDigest, &curDigest); err != nil {
 			return nil, fmt.Errorf("environment %s: targets: %w", env, err)
 		}
-		e.Targets++
-		counts[state]++
-		if state == StateRetired {
-			continue
-		}
-		if !now.Before(refresh) || expires.Before(horizon) {
-			e.LeasesExpiring++
-			e.Expiring = insertLease(e.Expiring, LeaseRow{Host: host, ServiceID: svc, RefreshAfter: refresh.UTC(), ExpiresAt: expires.UTC()})
-		}
-		if divergent {
-			e.Divergent++
-			if len(e.Divergence) < listed {
-				e.Divergence = append(e.Divergence, Divergence{Host: host, ServiceID: svc, CurrentRelease: rel,
-					ReportedRelease: repRel, Outcome: outcome, ReportedDigest: repDigest, CurrentDigest: curDigest})
-			}
+		switch kind {
+		case "n":
+			counts[state] = n
+			e.Targets += n
+			e.LeasesExpiring += expiring
+			e.Divergent += divergent
+		case "lease":
+			e.Expiring = append(e.Expiring, LeaseRow{Host: host, ServiceID: svc, RefreshAfter: refresh.UTC(), ExpiresAt: expires.UTC()})
+		case "div":
+			e.Divergence = append(e.Divergence, Divergence{Host: host, ServiceID: svc, CurrentRelease: rel,
+				ReportedRelease: repRel, Outcome: outcome, ReportedDigest: repDigest, CurrentDigest: curDigest})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -173,24 +184,6 @@ func (r *reader) Environment(ctx context.Context, env string) (*Environment, err
 		}
 	}
 	return e, nil
-}
-
-// insertLease keeps the listed soonest-expiring leases in order.
-func insertLease(rows []LeaseRow, l LeaseRow) []LeaseRow {
-	i := len(rows)
-	for i > 0 && l.ExpiresAt.Before(rows[i-1].ExpiresAt) {
-		i--
-	}
-	if i >= listed {
-		return rows
-	}
-	rows = append(rows, LeaseRow{})
-	copy(rows[i+1:], rows[i:])
-	rows[i] = l
-	if len(rows) > listed {
-		rows = rows[:listed]
-	}
-	return rows
 }
 
 // timelinePage is how many releases one timeline page shows.
