@@ -5,20 +5,26 @@
 -- Workflow views through configpub_workflow_reader (membership) and inserts
 -- invocations, their pinned endpoint targets and dispatches here. It updates
 -- and deletes nothing: admitted work is immutable.
--- Roles are cluster-wide: another database of the cluster may create the
--- role or the membership concurrently (it then exists as wanted).
+-- Roles are cluster-wide: create the role and the membership only when they
+-- are missing (an owner without CREATEROLE then works once an administrator
+-- created them), tolerating another database of the cluster doing the same
+-- concurrently.
 DO $$
 BEGIN
-	BEGIN
-		CREATE ROLE configpub_workflow_service NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
-	EXCEPTION WHEN duplicate_object OR unique_violation OR internal_error THEN
-		NULL;
-	END;
-	BEGIN
-		GRANT configpub_workflow_reader TO configpub_workflow_service;
-	EXCEPTION WHEN duplicate_object OR unique_violation OR internal_error THEN
-		NULL;
-	END;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'configpub_workflow_service') THEN
+		BEGIN
+			CREATE ROLE configpub_workflow_service NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS;
+		EXCEPTION WHEN duplicate_object OR unique_violation OR internal_error THEN
+			NULL;
+		END;
+	END IF;
+	IF NOT pg_has_role('configpub_workflow_service', 'configpub_workflow_reader', 'MEMBER') THEN
+		BEGIN
+			GRANT configpub_workflow_reader TO configpub_workflow_service;
+		EXCEPTION WHEN duplicate_object OR unique_violation OR internal_error THEN
+			NULL;
+		END;
+	END IF;
 END
 $$;
 
