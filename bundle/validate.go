@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/render"
 )
 
@@ -16,8 +17,7 @@ const maxVersion = 1<<53 - 1
 const TimeFormat = "2006-01-02T15:04:05Z"
 
 var (
-	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
 // ParseTime parses a time in TimeFormat, refusing any other spelling.
@@ -79,7 +79,7 @@ func (m *Manifest) Validate() error {
 		if in.Path == "" || (i > 0 && in.Path <= m.Inputs[i-1].Path) {
 			return invalidf(f+".path", "%q: inputs must be sorted by path and unique", in.Path)
 		}
-		if !digestRE.MatchString(in.Digest) {
+		if !digest.Valid(in.Digest) {
 			return invalidf(f+".digest", "%q is not sha256:<64 hex>", in.Digest)
 		}
 	}
@@ -101,12 +101,12 @@ func (m *Manifest) Validate() error {
 			(i > 0 && (s.Kind < m.Subjects[i-1].Kind || s.Kind == m.Subjects[i-1].Kind && s.Name < m.Subjects[i-1].Name)) {
 			return invalidf(f, "%s/%s: subjects must be named, sorted by kind and name and unique", s.Kind, s.Name)
 		}
-		if !uuidRE.MatchString(s.PolicySnapshotID) || !digestRE.MatchString(s.PolicyDigest) || s.PolicyVersion < 1 {
+		if !uuidRE.MatchString(s.PolicySnapshotID) || !digest.Valid(s.PolicyDigest) || s.PolicyVersion < 1 {
 			return invalidf(f, "policySnapshotId %q, policyDigest %q, policyVersion %d: want a lowercase UUID, sha256:<64 hex> and >= 1", s.PolicySnapshotID, s.PolicyDigest, s.PolicyVersion)
 		}
 	}
 	for i, w := range m.Workflows {
-		if !digestRE.MatchString(w.Digest) || (w.State != "PUBLISHED" && w.State != "DRAFT") {
+		if !digest.Valid(w.Digest) || (w.State != "PUBLISHED" && w.State != "DRAFT") {
 			return invalidf(fmt.Sprintf("workflows[%d]", i), "digest %q state %q: want sha256:<64 hex> and PUBLISHED or DRAFT", w.Digest, w.State)
 		}
 	}
@@ -115,7 +115,7 @@ func (m *Manifest) Validate() error {
 		if e.WfDefID == "" || e.Version == "" || (i > 0 && e.Key() <= m.WorkflowLedger[i-1].Key()) {
 			return invalidf(f, "%q: the ledger must be sorted by wfDefId@version and unique", e.Key())
 		}
-		if !digestRE.MatchString(e.Digest) {
+		if !digest.Valid(e.Digest) {
 			return invalidf(f+".digest", "%q is not sha256:<64 hex>", e.Digest)
 		}
 		if e.PublishedIn < 1 || e.PublishedIn > m.ReleaseVersion {
@@ -134,7 +134,7 @@ func (m *Manifest) Validate() error {
 			return err
 		}
 	}
-	if m.ReleaseDigest != "" && !digestRE.MatchString(m.ReleaseDigest) {
+	if m.ReleaseDigest != "" && !digest.Valid(m.ReleaseDigest) {
 		return invalidf("releaseDigest", "%q is not sha256:<64 hex>", m.ReleaseDigest)
 	}
 	return nil
@@ -187,7 +187,7 @@ func (m *Manifest) checkTarget(t *TargetEntry, created time.Time, profiles map[s
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"policyDigest", t.PolicyDigest}, {"contentDigest", t.ContentDigest}, {"propertySetDigest", t.PropertySetDigest}, {"artifactDigest", t.ArtifactDigest}, {"leaseProfileDigest", t.LeaseProfileDigest}} {
-		if !digestRE.MatchString(f.v) {
+		if !digest.Valid(f.v) {
 			return bad(f.name, "%q is not sha256:<64 hex>", f.v)
 		}
 	}
@@ -247,12 +247,12 @@ func (m *Manifest) checkTarget(t *TargetEntry, created time.Time, profiles map[s
 	if t.DeliveryLease != p.Delivery {
 		return bad("deliveryLease", "%+v, lease profile %s has %+v", t.DeliveryLease, p.Name, p.Delivery)
 	}
-	if t.Previous != nil && (!uuidRE.MatchString(t.Previous.PublicationID) || !digestRE.MatchString(t.Previous.PolicyDigest)) {
+	if t.Previous != nil && (!uuidRE.MatchString(t.Previous.PublicationID) || !digest.Valid(t.Previous.PolicyDigest)) {
 		return bad("previous", "%+v: want a lowercase UUID and sha256:<64 hex>", *t.Previous)
 	}
 	for _, list := range [][]InventoryItem{t.Inventory, t.Tombstones} {
 		for _, it := range list {
-			if !digestRE.MatchString(it.Digest) {
+			if !digest.Valid(it.Digest) {
 				return bad("inventory", "item %s/%s digest %q is not sha256:<64 hex>", it.Kind, it.ID, it.Digest)
 			}
 		}
