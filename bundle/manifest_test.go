@@ -147,3 +147,30 @@ func TestParseEnforcesInvariants(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvelopeEpochIsAMinimum: a target's envelope revocationEpoch is the
+// minimum it was compiled for; the manifest accepts one below the
+// release's (the signed delivery manifest's epoch is the authoritative one).
+func TestEnvelopeEpochIsAMinimum(t *testing.T) {
+	b, err := os.ReadFile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseManifest("dev.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RevocationEpoch = 5
+	m.Targets[0].RevocationEpoch = 2
+	out, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := bundle.ParseManifest("dev.yaml", out)
+	if err != nil {
+		t.Fatalf("epochs 0 and 2 in a release of epoch 5 refused: %v", err)
+	}
+	if env := back.Targets[0].Envelope("dev"); env.RevocationEpoch != 2 {
+		t.Fatalf("envelope epoch %d, want 2", env.RevocationEpoch)
+	}
+}
