@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // Evidence bounds. A runtime reports once per load that applied or
@@ -33,24 +34,7 @@ const (
 )
 
 // evidenceRequest is the JSON body of POST /configs/evidence.
-type evidenceRequest struct {
-	Host                    string `json:"host"`
-	ServiceID               string `json:"serviceId"`
-	EnvTag                  string `json:"envTag"`
-	Audience                string `json:"audience"`
-	Outcome                 string `json:"outcome"`
-	Reason                  string `json:"reason"`
-	SnapshotID              string `json:"snapshotId"`
-	PublicationID           string `json:"publicationId"`
-	ReleaseVersion          int64  `json:"releaseVersion"`
-	Sequence                int64  `json:"sequence"`
-	CurrentSnapshotID       string `json:"currentSnapshotId"`
-	LastKnownGoodSnapshotID string `json:"lastKnownGoodSnapshotId"`
-	ArtifactDigest          string `json:"artifactDigest"`
-	ContentDigest           string `json:"contentDigest"`
-	PolicyDigest            string `json:"policyDigest"`
-	ObservedAt              string `json:"observedAt"`
-}
+type evidenceRequest bundle.EvidenceReport
 
 // reasonRE is the grammar of a stable reason code (APPLIED: NEW_SNAPSHOT,
 // REJECTED: DIGEST_MISMATCH, ...).
@@ -58,8 +42,6 @@ var reasonRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,63}$`)
 
 // uuidRE is a lowercase 8-4-4-4-12 UUID.
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // serveEvidence answers POST /configs/evidence: a runtime reports, for its
 // own identity and audience only, that it applied or rejected a snapshot.
@@ -134,7 +116,7 @@ func (req *evidenceRequest) validate(now time.Time) (*Evidence, *httpError) {
 			return nil, errBadRequest("evidence field " + f.name + " holds a control character")
 		}
 	}
-	if req.Outcome != "APPLIED" && req.Outcome != "REJECTED" {
+	if req.Outcome != bundle.OutcomeApplied && req.Outcome != bundle.OutcomeRejected {
 		return nil, errBadRequest("evidence field outcome must be APPLIED or REJECTED")
 	}
 	if req.Reason != "" && !reasonRE.MatchString(req.Reason) {
@@ -171,7 +153,7 @@ func (req *evidenceRequest) validate(now time.Time) (*Evidence, *httpError) {
 		}
 		*f.dst = f.val
 	}
-	if req.Outcome == "APPLIED" && ev.SnapshotID == "" {
+	if req.Outcome == bundle.OutcomeApplied && ev.SnapshotID == "" {
 		return nil, errBadRequest("evidence field snapshotId is required with outcome APPLIED")
 	}
 	for _, f := range []struct {
@@ -191,7 +173,7 @@ func (req *evidenceRequest) validate(now time.Time) (*Evidence, *httpError) {
 		{"contentDigest", req.ContentDigest, &ev.ContentDigest},
 		{"policyDigest", req.PolicyDigest, &ev.PolicyDigest},
 	} {
-		if f.val != "" && !digestRE.MatchString(f.val) {
+		if f.val != "" && !digest.Valid(f.val) {
 			return nil, errBadRequest("evidence field " + f.name + " is not sha256:<64 hex>")
 		}
 		*f.dst = f.val

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/auth"
 )
 
@@ -80,7 +81,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		opts.RetryAfter = 5 * time.Second
 	}
 	if opts.MaxEvidenceBytes <= 0 {
-		opts.MaxEvidenceBytes = 16 << 10
+		opts.MaxEvidenceBytes = bundle.MaxEvidenceBytes
 	}
 	if opts.EvidencePerMinute <= 0 {
 		opts.EvidencePerMinute = DefaultEvidencePerMinute

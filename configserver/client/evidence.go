@@ -19,13 +19,13 @@ type Outcome string
 // Outcomes.
 const (
 	// OutcomeApplied: a verified snapshot (or a renewed lease) became current.
-	OutcomeApplied Outcome = "APPLIED"
+	OutcomeApplied Outcome = bundle.OutcomeApplied
 	// OutcomeUnchanged: the current snapshot is still the one served (304 or
 	// the same bytes and manifest); nothing changed.
 	OutcomeUnchanged Outcome = "UNCHANGED"
 	// OutcomeRejected: something was received and failed verification;
 	// nothing was applied, the last-known-good is kept.
-	OutcomeRejected Outcome = "REJECTED"
+	OutcomeRejected Outcome = bundle.OutcomeRejected
 	// OutcomeUnavailable: nothing usable was received (network error, 401,
 	// 403, 404, 5xx); the last-known-good is kept.
 	OutcomeUnavailable Outcome = "UNAVAILABLE"
@@ -131,27 +131,7 @@ func (ev *Evidence) fail(err error) {
 }
 
 // MaxEvidenceBytes bounds a POST /configs/evidence body (api contract).
-const MaxEvidenceBytes = 16 << 10
-
-// evidenceReport is the POST /configs/evidence body (api contract).
-type evidenceReport struct {
-	Host                    string  `json:"host"`
-	ServiceID               string  `json:"serviceId"`
-	EnvTag                  string  `json:"envTag"`
-	Audience                string  `json:"audience"`
-	Outcome                 Outcome `json:"outcome"`
-	Reason                  Reason  `json:"reason"`
-	SnapshotID              string  `json:"snapshotId,omitempty"`
-	PublicationID           string  `json:"publicationId,omitempty"`
-	ReleaseVersion          int64   `json:"releaseVersion,omitempty"`
-	Sequence                int64   `json:"sequence,omitempty"`
-	CurrentSnapshotID       string  `json:"currentSnapshotId,omitempty"`
-	LastKnownGoodSnapshotID string  `json:"lastKnownGoodSnapshotId,omitempty"`
-	ArtifactDigest          string  `json:"artifactDigest,omitempty"`
-	ContentDigest           string  `json:"contentDigest,omitempty"`
-	PolicyDigest            string  `json:"policyDigest,omitempty"`
-	ObservedAt              string  `json:"observedAt"`
-}
+const MaxEvidenceBytes = bundle.MaxEvidenceBytes
 
 // ReportEvidence sends ev to the Config Server (POST /configs/evidence) under
 // the client's own identity, for `configpub status`: the snapshot the load was
@@ -174,9 +154,9 @@ func (c *Client) ReportEvidence(ctx context.Context, ev *Evidence) error {
 		return errors.New("report evidence: no server URL configured")
 	}
 	id := c.opts.Identity
-	r := evidenceReport{
+	r := bundle.EvidenceReport{
 		Host: id.Host, ServiceID: id.ServiceID, EnvTag: id.EnvTag, Audience: c.opts.Audience,
-		Outcome: ev.Outcome, Reason: ev.Reason, ReleaseVersion: max(ev.ReleaseVersion, 0), Sequence: max(ev.Sequence, 0),
+		Outcome: string(ev.Outcome), Reason: string(ev.Reason), ReleaseVersion: max(ev.ReleaseVersion, 0), Sequence: max(ev.Sequence, 0),
 		ObservedAt: ev.ObservedAt.UTC().Format(time.RFC3339Nano),
 	}
 	for _, p := range []struct {
