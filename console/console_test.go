@@ -92,6 +92,14 @@ func TestPagesOverGeneratedHistory(t *testing.T) {
 	_, f := newTestConsole(t, viewerPool(t, db, true), Options{ShowValues: true, Now: func() time.Time { return now }})
 
 	mustContain(t, "overview", f.get("/", 200), "dev", "Release 2", "Targets by state", "APPLIED")
+	var envs []Environment
+	if err := json.Unmarshal([]byte(f.get("/api/environments", 200)), &envs); err != nil {
+		t.Fatal(err)
+	}
+	// Release 3 was rolled back: it is not staged.
+	if len(envs) != 1 || envs[0].CurrentRelease != 2 || envs[0].StagedRelease != 0 || envs[0].Targets != 30 || envs[0].Releases != 3 {
+		t.Errorf("overview: got %+v; want current 2, nothing staged, 30 targets, 3 releases", envs)
+	}
 	tl := f.get("/env/dev", 200)
 	mustContain(t, "timeline", tl, "Release 3", "Release 2", "Release 1", "Rollback to release 2",
 		"effective policy", "VALIDATED", "Agent snapshot", "Gateway snapshot", "Knowledge snapshot", "CURRENT", "previous release")
@@ -195,7 +203,22 @@ func TestMetadataDiffWithoutBytes(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	generate(t, db.Pool(t), generated{env: "prod", targets: 6, releases: 2, changed: 2})
+	// Release 3 recorded, not activated: the staged release.
+	if _, err := db.Pool(t).Exec(context.Background(), `INSERT INTO configpub.config_release (env_tag, release_version,
+			base_release_version, row_revision, lifecycle_state, execution_outcome, definition, definition_hash, actor,
+			target_count, command_id, last_command_id, created_at, updated_at)
+		VALUES ('prod', 3, 2, 1, 'RECORDED', 'NOT_REQUESTED', 'x', 'sha256:' || encode(sha256('x'::bytea), 'hex'), 'a', 6,
+			gen_random_uuid(), gen_random_uuid(), now(), now())`); err != nil {
+		t.Fatal(err)
+	}
 	_, f := newTestConsole(t, viewerPool(t, db, false), Options{})
+	var envs []Environment
+	if err := json.Unmarshal([]byte(f.get("/api/environments", 200)), &envs); err != nil {
+		t.Fatal(err)
+	}
+	if len(envs) != 1 || envs[0].CurrentRelease != 2 || envs[0].StagedRelease != 3 {
+		t.Errorf("overview: got %+v; want current 2, staged 3", envs)
+	}
 	rel := f.get("/env/prod/releases/2", 200)
 	mustContain(t, "metadata diff", rel, "--show-values", "2 target(s) changed", "agents/a.yaml")
 	if strings.Contains(rel, "requestsPerMinute") || strings.Contains(rel, ">120<") {

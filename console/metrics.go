@@ -73,7 +73,7 @@ var (
 	descCurrentRelease = prometheus.NewDesc("configpub_environment_current_release",
 		"Release version current in the environment.", []string{"env"}, nil)
 	descStagedRelease = prometheus.NewDesc("configpub_environment_staged_release",
-		"Newest recorded release above the current one (0 = none).", []string{"env"}, nil)
+		"Newest recorded, not yet activated release above the current one (0 = none).", []string{"env"}, nil)
 	descTargets = prometheus.NewDesc("configpub_targets",
 		"Targets by state (APPLIED, PUBLISHED, REJECTED, LEASE_EXPIRED, REVOKED, RETIRED).", []string{"env", "state"}, nil)
 	descLeaseExpiring = prometheus.NewDesc("configpub_lease_expiring_targets",

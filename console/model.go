@@ -18,7 +18,7 @@ var stateOrder = []string{StateApplied, StatePublished, StateRejected, StateLeas
 type Environment struct {
 	EnvTag         string       `json:"envTag"`
 	CurrentRelease int64        `json:"currentRelease"`
-	StagedRelease  int64        `json:"stagedRelease,omitempty"` // newest recorded release above the current one
+	StagedRelease  int64        `json:"stagedRelease,omitempty"` // newest recorded, not yet activated release above the current one
 	Releases       int          `json:"releases"`
 	Targets        int          `json:"targets"`
 	ByState        []StateCount `json:"byState"`

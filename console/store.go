@@ -131,7 +131,8 @@ func (r *reader) Environment(ctx context.Context, env string) (*Environment, err
 	e := &Environment{EnvTag: env, ByState: []StateCount{}, Expiring: []LeaseRow{}, Divergence: []Divergence{}, UpdatedAt: now}
 	var current *int64
 	err := r.q.QueryRow(ctx, `SELECT (SELECT current_release_version FROM configpub.environment WHERE env_tag = $1),
-			count(*), coalesce(max(release_version), 0)
+			count(*), coalesce(max(release_version) FILTER (WHERE lifecycle_state IN ('RECORDED', 'STAGED')
+				AND execution_outcome NOT IN ('NOT_APPLIED', 'INTEGRITY_ERROR')), 0)
 		FROM configpub.config_release WHERE env_tag = $1`, env).Scan(&current, &e.Releases, &e.StagedRelease)
 	if err != nil {
 		return nil, fmt.Errorf("environment %s: %w", env, err)
