@@ -14,12 +14,15 @@ import (
 func addPlanCmd(root *cobra.Command) {
 	var repo, env, baseRef, format, createdAt string
 	cmd := &cobra.Command{
-		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json]",
+		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json] [--created-at RFC3339]",
 		Short: "Show which targets a policy change alters, with JSON-pointer paths and digests",
 		Long: `plan compiles the working tree of the policy repository and the tree at
 --base-ref (default HEAD, read with go-git) and lists each target whose artifact
 changes: the JSON-pointer paths added, removed and changed in its audience
 namespace and settings, old -> new digests, and how many targets are unchanged.
+Targets are ADDED, RETIRED (in the base release, not in the new one) or CHANGED;
+an unchanged target re-issued because its snapshot's activation window no longer
+contains the new release's createdAt (--created-at, else as for compile) says so.
 It writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
