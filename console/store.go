@@ -271,7 +271,9 @@ const digestsListed = 3
 func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels []Release) error {
 	rows, err := r.q.Query(ctx, `WITH ev AS (
 			SELECT snapshot_id, bool_or(outcome = 'APPLIED') AS applied, bool_or(outcome = 'REJECTED') AS rejected
-			FROM configpub.runtime_evidence WHERE env_tag = $1 AND snapshot_id IS NOT NULL GROUP BY snapshot_id)
+			FROM configpub.runtime_evidence WHERE snapshot_id IN (SELECT snapshot_id FROM configpub.config_snapshot
+				WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3)
+			GROUP BY snapshot_id)
 		SELECT s.release_version, s.audience, count(*),
 			count(*) FILTER (WHERE ev.applied), count(*) FILTER (WHERE ev.rejected),
 			bool_and(s.validation_state = 'VALID'),
