@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/configpub/configpub/internal/secretscan"
 )
 
 // maxValueLen bounds a value shown in a diff; longer ones are cut.
@@ -77,14 +79,16 @@ func diffValues(old, cur []byte) ([]Change, int, error) {
 		}
 		out = append(out, Change{Path: p, Old: ov, New: nv})
 	}
+	// Compared by raw value, shown masked: a changed secret reference is
+	// listed, its targets are not.
 	for p, nv := range n {
-		if ov, ok := o[p]; !ok || ov != nv {
-			add(p, o[p], nv)
+		if ov, ok := o[p]; !ok || ov.raw != nv.raw {
+			add(p, o[p].shown, nv.shown)
 		}
 	}
 	for p, ov := range o {
 		if _, ok := n[p]; !ok {
-			add(p, ov, "")
+			add(p, ov.shown, "")
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
@@ -93,8 +97,8 @@ func diffValues(old, cur []byte) ([]Change, int, error) {
 
 // leaves flattens a YAML document into dotted paths ("a.b[2].c") and
 // display values; secret references are masked and long values cut.
-func leaves(b []byte) (map[string]string, error) {
-	out := map[string]string{}
+func leaves(b []byte) (map[string]leaf, error) {
+	out := map[string]leaf{}
 	if len(b) == 0 {
 		return out, nil
 	}
@@ -108,11 +112,14 @@ func leaves(b []byte) (map[string]string, error) {
 	return out, nil
 }
 
-func flatten(n *yaml.Node, path, key string, out map[string]string) {
+// leaf is a scalar's raw value (for comparison) and what a page shows.
+type leaf struct{ raw, shown string }
+
+func flatten(n *yaml.Node, path, key string, out map[string]leaf) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		if len(n.Content) == 0 {
-			out[path] = "{}"
+			out[path] = leaf{"{}", "{}"}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i].Value
@@ -124,7 +131,7 @@ func flatten(n *yaml.Node, path, key string, out map[string]string) {
 		}
 	case yaml.SequenceNode:
 		if len(n.Content) == 0 {
-			out[path] = "[]"
+			out[path] = leaf{"[]", "[]"}
 		}
 		for i, c := range n.Content {
 			flatten(c, path+"["+strconv.Itoa(i)+"]", key, out)
@@ -132,7 +139,7 @@ func flatten(n *yaml.Node, path, key string, out map[string]string) {
 	case yaml.AliasNode:
 		flatten(n.Alias, path, key, out)
 	default:
-		out[path] = display(key, n)
+		out[path] = leaf{n.Tag + ":" + n.Value, display(key, n)}
 	}
 }
 
@@ -155,34 +162,22 @@ func display(key string, n *yaml.Node) string {
 	return v
 }
 
-// credentialKeys are member names (lower-cased, "_" and "-" removed) whose
-// values are credentials or references to them.
-var credentialKeys = map[string]bool{
-	"password": true, "passwd": true, "secret": true, "clientsecret": true, "apikey": true, "token": true,
-	"accesstoken": true, "refreshtoken": true, "privatekey": true, "credentials": true, "credentialref": true,
-	"secretref": true, "dsn": true, "signingkeyref": true, "keyref": true,
-}
-
-// isSecretRef reports whether a value must not be shown: a secret
-// reference (vault://, env://, file://, ...://user:pass@), or any value of a
-// credential-like key.
+// isSecretRef reports whether a value must not be shown: any value of a
+// credential-named or reference member (…Ref), a secret reference
+// (vault://, env://, file://, …), a URL with user info, or anything the
+// literal-credential detector recognizes.
 func isSecretRef(key, v string) bool {
-	k := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(key))
-	if credentialKeys[k] || strings.HasSuffix(k, "secret") || strings.HasSuffix(k, "secretref") || strings.HasSuffix(k, "password") {
+	k := secretscan.Normalize(key)
+	if secretscan.IsCredentialName(key) || strings.HasSuffix(k, "secretref") || strings.HasSuffix(k, "credentialref") ||
+		(strings.HasSuffix(k, "ref") && secretscan.IsReference(v, false)) {
 		return true
 	}
-	for _, p := range []string{"vault://", "env://", "file://", "secret://", "awssm://", "gcpsm://", "azkv://"} {
+	for _, p := range []string{secretscan.RefScheme, "env://", "file://", "secret://", "awssm://", "gcpsm://", "azkv://"} {
 		if strings.HasPrefix(v, p) {
 			return true
 		}
 	}
-	if i := strings.Index(v, "://"); i > 0 {
-		rest := v[i+3:]
-		if at := strings.IndexByte(rest, '@'); at > 0 && !strings.ContainsAny(rest[:at], "/") {
-			return true
-		}
-	}
-	return false
+	return secretscan.Value(v) != "" || secretscan.Value(key+"="+v) != ""
 }
 
 func sortReleaseCounts(rc []ReleaseCount) {
