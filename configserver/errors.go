@@ -11,6 +11,9 @@ import (
 var (
 	// ErrNotFound: no current snapshot (or no such snapshot for the identity).
 	ErrNotFound = errors.New("not found")
+	// ErrGone: the identity is retired: the active release of its
+	// environment no longer contains it (410 Gone).
+	ErrGone = errors.New("identity retired")
 	// ErrUnavailable: the store cannot confirm what is current (database
 	// unreachable or stale); the handler answers 503 with Retry-After.
 	ErrUnavailable = errors.New("store unavailable")
@@ -66,6 +69,12 @@ func errNotFound() *httpError {
 		message: "no current configuration for this identity", reason: "no current snapshot"}
 }
 
+func errGone() *httpError {
+	return &httpError{status: http.StatusGone, code: "gone",
+		message: "this identity is retired: the active release of its environment no longer contains it",
+		reason:  "identity retired"}
+}
+
 func errMethod(allow string) *httpError {
 	return &httpError{status: http.StatusMethodNotAllowed, code: "method_not_allowed",
 		message: "method not allowed; allowed: " + allow, reason: "method not allowed"}
@@ -86,6 +95,8 @@ func storeError(err error) *httpError {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return errNotFound()
+	case errors.Is(err, ErrGone):
+		return errGone()
 	case errors.Is(err, ErrUnavailable):
 		return errUnavailable(err)
 	default:

@@ -75,6 +75,7 @@ func TestServesWhatThePromoterStored(t *testing.T) {
 		PolicyDigest: tg.PolicyDigest, ContentDigest: tg.ContentDigest, PropertySetDigest: tg.PropertySetDigest,
 		ArtifactDigest: tg.ArtifactDigest, CompatibilityGeneration: tg.CompatibilityGeneration,
 		SourceEventSequence: tg.SourceEventSequence, CreatedAt: time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC),
+		ValidFrom: time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC), ExpiresAt: time.Date(2026, 9, 3, 14, 0, 0, 0, time.UTC),
 		LeaseProfile: tg.LeaseProfile, Lease: promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
 		Values: values,
 	}

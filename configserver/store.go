@@ -10,7 +10,7 @@ import (
 // Store is what the handler needs from the configuration store. Current must
 // answer from memory when it can and return ErrUnavailable, quickly, when it
 // cannot confirm what is current; ErrNotFound when the identity has no
-// current pointer.
+// current pointer; ErrGone when the identity is retired.
 type Store interface {
 	// Current returns the delivery that is current for id.
 	Current(ctx context.Context, id bundle.Identity) (*Delivery, error)

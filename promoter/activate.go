@@ -74,18 +74,20 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 		return nil, nil, err
 	} else if id != "" {
 		// Definitely not applied: settle it so the environment is free.
-		if err := mutate(ctx, tx, r, event{Kind: "refused-revoked", ToState: r.State, ToOutcome: OutcomeNotApplied,
-			CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
-			Evidence: map[string]any{"revokedSnapshotId": id}}); err != nil {
-			return nil, nil, err
-		}
-		if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeNotApplied, nil, now); err != nil {
-			return nil, nil, err
-		}
-		if err := setEnv(ctx, tx, e, e.Current, 0, "", now); err != nil {
+		if err := refuseActivation(ctx, tx, a, r, e, now, "refused-revoked", map[string]any{"revokedSnapshotId": id}); err != nil {
 			return nil, nil, err
 		}
 		return nil, fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, id, ErrRevoked), nil
+	}
+	if w, err := outsideWindow(ctx, tx, envTag, version, now); err != nil {
+		return nil, nil, err
+	} else if w != nil {
+		if err := refuseActivation(ctx, tx, a, r, e, now, "refused-window", map[string]any{
+			"snapshotId": w.SnapshotID, "identity": w.Identity, "validFrom": formatTime(w.ValidFrom),
+			"expiresAt": formatTime(w.ExpiresAt), "at": formatTime(now)}); err != nil {
+			return nil, nil, err
+		}
+		return nil, w, nil
 	}
 	ps, err := loadMoves(ctx, tx, envTag, version)
 	if err != nil {
@@ -97,11 +99,12 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	var unsigned []pointerTarget
 	var at []int
 	for i := range ps {
+		ps[i].RevocationEpoch = max(ps[i].RevocationEpoch, e.Epoch)
 		if a.pre.take(&ps[i], now) {
 			continue
 		}
-		ps[i].Sequence = ps[i].PrevSequence + 1
-		ps[i].IssuedAt = now
+		ps[i].Sequence = nextSequence(ps[i].PrevSequence, now)
+		ps[i].IssuedAt, ps[i].ActivatedAt = now, now
 		unsigned = append(unsigned, ps[i])
 		at = append(at, i)
 	}
@@ -116,10 +119,17 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	if err := s.fault(ctx, "activate:signed", tx); err != nil {
 		return nil, nil, err
 	}
-	if err := s.writePointers(ctx, tx, envTag, ps, now, true); err != nil {
+	if err := s.writePointers(ctx, tx, envTag, ps, now, writeMove); err != nil {
 		return nil, nil, err
 	}
 	if err := s.fault(ctx, "activate:pointers", tx); err != nil {
+		return nil, nil, err
+	}
+	retired, err := retireOthers(ctx, tx, envTag, a, e.Current, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.fault(ctx, "activate:retire", tx); err != nil {
 		return nil, nil, err
 	}
 	if err := s.insertManifests(ctx, tx, envTag, ps, "move", a.cmd.ID); err != nil {
@@ -139,7 +149,7 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	}
 	res := &ActivationResult{
 		CommandID: a.cmd.ID, Action: a.cmd.Action, EnvTag: envTag, ReleaseVersion: version,
-		PreviousRelease: e.Current, Moved: len(ps), Unchanged: r.TargetCount - len(ps),
+		PreviousRelease: e.Current, Moved: len(ps), Unchanged: r.TargetCount - len(ps), Retired: retired,
 		Outcome: OutcomeApplied, ActivatedAt: now,
 	}
 	if e.Current != 0 && e.Current != version {
@@ -183,6 +193,22 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	return res, nil, nil
 }
 
+// refuseActivation settles an activation that definitely did not happen
+// (a revoked snapshot, a snapshot outside its activation window):
+// NOT_APPLIED in the release journal and the command ledger, and the
+// environment's pending claim released. No pointer is touched.
+func refuseActivation(ctx context.Context, tx pgx.Tx, a activation, r *release, e *env, now time.Time, kind string, evidence map[string]any) error {
+	if err := mutate(ctx, tx, r, event{Kind: kind, ToState: r.State, ToOutcome: OutcomeNotApplied,
+		CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
+		Evidence: evidence}); err != nil {
+		return err
+	}
+	if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeNotApplied, nil, now); err != nil {
+		return err
+	}
+	return setEnv(ctx, tx, e, e.Current, 0, "", now)
+}
+
 // revokedTarget returns a revoked snapshot of the release ("" if none).
 func revokedTarget(ctx context.Context, q querier, envTag string, version int64) (string, error) {
 	var id string
@@ -203,7 +229,8 @@ func revokedTarget(ctx context.Context, q querier, envTag string, version int64)
 }
 
 // loadMoves returns the targets of a release whose current pointer is not
-// at the release's snapshot, with what their manifests need.
+// at the release's snapshot (or is retired), with what their manifests
+// need.
 func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]pointerTarget, error) {
 	rows, err := tx.Query(ctx, `SELECT rt.host, rt.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
@@ -214,7 +241,7 @@ func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]
 		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
 		LEFT JOIN configpub.current_pointer p
 			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
-		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND p.snapshot_id IS DISTINCT FROM rt.snapshot_id
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets+`
 		ORDER BY rt.host, rt.service_id`, envTag, version)
 	if err != nil {
 		return nil, dbErr("read moves", err)
@@ -238,10 +265,26 @@ func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]
 	return ps, nil
 }
 
-// writePointers upserts the current pointers of ps. Each row must still be
-// at the sequence ps was built from (a compare-and-swap on sequence). move
-// false is a lease renewal: moved_at is kept.
-func (s *Store) writePointers(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget, now time.Time, move bool) error {
+// writeMode is what writePointers does to a pointer.
+type writeMode int
+
+const (
+	// writeMove moves the pointer (or creates it) to a new snapshot with a
+	// higher sequence; moved_at (activatedAt) becomes the manifest's
+	// issuedAt and a retired pointer is restored.
+	writeMove writeMode = iota
+	// writeRenew re-signs the lease: same snapshot and sequence, moved_at
+	// kept.
+	writeRenew
+	// writeResign re-signs the same snapshot with a higher sequence (a
+	// raised revocation epoch); moved_at kept.
+	writeResign
+)
+
+// writePointers upserts the current pointers of ps. Each row is guarded by
+// a compare-and-swap on its sequence (and snapshot, unless it moves), so a
+// pointer changed since it was read fails the whole write.
+func (s *Store) writePointers(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget, now time.Time, mode writeMode) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -256,11 +299,18 @@ func (s *Store) writePointers(ctx context.Context, tx pgx.Tx, envTag string, ps 
 		rels[i], seqs[i], rms[i], ems[i] = p.SnapshotRelease, p.Sequence, p.RefreshMS, p.ExpiresMS
 		bodies[i], issued[i], refresh[i], expires[i] = p.Manifest, p.IssuedAt, p.RefreshAt, p.ExpiresAt
 	}
-	// A move must find the pointer at the previous sequence; a renewal at
-	// the same sequence and snapshot.
-	movedAt, guard := "EXCLUDED.moved_at", "current_pointer.sequence = EXCLUDED.sequence - 1"
-	if !move {
-		movedAt, guard = "current_pointer.moved_at", "current_pointer.sequence = EXCLUDED.sequence AND current_pointer.snapshot_id = EXCLUDED.snapshot_id"
+	// A move must find the pointer at a lower sequence (the environment
+	// lock makes it the one read); a renewal at the same sequence and
+	// snapshot; a re-sign at the same snapshot and a lower sequence.
+	movedAt, guard := "EXCLUDED.moved_at", "current_pointer.sequence < EXCLUDED.sequence"
+	retired, retiredRelease := "NULL", "NULL"
+	switch mode {
+	case writeRenew:
+		movedAt, retired, retiredRelease = "current_pointer.moved_at", "current_pointer.retired_at", "current_pointer.retired_release_version"
+		guard = "current_pointer.sequence = EXCLUDED.sequence AND current_pointer.snapshot_id = EXCLUDED.snapshot_id AND current_pointer.retired_at IS NULL"
+	case writeResign:
+		movedAt, retired, retiredRelease = "current_pointer.moved_at", "current_pointer.retired_at", "current_pointer.retired_release_version"
+		guard = "current_pointer.sequence < EXCLUDED.sequence AND current_pointer.snapshot_id = EXCLUDED.snapshot_id AND current_pointer.retired_at IS NULL"
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO configpub.current_pointer AS current_pointer (host, service_id, env_tag,
 			snapshot_id, release_version, sequence, manifest, manifest_signature, manifest_key_id, lease_valid_from,
@@ -276,7 +326,8 @@ func (s *Store) writePointers(ctx context.Context, tx pgx.Tx, envTag string, ps 
 			lease_valid_from = EXCLUDED.lease_valid_from, lease_refresh_after = EXCLUDED.lease_refresh_after,
 			lease_expires_at = EXCLUDED.lease_expires_at, lease_refresh_after_ms = EXCLUDED.lease_refresh_after_ms,
 			lease_expires_after_ms = EXCLUDED.lease_expires_after_ms,
-			moved_at = `+movedAt+`, updated_at = EXCLUDED.updated_at
+			moved_at = `+movedAt+`, retired_at = `+retired+`, retired_release_version = `+retiredRelease+`,
+			updated_at = EXCLUDED.updated_at
 		WHERE `+guard,
 		envTag, s.keyID, now, hosts, svcs, ids, rels, seqs, bodies, sigs, issued, refresh, expires, rms, ems)
 	if err != nil {

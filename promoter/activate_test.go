@@ -64,10 +64,14 @@ func TestRecordAndActivateMovesEveryPointerAndSignsManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := r2.Targets[1]
-	if m.SnapshotID != want.SnapshotID || m.Sequence != 2 || seq != 2 || m.ReleaseVersion != 2 ||
+	// The sequence of a move is the move time in microseconds (above the
+	// previous sequence, the first move's time).
+	wantSeq := t0.Add(minute).UnixMicro()
+	if m.SnapshotID != want.SnapshotID || m.Sequence != wantSeq || seq != wantSeq || m.ReleaseVersion != 2 ||
 		m.ArtifactDigest != want.ArtifactDigest || m.IssuedAt != "2026-11-29T12:01:00.000Z" ||
+		m.ActivatedAt != "2026-11-29T12:01:00.000Z" ||
 		m.RefreshAfter != "2026-11-29T12:06:00.000Z" || m.ExpiresAt != "2026-11-29T12:16:00.000Z" {
-		t.Errorf("got manifest %+v, want snapshot %s, sequence 2, lease 12:01/12:06/12:16", m, want.SnapshotID)
+		t.Errorf("got manifest %+v, want snapshot %s, sequence %d, activated 12:01, lease 12:01/12:06/12:16", m, want.SnapshotID, wantSeq)
 	}
 	if _, err := base64.StdEncoding.DecodeString(sig); err != nil {
 		t.Errorf("signature is not base64: %v", err)
@@ -85,7 +89,10 @@ func TestReplayReturnsTheRecordedResult(t *testing.T) {
 	if !again.Replayed {
 		t.Fatal("got a fresh result, want a replay")
 	}
-	again.Replayed = false
+	if again.StateNow != promoter.StateActive || again.ActiveRelease != 1 {
+		t.Fatalf("replay reports release 1 %s with release %d active, want ACTIVE and 1", again.StateNow, again.ActiveRelease)
+	}
+	again.Replayed, again.StateNow, again.ActiveRelease = false, "", 0
 	if *again != *first {
 		t.Fatalf("replay got %+v, want %+v", again, first)
 	}

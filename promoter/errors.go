@@ -3,6 +3,7 @@ package promoter
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Callers test them with errors.Is.
@@ -34,17 +35,22 @@ var (
 	// ErrNoSigner: the operation signs delivery manifests and Options.Signer
 	// is nil.
 	ErrNoSigner = errors.New("no delivery-manifest signer configured")
+	// ErrOutsideWindow: a pointer move to a snapshot outside its activation
+	// window was refused (*WindowError); nothing moved.
+	ErrOutsideWindow = errors.New("snapshot outside its activation window")
 	// ErrSchema: the database is not migrated (run `configpub db migrate`).
 	ErrSchema = errors.New("database schema missing")
 )
 
-// CASError reports a lost compare-and-swap on an environment's current
-// release. It matches ErrConflict, and also ErrStale when the environment
-// has moved past the expected release.
+// CASError reports a lost compare-and-swap on an environment's head, the
+// latest recorded release: a new release must be built on it, whether or
+// not it is the active one. It matches ErrConflict, and also ErrStale when
+// a newer release than the expected base has been recorded.
 type CASError struct {
 	EnvTag   string
-	Expected int64 // expected current release (0 = none)
-	Actual   int64 // actual current release (0 = none)
+	Expected int64 // the base the release was built on (0 = none)
+	Actual   int64 // the actual head release (0 = none)
+	Active   int64 // the active release (0 = none)
 	Pending  int64 // release whose activation is in flight or unconfirmed (0 = none)
 }
 
@@ -52,11 +58,16 @@ func (e *CASError) Error() string {
 	if e.Pending != 0 {
 		return fmt.Sprintf("environment %s: activation of release %d is in flight or unconfirmed (reconcile or re-run it)", e.EnvTag, e.Pending)
 	}
-	return fmt.Sprintf("environment %s: expected current release %d, found %d", e.EnvTag, e.Expected, e.Actual)
+	active := "no release is active"
+	if e.Active != 0 {
+		active = fmt.Sprintf("release %d is active", e.Active)
+	}
+	return fmt.Sprintf("environment %s: release built on base %d, but the latest recorded release is %d (%s); recompile on release %d",
+		e.EnvTag, e.Expected, e.Actual, active, e.Actual)
 }
 
 // Is makes errors.Is(err, ErrConflict) true, and ErrStale when the
-// environment moved past the expected release.
+// environment's head moved past the expected base.
 func (e *CASError) Is(target error) bool {
 	switch target {
 	case ErrConflict:
@@ -66,6 +77,32 @@ func (e *CASError) Is(target error) bool {
 	}
 	return false
 }
+
+// WindowError refuses a pointer move to a snapshot whose activation window
+// (the envelope's validFrom <= t < expiresAt) does not contain the move time.
+// It matches ErrOutsideWindow. Nothing was moved; recompile to get a fresh
+// snapshot.
+type WindowError struct {
+	EnvTag     string
+	Release    int64 // the release being activated
+	Identity   string
+	SnapshotID string
+	ValidFrom  time.Time
+	ExpiresAt  time.Time
+	At         time.Time // the move time
+}
+
+func (e *WindowError) Error() string {
+	why := "its activation window ended at " + formatTime(e.ExpiresAt)
+	if e.At.Before(e.ValidFrom) {
+		why = "its activation window starts at " + formatTime(e.ValidFrom)
+	}
+	return fmt.Sprintf("environment %s: release %d cannot be activated on %s: snapshot %s of %s is outside its activation window (%s); nothing moved, recompile to get a fresh snapshot",
+		e.EnvTag, e.Release, formatTime(e.At), e.SnapshotID, e.Identity, why)
+}
+
+// Is makes errors.Is(err, ErrOutsideWindow) true.
+func (e *WindowError) Is(target error) bool { return target == ErrOutsideWindow }
 
 // invalid builds an ErrInvalid naming the field.
 func invalid(field, format string, args ...any) error {

@@ -115,7 +115,9 @@ func target(env string, i int, created int64, isChanged bool) promoter.Target {
 		PropertySetDigest: digest([]byte(fmt.Sprint("ps", i))), ArtifactDigest: digest(values),
 		CompatibilityGeneration: 1, SourceEventSequence: created,
 		CreatedAt: t0.Add(time.Duration(created) * time.Hour),
-		Changed:   isChanged, LeaseProfile: "standard",
+		// An activation window opening before the fixture clock's start.
+		ValidFrom: t0.Add(-time.Hour), ExpiresAt: t0.Add(time.Duration(created)*time.Hour + 21*24*time.Hour),
+		Changed: isChanged, LeaseProfile: "standard",
 		Lease:        promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
 		InputDigests: map[string]string{"policies/agent.yaml": digest([]byte(fmt.Sprint(i)))},
 		Values:       values,

@@ -42,6 +42,10 @@ type Target struct {
 	RevocationEpoch         int64 // envelope revocationEpoch
 	SourceEventSequence     int64
 	CreatedAt               time.Time // the snapshot's createdAt (envelope)
+	// ValidFrom and ExpiresAt are the envelope's activation window: a
+	// pointer may be moved to the snapshot only at a time t with
+	// ValidFrom <= t < ExpiresAt.
+	ValidFrom, ExpiresAt time.Time
 
 	Changed      bool // changed since the base release (informational)
 	LeaseProfile string
@@ -173,6 +177,10 @@ func (t *Target) validate(env string, release int64) error {
 	if t.CreatedAt.IsZero() {
 		return invalid("createdAt", "zero")
 	}
+	if t.ValidFrom.IsZero() || t.ExpiresAt.IsZero() || !t.ValidFrom.Before(t.ExpiresAt) {
+		return invalid("validFrom/expiresAt", "activation window %s..%s: want validFrom < expiresAt",
+			formatTime(t.ValidFrom), formatTime(t.ExpiresAt))
+	}
 	if len(t.Values) == 0 {
 		return invalid("values", "empty")
 	}
@@ -236,7 +244,8 @@ func (in *ReleaseInput) commandHash() string {
 		for _, s := range []string{t.Host, t.ServiceID, t.EnvTag, t.Audience, t.SubjectKind, t.SubjectName,
 			t.SnapshotID, t.PublicationID, t.PolicySnapshotID, t.PolicyDigest, t.ContentDigest,
 			t.PropertySetDigest, t.ArtifactDigest, t.LeaseProfile, t.OCIReference, t.OCIManifestDigest,
-			t.OCISignature, t.mediaType(), t.CreatedAt.UTC().Format(time.RFC3339Nano)} {
+			t.OCISignature, t.mediaType(), t.CreatedAt.UTC().Format(time.RFC3339Nano),
+			t.ValidFrom.UTC().Format(time.RFC3339Nano), t.ExpiresAt.UTC().Format(time.RFC3339Nano)} {
 			h.str(s)
 		}
 		for _, v := range []int64{t.ReleaseVersion, t.PolicyVersion, int64(t.schemaVersion()), t.CompatibilityGeneration,

@@ -114,10 +114,12 @@ func settleCommand(ctx context.Context, tx pgx.Tx, id, outcome string, result an
 // env is an environment row, locked FOR UPDATE.
 type env struct {
 	Tag        string
-	Current    int64
+	Current    int64 // the active release (0 = none)
+	Head       int64 // the latest recorded release (0 = none)
 	Pending    int64
 	PendingCmd string
 	Revision   int64
+	Epoch      int64 // the environment's revocation epoch
 }
 
 // lockEnv creates the environment row if needed and locks it: every writer
@@ -127,13 +129,26 @@ func lockEnv(ctx context.Context, tx pgx.Tx, tag string, now time.Time) (*env, e
 		ON CONFLICT (env_tag) DO NOTHING`, tag, now); err != nil {
 		return nil, dbErr("environment "+tag, err)
 	}
+	return lockExistingEnv(ctx, tx, tag)
+}
+
+// lockExistingEnv locks an existing environment row (ErrNotFound if there
+// is none) and reads its head release.
+func lockExistingEnv(ctx context.Context, tx pgx.Tx, tag string) (*env, error) {
 	e := env{Tag: tag}
 	err := tx.QueryRow(ctx, `SELECT coalesce(current_release_version, 0), coalesce(pending_release_version, 0),
-		coalesce(pending_command_id::text, ''), row_revision
+		coalesce(pending_command_id::text, ''), row_revision, revocation_epoch
 		FROM configpub.environment WHERE env_tag = $1 FOR UPDATE`, tag).
-		Scan(&e.Current, &e.Pending, &e.PendingCmd, &e.Revision)
+		Scan(&e.Current, &e.Pending, &e.PendingCmd, &e.Revision, &e.Epoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("environment %s: %w", tag, ErrNotFound)
+	}
 	if err != nil {
 		return nil, dbErr("lock environment "+tag, err)
+	}
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(release_version), 0) FROM configpub.config_release
+		WHERE env_tag = $1`, tag).Scan(&e.Head); err != nil {
+		return nil, dbErr("read head release of "+tag, err)
 	}
 	return &e, nil
 }

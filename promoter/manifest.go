@@ -30,13 +30,14 @@ type pointerTarget struct {
 	PrevSnapshot *string // current pointer before the move (nil = none)
 	PrevSequence int64
 
-	// Filled by sign.
-	Sequence  int64
-	IssuedAt  time.Time
-	RefreshAt time.Time
-	ExpiresAt time.Time
-	Manifest  []byte
-	Signature string
+	// Filled by sign (Sequence, IssuedAt and ActivatedAt set before).
+	Sequence    int64
+	ActivatedAt time.Time // the pointer move's time; kept by renewals and re-signs
+	IssuedAt    time.Time
+	RefreshAt   time.Time
+	ExpiresAt   time.Time
+	Manifest    []byte
+	Signature   string
 }
 
 // manifest builds the delivery manifest for issuedAt.
@@ -59,6 +60,7 @@ func (p *pointerTarget) manifest(envTag string) *bundle.DeliveryManifest {
 		CompatibilityGeneration: p.CompatibilityGeneration,
 		RevocationEpoch:         p.RevocationEpoch,
 		Sequence:                p.Sequence,
+		ActivatedAt:             formatTime(p.ActivatedAt),
 		IssuedAt:                formatTime(p.IssuedAt),
 		ValidFrom:               formatTime(p.IssuedAt),
 		RefreshAfter:            formatTime(p.RefreshAt),

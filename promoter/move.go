@@ -2,6 +2,7 @@ package promoter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -31,9 +32,13 @@ type RollbackInput struct {
 }
 
 // Activate moves the environment forward to an existing release newer than
-// its current one (for example back to the newest release after a
-// rollback). A revoked snapshot in the release is ErrRevoked; nothing is
-// written then.
+// its active one (for example back to the newest release after a
+// rollback), restoring exactly that release's target mapping: every
+// identity of the release moves to its snapshot (a retired one comes back)
+// and every identity it does not contain is retired. A revoked snapshot in
+// the release is ErrRevoked, a moved snapshot outside its activation
+// window a *WindowError, a release that does not exist ErrNotFound;
+// nothing is written then.
 func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, error) {
 	res, err := s.move(ctx, ActionActivate, in)
 	if err != nil {
@@ -42,8 +47,10 @@ func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, 
 	return res, nil
 }
 
-// Rollback moves the environment back to an existing older release. The
-// release that was current becomes ROLLED_BACK.
+// Rollback moves the environment back to an existing older release,
+// restoring exactly its target mapping like Activate. The release that was
+// active becomes ROLLED_BACK; it stays recorded, and the next release is
+// still built on the head (the latest recorded release).
 func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
 	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason}
 	res, err := s.move(ctx, ActionRollback, mi)
@@ -124,29 +131,41 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 	if err := s.fault(ctx, "move:command", tx); err != nil {
 		return 0, nil, err
 	}
-	e, err := lockEnv(ctx, tx, in.EnvTag, now)
+	e, err := lockExistingEnv(ctx, tx, in.EnvTag)
 	if err != nil {
 		return 0, nil, err
 	}
 	if e.Pending != 0 {
 		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: e.Current, Actual: e.Current, Pending: e.Pending}
 	}
-	switch {
-	case in.Release == e.Current:
-		return 0, nil, fmt.Errorf("release %d is already current in %s: %w", in.Release, in.EnvTag, ErrConflict)
-	case cmd.Action == ActionRollback && in.Release > e.Current:
-		return 0, nil, invalid("release", "%d is newer than the current release %d: use activate", in.Release, e.Current)
-	case cmd.Action == ActionActivate && in.Release < e.Current:
-		return 0, nil, invalid("release", "%d is older than the current release %d: use rollback", in.Release, e.Current)
-	}
 	r, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
+	if errors.Is(err, ErrNotFound) {
+		latest := "no release is recorded"
+		if e.Head != 0 {
+			latest = fmt.Sprintf("the latest recorded release is %d", e.Head)
+		}
+		return 0, nil, fmt.Errorf("release %d does not exist in %s (%s): %w", in.Release, in.EnvTag, latest, ErrNotFound)
+	}
 	if err != nil {
 		return 0, nil, err
+	}
+	switch {
+	case in.Release == e.Current:
+		return 0, nil, fmt.Errorf("release %d is already the active release of %s; nothing moved: %w", in.Release, in.EnvTag, ErrConflict)
+	case cmd.Action == ActionRollback && in.Release > e.Current:
+		return 0, nil, invalid("release", "%d is newer than the active release %d of %s: use activate", in.Release, e.Current, in.EnvTag)
+	case cmd.Action == ActionActivate && in.Release < e.Current:
+		return 0, nil, invalid("release", "%d is older than the active release %d of %s: use rollback", in.Release, e.Current, in.EnvTag)
 	}
 	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.Release); err != nil {
 		return 0, nil, err
 	} else if id != "" {
 		return 0, nil, fmt.Errorf("release %s/%d: snapshot %s: %w", in.EnvTag, in.Release, id, ErrRevoked)
+	}
+	if w, err := outsideWindow(ctx, tx, in.EnvTag, in.Release, now); err != nil {
+		return 0, nil, err
+	} else if w != nil {
+		return 0, nil, w
 	}
 	if err := mutate(ctx, tx, r, event{Kind: cmd.Action + "-intent", ToState: r.State, ToOutcome: OutcomeUnconfirmed,
 		CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,

@@ -3,6 +3,7 @@ package promoter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,13 +74,16 @@ func TestRollbackAndForwardActivationOnlyMovePointers(t *testing.T) {
 	if got := f.immutableChecksum(t); got != before {
 		t.Fatalf("forward activation changed immutable tables: %s -> %s", before, got)
 	}
-	// Sequences keep increasing per identity across the moves: 1, 2, 3, 4.
+	// Sequences keep increasing per identity across the moves: the move
+	// time in microseconds, or one more than the previous within the same
+	// microsecond (the two promotions share the clock's instant).
+	wantSeqs := []int64{t0.UnixMicro(), t0.UnixMicro() + 1, t0.Add(minute).UnixMicro(), t0.Add(2 * minute).UnixMicro()}
 	var seq int64
 	if err := f.pool.QueryRow(ctx, "SELECT sequence FROM configpub.current_pointer WHERE host = 'host-00000'").Scan(&seq); err != nil {
 		t.Fatal(err)
 	}
-	if seq != 4 {
-		t.Errorf("got sequence %d for a pointer moved 4 times, want 4", seq)
+	if seq != wantSeqs[3] {
+		t.Errorf("got sequence %d for a pointer moved 4 times, want %d", seq, wantSeqs[3])
 	}
 	hist, err := f.store.History(ctx, "prod", promoter.HistoryFilter{Host: "host-00000"})
 	if err != nil {
@@ -90,8 +94,8 @@ func TestRollbackAndForwardActivationOnlyMovePointers(t *testing.T) {
 		t.Fatalf("got %d moves, want %d", len(hist), len(wantActions))
 	}
 	for i, m := range hist {
-		if m.Action != wantActions[i] || m.Sequence != int64(i+1) {
-			t.Errorf("move %d: got %s seq %d, want %s seq %d", i, m.Action, m.Sequence, wantActions[i], i+1)
+		if m.Action != wantActions[i] || m.Sequence != wantSeqs[i] {
+			t.Errorf("move %d: got %s seq %d, want %s seq %d", i, m.Action, m.Sequence, wantActions[i], wantSeqs[i])
 		}
 	}
 	if hist[2].Actor != "oncall" || hist[2].Reason != "bad limits" || hist[2].PreviousSnapshotID != r2.Targets[0].SnapshotID {
@@ -105,8 +109,9 @@ func TestRollbackAndForwardActivationOnlyMovePointers(t *testing.T) {
 		t.Errorf("rollback to the current release: got %v, want ErrConflict", err)
 	}
 	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("y"), EnvTag: "prod", ToRelease: 7,
-		Actor: "a", Reason: "r"}); !errors.Is(err, promoter.ErrInvalid) {
-		t.Errorf("rollback forward: got %v, want ErrInvalid", err)
+		Actor: "a", Reason: "r"}); !errors.Is(err, promoter.ErrNotFound) ||
+		!strings.Contains(err.Error(), "release 7 does not exist in prod (the latest recorded release is 2)") {
+		t.Errorf("rollback to a release that does not exist: got %v, want ErrNotFound naming it and the latest", err)
 	}
 }
 
@@ -189,8 +194,9 @@ func TestRenewLeasesKeepsSequenceWithALaterIssuedAtAndNotifies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no notification after a pointer move: %v", err)
 	}
-	if n.Host != "host-00000" || n.EnvTag != "prod" || n.SnapshotID != r1.Targets[0].SnapshotID || n.Sequence != 1 {
-		t.Fatalf("got notification %+v, want host-00000/prod at %s sequence 1", n, r1.Targets[0].SnapshotID)
+	seq1 := t0.UnixMicro() // the first move's sequence: its time in microseconds
+	if n.Host != "host-00000" || n.EnvTag != "prod" || n.SnapshotID != r1.Targets[0].SnapshotID || n.Sequence != seq1 {
+		t.Fatalf("got notification %+v, want host-00000/prod at %s sequence %d", n, r1.Targets[0].SnapshotID, seq1)
 	}
 	_, _ = waitNotification(ctx, listener)
 
@@ -214,10 +220,12 @@ func TestRenewLeasesKeepsSequenceWithALaterIssuedAtAndNotifies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Sequence != 1 || seq != 1 || m.IssuedAt != wantIssued || m.SnapshotID != r1.Targets[0].SnapshotID {
-			t.Fatalf("round %d: got sequence %d issuedAt %s, want sequence 1 issuedAt %s", round, m.Sequence, m.IssuedAt, wantIssued)
+		if m.Sequence != seq1 || seq != seq1 || m.IssuedAt != wantIssued || m.ActivatedAt != "2026-11-29T12:00:00.000Z" ||
+			m.SnapshotID != r1.Targets[0].SnapshotID {
+			t.Fatalf("round %d: got sequence %d issuedAt %s activatedAt %s, want sequence %d issuedAt %s activatedAt 12:00",
+				round, m.Sequence, m.IssuedAt, m.ActivatedAt, seq1, wantIssued)
 		}
-		if n, err := waitNotification(ctx, listener); err != nil || n.Sequence != 1 {
+		if n, err := waitNotification(ctx, listener); err != nil || n.Sequence != seq1 {
 			t.Fatalf("round %d: got notification %+v %v, want one for the renewal", round, n, err)
 		}
 		_, _ = waitNotification(ctx, listener)

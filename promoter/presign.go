@@ -24,7 +24,12 @@ const maxPresignAge = 30 * time.Second
 // manifest for every target whose pointer would move. Errors are not
 // reported: the activation signs whatever is missing.
 func (s *Store) presign(ctx context.Context, in *ReleaseInput) *presigned {
-	rows, err := s.pool.Query(ctx, `SELECT host, service_id, snapshot_id::text, sequence
+	var epoch int64
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT revocation_epoch FROM configpub.environment
+		WHERE env_tag = $1), 0)`, in.EnvTag).Scan(&epoch); err != nil {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT host, service_id, snapshot_id::text, sequence, retired_at IS NOT NULL
 		FROM configpub.current_pointer WHERE env_tag = $1`, in.EnvTag)
 	if err != nil {
 		return nil
@@ -32,16 +37,17 @@ func (s *Store) presign(ctx context.Context, in *ReleaseInput) *presigned {
 	type cur struct {
 		snapshot string
 		seq      int64
+		retired  bool
 	}
 	current := make(map[[2]string]cur, len(in.Targets))
 	for rows.Next() {
-		var h, sv, id string
-		var seq int64
-		if err := rows.Scan(&h, &sv, &id, &seq); err != nil {
+		var c cur
+		var h, sv string
+		if err := rows.Scan(&h, &sv, &c.snapshot, &c.seq, &c.retired); err != nil {
 			rows.Close()
 			return nil
 		}
-		current[[2]string{h, sv}] = cur{id, seq}
+		current[[2]string{h, sv}] = c
 	}
 	rows.Close()
 	if rows.Err() != nil {
@@ -51,15 +57,19 @@ func (s *Store) presign(ctx context.Context, in *ReleaseInput) *presigned {
 	ps := make([]pointerTarget, 0, len(in.Targets))
 	for i := range in.Targets {
 		t := &in.Targets[i]
+		if !t.ValidFrom.IsZero() && (now.Before(t.ValidFrom) || !now.Before(t.ExpiresAt)) {
+			continue // refused under the lock
+		}
 		p := pointerFromTarget(t)
+		p.RevocationEpoch = max(p.RevocationEpoch, epoch)
 		if c, ok := current[[2]string{t.Host, t.ServiceID}]; ok {
-			if c.snapshot == t.SnapshotID {
+			if c.snapshot == t.SnapshotID && !c.retired {
 				continue
 			}
 			prev := c.snapshot
 			p.PrevSnapshot, p.PrevSequence = &prev, c.seq
 		}
-		p.Sequence, p.IssuedAt = p.PrevSequence+1, now
+		p.Sequence, p.IssuedAt, p.ActivatedAt = nextSequence(p.PrevSequence, now), now, now
 		ps = append(ps, p)
 	}
 	if err := s.signAll(in.EnvTag, ps); err != nil {
@@ -102,7 +112,7 @@ func (pre *presigned) take(p *pointerTarget, now time.Time) bool {
 		(q.PrevSnapshot != nil && *q.PrevSnapshot != *p.PrevSnapshot) {
 		return false
 	}
-	p.Sequence, p.IssuedAt, p.RefreshAt, p.ExpiresAt = q.Sequence, q.IssuedAt, q.RefreshAt, q.ExpiresAt
+	p.Sequence, p.IssuedAt, p.ActivatedAt, p.RefreshAt, p.ExpiresAt = q.Sequence, q.IssuedAt, q.ActivatedAt, q.RefreshAt, q.ExpiresAt
 	p.Manifest, p.Signature = q.Manifest, q.Signature
 	return true
 }

@@ -65,6 +65,14 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 		if err != nil {
 			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, ErrInvalid)
 		}
+		validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
+		if err != nil {
+			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, ErrInvalid)
+		}
+		expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
+		if err != nil {
+			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, ErrInvalid)
+		}
 		in.Targets = append(in.Targets, Target{
 			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
 			SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
@@ -74,7 +82,8 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 			PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
 			SchemaVersion: e.SchemaVersion, CompatibilityGeneration: e.CompatibilityGeneration,
 			RevocationEpoch: e.RevocationEpoch, SourceEventSequence: e.SourceEventSequence,
-			CreatedAt: created, Changed: t.Changed, LeaseProfile: t.LeaseProfile,
+			CreatedAt: created, ValidFrom: validFrom, ExpiresAt: expiresAt,
+			Changed: t.Changed, LeaseProfile: t.LeaseProfile,
 			Lease:        LeaseWindow{RefreshAfter: t.DeliveryLease.RefreshAfter, ExpiresAfter: t.DeliveryLease.ExpiresAfter},
 			InputDigests: t.InputDigests,
 			Values:       t.Values,

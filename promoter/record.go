@@ -20,9 +20,16 @@ type ActivationResult struct {
 	PreviousRelease int64     `json:"previousRelease"` // 0 = none
 	Moved           int       `json:"moved"`           // pointers moved (one manifest, one pointer_move each)
 	Unchanged       int       `json:"unchanged"`       // targets already at the release's snapshot
+	Retired         int       `json:"retired"`         // identities the release does not contain, retired
 	Outcome         string    `json:"outcome"`         // APPLIED
 	ActivatedAt     time.Time `json:"activatedAt"`
 	Replayed        bool      `json:"-"`
+	// On a replay: the release's lifecycle state now and the environment's
+	// active release now (a replayed promotion of a release rolled back
+	// since reports ROLLED_BACK and the release that is active; nothing
+	// moves).
+	StateNow      string `json:"-"`
+	ActiveRelease int64  `json:"-"`
 }
 
 // intentState is what the intent transaction decided.
@@ -87,7 +94,7 @@ func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*Activ
 	if state == intentReplay {
 		cancelPre()
 		<-preDone
-		return recorded, nil
+		return recorded, s.describeReplay(ctx, recorded)
 	}
 	return s.activate(ctx, activation{
 		cmd: cmd, actor: in.Actor, reason: in.Reason, reviewers: in.Reviewers, pre: <-preDone,
@@ -111,7 +118,22 @@ func (s *Store) replay(ctx context.Context, want command) (*ActivationResult, bo
 		return nil, false, nil
 	}
 	res, err := decodeResult(got)
+	if err == nil {
+		err = s.describeReplay(ctx, res)
+	}
 	return res, err == nil, err
+}
+
+// describeReplay fills the replayed result's StateNow and ActiveRelease
+// from the store.
+func (s *Store) describeReplay(ctx context.Context, res *ActivationResult) error {
+	err := s.pool.QueryRow(ctx, `SELECT r.lifecycle_state, coalesce(e.current_release_version, 0)
+		FROM configpub.config_release r JOIN configpub.environment e ON e.env_tag = r.env_tag
+		WHERE r.env_tag = $1 AND r.release_version = $2`, res.EnvTag, res.ReleaseVersion).Scan(&res.StateNow, &res.ActiveRelease)
+	if err != nil {
+		return dbErr(fmt.Sprintf("read release %s/%d", res.EnvTag, res.ReleaseVersion), err)
+	}
+	return nil
 }
 
 func decodeResult(c *command) (*ActivationResult, error) {
@@ -163,8 +185,8 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	if err != nil {
 		return 0, nil, err
 	}
-	if e.Pending != 0 || e.Current != in.BaseReleaseVersion {
-		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Current, Pending: e.Pending}
+	if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
+		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 	}
 	if err := s.fault(ctx, "record:environment", tx); err != nil {
 		return 0, nil, err
@@ -195,6 +217,11 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	} else if id != "" {
 		return 0, nil, fmt.Errorf("snapshot %s: %w", id, ErrRevoked)
 	}
+	if w, err := outsideWindow(ctx, tx, in.EnvTag, in.ReleaseVersion, now); err != nil {
+		return 0, nil, err
+	} else if w != nil {
+		return 0, nil, w
+	}
 	if err := s.fault(ctx, "record:targets", tx); err != nil {
 		return 0, nil, err
 	}
@@ -208,12 +235,18 @@ func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, cmd command, actor, 
 	if err != nil {
 		return err
 	}
-	if e.Pending != 0 || e.Current != base {
-		return &CASError{EnvTag: cmd.EnvTag, Expected: base, Actual: e.Current, Pending: e.Pending}
+	// The release itself is recorded: it must still be the head.
+	if e.Pending != 0 || e.Head != cmd.Release {
+		return &CASError{EnvTag: cmd.EnvTag, Expected: base, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 	}
 	r, err := lockRelease(ctx, tx, cmd.EnvTag, cmd.Release)
 	if err != nil {
 		return err
+	}
+	if w, err := outsideWindow(ctx, tx, cmd.EnvTag, cmd.Release, now); err != nil {
+		return err
+	} else if w != nil {
+		return w
 	}
 	if err := mutate(ctx, tx, r, event{Kind: "retry-intent", ToState: r.State, ToOutcome: OutcomeUnconfirmed,
 		CommandID: cmd.ID, Hash: cmd.Hash, Actor: actor, Reason: reason, RecordedAt: now}); err != nil {
@@ -262,7 +295,8 @@ const snapshotCompare = `(s.host, s.service_id, s.env_tag, s.audience, s.subject
 	(i.host, i.service_id, i.env_tag, i.audience, i.subject_kind, i.subject_name,
 	i.publication_id::uuid, i.policy_snapshot_id::uuid, i.policy_version, i.release_version, i.artifact_digest,
 	i.content_digest, i.policy_digest, i.property_set_digest, i.schema_version, i.compatibility_generation,
-	i.revocation_epoch, i.source_event_sequence, i.created_at)`
+	i.revocation_epoch, i.source_event_sequence, i.created_at)
+	OR (s.valid_from IS NOT NULL AND (s.valid_from, s.expires_at) IS DISTINCT FROM (i.valid_from, i.expires_at))`
 
 func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
 	n := len(ts)
@@ -272,7 +306,7 @@ func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		ociDigs, ociSigs, inputs                         = mk(n), mk(n), mk(n)
 		polVers, relVers, compat, epochs, seqs           = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		schemas                                          = make([]int32, n)
-		created                                          = make([]time.Time, n)
+		created, validFrom, expiresAt                    = make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	)
 	for i := range ts {
 		t := &ts[i]
@@ -282,7 +316,7 @@ func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		profiles[i], ociRefs[i], ociDigs[i], ociSigs[i] = t.LeaseProfile, t.OCIReference, t.OCIManifestDigest, t.OCISignature
 		polVers[i], relVers[i], compat[i], epochs[i], seqs[i] = t.PolicyVersion, t.ReleaseVersion, t.CompatibilityGeneration, t.RevocationEpoch, t.SourceEventSequence
 		schemas[i] = int32(t.schemaVersion())
-		created[i] = t.CreatedAt.UTC()
+		created[i], validFrom[i], expiresAt[i] = t.CreatedAt.UTC(), t.ValidFrom.UTC(), t.ExpiresAt.UTC()
 		b, err := json.Marshal(t.InputDigests)
 		if err != nil {
 			return fmt.Errorf("target %s: input digests: %w", t.Identity(), err)
@@ -297,23 +331,23 @@ func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 				$8::text[], $9::text[], $10::bigint[], $11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[],
 				$16::int[], $17::bigint[], $18::bigint[], $19::bigint[], $20::text[], $21::text[], $22::text[],
-				$23::text[], $24::text[], $25::timestamptz[])
+				$23::text[], $24::text[], $25::timestamptz[], $26::timestamptz[], $27::timestamptz[])
 			AS x(snapshot_id, host, service_id, env_tag, audience, subject_kind, subject_name,
 				publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest,
 				policy_digest, property_set_digest, schema_version, compatibility_generation, revocation_epoch,
 				source_event_sequence, lease_profile, input_digests, oci_reference, oci_manifest_digest,
-				oci_signature, created_at)
+				oci_signature, created_at, valid_from, expires_at)
 		), ins AS (
 			INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience, subject_kind,
 				subject_name, publication_id, policy_snapshot_id, policy_version, release_version, artifact_digest,
 				content_digest, policy_digest, property_set_digest, schema_version, compatibility_generation,
 				revocation_epoch, source_event_sequence, lease_profile, input_digests, oci_reference,
-				oci_manifest_digest, oci_signature, created_at)
+				oci_manifest_digest, oci_signature, created_at, valid_from, expires_at)
 			SELECT snapshot_id::uuid, host, service_id, env_tag, audience, subject_kind, subject_name,
 				publication_id::uuid, policy_snapshot_id::uuid, policy_version, release_version, artifact_digest,
 				content_digest, policy_digest, property_set_digest, schema_version, compatibility_generation,
 				revocation_epoch, source_event_sequence, lease_profile, input_digests::jsonb, oci_reference,
-				oci_manifest_digest, oci_signature, created_at
+				oci_manifest_digest, oci_signature, created_at, valid_from, expires_at
 			FROM i
 			ON CONFLICT (snapshot_id) DO NOTHING
 		)
@@ -321,7 +355,7 @@ func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		FROM i JOIN configpub.config_snapshot s ON s.snapshot_id = i.snapshot_id::uuid
 		WHERE `+snapshotCompare+` LIMIT 1`,
 		ids, hosts, svcs, envs, auds, sk, sn, pubs, pols, polVers, relVers, arts, conts, pds, psds,
-		schemas, compat, epochs, seqs, profiles, inputs, ociRefs, ociDigs, ociSigs, created).
+		schemas, compat, epochs, seqs, profiles, inputs, ociRefs, ociDigs, ociSigs, created, validFrom, expiresAt).
 		Scan(&badID, &badHost, &badSvc, &badEnv)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil

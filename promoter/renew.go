@@ -19,10 +19,13 @@ type RenewResult struct {
 }
 
 // RenewLeases re-signs a fresh lease for every current pointer of envTag:
-// the same snapshot and sequence, a later issuedAt and the pointer's rolling
-// window, stored as the pointer's manifest and appended to
+// the same snapshot, sequence and activatedAt, a later issuedAt and the
+// pointer's rolling window, stored as the pointer's manifest and appended to
 // delivery_manifest, with a NOTIFY per pointer, in one transaction. Revoked
-// snapshots are not renewed, so their leases run out.
+// snapshots are not renewed, so their leases run out; retired identities
+// are not renewed either. A renewal is never refused by a snapshot's
+// activation window: that limits pointer moves only. An environment that
+// does not exist is ErrNotFound.
 func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, error) {
 	if envTag == "" {
 		return nil, fmt.Errorf("renew leases: %w", invalid("envTag", "empty"))
@@ -33,21 +36,18 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 	var res *RenewResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		now := s.now()
-		if _, err := lockEnv(ctx, tx, envTag, now); err != nil {
+		e, err := lockExistingEnv(ctx, tx, envTag)
+		if err != nil {
 			return err
 		}
-		ps, skipped, err := loadRenewals(ctx, tx, envTag)
+		ps, skipped, err := loadRenewals(ctx, tx, envTag, e.Epoch)
 		if err != nil {
 			return err
 		}
 		for i := range ps {
 			// issuedAt strictly increases per pointer, even within one
 			// millisecond or under a fixed clock.
-			if !now.After(ps[i].IssuedAt) {
-				ps[i].IssuedAt = ps[i].IssuedAt.Add(time.Millisecond)
-			} else {
-				ps[i].IssuedAt = now
-			}
+			ps[i].IssuedAt = later(ps[i].IssuedAt, now)
 		}
 		if err := s.signAll(envTag, ps); err != nil {
 			return err
@@ -55,7 +55,7 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 		if err := s.fault(ctx, "renew:signed", tx); err != nil {
 			return err
 		}
-		if err := s.writePointers(ctx, tx, envTag, ps, now, false); err != nil {
+		if err := s.writePointers(ctx, tx, envTag, ps, now, writeRenew); err != nil {
 			return err
 		}
 		if err := s.insertManifests(ctx, tx, envTag, ps, "renew", ""); err != nil {
@@ -73,19 +73,20 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 	return res, nil
 }
 
-// loadRenewals reads the current pointers to renew; IssuedAt holds the
-// current manifest's issuedAt.
-func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string) ([]pointerTarget, []string, error) {
+// loadRenewals reads the current, unretired pointers to renew; IssuedAt
+// holds the current manifest's issuedAt, ActivatedAt the pointer's move
+// time, RevocationEpoch the snapshot's epoch raised to the environment's.
+func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([]pointerTarget, []string, error) {
 	rows, err := tx.Query(ctx, `SELECT p.host, p.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, p.lease_refresh_after_ms, p.lease_expires_after_ms,
-			p.sequence, p.lease_valid_from,
+			p.sequence, p.lease_valid_from, p.moved_at,
 			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
 			 OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-		WHERE p.env_tag = $1
+		WHERE p.env_tag = $1 AND p.retired_at IS NULL
 		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
 		return nil, nil, dbErr("read pointers", err)
@@ -100,7 +101,7 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string) ([]pointerTarge
 		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
 			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
 			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &p.Sequence, &p.IssuedAt,
-			&revoked); err != nil {
+			&p.ActivatedAt, &revoked); err != nil {
 			return nil, nil, dbErr("read pointers", err)
 		}
 		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
@@ -109,7 +110,8 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string) ([]pointerTarge
 		}
 		p.SchemaVersion = int(schema)
 		p.PrevSequence = p.Sequence
-		p.IssuedAt = p.IssuedAt.UTC()
+		p.IssuedAt, p.ActivatedAt = p.IssuedAt.UTC(), p.ActivatedAt.UTC()
+		p.RevocationEpoch = max(p.RevocationEpoch, epoch)
 		ps = append(ps, p)
 	}
 	if err := rows.Err(); err != nil {

@@ -106,7 +106,8 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 		}
 		rows, err := tx.Query(ctx, `SELECT p.host || '/' || p.service_id || '/' || p.env_tag
 			FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-			WHERE s.snapshot_id = nullif($1, '')::uuid OR s.publication_id = nullif($2, '')::uuid
+			WHERE (s.snapshot_id = nullif($1, '')::uuid OR s.publication_id = nullif($2, '')::uuid)
+			  AND p.retired_at IS NULL
 			ORDER BY 1`, in.SnapshotID, in.PublicationID)
 		if err != nil {
 			return dbErr("find current pointers", err)

@@ -14,6 +14,7 @@ import (
 // relative to the desired pointer; rejections, acknowledgement lag and
 // divergence are reported apart from it (TargetStatus).
 const (
+	TargetRetired      = "RETIRED"       // the active release does not contain the identity (served 410 Gone)
 	TargetRevoked      = "REVOKED"       // the current snapshot is revoked
 	TargetLeaseExpired = "LEASE_EXPIRED" // the current lease ran out (renew leases)
 	TargetApplied      = "APPLIED"       // the runtime reports running the current snapshot
@@ -217,7 +218,8 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			(SELECT count(*) FROM ev r WHERE r.host = p.host AND r.service_id = p.service_id
 				AND r.outcome = 'REJECTED' AND r.reported_at >= p.moved_at),
 			`+prefixed("lastev", evidenceColumns)+`,
-			`+prefixed("rejev", evidenceColumns)+`
+			`+prefixed("rejev", evidenceColumns)+`,
+			p.retired_at IS NOT NULL
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		LEFT JOIN LATERAL (SELECT e.runs, e.reported_at FROM ev e
@@ -236,7 +238,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var t TargetStatus
-		var revoked bool
+		var revoked, retired bool
 		var runID, runPub *string
 		var runAt, ackAt *time.Time
 		var runRelease *int64
@@ -244,7 +246,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		dest := []any{&t.Host, &t.ServiceID, &t.EnvTag, &t.Audience, &t.SnapshotID, &t.PublicationID, &t.ReleaseVersion,
 			&t.ArtifactDigest, &t.ContentDigest, &t.PolicyDigest, &t.Sequence, &t.MovedAt, &t.LeaseExpiresAt,
 			&revoked, &t.PreviousRelease, &runID, &runAt, &runRelease, &runPub, &ackAt, &t.RejectionsSinceMove}
-		dest = append(append(dest, last.dest()...), rej.dest()...)
+		dest = append(append(append(dest, last.dest()...), rej.dest()...), &retired)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr("read pointers", err)
 		}
@@ -264,6 +266,9 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		}
 		t.AckLagSeconds = max(int64(lagEnd.Sub(t.MovedAt)/time.Second), 0)
 		t.State = targetState(&t, revoked, now)
+		if retired {
+			t.State = TargetRetired
+		}
 		st.Targets = append(st.Targets, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -48,6 +48,8 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int
 		t.Fatal(err)
 	}
 	snaps := map[int64][]string{}
+	// The verbs run on the real clock: an activation window around it.
+	validFrom := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
 	for v := int64(1); v <= 2; v++ {
 		in := promoter.ReleaseInput{
 			CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v, BaseReleaseVersion: v - 1,
@@ -68,7 +70,8 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int
 				PolicyDigest: sum([]byte(fmt.Sprint("p", i, created))), ContentDigest: sum([]byte(fmt.Sprint("c", i, created))),
 				PropertySetDigest: sum([]byte("ps")), ArtifactDigest: sum(values), Values: values,
 				CreatedAt: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC),
-				Lease:     promoter.LeaseWindow{RefreshAfter: time.Minute, ExpiresAfter: time.Hour},
+				ValidFrom: validFrom, ExpiresAt: validFrom.Add(25 * time.Hour),
+				Lease: promoter.LeaseWindow{RefreshAfter: time.Minute, ExpiresAfter: time.Hour},
 			})
 			snaps[v] = append(snaps[v], in.Targets[i].SnapshotID)
 		}

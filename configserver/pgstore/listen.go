@@ -25,6 +25,9 @@ type notification struct {
 	// Revoked is set by a revocation (promoter.Revoke): it names a snapshot
 	// or publication, not an identity, so every pointer is reloaded.
 	Revoked bool `json:"revoked"`
+	// Retired is set when an activation retired the identity; the reload
+	// reads the retirement from the pointer row.
+	Retired bool `json:"retired"`
 }
 
 // Run keeps the in-memory pointers current until ctx ends: it connects,
@@ -246,6 +249,9 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) er
 }
 
 func (s *Store) entryFor(r *pointerRow) *entry {
+	if r.retired {
+		return &entry{retired: true, manifest: r.manifest, snapshotID: r.snapshotID}
+	}
 	d, err := r.delivery()
 	if err != nil {
 		s.opts.Logger.Error("current pointer not servable", "identity", r.identity().String(), "err", err)
@@ -257,5 +263,5 @@ func (s *Store) entryFor(r *pointerRow) *entry {
 // same reports whether r is the row e was built from: the same snapshot
 // and byte-identical signed manifest (which names every served field).
 func (e *entry) same(r *pointerRow) bool {
-	return e.snapshotID == r.snapshotID && bytes.Equal(e.manifest, r.manifest)
+	return e.snapshotID == r.snapshotID && e.retired == r.retired && bytes.Equal(e.manifest, r.manifest)
 }

@@ -14,12 +14,14 @@ const notRevoked = `NOT EXISTS (SELECT 1 FROM configpub.revocation r
 
 // pointerQuery selects current pointers with their snapshot metadata; the
 // caller appends a WHERE clause continuation.
+// A retired pointer is selected whatever its snapshot, so that it is
+// answered 410 Gone; a revoked one is left out (404).
 const pointerQuery = `SELECT p.host, p.service_id, p.env_tag, p.snapshot_id::text,
 	s.audience, s.publication_id::text, s.policy_digest, s.content_digest, s.artifact_digest, s.release_version,
-	p.manifest, p.manifest_signature, p.manifest_key_id
+	p.manifest, p.manifest_signature, p.manifest_key_id, p.retired_at IS NOT NULL
 FROM configpub.current_pointer p
 JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-WHERE ` + notRevoked
+WHERE (p.retired_at IS NOT NULL OR ` + notRevoked + `)`
 
 const allPointersQuery = pointerQuery
 
@@ -47,12 +49,13 @@ type pointerRow struct {
 	releaseVersion                              int64
 	manifest                                    []byte
 	signature, keyID                            *string
+	retired                                     bool // the identity is retired (410 Gone)
 }
 
 func (r *pointerRow) scanArgs() []any {
 	return []any{&r.host, &r.serviceID, &r.envTag, &r.snapshotID,
 		&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest, &r.releaseVersion,
-		&r.manifest, &r.signature, &r.keyID}
+		&r.manifest, &r.signature, &r.keyID, &r.retired}
 }
 
 func (r *pointerRow) identity() bundle.Identity {

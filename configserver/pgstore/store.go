@@ -99,8 +99,9 @@ var _ configserver.StatsReporter = (*Store)(nil)
 // entry is one current pointer: the delivery without its body, or the
 // integrity error that keeps it from being served.
 type entry struct {
-	d   *configserver.Delivery
-	err error
+	d       *configserver.Delivery
+	err     error
+	retired bool // the identity is retired: configserver.ErrGone
 
 	manifest   []byte // the row it was built from, to skip unchanged rows
 	snapshotID string
@@ -160,6 +161,9 @@ func (s *Store) Current(ctx context.Context, id bundle.Identity) (*configserver.
 	s.mu.RUnlock()
 	if e == nil {
 		return nil, fmt.Errorf("current %s: %w", id, configserver.ErrNotFound)
+	}
+	if e.retired {
+		return nil, fmt.Errorf("current %s: %w", id, configserver.ErrGone)
 	}
 	if e.err != nil {
 		return nil, fmt.Errorf("current %s: %w", id, e.err)

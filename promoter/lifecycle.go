@@ -1,0 +1,89 @@
+package promoter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// nextSequence is the sequence of an identity's next pointer move at time
+// at: one more than the previous, and never below the move time in
+// microseconds since the Unix epoch, so that a store restored from a backup
+// (whose rows hold older, lower sequences) still issues sequences above any
+// a runtime has already seen.
+func nextSequence(prev int64, at time.Time) int64 {
+	return max(prev+1, at.UnixMicro())
+}
+
+// movingTargets is the condition on config_release_target rt LEFT JOIN
+// current_pointer p that selects the targets an activation moves: no
+// pointer yet, a pointer at another snapshot, or a retired pointer.
+const movingTargets = `(p.snapshot_id IS DISTINCT FROM rt.snapshot_id OR p.retired_at IS NOT NULL)`
+
+// outsideWindow returns a *WindowError for the first target of the release
+// that an activation at time at would move to a snapshot whose activation
+// window does not contain at, or nil. Snapshots recorded without a window
+// are not checked.
+func outsideWindow(ctx context.Context, q querier, envTag string, version int64, at time.Time) (*WindowError, error) {
+	w := WindowError{EnvTag: envTag, Release: version, At: at}
+	err := q.QueryRow(ctx, `SELECT rt.host || '/' || rt.service_id || '/' || rt.env_tag, s.snapshot_id::text,
+			s.valid_from, s.expires_at
+		FROM configpub.config_release_target rt
+		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+		LEFT JOIN configpub.current_pointer p
+			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets+`
+		  AND s.valid_from IS NOT NULL AND s.expires_at IS NOT NULL
+		  AND NOT (s.valid_from <= $3 AND $3 < s.expires_at)
+		ORDER BY rt.host, rt.service_id LIMIT 1`, envTag, version, at).
+		Scan(&w.Identity, &w.SnapshotID, &w.ValidFrom, &w.ExpiresAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr("check activation windows", err)
+	}
+	w.ValidFrom, w.ExpiresAt = w.ValidFrom.UTC(), w.ExpiresAt.UTC()
+	return &w, nil
+}
+
+// retireOthers retires every current pointer of envTag whose identity the
+// release does not contain: the pointer keeps its snapshot and sequence,
+// is marked retired (the Config Server answers 410 Gone, lease renewal
+// skips it), and gets a pointer_move audit row with retired = true and a
+// 'configpub_pointer' notification with "retired": true. It returns the
+// number of identities retired.
+func retireOthers(ctx context.Context, tx pgx.Tx, envTag string, a activation, prevRelease int64, now time.Time) (int, error) {
+	reviewers := a.reviewers
+	if reviewers == nil {
+		reviewers = []string{}
+	}
+	var n int
+	err := tx.QueryRow(ctx, `WITH r AS (
+			UPDATE configpub.current_pointer p
+			SET retired_at = $3, retired_release_version = $2, updated_at = $3
+			WHERE p.env_tag = $1 AND p.retired_at IS NULL
+			  AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target rt
+				WHERE rt.env_tag = p.env_tag AND rt.release_version = $2
+				  AND rt.host = p.host AND rt.service_id = p.service_id)
+			RETURNING p.host, p.service_id, p.snapshot_id, p.sequence
+		), m AS (
+			INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id, next_snapshot_id,
+				publication_id, release_version, previous_release_version, sequence, action, actor, reviewers,
+				reason, command_id, moved_at, retired)
+			SELECT r.host, r.service_id, $1, r.snapshot_id, r.snapshot_id, s.publication_id, $2, nullif($4, 0),
+				r.sequence, $5, $6, $7, $8, $9::text::uuid, $3, true
+			FROM r JOIN configpub.config_snapshot s ON s.snapshot_id = r.snapshot_id
+			RETURNING host, service_id, next_snapshot_id, sequence
+		)
+		SELECT count(pg_notify('configpub_pointer', json_build_object('host', host, 'serviceId', service_id,
+			'envTag', $1::text, 'snapshotId', next_snapshot_id, 'sequence', sequence, 'retired', true)::text))
+		FROM m`,
+		envTag, a.cmd.Release, now, prevRelease, a.cmd.Action, a.actor, reviewers, a.reason, a.cmd.ID).Scan(&n)
+	if err != nil {
+		return 0, dbErr("retire identities", err)
+	}
+	return n, nil
+}
