@@ -79,7 +79,15 @@ type PromoteResult struct {
 	// already this exact release (byte-identical manifest), activated from
 	// the named other commit; nothing was written.
 	AlreadyActiveFrom string
-	Duration          time.Duration
+	// AlreadyRecordedFrom is set when this exact release (byte-identical
+	// manifest) is the environment's latest recorded release, recorded from
+	// the named other commit, but is not active (it was rolled back):
+	// RecordedState and ActiveRelease say where things stand; nothing was
+	// written, and `activate` is the explicit way back to it.
+	AlreadyRecordedFrom string
+	RecordedState       string
+	ActiveRelease       int64
+	Duration            time.Duration
 }
 
 // Promote promotes a reviewed commit to an environment: it
@@ -152,15 +160,21 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	}
 	act, err := opts.Store.RecordAndActivate(ctx, in)
 	if err != nil {
-		from, ok, serr := alreadyActive(ctx, opts.Store, err, opts.EnvTag, m.ReleaseVersion, res.ManifestBytes)
+		rec, serr := alreadyRecorded(ctx, opts.Store, err, opts.EnvTag, m.ReleaseVersion, res.ManifestBytes)
 		if serr != nil {
 			return nil, fmt.Errorf("promote %s@%s: %w (and reading the store's status: %v)", opts.EnvTag, short(rev.Commit), err, serr)
 		}
-		if !ok {
+		if rec == nil {
 			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 		}
-		log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", m.ReleaseVersion, "from", from)
-		result.AlreadyActiveFrom = from
+		if rec.State == StateActive {
+			log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", m.ReleaseVersion, "from", rec.SourceCommit)
+			result.AlreadyActiveFrom = rec.SourceCommit
+		} else {
+			log.InfoContext(ctx, "release already recorded, not active", "env", opts.EnvTag, "release", m.ReleaseVersion,
+				"from", rec.SourceCommit, "state", rec.State, "active", rec.Active)
+			result.AlreadyRecordedFrom, result.RecordedState, result.ActiveRelease = rec.SourceCommit, rec.State, rec.Active
+		}
 		result.Duration = clock().Sub(start)
 		return result, nil
 	}
@@ -176,29 +190,38 @@ type statusReader interface {
 	Status(ctx context.Context, envTag string) (*Status, error)
 }
 
-// alreadyActive reports whether err is a lost compare-and-swap only because
-// the environment's current release is this very release — same version,
-// byte-identical definition — activated from another commit (for example a
-// later commit on main that changed no policy input). It returns that
-// commit. Any other case, or a store without Status, is not.
-func alreadyActive(ctx context.Context, store ReleaseRecorder, err error, env string, version int64, manifest []byte) (string, bool, error) {
+// recordedRelease is what alreadyRecorded found.
+type recordedRelease struct {
+	SourceCommit string
+	State        string
+	Active       int64
+}
+
+// alreadyRecorded reports whether err is a lost compare-and-swap only
+// because the environment's latest recorded release is this very release —
+// same version, byte-identical definition — recorded from another commit
+// (for example a later commit on main that changed no policy input, whether
+// or not the release was rolled back since). It returns that release's
+// commit, state and the active release. Any other case, or a store without
+// Status, is nil.
+func alreadyRecorded(ctx context.Context, store ReleaseRecorder, err error, env string, version int64, manifest []byte) (*recordedRelease, error) {
 	var cas *CASError
 	sr, ok := store.(statusReader)
 	if !ok || !errors.As(err, &cas) || cas.Pending != 0 || cas.Actual != version {
-		return "", false, nil
+		return nil, nil
 	}
 	st, serr := sr.Status(ctx, env)
 	if serr != nil {
-		return "", false, serr
+		return nil, serr
 	}
 	sum := sha256.Sum256(manifest)
 	want := "sha256:" + hex.EncodeToString(sum[:])
 	for _, r := range st.Releases {
-		if r.ReleaseVersion == version && st.CurrentRelease == version && r.DefinitionHash == want {
-			return r.SourceCommit, true, nil
+		if r.ReleaseVersion == version && r.DefinitionHash == want {
+			return &recordedRelease{SourceCommit: r.SourceCommit, State: r.State, Active: st.CurrentRelease}, nil
 		}
 	}
-	return "", false, nil
+	return nil, nil
 }
 
 func (o *PromoteOptions) validate() error {

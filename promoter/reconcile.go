@@ -2,6 +2,7 @@ package promoter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -61,8 +62,12 @@ func (s *Store) Reconcile(ctx context.Context, envTag string) (*ReconcileResult,
 			res.Settled = append(res.Settled, *st)
 		}
 	}
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(current_release_version), 0) FROM configpub.environment
-		WHERE env_tag = $1`, envTag).Scan(&res.CurrentRelease); err != nil {
+	err = s.pool.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment
+		WHERE env_tag = $1`, envTag).Scan(&res.CurrentRelease)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("reconcile: environment %s: %w", envTag, ErrNotFound)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: %w", envTag, dbErr("read environment", err))
 	}
 	return res, nil

@@ -139,12 +139,32 @@ func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
 			res.EnvTag, res.ReleaseVersion, res.AlreadyActiveFrom, res.Review.Commit)
 		return err
 	}
+	if res.AlreadyRecordedFrom != "" {
+		return printNotReactivated(w, res, res.RecordedState, res.ActiveRelease,
+			fmt.Sprintf("recorded earlier from %s", res.AlreadyRecordedFrom))
+	}
 	a := res.Activation
+	if a.Replayed && a.StateNow != promoter.StateActive {
+		return printNotReactivated(w, res, a.StateNow, a.ActiveRelease, "promoted earlier by this command (replayed)")
+	}
 	verb := "activated"
 	if a.Replayed {
 		verb = "already active (replayed)"
 	}
-	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; %d pointers moved, %d unchanged; %d artifacts verified; command %s\n",
-		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, a.Moved, a.Unchanged, len(res.Published), res.CommandID)
+	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; %d pointers moved, %d unchanged, %d retired; %d artifacts verified; command %s\n",
+		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, a.Moved, a.Unchanged, a.Retired, len(res.Published), res.CommandID)
+	return err
+}
+
+// printNotReactivated reports a promotion of a release that is recorded but
+// not active (rolled back): nothing moved, and how to return to it.
+func printNotReactivated(w io.Writer, res *promoter.PromoteResult, state string, activeRelease int64, how string) error {
+	active := "no release is active"
+	if activeRelease != 0 {
+		active = fmt.Sprintf("release %d is active", activeRelease)
+	}
+	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s and since %s; %s; nothing moved (to return to it: configpub activate --env %s --release %d)\n",
+		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, how,
+		strings.ToLower(strings.ReplaceAll(state, "_", " ")), active, res.EnvTag, res.ReleaseVersion)
 	return err
 }

@@ -16,18 +16,41 @@ func addRevokeCmd(root *cobra.Command) {
 	var (
 		sf                                              storeFlags
 		snapshot, publication, reason, actor, commandID string
+		env                                             string
+		epoch                                           int64
 	)
 	cmd := &cobra.Command{
-		Use:   "revoke (--snapshot ID | --publication ID) --reason TEXT",
-		Short: "Revoke a snapshot or a whole publication: it is never activated again",
+		Use:   "revoke (--snapshot ID | --publication ID | --epoch N --env ENV --key cosign.key) --reason TEXT",
+		Short: "Revoke a snapshot, a whole publication, or raise an environment's revocation epoch",
 		Long: `revoke records a revocation (append-only). Promote, activate and rollback refuse
 any release containing a revoked snapshot, and lease renewal stops renewing it, so
-a runtime still holding it loses it when its lease expires. The output names the
-targets whose current pointer is at a revoked snapshot.`,
+a runtime still holding it loses it when its lease expires; Config Servers stop
+serving it within a second. --publication revokes every snapshot that
+publication (one release) created. The output names the targets whose current
+pointer is at a revoked snapshot.
+
+--epoch N --env ENV raises the environment's revocation epoch, which every
+delivery manifest carries and runtimes never accept lower than the highest they
+have seen: every current pointer is re-signed at once with the new epoch (same
+snapshot, higher sequence), and every later pointer move and lease renewal signs
+at least N. The epoch is never lowered (N must be above the current epoch).
+Needs --key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (snapshot == "") == (publication == "") {
-				return usageError{errors.New("give exactly one of --snapshot and --publication")}
+			ids := 0
+			for _, set := range []bool{snapshot != "", publication != "", epoch != 0} {
+				if set {
+					ids++
+				}
+			}
+			if ids != 1 {
+				return usageError{errors.New("give exactly one of --snapshot, --publication and --epoch")}
+			}
+			if epoch != 0 && (env == "" || sf.key == "") {
+				return usageError{errors.New("--epoch needs --env and --key")}
+			}
+			if epoch == 0 && env != "" {
+				return usageError{errors.New("--env is only used with --epoch")}
 			}
 			if actor == "" {
 				actor = os.Getenv("USER")
@@ -43,6 +66,24 @@ targets whose current pointer is at a revoked snapshot.`,
 				return err
 			}
 			defer closeFn()
+			if epoch != 0 {
+				res, err := store.RaiseEpoch(cmd.Context(), promoter.EpochInput{
+					CommandID: commandID, EnvTag: env, Epoch: epoch, Actor: actor, Reason: reason,
+				})
+				if err != nil {
+					return storeError(fmt.Errorf("%w (command %s)", err, commandID), env)
+				}
+				msg := fmt.Sprintf("%s revocation epoch %d -> %d: %d current pointers re-signed (release %d active); command %s",
+					res.EnvTag, res.From, res.To, res.Resigned, res.Release, commandID)
+				if res.Replayed {
+					msg += " (replayed)"
+				}
+				if len(res.Skipped) > 0 {
+					msg += "\nnot re-signed (revoked): " + strings.Join(res.Skipped, ", ")
+				}
+				_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return err
+			}
 			res, err := store.Revoke(cmd.Context(), promoter.RevokeInput{
 				CommandID: commandID, SnapshotID: snapshot, PublicationID: publication, Reason: reason, Actor: actor,
 			})
@@ -74,6 +115,9 @@ targets whose current pointer is at a revoked snapshot.`,
 	fl.StringVar(&reason, "reason", "", "why (required)")
 	fl.StringVar(&actor, "actor", "", "who (default $USER)")
 	fl.StringVar(&commandID, "command-id", "", "command UUID; re-running with the same id replays (default: a new UUID)")
+	fl.Int64Var(&epoch, "epoch", 0, "raise the revocation epoch of --env to N (re-signs every current pointer)")
+	fl.StringVar(&env, "env", "", "environment tag (with --epoch)")
+	fl.StringVar(&sf.key, "key", "", "cosign.key signing delivery manifests (with --epoch); password from COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("reason")
 	root.AddCommand(cmd)
 }

@@ -42,10 +42,15 @@ func addRollbackCmd(root *cobra.Command) {
 	cmd := &cobra.Command{
 		Use:   "rollback --env ENV --to-release N --reason TEXT --actor NAME --key cosign.key",
 		Short: "Move every pointer of an environment back to the snapshots of an older release",
-		Long: `rollback points every target of ENV at its snapshot in release N (older than
-the current release), signs a new delivery manifest per moved target and records
-one pointer move each, in one transaction. Snapshots are never edited; a revoked
-snapshot is refused. Exit 3: outcome unknown, re-run with the printed
+		Long: `rollback restores exactly the target mapping of release N (older than the
+active release): every target of release N is pointed at its snapshot, and every
+identity release N does not contain is retired (served 410 Gone, no lease
+renewals), in one transaction, with a signed delivery manifest and a pointer-move
+record per change. Snapshots are never edited. Refused, with nothing moved (exit
+1): a release that does not exist, a revoked snapshot, or a snapshot whose
+activation window does not contain the move time (recompile to get a fresh one).
+The rolled-back release stays recorded: the next release is still built on the
+latest recorded one. Exit 3: outcome unknown, re-run with the printed
 --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -72,7 +77,11 @@ func printActivation(w io.Writer, res *promoter.ActivationResult) error {
 	if res.Replayed {
 		what = "already done (replayed)"
 	}
-	_, err := fmt.Fprintf(w, "%s %s release %d (from %d): %s; %d pointers moved, %d unchanged; command %s\n",
-		res.EnvTag, res.Action, res.ReleaseVersion, res.PreviousRelease, what, res.Moved, res.Unchanged, res.CommandID)
+	_, err := fmt.Fprintf(w, "%s %s release %d (from %d): %s; %d pointers moved, %d unchanged, %d retired; command %s\n",
+		res.EnvTag, res.Action, res.ReleaseVersion, res.PreviousRelease, what, res.Moved, res.Unchanged, res.Retired, res.CommandID)
+	if err == nil && res.Replayed && res.ActiveRelease != res.ReleaseVersion {
+		_, err = fmt.Fprintf(w, "note: release %d is %s now; release %d is active; nothing moved\n",
+			res.ReleaseVersion, res.StateNow, res.ActiveRelease)
+	}
 	return err
 }
