@@ -1,0 +1,455 @@
+package promoter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+)
+
+const day = 24 * time.Hour
+
+// releaseOf is release `version` of env on base with exactly the given
+// targets (the complete target mapping).
+func releaseOf(env string, version, base int64, ts ...promoter.Target) promoter.ReleaseInput {
+	in := release(env, version, base, 1, nil, nil)
+	in.Targets = ts
+	return in
+}
+
+// pointerRow is one current_pointer row as the tests see it.
+type pointerRow struct {
+	Snapshot string
+	Sequence int64
+	Retired  bool
+	Manifest []byte
+	Sig, Key string
+}
+
+// pointerRows returns identity (host/serviceId) -> row for env.
+func (f *fixture) pointerRows(t testing.TB, env string) map[string]pointerRow {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), `SELECT host || '/' || service_id, snapshot_id::text, sequence,
+		retired_at IS NOT NULL, manifest, manifest_signature, manifest_key_id
+		FROM configpub.current_pointer WHERE env_tag = $1`, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[string]pointerRow{}
+	for rows.Next() {
+		var k string
+		var r pointerRow
+		if err := rows.Scan(&k, &r.Snapshot, &r.Sequence, &r.Retired, &r.Manifest, &r.Sig, &r.Key); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = r
+	}
+	return m
+}
+
+// wantMapping fails unless env's unretired pointers are exactly in's
+// targets at in's snapshots and every other pointer is retired, naming
+// retired (host/serviceId) exactly.
+func (f *fixture) wantMapping(t testing.TB, in promoter.ReleaseInput, retired ...string) {
+	t.Helper()
+	got := f.pointerRows(t, in.EnvTag)
+	live := 0
+	for k, r := range got {
+		if !r.Retired {
+			live++
+			continue
+		}
+		found := false
+		for _, want := range retired {
+			found = found || want == k
+		}
+		if !found {
+			t.Errorf("release %d: %s is retired, want it live or absent", in.ReleaseVersion, k)
+		}
+	}
+	for _, k := range retired {
+		if r, ok := got[k]; !ok || !r.Retired {
+			t.Errorf("release %d: %s is not retired (present %v)", in.ReleaseVersion, k, ok)
+		}
+	}
+	if live != len(in.Targets) {
+		t.Errorf("release %d: %d live pointers, want %d", in.ReleaseVersion, live, len(in.Targets))
+	}
+	for _, tg := range in.Targets {
+		k := tg.Host + "/" + tg.ServiceID
+		if r := got[k]; r.Retired || r.Snapshot != tg.SnapshotID {
+			t.Errorf("release %d: %s at %s (retired %v), want %s", in.ReleaseVersion, k, r.Snapshot, r.Retired, tg.SnapshotID)
+		}
+	}
+}
+
+// pointerChecksum digests every current pointer row, pointer_move and
+// delivery_manifest of the database: equal before and after means nothing
+// moved.
+func (f *fixture) pointerChecksum(t testing.TB) string {
+	t.Helper()
+	var sum string
+	if err := f.pool.QueryRow(context.Background(), `SELECT md5(concat_ws('|',
+		(SELECT string_agg(p::text, ',' ORDER BY env_tag, host, service_id) FROM configpub.current_pointer p),
+		(SELECT count(*) FROM configpub.pointer_move), (SELECT count(*) FROM configpub.delivery_manifest),
+		(SELECT string_agg(concat_ws(':', env_tag, release_version, lifecycle_state, row_revision), ','
+			ORDER BY env_tag, release_version) FROM configpub.config_release),
+		(SELECT string_agg(e::text, ',' ORDER BY env_tag) FROM configpub.environment e)))`).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+func TestForwardFixAfterRollbackBuildsOnTheHead(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	f.now = f.now.Add(minute)
+	r2 := release("prod", 2, 1, 3, func(i int) bool { return i != 2 }, func(int) int64 { return 1 })
+	f.promote(t, r2)
+	f.now = f.now.Add(minute)
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb"), EnvTag: "prod", ToRelease: 1,
+		Actor: "oncall", Reason: "bad limits"}); err != nil {
+		t.Fatal(err)
+	}
+	f.wantMapping(t, r1)
+
+	// Re-running release 2's promotion replays it, says it is rolled back
+	// and release 1 is active, and moves nothing.
+	f.now = f.now.Add(minute)
+	before := f.pointerChecksum(t)
+	again, err := f.store.RecordAndActivate(ctx, r2)
+	if err != nil {
+		t.Fatalf("re-run of release 2's promotion: %v", err)
+	}
+	if !again.Replayed || again.StateNow != promoter.StateRolledBack || again.ActiveRelease != 1 {
+		t.Fatalf("re-run got replayed %v state %q active %d, want a replay reporting ROLLED_BACK and release 1 active",
+			again.Replayed, again.StateNow, again.ActiveRelease)
+	}
+	if got := f.pointerChecksum(t); got != before {
+		t.Fatal("re-running a rolled-back release's promotion moved something")
+	}
+	f.wantMapping(t, r1)
+
+	// A release built on the active release 1 instead of the head 2 is stale.
+	bad := release("prod", 3, 1, 3, nil, nil)
+	bad.CommandID = id("cmd", "bad-base")
+	_, err = f.store.RecordAndActivate(ctx, bad)
+	var cas *promoter.CASError
+	if !errors.As(err, &cas) || !errors.Is(err, promoter.ErrStale) || cas.Expected != 1 || cas.Actual != 2 || cas.Active != 1 ||
+		!strings.Contains(err.Error(), "the latest recorded release is 2 (release 1 is active); recompile on release 2") {
+		t.Fatalf("release 3 on base 1: got %v, want a stale CASError naming head 2 and active 1", err)
+	}
+	if got := f.pointerChecksum(t); got != before {
+		t.Fatal("a refused promotion moved something")
+	}
+
+	// The forward fix: release 3 on base 2 (the head) activates, every
+	// pointer on it, although release 1 is the active one.
+	r3 := release("prod", 3, 2, 3, func(i int) bool { return i == 0 }, func(i int) int64 { return int64(3 - i) })
+	res := f.promote(t, r3)
+	if res.PreviousRelease != 1 || res.Moved != 2 || res.Unchanged != 1 || res.Retired != 0 {
+		t.Fatalf("release 3 got %+v, want from release 1, 2 moved (host 0 new, host 1 to release 2's), 1 unchanged", res)
+	}
+	f.wantMapping(t, r3)
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStates := []string{promoter.StateSuperseded, promoter.StateRolledBack, promoter.StateActive}
+	if st.CurrentRelease != 3 || len(st.Releases) != 3 {
+		t.Fatalf("got current %d with %d releases, want 3 and 3", st.CurrentRelease, len(st.Releases))
+	}
+	for i, r := range st.Releases {
+		if r.State != wantStates[i] {
+			t.Errorf("release %d is %s, want %s", r.ReleaseVersion, r.State, wantStates[i])
+		}
+	}
+	again, err = f.store.RecordAndActivate(ctx, r2)
+	if err != nil || !again.Replayed || again.StateNow != promoter.StateRolledBack || again.ActiveRelease != 3 {
+		t.Fatalf("re-run of release 2 after release 3: got %+v, %v; want a replay reporting ROLLED_BACK, release 3 active", again, err)
+	}
+	f.wantMapping(t, r3)
+	f.checkJournal(t)
+}
+
+func TestActivationRetiresDroppedTargetsAndMovesRestoreExactMappings(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	// Release 1: targets 0, 1, 2. Release 2 changes 0, keeps 1, drops 2
+	// and adds 3.
+	r1 := releaseOf("prod", 1, 0, target("prod", 0, 1, true), target("prod", 1, 1, true), target("prod", 2, 1, true))
+	r2 := releaseOf("prod", 2, 1, target("prod", 0, 2, true), target("prod", 1, 1, false), target("prod", 3, 2, true))
+	f.promote(t, r1)
+	seqBefore := f.pointerRows(t, "prod")["host-00002/svc"].Sequence
+	f.now = f.now.Add(minute)
+	res := f.promote(t, r2)
+	if res.Moved != 2 || res.Unchanged != 1 || res.Retired != 1 {
+		t.Fatalf("release 2 got %+v, want 2 moved, 1 unchanged, 1 retired", res)
+	}
+	f.wantMapping(t, r2, "host-00002/svc")
+	dropped := f.pointerRows(t, "prod")["host-00002/svc"]
+	if dropped.Snapshot != r1.Targets[2].SnapshotID || dropped.Sequence != seqBefore {
+		t.Errorf("retired pointer at %s seq %d, want its last snapshot %s and sequence %d kept",
+			dropped.Snapshot, dropped.Sequence, r1.Targets[2].SnapshotID, seqBefore)
+	}
+	// The retirement is audited.
+	hist, err := f.store.History(ctx, "prod", promoter.HistoryFilter{Host: "host-00002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.pointer_move WHERE host = 'host-00002' AND retired
+		AND release_version = 2 AND action = 'promote' AND next_snapshot_id = $1::uuid`, r1.Targets[2].SnapshotID); n != 1 || len(hist) != 2 {
+		t.Errorf("got %d retirement audit rows (%d moves), want 1 of 2", n, len(hist))
+	}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, tg := range st.Targets {
+		states[tg.Host] = tg.State
+	}
+	if states["host-00002"] != promoter.TargetRetired || states["host-00003"] == promoter.TargetRetired {
+		t.Errorf("got states %v, want host-00002 RETIRED and host-00003 not", states)
+	}
+
+	// A retired identity gets no lease renewal.
+	f.now = f.now.Add(4 * minute)
+	ren, err := f.store.RenewLeases(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ren.Renewed != 3 {
+		t.Errorf("renewed %d leases, want 3 (the retired identity is not renewed)", ren.Renewed)
+	}
+	if got := f.pointerRows(t, "prod")["host-00002/svc"]; string(got.Manifest) != string(dropped.Manifest) {
+		t.Error("the retired identity's manifest was re-signed by a renewal")
+	}
+
+	// Rollback to 1 restores exactly release 1's mapping: the dropped
+	// identity comes back (with a higher sequence), the added one retires.
+	f.now = f.now.Add(minute)
+	res, err = f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb"), EnvTag: "prod", ToRelease: 1,
+		Actor: "oncall", Reason: "restore"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 2 || res.Unchanged != 1 || res.Retired != 1 {
+		t.Fatalf("rollback got %+v, want 2 moved (host 0 back, host 2 restored), 1 unchanged, 1 retired", res)
+	}
+	f.wantMapping(t, r1, "host-00003/svc")
+	back := f.pointerRows(t, "prod")["host-00002/svc"]
+	m, err := bundle.ParseDeliveryManifest(back.Manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Sequence <= seqBefore || m.Sequence != back.Sequence || m.ActivatedAt != "2026-11-29T12:06:00.000Z" {
+		t.Errorf("restored identity: sequence %d (manifest %d, activatedAt %s), want above %d and activated 12:06",
+			back.Sequence, m.Sequence, m.ActivatedAt, seqBefore)
+	}
+
+	// Forward activation restores exactly release 2's.
+	f.now = f.now.Add(minute)
+	res, err = f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fwd"), EnvTag: "prod", Release: 2,
+		Actor: "oncall", Reason: "fixed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 2 || res.Retired != 1 {
+		t.Fatalf("forward activation got %+v, want 2 moved, 1 retired", res)
+	}
+	f.wantMapping(t, r2, "host-00002/svc")
+	if n := f.count(t, "SELECT count(*) FROM configpub.pointer_move WHERE retired"); n != 3 {
+		t.Errorf("got %d retirement audit rows, want 3", n)
+	}
+	f.checkJournal(t)
+}
+
+// windowed gives every target of in the activation window
+// [createdAt, createdAt+life).
+func windowed(in promoter.ReleaseInput, life time.Duration) promoter.ReleaseInput {
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		t.ValidFrom, t.ExpiresAt = t.CreatedAt, t.CreatedAt.Add(life)
+	}
+	return in
+}
+
+func TestActivationWindowOverMonths(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	const life = 21 * day // the production profile's envelope window
+	// Release 1 (snapshots created t0+1h), release 2 (target 0 created
+	// t0+2h, target 1 kept).
+	r1 := windowed(release("prod", 1, 0, 2, nil, nil), life)
+	r2 := windowed(release("prod", 2, 1, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }), life)
+	f.now = t0.Add(time.Hour)
+	f.promote(t, r1)
+	f.now = t0.Add(2 * time.Hour)
+	f.promote(t, r2)
+	activated := f.now
+
+	var refused bool
+	for d := 1; d <= 120; d++ {
+		f.now = activated.Add(time.Duration(d) * day)
+		// Renewals are never refused by the activation window: the
+		// unchanged target 1 (created t0+1h) keeps running for months.
+		ren, err := f.store.RenewLeases(ctx, "prod")
+		if err != nil || ren.Renewed != 2 {
+			t.Fatalf("day %d: renew got %+v, %v; want 2 renewed", d, ren, err)
+		}
+		for k, r := range f.pointerRows(t, "prod") {
+			m, err := bundle.ParseDeliveryManifest(r.Manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.IssuedAt != f.now.Format("2006-01-02T15:04:05.000Z") {
+				t.Fatalf("day %d: %s manifest issued %s, want now", d, k, m.IssuedAt)
+			}
+		}
+		if d == 10 {
+			// Inside the window a rollback and a forward activation work.
+			if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb10"), EnvTag: "prod",
+				ToRelease: 1, Actor: "oncall", Reason: "day 10"}); err != nil {
+				t.Fatalf("day 10 rollback: %v", err)
+			}
+			f.wantMapping(t, r1)
+			if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fw10"), EnvTag: "prod",
+				Release: 2, Actor: "oncall", Reason: "day 10"}); err != nil {
+				t.Fatalf("day 10 forward activation: %v", err)
+			}
+			f.wantMapping(t, r2)
+		}
+		if d == 30 {
+			// Past the window a rollback to release 1 is refused, naming
+			// the release and the date; nothing moves.
+			before := f.pointerChecksum(t)
+			_, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb30"), EnvTag: "prod",
+				ToRelease: 1, Actor: "oncall", Reason: "day 30"})
+			var w *promoter.WindowError
+			if !errors.As(err, &w) || !errors.Is(err, promoter.ErrOutsideWindow) || w.Release != 1 ||
+				!strings.Contains(err.Error(), "release 1 cannot be activated on "+f.now.Format("2006-01-02T15:04:05.000Z")) ||
+				!strings.Contains(err.Error(), "its activation window ended at "+r1.Targets[0].ExpiresAt.Format("2006-01-02T15:04:05.000Z")) {
+				t.Fatalf("day 30 rollback: got %v, want a WindowError naming release 1, the date and the window's end", err)
+			}
+			if got := f.pointerChecksum(t); got != before {
+				t.Fatal("a rollback refused by the activation window moved something")
+			}
+			if n := f.count(t, "SELECT count(*) FROM configpub.command WHERE command_id = $1::uuid", moveID("rb30")); n != 0 {
+				t.Errorf("the refused rollback left %d command rows", n)
+			}
+			refused = true
+
+			// A new release whose changed target is fresh activates; its
+			// unchanged target stays on release 1's snapshot (no move, so
+			// no window check) and keeps being served.
+			r3 := release("prod", 3, 2, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 })
+			r3.Targets[0].CreatedAt = f.now.Add(-time.Hour)
+			r3 = windowed(r3, life)
+			stale := r3
+			stale.CommandID = id("cmd", "stale-3")
+			stale.Targets = append([]promoter.Target(nil), r3.Targets...)
+			stale.Targets[0].ValidFrom = t0
+			stale.Targets[0].ExpiresAt = t0.Add(life)
+			stale.Targets[0].SnapshotID = id("snap", "stale")
+			if _, err := f.store.RecordAndActivate(ctx, stale); !errors.Is(err, promoter.ErrOutsideWindow) {
+				t.Fatalf("promotion with a snapshot past its window: got %v, want ErrOutsideWindow", err)
+			}
+			if n := f.count(t, "SELECT count(*) FROM configpub.config_release WHERE release_version = 3"); n != 0 {
+				t.Fatalf("a refused promotion recorded release 3 (%d rows)", n)
+			}
+			res := f.promote(t, r3)
+			if res.Moved != 1 || res.Unchanged != 1 {
+				t.Fatalf("release 3 got %+v, want 1 moved, 1 unchanged", res)
+			}
+			f.wantMapping(t, r3)
+		}
+	}
+	if !refused {
+		t.Fatal("the day-30 rollback was never tried")
+	}
+	f.checkJournal(t)
+}
+
+func TestRaiseEpochResignsEveryPointerAndIsNeverLowered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	before := f.pointerRows(t, "prod")
+	f.now = f.now.Add(minute)
+	in := promoter.EpochInput{CommandID: moveID("ep5"), EnvTag: "prod", Epoch: 5, Actor: "sec", Reason: "key leak"}
+	res, err := f.store.RaiseEpoch(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.From != 0 || res.To != 5 || res.Resigned != 3 || res.Release != 1 {
+		t.Fatalf("got %+v, want 0 -> 5, 3 re-signed on release 1", res)
+	}
+	pub, err := signing.NewTrustedKey(&f.key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, r := range f.pointerRows(t, "prod") {
+		if _, err := signing.VerifyBlob([]signing.TrustedKey{pub}, r.Manifest, r.Sig, r.Key); err != nil {
+			t.Fatalf("%s: re-signed manifest: %v", k, err)
+		}
+		m, err := bundle.ParseDeliveryManifest(r.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.RevocationEpoch != 5 || r.Sequence <= before[k].Sequence || r.Snapshot != before[k].Snapshot ||
+			m.ActivatedAt != "2026-11-29T12:00:00.000Z" || m.IssuedAt != "2026-11-29T12:01:00.000Z" {
+			t.Errorf("%s: got epoch %d seq %d (was %d) activated %s issued %s, want epoch 5, a higher sequence, the same snapshot and activatedAt",
+				k, m.RevocationEpoch, r.Sequence, before[k].Sequence, m.ActivatedAt, m.IssuedAt)
+		}
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.delivery_manifest WHERE kind = 'resign'"); n != 3 {
+		t.Errorf("got %d re-sign manifests, want 3", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.config_release_journal WHERE event_kind = 'raise-epoch'
+		AND release_version = 1 AND evidence->>'toEpoch' = '5'`); n != 1 {
+		t.Errorf("got %d journal rows for the raise, want 1", n)
+	}
+	again, err := f.store.RaiseEpoch(ctx, in)
+	if err != nil || !again.Replayed || again.Resigned != 3 {
+		t.Fatalf("same command again: got %+v, %v; want a replay", again, err)
+	}
+	for _, e := range []int64{5, 3} {
+		_, err := f.store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: id("epoch", e), EnvTag: "prod", Epoch: e, Actor: "sec", Reason: "r"})
+		if !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), "never lowered") {
+			t.Errorf("epoch %d after 5: got %v, want ErrInvalid (never lowered)", e, err)
+		}
+	}
+	if _, err := f.store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: moveID("nosuch"), EnvTag: "nosuch", Epoch: 9,
+		Actor: "sec", Reason: "r"}); !errors.Is(err, promoter.ErrNotFound) {
+		t.Errorf("epoch of an environment that does not exist: got %v, want ErrNotFound", err)
+	}
+	// Every later move and renewal signs at least the raised epoch.
+	f.now = f.now.Add(minute)
+	f.promote(t, release("prod", 2, 1, 3, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }))
+	f.now = f.now.Add(minute)
+	if _, err := f.store.RenewLeases(ctx, "prod"); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.delivery_manifest
+		WHERE (convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch')::int <> 5 AND kind <> 'move'`); n != 0 {
+		t.Errorf("%d renewal or re-sign manifests after the raise carry another epoch", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.current_pointer
+		WHERE (convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch')::int <> 5`); n != 0 {
+		t.Errorf("%d current manifests carry an epoch other than 5", n)
+	}
+}
