@@ -17,6 +17,7 @@ import (
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/promoter"
 )
 
 // cliHarness runs the built configpub binary against a promoteHarness.
@@ -75,6 +76,7 @@ func TestPromoteCLIExitCodes(t *testing.T) {
 		args     []string
 		wantCode int
 		wantOut  string
+		setup    func(t *testing.T)
 	}{
 		{name: "empty --env", db: url, args: []string{"--env", ""}, wantCode: 2, wantOut: "--env must not be empty"},
 		{name: "no database", db: "", args: []string{"--commit", c.p.r1.String()}, wantCode: 2, wantOut: "--database is required"},
@@ -85,16 +87,28 @@ func TestPromoteCLIExitCodes(t *testing.T) {
 		{name: "stale manifest", db: url, args: []string{"--commit", stale.String()}, wantCode: 1, wantOut: "stale"},
 		{name: "release 1", db: url, args: []string{"--commit", c.p.r1.String(), "--require-trailer", "Reviewed-by"}, wantCode: 0, wantOut: "dev release 1 (base 0)"},
 		{name: "release 1 again", db: url, args: []string{"--commit", c.p.r1.String()}, wantCode: 0, wantOut: "already active (replayed)"},
+		{name: "release 2", db: url, args: []string{"--commit", c.p.r2.String()}, wantCode: 0, wantOut: "dev release 2 (base 1)"},
+		{name: "release 2 again after a rollback to 1", db: url, args: []string{"--commit", c.p.r2.String()}, wantCode: 0,
+			wantOut: "promoted earlier by this command (replayed) and since rolled back; release 1 is active; nothing moved",
+			setup: func(t *testing.T) {
+				if _, err := c.store.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("cli", "rollback"),
+					EnvTag: promoteEnv, ToRelease: 1, Actor: "oncall", Reason: "bad"}); err != nil {
+					t.Fatal(err)
+				}
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.setup != nil {
+				tt.setup(t)
+			}
 			before := readState(t, c.pool)
 			c.reg.Reset()
 			code, out := c.run(t, tt.db, tt.args...)
 			if code != tt.wantCode || !strings.Contains(out, tt.wantOut) {
 				t.Fatalf("got exit %d output %q, want exit %d mentioning %q", code, out, tt.wantCode, tt.wantOut)
 			}
-			if code != 0 {
+			if code != 0 || tt.setup != nil {
 				if after := readState(t, c.pool); !sameCounts(before.Counts, after.Counts) {
 					t.Errorf("got rows %v, want unchanged %v", after.Counts, before.Counts)
 				}

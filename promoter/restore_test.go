@@ -1,0 +1,191 @@
+package promoter_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/configserver/pgstore"
+	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgcluster"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+)
+
+// runtimeFleet is a real Config Server over the harness's database and one
+// real runtime client per current target.
+type runtimeFleet struct {
+	url     string
+	clients map[string]*client.Client // host/serviceId -> client
+}
+
+func newRuntimeFleet(t *testing.T, h *promoteHarness) *runtimeFleet {
+	t.Helper()
+	st, err := pgstore.New(h.db.URLFor(t, "configpub_server"), pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	tokenKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := auth.Thumbprint(tokenKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const iss, aud = "https://issuer.configpub.test", "configpub-server"
+	v, err := auth.NewVerifier(auth.NewStaticKeys([]auth.Key{{ID: kid, Algorithm: auth.ES256, Public: tokenKey.Public()}}),
+		auth.Options{Issuer: iss, Audience: aud})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(configserver.NewHandler(st, configserver.Options{Verifier: v}))
+	t.Cleanup(srv.Close)
+	trusted, err := signing.NewTrustedKey(h.signer.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &runtimeFleet{url: srv.URL, clients: map[string]*client.Client{}}
+	rows, err := h.pool.Query(ctx, `SELECT p.host, p.service_id, s.audience FROM configpub.current_pointer p
+		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id WHERE p.env_tag = $1`, promoteEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id bundle.Identity
+		var audience string
+		if err := rows.Scan(&id.Host, &id.ServiceID, &audience); err != nil {
+			t.Fatal(err)
+		}
+		id.EnvTag = promoteEnv
+		tok, err := auth.Mint(tokenKey, auth.MintOptions{Issuer: iss, Audience: aud, Host: id.Host, ServiceID: id.ServiceID,
+			EnvTag: id.EnvTag, ConfigAudience: audience, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(client.Options{ServerURL: srv.URL, Identity: id, Audience: audience,
+			TokenSource: func(context.Context) (string, error) { return tok, nil },
+			TrustedKeys: []signing.TrustedKey{trusted}, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.clients[id.Host+"/"+id.ServiceID] = c
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.clients) < 2 {
+		t.Fatalf("got %d runtimes, want every target of the fixture", len(f.clients))
+	}
+	return f
+}
+
+// applyAll loads every runtime until each runs the snapshot want names for
+// it (the server follows NOTIFY within a second; a load of the previous
+// state is retried), failing with the last evidence otherwise.
+func (f *runtimeFleet) applyAll(t *testing.T, want map[string]string) {
+	t.Helper()
+	for k, c := range f.clients {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ev, err := c.Load(context.Background())
+			if err == nil && ev.CurrentSnapshotID == want[k] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("runtime %s does not run %s: %+v %v", k, want[k], ev, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestSequencesStayMonotonicAcrossABackupRestore follows the documented
+// procedure (docs/operations.md, "Backup and restore"): pg_dump, two
+// promotions that every runtime applies, restore the dump into the emptied
+// database and migrate, then one promotion: every runtime applies it,
+// because a new sequence is never below the move time in microseconds.
+func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
+	h := newPromoteHarness(t)
+	ctx := context.Background()
+	bin, err := pgcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Release 3 changes the agent targets again, so the agents move in
+	// both promotions after the backup.
+	r3 := addRelease3(t, h.p, "level: INFO", "level: WARN")
+	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
+		t.Fatal(err)
+	}
+	fleet := newRuntimeFleet(t, h)
+	fleet.applyAll(t, h.p.snapshots[h.p.r1])
+
+	dump := filepath.Join(t.TempDir(), "configpub.dump")
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(ctx, filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("pg_dump", "--format=custom", "--schema=configpub", "--file="+dump, h.db.URL)
+
+	for _, c := range []plumbing.Hash{h.p.r2, r3} {
+		if _, err := h.promote(t, h.opts(c)); err != nil {
+			t.Fatal(err)
+		}
+		fleet.applyAll(t, h.p.snapshots[c])
+	}
+
+	// Restore into the emptied database, as the owner, then migrate.
+	if _, err := h.pool.Exec(ctx, "DROP SCHEMA configpub CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	run("pg_restore", "--dbname="+h.db.URL, "--single-transaction", dump)
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dbschema.Migrate(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		t.Fatalf("migrate after restore: %v", err)
+	}
+	var current int64
+	if err := h.pool.QueryRow(ctx, "SELECT current_release_version FROM configpub.environment WHERE env_tag = $1", promoteEnv).Scan(&current); err != nil || current != 1 {
+		t.Fatalf("restored database at release %d (%v), want release 1 (the backup)", current, err)
+	}
+
+	// The promoter restarts on the restored database; the next promotion
+	// records release 2 again and every runtime applies it.
+	store, err := promoter.Open(ctx, h.db.Pool(t), promoter.Options{Signer: h.signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = store
+	res, err := h.promote(t, h.opts(h.p.r2))
+	if err != nil {
+		t.Fatalf("promote after restore: %v", err)
+	}
+	if res.Activation == nil || res.Activation.Replayed || res.Activation.Moved == 0 {
+		t.Fatalf("got %+v, want release 2 recorded and activated again", res.Activation)
+	}
+	fleet.applyAll(t, h.p.snapshots[h.p.r2])
+}
