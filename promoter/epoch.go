@@ -77,19 +77,10 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 	var res EpochResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		now := s.now()
-		prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
-		if err != nil {
+		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
+		if err != nil || replayed {
+			res.Replayed = replayed
 			return err
-		}
-		if prior != nil {
-			if prior.Outcome != OutcomeApplied {
-				return fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
-			}
-			if err := decodeInto(prior, &res); err != nil {
-				return err
-			}
-			res.Replayed = true
-			return nil
 		}
 		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
 		if err != nil {

@@ -68,6 +68,21 @@ func claimCommand(ctx context.Context, tx pgx.Tx, c command, actor string, now t
 	return got, nil
 }
 
+// claimSingle claims a command that runs in one transaction (revoke, epoch
+// raise): a new command returns false; an earlier APPLIED run of it decodes
+// its recorded result into res and returns true (a replay); any other
+// recorded outcome is ErrIntegrity.
+func claimSingle(ctx context.Context, tx pgx.Tx, c command, actor string, now time.Time, res any) (bool, error) {
+	prior, err := claimCommand(ctx, tx, c, actor, now)
+	if err != nil || prior == nil {
+		return false, err
+	}
+	if prior.Outcome != OutcomeApplied {
+		return false, fmt.Errorf("command %s is %s: %w", c.ID, prior.Outcome, ErrIntegrity)
+	}
+	return true, decodeInto(prior, res)
+}
+
 func (got *command) matches(want command) error {
 	if got.Hash != want.Hash || got.Action != want.Action || got.EnvTag != want.EnvTag {
 		return fmt.Errorf("command %s was recorded as %s %s (hash %s), now %s %s (hash %s): %w",

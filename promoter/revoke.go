@@ -75,19 +75,10 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 	var res Revocation
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		now := s.now()
-		prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
-		if err != nil {
+		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
+		if err != nil || replayed {
+			res.Replayed = replayed
 			return err
-		}
-		if prior != nil {
-			if prior.Outcome != OutcomeApplied {
-				return fmt.Errorf("command %s is %s: %w", cmd.ID, prior.Outcome, ErrIntegrity)
-			}
-			if err := decodeInto(prior, &res); err != nil {
-				return err
-			}
-			res.Replayed = true
-			return nil
 		}
 		var known bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot
