@@ -92,7 +92,7 @@ func releaseInput(version int64, res *compiler.Result, pub string) promoter.Rele
 			ReleaseVersion: version, PolicyVersion: version,
 			PolicyDigest: digest([]byte(fmt.Sprint("p", version))), ContentDigest: digest([]byte(fmt.Sprint("c", version))),
 			PropertySetDigest: digest([]byte("ps")), ArtifactDigest: digest(values),
-			CreatedAt: t0, Changed: true, LeaseProfile: "standard",
+			CreatedAt: t0, ValidFrom: t0, ExpiresAt: t0.Add(21 * 24 * time.Hour), Changed: true, LeaseProfile: "standard",
 			Lease:  promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
 			Values: values,
 		}},
