@@ -117,7 +117,7 @@ func TestStoreVerbs(t *testing.T) {
 			[]string{"release 1 is already the active release of prod; nothing moved"}},
 		{"rollback to a release that does not exist", []string{"rollback", "--env", "prod", "--to-release", "5", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
 			[]string{"release 5 does not exist in prod (the latest recorded release is 2)"}},
-		{"status of an environment that does not exist", []string{"status", "--env", "nosuch", d}, 1, []string{"environment nosuch: not found"}},
+		{"status of an environment that does not exist", []string{"status", "--env", "nosuch", d}, 1, []string{"nosuch", "not found"}},
 		{"lease renew of an environment that does not exist", []string{"lease", "renew", "--env", "nosuch", "--key", keyPath, d}, 1, []string{"environment nosuch: not found"}},
 		{"reconcile of an environment that does not exist", []string{"reconcile", "--env", "nosuch", d}, 1, []string{"environment nosuch: not found"}},
 		{"forward", []string{"activate", "--env", "prod", "--release", "2", "--reason", "fixed", "--actor", "oncall", "--key", keyPath,
