@@ -15,13 +15,15 @@ const notRevoked = `NOT EXISTS (SELECT 1 FROM configpub.revocation r
 // pointerQuery selects current pointers with their snapshot metadata; the
 // caller appends a WHERE clause continuation.
 // A retired pointer is selected whatever its snapshot, so that it is
-// answered 410 Gone; a revoked one is left out (404).
+// answered 410 Gone; a revoked one is left out (404). The retirement test
+// sits inside the anti-join so that the plan stays one.
 const pointerQuery = `SELECT p.host, p.service_id, p.env_tag, p.snapshot_id::text,
 	s.audience, s.publication_id::text, s.policy_digest, s.content_digest, s.artifact_digest, s.release_version,
 	p.manifest, p.manifest_signature, p.manifest_key_id, p.retired_at IS NOT NULL
 FROM configpub.current_pointer p
 JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-WHERE (p.retired_at IS NOT NULL OR ` + notRevoked + `)`
+WHERE NOT EXISTS (SELECT 1 FROM configpub.revocation r
+	WHERE p.retired_at IS NULL AND (r.snapshot_id = s.snapshot_id OR r.publication_id = s.publication_id))`
 
 const allPointersQuery = pointerQuery
 
