@@ -208,8 +208,9 @@ func TestActivationRetiresDroppedTargetsAndMovesRestoreExactMappings(t *testing.
 		t.Fatal(err)
 	}
 	if n := f.count(t, `SELECT count(*) FROM configpub.pointer_move WHERE host = 'host-00002' AND retired
-		AND release_version = 2 AND action = 'promote' AND next_snapshot_id = $1::uuid`, r1.Targets[2].SnapshotID); n != 1 || len(hist) != 2 {
-		t.Errorf("got %d retirement audit rows (%d moves), want 1 of 2", n, len(hist))
+		AND release_version = 2 AND action = 'promote' AND next_snapshot_id = $1::uuid`, r1.Targets[2].SnapshotID); n != 1 ||
+		len(hist) != 2 || hist[0].Retired || !hist[1].Retired || hist[1].ReleaseVersion != 2 {
+		t.Errorf("got %d retirement audit rows, history %+v; want the release 1 move, then the retirement by release 2", n, hist)
 	}
 	st, err := f.store.Status(ctx, "prod")
 	if err != nil {

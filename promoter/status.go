@@ -336,6 +336,10 @@ type Move struct {
 	Reason             string    `json:"reason"`
 	CommandID          string    `json:"commandId"`
 	MovedAt            time.Time `json:"movedAt"`
+	// Retired marks the retirement of the identity by the activation of
+	// ReleaseVersion (which does not contain it); NextSnapshotID is then the
+	// snapshot it was retired from.
+	Retired bool `json:"retired,omitempty"`
 	// AppliedAt is the first runtime report of running NextSnapshotID
 	// after this move and before the identity's next move; Rejections
 	// counts the reports rejecting it in that time. They stay with this
@@ -372,7 +376,7 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 			SELECT move_id, host, service_id, env_tag, coalesce(previous_snapshot_id::text, '') AS previous_snapshot_id,
 				next_snapshot_id::text AS next_snapshot_id, publication_id::text AS publication_id, release_version,
 				coalesce(previous_release_version, 0) AS previous_release_version,
-				sequence, action, actor, reviewers, reason, command_id::text AS command_id, moved_at
+				sequence, action, actor, reviewers, reason, command_id::text AS command_id, moved_at, retired
 			FROM configpub.pointer_move
 			WHERE env_tag = $1 AND ($2 = '' OR host = $2) AND ($3 = '' OR service_id = $3)
 			ORDER BY move_id DESC LIMIT $4) m
@@ -387,7 +391,7 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 		var m Move
 		err := row.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.EnvTag, &m.PreviousSnapshotID, &m.NextSnapshotID,
 			&m.PublicationID, &m.ReleaseVersion, &m.PreviousRelease, &m.Sequence, &m.Action, &m.Actor, &m.Reviewers,
-			&m.Reason, &m.CommandID, &m.MovedAt, &m.AppliedAt, &m.Rejections)
+			&m.Reason, &m.CommandID, &m.MovedAt, &m.Retired, &m.AppliedAt, &m.Rejections)
 		m.MovedAt = m.MovedAt.UTC()
 		if m.AppliedAt != nil {
 			a := m.AppliedAt.UTC()

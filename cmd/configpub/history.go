@@ -83,8 +83,12 @@ func printHistory(w io.Writer, moves []promoter.Move) error {
 		if m.Rejections > 0 {
 			rt += fmt.Sprintf(", %d rejected", m.Rejections)
 		}
+		to := short(m.NextSnapshotID, 8)
+		if m.Retired {
+			to = "RETIRED"
+		}
 		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
-			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), short(m.NextSnapshotID, 8), rt, term(m.Actor), term(m.Reason), term(m.CommandID))
+			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), to, rt, term(m.Actor), term(m.Reason), term(m.CommandID))
 	}
 	return tw.Flush()
 }
