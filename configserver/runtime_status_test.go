@@ -82,6 +82,8 @@ func activateGolden(t *testing.T, clock *simClock, lease promoter.LeaseWindow) *
 		PolicyDigest: f.PolicyDigest, ContentDigest: f.ContentDigest, PropertySetDigest: f.PropertySetDigest,
 		ArtifactDigest: f.ArtifactDigest, CompatibilityGeneration: f.CompatibilityGeneration,
 		SourceEventSequence: f.SourceEventSequence, CreatedAt: goldenCreatedAt, LeaseProfile: f.LeaseProfile,
+		// The golden envelope's activation window (production: three weeks).
+		ValidFrom: goldenCreatedAt, ExpiresAt: goldenCreatedAt.Add(504 * time.Hour),
 	}
 	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
