@@ -189,3 +189,46 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 	}
 	fleet.applyAll(t, h.p.snapshots[h.p.r2])
 }
+
+// TestRuntimesApplyARaisedEpoch: after `revoke --epoch`, every runtime
+// applies the re-signed manifest (same snapshot, the new epoch, a higher
+// sequence) from the real Config Server.
+func TestRuntimesApplyARaisedEpoch(t *testing.T) {
+	h := newPromoteHarness(t)
+	ctx := context.Background()
+	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
+		t.Fatal(err)
+	}
+	fleet := newRuntimeFleet(t, h)
+	fleet.applyAll(t, h.p.snapshots[h.p.r1])
+	res, err := h.store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: id("epoch", "fleet"), EnvTag: promoteEnv, Epoch: 7,
+		Actor: "sec", Reason: "signing key exposure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resigned != len(fleet.clients) {
+		t.Fatalf("re-signed %d pointers, want %d", res.Resigned, len(fleet.clients))
+	}
+	for k, c := range fleet.clients {
+		var want int64
+		var epoch string
+		if err := h.pool.QueryRow(ctx, `SELECT sequence, convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch'
+			FROM configpub.current_pointer WHERE host || '/' || service_id = $1`, k).Scan(&want, &epoch); err != nil {
+			t.Fatal(err)
+		}
+		if epoch != "7" {
+			t.Fatalf("%s: current manifest epoch %s, want 7", k, epoch)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ev, err := c.Load(ctx)
+			if err == nil && ev.Sequence == want && ev.CurrentSnapshotID == h.p.snapshots[h.p.r1][k] {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("runtime %s did not apply the re-signed manifest (sequence %d): %+v %v", k, want, ev, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
