@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -216,5 +217,77 @@ func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 	}
 	if len(moves) != 1 || moves[0].AppliedAt == nil || moves[0].Rejections != 1 {
 		t.Fatalf("history: got %+v, want one move applied with one rejection", moves)
+	}
+}
+
+// TestUnchangedTargetRunsForAYearOnRenewedLeases: a target no release
+// changes keeps its snapshot for a simulated year while the promoter renews
+// its lease every day (real promoter, database and Config Server, injected
+// clock), far past the envelope's activation window (21 days); once the
+// renewals stop, the runtime keeps its last-known-good only until the
+// lease's expiresAt and then fails closed, restarted or not.
+func TestUnchangedTargetRunsForAYearOnRenewedLeases(t *testing.T) {
+	t.Parallel()
+	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	lease := promoter.LeaseWindow{RefreshAfter: 12 * time.Hour, ExpiresAfter: 36 * time.Hour}
+	g := activateGolden(t, clock, lease)
+	ctx := context.Background()
+	cache := t.TempDir()
+	c := g.client(t, g.e.srv.URL, cache)
+	if ev, err := c.Load(ctx); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("first load: %v (%+v)", err, ev)
+	}
+	tok := g.e.token(t, g.id, g.aud)
+	for day := 1; day <= 365; day++ {
+		clock.set(clock.Now().Add(24 * time.Hour))
+		if _, err := g.ps.RenewLeases(ctx, g.id.EnvTag); err != nil {
+			t.Fatalf("day %d: renew: %v", day, err)
+		}
+		waitLease(t, g.e, g.id, tok, clock.Now().Add(lease.ExpiresAfter))
+		ev, err := c.Load(ctx)
+		if err != nil || ev.Outcome != client.OutcomeApplied || ev.Reason != client.ReasonLeaseRenewed || ev.SnapshotID != g.target.SnapshotID {
+			t.Fatalf("day %d (%s): got %s %s %v, want APPLIED LEASE_RENEWED of %s", day, clock.Now().Format(time.RFC3339), ev.Outcome, ev.Reason, err, g.target.SnapshotID)
+		}
+	}
+	if _, err := c.Current(); err != nil {
+		t.Fatalf("after a year: %v", err)
+	}
+	expires := clock.Now().Add(lease.ExpiresAfter)
+
+	// Renewals stop. The last-known-good holds until the lease's expiresAt
+	// (plus the 30 s skew), in the running runtime and after a restart.
+	clock.set(expires.Add(-time.Minute))
+	if ev, err := c.Load(ctx); err != nil || ev.FailedClosed {
+		t.Fatalf("a minute before the lease ends: %v (%+v)", err, ev)
+	}
+	if ev, err := g.client(t, g.e.srv.URL, cache).Restore(ctx); err != nil || ev.Reason != client.ReasonRestored {
+		t.Fatalf("restart a minute before the lease ends: %v (%+v)", err, ev)
+	}
+	clock.set(expires.Add(30 * time.Second))
+	ev, err := c.Load(ctx)
+	if !ev.FailedClosed || !errors.Is(err, client.ErrExpired) || ev.Reason != client.ReasonExpired {
+		t.Fatalf("at the lease's end: got %s %s failedClosed %v (%v), want REJECTED EXPIRED and failed closed", ev.Outcome, ev.Reason, ev.FailedClosed, err)
+	}
+	if err := c.Guard(); !errors.Is(err, client.ErrExpired) {
+		t.Fatalf("guard at the lease's end: %v", err)
+	}
+	if _, err := g.client(t, g.e.srv.URL, cache).Restore(ctx); !errors.Is(err, client.ErrNoSnapshot) {
+		t.Fatalf("restart at the lease's end: got %v, want no snapshot", err)
+	}
+}
+
+// waitLease waits until the Config Server serves id's lease ending at want.
+func waitLease(t *testing.T, e *env, id bundle.Identity, tok string, want time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, _ := e.do(t, "HEAD", configsPath(id), tok)
+		if got, err := time.Parse(time.RFC3339Nano, resp.Header.Get("X-Config-Expires-At")); err == nil && got.Equal(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("renewed lease (expiresAt %s) not served within 5s; serving %q", want.Format(time.RFC3339), resp.Header.Get("X-Config-Expires-At"))
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
