@@ -48,9 +48,9 @@ and, per target, keeps apart:
   - the acknowledgement: when the runtime first reported running the desired snapshot
     after the pointer moved, and the lag since the move (pending while it has not);
   - its last rejection (reason, snapshot, time) and how many since the move.
-STATE is REVOKED, LEASE_EXPIRED, APPLIED (the runtime runs the desired snapshot, even if it
-rejected a tampered response since), REJECTED (it rejected the desired snapshot and runs
-another) or PUBLISHED (not reported yet). Runtime reports are unverified observations.
+STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (the
+runtime runs the desired snapshot, even if it rejected a tampered response since), REJECTED
+(it rejected the desired snapshot and runs another) or PUBLISHED (not reported yet). Runtime reports are unverified observations.
 An environment without releases is an error (exit 1). --format json prints
 {"envTag","currentRelease","releases":[...],"targets":[{"host","serviceId","envTag",
 "audience","snapshotId","releaseVersion","publicationId","artifactDigest","contentDigest",
