@@ -54,7 +54,9 @@ func lifecycleID(i int) bundle.Identity {
 // `created` (every snapshot of one release shares its publication).
 func lifecycleTarget(i int, created int64, changed bool) promoter.Target {
 	body := []byte(fmt.Sprintf("runtimePolicy:\n  host: host-%d\n  releaseVersion: %d\ngatewayPolicy: {}\n", i, created))
-	ns := func(parts ...any) string { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(parts...))).String() }
+	ns := func(parts ...any) string {
+		return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(parts...))).String()
+	}
 	t0 := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	id := lifecycleID(i)
 	return promoter.Target{
