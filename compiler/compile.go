@@ -41,9 +41,6 @@ type Options struct {
 // envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
 type PreviousRelease func(ctx context.Context, envTag string, version int64) ([]byte, error)
 
-// LeaseWindow is a rolling delivery lease as offsets from issuedAt.
-type LeaseWindow struct{ RefreshAfter, ExpiresAfter time.Duration }
-
 // Target is one compiled runtime target.
 type Target struct {
 	Host, ServiceID, EnvTag, Audience           string
@@ -55,7 +52,7 @@ type Target struct {
 	Changed                                     bool // changed since the base release
 	Envelope                                    bundle.RuntimePolicy
 	LeaseProfile                                string
-	DeliveryLease                               LeaseWindow
+	DeliveryLease                               bundle.LeaseWindow
 	Values                                      []byte            // exact values.yml bytes; ArtifactDigest = sha256(Values)
 	InputDigests                                map[string]string // input file path -> sha256 digest
 	PropertySet                                 []byte            // RFC 8785 bytes of the flattened property map

@@ -128,7 +128,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 		PolicyDigest: entry.PolicyDigest, ContentDigest: entry.ContentDigest,
 		PropertySetDigest: entry.PropertySetDigest, ArtifactDigest: artifactDigest,
 		Changed: !same, Envelope: env, LeaseProfile: sp.LeaseProfile,
-		DeliveryLease: LeaseWindow{RefreshAfter: dr, ExpiresAfter: de},
+		DeliveryLease: bundle.LeaseWindow{RefreshAfter: dr, ExpiresAfter: de},
 		Values:        values, InputDigests: inputs, PropertySet: propSet, Namespace: nsBytes,
 	}
 	return nil

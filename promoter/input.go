@@ -18,11 +18,8 @@ import (
 )
 
 // LeaseWindow is a rolling delivery lease: offsets from a manifest's
-// issuedAt (compiler.LeaseWindow has the same shape).
-type LeaseWindow struct {
-	RefreshAfter time.Duration
-	ExpiresAfter time.Duration
-}
+// issuedAt. It is bundle.LeaseWindow, the type the compiler produces.
+type LeaseWindow = bundle.LeaseWindow
 
 // Target is one compiled target of a release: its immutable snapshot, the
 // artifact bytes and the lease profile. Field meanings follow

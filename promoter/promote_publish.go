@@ -84,7 +84,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 			RevocationEpoch: e.RevocationEpoch, SourceEventSequence: e.SourceEventSequence,
 			CreatedAt: created, ValidFrom: validFrom, ExpiresAt: expiresAt,
 			Changed: t.Changed, LeaseProfile: t.LeaseProfile,
-			Lease:        LeaseWindow{RefreshAfter: t.DeliveryLease.RefreshAfter, ExpiresAfter: t.DeliveryLease.ExpiresAfter},
+			Lease:        t.DeliveryLease,
 			InputDigests: t.InputDigests,
 			Values:       t.Values,
 		})
