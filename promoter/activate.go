@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 // activation identifies the command whose recorded intent is activated.
@@ -407,8 +409,7 @@ func notify(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget) e
 	for i := range ps {
 		hosts[i], svcs[i], ids[i], seqs[i] = ps[i].Host, ps[i].ServiceID, ps[i].SnapshotID, ps[i].Sequence
 	}
-	_, err := tx.Exec(ctx, `SELECT count(pg_notify('configpub_pointer', json_build_object(
-			'host', h, 'serviceId', sv, 'envTag', $1::text, 'snapshotId', sid, 'sequence', seq)::text))
+	_, err := tx.Exec(ctx, `SELECT count(`+pointernote.MoveExpr("h", "sv", "$1::text", "sid", "seq", false)+`)
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(h, sv, sid, seq)`,
 		envTag, hosts, svcs, ids, seqs)
 	if err != nil {

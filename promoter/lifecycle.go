@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 // nextSequence is the sequence of an identity's next pointer move at time
@@ -78,8 +80,7 @@ func retireOthers(ctx context.Context, tx pgx.Tx, envTag string, a activation, p
 			FROM r JOIN configpub.config_snapshot s ON s.snapshot_id = r.snapshot_id
 			RETURNING host, service_id, next_snapshot_id, sequence
 		)
-		SELECT count(pg_notify('configpub_pointer', json_build_object('host', host, 'serviceId', service_id,
-			'envTag', $1::text, 'snapshotId', next_snapshot_id, 'sequence', sequence, 'retired', true)::text))
+		SELECT count(`+pointernote.MoveExpr("host", "service_id", "$1::text", "next_snapshot_id", "sequence", true)+`)
 		FROM m`,
 		envTag, a.cmd.Release, now, prevRelease, a.cmd.Action, a.actor, reviewers, a.reason, a.cmd.ID).Scan(&n)
 	if err != nil {

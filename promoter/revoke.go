@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 // RevokeInput revokes one snapshot, or every snapshot of a publication.
@@ -117,25 +119,15 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 	return &res, nil
 }
 
-// revocationNote is the payload of the 'configpub_pointer' notification a
-// revocation sends. It carries no host/serviceId/envTag on purpose: a
-// listener treats a payload without an identity as "reload everything".
-type revocationNote struct {
-	Revoked       bool   `json:"revoked"` // always true
-	RevocationID  int64  `json:"revocationId"`
-	SnapshotID    string `json:"snapshotId,omitempty"`
-	PublicationID string `json:"publicationId,omitempty"`
-}
-
 // notifyRevocation sends the revocation's notification, delivered when (and
 // only if) the transaction commits.
 func notifyRevocation(ctx context.Context, tx pgx.Tx, res *Revocation) error {
-	payload, err := json.Marshal(revocationNote{Revoked: true, RevocationID: res.RevocationID,
+	payload, err := json.Marshal(pointernote.Note{Revoked: true, RevocationID: res.RevocationID,
 		SnapshotID: res.SnapshotID, PublicationID: res.PublicationID})
 	if err != nil {
 		return fmt.Errorf("encode revocation notification: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`, string(payload)); err != nil {
+	if _, err := tx.Exec(ctx, pointernote.SendSQL, string(payload)); err != nil {
 		return dbErr("notify revocation", err)
 	}
 	return nil

@@ -12,23 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/pointernote"
 )
-
-// Channel is the NOTIFY channel the promoter signals pointer moves on.
-const Channel = "configpub_pointer"
-
-// notification is the payload of a configpub_pointer NOTIFY.
-type notification struct {
-	Host      string `json:"host"`
-	ServiceID string `json:"serviceId"`
-	EnvTag    string `json:"envTag"`
-	// Revoked is set by a revocation (promoter.Revoke): it names a snapshot
-	// or publication, not an identity, so every pointer is reloaded.
-	Revoked bool `json:"revoked"`
-	// Retired is set when an activation retired the identity; the reload
-	// reads the retirement from the pointer row.
-	Retired bool `json:"retired"`
-}
 
 // Run keeps the in-memory pointers current until ctx ends: it connects,
 // LISTENs, reconciles, then follows notifications with a heartbeat and a
@@ -70,7 +55,7 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if err := s.exec(ctx, conn, "LISTEN "+Channel); err != nil {
+	if err := s.exec(ctx, conn, "LISTEN "+pointernote.Channel); err != nil {
 		return err
 	}
 	// LISTEN first, then load everything: no move can fall in between.
@@ -199,7 +184,7 @@ func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string
 func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
 	ids := make(map[bundle.Identity]bool, len(payloads))
 	for _, p := range payloads {
-		var n notification
+		var n pointernote.Note
 		err := json.Unmarshal([]byte(p), &n)
 		if err == nil && n.Revoked {
 			s.opts.Logger.Info("revocation notified; reconciling every pointer")
