@@ -22,12 +22,12 @@ func recordSteps(t *testing.T) []string {
 	var mu sync.Mutex
 	var steps []string
 	s := f.open(t, func(o *promoter.Options) {
-		o.FaultInjector = func(_ context.Context, step string, _ pgx.Tx) error {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
 			mu.Lock()
 			steps = append(steps, step)
 			mu.Unlock()
 			return nil
-		}
+		})
 	})
 	f.promote(t, release("prod", 1, 0, 3, nil, nil))
 	if _, err := s.RecordAndActivate(context.Background(), release("prod", 2, 1, 3, nil, nil)); err != nil {
@@ -50,13 +50,13 @@ func TestAFaultBetweenAnyTwoStatementsLeavesEveryPointerOldOrNew(t *testing.T) {
 			f.promote(t, r1)
 			calls := 0
 			faulty := f.open(t, func(o *promoter.Options) {
-				o.FaultInjector = func(_ context.Context, _ string, _ pgx.Tx) error {
+				promoter.SetFaultInjector(o, func(_ context.Context, _ string, _ pgx.Tx) error {
 					calls++
 					if calls == k+1 {
 						return errFault
 					}
 					return nil
-				}
+				})
 			})
 			r2 := release("prod", 2, 1, 3, nil, nil)
 			_, err := faulty.RecordAndActivate(context.Background(), r2)
@@ -93,7 +93,7 @@ func TestConnectionKilledAtCommitIsUnconfirmedAndReconciledOnce(t *testing.T) {
 	f.promote(t, r1)
 	commits := 0
 	s := f.open(t, func(o *promoter.Options) {
-		o.FaultInjector = func(ctx context.Context, step string, tx pgx.Tx) error {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
 			if step != "commit" {
 				return nil
 			}
@@ -107,7 +107,7 @@ func TestConnectionKilledAtCommitIsUnconfirmedAndReconciledOnce(t *testing.T) {
 				return fmt.Errorf("terminate backend %d: %v %v", pid, ok, err)
 			}
 			return nil
-		}
+		})
 	})
 	r2 := release("prod", 2, 1, 3, nil, nil)
 	_, err := s.RecordAndActivate(ctx, r2)
@@ -169,12 +169,12 @@ func TestInterruptedPromotionCompletesOnReRun(t *testing.T) {
 	r1 := release("prod", 1, 0, 3, nil, nil)
 	f.promote(t, r1)
 	s := f.open(t, func(o *promoter.Options) {
-		o.FaultInjector = func(_ context.Context, step string, _ pgx.Tx) error {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
 			if step == "activate:locked" {
 				return errFault
 			}
 			return nil
-		}
+		})
 	})
 	r2 := release("prod", 2, 1, 3, nil, nil)
 	if _, err := s.RecordAndActivate(ctx, r2); !errors.Is(err, errFault) {

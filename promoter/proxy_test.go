@@ -122,15 +122,16 @@ func TestCommitAppliedButReplyLostIsUnconfirmedThenReplayed(t *testing.T) {
 	}
 	defer pool.Close()
 	commits := 0
-	s, err := promoter.Open(ctx, pool, promoter.Options{Signer: f.key, Clock: func() time.Time { return f.now },
-		FaultInjector: func(_ context.Context, step string, _ pgx.Tx) error {
-			if step == "commit" {
-				if commits++; commits == 2 { // the activation's COMMIT
-					proxy.armed.Store(true)
-				}
+	opts := promoter.Options{Signer: f.key, Clock: func() time.Time { return f.now }}
+	promoter.SetFaultInjector(&opts, func(_ context.Context, step string, _ pgx.Tx) error {
+		if step == "commit" {
+			if commits++; commits == 2 { // the activation's COMMIT
+				proxy.armed.Store(true)
 			}
-			return nil
-		}})
+		}
+		return nil
+	})
+	s, err := promoter.Open(ctx, pool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

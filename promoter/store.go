@@ -31,11 +31,12 @@ type Options struct {
 	// SignWorkers is the number of goroutines signing manifests. 0 =
 	// GOMAXPROCS.
 	SignWorkers int
-	// FaultInjector is a TEST HOOK: when not nil it is called at every
-	// named step between statements (for example "activate:pointers",
-	// "commit") with the open transaction; a non-nil error aborts the
-	// transaction there. Production code leaves it nil.
-	FaultInjector func(ctx context.Context, step string, tx pgx.Tx) error
+
+	// faultInjector, set only by tests (export_test.go), is called at
+	// every named step between statements (for example
+	// "activate:pointers", "commit") with the open transaction; a non-nil
+	// error aborts the transaction there.
+	faultInjector func(ctx context.Context, step string, tx pgx.Tx) error
 }
 
 // Store is the release store on one PostgreSQL database.
@@ -92,10 +93,10 @@ func (s *Store) KeyID() string { return s.keyID }
 func (s *Store) now() time.Time { return s.opts.Clock().UTC().Truncate(time.Millisecond) }
 
 func (s *Store) fault(ctx context.Context, step string, tx pgx.Tx) error {
-	if s.opts.FaultInjector == nil {
+	if s.opts.faultInjector == nil {
 		return nil
 	}
-	if err := s.opts.FaultInjector(ctx, step, tx); err != nil {
+	if err := s.opts.faultInjector(ctx, step, tx); err != nil {
 		return fmt.Errorf("fault injected at %s: %w", step, err)
 	}
 	return nil

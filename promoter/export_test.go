@@ -1,0 +1,15 @@
+package promoter
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SetFaultInjector sets the test-only fault hook of opts: fi is called at
+// every named step between statements (for example "activate:pointers",
+// "commit") with the open transaction, and a non-nil error aborts the
+// transaction there.
+func SetFaultInjector(opts *Options, fi func(ctx context.Context, step string, tx pgx.Tx) error) {
+	opts.faultInjector = fi
+}
