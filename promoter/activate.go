@@ -26,77 +26,85 @@ type activation struct {
 // manifests, writes pointer_move and journal rows, settles the command and
 // NOTIFYs, all in one transaction.
 func (s *Store) activate(ctx context.Context, a activation) (*ActivationResult, error) {
-	var res *ActivationResult
-	var refused error
+	var out activateOutcome
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		res, refused, err = s.activateTx(ctx, tx, a)
+		out, err = s.activateTx(ctx, tx, a)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if refused != nil {
-		return nil, refused
+	if out.refused != nil {
+		return nil, out.refused
 	}
-	return res, nil
+	return out.res, nil
 }
 
-func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*ActivationResult, error, error) {
+// activateOutcome is what an activation transaction settled when it
+// commits: the result of the activation, or a refusal (a revoked snapshot,
+// a target outside its activation window) that was recorded in the
+// transaction and is returned to the caller only after the commit.
+type activateOutcome struct {
+	res     *ActivationResult
+	refused error
+}
+
+func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activateOutcome, error) {
 	now := s.now()
 	envTag, version := a.cmd.EnvTag, a.cmd.Release
 	e, err := lockEnv(ctx, tx, envTag, now)
 	if err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	r, err := lockRelease(ctx, tx, envTag, version)
 	if err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if r.Outcome != OutcomeUnconfirmed || r.LastCmd != a.cmd.ID {
 		// Another run of the same command (or Reconcile) settled it first.
 		c, err := loadCommand(ctx, tx, a.cmd.ID)
 		if err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
 		if c.Outcome == OutcomeApplied {
 			res, err := decodeResult(c)
-			return res, nil, err
+			return activateOutcome{res: res}, err
 		}
-		return nil, nil, fmt.Errorf("command %s was settled %s before it could be activated (re-run to retry): %w", a.cmd.ID, c.Outcome, ErrConflict)
+		return activateOutcome{}, fmt.Errorf("command %s was settled %s before it could be activated (re-run to retry): %w", a.cmd.ID, c.Outcome, ErrConflict)
 	}
 	if e.Pending != version || e.PendingCmd != a.cmd.ID {
-		return nil, nil, fmt.Errorf("environment %s: pending release %d (command %q), want %d (command %s): %w",
+		return activateOutcome{}, fmt.Errorf("environment %s: pending release %d (command %q), want %d (command %s): %w",
 			envTag, e.Pending, e.PendingCmd, version, a.cmd.ID, ErrIntegrity)
 	}
 	if err := s.fault(ctx, "activate:locked", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if id, err := revokedTarget(ctx, tx, envTag, version); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	} else if id != "" {
 		// Definitely not applied: settle it so the environment is free.
 		if err := refuseActivation(ctx, tx, a, r, e, now, "refused-revoked", map[string]any{"revokedSnapshotId": id}); err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
-		return nil, fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, id, ErrRevoked), nil
+		return activateOutcome{refused: fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, id, ErrRevoked)}, nil
 	}
 	if w, err := outsideWindow(ctx, tx, envTag, version, now); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	} else if w != nil {
 		if err := refuseActivation(ctx, tx, a, r, e, now, "refused-window", map[string]any{
 			"snapshotId": w.SnapshotID, "identity": w.Identity, "validFrom": formatTime(w.ValidFrom),
 			"expiresAt": formatTime(w.ExpiresAt), "at": formatTime(now)}); err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
-		return nil, w, nil
+		return activateOutcome{refused: w}, nil
 	}
 	ps, err := loadMoves(ctx, tx, envTag, version)
 	if err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:read", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	var unsigned []pointerTarget
 	var at []int
@@ -112,42 +120,42 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	}
 	if len(unsigned) > 0 {
 		if err := s.signAll(envTag, unsigned); err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
 		for k, i := range at {
 			ps[i] = unsigned[k]
 		}
 	}
 	if err := s.fault(ctx, "activate:signed", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.writePointers(ctx, tx, envTag, ps, now, writeMove); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:pointers", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	retired, err := retireOthers(ctx, tx, envTag, a, e.Current, now)
 	if err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:retire", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.insertManifests(ctx, tx, envTag, ps, "move", a.cmd.ID); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:manifests", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := insertMoves(ctx, tx, envTag, ps, a, e.Current, now); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:pointer_move", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := recordWorkflowViews(ctx, tx, envTag, version, a.cmd.ID, now); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	res := &ActivationResult{
 		CommandID: a.cmd.ID, Action: a.cmd.Action, EnvTag: envTag, ReleaseVersion: version,
@@ -157,7 +165,7 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 	if e.Current != 0 && e.Current != version {
 		prev, err := lockRelease(ctx, tx, envTag, e.Current)
 		if err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
 		to := StateSuperseded
 		if a.cmd.Action == ActionRollback {
@@ -166,33 +174,33 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (*Activ
 		if err := mutate(ctx, tx, prev, event{Kind: "deactivate", ToState: to, ToOutcome: prev.Outcome,
 			CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
 			Evidence: map[string]any{"activatedRelease": version}}); err != nil {
-			return nil, nil, err
+			return activateOutcome{}, err
 		}
 	}
 	if err := mutate(ctx, tx, r, event{Kind: a.cmd.Action, ToState: StateActive, ToOutcome: OutcomeApplied,
 		CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
 		Evidence: res}); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:journal", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeApplied, res, now); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := setEnv(ctx, tx, e, version, 0, "", now); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:environment", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := notify(ctx, tx, envTag, ps); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
 	if err := s.fault(ctx, "activate:notify", tx); err != nil {
-		return nil, nil, err
+		return activateOutcome{}, err
 	}
-	return res, nil, nil
+	return activateOutcome{res: res}, nil
 }
 
 // refuseActivation settles an activation that definitely did not happen
