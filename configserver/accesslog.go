@@ -1,7 +1,6 @@
 package configserver
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -60,7 +59,7 @@ func (h *handler) accessLog(r *http.Request, rl *reqLog, status, size int, d tim
 	if status >= 500 {
 		level = slog.LevelWarn
 	}
-	ctx := context.Background()
+	ctx := r.Context()
 	if !h.log.Enabled(ctx, level) {
 		return
 	}
