@@ -56,26 +56,34 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64) (*Relea
 // changedTargets lists the targets whose snapshot differs from the base
 // release's, and the identities of the base the release does not contain.
 func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
-	// The snapshots the release created (index on env_tag, release_version)
-	// that are in its mapping, against the base mapping's snapshot.
-	rows, err := r.q.Query(ctx, `SELECT t.host, t.service_id, s.audience, coalesce(b.snapshot_id::text, ''), t.snapshot_id::text,
-			coalesce(bs.artifact_digest, ''), s.artifact_digest, coalesce(bs.policy_digest, ''), s.policy_digest,
-			count(*) OVER ()
-		FROM configpub.config_snapshot s
+	// The snapshots the release created that are in its mapping and differ
+	// from the base mapping's: counted apart, and the listed ones read in
+	// the order of the config_snapshot_release_audience index, so that a
+	// release of 10,000 changed targets neither sorts nor joins them all.
+	const changedFrom = `FROM configpub.config_snapshot s
 		JOIN configpub.config_release_target t ON t.env_tag = s.env_tag AND t.release_version = s.release_version
 			AND t.host = s.host AND t.service_id = s.service_id AND t.snapshot_id = s.snapshot_id
-		LEFT JOIN configpub.config_release_target b ON b.env_tag = t.env_tag AND b.release_version = $3
-			AND b.host = t.host AND b.service_id = t.service_id
+		WHERE s.env_tag = $1 AND s.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
+			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
+				AND b.snapshot_id = t.snapshot_id)`
+	if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal); err != nil {
+		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	rows, err := r.q.Query(ctx, `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest `+changedFrom+`
+			ORDER BY s.audience, s.host, s.service_id LIMIT $4)
+		SELECT c.host, c.service_id, c.audience, coalesce(b.snapshot_id::text, ''), c.snapshot_id::text,
+			coalesce(bs.artifact_digest, ''), c.artifact_digest, coalesce(bs.policy_digest, ''), c.policy_digest
+		FROM c LEFT JOIN configpub.config_release_target b ON b.env_tag = $1 AND b.release_version = $3
+			AND b.host = c.host AND b.service_id = c.service_id
 		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
-		WHERE s.env_tag = $1 AND s.release_version = $2 AND b.snapshot_id IS DISTINCT FROM t.snapshot_id
-		ORDER BY s.audience, t.host, t.service_id LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
+		ORDER BY c.audience, c.host, c.service_id`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
 	if err != nil {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 	}
 	for rows.Next() {
 		var td TargetDiff
 		if err := rows.Scan(&td.Host, &td.ServiceID, &td.Audience, &td.OldSnapshotID, &td.NewSnapshotID,
-			&td.OldDigest, &td.NewDigest, &td.OldPolicy, &td.NewPolicy, &d.ChangedTotal); err != nil {
+			&td.OldDigest, &td.NewDigest, &td.OldPolicy, &td.NewPolicy); err != nil {
 			rows.Close()
 			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 		}
@@ -87,9 +95,8 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	if d.BaseVersion == 0 {
 		return nil
 	}
-	rows, err = r.q.Query(ctx, `SELECT b.host, b.service_id FROM configpub.config_release_target b
-		WHERE b.env_tag = $1 AND b.release_version = $3 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
-			WHERE t.env_tag = b.env_tag AND t.release_version = $2 AND t.host = b.host AND t.service_id = b.service_id)
+	rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3
+		EXCEPT SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $2)
 		ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
 	if err != nil {
 		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
@@ -277,38 +284,46 @@ func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 	}
-	rows, err := r.q.Query(ctx, `WITH last AS (
-			SELECT DISTINCT ON (host, service_id) * FROM configpub.pointer_move
-			WHERE env_tag = $1 AND moved_at <= $2 ORDER BY host, service_id, move_id DESC)
-		SELECT `+r.moveSelect()+`, count(*) OVER () FROM last m
+	// Each identity's last move at or before at (in the order a backward
+	// scan of the pointer_move_identity_at index gives), counted by the
+	// release of its snapshot in the database: only the listed rows travel.
+	rows, err := r.q.Query(ctx, `WITH last AS MATERIALIZED (
+			SELECT DISTINCT ON (host, service_id) move_id, host, service_id, next_snapshot_id, `+r.moveRetiredCol("m")+` AS retired
+			FROM configpub.pointer_move m WHERE env_tag = $1 AND moved_at <= $2
+			ORDER BY host DESC, service_id DESC, move_id DESC),
+		counts AS MATERIALIZED (
+			SELECT s.release_version AS rel, count(*)::int AS n FROM last l
+			JOIN configpub.config_snapshot s ON s.snapshot_id = l.next_snapshot_id WHERE NOT l.retired GROUP BY 1),
+		page AS (SELECT move_id FROM last WHERE NOT retired ORDER BY host, service_id LIMIT $3)
+		SELECT `+r.moveSelect()+`,
+			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
+		FROM page JOIN configpub.pointer_move m ON m.move_id = page.move_id
 		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
-		WHERE NOT `+r.moveRetiredCol("m")+`
-		ORDER BY m.host, m.service_id`, env, at)
+		ORDER BY m.host, m.service_id`, env, at, envAtListed)
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 	}
 	defer rows.Close()
-	counts := map[int64]int{}
+	var rels []int64
+	var ns []int
 	for rows.Next() {
 		var m Move
 		if err := rows.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.Action, &m.Release, &m.PreviousRelease, &m.SnapshotID,
 			&m.SnapshotRelease, &m.ArtifactDigest, &m.Audience, &m.Sequence, &m.Actor, &m.Reason, &m.Retired, &m.MovedAt,
-			&out.Targets); err != nil {
+			&rels, &ns); err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 		}
 		m.MovedAt = m.MovedAt.UTC()
-		counts[m.SnapshotRelease]++
-		if len(out.Rows) < envAtListed {
-			out.Rows = append(out.Rows, m)
-		}
+		out.Rows = append(out.Rows, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 	}
-	out.More = out.Targets - len(out.Rows)
-	for v, n := range counts {
-		out.ByRelease = append(out.ByRelease, ReleaseCount{Release: v, Count: n})
+	for i, v := range rels {
+		out.ByRelease = append(out.ByRelease, ReleaseCount{Release: v, Count: ns[i]})
+		out.Targets += ns[i]
 	}
+	out.More = out.Targets - len(out.Rows)
 	sortReleaseCounts(out.ByRelease)
 	return out, nil
 }

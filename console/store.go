@@ -90,7 +90,7 @@ func (r *reader) overviewSQL() string {
 	return `WITH ev AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
 			FROM configpub.runtime_evidence WHERE env_tag = $1
-			ORDER BY host, service_id, evidence_id DESC),
+			ORDER BY host DESC, service_id DESC, evidence_id DESC),
 		st AS MATERIALIZED (
 			SELECT p.host, p.service_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
 				s.release_version AS rel, s.artifact_digest AS digest, ev.snapshot_id AS ev_snapshot,
@@ -277,7 +277,9 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 		SELECT s.release_version, s.audience, count(*),
 			count(*) FILTER (WHERE ev.applied), count(*) FILTER (WHERE ev.rejected),
 			bool_and(s.validation_state = 'VALID'),
-			(array_agg(s.artifact_digest ORDER BY s.host, s.service_id))[1:`+fmt.Sprint(digestsListed)+`]
+			array(SELECT d.artifact_digest FROM configpub.config_snapshot d WHERE d.env_tag = $1
+				AND d.release_version = s.release_version AND d.audience = s.audience
+				ORDER BY d.host, d.service_id LIMIT `+fmt.Sprint(digestsListed)+`)
 		FROM configpub.config_snapshot s LEFT JOIN ev ON ev.snapshot_id = s.snapshot_id
 		WHERE s.env_tag = $1 AND s.release_version BETWEEN $2 AND $3
 		GROUP BY 1, 2 ORDER BY 1, 2`, env, lo, hi)
