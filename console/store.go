@@ -90,24 +90,21 @@ func (r *reader) overviewSQL() string {
 	return `WITH ev AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
 			FROM configpub.runtime_evidence WHERE env_tag = $1
-			ORDER BY host DESC, service_id DESC, evidence_id DESC),
+			ORDER BY host, service_id, evidence_id DESC),
 		st AS MATERIALIZED (
-			SELECT p.host, p.service_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
-				s.release_version AS rel, s.artifact_digest AS digest, ev.snapshot_id AS ev_snapshot,
+			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
+				ev.snapshot_id AS ev_snapshot,
 				coalesce(ev.outcome, '') AS outcome, coalesce(ev.artifact_digest, '') AS ev_digest,
 				CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
-					WHEN rs.snapshot_id IS NOT NULL OR rp.publication_id IS NOT NULL THEN 'REVOKED'
+					WHEN p.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
+						OR p.snapshot_id IN (SELECT rs.snapshot_id FROM configpub.revocation v
+							JOIN configpub.config_snapshot rs ON rs.publication_id = v.publication_id) THEN 'REVOKED'
 					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
 					WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
 					ELSE 'PUBLISHED' END AS state,
 				ev.snapshot_id IS NOT NULL AND (ev.snapshot_id <> p.snapshot_id OR ev.outcome = 'REJECTED') AS divergent
 			FROM configpub.current_pointer p
-			JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 			LEFT JOIN ev ON ev.host = p.host AND ev.service_id = p.service_id
-			LEFT JOIN (SELECT DISTINCT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL) rs
-				ON rs.snapshot_id = s.snapshot_id
-			LEFT JOIN (SELECT DISTINCT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL) rp
-				ON rp.publication_id = s.publication_id
 			WHERE p.env_tag = $1)
 		SELECT 'n', state, count(*)::int,
 			(count(*) FILTER (WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3)))::int,
@@ -116,10 +113,11 @@ func (r *reader) overviewSQL() string {
 		FROM st GROUP BY state
 		UNION ALL (SELECT 'lease', state, 0, 0, 0, host, service_id, refresh, expires, 0, 0, '', '', ''
 			FROM st WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3) ORDER BY expires, host, service_id LIMIT ` + fmt.Sprint(listed) + `)
-		UNION ALL (SELECT 'div', state, 0, 0, 0, host, service_id, NULL, NULL, rel,
+		UNION ALL (SELECT 'div', st.state, 0, 0, 0, st.host, st.service_id, NULL, NULL, s.release_version,
 				coalesce((SELECT es.release_version FROM configpub.config_snapshot es WHERE es.snapshot_id = st.ev_snapshot), 0),
-				outcome, ev_digest, digest
-			FROM st WHERE state <> 'RETIRED' AND divergent ORDER BY host, service_id LIMIT ` + fmt.Sprint(listed) + `)`
+				st.outcome, st.ev_digest, s.artifact_digest
+			FROM st JOIN configpub.config_snapshot s ON s.snapshot_id = st.snapshot_id
+			WHERE st.state <> 'RETIRED' AND st.divergent ORDER BY st.host, st.service_id LIMIT ` + fmt.Sprint(listed) + `)`
 }
 
 // listed bounds the rows of the overview's lists.
