@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -440,5 +441,58 @@ func TestOverviewCountsRevokedTargets(t *testing.T) {
 	}
 	if e.Targets != 6 || got[StateRevoked] != 3 || got[StateApplied] != 3 {
 		t.Errorf("overview of rev: %d targets by state %v, want 6: 3 REVOKED (svc-5 by snapshot, svc-0 and svc-1 by publication), 3 APPLIED", e.Targets, got)
+	}
+}
+
+// TestReleaseChangedTargetsArePaged: a release of more changed targets than
+// one page lists them page by page, each exactly once, with the total.
+func TestReleaseChangedTargetsArePaged(t *testing.T) {
+	db := pgtest.New(t)
+	const n = changedListed + 7
+	generate(t, db.Pool(t), generated{env: "wide", targets: n, releases: 1})
+	ctx := context.Background()
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	from, pages := 0, 0
+	for {
+		d, err := c.rd.ReleaseDetail(ctx, "wide", 1, from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if d.ChangedTotal != n || d.ChangedFrom != from {
+			t.Fatalf("page from %d: total %d, from %d; want %d, %d", from, d.ChangedTotal, d.ChangedFrom, n, from)
+		}
+		for _, td := range d.Changed {
+			if seen[td.ServiceID] {
+				t.Errorf("%s listed twice", td.ServiceID)
+			}
+			seen[td.ServiceID] = true
+		}
+		if d.ChangedNext == 0 {
+			break
+		}
+		if d.ChangedNext != from+len(d.Changed) || pages > 3 {
+			t.Fatalf("page from %d: next %d after %d rows", from, d.ChangedNext, len(d.Changed))
+		}
+		from = d.ChangedNext
+	}
+	if len(seen) != n || pages != 2 {
+		t.Errorf("%d distinct targets over %d pages, want %d over 2", len(seen), pages, n)
+	}
+	for path, want := range map[string]string{
+		"/env/wide/releases/1": `href="/env/wide/releases/1?from=` + fmt.Sprint(changedListed) + `"`,
+		"/env/wide/releases/1?from=" + fmt.Sprint(changedListed): "7 from offset " + fmt.Sprint(changedListed) + " on",
+	} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec := httptest.NewRecorder()
+		c.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("GET %s: %d, body lacks %q", path, rec.Code, want)
+		}
 	}
 }

@@ -12,8 +12,9 @@ import (
 // changedListed bounds the changed targets a release page diffs.
 const changedListed = 50
 
-// ReleaseDetail reads release v of env with its journal and diff.
-func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64) (*ReleaseDetail, error) {
+// ReleaseDetail reads release v of env with its journal and diff, listing
+// the changed targets from offset from on (at most changedListed of them).
+func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from int) (*ReleaseDetail, error) {
 	var current int64
 	_ = r.q.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = $1`, env).Scan(&current)
 	rels, err := r.releases(ctx, env, v+1, 1, current)
@@ -23,7 +24,7 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64) (*Relea
 	if len(rels) == 0 || rels[0].Version != v {
 		return nil, fmt.Errorf("release %s/%d: %w", env, v, ErrNotFound)
 	}
-	d := &ReleaseDetail{Release: rels[0], Inputs: []InputChange{}, Changed: []TargetDiff{}, Retired: []Identity{}}
+	d := &ReleaseDetail{Release: rels[0], Inputs: []InputChange{}, Changed: []TargetDiff{}, Retired: []Identity{}, ChangedFrom: from}
 	one := []Release{d.Release}
 	if err := r.audiences(ctx, env, v, v, one); err != nil {
 		return nil, err
@@ -70,13 +71,13 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 	}
 	rows, err := r.q.Query(ctx, `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest `+changedFrom+`
-			ORDER BY s.audience, s.host, s.service_id LIMIT $4)
+			ORDER BY s.audience, s.host, s.service_id LIMIT $4 OFFSET $5)
 		SELECT c.host, c.service_id, c.audience, coalesce(b.snapshot_id::text, ''), c.snapshot_id::text,
 			coalesce(bs.artifact_digest, ''), c.artifact_digest, coalesce(bs.policy_digest, ''), c.policy_digest
 		FROM c LEFT JOIN configpub.config_release_target b ON b.env_tag = $1 AND b.release_version = $3
 			AND b.host = c.host AND b.service_id = c.service_id
 		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
-		ORDER BY c.audience, c.host, c.service_id`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
+		ORDER BY c.audience, c.host, c.service_id`, d.EnvTag, d.Version, d.BaseVersion, changedListed, d.ChangedFrom)
 	if err != nil {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 	}
@@ -91,6 +92,9 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	if next := d.ChangedFrom + len(d.Changed); len(d.Changed) > 0 && next < d.ChangedTotal {
+		d.ChangedNext = next
 	}
 	if d.BaseVersion == 0 {
 		return nil

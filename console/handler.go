@@ -16,7 +16,7 @@ import (
 //
 //	GET /                                     environments overview
 //	GET /env/{env}                            publication timeline (?before=N pages)
-//	GET /env/{env}/releases/{n}               release and its diff against its base
+//	GET /env/{env}/releases/{n}[?from=N]      release and its diff against its base (changed targets paged)
 //	GET /env/{env}/targets/{host}/{service}   target: pointer, history, evidence, lease
 //	GET /env/{env}/at?t=TIME[&host=&service=] time travel
 //	GET /api/...                              the same data as JSON (see README)
@@ -108,9 +108,13 @@ func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, 
 	if err != nil || n <= 0 {
 		return "", nil, badRequest("release number %q is not a positive integer", r.PathValue("n"))
 	}
+	from, err := optInt(r, "from")
+	if err != nil {
+		return "", nil, err
+	}
 	env := r.PathValue("env")
-	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d", env, n), func() (any, error) {
-		return c.rd.ReleaseDetail(r.Context(), env, n)
+	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d\x00%d", env, n, from), func() (any, error) {
+		return c.rd.ReleaseDetail(r.Context(), env, n, int(min(from, 1<<30)))
 	})
 	return "release", v, err
 }

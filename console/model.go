@@ -124,7 +124,12 @@ type ReleaseDetail struct {
 	Inputs       []InputChange `json:"inputChanges"`
 	Changed      []TargetDiff  `json:"changed"`
 	ChangedTotal int           `json:"changedTotal"`
-	Retired      []Identity    `json:"retired"`
+	// ChangedFrom is the offset of Changed[0] among the changed targets
+	// (query parameter from); ChangedNext the offset of the next page, 0
+	// on the last one.
+	ChangedFrom int        `json:"changedFrom"`
+	ChangedNext int        `json:"changedNext,omitempty"`
+	Retired     []Identity `json:"retired"`
 }
 
 // Identity names a runtime target.
