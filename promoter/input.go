@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -188,8 +189,7 @@ func (t *Target) validate(env string, release int64) error {
 func (in *ReleaseInput) verifyArtifacts() error {
 	for i := range in.Targets {
 		t := &in.Targets[i]
-		sum := sha256.Sum256(t.Values)
-		if got := "sha256:" + hex.EncodeToString(sum[:]); got != t.ArtifactDigest {
+		if got := digest.FromBytes(t.Values).String(); got != t.ArtifactDigest {
 			return fmt.Errorf("target %s: values digest %s, artifactDigest %s: %w", t.Identity(), got, t.ArtifactDigest, ErrIntegrity)
 		}
 	}
@@ -218,7 +218,7 @@ func (h *hasher) int(v int64) {
 	h.h.Write(n[:])
 }
 
-func (h *hasher) sum() string { return "sha256:" + hex.EncodeToString(h.h.Sum(nil)) }
+func (h *hasher) sum() string { return digest.FromSum([sha256.Size]byte(h.h.Sum(nil))).String() }
 
 // commandHash is the hash of everything the command would write; the same
 // command UUID with another hash is a conflict.

@@ -3,8 +3,6 @@ package promoter
 import (
 	"context"
 	"crypto"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -214,8 +212,7 @@ func alreadyRecorded(ctx context.Context, store ReleaseRecorder, err error, env 
 	if serr != nil {
 		return nil, serr
 	}
-	sum := sha256.Sum256(manifest)
-	want := "sha256:" + hex.EncodeToString(sum[:])
+	want := digest.FromBytes(manifest).String()
 	for _, r := range st.Releases {
 		if r.ReleaseVersion == version && r.DefinitionHash == want {
 			return &recordedRelease{SourceCommit: r.SourceCommit, State: r.State, Active: st.CurrentRelease}, nil

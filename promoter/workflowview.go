@@ -3,8 +3,6 @@ package promoter
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
 )
@@ -87,8 +86,7 @@ func (s *Store) StageWorkflowViews(ctx context.Context, manifest []byte, views [
 	if len(rows) == 0 {
 		return nil
 	}
-	sum := sha256.Sum256(manifest)
-	hash := "sha256:" + hex.EncodeToString(sum[:])
+	hash := digest.FromBytes(manifest).String()
 	err = s.runTx(ctx, func(tx pgx.Tx) error { return insertViews(ctx, tx, hash, rows) })
 	if err != nil {
 		return fmt.Errorf("stage workflow views: %w", err)
@@ -199,8 +197,7 @@ func decodeView(v *WorkflowView) (viewRow, error) {
 func insertViews(ctx context.Context, tx pgx.Tx, hash string, rows []viewRow) error {
 	for _, r := range rows {
 		v := r.v
-		sum := sha256.Sum256(v.Values)
-		docDigest := "sha256:" + hex.EncodeToString(sum[:])
+		docDigest := digest.FromBytes(v.Values).String()
 		if _, err := tx.Exec(ctx, `INSERT INTO configpub.workflow_view (view_digest, wf_def_id, version, workflow, state,
 				definition_digest, compatibility_generation, limits, approvals, agents, tools, runner, retention,
 				endpoint_targets, document, document_digest)
