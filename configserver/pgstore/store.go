@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/internal/digest"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -179,8 +178,8 @@ func (s *Store) Current(ctx context.Context, id bundle.Identity) (*configserver.
 
 // artifactBytes returns the bytes of digest from the cache or the database,
 // checking them against the digest.
-func (s *Store) artifactBytes(ctx context.Context, digest string) ([]byte, error) {
-	if b, ok := s.artifact.get(digest); ok {
+func (s *Store) artifactBytes(ctx context.Context, want string) ([]byte, error) {
+	if b, ok := s.artifact.get(want); ok {
 		s.hits.Add(1)
 		return b, nil
 	}
@@ -188,19 +187,18 @@ func (s *Store) artifactBytes(ctx context.Context, digest string) ([]byte, error
 	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	var b []byte
-	err := s.pool.QueryRow(ctx, `SELECT bytes FROM configpub.artifact WHERE artifact_digest = $1`, digest).Scan(&b)
+	err := s.pool.QueryRow(ctx, `SELECT bytes FROM configpub.artifact WHERE artifact_digest = $1`, want).Scan(&b)
 	if err != nil {
 		s.dbErrors.Add(1)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, integrityError("artifact %s referenced but not stored", digest)
+			return nil, integrityError("artifact %s referenced but not stored", want)
 		}
-		return nil, classify("read artifact "+digest, err)
+		return nil, classify("read artifact "+want, err)
 	}
-	sum := sha256.Sum256(b)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != digest {
-		return nil, integrityError("artifact %s: stored bytes hash to %s", digest, got)
+	if got := digest.FromBytes(b).String(); got != want {
+		return nil, integrityError("artifact %s: stored bytes hash to %s", want, got)
 	}
-	s.artifact.put(digest, b)
+	s.artifact.put(want, b)
 	return b, nil
 }
 
