@@ -2,9 +2,6 @@ package configserver_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -26,24 +23,7 @@ func (c fixedClock) Now() time.Time { return c.t }
 // an evidence report stored in runtime_evidence.
 func TestRuntimeClientInterop(t *testing.T) {
 	t.Parallel()
-	dir := "../fixtures/golden/prod/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
-	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
-	if err != nil {
-		t.Fatalf("golden fixture missing: %v", err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tg struct {
-		Host, ServiceID, EnvTag, Audience                              string
-		SnapshotID, PublicationID, PolicySnapshotID                    string
-		ArtifactDigest, ContentDigest, PolicyDigest, PropertySetDigest string
-		ReleaseVersion, CompatibilityGeneration                        int64
-	}
-	if err := json.Unmarshal(raw, &tg); err != nil {
-		t.Fatal(err)
-	}
+	values, tg := readGoldenAdvisor(t)
 	issued := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC) // inside the envelope's validity window
 	// The server's clock (observedAt bounds of evidence) agrees with the runtime's.
 	e := newEnv(t, envOptions{handler: configserver.Options{Clock: func() time.Time { return issued.Add(time.Minute) }}})

@@ -7,10 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -30,25 +27,7 @@ import (
 // client, and follows a lease renewal within 1 s.
 func TestServesWhatThePromoterStored(t *testing.T) {
 	t.Parallel()
-	dir := "../fixtures/golden/prod/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
-	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
-	if err != nil {
-		t.Fatalf("golden fixture missing: %v", err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tg struct {
-		Host, ServiceID, EnvTag, Audience, SubjectKind, SubjectName    string
-		SnapshotID, PublicationID, PolicySnapshotID, LeaseProfile      string
-		ArtifactDigest, ContentDigest, PolicyDigest, PropertySetDigest string
-		ReleaseVersion, PolicyVersion, CompatibilityGeneration         int64
-		SourceEventSequence                                            int64
-	}
-	if err := json.Unmarshal(raw, &tg); err != nil {
-		t.Fatal(err)
-	}
+	values, tg := readGoldenAdvisor(t)
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

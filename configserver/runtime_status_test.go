@@ -5,13 +5,10 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -56,25 +53,7 @@ type goldenRuntime struct {
 // the clock's time with lease, as the promoter does.
 func activateGolden(t *testing.T, clock *simClock, lease promoter.LeaseWindow) *goldenRuntime {
 	t.Helper()
-	dir := "../fixtures/golden/prod/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
-	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
-	if err != nil {
-		t.Fatalf("golden fixture missing: %v", err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Host, ServiceID, EnvTag, Audience, SubjectKind, SubjectName    string
-		SnapshotID, PublicationID, PolicySnapshotID, LeaseProfile      string
-		ArtifactDigest, ContentDigest, PolicyDigest, PropertySetDigest string
-		ReleaseVersion, PolicyVersion, CompatibilityGeneration         int64
-		SourceEventSequence                                            int64
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
+	values, f := readGoldenAdvisor(t)
 	tg := promoter.Target{
 		Host: f.Host, ServiceID: f.ServiceID, EnvTag: f.EnvTag, Audience: f.Audience,
 		SubjectKind: f.SubjectKind, SubjectName: f.SubjectName,
