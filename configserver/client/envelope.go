@@ -67,10 +67,9 @@ func decodeEnvelope(n *yaml.Node, env *bundle.RuntimePolicy) error {
 	set := make(map[string]bool, len(envelopeFields)+1)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		key, err := mapKey(k, set, "runtimePolicy")
-		if err != nil {
-			return err
-		}
+		// The strict reader has refused non-string and duplicate keys.
+		key := k.Value
+		set[key] = true
 		if key == "schemaVersion" {
 			continue
 		}

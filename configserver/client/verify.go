@@ -8,6 +8,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -171,7 +172,7 @@ func (c *Client) verifyDocument(values []byte, ev *Evidence) (*document, error) 
 	if err := c.checkEnvelopeIdentity(env); err != nil {
 		return nil, err
 	}
-	cd, err := canonicalDigest(doc.Namespace)
+	cd, err := render.Digest(doc.namespace)
 	if err != nil {
 		return nil, &VerificationError{Reason: ReasonInvalidField, Field: bundle.Namespace(c.opts.Audience), Err: err}
 	}

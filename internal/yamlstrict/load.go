@@ -31,24 +31,24 @@ type Doc struct {
 // Parse reads exactly one YAML document from data and converts it strictly.
 func Parse(file string, data []byte) (*Doc, error) {
 	if len(data) > MaxFileSize {
-		return nil, &Error{File: file, Line: 1, Msg: fmt.Sprintf("file is %d bytes, more than the %d allowed", len(data), MaxFileSize)}
+		return nil, &Error{File: file, Line: 1, Msg: fmt.Sprintf("file is %d bytes, more than the %d allowed", len(data), MaxFileSize), Class: Syntax}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &Error{File: file, Line: 1, Msg: "empty document"}
+			return nil, &Error{File: file, Line: 1, Msg: "empty document", Class: Syntax}
 		}
-		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: "), Class: Syntax}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{File: file, Line: extra.Line, Msg: "more than one yaml document in a file"}
+		return nil, &Error{File: file, Line: extra.Line, Msg: "more than one yaml document in a file", Class: Syntax}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: "), Class: Syntax}
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
-		return nil, &Error{File: file, Line: 1, Msg: "empty document"}
+		return nil, &Error{File: file, Line: 1, Msg: "empty document", Class: Syntax}
 	}
 	n := root.Content[0]
 	c := converter{file: file}
@@ -88,12 +88,18 @@ type converter struct{ file string }
 // maxPathShown bounds the field path of a message (deep nesting).
 const maxPathShown = 12
 
-func (c *converter) fail(n *yaml.Node, path []string, format string, args ...any) error {
+func (c *converter) fail(n *yaml.Node, path []string, format string, args ...any) *Error {
 	if len(path) > maxPathShown {
 		path = append(path[:maxPathShown:maxPathShown], "…")
 	}
 	path = append([]string(nil), path...)
 	return &Error{File: c.file, Line: n.Line, Field: FieldPath(path), Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *converter) duplicate(n *yaml.Node, path []string, first int) error {
+	err := c.fail(n, path, "duplicate key (first at line %d)", first)
+	err.Class = DuplicateKey
+	return err
 }
 
 // FieldPath joins path segments as a.b[2].c; numeric segments are indexes.
@@ -147,13 +153,13 @@ func (c *converter) convert(n *yaml.Node, path []string, depth int) (*render.Val
 			path = append(path, k)
 			if seen != nil {
 				if first, dup := seen[k]; dup {
-					return nil, c.fail(kn, path, "duplicate key (first at line %d)", first)
+					return nil, c.duplicate(kn, path, first)
 				}
 				seen[k] = kn.Line
 			} else {
 				for j, prev := range m.Keys {
 					if prev == k {
-						return nil, c.fail(kn, path, "duplicate key (first at line %d)", n.Content[2*j].Line)
+						return nil, c.duplicate(kn, path, n.Content[2*j].Line)
 					}
 				}
 			}
