@@ -74,7 +74,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlstrict
 	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
-	$(GO) test -run '^$$' -fuzz '^FuzzAppendValueMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/jcs
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshalMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
 	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/secretscan
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./bundle
 

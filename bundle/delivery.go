@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/render"
 )
 
 // DeliveryManifestType is the value of DeliveryManifest.Type.
@@ -60,7 +60,7 @@ func (m *DeliveryManifest) Identity() Identity {
 
 // Marshal returns the canonical (RFC 8785) bytes that are signed and served.
 func (m *DeliveryManifest) Marshal() ([]byte, error) {
-	b, err := jcs.Canonical(m)
+	b, err := render.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("marshal delivery manifest: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/jcs"
+	canon "github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -223,10 +224,11 @@ func (w *world) build(s spec) *release {
 		}
 		ns["rules"] = filler
 	}
-	cd, err := jcs.Digest(ns)
+	nsJSON, err := canon.Marshal(ns)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	cd := jcs.BytesDigest(nsJSON)
 	if s.contentDigest != "" {
 		cd = s.contentDigest
 	}

@@ -1,58 +1,39 @@
 package jcs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
-func TestCanonical(t *testing.T) {
-	tests := []struct {
-		name string
-		in   any
-		want string
-	}{
-		{"struct fields sorted", struct {
-			B int    `json:"b"`
-			A string `json:"a"`
-		}{2, "<x>"}, `{"a":"<x>","b":2}`},
-		{"map keys by UTF-16 units", map[string]int{"\ufb33": 1, "\U0001F600": 2, "\u20ac": 3},
-			// U+1F600 is the surrogate pair D83D DE00: it sorts after U+20AC
-			// and before U+FB33, unlike in code-point order.
-			"{\"\u20ac\":3,\"\U0001F600\":2,\"\ufb33\":1}"},
-		{"raw message numbers", json.RawMessage(`{"n":1.0E2,"m":-0.0}`), `{"m":0,"n":100}`},
-		{"bytes", []byte(`[ true , null ]`), `[true,null]`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := Canonical(tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tt.want {
-				t.Errorf("got %s, want %s", got, tt.want)
-			}
-		})
+func TestBytesDigest(t *testing.T) {
+	if got, want := BytesDigest(nil), "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
+		t.Errorf("BytesDigest(nil) = %s, want %s", got, want)
 	}
 }
 
-func TestCanonicalRejectsInvalidJSON(t *testing.T) {
-	if _, err := Canonical([]byte(`{"a":`)); err == nil {
-		t.Fatal("want an error for truncated JSON")
+func TestAppendString(t *testing.T) {
+	got, err := AppendString([]byte("x="), "a\x00\b\f\n\r\t\x1f\"\\/\u2028<>&é\U0001F600")
+	if want := `x="a\u0000\b\f\n\r\t\u001f\"\\/` + "\u2028<>&é\U0001F600\""; err != nil || string(got) != want {
+		t.Fatalf("got %s (%v), want %s", got, err, want)
+	}
+	if _, err := AppendString(nil, "\xff"); err == nil {
+		t.Fatal("invalid UTF-8 accepted")
 	}
 }
 
-func TestDigest(t *testing.T) {
-	got, err := Digest(map[string]any{"b": 1, "a": []int{1, 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256([]byte(`{"a":[1,2],"b":1}`))
-	if want := "sha256:" + hex.EncodeToString(sum[:]); got != want {
-		t.Errorf("got %s, want %s", got, want)
-	}
-	if BytesDigest(nil) != "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
-		t.Errorf("BytesDigest(nil) = %s", BytesDigest(nil))
+func TestCompareKeys(t *testing.T) {
+	// RFC 8785 section 3.2.3 order: by UTF-16 code units, so U+1F600 (D83D DE00)
+	// sorts after U+20AC and before U+FB33; U+1F5FF (D83D DDFF) before
+	// U+1F600 before U+1F601 (same high surrogate, compared by the low one).
+	want := []string{"", "a", "ab", "b", "\u00e9", "\u20ac", "\U0001F5FF", "\U0001F600", "\U0001F600a", "\U0001F601", "\ufb33"}
+	got := slices.Clone(want)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20 {
+		rng.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
+		slices.SortFunc(got, CompareKeys)
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
 	}
 }

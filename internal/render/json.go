@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 )
 
 // MarshalJSON returns the canonical JSON form of v, so a *Value can sit in
@@ -41,19 +40,7 @@ func decodeJSON(dec *json.Decoder) (*Value, error) {
 	case string:
 		return String(t), nil
 	case json.Number:
-		s := string(t)
-		if !strings.ContainsAny(s, ".eE") {
-			i, err := strconv.ParseInt(s, 10, 64)
-			if err == nil && i <= MaxSafeInt && i >= -MaxSafeInt {
-				return Int(i), nil
-			}
-			return nil, fmt.Errorf("integer %s has no exact JSON equivalent (beyond ±2^53)", s)
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return nil, fmt.Errorf("number %s: %w", s, err)
-		}
-		return Float(f), nil
+		return number(string(t))
 	case json.Delim:
 		switch t {
 		case '{':

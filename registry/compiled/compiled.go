@@ -12,7 +12,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
-	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -35,7 +35,7 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 // Release maps a release manifest to the release artifact: the manifest
 // as RFC 8785 JSON, stamped with its createdAt.
 func Release(m *bundle.Manifest) (*registry.Release, error) {
-	b, err := jcs.Canonical(m)
+	b, err := render.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", m.EnvTag, m.ReleaseVersion, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
-	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
 )
@@ -33,7 +33,7 @@ func TestArtifactsOf(t *testing.T) {
 	if len(arts) != 1 || !reflect.DeepEqual(arts[0], want) {
 		t.Fatalf("got %+v, want %+v", arts[0], want)
 	}
-	jm, err := jcs.Canonical(m)
+	jm, err := render.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package jcs
+package render
 
 import (
 	"bytes"
@@ -7,7 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -28,11 +29,12 @@ func reference(t testing.TB, v any) ([]byte, error) {
 	return gojcs.Transform(buf.Bytes())
 }
 
-// TestAppendValueMatchesReference holds AppendValue byte-identical to
-// gowebpki/jcs on the compiler's golden values.yml documents (decoded by
-// yaml.v3), on random values with escapes, non-ASCII and supplementary-plane
-// keys and numbers, and on the edge cases below.
-func TestAppendValueMatchesReference(t *testing.T) {
+// TestMarshalMatchesReference holds the one encoder (Marshal, and so
+// AppendCanonical) byte-identical to gowebpki/jcs on the compiler's golden
+// values.yml documents (decoded by yaml.v3), on random values with escapes,
+// non-ASCII and supplementary-plane keys and numbers, and on the edge cases
+// below.
+func TestMarshalMatchesReference(t *testing.T) {
 	var values []any
 	files, _ := filepath.Glob("../../fixtures/golden/*/*/*/values.yml")
 	if len(files) == 0 {
@@ -55,8 +57,8 @@ func TestAppendValueMatchesReference(t *testing.T) {
 	}
 	values = append(values,
 		map[string]any{"\u20ac": int64(1), "\U0001F600": int64(2), "\uFB33": int64(3), "\U0001F601": 4, "\U0001F5FF": 5, "a\x00b": "\x01\x1f\"\\/\u2028<>&",
-			"n": []any{int64(-MaxSafeInteger), MaxSafeInteger, uint64(MaxSafeInteger), 1e21, 1e-7, math.Copysign(0, -1), 0.1, 123456789.5, math.MaxFloat64, math.SmallestNonzeroFloat64}},
-		[]any{json.Number("1.0E2"), json.Number("-0"), json.Number("0.1"), json.Number("12345678901234567890"), json.Number("-1e-7")},
+			"n": []any{int64(-MaxSafeInt), MaxSafeInt, uint64(MaxSafeInt), 1e21, 1e-7, math.Copysign(0, -1), 0.1, 123456789.5, math.MaxFloat64, math.SmallestNonzeroFloat64}},
+		[]any{json.Number("1.0E2"), json.Number("-0"), json.Number("0.1"), json.Number("-1e-7")},
 		map[string]any{}, []any{}, "", nil, true, false,
 	)
 	for i, v := range values {
@@ -64,66 +66,36 @@ func TestAppendValueMatchesReference(t *testing.T) {
 		if err != nil {
 			t.Fatalf("value %d: reference: %v", i, err)
 		}
-		got, err := AppendValue(nil, v)
+		got, err := Marshal(v)
 		if err != nil {
 			t.Fatalf("value %d: %v", i, err)
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("value %d:\n got %s\nwant %s", i, got, want)
 		}
-		if c, err := Canonical(v); err != nil || !bytes.Equal(c, want) {
-			t.Fatalf("value %d: Canonical got %s (%v), want %s", i, c, err, want)
+	}
+}
+
+func TestMarshalRefusesRatherThanRounds(t *testing.T) {
+	for _, v := range []any{
+		int64(MaxSafeInt + 1),
+		map[string]any{"a": []any{-MaxSafeInt - 1}},
+		json.Number("12345678901234567890"),
+		json.RawMessage(`{"a":`),
+		json.RawMessage(`1 2`),
+		math.NaN(),
+	} {
+		if got, err := Marshal(v); err == nil {
+			t.Errorf("Marshal(%#v) = %s, want a refusal", v, got)
 		}
 	}
-}
-
-func TestAppendValueAppends(t *testing.T) {
-	got, err := AppendValue([]byte("x="), map[string]any{"b": []any{1, "é"}, "a": nil})
-	if want := `x={"a":null,"b":[1,"é"]}`; err != nil || string(got) != want {
-		t.Fatalf("got %s (%v), want %s", got, err, want)
-	}
-}
-
-func TestAppendValueRefuses(t *testing.T) {
-	tests := []struct {
-		name string
-		v    any
-	}{
-		{"nan", math.NaN()},
-		{"inf", []any{math.Inf(-1)}},
-		{"int beyond 2^53", int64(MaxSafeInteger + 1)},
-		{"negative int beyond 2^53", map[string]any{"a": -MaxSafeInteger - 1}},
-		{"uint64 beyond 2^53", uint64(math.MaxUint64)},
-		{"invalid utf-8 string", "\xff"},
-		{"invalid utf-8 key", map[string]any{"\xfe": 1}},
-		{"invalid number literal", json.Number("0x10")},
-		{"number out of range", json.Number("1e400")},
-		{"non-string keys", map[any]any{1: "x"}},
-		{"typed slice", []string{"a"}},
-		{"float32", float32(0.1)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got, err := AppendValue(nil, tt.v); err == nil {
-				t.Errorf("got %s, want a refusal", got)
-			}
-		})
-	}
-}
-
-func TestCompareKeys(t *testing.T) {
-	// RFC 8785 section 3.2.3 order: by UTF-16 code units, so U+1F600 (D83D DE00)
-	// sorts after U+20AC and before U+FB33; U+1F5FF (D83D DDFF) before
-	// U+1F600 before U+1F601 (same high surrogate, compared by the low one).
-	want := []string{"", "a", "ab", "b", "\u00e9", "\u20ac", "\U0001F5FF", "\U0001F600", "\U0001F600a", "\U0001F601", "\ufb33"}
-	got := slices.Clone(want)
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 20 {
-		rng.Shuffle(len(got), func(i, j int) { got[i], got[j] = got[j], got[i] })
-		slices.SortFunc(got, CompareKeys)
-		if !slices.Equal(got, want) {
-			t.Fatalf("got %q, want %q", got, want)
-		}
+	got, err := Marshal(struct {
+		B int     `json:"b"`
+		A string  `json:"a"`
+		F float64 `json:"f"`
+	}{2, "<x>", 1.3e16})
+	if want := `{"a":"<x>","b":2,"f":13000000000000000}`; err != nil || string(got) != want {
+		t.Errorf("got %s (%v), want %s", got, err, want)
 	}
 }
 
@@ -140,7 +112,7 @@ func randomValue(rng *rand.Rand, depth int) any {
 	case 2:
 		return randomString(rng)
 	case 3:
-		return rng.Int64N(2*MaxSafeInteger+1) - MaxSafeInteger
+		return rng.Int64N(2*MaxSafeInt+1) - MaxSafeInt
 	case 4:
 		return rng.IntN(1000) - 500 // yaml.v3 decodes small integers as int
 	case 5:
@@ -169,7 +141,7 @@ func randomString(rng *rand.Rand) string {
 	return string(r)
 }
 
-// exact reports whether v holds only what AppendValue represents without
+// exact reports whether v holds only what Marshal represents without
 // loss: valid UTF-8 strings and integers within ±2^53 (the documented
 // refusals where the reference silently alters the data).
 func exact(v any) bool {
@@ -177,11 +149,22 @@ func exact(v any) bool {
 	case string:
 		return utf8.ValidString(x)
 	case int:
-		return x >= -MaxSafeInteger && x <= MaxSafeInteger
+		return x >= -MaxSafeInt && x <= MaxSafeInt
 	case int64:
-		return x >= -MaxSafeInteger && x <= MaxSafeInteger
+		return x >= -MaxSafeInt && x <= MaxSafeInt
 	case uint64:
-		return x <= MaxSafeInteger
+		return x <= MaxSafeInt
+	case json.Number:
+		// An integer literal beyond ±2^53 is exact only when it is exactly
+		// a float64 (the reference rounds the others).
+		if strings.ContainsAny(string(x), ".eE") {
+			return true
+		}
+		if i, err := strconv.ParseInt(string(x), 10, 64); err == nil && i >= -MaxSafeInt && i <= MaxSafeInt {
+			return true
+		}
+		f, err := strconv.ParseFloat(string(x), 64)
+		return err == nil && strconv.FormatFloat(f, 'f', -1, 64) == string(x)
 	case []any:
 		for _, e := range x {
 			if !exact(e) {
@@ -198,12 +181,12 @@ func exact(v any) bool {
 	return true
 }
 
-// FuzzAppendValueMatchesReference decodes arbitrary input as YAML (yaml.v3)
-// and as JSON (encoding/json, with and without UseNumber) and requires
-// AppendValue to agree with gowebpki/jcs: the same bytes when both accept,
-// and a refusal only where the reference errors too or the value is not
-// exactly representable.
-func FuzzAppendValueMatchesReference(f *testing.F) {
+// FuzzMarshalMatchesReference decodes arbitrary input as YAML (yaml.v3) and
+// as JSON (encoding/json, with and without UseNumber) and requires Marshal to
+// agree with gowebpki/jcs: the same bytes when both accept, and a refusal
+// only where the reference errors too or the value is not exactly
+// representable.
+func FuzzMarshalMatchesReference(f *testing.F) {
 	f.Add([]byte("a: 1\nb: [x, \"\\u2028\", 1.5e300, -0.0, 9007199254740993]\n\"\\U0001F600\": {c: null}\n\"\\U0001F601\": 2\n"))
 	f.Add([]byte(`{"b":1,"a":[true,null,"\u20ac"],"\ud83d\ude02":1.5e3,"n":[1e21,0.000001,-0,1E-7]}`))
 	f.Add([]byte("k: !!binary /w==\n"))
@@ -228,7 +211,7 @@ func FuzzAppendValueMatchesReference(f *testing.F) {
 		}
 		for _, v := range docs {
 			want, refErr := reference(t, v)
-			got, err := AppendValue(nil, v)
+			got, err := Marshal(v)
 			switch {
 			case err == nil && refErr == nil:
 				if !bytes.Equal(got, want) {
