@@ -32,45 +32,38 @@ func decodeJSON(dec *json.Decoder) (*Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch t := tok.(type) {
-	case nil:
-		return Null(), nil
-	case bool:
-		return Bool(t), nil
-	case string:
-		return String(t), nil
-	case json.Number:
-		return number(string(t))
-	case json.Delim:
-		switch t {
-		case '{':
-			m := Map()
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				val, err := decodeJSON(dec)
-				if err != nil {
-					return nil, err
-				}
-				m.Add(k, val)
+	t, ok := tok.(json.Delim)
+	if !ok {
+		return fromAny(tok) // null, boolean, string or number
+	}
+	switch t {
+	case '{':
+		m := Map()
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return nil, err
 			}
-			_, err := dec.Token()
-			return m, err
-		case '[':
-			l := List()
-			for dec.More() {
-				val, err := decodeJSON(dec)
-				if err != nil {
-					return nil, err
-				}
-				l.Items = append(l.Items, val)
+			k, _ := kt.(string)
+			val, err := decodeJSON(dec)
+			if err != nil {
+				return nil, err
 			}
-			_, err := dec.Token()
-			return l, err
+			m.Add(k, val)
 		}
+		_, err := dec.Token()
+		return m, err
+	case '[':
+		l := List()
+		for dec.More() {
+			val, err := decodeJSON(dec)
+			if err != nil {
+				return nil, err
+			}
+			l.Items = append(l.Items, val)
+		}
+		_, err := dec.Token()
+		return l, err
 	}
 	return nil, fmt.Errorf("unexpected json token %v", tok)
 }
