@@ -228,7 +228,9 @@ func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID str
 	return d, nil
 }
 
-// RecordEvidence inserts a runtime_evidence row (an observation). Every
+// RecordEvidence inserts a runtime_evidence row: an observation (the kind
+// is the column's default; the server role cannot write it, so a workload's
+// report never becomes a receipt). Every
 // snapshot id it names must be a snapshot of the evidence's identity and
 // audience, and its publication the snapshot's; otherwise nothing is stored
 // and the error is configserver.ErrInvalidEvidence.
@@ -264,8 +266,8 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
 		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail,
-		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, kind, reported_at)
-		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16, 'observation',
+		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, reported_at)
+		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16,
 			coalesce($18::timestamptz, now())
 		WHERE ($4::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $4::uuid
 				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $17

@@ -152,12 +152,22 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 	if _, err := pool.Exec(ctx, "INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'REJECTED')"); err != nil {
 		t.Errorf("server INSERT runtime_evidence: %v", err)
 	}
+	var kind, phase string
+	if err := pool.QueryRow(ctx, "INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome) VALUES ('h1', 's1', 'prod', 'REJECTED') RETURNING kind, phase").Scan(&kind, &phase); err == nil {
+		t.Errorf("server INSERT ... RETURNING read back %s/%s: want SQLSTATE 42501 (no SELECT on runtime_evidence)", kind, phase)
+	}
 	writes := []string{
 		"INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size) VALUES ('sha256:' || encode(sha256('y'::bytea), 'hex'), 'x', 'y', 1)",
 		"UPDATE configpub.current_pointer SET sequence = sequence + 1",
 		"DELETE FROM configpub.current_pointer",
 		"UPDATE configpub.runtime_evidence SET reason = 'x'",
 		"DELETE FROM configpub.runtime_evidence",
+		// A workload's report can never be a receipt: the server cannot
+		// write the kind, the phase or the receipt columns.
+		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, kind) VALUES ('h1', 's1', 'prod', '00000000-0000-8000-8000-000000000001', 'APPLIED', 'receipt')",
+		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome, phase) VALUES ('h1', 's1', 'prod', 'REJECTED', 'current')",
+		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome, loaded_at) VALUES ('h1', 's1', 'prod', 'REJECTED', now())",
+		"INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, outcome, endpoint) VALUES ('h1', 's1', 'prod', 'REJECTED', 'x')",
 		"INSERT INTO configpub.revocation (publication_id, reason, actor, revoked_at) VALUES (gen_random_uuid(), 'x', 'x', now())",
 		"UPDATE configpub.config_release SET row_revision = row_revision + 1",
 		"INSERT INTO configpub.pointer_move (host, service_id, env_tag, next_snapshot_id, publication_id, release_version, sequence, action, actor, command_id, moved_at) VALUES ('h1', 's1', 'prod', '00000000-0000-8000-8000-000000000001', gen_random_uuid(), 1, 2, 'promote', 'x', gen_random_uuid(), now())",
