@@ -2,9 +2,9 @@
 // time of HEAD (the default createdAt of a new release) and an
 // io/fs view of the tree of any revision (the base of `configpub plan`).
 //
-// The tree view itself is promoter/review.TreeFS (lazy, one implementation
-// for the whole module); this package only finds the repository that
-// contains a directory, resolves a revision name and narrows the view to
+// Tree is the module's one fs.FS view of a commit tree (lazy; the promoter's
+// review reads reviewed commits through it too); TreeFS finds the repository
+// that contains a directory, resolves a revision name and narrows the view to
 // that directory.
 package gitfs
 
@@ -19,8 +19,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/configpub/configpub/promoter/review"
 )
 
 // ErrNotRepository: dir is not inside a Git working tree.
@@ -66,7 +64,7 @@ func commit(r *git.Repository, rev string) (*object.Commit, error) {
 }
 
 // TreeFS returns the files of dir (a directory inside a Git working tree) as
-// they are at revision rev, as an fs.FS rooted at dir (see review.TreeFS:
+// they are at revision rev, as an fs.FS rooted at dir (see Tree:
 // files are read lazily, symbolic links and submodules are listed but refuse
 // Open). When dir does not exist at rev the FS is empty.
 func TreeFS(dir, rev string) (fs.FS, error) {
@@ -78,7 +76,7 @@ func TreeFS(dir, rev string) (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
-	fsys, err := review.TreeFS(c)
+	fsys, err := Tree(c)
 	if err != nil {
 		return nil, fmt.Errorf("tree at %s: %w", rev, err)
 	}

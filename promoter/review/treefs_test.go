@@ -55,34 +55,3 @@ func TestCommitFS(t *testing.T) {
 		t.Errorf("got %v for a deleted file, want fs.ErrNotExist", err)
 	}
 }
-
-func TestReadFileAt(t *testing.T) {
-	r := gittest.New(t)
-	one := r.Commit(gittest.Commit{Files: map[string][]byte{"releases/dev.yaml": []byte("v: 1\n")}})
-	r.Commit(gittest.Commit{Files: map[string][]byte{"releases/dev.yaml": []byte("v: 2\n")}})
-	tests := []struct {
-		name, rev, path, want string
-		wantErr               error
-	}{
-		{name: "full ref", rev: "refs/heads/main", path: "releases/dev.yaml", want: "v: 2\n"},
-		{name: "branch name", rev: "main", path: "releases/dev.yaml", want: "v: 2\n"},
-		{name: "commit hash", rev: one.String(), path: "releases/dev.yaml", want: "v: 1\n"},
-		{name: "parent expression", rev: "main~1", path: "releases/dev.yaml", want: "v: 1\n"},
-		{name: "missing file", rev: "main", path: "releases/prod.yaml", wantErr: review.ErrNotFound},
-		{name: "missing ref", rev: "refs/heads/nope", path: "releases/dev.yaml", wantErr: review.ErrNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := review.ReadFileAt(r.Git, tt.rev, tt.path)
-			if tt.wantErr != nil {
-				if !errors.Is(err, tt.wantErr) {
-					t.Fatalf("got %v, want %v", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || string(got) != tt.want {
-				t.Fatalf("got %q, %v, want %q", got, err, tt.want)
-			}
-		})
-	}
-}

@@ -1,15 +1,11 @@
-package review
+package gitfs
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"time"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // fileInfo implements fs.FileInfo for tree entries.
@@ -72,41 +68,4 @@ func (d *dirFile) ReadDir(n int) ([]fs.DirEntry, error) {
 	}
 	d.off += n
 	return rest[:n], nil
-}
-
-// ReadFileAt returns the bytes of the file at path in the tree of rev, where
-// rev is a ref name ("refs/heads/main", "main", "origin/main"), a tag or a
-// commit hash — anything go-git's ResolveRevision accepts. A missing file
-// wraps ErrNotFound (and fs.ErrNotExist).
-func ReadFileAt(repo *git.Repository, rev, path string) ([]byte, error) {
-	h, err := repo.ResolveRevision(plumbing.Revision(rev))
-	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w: %v", rev, ErrNotFound, err)
-	}
-	c, err := repo.CommitObject(*h)
-	if err != nil {
-		return nil, fmt.Errorf("read commit %s (%s): %w: %v", h, rev, ErrNotFound, err)
-	}
-	fsys, err := TreeFS(c)
-	if err != nil {
-		return nil, err
-	}
-	b, err := fs.ReadFile(fsys, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("read %s at %s: %w: %w", path, rev, ErrNotFound, err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s at %s: %w", path, rev, err)
-	}
-	return b, nil
-}
-
-// Open opens the Git repository at dir (a worktree or a bare repository;
-// parent directories are not searched).
-func Open(dir string) (*git.Repository, error) {
-	repo, err := git.PlainOpen(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
-	}
-	return repo, nil
 }
