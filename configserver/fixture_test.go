@@ -25,6 +25,7 @@ import (
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/configserver/pgstore"
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/pointernote"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -165,8 +166,8 @@ func (s *seeder) moveManyAt(t testing.TB, sns []*snapshot, now time.Time, refres
 		}
 		ps := &pointerState{Manifest: raw, Signature: sig, KeyID: s.trusted[0].ID, Parsed: m}
 		out = append(out, ps)
-		payload, _ := json.Marshal(map[string]any{"host": sn.Identity.Host, "serviceId": sn.Identity.ServiceID,
-			"envTag": sn.Identity.EnvTag, "snapshotId": sn.ID, "sequence": seq})
+		payload, _ := json.Marshal(pointernote.Note{Host: sn.Identity.Host, ServiceID: sn.Identity.ServiceID,
+			EnvTag: sn.Identity.EnvTag, SnapshotID: sn.ID, Sequence: seq})
 		batch.Queue(`INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id,
 			release_version, sequence, manifest, manifest_signature, manifest_key_id, lease_valid_from,
 			lease_refresh_after, lease_expires_at, moved_at, updated_at)
@@ -183,7 +184,7 @@ func (s *seeder) moveManyAt(t testing.TB, sns []*snapshot, now time.Time, refres
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'move')`,
 			sn.Identity.Host, sn.Identity.ServiceID, sn.Identity.EnvTag, seq, now, sn.ID, raw, sig, ps.KeyID,
 			now.Add(expire))
-		batch.Queue(`SELECT pg_notify('configpub_pointer', $1)`, string(payload))
+		batch.Queue(pointernote.SendSQL, string(payload))
 	}
 	ctx := context.Background()
 	err := pgx.BeginFunc(ctx, s.owner, func(tx pgx.Tx) error {

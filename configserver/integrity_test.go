@@ -3,11 +3,13 @@ package configserver_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 // TestRevokedAndInconsistentPointers: a current pointer to a revoked
@@ -29,8 +31,8 @@ func TestRevokedAndInconsistentPointers(t *testing.T) {
 	}
 	// promoter.Revoke notifies in the same transaction with a payload that
 	// names the snapshot, not an identity; the server reloads every pointer.
-	if _, err := owner.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`,
-		`{"revoked":true,"revocationId":1,"snapshotId":"`+sn.ID+`"}`); err != nil {
+	revoked, _ := json.Marshal(pointernote.Note{Revoked: true, RevocationID: 1, SnapshotID: sn.ID})
+	if _, err := owner.Exec(ctx, pointernote.SendSQL, string(revoked)); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, e, configsPath(idA), tok, http.StatusNotFound)
@@ -50,8 +52,8 @@ func TestRevokedAndInconsistentPointers(t *testing.T) {
 	if _, err := owner.Exec(ctx, `UPDATE configpub.current_pointer SET manifest = $1 WHERE host = $2`, raw, idB.Host); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `SELECT pg_notify('configpub_pointer', $1)`,
-		`{"host":"h2.example","serviceId":"svc-b","envTag":"prod"}`); err != nil {
+	moved, _ := json.Marshal(pointernote.Note{Host: idB.Host, ServiceID: idB.ServiceID, EnvTag: idB.EnvTag})
+	if _, err := owner.Exec(ctx, pointernote.SendSQL, string(moved)); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, e, configsPath(idB), tokB, http.StatusInternalServerError)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -363,7 +364,8 @@ func TestLiveUpdatesFollowNotify(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	generate(t, db.Pool(t), generated{env: "prod", targets: 2, releases: 1})
-	if _, err := db.Pool(t).Exec(ctx, `SELECT pg_notify('configpub_pointer', '{"host":"h0.example","serviceId":"svc-0","envTag":"dev"}')`); err != nil {
+	note, _ := json.Marshal(pointernote.Note{Host: "h0.example", ServiceID: "svc-0", EnvTag: "dev"})
+	if _, err := db.Pool(t).Exec(ctx, pointernote.SendSQL, string(note)); err != nil {
 		t.Fatal(err)
 	}
 	select {

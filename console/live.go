@@ -7,11 +7,18 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
+// journalChannel is the channel the schema's trigger NOTIFYs release-journal
+// inserts on, with a payload that names the environment as a pointer note
+// does ({"envTag": ...}).
+const journalChannel = "configpub_console"
+
 // Channels the console LISTENs on: pointer moves and revocations (the
-// promoter's) and release-journal inserts (the schema's trigger).
-var listenChannels = []string{"configpub_pointer", "configpub_console"}
+// promoter's) and release-journal inserts.
+var listenChannels = []string{pointernote.Channel, journalChannel}
 
 // hub fans environment-change notices out to server-sent-event clients.
 type hub struct {
@@ -105,10 +112,7 @@ func (c *Console) listen(ctx context.Context, connected func()) error {
 			}
 			return fmt.Errorf("wait: %w", err)
 		}
-		var p struct {
-			EnvTag  string `json:"envTag"`
-			Revoked bool   `json:"revoked"`
-		}
+		var p pointernote.Note
 		if json.Unmarshal([]byte(n.Payload), &p) != nil || p.Revoked {
 			p.EnvTag = ""
 		}
