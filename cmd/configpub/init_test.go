@@ -15,7 +15,8 @@ import (
 	"github.com/configpub/configpub/internal/scaffold"
 )
 
-// commitAll commits the whole worktree of the go-git repository at dir.
+// commitAll commits the whole worktree of the go-git repository at dir
+// (an empty commit when nothing changed).
 func commitAll(t *testing.T, r *git.Repository, msg string, at time.Time) {
 	t.Helper()
 	wt, err := r.Worktree()
@@ -26,7 +27,7 @@ func commitAll(t *testing.T, r *git.Repository, msg string, at time.Time) {
 		t.Fatal(err)
 	}
 	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: at}
-	if _, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+	if _, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig, AllowEmptyCommits: true}); err != nil {
 		t.Fatal(err)
 	}
 }

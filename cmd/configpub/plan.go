@@ -8,6 +8,7 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gitfs"
+	"github.com/configpub/configpub/internal/planreport"
 	"github.com/configpub/configpub/internal/policytree"
 )
 
@@ -15,15 +16,22 @@ func addPlanCmd(root *cobra.Command) {
 	var repo, env, baseRef, format, createdAt string
 	cmd := &cobra.Command{
 		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json] [--created-at RFC3339]",
-		Short: "Show which targets a policy change alters, with JSON-pointer paths and digests",
+		Short: "Show which targets a policy change alters: old -> new values, sources, causes",
 		Long: `plan compiles the working tree of the policy repository and the tree at
 --base-ref (default HEAD, read with go-git) and lists each target whose artifact
-changes: the JSON-pointer paths added, removed and changed in its audience
-namespace and settings, old -> new digests, and how many targets are unchanged.
-Targets are ADDED, RETIRED (in the base release, not in the new one) or CHANGED;
-an unchanged target re-issued because its snapshot's activation window no longer
+changes. Targets are ADDED, RETIRED (in the base release, not in the new one) or
+CHANGED. For a changed target it shows every changed JSON-pointer path with its
+old and new value (long or multi-line strings as a unified diff), the source
+file:line whose edit it is, and "changed because Agent X changed" when the
+target changed through another document; then the old -> new digests (folded
+in a <details> block in markdown) and how many targets are unchanged. An
+unchanged target re-issued because its snapshot's activation window no longer
 contains the new release's createdAt (--created-at, else as for compile) says so.
-It writes nothing.`,
+
+The digests are final once releases/ENV.yaml is compiled and committed with the
+change; until then plan marks them provisional. The markdown starts with the
+hidden marker <!-- configpub-plan env=ENV -->, so a workflow keeps one pull
+request comment per environment. It writes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" {
@@ -65,14 +73,18 @@ It writes nothing.`,
 			if err != nil {
 				return err
 			}
+			r, err := planreport.New(planreport.Input{Plan: p, Base: base, Head: head, BaseFS: baseFS, HeadFS: tree})
+			if err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
 			switch format {
 			case "markdown":
-				return p.WriteMarkdown(w)
+				return r.WriteMarkdown(w)
 			case "json":
-				return p.WriteJSON(w)
+				return r.WriteJSON(w)
 			}
-			if err := p.WriteText(w); err != nil {
+			if err := r.WriteText(w); err != nil {
 				return err
 			}
 			return writeAddedWorkflowVersions(cmd.Context(), w, baseFS, tree)

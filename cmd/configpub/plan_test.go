@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +135,76 @@ func TestPlanAddedAndRetired(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestPlanDigestsAreTheCommittedOnes: once the change and its compiled
+// release manifest are committed (what the pull-request workflow checks
+// with compile --check), plan shows the manifest's digests, marked final,
+// and a later commit at another time (a merge) does not change them: the
+// createdAt of the release is the committed one, not HEAD's.
+func TestPlanDigestsAreTheCommittedOnes(t *testing.T) {
+	dir := gitFixture(t)
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	p := filepath.Join(dir, "agents", "tech-support.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "maxOutputTokens: 2048", "maxOutputTokens: 1024", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	provisional := planJSON(t, dir, "HEAD")
+	if provisional.Final {
+		t.Fatal("an uncompiled change is marked final")
+	}
+	if _, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil {
+		t.Fatal(err)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, repo, "change", time.Date(2026, 10, 2, 8, 0, 0, 0, time.UTC))
+	first := planJSON(t, dir, "HEAD~1")
+	commitAll(t, repo, "merge", time.Date(2026, 10, 9, 17, 45, 0, 0, time.UTC)) // an empty commit a week later
+	second := planJSON(t, dir, "HEAD~2")
+	manifest, _ := os.ReadFile(filepath.Join(dir, "releases", "dev.yaml"))
+	if !first.Final || !second.Final {
+		t.Fatalf("plan of a compiled, committed change not final")
+	}
+	if len(first.digests) != 3 || !reflect.DeepEqual(first.digests, second.digests) {
+		t.Fatalf("digests moved with HEAD: %v then %v", first.digests, second.digests)
+	}
+	for svc, d := range first.digests {
+		if !strings.Contains(string(manifest), d) {
+			t.Errorf("%s: plan shows %s, not in the committed manifest", svc, d)
+		}
+	}
+}
+
+type planDigests struct {
+	Final   bool
+	digests map[string]string
+}
+
+func planJSON(t *testing.T, dir, base string) planDigests {
+	t.Helper()
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--format", "json")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	var plan struct {
+		Final   bool `json:"digestsFinal"`
+		Changed []struct {
+			ServiceID string `json:"serviceId"`
+			Digests   map[string]struct {
+				New string `json:"new"`
+			} `json:"digests"`
+		} `json:"changed"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	r := planDigests{Final: plan.Final, digests: map[string]string{}}
+	for _, c := range plan.Changed {
+		r.digests[c.ServiceID] = c.Digests["artifactDigest"].New
+	}
+	return r
 }

@@ -1,0 +1,196 @@
+package planreport
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/configpub/configpub/internal/safetext"
+)
+
+// Marker returns the hidden first line of an environment's plan comment. A
+// workflow finds its earlier comment by it and edits that one, so each
+// environment keeps one comment of its own.
+func Marker(envTag string) string {
+	// Environment tags are letters, digits and '-': nothing in one can end
+	// the comment early (">" is dropped all the same).
+	return "<!-- configpub-plan env=" + safetext.Terminal(strings.ReplaceAll(envTag, ">", "")) + " -->"
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// shown returns a canonical JSON value for display, shortened.
+func shown(v json.RawMessage) string {
+	if v == nil {
+		return "(none)"
+	}
+	s := string(v)
+	if r := []rune(s); len(r) > maxValueText {
+		s = string(r[:maxValueText]) + "…"
+	}
+	return s
+}
+
+func because(c Cause) string {
+	loc := c.File
+	if c.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", c.File, c.Line)
+	}
+	return fmt.Sprintf("%s %s %s (%s)", c.Kind, c.Name, c.Change, loc)
+}
+
+// WriteText writes the report for a terminal. Everything from the sources
+// is printed with control characters escaped.
+func (r *Report) WriteText(w io.Writer) error {
+	term := safetext.Terminal
+	base := fmt.Sprintf("release %d", r.BaseRelease)
+	if r.BaseRef != "" {
+		base += " at " + term(r.BaseRef)
+	}
+	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change (%d added, %d retired), %d unchanged\n",
+		term(r.EnvTag), base, r.Release, len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
+	if r.Provisional != "" {
+		fmt.Fprintf(w, "note: %s\n", term(r.Provisional))
+	}
+	for _, t := range r.Changed {
+		fmt.Fprintf(w, "\n%s %s/%s (%s %s %s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID),
+			term(t.Audience), term(t.SubjectKind), term(t.SubjectName))
+		if t.Declared != "" {
+			fmt.Fprintf(w, "  target declared in %s\n", term(t.Declared))
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(w, "  %s\n", term(t.Reason))
+		}
+		for _, c := range t.Because {
+			fmt.Fprintf(w, "  changed because %s\n", term(because(c)))
+		}
+		if t.Values == nil {
+			for _, x := range []struct {
+				sign  string
+				paths []string
+			}{{"+", t.Added}, {"-", t.Removed}, {"~", t.Modified}} {
+				for _, p := range x.paths {
+					fmt.Fprintf(w, "  %s %s\n", x.sign, term(p))
+				}
+			}
+		}
+		for _, v := range t.Values {
+			src := ""
+			if v.Source != "" {
+				src = "  (" + term(v.Source) + ")"
+			}
+			if v.Diff != "" {
+				fmt.Fprintf(w, "  ~ %s%s\n", term(v.Path), src)
+				for _, l := range strings.Split(strings.TrimSuffix(v.Diff, "\n"), "\n") {
+					fmt.Fprintf(w, "      %s\n", term(l))
+				}
+				continue
+			}
+			fmt.Fprintf(w, "  ~ %s: %s -> %s%s\n", term(v.Path), term(shown(v.Old)), term(shown(v.New)), src)
+		}
+		for _, k := range sortedKeys(t.Digests) {
+			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, term(orNone(t.Digests[k].Old)), term(orNone(t.Digests[k].New)))
+		}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// WriteMarkdown writes the report as one pull-request comment, starting
+// with Marker(envTag). Everything that comes from the sources or the
+// command line is escaped (code spans nothing can close, table cells
+// nothing can split, code blocks whose fence is longer than any backtick
+// run inside), so a hostile key or value cannot inject markup.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	fmt.Fprintf(w, "%s\n### configpub plan %s: release %d -> %d\n\n", Marker(r.EnvTag), safetext.CodeSpan(r.EnvTag), r.BaseRelease, r.Release)
+	if r.BaseRef != "" {
+		fmt.Fprintf(w, "Base: %s. ", safetext.CodeSpan(r.BaseRef))
+	}
+	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n",
+		len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
+	if r.Provisional != "" {
+		fmt.Fprintf(w, "\n> **Digests are provisional:** %s\n", safetext.Text(r.Provisional))
+	}
+	for _, t := range r.Changed {
+		fmt.Fprintf(w, "\n#### %s %s (%s %s %s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID),
+			safetext.Text(t.Audience), safetext.Text(t.SubjectKind), safetext.CodeSpan(t.SubjectName))
+		if t.Declared != "" {
+			fmt.Fprintf(w, "Target declared in %s.\n\n", safetext.CodeSpan(t.Declared))
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(w, "%s\n\n", safetext.Text(t.Reason))
+		}
+		for _, c := range t.Because {
+			loc := c.File
+			if c.Line > 0 {
+				loc = fmt.Sprintf("%s:%d", c.File, c.Line)
+			}
+			fmt.Fprintf(w, "Changed because %s %s %s (%s).\n\n", safetext.Text(c.Kind), safetext.CodeSpan(c.Name), safetext.Text(c.Change), safetext.CodeSpan(loc))
+		}
+		if t.Values == nil {
+			for _, x := range []struct {
+				label string
+				paths []string
+			}{{"added", t.Added}, {"removed", t.Removed}, {"changed", t.Modified}} {
+				for _, p := range x.paths {
+					fmt.Fprintf(w, "- %s %s\n", x.label, safetext.CodeSpan(p))
+				}
+			}
+		} else {
+			fmt.Fprintf(w, "| path | old | new | source |\n|---|---|---|---|\n")
+			for _, v := range t.Values {
+				oldV, newV := safetext.CodeCell(shown(v.Old)), safetext.CodeCell(shown(v.New))
+				if v.Diff != "" {
+					oldV, newV = "see diff", "see diff"
+				}
+				src := ""
+				if v.Source != "" {
+					src = safetext.CodeCell(v.Source)
+				}
+				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", safetext.CodeCell(v.Path), oldV, newV, src)
+			}
+			for _, v := range t.Values {
+				if v.Diff != "" {
+					fmt.Fprintf(w, "\n%s:\n\n", safetext.CodeSpan(v.Path))
+					writeFenced(w, "diff", v.Diff)
+				}
+			}
+		}
+		fmt.Fprintf(w, "\n<details><summary>digests</summary>\n\n| digest | old | new |\n|---|---|---|\n")
+		for _, k := range sortedKeys(t.Digests) {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", safetext.Text(k), safetext.CodeCell(orNone(t.Digests[k].Old)), safetext.CodeCell(orNone(t.Digests[k].New)))
+		}
+		fmt.Fprintf(w, "\n</details>\n")
+	}
+	return nil
+}
+
+// writeFenced writes text as a fenced code block that nothing in it can
+// close: the fence is longer than any run of backticks in the text, and
+// control characters other than newlines are escaped.
+func writeFenced(w io.Writer, lang, text string) {
+	text = safetext.TerminalLines(strings.TrimSuffix(text, "\n"))
+	longest, run := 0, 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	fmt.Fprintf(w, "%s%s\n%s\n%s\n", fence, lang, text, fence)
+}
