@@ -2,14 +2,12 @@ package compiler
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"sort"
 	"strings"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
-	"github.com/configpub/configpub/internal/safetext"
 )
 
 // Plan is what a reviewer needs to judge a release: every target whose
@@ -232,70 +230,6 @@ func (d *differ) diffMembers(path string, a, b *render.Value) {
 	for _, k := range sortedKeys(keys) {
 		d.diff(path+"/"+escapePointer(k), a.Get(k), b.Get(k))
 	}
-}
-
-// WriteText writes the plan for a terminal. Names and paths come from the
-// policy sources: control characters in them are printed escaped.
-func (p *Plan) WriteText(w io.Writer) error {
-	term := safetext.Terminal
-	base := fmt.Sprintf("release %d", p.BaseRelease)
-	if p.BaseRef != "" {
-		base += " at " + term(p.BaseRef)
-	}
-	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change (%d added, %d retired), %d unchanged\n", term(p.EnvTag), base, p.Release, len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
-	for _, t := range p.Changed {
-		fmt.Fprintf(w, "\n%s %s/%s (%s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID), term(t.Audience))
-		if t.Reason != "" {
-			fmt.Fprintf(w, "  %s\n", term(t.Reason))
-		}
-		for _, k := range sortedKeys(t.Digests) {
-			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, term(orNone(t.Digests[k].Old)), term(orNone(t.Digests[k].New)))
-		}
-		for _, x := range []struct {
-			sign  string
-			paths []string
-		}{{"+", t.Added}, {"-", t.Removed}, {"~", t.Modified}} {
-			for _, p := range x.paths {
-				fmt.Fprintf(w, "  %s %s\n", x.sign, term(p))
-			}
-		}
-	}
-	return nil
-}
-
-// WriteMarkdown writes the plan as a pull-request comment. Everything that
-// comes from the sources or the command line is escaped (code spans that
-// nothing can close, table cells that nothing can split, text with every
-// punctuation character escaped), so a hostile setting key cannot break out
-// of its line, inject markup or hide the rows after it.
-func (p *Plan) WriteMarkdown(w io.Writer) error {
-	fmt.Fprintf(w, "### configpub plan %s: release %d -> %d\n\n", safetext.CodeSpan(p.EnvTag), p.BaseRelease, p.Release)
-	if p.BaseRef != "" {
-		fmt.Fprintf(w, "Base: %s. ", safetext.CodeSpan(p.BaseRef))
-	}
-	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n", len(p.Changed), p.AddedTargets, p.RetiredTargets, p.Unchanged)
-	for _, t := range p.Changed {
-		fmt.Fprintf(w, "\n#### %s %s (%s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID), safetext.Text(t.Audience))
-		if t.Reason != "" {
-			fmt.Fprintf(w, "%s\n\n", safetext.Text(t.Reason))
-		}
-		fmt.Fprintf(w, "| digest | old | new |\n|---|---|---|\n")
-		for _, k := range sortedKeys(t.Digests) {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", safetext.Text(k), safetext.CodeCell(orNone(t.Digests[k].Old)), safetext.CodeCell(orNone(t.Digests[k].New)))
-		}
-		if len(t.Added)+len(t.Removed)+len(t.Modified) > 0 {
-			fmt.Fprintln(w)
-		}
-		for _, x := range []struct {
-			label string
-			paths []string
-		}{{"added", t.Added}, {"removed", t.Removed}, {"changed", t.Modified}} {
-			for _, p := range x.paths {
-				fmt.Fprintf(w, "- %s %s\n", x.label, safetext.CodeSpan(p))
-			}
-		}
-	}
-	return nil
 }
 
 // WriteJSON writes the plan as indented JSON.

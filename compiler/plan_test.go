@@ -38,20 +38,9 @@ func TestPlanListsExactlyTheChangedTargets(t *testing.T) {
 			t.Errorf("%s listed without paths", svc)
 		}
 	}
-	var text, md, js bytes.Buffer
-	if err := p.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	var js bytes.Buffer
 	if err := p.WriteJSON(&js); err != nil {
 		t.Fatal(err)
-	}
-	for name, s := range map[string]string{"text": text.String(), "markdown": md.String()} {
-		if !strings.Contains(s, "/agentPolicy/model/maxToolCallsPerTurn") || !strings.Contains(s, "2 unchanged") && !strings.Contains(s, "**2** unchanged") {
-			t.Errorf("%s plan lacks the path or the unchanged count:\n%s", name, s)
-		}
 	}
 	var back compiler.Plan
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Changed) != 3 {

@@ -64,8 +64,13 @@ func compile(t *testing.T, fsys fs.FS) *compiler.Result {
 
 func report(t *testing.T, baseFS, headFS fs.FS) *planreport.Report {
 	t.Helper()
+	return reportAt(t, baseFS, headFS, "main")
+}
+
+func reportAt(t *testing.T, baseFS, headFS fs.FS, baseRef string) *planreport.Report {
+	t.Helper()
 	base, head := compile(t, baseFS), compile(t, headFS)
-	p, err := compiler.NewPlan(base, head, "main")
+	p, err := compiler.NewPlan(base, head, baseRef)
 	if err != nil {
 		t.Fatal(err)
 	}

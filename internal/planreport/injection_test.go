@@ -1,14 +1,13 @@
-package compiler_test
+package planreport_test
 
 import (
 	"bytes"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/planreport"
 )
 
 // hostileKeys are setting keys that try to break out of a Markdown code
@@ -29,13 +28,13 @@ var hostileKeys = []string{
 	"cr\rreturn",
 }
 
-// hostileValue must never appear in a plan: values are not printed.
+// hostileValue tries the same from a value: it is shown, escaped, inside
+// one table cell.
 const hostileValue = "value`\n<!-- HIDDEN -->\n|x|"
 
-func hostilePlan(t *testing.T) *compiler.Plan {
+func hostileReport(t *testing.T) *planreport.Report {
 	t.Helper()
-	base := compileFixture(t, "dev")
-	dir := copyRepo(t)
+	base, head := fixtureFS(t), fixtureFS(t)
 	var add strings.Builder
 	add.WriteString("      hostile:\n")
 	for _, k := range hostileKeys {
@@ -43,13 +42,8 @@ func hostilePlan(t *testing.T) *compiler.Plan {
 		v, _ := json.Marshal(hostileValue)
 		add.WriteString("        " + string(q) + ": " + string(v) + "\n")
 	}
-	edit(t, filepath.Join(dir, "environments", "dev.yaml"), "      operationalStore:\n", add.String()+"      operationalStore:\n")
-	head := compileDir(t, dir, "dev")
-	p, err := compiler.NewPlan(base, head, "feature/`evil`\n<!--")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	edit(t, head, "environments/dev.yaml", "      operationalStore:\n", add.String()+"      operationalStore:\n")
+	return reportAt(t, base, head, "feature/`evil`\n<!--")
 }
 
 // unspan returns the content of a line that must be exactly one code span,
@@ -82,7 +76,7 @@ func unspan(t *testing.T, line string) string {
 }
 
 func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
-	p := hostilePlan(t)
+	p := hostileReport(t)
 	var md bytes.Buffer
 	if err := p.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
@@ -91,18 +85,17 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\r\u202e") {
 		t.Errorf("markdown holds raw control characters: %q", out)
 	}
-	if strings.Contains(out, "HIDDEN") {
-		t.Errorf("a setting value reached the plan")
-	}
 	var listed []string
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		switch {
-		case strings.HasPrefix(line, "- "):
-			label, span, _ := strings.Cut(line[2:], " ")
-			if label != "added" && label != "removed" && label != "changed" {
-				t.Errorf("unexpected list line %q", line)
+		case strings.HasPrefix(line, "| `"):
+			// A value row: path | old | new | source, each one cell.
+			cells := splitRow(line)
+			if len(cells) != 4 {
+				t.Errorf("value row %q has %d cells, want 4", line, len(cells))
+				continue
 			}
-			inner := unspan(t, span)
+			inner := strings.ReplaceAll(unspan(t, cells[0]), `\|`, "|")
 			// The span shows the path with control characters escaped:
 			// unquoting gives back the exact JSON pointer.
 			u, err := strconv.Unquote(`"` + strings.ReplaceAll(inner, `"`, `\"`) + `"`)
@@ -110,16 +103,15 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 				t.Fatalf("span %q: %v", inner, err)
 			}
 			listed = append(listed, u)
+			if strings.Contains(line, "HIDDEN") && !strings.Contains(unspan(t, cells[2]), "HIDDEN") {
+				t.Errorf("hostile value not inside its cell's code span: %q", line)
+			}
 		case strings.HasPrefix(line, "|"):
-			cells := 0
-			for i := 0; i < len(line); i++ {
-				if line[i] == '|' && (i == 0 || line[i-1] != '\\') {
-					cells++
-				}
+			if cells := splitRow(line); len(cells) != 3 && len(cells) != 4 {
+				t.Errorf("table row %q has %d cells", line, len(cells))
 			}
-			if cells != 4 {
-				t.Errorf("table row %q has %d unescaped pipes, want 4", line, cells)
-			}
+		case strings.HasPrefix(line, "<!-- configpub-plan env=dev -->"), strings.HasPrefix(line, "> **Digests are provisional:**"),
+			line == "<details><summary>digests</summary>", line == "</details>", strings.HasPrefix(line, "Changed because "):
 		case strings.HasPrefix(line, "Base: "):
 			rest := strings.TrimPrefix(line, "Base: ")
 			span, tail, _ := strings.Cut(rest, ". **")
@@ -151,7 +143,7 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 }
 
 func TestPlanTextEscapesHostileKeys(t *testing.T) {
-	p := hostilePlan(t)
+	p := hostileReport(t)
 	var text bytes.Buffer
 	if err := p.WriteText(&text); err != nil {
 		t.Fatal(err)
@@ -165,7 +157,19 @@ func TestPlanTextEscapesHostileKeys(t *testing.T) {
 			t.Errorf("text plan lacks the escaped key %s", want)
 		}
 	}
-	if strings.Contains(out, "HIDDEN") {
-		t.Errorf("a setting value reached the plan")
+}
+
+// splitRow splits a Markdown table row at its unescaped pipes.
+func splitRow(line string) []string {
+	var cells []string
+	start := -1
+	for i := 0; i < len(line); i++ {
+		if line[i] == '|' && (i == 0 || line[i-1] != '\\') {
+			if start >= 0 {
+				cells = append(cells, strings.TrimSpace(line[start:i]))
+			}
+			start = i + 1
+		}
 	}
+	return cells
 }
