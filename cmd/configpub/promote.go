@@ -124,7 +124,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	f.StringVar(&keyPath, "key", "", "cosign.key signing the artifacts and delivery manifests; password from COSIGN_PASSWORD (required)")
 	f.StringVar(&ref, "ref", "", "must equal the protected ref the promoter is configured with ($CONFIGPUB_PROTECTED_REF, default "+review.DefaultRef+"); it cannot choose another")
 	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of the protected ref)")
-	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring: require a valid commit signature by one of its keys")
+	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring file: require a valid commit signature by one of its keys (e.g. GitHub's web-flow key, https://github.com/web-flow.gpg, which signs merge and squash commits)")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log each step to stderr")
 	for _, name := range []string{"git", "env", "registry", "key"} {

@@ -2,6 +2,7 @@ package gittest
 
 import (
 	"bytes"
+	"crypto"
 	"fmt"
 	"testing"
 
@@ -23,7 +24,20 @@ type Key struct {
 // NewKey generates an Ed25519 OpenPGP key for name <email>.
 func NewKey(t testing.TB, name, email string) *Key {
 	t.Helper()
-	e, err := openpgp.NewEntity(name, "", email, &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+	return newKey(t, name, email, &packet.Config{Algorithm: packet.PubKeyAlgoEdDSA})
+}
+
+// NewWebFlowKey generates a test key of the kind GitHub signs web-flow
+// commits with: RSA 2048, SHA-256 signatures, user ID "GitHub
+// <noreply@github.com>". It is not GitHub's key.
+func NewWebFlowKey(t testing.TB) *Key {
+	t.Helper()
+	return newKey(t, "GitHub", "noreply@github.com", &packet.Config{Algorithm: packet.PubKeyAlgoRSA, RSABits: 2048, DefaultHash: crypto.SHA256})
+}
+
+func newKey(t testing.TB, name, email string, cfg *packet.Config) *Key {
+	t.Helper()
+	e, err := openpgp.NewEntity(name, "", email, cfg)
 	if err != nil {
 		t.Fatalf("gittest: generate OpenPGP key: %v", err)
 	}

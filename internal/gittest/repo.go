@@ -97,9 +97,16 @@ type Commit struct {
 	Trailers []string
 	// Author overrides the fixed author (its When is ignored: the clock decides).
 	Author *object.Signature
+	// Committer overrides the fixed committer (its When is ignored), e.g.
+	// WebFlowCommitter for what GitHub's merge button writes.
+	Committer *object.Signature
 	// SignWith signs the commit with this key (see NewKey).
 	SignWith *Key
 }
+
+// WebFlowCommitter is the committer of the merge, squash and rebase commits
+// GitHub makes from its web interface; it signs them with its web-flow key.
+var WebFlowCommitter = object.Signature{Name: "GitHub", Email: "noreply@github.com"}
 
 // Commit makes c on its branch and returns the new commit hash.
 func (r *Repo) Commit(c Commit) plumbing.Hash {
@@ -222,7 +229,11 @@ func (r *Repo) commitTree(branch string, parents []plumbing.Hash, base plumbing.
 		author = *c.Author
 	}
 	author.When = when
-	committer := object.Signature{Name: AuthorName, Email: AuthorEmail, When: when}
+	committer := object.Signature{Name: AuthorName, Email: AuthorEmail}
+	if c.Committer != nil {
+		committer = *c.Committer
+	}
+	committer.When = when
 	commit := &object.Commit{
 		Author:       author,
 		Committer:    committer,
