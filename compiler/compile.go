@@ -85,6 +85,10 @@ type Result struct {
 	// Previous is the trusted previous release the committed one was
 	// re-derived from (nil for release 1 or when unavailable).
 	Previous *bundle.Manifest
+	// Rollout is the Environment's rollout policy (activation mode, freeze
+	// windows, health gate); it is recorded with the release, not
+	// delivered.
+	Rollout bundle.Rollout
 	// Reissued lists, per target carried over unchanged whose snapshot's
 	// activation window no longer contains this release's createdAt, why it
 	// became a new snapshot of this release.
@@ -263,6 +267,7 @@ type compilation struct {
 	subjects map[[2]string]*policy
 	subjVer  map[[2]string]*bundle.Subject
 	reissued []Reissue
+	rollout  bundle.Rollout
 	mu       sync.Mutex
 }
 
@@ -280,6 +285,11 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 			c.baseIdx[[2]string{t.Host, t.ServiceID}] = t
 		}
 	}
+	rollout := bundle.Rollout{Activation: env.spec.Activation, FreezeWindows: env.spec.FreezeWindows, HealthGate: env.spec.HealthGate}
+	if err := rollout.Validate(); err != nil {
+		return nil, env.src.errorf([]string{"spec"}, "%v", err)
+	}
+	c.rollout = rollout
 	for _, aud := range sortedKeys(env.spec.Settings) {
 		if err := checkSettingKeys(env.src, []string{"spec", "settings", aud}, env.spec.Settings[aud], true); err != nil {
 			return nil, err
@@ -407,7 +417,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		a, b := c.reissued[i], c.reissued[j]
 		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
 	})
-	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef}
+	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout}
 	var man *bundle.Manifest
 	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&

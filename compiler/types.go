@@ -3,6 +3,7 @@ package compiler
 import (
 	"strconv"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
 )
 
@@ -28,7 +29,10 @@ type leaseProfile struct {
 }
 
 type environmentSpec struct {
-	Settings map[string]*render.Value `json:"settings"`
+	Settings      map[string]*render.Value `json:"settings"`
+	Activation    string                   `json:"activation"`
+	FreezeWindows []bundle.FreezeWindow    `json:"freezeWindows"`
+	HealthGate    *bundle.HealthGate       `json:"healthGate"`
 }
 
 type hostSpec struct {

@@ -17,9 +17,9 @@ import (
 // maxQueryValue bounds every query value.
 const maxQueryValue = 253
 
-// ignoredParams are accepted for compatibility and never influence selection;
-// configPhase is an optional content selector with a single
-// phase per identity today.
+// ignoredParams are accepted for compatibility and never widen the identity;
+// configPhase selects the current pointer (default) or the staged candidate
+// (requestedPhase).
 var ignoredParams = map[string]bool{
 	"productId": true, "productVersion": true, "apiId": true, "apiVersion": true, "configPhase": true,
 }
@@ -36,6 +36,11 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	id, herr := requestedIdentity(r.URL.RawQuery, claims)
 	if herr != nil {
 		return herr
+	}
+	if phase, herr := requestedPhase(r.URL.RawQuery); herr != nil {
+		return herr
+	} else if phase == PhaseCandidate {
+		return h.serveCandidate(w, r, rl, claims, id)
 	}
 	// Current answers from memory; a store that must read bytes applies its
 	// own query timeout, and the request context bounds the rest.

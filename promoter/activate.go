@@ -191,6 +191,9 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 	if err := setEnv(ctx, tx, e, version, 0, "", now); err != nil {
 		return activateOutcome{}, err
 	}
+	if err := clearCandidates(ctx, tx, envTag, version); err != nil {
+		return activateOutcome{}, err
+	}
 	if err := s.fault(ctx, "activate:environment", tx); err != nil {
 		return activateOutcome{}, err
 	}

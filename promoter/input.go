@@ -3,6 +3,7 @@ package promoter
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"hash"
@@ -77,6 +78,10 @@ type ReleaseInput struct {
 	Reviewers                          []string
 	Reason                             string
 	Targets                            []Target
+	// Rollout is the environment's rollout policy as compiled with the
+	// release (activation mode, freeze windows, health gate), recorded
+	// with it and never changed.
+	Rollout bundle.Rollout
 }
 
 var (
@@ -235,6 +240,10 @@ func (in *ReleaseInput) commandHash() string {
 	h.str(in.Actor)
 	h.str(strings.Join(in.Reviewers, "\x00"))
 	h.str(in.Reason)
+	if !in.Rollout.IsZero() {
+		b, _ := json.Marshal(in.Rollout)
+		h.str(string(b))
+	}
 	h.int(int64(len(in.Targets)))
 	for i := range in.Targets {
 		t := &in.Targets[i]

@@ -25,6 +25,11 @@ const (
 	StateActive     = "ACTIVE"
 	StateSuperseded = "SUPERSEDED"
 	StateRolledBack = "ROLLED_BACK"
+	// StateStaged: recorded with its snapshots and bytes, no pointer moved.
+	StateStaged = "STAGED"
+	// StateFailed: a candidate was rejected; no pointer moved, never
+	// activated.
+	StateFailed = "FAILED"
 )
 
 // Actions recorded in the command ledger and pointer_move.
@@ -33,6 +38,7 @@ const (
 	ActionActivate = "activate"
 	ActionRollback = "rollback"
 	ActionRevoke   = "revoke"
+	ActionStage    = "stage"
 )
 
 // command is a row of the idempotency ledger.

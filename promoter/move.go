@@ -41,6 +41,7 @@ type RollbackInput struct {
 // nothing is written then.
 func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, error) {
 	res, err := s.move(ctx, ActionActivate, in)
+	s.emitMove(ctx, ActionActivate, in.EnvTag, in.Release, in.Actor, in.Reason, res, err)
 	if err != nil {
 		return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
 	}
@@ -54,6 +55,7 @@ func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, 
 func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
 	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason}
 	res, err := s.move(ctx, ActionRollback, mi)
+	s.emitMove(ctx, ActionRollback, in.EnvTag, in.ToRelease, in.Actor, in.Reason, res, err)
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to release %d (command %s): %w", in.EnvTag, in.ToRelease, in.CommandID, err)
 	}
@@ -86,12 +88,7 @@ func (s *Store) move(ctx context.Context, action string, in MoveInput) (*Activat
 	if s.opts.Signer == nil {
 		return nil, ErrNoSigner
 	}
-	h := newHasher(action)
-	h.str(in.EnvTag)
-	h.int(in.Release)
-	h.str(in.Actor)
-	h.str(in.Reason)
-	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag, Release: in.Release}
+	cmd := moveCommand(action, in)
 	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {
 		return res, err
 	}
@@ -109,6 +106,16 @@ func (s *Store) move(ctx context.Context, action string, in MoveInput) (*Activat
 		return recorded, nil
 	}
 	return s.activate(ctx, activation{cmd: cmd, actor: in.Actor, reason: in.Reason})
+}
+
+// moveCommand is the ledger command of an Activate or Rollback.
+func moveCommand(action string, in MoveInput) command {
+	h := newHasher(action)
+	h.str(in.EnvTag)
+	h.int(in.Release)
+	h.str(in.Actor)
+	h.str(in.Reason)
+	return command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag, Release: in.Release}
 }
 
 // moveIntent is the intent transaction of Activate and Rollback.
@@ -150,6 +157,8 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 		return 0, nil, err
 	}
 	switch {
+	case r.State == StateFailed:
+		return 0, nil, fmt.Errorf("release %d of %s is FAILED (a candidate was rejected); nothing moved: %w", in.Release, in.EnvTag, ErrReleaseFailed)
 	case in.Release == e.Current:
 		return 0, nil, fmt.Errorf("release %d is already the active release of %s; nothing moved: %w", in.Release, in.EnvTag, ErrConflict)
 	case cmd.Action == ActionRollback && in.Release > e.Current:

@@ -59,6 +59,15 @@ type PromoteOptions struct {
 	// Logger receives one record per step (no configuration bodies).
 	// Default: discard.
 	Logger *slog.Logger
+	// Stage records the release as STAGED and moves nothing (`promote
+	// --stage`); activate it later with ActivateRelease. An environment
+	// with two-phase activation is always staged.
+	Stage bool
+	// BreakGlass overrides a freeze window of the environment;
+	// BreakGlassReason is required with it and journaled as the release's
+	// reason.
+	BreakGlass       bool
+	BreakGlassReason string
 }
 
 // PromoteResult is the outcome of a promotion.
@@ -71,8 +80,12 @@ type PromoteResult struct {
 	CommandID      string
 	Published      []registry.Result // every target artifact, then the release artifact
 	// Activation is the store's result; Replayed is true when this command
-	// had already been applied. Nil when AlreadyActiveFrom is set.
+	// had already been applied. Nil when AlreadyActiveFrom is set or the
+	// release was staged.
 	Activation *ActivationResult
+	// Staged is the store's result when the release was staged (--stage,
+	// or an environment with two-phase activation).
+	Staged *StageResult
 	// AlreadyActiveFrom is set when the environment's current release is
 	// already this exact release (byte-identical manifest), activated from
 	// the named other commit; nothing was written.
@@ -131,6 +144,18 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	if err != nil {
 		return nil, err
 	}
+	if opts.BreakGlass && opts.BreakGlassReason == "" {
+		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
+	}
+	reason, err := CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	if reason != opts.BreakGlassReason {
+		in.Reason = reason
+		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
+	}
+	stage := opts.Stage || res.Rollout.TwoPhase()
 	published, err := publish(ctx, opts, m, artifacts)
 	if err != nil {
 		return nil, err
@@ -155,6 +180,22 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	}
 	if err := stageWorkflowViews(ctx, opts.Store, res); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	if stage {
+		st, ok := opts.Store.(releaseStager)
+		if !ok {
+			return nil, fmt.Errorf("promote %s: the store cannot stage releases: %w", opts.EnvTag, ErrInvalid)
+		}
+		in.CommandID = StageCommandID(rev.Commit, opts.EnvTag)
+		result.CommandID = in.CommandID
+		staged, err := st.Stage(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+		}
+		log.InfoContext(ctx, "release staged", "env", opts.EnvTag, "release", staged.ReleaseVersion, "moving", staged.Moving, "replayed", staged.Replayed)
+		result.Staged = staged
+		result.Duration = clock().Sub(start)
+		return result, nil
 	}
 	act, err := opts.Store.RecordAndActivate(ctx, in)
 	if err != nil {
@@ -181,6 +222,14 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	result.Duration = clock().Sub(start)
 	return result, nil
 }
+
+// releaseStager is the part of the store `promote --stage` uses; *Store
+// satisfies it.
+type releaseStager interface {
+	Stage(ctx context.Context, in ReleaseInput) (*StageResult, error)
+}
+
+var _ releaseStager = (*Store)(nil)
 
 // statusReader is the optional part of the store Promote uses to tell "this
 // exact release is already active from another commit" from a lost race.

@@ -13,8 +13,14 @@ import (
 // The same commit promoted to the same environment is the same command, so
 // a re-run (after a crash or a lost reply) replays instead of acting twice.
 // commit is normalised to lower case.
-func PromoteCommandID(commit, envTag string) string {
-	sum := sha256.Sum256([]byte("configpub/command/v1\x00" + strings.ToLower(commit) + "\x00" + envTag + "\x00promote"))
+func PromoteCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "promote") }
+
+// StageCommandID derives the command UUID of staging commit in envTag like
+// PromoteCommandID, with "stage" in place of "promote".
+func StageCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "stage") }
+
+func commitCommandID(commit, envTag, verb string) string {
+	sum := sha256.Sum256([]byte("configpub/command/v1\x00" + strings.ToLower(commit) + "\x00" + envTag + "\x00" + verb))
 	var u uuid.UUID
 	copy(u[:], sum[:16])
 	u[6] = u[6]&0x0f | 0x80 // version 8

@@ -56,6 +56,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 		Reviewers:          rev.Reviewers,
 		Reason:             rev.Subject,
 		Targets:            make([]Target, 0, len(res.Targets)),
+		Rollout:            res.Rollout,
 	}
 	artifacts := make([]registry.Artifact, 0, len(res.Targets))
 	for i := range res.Targets {

@@ -53,6 +53,7 @@ const (
 // Reconcile.
 func (s *Store) RecordAndActivate(ctx context.Context, in ReleaseInput) (*ActivationResult, error) {
 	res, err := s.recordAndActivate(ctx, &in)
+	s.emitMove(ctx, ActionPromote, in.EnvTag, in.ReleaseVersion, in.Actor, in.Reason, res, err)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s release %d (command %s): %w", in.EnvTag, in.ReleaseVersion, in.CommandID, err)
 	}
@@ -388,14 +389,18 @@ func insertRelease(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command
 	if reviewers == nil {
 		reviewers = []string{}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version,
+	rollout, err := json.Marshal(in.Rollout)
+	if err != nil {
+		return fmt.Errorf("encode rollout policy: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version,
 		row_revision, lifecycle_state, execution_outcome, definition, definition_hash, release_digest,
 		source_commit, source_ref, actor, reviewers, reason, target_count, command_id, last_command_id,
-		created_at, updated_at)
+		created_at, updated_at, rollout)
 		VALUES ($1, $2, $3, 1, 'RECORDED', 'UNCONFIRMED', $4, 'sha256:' || encode(sha256($4), 'hex'), $5,
-		$6, $7, $8, $9, $10, $11, $12::text::uuid, $12::text::uuid, $13, $13)`,
+		$6, $7, $8, $9, $10, $11, $12::text::uuid, $12::text::uuid, $13, $13, $14)`,
 		in.EnvTag, in.ReleaseVersion, in.BaseReleaseVersion, in.ManifestBytes, in.ReleaseDigest,
-		in.SourceCommit, in.SourceRef, in.Actor, reviewers, in.Reason, len(in.Targets), cmd.ID, now)
+		in.SourceCommit, in.SourceRef, in.Actor, reviewers, in.Reason, len(in.Targets), cmd.ID, now, rollout)
 	if err != nil {
 		return dbErr(fmt.Sprintf("insert release %s/%d", in.EnvTag, in.ReleaseVersion), err)
 	}

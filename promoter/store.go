@@ -31,6 +31,9 @@ type Options struct {
 	// SignWorkers is the number of goroutines signing manifests. 0 =
 	// GOMAXPROCS.
 	SignWorkers int
+	// Notifier receives release state changes, rollbacks, rejections and
+	// unconfirmed outcomes (webhooks). nil: none.
+	Notifier Notifier
 
 	// faultInjector, set only by tests (export_test.go), is called at
 	// every named step between statements (for example

@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -9,7 +12,11 @@ import (
 )
 
 func addActivateCmd(root *cobra.Command) {
-	var f moveFlags
+	var (
+		f          moveFlags
+		timeout    time.Duration
+		breakGlass bool
+	)
 	cmd := &cobra.Command{
 		Use:   "activate --env ENV --release N --reason TEXT --actor NAME --key cosign.key",
 		Short: "Move every pointer of an environment forward to the snapshots of a newer recorded release",
@@ -18,7 +25,15 @@ mapping of release N (newer than the active release, already recorded by promote
 in one transaction: every target of release N is pointed at its snapshot and every
 identity it does not contain is retired, signing a delivery manifest per moved
 target. It is the explicit way back to a rolled-back release (re-running its
-promote never re-activates it). Refused with nothing moved (exit 1) like rollback.
+promote never re-activates it), and the way to activate a STAGED release
+(promote --stage). Refused with nothing moved (exit 1) like rollback, and inside
+a freeze window of the environment unless --break-glass (the reason is journaled).
+
+In an environment with two-phase activation, activate of a STAGED release first
+waits (at most --timeout, printing progress to stderr) until every target whose
+pointer moves has a READY receipt for exactly its candidate snapshot, then moves
+every pointer in one transaction. A REJECTED candidate marks the release FAILED
+(exit 1, nothing moved); a timeout exits 1 naming the identities not READY.
 Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -27,9 +42,12 @@ Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`
 				return err
 			}
 			defer closeFn()
-			res, err := store.Activate(cmd.Context(), promoter.MoveInput{
+			errw := cmd.ErrOrStderr()
+			res, err := store.ActivateRelease(cmd.Context(), promoter.MoveInput{
 				CommandID: f.id(), EnvTag: f.env, Release: f.release, Actor: f.actor, Reason: f.reason,
-			})
+			}, promoter.ActivateOptions{BreakGlass: breakGlass, Timeout: timeout, Progress: func(p promoter.ReadinessProgress) {
+				printReadiness(errw, p)
+			}})
 			if err != nil {
 				return storeError(fmt.Errorf("%w (command %s)", err, f.commandID), f.env)
 			}
@@ -37,5 +55,23 @@ Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`
 		},
 	}
 	f.add(cmd, "release", "recorded release to activate")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "two-phase activation: how long to wait for every candidate to be READY")
+	cmd.Flags().BoolVar(&breakGlass, "break-glass", false, "activate inside a freeze window (--reason is journaled)")
 	root.AddCommand(cmd)
+}
+
+// printReadiness prints one progress line of a two-phase activation.
+func printReadiness(w io.Writer, p promoter.ReadinessProgress) {
+	waiting := ""
+	if n := len(p.Waiting); n > 0 {
+		names := p.Waiting
+		if n > 5 {
+			names = names[:5]
+		}
+		waiting = "; waiting for " + strings.Join(names, ", ")
+		if n > 5 {
+			waiting += fmt.Sprintf(" and %d more", n-5)
+		}
+	}
+	fmt.Fprintf(w, "two-phase: %d/%d candidates READY after %s%s\n", p.Ready, p.Required, p.Elapsed.Round(time.Second), waiting)
 }

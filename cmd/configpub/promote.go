@@ -22,7 +22,8 @@ func addPromoteCmd(root *cobra.Command) {
 		gitDir, env, dbURL, registryRef, keyPath string
 		ref, commit, signedByPath                string
 		trailers                                 []string
-		verbose                                  bool
+		verbose, stage, breakGlass               bool
+		reason                                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "promote --git DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -34,7 +35,12 @@ they compile to (else the release is STALE and nothing changes), publishes and
 signs every artifact (idempotent) and verifies each by digest, then records the
 release and moves every target pointer in one transaction.
 
-Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict),
+With --stage the release is recorded as STAGED and no pointer moves; activate it
+later with configpub activate (an environment with two-phase activation is always
+staged). Inside a freeze window of the environment promote is refused (exit 1,
+naming the window) unless --break-glass --reason TEXT, which is journaled.
+
+Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict, frozen),
 2 usage, 3 outcome unconfirmed (re-run the same promote or run reconcile).
 The cosign key password is read from COSIGN_PASSWORD. The protected ref is the
 promoter's configuration, CONFIGPUB_PROTECTED_REF (default refs/heads/main), not a
@@ -46,6 +52,9 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				if f.v == "" {
 					return usageError{fmt.Errorf("%s must not be empty", f.name)}
 				}
+			}
+			if breakGlass && reason == "" {
+				return usageError{errors.New("--break-glass needs --reason")}
 			}
 			if dbURL == "" {
 				dbURL = os.Getenv("CONFIGPUB_DATABASE_URL")
@@ -100,11 +109,14 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 					ProtectedRef: os.Getenv("CONFIGPUB_PROTECTED_REF"), Ref: ref,
 					Commit: commit, RequireSignedBy: keyring, RequireTrailers: trailers,
 				},
-				Store:          store,
-				Registry:       client,
-				RegistryPrefix: registryRef,
-				Signer:         signer,
-				Logger:         logger,
+				Store:            store,
+				Registry:         client,
+				RegistryPrefix:   registryRef,
+				Signer:           signer,
+				Logger:           logger,
+				Stage:            stage,
+				BreakGlass:       breakGlass,
+				BreakGlassReason: reason,
 			})
 			if errors.Is(err, promoter.ErrUnconfirmed) {
 				return unconfirmedError{fmt.Errorf("%w (re-run the same promote or run `configpub reconcile --env %s`)", err, env)}
@@ -127,6 +139,9 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring file: require a valid commit signature by one of its keys (e.g. GitHub's web-flow key, https://github.com/web-flow.gpg, which signs merge and squash commits)")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log each step to stderr")
+	f.BoolVar(&stage, "stage", false, "record the release as STAGED and move nothing (activate it later)")
+	f.BoolVar(&breakGlass, "break-glass", false, "promote inside a freeze window (needs --reason, journaled)")
+	f.StringVar(&reason, "reason", "", "why the freeze window is broken (with --break-glass)")
 	for _, name := range []string{"git", "env", "registry", "key"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -134,6 +149,19 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 }
 
 func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
+	if st := res.Staged; st != nil {
+		verb := "staged"
+		if st.Replayed {
+			verb = "already staged (replayed)"
+		}
+		mode := ""
+		if st.TwoPhase {
+			mode = "; two-phase: runtimes prefetch configPhase=candidate and report READY before activate moves anything"
+		}
+		_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; no pointer moved (%d targets, %d would move)%s; activate with: configpub activate --env %s --release %d; command %s\n",
+			res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, st.Targets, st.Moving, mode, res.EnvTag, res.ReleaseVersion, res.CommandID)
+		return err
+	}
 	if res.AlreadyActiveFrom != "" {
 		_, err := fmt.Fprintf(w, "%s release %d is already active (activated from %s); %s changes no policy input; nothing written\n",
 			res.EnvTag, res.ReleaseVersion, res.AlreadyActiveFrom, res.Review.Commit)

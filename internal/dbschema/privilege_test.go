@@ -61,6 +61,11 @@ INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id
 	VALUES ('prod', 1, '00000000-0000-8000-8000-00000000000a', '1.0.0', '00000000-0000-8000-8000-00000000000b',
 	'sha256:' || repeat('d', 64), '00000000-0000-8000-8000-000000000002', '', 'sha256:' || encode(sha256('x'::bytea), 'hex'),
 	'[]', '00000000-0000-4000-8000-000000000009', now());
+INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
+	VALUES ('h1', 's1', 'prod', 1, '00000000-0000-8000-8000-000000000001', now());
+INSERT INTO configpub.webhook_delivery (event_id, event_kind, env_tag, release_version, receiver, attempt, delivered,
+	http_status, attempted_at, duration_ms)
+	VALUES (gen_random_uuid(), 'release.activated', 'prod', 1, 'https://hooks.example/x', 1, true, 200, now(), 3);
 `
 
 var appendOnly = []struct {
@@ -77,6 +82,7 @@ var appendOnly = []struct {
 	{"workflow_view", "limits = '{}'"},
 	{"workflow_view_stage", "version = 'x'"},
 	{"workflow_release_view", "publication_id = gen_random_uuid()"},
+	{"webhook_delivery", "delivered = false"},
 }
 
 func seeded(t *testing.T) *pgtest.DB {
@@ -144,7 +150,7 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 	db := seeded(t)
 	pool := db.PoolURL(t, db.URLFor(t, "configpub_server"))
 	ctx := context.Background()
-	for _, table := range []string{"artifact", "config_snapshot", "current_pointer", "delivery_manifest", "revocation"} {
+	for _, table := range []string{"artifact", "config_snapshot", "current_pointer", "delivery_manifest", "revocation", "candidate_pointer"} {
 		if _, err := pool.Exec(ctx, "SELECT * FROM configpub."+table); err != nil {
 			t.Errorf("server SELECT %s: %v", table, err)
 		}
@@ -174,6 +180,9 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 		"UPDATE configpub.environment SET row_revision = row_revision + 1",
 		"SELECT * FROM configpub.config_release",
 		"SELECT * FROM configpub.command",
+		"SELECT * FROM configpub.webhook_delivery",
+		"DELETE FROM configpub.candidate_pointer",
+		"INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at) VALUES ('h1', 's1', 'prod', 1, '00000000-0000-8000-8000-000000000001', now())",
 		"CREATE TABLE configpub.x (a int)",
 	}
 	for _, stmt := range writes {

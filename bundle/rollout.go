@@ -1,0 +1,279 @@
+package bundle
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Activation modes of an environment (Environment spec.activation).
+const (
+	// ActivationDirect moves every pointer as soon as the release is
+	// activated (the default).
+	ActivationDirect = "direct"
+	// ActivationTwoPhase requires every moving target's runtime to report
+	// READY for the staged candidate snapshot before any pointer moves.
+	ActivationTwoPhase = "two-phase"
+)
+
+// MaxScheduledFreeze bounds the duration of a scheduled freeze window.
+const MaxScheduledFreeze = 31 * 24 * time.Hour
+
+// Rollout is an environment's rollout policy, as compiled from its
+// Environment document: the activation mode, the freeze windows and the
+// health gate. The zero value is direct activation with neither.
+type Rollout struct {
+	Activation    string         `json:"activation,omitempty"`
+	FreezeWindows []FreezeWindow `json:"freezeWindows,omitempty"`
+	HealthGate    *HealthGate    `json:"healthGate,omitempty"`
+}
+
+// FreezeWindow is a period in which promote and activate are refused
+// unless broken with a reason. It is either a date range (From, Until:
+// RFC 3339, Until exclusive) or a schedule: a five-field cron expression
+// (minute hour day-of-month month day-of-week, in UTC) at which the window
+// opens, and the Duration it stays open.
+type FreezeWindow struct {
+	Name     string `json:"name"`
+	From     string `json:"from,omitempty"`
+	Until    string `json:"until,omitempty"`
+	Schedule string `json:"schedule,omitempty"`
+	Duration string `json:"duration,omitempty"`
+}
+
+// HealthGate watches an environment for Soak after each activation and
+// rolls it back to the previous release when at least Rejections distinct
+// targets rejected the activated snapshots, or when, at the end of the
+// soak, at least MissingAcks moved targets have not acknowledged theirs. A
+// threshold of 0 is not checked.
+type HealthGate struct {
+	Soak        string `json:"soak"`
+	Rejections  int    `json:"rejections,omitempty"`
+	MissingAcks int    `json:"missingAcks,omitempty"`
+}
+
+// TwoPhase reports whether the policy requires two-phase activation.
+func (r *Rollout) TwoPhase() bool { return r != nil && r.Activation == ActivationTwoPhase }
+
+// IsZero reports whether the policy is the default one.
+func (r *Rollout) IsZero() bool {
+	return r == nil || (r.Activation == "" || r.Activation == ActivationDirect) && len(r.FreezeWindows) == 0 && r.HealthGate == nil
+}
+
+// Validate checks the policy, naming the first field that is wrong.
+func (r *Rollout) Validate() error {
+	if r == nil {
+		return nil
+	}
+	switch r.Activation {
+	case "", ActivationDirect, ActivationTwoPhase:
+	default:
+		return fmt.Errorf("activation %q: want %s or %s", r.Activation, ActivationDirect, ActivationTwoPhase)
+	}
+	seen := map[string]bool{}
+	for i, w := range r.FreezeWindows {
+		if w.Name == "" {
+			return fmt.Errorf("freezeWindows[%d].name: empty", i)
+		}
+		if seen[w.Name] {
+			return fmt.Errorf("freezeWindows[%d].name %q: used twice", i, w.Name)
+		}
+		seen[w.Name] = true
+		if err := w.validate(); err != nil {
+			return fmt.Errorf("freezeWindows[%d] (%s): %w", i, w.Name, err)
+		}
+	}
+	if g := r.HealthGate; g != nil {
+		d, err := time.ParseDuration(g.Soak)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("healthGate.soak %q: want a positive duration such as 10m", g.Soak)
+		}
+		if g.Rejections < 0 || g.MissingAcks < 0 {
+			return fmt.Errorf("healthGate: thresholds must not be negative")
+		}
+		if g.Rejections == 0 && g.MissingAcks == 0 {
+			return fmt.Errorf("healthGate: set rejections or missingAcks (or both)")
+		}
+	}
+	return nil
+}
+
+// SoakDuration returns the health gate's soak window (0 without a gate).
+func (g *HealthGate) SoakDuration() time.Duration {
+	if g == nil {
+		return 0
+	}
+	d, _ := time.ParseDuration(g.Soak)
+	return d
+}
+
+func (w *FreezeWindow) validate() error {
+	ranged := w.From != "" || w.Until != ""
+	scheduled := w.Schedule != "" || w.Duration != ""
+	switch {
+	case ranged && scheduled:
+		return fmt.Errorf("give either from/until or schedule/duration, not both")
+	case ranged:
+		from, err1 := time.Parse(time.RFC3339, w.From)
+		until, err2 := time.Parse(time.RFC3339, w.Until)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("from %q / until %q: want RFC 3339 times", w.From, w.Until)
+		}
+		if !from.Before(until) {
+			return fmt.Errorf("from %s is not before until %s", w.From, w.Until)
+		}
+	case scheduled:
+		if _, err := parseCron(w.Schedule); err != nil {
+			return fmt.Errorf("schedule %q: %w", w.Schedule, err)
+		}
+		d, err := time.ParseDuration(w.Duration)
+		if err != nil || d < time.Minute || d > MaxScheduledFreeze {
+			return fmt.Errorf("duration %q: want between 1m and %s", w.Duration, MaxScheduledFreeze)
+		}
+	default:
+		return fmt.Errorf("give from/until or schedule/duration")
+	}
+	return nil
+}
+
+// Contains reports whether t falls inside the window. An invalid window
+// (Validate refuses it) contains nothing.
+func (w *FreezeWindow) Contains(t time.Time) bool {
+	t = t.UTC()
+	if w.From != "" {
+		from, err1 := time.Parse(time.RFC3339, w.From)
+		until, err2 := time.Parse(time.RFC3339, w.Until)
+		return err1 == nil && err2 == nil && !t.Before(from) && t.Before(until)
+	}
+	c, err := parseCron(w.Schedule)
+	d, derr := time.ParseDuration(w.Duration)
+	if err != nil || derr != nil || d <= 0 || d > MaxScheduledFreeze {
+		return false
+	}
+	// The window is open at t when it opened at a minute m with
+	// t-d < m <= t.
+	for m := t.Truncate(time.Minute); m.After(t.Add(-d)); m = m.Add(-time.Minute) {
+		if c.matches(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// FrozenAt returns the first freeze window that contains t, or nil.
+func (r *Rollout) FrozenAt(t time.Time) *FreezeWindow {
+	if r == nil {
+		return nil
+	}
+	for i := range r.FreezeWindows {
+		if r.FreezeWindows[i].Contains(t) {
+			return &r.FreezeWindows[i]
+		}
+	}
+	return nil
+}
+
+// Describe names the window and its definition for messages.
+func (w *FreezeWindow) Describe() string {
+	if w.From != "" {
+		return fmt.Sprintf("freeze window %q (%s to %s)", w.Name, w.From, w.Until)
+	}
+	return fmt.Sprintf("freeze window %q (schedule %q for %s, UTC)", w.Name, w.Schedule, w.Duration)
+}
+
+// cron is a parsed five-field schedule: one bit per allowed value.
+type cron struct {
+	minute, hour, dom, month, dow uint64
+	domStar, dowStar              bool
+}
+
+func (c *cron) matches(t time.Time) bool {
+	if c.minute&(1<<uint(t.Minute())) == 0 || c.hour&(1<<uint(t.Hour())) == 0 || c.month&(1<<uint(t.Month())) == 0 {
+		return false
+	}
+	dom := c.dom&(1<<uint(t.Day())) != 0
+	dow := c.dow&(1<<uint(t.Weekday())) != 0
+	// As in cron: when both day fields are restricted, either may match.
+	switch {
+	case c.domStar && c.dowStar:
+		return true
+	case c.domStar:
+		return dow
+	case c.dowStar:
+		return dom
+	default:
+		return dom || dow
+	}
+}
+
+func parseCron(s string) (*cron, error) {
+	f := strings.Fields(s)
+	if len(f) != 5 {
+		return nil, fmt.Errorf("want five fields (minute hour day-of-month month day-of-week), got %d", len(f))
+	}
+	var c cron
+	var err error
+	for i, spec := range []struct {
+		dst      *uint64
+		lo, hi   int
+		name     string
+		starFlag *bool
+	}{
+		{&c.minute, 0, 59, "minute", nil},
+		{&c.hour, 0, 23, "hour", nil},
+		{&c.dom, 1, 31, "day-of-month", &c.domStar},
+		{&c.month, 1, 12, "month", nil},
+		{&c.dow, 0, 7, "day-of-week", &c.dowStar},
+	} {
+		if *spec.dst, err = parseCronField(f[i], spec.lo, spec.hi); err != nil {
+			return nil, fmt.Errorf("%s %q: %w", spec.name, f[i], err)
+		}
+		if spec.starFlag != nil {
+			*spec.starFlag = f[i] == "*"
+		}
+	}
+	if c.dow&(1<<7) != 0 { // 7 is Sunday too
+		c.dow |= 1
+	}
+	return &c, nil
+}
+
+// parseCronField parses a comma list of *, N, A-B, with an optional /STEP.
+func parseCronField(s string, lo, hi int) (uint64, error) {
+	var bits uint64
+	for _, part := range strings.Split(s, ",") {
+		rng, stepStr, hasStep := strings.Cut(part, "/")
+		step := 1
+		if hasStep {
+			n, err := strconv.Atoi(stepStr)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("step %q: want a positive number", stepStr)
+			}
+			step = n
+		}
+		a, b := lo, hi
+		if rng != "*" {
+			first, last, isRange := strings.Cut(rng, "-")
+			x, err := strconv.Atoi(first)
+			if err != nil {
+				return 0, fmt.Errorf("%q: want *, a number or a range", rng)
+			}
+			a, b = x, x
+			if isRange {
+				if b, err = strconv.Atoi(last); err != nil {
+					return 0, fmt.Errorf("%q: want a range A-B", rng)
+				}
+			} else if hasStep {
+				b = hi
+			}
+		}
+		if a < lo || b > hi || a > b {
+			return 0, fmt.Errorf("%d-%d: out of range %d-%d", a, b, lo, hi)
+		}
+		for v := a; v <= b; v += step {
+			bits |= 1 << uint(v)
+		}
+	}
+	return bits, nil
+}

@@ -1,0 +1,71 @@
+package configserver
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// Configuration phases selected by the configPhase query parameter.
+const (
+	// PhaseCurrent (or no configPhase) selects the current pointer.
+	PhaseCurrent = "current"
+	// PhaseCandidate selects the candidate snapshot of the identity's
+	// staged release, which a runtime prefetches and verifies before a
+	// two-phase activation.
+	PhaseCandidate = "candidate"
+)
+
+// CandidateStore is implemented by stores that serve staged candidates.
+// Candidate returns the identity's snapshot in its newest staged release
+// (ErrNotFound when none is staged), with the latest delivery manifest
+// issued for that snapshot, if any: a snapshot never delivered has none.
+type CandidateStore interface {
+	Candidate(ctx context.Context, id bundle.Identity) (*Delivery, error)
+}
+
+// requestedPhase returns the configPhase of a raw query ("" and "current"
+// are the current pointer).
+func requestedPhase(rawQuery string) (string, *httpError) {
+	phase := ""
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if k != "configPhase" {
+			continue
+		}
+		val, err := queryUnescape(v)
+		if err != nil {
+			return "", errBadRequest("query string is malformed")
+		}
+		phase = val
+	}
+	switch phase {
+	case "", PhaseCurrent:
+		return PhaseCurrent, nil
+	case PhaseCandidate:
+		return PhaseCandidate, nil
+	}
+	return "", errBadRequest("query parameter configPhase: want current or candidate")
+}
+
+// serveCandidate answers GET|HEAD /configs?configPhase=candidate for an
+// identity already checked against the token: the same identity boundary
+// and wire contract as the current pointer.
+func (h *handler) serveCandidate(w http.ResponseWriter, r *http.Request, rl *reqLog, claims *auth.Claims, id bundle.Identity) *httpError {
+	cs, ok := h.store.(CandidateStore)
+	if !ok {
+		return errNotFound()
+	}
+	ctx, cancel := h.storeContext(r)
+	defer cancel()
+	d, err := cs.Candidate(ctx, id)
+	if err != nil {
+		return storeError(err)
+	}
+	return h.writeDelivery(w, r, rl, claims, d)
+}

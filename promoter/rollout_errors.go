@@ -1,0 +1,83 @@
+package promoter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+var (
+	// ErrFrozen: the environment is inside a freeze window; promote and
+	// activate are refused unless broken with a reason (*FreezeError).
+	ErrFrozen = errors.New("environment frozen")
+	// ErrNotReady: a two-phase activation timed out before every moving
+	// target was READY for its candidate (*NotReadyError); nothing moved.
+	ErrNotReady = errors.New("candidates not ready")
+	// ErrCandidateRejected: a runtime rejected its candidate snapshot; the
+	// release is FAILED and nothing moved (*RejectedError).
+	ErrCandidateRejected = errors.New("candidate rejected")
+	// ErrReleaseFailed: the release is FAILED and can no longer be
+	// activated.
+	ErrReleaseFailed = errors.New("release failed")
+)
+
+// FreezeError refuses a promotion or activation inside a freeze window. It
+// matches ErrFrozen.
+type FreezeError struct {
+	EnvTag string
+	Window bundle.FreezeWindow
+	At     time.Time
+}
+
+func (e *FreezeError) Error() string {
+	return fmt.Sprintf("environment %s is inside %s at %s; nothing written (to override: --break-glass --reason TEXT)",
+		e.EnvTag, e.Window.Describe(), formatTime(e.At))
+}
+
+// Is makes errors.Is(err, ErrFrozen) true.
+func (e *FreezeError) Is(target error) bool { return target == ErrFrozen }
+
+// NotReadyError reports the identities that did not report READY for their
+// candidate snapshot before a two-phase activation's timeout. It matches
+// ErrNotReady; nothing moved.
+type NotReadyError struct {
+	EnvTag  string
+	Release int64
+	Timeout time.Duration
+	Ready   int
+	Missing []string // host/serviceId, sorted
+}
+
+func (e *NotReadyError) Error() string {
+	names := e.Missing
+	more := ""
+	if len(names) > 20 {
+		names, more = names[:20], fmt.Sprintf(" and %d more", len(e.Missing)-20)
+	}
+	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s%s; nothing moved",
+		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, strings.Join(names, ", "), more)
+}
+
+// Is makes errors.Is(err, ErrNotReady) true.
+func (e *NotReadyError) Is(target error) bool { return target == ErrNotReady }
+
+// RejectedError reports a candidate a runtime rejected: the release was
+// marked FAILED and nothing moved. It matches ErrCandidateRejected.
+type RejectedError struct {
+	EnvTag     string
+	Release    int64
+	Identity   string
+	SnapshotID string
+	Reason     string
+}
+
+func (e *RejectedError) Error() string {
+	return fmt.Sprintf("environment %s: release %d FAILED: %s rejected candidate snapshot %s (%s); nothing moved",
+		e.EnvTag, e.Release, e.Identity, e.SnapshotID, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCandidateRejected) true.
+func (e *RejectedError) Is(target error) bool { return target == ErrCandidateRejected }

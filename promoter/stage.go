@@ -1,0 +1,182 @@
+package promoter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// StageResult is the recorded result of Stage. A replay returns the same
+// value with Replayed set.
+type StageResult struct {
+	CommandID      string    `json:"commandId"`
+	EnvTag         string    `json:"envTag"`
+	ReleaseVersion int64     `json:"releaseVersion"`
+	BaseRelease    int64     `json:"baseRelease"`
+	ActiveRelease  int64     `json:"activeRelease"` // the active release when staged (0 = none)
+	Targets        int       `json:"targets"`
+	Moving         int       `json:"moving"` // targets an activation would move now
+	TwoPhase       bool      `json:"twoPhase"`
+	StagedAt       time.Time `json:"stagedAt"`
+	Replayed       bool      `json:"-"`
+}
+
+// Stage records a compiled release as STAGED in one transaction: the same
+// checks and rows as RecordAndActivate's intent (command ledger,
+// compare-and-swap on the environment's head, artifacts, immutable
+// snapshots, release, targets), plus the candidate pointers the Config
+// Server serves for configPhase=candidate; no current pointer moves and the
+// execution outcome is NOT_REQUESTED. Activate activates it later.
+// ErrUnconfirmed: re-run the same input.
+func (s *Store) Stage(ctx context.Context, in ReleaseInput) (*StageResult, error) {
+	res, err := s.stage(ctx, &in)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s release %d (command %s): %w", in.EnvTag, in.ReleaseVersion, in.CommandID, err)
+	}
+	return res, nil
+}
+
+func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	if err := in.Rollout.Validate(); err != nil {
+		return nil, invalid("rollout", "%v", err)
+	}
+	if err := in.verifyArtifacts(); err != nil {
+		return nil, err
+	}
+	h := newHasher(ActionStage)
+	h.str(in.commandHash())
+	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionStage, EnvTag: in.EnvTag, Release: in.ReleaseVersion}
+	var res StageResult
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		res = StageResult{}
+		now := s.now()
+		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
+		if err != nil || replayed {
+			res.Replayed = replayed
+			return err
+		}
+		e, err := lockEnv(ctx, tx, in.EnvTag, now)
+		if err != nil {
+			return err
+		}
+		if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
+			return &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+		}
+		if err := insertArtifacts(ctx, tx, in.Targets); err != nil {
+			return err
+		}
+		if err := insertSnapshots(ctx, tx, in.Targets); err != nil {
+			return err
+		}
+		if err := insertRelease(ctx, tx, in, cmd, now); err != nil {
+			return err
+		}
+		if err := insertReleaseTargets(ctx, tx, in); err != nil {
+			return err
+		}
+		if id, err := revokedTarget(ctx, tx, in.EnvTag, in.ReleaseVersion); err != nil {
+			return err
+		} else if id != "" {
+			return fmt.Errorf("snapshot %s: %w", id, ErrRevoked)
+		}
+		var moving int
+		err = tx.QueryRow(ctx, `WITH c AS (
+				INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
+				SELECT rt.host, rt.service_id, rt.env_tag, rt.release_version, rt.snapshot_id, $3
+				FROM configpub.config_release_target rt WHERE rt.env_tag = $1 AND rt.release_version = $2
+			)
+			SELECT count(*) FROM configpub.config_release_target rt
+			LEFT JOIN configpub.current_pointer p
+				ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+			WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, in.EnvTag, in.ReleaseVersion, now).Scan(&moving)
+		if err != nil {
+			return dbErr("insert candidate pointers", err)
+		}
+		res = StageResult{CommandID: cmd.ID, EnvTag: in.EnvTag, ReleaseVersion: in.ReleaseVersion,
+			BaseRelease: in.BaseReleaseVersion, ActiveRelease: e.Current, Targets: len(in.Targets), Moving: moving,
+			TwoPhase: in.Rollout.TwoPhase(), StagedAt: now}
+		r := &release{EnvTag: in.EnvTag, Version: in.ReleaseVersion, Revision: 1, State: StateRecorded, Outcome: OutcomeUnconfirmed, LastCmd: cmd.ID}
+		if err := mutate(ctx, tx, r, event{Kind: ActionStage, ToState: StateStaged, ToOutcome: OutcomeNotRequested,
+			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now, Evidence: res}); err != nil {
+			return err
+		}
+		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Replayed {
+		s.emit(ctx, Event{Kind: EventStaged, EnvTag: res.EnvTag, Release: res.ReleaseVersion, State: StateStaged,
+			Actor: in.Actor, Reason: in.Reason, Detail: fmt.Sprintf("%d targets, %d would move", res.Targets, res.Moving)})
+	}
+	return &res, nil
+}
+
+// releaseInfo is what the rollout layer reads of a release.
+type releaseInfo struct {
+	State   string
+	Rollout bundle.Rollout
+}
+
+// readRelease reads a release's state and rollout policy (ErrNotFound when
+// it is not recorded).
+func readRelease(ctx context.Context, q querier, envTag string, version int64) (*releaseInfo, error) {
+	var ri releaseInfo
+	var raw []byte
+	err := q.QueryRow(ctx, `SELECT lifecycle_state, rollout FROM configpub.config_release
+		WHERE env_tag = $1 AND release_version = $2`, envTag, version).Scan(&ri.State, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, ErrNotFound)
+	}
+	if err != nil {
+		return nil, dbErr(fmt.Sprintf("read release %s/%d", envTag, version), err)
+	}
+	if err := json.Unmarshal(raw, &ri.Rollout); err != nil {
+		return nil, fmt.Errorf("release %s/%d: recorded rollout policy: %v: %w", envTag, version, err, ErrIntegrity)
+	}
+	return &ri, nil
+}
+
+// clearCandidates removes the candidate pointers of every release of
+// envTag up to version (activated, superseded by it, or failed): the Config
+// Server stops serving them as candidates.
+func clearCandidates(ctx context.Context, tx pgx.Tx, envTag string, version int64) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM configpub.candidate_pointer WHERE env_tag = $1 AND release_version <= $2`,
+		envTag, version); err != nil {
+		return dbErr("clear candidate pointers", err)
+	}
+	return nil
+}
+
+// breakGlassReason is the journaled reason of a command that overrode a
+// freeze window.
+func breakGlassReason(w *bundle.FreezeWindow, reason string) string {
+	return fmt.Sprintf("break-glass in freeze window %q: %s", w.Name, reason)
+}
+
+// CheckFreeze returns a *FreezeError when rollout freezes envTag at t and
+// the caller does not break the glass. With breakGlass inside a window it
+// returns the reason to journal instead of reason ("break-glass in freeze
+// window NAME: reason"); outside every window it returns reason unchanged.
+func CheckFreeze(envTag string, rollout *bundle.Rollout, t time.Time, breakGlass bool, reason string) (string, error) {
+	w := rollout.FrozenAt(t)
+	if w == nil {
+		return reason, nil
+	}
+	if !breakGlass {
+		return "", &FreezeError{EnvTag: envTag, Window: *w, At: t.UTC()}
+	}
+	if reason == "" {
+		return "", invalid("reason", "--break-glass needs a reason")
+	}
+	return breakGlassReason(w, reason), nil
+}

@@ -1,0 +1,171 @@
+package promoter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/promoter"
+)
+
+// longWindows gives every target of in an activation window of a year, so
+// that a test can walk its clock over months.
+func longWindows(in promoter.ReleaseInput) promoter.ReleaseInput {
+	for i := range in.Targets {
+		in.Targets[i].ExpiresAt = t0.AddDate(1, 0, 0)
+	}
+	return in
+}
+
+func (f *fixture) releaseState(t testing.TB, env string, v int64) (state, outcome string) {
+	t.Helper()
+	if err := f.pool.QueryRow(context.Background(), `SELECT lifecycle_state, execution_outcome FROM configpub.config_release
+		WHERE env_tag = $1 AND release_version = $2`, env, v).Scan(&state, &outcome); err != nil {
+		t.Fatal(err)
+	}
+	return state, outcome
+}
+
+func TestStageRecordsMovesNothingAndActivateMovesAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	r2 := release("prod", 2, 1, 3, func(i int) bool { return i != 1 }, func(int) int64 { return 1 })
+	r2.CommandID = id("stage", 2)
+	st, err := f.store.Stage(ctx, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Moving != 2 || st.Targets != 3 || st.ActiveRelease != 1 || st.Replayed {
+		t.Fatalf("stage result %+v, want 3 targets, 2 moving, active 1", st)
+	}
+	f.wantPointersAt(t, r1)
+	if s, o := f.releaseState(t, "prod", 2); s != promoter.StateStaged || o != promoter.OutcomeNotRequested {
+		t.Fatalf("release 2 is %s/%s, want STAGED/NOT_REQUESTED", s, o)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer WHERE env_tag = 'prod' AND release_version = 2"); n != 3 {
+		t.Fatalf("%d candidate pointers, want 3", n)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.pointer_move WHERE release_version = 2"); n != 0 {
+		t.Fatalf("staging wrote %d pointer moves", n)
+	}
+	again, err := f.store.Stage(ctx, r2)
+	if err != nil || !again.Replayed || again.Moving != 2 {
+		t.Fatalf("re-stage: %+v, %v; want a replay", again, err)
+	}
+	status, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown string
+	for _, r := range status.Releases {
+		if r.ReleaseVersion == 2 {
+			shown = r.State + "/" + r.Outcome
+		}
+	}
+	if shown != "STAGED/NOT_REQUESTED" || status.CurrentRelease != 1 {
+		t.Fatalf("status shows release 2 as %q, current %d; want STAGED/NOT_REQUESTED, 1", shown, status.CurrentRelease)
+	}
+	// A third release cannot be built on release 1 any more: the staged
+	// release is the head.
+	if _, err := f.store.Stage(ctx, release("prod", 3, 1, 3, nil, nil)); !errors.Is(err, promoter.ErrConflict) {
+		t.Fatalf("staging on a base below the staged head: %v, want a conflict", err)
+	}
+
+	res, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}, promoter.ActivateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 2 || res.Unchanged != 1 {
+		t.Fatalf("activation %+v, want 2 moved 1 unchanged", res)
+	}
+	f.wantPointersAt(t, r2)
+	if s, o := f.releaseState(t, "prod", 2); s != promoter.StateActive || o != promoter.OutcomeApplied {
+		t.Fatalf("release 2 is %s/%s, want ACTIVE/APPLIED", s, o)
+	}
+	if s, _ := f.releaseState(t, "prod", 1); s != promoter.StateSuperseded {
+		t.Fatalf("release 1 is %s, want SUPERSEDED", s)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer"); n != 0 {
+		t.Fatalf("%d candidate pointers left after activation, want 0", n)
+	}
+	f.checkJournal(t)
+}
+
+// TestFreezeWindowsRefuseActivationOverSimulatedMonths walks the store's
+// clock over three simulated months in 7-hour steps. Inside the weekly
+// freeze (Friday 18:00 to Monday 08:00 UTC) activate is refused naming the
+// window and nothing moves; outside it activates (and is rolled back,
+// rollbacks are never frozen). Breaking the glass inside the window
+// activates and journals the reason.
+func TestFreezeWindowsRefuseActivationOverSimulatedMonths(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	freeze := bundle.Rollout{FreezeWindows: []bundle.FreezeWindow{{Name: "weekend", Schedule: "0 18 * * 5", Duration: "62h"}}}
+	r1 := longWindows(release("prod", 1, 0, 2, nil, nil))
+	f.promote(t, r1)
+	r2 := longWindows(release("prod", 2, 1, 2, nil, nil))
+	r2.Rollout = freeze
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	frozenOracle := func(t time.Time) bool {
+		wd, h := t.Weekday(), t.Hour()
+		return wd == time.Friday && h >= 18 || wd == time.Saturday || wd == time.Sunday || wd == time.Monday && h < 8
+	}
+	refused, activated := 0, 0
+	for step := 0; f.now.Before(t0.AddDate(0, 3, 0)); step++ {
+		f.now = t0.Add(time.Duration(step) * 7 * time.Hour)
+		in := promoter.MoveInput{CommandID: id("act", step), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+		_, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{})
+		if frozenOracle(f.now) {
+			var fe *promoter.FreezeError
+			if !errors.As(err, &fe) || fe.Window.Name != "weekend" || !strings.Contains(err.Error(), `freeze window "weekend"`) {
+				t.Fatalf("%s (%s): got %v, want a refusal naming the weekend window", f.now, f.now.Weekday(), err)
+			}
+			f.wantPointersAt(t, r1)
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s (%s): activate outside the window: %v", f.now, f.now.Weekday(), err)
+		}
+		f.wantPointersAt(t, r2)
+		activated++
+		if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("rb", step), EnvTag: "prod", ToRelease: 1, Actor: "a", Reason: "back"}); err != nil {
+			t.Fatalf("%s: rollback: %v", f.now, err)
+		}
+	}
+	if refused == 0 || activated == 0 {
+		t.Fatalf("degenerate walk: %d refused, %d activated", refused, activated)
+	}
+	// Saturday noon: frozen; break the glass.
+	f.now = time.Date(2027, 3, 6, 12, 0, 0, 0, time.UTC)
+	in := promoter.MoveInput{CommandID: id("glass"), EnvTag: "prod", Release: 2, Actor: "oncall", Reason: "INC-42 hotfix"}
+	if _, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{}); !errors.Is(err, promoter.ErrFrozen) {
+		t.Fatalf("Saturday without break-glass: %v, want frozen", err)
+	}
+	if _, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{BreakGlass: true}); err != nil {
+		t.Fatalf("break-glass: %v", err)
+	}
+	f.wantPointersAt(t, r2)
+	var reason string
+	if err := f.pool.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = 'prod' AND release_version = 2 AND event_kind = 'activate' ORDER BY sequence DESC LIMIT 1`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := `break-glass in freeze window "weekend": INC-42 hotfix`; reason != want {
+		t.Fatalf("journaled reason %q, want %q", reason, want)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.pointer_move WHERE command_id = $1::uuid AND reason LIKE 'break-glass%'`, id("glass")); n != 2 {
+		t.Fatalf("%d pointer moves carry the break-glass reason, want 2", n)
+	}
+	t.Logf("%d activations refused inside the window, %d allowed outside", refused, activated)
+}

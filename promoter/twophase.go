@@ -1,0 +1,262 @@
+package promoter
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Candidate results a runtime reports, read back by the control plane.
+const (
+	CandidateReady    = "READY"
+	CandidateRejected = "REJECTED"
+)
+
+// CandidateReceipt is the latest candidate-phase receipt of one identity
+// about its candidate snapshot of a staged release.
+type CandidateReceipt struct {
+	Host, ServiceID string
+	SnapshotID      string
+	Result          string // READY or REJECTED
+	Reason          string
+}
+
+// ReadinessSource reports what runtimes said about the candidate snapshots
+// of a staged release: the latest candidate-phase receipt per identity, for
+// exactly the release's snapshot of that identity. *Store satisfies it from
+// the receipts read back into runtime_evidence.
+type ReadinessSource interface {
+	CandidateReceipts(ctx context.Context, envTag string, release int64) ([]CandidateReceipt, error)
+}
+
+var _ ReadinessSource = (*Store)(nil)
+
+// CandidateReceipts returns, per identity of the release, its latest
+// candidate-phase receipt (kind 'receipt', phase 'candidate') about exactly
+// the release's snapshot of that identity. Observations a runtime reports
+// about itself are not receipts and never count.
+func (s *Store) CandidateReceipts(ctx context.Context, envTag string, release int64) ([]CandidateReceipt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (e.host, e.service_id) e.host, e.service_id,
+			e.snapshot_id::text, e.outcome, e.reason
+		FROM configpub.config_release_target rt
+		JOIN configpub.runtime_evidence e ON e.env_tag = rt.env_tag AND e.host = rt.host
+			AND e.service_id = rt.service_id AND e.snapshot_id = rt.snapshot_id
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND e.kind = 'receipt' AND e.phase = 'candidate'
+		ORDER BY e.host, e.service_id, e.evidence_id DESC`, envTag, release)
+	if err != nil {
+		return nil, dbErr("read candidate receipts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CandidateReceipt, error) {
+		var c CandidateReceipt
+		err := r.Scan(&c.Host, &c.ServiceID, &c.SnapshotID, &c.Result, &c.Reason)
+		return c, err
+	})
+	if err != nil {
+		return nil, dbErr("read candidate receipts", err)
+	}
+	return out, nil
+}
+
+// ActivateOptions configures ActivateRelease.
+type ActivateOptions struct {
+	// BreakGlass overrides a freeze window; the reason is journaled as
+	// "break-glass in freeze window NAME: REASON".
+	BreakGlass bool
+	// Timeout bounds the wait of a two-phase activation for READY
+	// candidates. Default 5 minutes.
+	Timeout time.Duration
+	// Poll is the interval between readiness checks. Default 1 s.
+	Poll time.Duration
+	// Readiness supplies the candidate receipts. Default: the Store.
+	Readiness ReadinessSource
+	// Progress, if set, is called after every readiness check.
+	Progress func(ReadinessProgress)
+}
+
+// ReadinessProgress is one readiness check of a two-phase activation.
+type ReadinessProgress struct {
+	Ready, Required int
+	Waiting         []string // identities without a READY receipt yet, sorted
+	Elapsed         time.Duration
+}
+
+// ActivateRelease is `configpub activate`: it refuses inside a freeze
+// window of the release's rollout policy (*FreezeError) unless
+// opts.BreakGlass, and, when the policy requires two-phase activation and
+// the release is STAGED, waits until every target the activation would
+// move has a READY receipt for exactly its candidate snapshot before
+// moving every pointer in one activation (Activate). A REJECTED candidate
+// marks the release FAILED and returns a *RejectedError; a timeout returns
+// a *NotReadyError naming the identities still missing. Nothing moves in
+// either case.
+func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts ActivateOptions) (*ActivationResult, error) {
+	if err := in.validate(); err != nil {
+		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
+	}
+	ri, err := readRelease(ctx, s.pool, in.EnvTag, in.Release)
+	if err != nil {
+		// Activate names what the environment has.
+		return s.Activate(ctx, in)
+	}
+	reason, err := CheckFreeze(in.EnvTag, &ri.Rollout, s.now(), opts.BreakGlass, in.Reason)
+	if err != nil {
+		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
+	}
+	in.Reason = reason
+	if ri.Rollout.TwoPhase() && ri.State == StateStaged {
+		if err := s.awaitReady(ctx, in, opts); err != nil {
+			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
+		}
+	}
+	return s.Activate(ctx, in)
+}
+
+// awaitReady polls the candidate receipts of in.Release until every moving
+// target is READY for its snapshot, one is REJECTED (the release is marked
+// FAILED), or opts.Timeout passes.
+func (s *Store) awaitReady(ctx context.Context, in MoveInput, opts ActivateOptions) error {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	src := opts.Readiness
+	if src == nil {
+		src = s
+	}
+	start := time.Now()
+	deadline := start.Add(opts.Timeout)
+	for {
+		required, err := movingSnapshots(ctx, s.pool, in.EnvTag, in.Release)
+		if err != nil {
+			return err
+		}
+		receipts, err := src.CandidateReceipts(ctx, in.EnvTag, in.Release)
+		if err != nil {
+			return err
+		}
+		got := make(map[string]CandidateReceipt, len(receipts))
+		for _, r := range receipts {
+			got[r.Host+"/"+r.ServiceID] = r
+		}
+		var waiting []string
+		for id, snap := range required {
+			r, ok := got[id]
+			switch {
+			case !ok || r.SnapshotID != snap:
+				waiting = append(waiting, id)
+			case r.Result == CandidateRejected:
+				return s.failRelease(ctx, in, r)
+			case r.Result != CandidateReady:
+				waiting = append(waiting, id)
+			}
+		}
+		sort.Strings(waiting)
+		if opts.Progress != nil {
+			opts.Progress(ReadinessProgress{Ready: len(required) - len(waiting), Required: len(required),
+				Waiting: waiting, Elapsed: time.Since(start)})
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return &NotReadyError{EnvTag: in.EnvTag, Release: in.Release, Timeout: opts.Timeout,
+				Ready: len(required) - len(waiting), Missing: waiting}
+		}
+		t := time.NewTimer(min(wait, opts.Poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// movingSnapshots maps every target of the release whose pointer an
+// activation would move ("host/serviceId") to its snapshot.
+func movingSnapshots(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, envTag string, version int64) (map[string]string, error) {
+	rows, err := q.Query(ctx, `SELECT rt.host || '/' || rt.service_id, rt.snapshot_id::text
+		FROM configpub.config_release_target rt
+		LEFT JOIN configpub.current_pointer p
+			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, envTag, version)
+	if err != nil {
+		return nil, dbErr("read moving targets", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, snap string
+		if err := rows.Scan(&id, &snap); err != nil {
+			return nil, dbErr("read moving targets", err)
+		}
+		out[id] = snap
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbErr("read moving targets", err)
+	}
+	return out, nil
+}
+
+// failRelease marks a STAGED release FAILED after a rejected candidate, in
+// one transaction under the environment's lock: the activate command is
+// settled NOT_APPLIED, the journal names the identity, snapshot and reason,
+// the candidate pointers are removed, and nothing moves. It returns the
+// *RejectedError.
+func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceipt) error {
+	rej := &RejectedError{EnvTag: in.EnvTag, Release: in.Release, Identity: r.Host + "/" + r.ServiceID,
+		SnapshotID: r.SnapshotID, Reason: r.Reason}
+	cmd := moveCommand(ActionActivate, in)
+	var failed bool
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		failed = false
+		now := s.now()
+		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
+		if err != nil {
+			return err
+		}
+		rel, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
+		if err != nil {
+			return err
+		}
+		if rel.State != StateStaged || e.Pending == in.Release {
+			return nil // activated, failed or in flight meanwhile: leave it
+		}
+		prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
+		if err != nil {
+			return err
+		}
+		if prior != nil && prior.Outcome == OutcomeApplied {
+			return fmt.Errorf("command %s was already applied: %w", cmd.ID, ErrConflict)
+		}
+		if err := mutate(ctx, tx, rel, event{Kind: "candidate-rejected", ToState: StateFailed, ToOutcome: OutcomeNotApplied,
+			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
+			Evidence: map[string]any{"identity": rej.Identity, "snapshotId": r.SnapshotID, "result": r.Result,
+				"receiptReason": r.Reason}}); err != nil {
+			return err
+		}
+		if err := settleCommand(ctx, tx, cmd.ID, OutcomeNotApplied, nil, now); err != nil {
+			return err
+		}
+		failed = true
+		return clearCandidates(ctx, tx, in.EnvTag, in.Release)
+	})
+	if err != nil {
+		return err
+	}
+	if failed {
+		s.emit(ctx, Event{Kind: EventRejected, EnvTag: in.EnvTag, Release: in.Release, Actor: in.Actor,
+			Detail: fmt.Sprintf("%s rejected candidate %s: %s", rej.Identity, r.SnapshotID, r.Reason)})
+		s.emit(ctx, Event{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateFailed,
+			Outcome: OutcomeNotApplied, Actor: in.Actor, Reason: in.Reason, Detail: "candidate rejected; no pointer moved"})
+	}
+	return rej
+}
