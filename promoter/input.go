@@ -3,8 +3,8 @@ package promoter
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"regexp"

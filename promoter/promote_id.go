@@ -13,7 +13,9 @@ import (
 // The same commit promoted to the same environment is the same command, so
 // a re-run (after a crash or a lost reply) replays instead of acting twice.
 // commit is normalised to lower case.
-func PromoteCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "promote") }
+func PromoteCommandID(commit, envTag string) string {
+	return commitCommandID(commit, envTag, "promote")
+}
 
 // StageCommandID derives the command UUID of staging commit in envTag like
 // PromoteCommandID, with "stage" in place of "promote".
