@@ -1,0 +1,98 @@
+package configserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestCandidatePhaseServesTheStagedSnapshot stages release 2 with the real
+// promoter and reads it back through the real Config Server:
+// configPhase=candidate serves release 2's snapshot (body and headers)
+// while the current pointer stays on release 1; the identity boundary is
+// the current pointer's (another identity's token is refused); an unknown
+// phase is a 400; once release 2 is activated there is no candidate (404).
+func TestCandidatePhaseServesTheStagedSnapshot(t *testing.T) {
+	t.Parallel()
+	values, tg := readGoldenAdvisor(t)
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
+	ps, err := promoter.Open(ctx, e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
+	target := func(release int64, snapshotID string, body []byte) promoter.Target {
+		return promoter.Target{
+			Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag, Audience: tg.Audience,
+			SubjectKind: tg.SubjectKind, SubjectName: tg.SubjectName,
+			SnapshotID: snapshotID, PublicationID: bundle.PublicationID(tg.EnvTag, release), PolicySnapshotID: tg.PolicySnapshotID,
+			ReleaseVersion: release, PolicyVersion: tg.PolicyVersion,
+			PolicyDigest: tg.PolicyDigest, ContentDigest: tg.ContentDigest, PropertySetDigest: tg.PropertySetDigest,
+			ArtifactDigest: digest.FromBytes(body).String(), CompatibilityGeneration: tg.CompatibilityGeneration,
+			SourceEventSequence: release, CreatedAt: now, ValidFrom: now, ExpiresAt: now.Add(21 * 24 * time.Hour),
+			LeaseProfile: tg.LeaseProfile, Lease: promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
+			Values: body,
+		}
+	}
+	snap1, snap2 := uuid.NewString(), uuid.NewString()
+	values2 := append(bytes.Clone(values), "# release 2\n"...)
+	rel := func(v int64, snap string, body []byte) promoter.ReleaseInput {
+		return promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: tg.EnvTag, ReleaseVersion: v, BaseReleaseVersion: v - 1,
+			ManifestBytes: []byte("release manifest " + snap + "\n"), Actor: "configserver-test", Reason: "test",
+			Targets: []promoter.Target{target(v, snap, body)}}
+	}
+	if _, err := ps.RecordAndActivate(ctx, rel(1, snap1, values)); err != nil {
+		t.Fatal(err)
+	}
+	tok := e.token(t, id, tg.Audience)
+	candidatePath := configsPath(id) + "&configPhase=candidate"
+	if resp, _ := e.do(t, "GET", candidatePath, tok); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("candidate before staging: got %d, want 404", resp.StatusCode)
+	}
+	if _, err := ps.Stage(ctx, rel(2, snap2, values2)); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, e, id, tg.Audience, snap1)
+	resp, body := e.do(t, "GET", candidatePath, tok)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Config-Snapshot-Id") != snap2 || !bytes.Equal(body, values2) {
+		t.Fatalf("candidate: got %d snapshot %q (%d bytes), want 200 snapshot %s with release 2's bytes",
+			resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"), len(body), snap2)
+	}
+	if got := resp.Header.Get("X-Config-Release-Version"); got != "2" {
+		t.Fatalf("candidate release version header %q, want 2", got)
+	}
+	if resp, _ := e.do(t, "GET", configsPath(id), tok); resp.Header.Get("X-Config-Snapshot-Id") != snap1 {
+		t.Fatalf("current pointer after staging: %q, want release 1's %s", resp.Header.Get("X-Config-Snapshot-Id"), snap1)
+	}
+	other := bundle.Identity{Host: "other-host", ServiceID: id.ServiceID, EnvTag: id.EnvTag}
+	if resp, _ := e.do(t, "GET", candidatePath, e.token(t, other, tg.Audience)); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("candidate with another identity's token: got %d, want 403", resp.StatusCode)
+	}
+	if resp, _ := e.do(t, "GET", configsPath(id)+"&configPhase=next", tok); resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("configPhase=next: got %d, want 400", resp.StatusCode)
+	}
+	if _, err := ps.ActivateRelease(ctx, promoter.MoveInput{CommandID: uuid.NewString(), EnvTag: tg.EnvTag, Release: 2, Actor: "a", Reason: "go"}, promoter.ActivateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, e, id, tg.Audience, snap2)
+	if resp, _ := e.do(t, "GET", candidatePath, tok); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("candidate after activation: got %d, want 404", resp.StatusCode)
+	}
+}
