@@ -27,8 +27,9 @@ type CandidateStore interface {
 	Candidate(ctx context.Context, id bundle.Identity) (*Delivery, error)
 }
 
-// requestedPhase returns the configPhase of a raw query ("" and "current"
-// are the current pointer).
+// requestedPhase returns the configPhase of a raw query: candidate, or
+// current for anything else (no configPhase, "current", and the legacy
+// values older runtimes send, which never selected anything).
 func requestedPhase(rawQuery string) (string, *httpError) {
 	phase := ""
 	for rawQuery != "" {
@@ -44,13 +45,10 @@ func requestedPhase(rawQuery string) (string, *httpError) {
 		}
 		phase = val
 	}
-	switch phase {
-	case "", PhaseCurrent:
-		return PhaseCurrent, nil
-	case PhaseCandidate:
+	if phase == PhaseCandidate {
 		return PhaseCandidate, nil
 	}
-	return "", errBadRequest("query parameter configPhase: want current or candidate")
+	return PhaseCurrent, nil
 }
 
 // serveCandidate answers GET|HEAD /configs?configPhase=candidate for an

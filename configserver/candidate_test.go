@@ -21,8 +21,8 @@ import (
 // promoter and reads it back through the real Config Server:
 // configPhase=candidate serves release 2's snapshot (body and headers)
 // while the current pointer stays on release 1; the identity boundary is
-// the current pointer's (another identity's token is refused); an unknown
-// phase is a 400; once release 2 is activated there is no candidate (404).
+// the current pointer's (another identity's token is refused); a legacy
+// phase value still selects the current pointer; once release 2 is activated there is no candidate (404).
 func TestCandidatePhaseServesTheStagedSnapshot(t *testing.T) {
 	t.Parallel()
 	values, tg := readGoldenAdvisor(t)
@@ -85,8 +85,8 @@ func TestCandidatePhaseServesTheStagedSnapshot(t *testing.T) {
 	if resp, _ := e.do(t, "GET", candidatePath, e.token(t, other, tg.Audience)); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("candidate with another identity's token: got %d, want 403", resp.StatusCode)
 	}
-	if resp, _ := e.do(t, "GET", configsPath(id)+"&configPhase=next", tok); resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("configPhase=next: got %d, want 400", resp.StatusCode)
+	if resp, _ := e.do(t, "GET", configsPath(id)+"&configPhase=runtime", tok); resp.Header.Get("X-Config-Snapshot-Id") != snap1 {
+		t.Fatalf("legacy configPhase=runtime: got %d snapshot %q, want the current %s", resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"), snap1)
 	}
 	if _, err := ps.ActivateRelease(ctx, promoter.MoveInput{CommandID: uuid.NewString(), EnvTag: tg.EnvTag, Release: 2, Actor: "a", Reason: "go"}, promoter.ActivateOptions{}); err != nil {
 		t.Fatal(err)
