@@ -60,6 +60,8 @@ type Client struct {
 	restored      bool
 	lkgSnapshotID string // snapshot last persisted as (or restored from) the last-known-good
 	faults        faults
+
+	st statusState // what the status endpoint and metrics report
 }
 
 // active is the published current snapshot with its deadlines.

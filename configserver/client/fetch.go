@@ -253,6 +253,7 @@ func (c *Client) finish(ev *Evidence, err error) (*Evidence, error) {
 		ev.FailedClosed = true
 	}
 	ev.LastKnownGoodSnapshotID = c.lkgSnapshotID
+	c.st.record(ev, c.current(), c.lkgSnapshotID)
 	log := c.opts.Logger
 	level := slog.LevelInfo
 	switch {

@@ -1,0 +1,197 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/controltoken"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// DefaultReloadTimeout bounds a control-plane reload when
+// StatusOptions.ReloadTimeout is 0.
+const DefaultReloadTimeout = 30 * time.Second
+
+// maxReplayEntries bounds the reload token ids remembered against replay.
+const maxReplayEntries = 10_000
+
+// StatusOptions configures StatusHandler. ControlKeys is required.
+type StatusOptions struct {
+	// ControlKeys are the control plane's public keys (cosign.pub format,
+	// ECDSA P-256). A request to the status or reload endpoint must carry a
+	// control token (Authorization: Bearer) signed by one of them, for this
+	// runtime's identity and the endpoint's scope. They must differ from
+	// the delivery-manifest keys: the control plane's reader never holds
+	// the key that vouches for configuration.
+	ControlKeys []signing.TrustedKey
+	// AnonymousStatus serves GET /status without a token (for a port only
+	// the pod can reach). POST /reload always needs one.
+	AnonymousStatus bool
+	// ReloadTimeout bounds the load a reload request runs. 0 means
+	// DefaultReloadTimeout.
+	ReloadTimeout time.Duration
+	// AfterReload, when set, is called with the evidence of every load a
+	// reload request ran, before the answer is written (the fetch sidecar
+	// writes its --out file there).
+	AfterReload func(ctx context.Context, ev *Evidence, err error)
+}
+
+// StatusHandler returns the runtime's local control endpoint:
+//
+//	GET  /status  the bundle.RuntimeStatus JSON (control token scope "status")
+//	POST /reload  loads now (Load), then answers the RuntimeStatus JSON
+//	              with the load's outcome in lastLoad (scope "reload";
+//	              each token id is accepted once)
+//
+// Control tokens are ES256 compact JWS tokens (internal/controltoken: typ
+// configpub-control+jwt, aud host/serviceId/envTag, scope, iat, exp at most
+// 5 minutes later, jti) verified against ControlKeys with the client's clock
+// and skew. A refusal is 401 with a JSON body {"error", "reason"} that names
+// what failed and never echoes the token. Mount it under any prefix with
+// http.StripPrefix.
+func (c *Client) StatusHandler(opts StatusOptions) (http.Handler, error) {
+	if len(opts.ControlKeys) == 0 {
+		return nil, errors.New("status handler: no control key")
+	}
+	for i, k := range opts.ControlKeys {
+		if k.Key == nil {
+			return nil, errors.New("status handler: control key " + strconv.Itoa(i) + " is empty")
+		}
+		for _, m := range c.opts.TrustedKeys {
+			if m.ID == k.ID {
+				return nil, errors.New("status handler: control key " + k.ID + " is also a delivery-manifest key; use a key of its own")
+			}
+		}
+	}
+	if opts.ReloadTimeout <= 0 {
+		opts.ReloadTimeout = DefaultReloadTimeout
+	}
+	opts.ControlKeys = append([]signing.TrustedKey(nil), opts.ControlKeys...)
+	return &statusHandler{c: c, opts: opts, seen: map[string]time.Time{}}, nil
+}
+
+type statusHandler struct {
+	c    *Client
+	opts StatusOptions
+
+	mu   sync.Mutex
+	seen map[string]time.Time // reload token id -> its exp
+}
+
+// Control-endpoint refusal reasons (the "reason" of a 4xx body).
+const (
+	ReasonControlTokenMissing   Reason = "CONTROL_TOKEN_MISSING"
+	ReasonControlTokenInvalid   Reason = "CONTROL_TOKEN_INVALID"
+	ReasonControlTokenUntrusted Reason = "CONTROL_TOKEN_UNTRUSTED"
+	ReasonControlTokenExpired   Reason = "CONTROL_TOKEN_EXPIRED"
+	ReasonControlTokenAudience  Reason = "CONTROL_TOKEN_AUDIENCE"
+	ReasonControlTokenScope     Reason = "CONTROL_TOKEN_SCOPE"
+	ReasonControlTokenReplayed  Reason = "CONTROL_TOKEN_REPLAYED"
+)
+
+func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	switch r.URL.Path {
+	case "/status":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writePeerError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "use GET")
+			return
+		}
+		if !h.opts.AnonymousStatus {
+			if _, ok := h.authorize(w, r, controltoken.ScopeStatus); !ok {
+				return
+			}
+		}
+		writeJSON(w, h.c.Status())
+	case "/reload":
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writePeerError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "use POST")
+			return
+		}
+		claims, ok := h.authorize(w, r, controltoken.ScopeReload)
+		if !ok {
+			return
+		}
+		if !h.once(claims, h.c.opts.Clock.Now()) {
+			writeControlError(w, ReasonControlTokenReplayed, "control token already used for a reload")
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), h.opts.ReloadTimeout)
+		defer cancel()
+		ev, err := h.c.Load(ctx)
+		if h.opts.AfterReload != nil {
+			h.opts.AfterReload(ctx, ev, err)
+		}
+		writeJSON(w, h.c.Status())
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// authorize verifies the request's control token for scope; on failure it
+// writes the 401 and returns false.
+func (h *statusHandler) authorize(w http.ResponseWriter, r *http.Request, scope string) (*controltoken.Claims, bool) {
+	auth := r.Header.Get("Authorization")
+	tok, found := strings.CutPrefix(auth, "Bearer ")
+	if !found || tok == "" {
+		writeControlError(w, ReasonControlTokenMissing, "Authorization: Bearer <control token> required")
+		return nil, false
+	}
+	claims, err := controltoken.Verify(h.opts.ControlKeys, tok, h.c.opts.Clock.Now(), h.c.opts.Skew, h.c.opts.Identity.String(), scope)
+	if err != nil {
+		reason := ReasonControlTokenInvalid
+		switch {
+		case errors.Is(err, controltoken.ErrUntrustedKey):
+			reason = ReasonControlTokenUntrusted
+		case errors.Is(err, controltoken.ErrExpired):
+			reason = ReasonControlTokenExpired
+		case errors.Is(err, controltoken.ErrAudience):
+			reason = ReasonControlTokenAudience
+		case errors.Is(err, controltoken.ErrScope):
+			reason = ReasonControlTokenScope
+		}
+		writeControlError(w, reason, err.Error())
+		return nil, false
+	}
+	return claims, true
+}
+
+// once accepts each reload token id once while it is valid.
+func (h *statusHandler) once(c *controltoken.Claims, now time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.seen[c.ID]; dup {
+		return false
+	}
+	if len(h.seen) >= maxReplayEntries {
+		for id, exp := range h.seen {
+			if now.Add(-h.c.opts.Skew).After(exp) {
+				delete(h.seen, id)
+			}
+		}
+		if len(h.seen) >= maxReplayEntries {
+			return false
+		}
+	}
+	h.seen[c.ID] = time.Unix(c.Expires, 0)
+	return true
+}
+
+func writeControlError(w http.ResponseWriter, reason Reason, msg string) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="configpub-runtime"`)
+	writePeerError(w, http.StatusUnauthorized, string(reason), msg)
+}
+
+func writeJSON(w http.ResponseWriter, st *bundle.RuntimeStatus) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(st)
+}
