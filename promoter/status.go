@@ -90,6 +90,11 @@ type TargetStatus struct {
 	RejectionsSinceMove int       `json:"rejectionsSinceMove"`
 	// LastEvidence is the runtime's last report of any outcome.
 	LastEvidence *Evidence `json:"lastEvidence,omitempty"`
+	// LastReceipt is the last receipt about the runtime's current
+	// configuration: what the control plane read back from the runtime's
+	// status endpoint with its own credential (configpub readback), as
+	// opposed to the runtime's own unverified observations above.
+	LastReceipt *Evidence `json:"lastReceipt,omitempty"`
 }
 
 // RunningSnapshot is the snapshot a runtime reports running.
@@ -112,6 +117,9 @@ type Evidence struct {
 	RunningSnapshotID       string     `json:"runningSnapshotId,omitempty"`
 	LastKnownGoodSnapshotID string     `json:"lastKnownGoodSnapshotId,omitempty"`
 	Kind                    string     `json:"kind"`
+	Phase                   string     `json:"phase"`                // "current" or "candidate" (receipts of a staged release)
+	Endpoint                string     `json:"endpoint,omitempty"`   // receipts: the status endpoint read
+	LoadedAt                *time.Time `json:"loadedAt,omitempty"`   // receipts: when the runtime loaded it (its clock)
 	ObservedAt              *time.Time `json:"observedAt,omitempty"` // the runtime's clock
 	ReportedAt              time.Time  `json:"reportedAt"`           // the database's clock
 }
@@ -119,19 +127,19 @@ type Evidence struct {
 // evidenceColumns selects an Evidence from runtime_evidence e.
 const evidenceColumns = `e.outcome, e.reason, coalesce(e.snapshot_id::text, ''), coalesce(e.publication_id::text, ''),
 	coalesce(e.release_version, 0), coalesce(e.running_snapshot_id::text, ''), coalesce(e.lkg_snapshot_id::text, ''),
-	e.kind, e.observed_at, e.reported_at`
+	e.kind, e.phase, e.endpoint, e.loaded_at, e.observed_at, e.reported_at`
 
 // scanEvidence scans evidenceColumns (all NULL for a missing row) into a
 // new Evidence, or nil.
 type evidenceScan struct {
 	outcome, reason, snapshot, publication *string
 	release                                *int64
-	running, lkg, kind                     *string
-	observed, reported                     *time.Time
+	running, lkg, kind, phase, endpoint    *string
+	loaded, observed, reported             *time.Time
 }
 
 func (e *evidenceScan) dest() []any {
-	return []any{&e.outcome, &e.reason, &e.snapshot, &e.publication, &e.release, &e.running, &e.lkg, &e.kind, &e.observed, &e.reported}
+	return []any{&e.outcome, &e.reason, &e.snapshot, &e.publication, &e.release, &e.running, &e.lkg, &e.kind, &e.phase, &e.endpoint, &e.loaded, &e.observed, &e.reported}
 }
 
 func (e *evidenceScan) evidence() *Evidence {
@@ -139,7 +147,12 @@ func (e *evidenceScan) evidence() *Evidence {
 		return nil
 	}
 	ev := &Evidence{Outcome: *e.outcome, Reason: deref(e.reason), SnapshotID: deref(e.snapshot), PublicationID: deref(e.publication),
-		RunningSnapshotID: deref(e.running), LastKnownGoodSnapshotID: deref(e.lkg), Kind: deref(e.kind), ReportedAt: e.reported.UTC()}
+		RunningSnapshotID: deref(e.running), LastKnownGoodSnapshotID: deref(e.lkg), Kind: deref(e.kind),
+		Phase: deref(e.phase), Endpoint: deref(e.endpoint), ReportedAt: e.reported.UTC()}
+	if e.loaded != nil {
+		t := e.loaded.UTC()
+		ev.LoadedAt = &t
+	}
 	if e.release != nil {
 		ev.ReleaseVersion = *e.release
 	}
@@ -219,6 +232,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 				AND r.outcome = 'REJECTED' AND r.reported_at >= p.moved_at),
 			`+prefixed("lastev", evidenceColumns)+`,
 			`+prefixed("rejev", evidenceColumns)+`,
+			`+prefixed("rcpt", evidenceColumns)+`,
 			p.retired_at IS NOT NULL
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
@@ -230,6 +244,9 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			ORDER BY e.evidence_id DESC LIMIT 1) lastev ON true
 		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id AND e.outcome = 'REJECTED'
 			ORDER BY e.evidence_id DESC LIMIT 1) rejev ON true
+		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id
+			AND e.kind = 'receipt' AND e.phase = 'current'
+			ORDER BY e.evidence_id DESC LIMIT 1) rcpt ON true
 		WHERE p.env_tag = $1
 		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
@@ -242,16 +259,16 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		var runID, runPub *string
 		var runAt, ackAt *time.Time
 		var runRelease *int64
-		var last, rej evidenceScan
+		var last, rej, rcpt evidenceScan
 		dest := []any{&t.Host, &t.ServiceID, &t.EnvTag, &t.Audience, &t.SnapshotID, &t.PublicationID, &t.ReleaseVersion,
 			&t.ArtifactDigest, &t.ContentDigest, &t.PolicyDigest, &t.Sequence, &t.MovedAt, &t.LeaseExpiresAt,
 			&revoked, &t.PreviousRelease, &runID, &runAt, &runRelease, &runPub, &ackAt, &t.RejectionsSinceMove}
-		dest = append(append(append(dest, last.dest()...), rej.dest()...), &retired)
+		dest = append(append(append(append(dest, last.dest()...), rej.dest()...), rcpt.dest()...), &retired)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr("read pointers", err)
 		}
 		t.MovedAt, t.LeaseExpiresAt = t.MovedAt.UTC(), t.LeaseExpiresAt.UTC()
-		t.LastEvidence, t.LastRejection = last.evidence(), rej.evidence()
+		t.LastEvidence, t.LastRejection, t.LastReceipt = last.evidence(), rej.evidence(), rcpt.evidence()
 		if runID != nil {
 			t.Running = &RunningSnapshot{SnapshotID: *runID, PublicationID: deref(runPub), ReportedAt: runAt.UTC()}
 			if runRelease != nil {
@@ -346,6 +363,10 @@ type Move struct {
 	// move whatever the runtime runs later.
 	AppliedAt  *time.Time `json:"appliedAt,omitempty"`
 	Rejections int        `json:"rejections"`
+	// ReceiptAt is the first receipt (read back by the control plane) of
+	// the runtime running NextSnapshotID in the same span; observations
+	// alone never set it.
+	ReceiptAt *time.Time `json:"receiptAt,omitempty"`
 }
 
 // History returns envTag's pointer moves, oldest first, each with the
@@ -371,6 +392,10 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 			(SELECT count(*) FROM configpub.runtime_evidence e
 				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
 				AND e.outcome = 'REJECTED' AND e.snapshot_id = m.next_snapshot_id::uuid
+				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at)),
+			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e
+				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+				AND e.kind = 'receipt' AND e.phase = 'current' AND e.running_snapshot_id = m.next_snapshot_id::uuid
 				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at))
 		FROM (
 			SELECT move_id, host, service_id, env_tag, coalesce(previous_snapshot_id::text, '') AS previous_snapshot_id,
@@ -391,8 +416,12 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 		var m Move
 		err := row.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.EnvTag, &m.PreviousSnapshotID, &m.NextSnapshotID,
 			&m.PublicationID, &m.ReleaseVersion, &m.PreviousRelease, &m.Sequence, &m.Action, &m.Actor, &m.Reviewers,
-			&m.Reason, &m.CommandID, &m.MovedAt, &m.Retired, &m.AppliedAt, &m.Rejections)
+			&m.Reason, &m.CommandID, &m.MovedAt, &m.Retired, &m.AppliedAt, &m.Rejections, &m.ReceiptAt)
 		m.MovedAt = m.MovedAt.UTC()
+		if m.ReceiptAt != nil {
+			r := m.ReceiptAt.UTC()
+			m.ReceiptAt = &r
+		}
 		if m.AppliedAt != nil {
 			a := m.AppliedAt.UTC()
 			m.AppliedAt = &a

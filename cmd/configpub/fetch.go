@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -35,6 +36,8 @@ type fetchFlags struct {
 	skew      time.Duration
 	oci       string
 	report    bool
+	status    statusFlags
+	handleMu  *sync.Mutex // serializes handle between the watch loop and reload requests
 }
 
 func addFetchCmd(root *cobra.Command) {
@@ -73,7 +76,10 @@ With --watch it polls until interrupted (jittered back-off on failure) and exits
 	fl.DurationVar(&f.interval, "interval", time.Minute, "polling interval with --watch")
 	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
 	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry instead of the Config Server")
-	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence)")
+	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence) as an unverified observation")
+	fl.StringVar(&f.status.listen, "status-listen", "", "with --watch: serve the runtime status endpoint (GET /status, POST /reload, GET /metrics) on ADDR")
+	fl.StringVar(&f.status.controlPub, "control-pub", "", "cosign.pub of the control plane, whose tokens open /status and /reload (required with --status-listen)")
+	fl.BoolVar(&f.status.anonymous, "status-anonymous", false, "serve GET /status without a control token (POST /reload always needs one)")
 	for _, name := range []string{"host", "service-id", "env-tag", "audience", "trust-key", "out"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -93,6 +99,9 @@ func (f fetchFlags) validate() error {
 		return fmt.Errorf("--interval %s must be positive", f.interval)
 	case f.report && f.server == "":
 		return errors.New("--report needs --server")
+	}
+	if err := f.status.validate(f.watch); err != nil {
+		return err
 	}
 	if f.oci != "" {
 		if _, _, err := registry.ParseRef(f.oci); err != nil {
@@ -128,6 +137,18 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 
+	if f.watch && f.status.listen != "" {
+		f.handleMu = &sync.Mutex{}
+		stop, err := f.status.serveStatus(ctx, c, func(ev *client.Evidence) {
+			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+				fmt.Fprintln(errOut, "configpub fetch:", herr)
+			}
+		}, errOut)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if f.watch {
 		err := c.Watch(ctx, f.interval, func(ev *client.Evidence, err error) {
 			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
@@ -167,6 +188,10 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 // handle writes --out from the current snapshot (or removes it when failing
 // closed), prints the evidence as one JSON line and reports it if asked.
 func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evidence, out, errOut io.Writer) error {
+	if f.handleMu != nil {
+		f.handleMu.Lock()
+		defer f.handleMu.Unlock()
+	}
 	if snap, err := c.Current(); err == nil {
 		if err := writeIfChanged(f.out, snap.Values); err != nil {
 			return err

@@ -83,6 +83,9 @@ func printHistory(w io.Writer, moves []promoter.Move) error {
 		if m.Rejections > 0 {
 			rt += fmt.Sprintf(", %d rejected", m.Rejections)
 		}
+		if m.ReceiptAt != nil {
+			rt += ", receipt after " + m.ReceiptAt.Sub(m.MovedAt).Round(time.Second).String()
+		}
 		to := short(m.NextSnapshotID, 8)
 		if m.Retired {
 			to = "RETIRED"

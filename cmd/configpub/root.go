@@ -54,6 +54,7 @@ var verbs = []func(*cobra.Command){
 	addReconcileCmd,
 	addStatusCmd,
 	addHistoryCmd,
+	addReadbackCmd,
 	addLeaseCmd,
 	addWorkflowCmd,
 }

@@ -50,13 +50,16 @@ and, per target, keeps apart:
   - its last rejection (reason, snapshot, time) and how many since the move.
 STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (the
 runtime runs the desired snapshot, even if it rejected a tampered response since), REJECTED
-(it rejected the desired snapshot and runs another) or PUBLISHED (not reported yet). Runtime reports are unverified observations.
+(it rejected the desired snapshot and runs another) or PUBLISHED (not reported yet). Runtime reports are unverified observations;
+RECEIPT is apart from them: the last receipt the control plane read back from the runtime's status
+endpoint with its own credential (configpub readback), naming what it runs and its last-known-good.
 An environment without releases is an error (exit 1). --format json prints
 {"envTag","currentRelease","releases":[...],"targets":[{"host","serviceId","envTag",
 "audience","snapshotId","releaseVersion","publicationId","artifactDigest","contentDigest",
 "policyDigest","state","sequence","movedAt","leaseExpiresAt","running":{"snapshotId",
 "releaseVersion","publicationId","reportedAt"},"diverged","acknowledgedAt","ackLagSeconds",
-"lastRejection":{...},"rejectionsSinceMove","lastEvidence":{...}}]}.`,
+"lastRejection":{...},"rejectionsSinceMove","lastEvidence":{...},"lastReceipt":{...}}]}; each
+report carries "kind" (observation or receipt) and "phase" (current or candidate).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
@@ -96,11 +99,11 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
-	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tLEASE EXPIRES")
+	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tLEASE EXPIRES")
 	for _, t := range st.Targets {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
 			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(t), yesNo(t.Diverged), acknowledged(t),
-			lastRejection(t), t.LeaseExpiresAt.Format(time.RFC3339))
+			lastRejection(t), receipt(t), t.LeaseExpiresAt.Format(time.RFC3339))
 	}
 	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()
@@ -149,6 +152,26 @@ func lastRejection(t promoter.TargetStatus) string {
 	}
 	return fmt.Sprintf("%s %s at %s (%d since move)", safetext.Terminal(e.Reason), safetext.Terminal(about),
 		e.ReportedAt.Format(time.RFC3339), t.RejectionsSinceMove)
+}
+
+// receipt describes the last receipt read back from the runtime: what it
+// runs (relative to the desired snapshot) and its last-known-good.
+func receipt(t promoter.TargetStatus) string {
+	e := t.LastReceipt
+	if e == nil {
+		return "-"
+	}
+	runs := "desired"
+	if e.RunningSnapshotID == "" {
+		runs = "none"
+	} else if e.RunningSnapshotID != t.SnapshotID {
+		runs = short(e.RunningSnapshotID, 8)
+	}
+	lkg := "-"
+	if e.LastKnownGoodSnapshotID != "" {
+		lkg = short(e.LastKnownGoodSnapshotID, 8)
+	}
+	return fmt.Sprintf("%s runs %s lkg %s at %s", safetext.Terminal(e.Outcome), runs, lkg, e.ReportedAt.Format(time.RFC3339))
 }
 
 func yesNo(b bool) string {

@@ -1,0 +1,89 @@
+package readback
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// Store records receipts in the release store (the promoter's database
+// role: the Config Server's role cannot write a receipt).
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// NewStore returns a Store over pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Record inserts r as a receipt unless the same receipt (identity, phase,
+// snapshot, result and runtime load time) is already recorded; it reports
+// whether a row was added. Every snapshot r names must be a snapshot of
+// r's identity and audience and its publication the snapshot's; otherwise
+// nothing is stored and the error matches ErrInvalidReceipt.
+func (s *Store) Record(ctx context.Context, r bundle.Receipt, observedAt time.Time) (bool, error) {
+	if r.Phase != bundle.PhaseCurrent && r.Phase != bundle.PhaseCandidate {
+		return false, fmt.Errorf("record receipt for %s: phase %q: %w", r.Identity(), r.Phase, ErrInvalidReceipt)
+	}
+	if r.Result == bundle.ResultReady && r.Phase != bundle.PhaseCandidate {
+		return false, fmt.Errorf("record receipt for %s: READY outside the candidate phase: %w", r.Identity(), ErrInvalidReceipt)
+	}
+	orNil := func(v string) any {
+		if v == "" {
+			return nil
+		}
+		return v
+	}
+	var loaded, observed, release, seq any
+	if t, err := time.Parse(time.RFC3339Nano, r.LoadedAt); err == nil {
+		loaded = t
+	}
+	if !observedAt.IsZero() {
+		observed = observedAt
+	}
+	if r.ReleaseVersion > 0 {
+		release = r.ReleaseVersion
+	}
+	if r.Sequence > 0 {
+		seq = r.Sequence
+	}
+	// The snapshot and what the runtime runs and keeps must be snapshots of
+	// the identity and audience; the same receipt read twice is kept once.
+	var exists, valid bool
+	err := s.pool.QueryRow(ctx, `WITH ok AS (
+			SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $4::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $5
+				AND ($7::uuid IS NULL OR s.publication_id = $7::uuid))
+			AND ($8::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $8::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $5))
+			AND ($9::uuid IS NULL OR EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $9::uuid
+				AND s.host = $1 AND s.service_id = $2 AND s.env_tag = $3 AND s.audience = $5)) AS valid),
+		dup AS (SELECT EXISTS (SELECT 1 FROM configpub.runtime_evidence e
+			WHERE e.env_tag = $3 AND e.host = $1 AND e.service_id = $2 AND e.kind = 'receipt' AND e.phase = $6
+				AND e.snapshot_id = $4::uuid AND e.outcome = $10 AND e.reason = $11
+				AND e.loaded_at IS NOT DISTINCT FROM $12::timestamptz
+				AND e.running_snapshot_id IS NOT DISTINCT FROM $8::uuid
+				AND e.lkg_snapshot_id IS NOT DISTINCT FROM $9::uuid) AS found),
+		ins AS (INSERT INTO configpub.runtime_evidence
+			(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest,
+			 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, loaded_at,
+			 kind, phase, endpoint)
+			SELECT $1, $2, $3, $4::uuid, $10, $11, $13, $14, $15, $7::uuid, $16, $17, $8::uuid, $9::uuid, $18, $12,
+				'receipt', $6, $19
+			WHERE (SELECT valid FROM ok) AND NOT (SELECT found FROM dup))
+		SELECT (SELECT found FROM dup), (SELECT valid FROM ok)`,
+		r.Host, r.ServiceID, r.EnvTag, r.SnapshotID, r.Audience, r.Phase, orNil(r.PublicationID),
+		orNil(r.RunningSnapshotID), orNil(r.LastKnownGoodSnapshotID), r.Result, r.Reason, loaded,
+		r.ArtifactDigest, r.ContentDigest, r.PolicyDigest, release, seq, observed, r.Endpoint).Scan(&exists, &valid)
+	if err != nil {
+		return false, fmt.Errorf("record receipt for %s: %w", r.Identity(), err)
+	}
+	if !valid {
+		return false, fmt.Errorf("record receipt for %s: snapshot %s (or what the runtime runs or keeps) is not one of its identity and audience %s: %w",
+			r.Identity(), r.SnapshotID, r.Audience, ErrInvalidReceipt)
+	}
+	return !exists, nil
+}
