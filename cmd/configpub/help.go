@@ -17,7 +17,7 @@ var verbGroup = map[string]string{
 	"keygen": "release", "publish": "release", "pull": "release", "verify-oci": "release", "promote": "release",
 	"activate": "release", "rollback": "release", "revoke": "release", "reconcile": "release", "lease": "release", "db": "release",
 	"serve": "run", "fetch": "run", "token": "run", "registry": "run", "console": "run",
-	"status": "inspect", "history": "inspect",
+	"status": "inspect", "history": "inspect", "readback": "inspect",
 	"demo": "other", "version": "other", "completion": "other", "help": "other",
 }
 

@@ -36,6 +36,8 @@ result it answers with. Reading the same state twice records it once.
 --targets is a YAML file: targets: [{endpoint, host, serviceId, envTag}, ...].
 Exit status: 0 every target read and recorded; 1 some target unreachable, refused, or answering
 with snapshots the store does not hold for it (the others are still recorded).`,
+		Example: `  configpub readback --env prod --targets runtimes.yaml --control-key control.key
+  configpub readback --env prod --endpoint https://agent-7.internal:9464 --host h --service-id s --control-key control.key --reload`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
