@@ -207,6 +207,13 @@ const publishedMarker = `msg="artifacts published and verified"`
 
 func startPromote(t *testing.T, cmd *exec.Cmd) *promoteProcess {
 	t.Helper()
+	return startMarked(t, cmd, publishedMarker)
+}
+
+// startMarked starts cmd; its marker channel is closed when a stderr line
+// contains markerText.
+func startMarked(t *testing.T, cmd *exec.Cmd, markerText string) *promoteProcess {
+	t.Helper()
 	pr := &promoteProcess{cmd: cmd, marker: make(chan struct{}), done: make(chan error, 1)}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -223,7 +230,7 @@ func startPromote(t *testing.T, cmd *exec.Cmd) *promoteProcess {
 		for sc.Scan() {
 			line := sc.Text()
 			_, _ = (&lockedWriter{pr}).Write([]byte(line + "\n"))
-			if !marked && strings.Contains(line, publishedMarker) {
+			if !marked && strings.Contains(line, markerText) {
 				marked = true
 				close(pr.marker)
 			}

@@ -1,0 +1,351 @@
+package promoter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/promoter"
+)
+
+// recorder is a Notifier that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []promoter.Event
+}
+
+func (r *recorder) Notify(_ context.Context, ev promoter.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, ev)
+}
+
+func (r *recorder) kinds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// writeReceipt stores a receipt the way the readback collector records
+// what it read from a runtime's status endpoint: kind 'receipt', with its
+// phase and result.
+func (f *fixture) writeReceipt(t testing.TB, tg promoter.Target, phase, result, reason string) {
+	t.Helper()
+	if _, err := f.pool.Exec(context.Background(), `INSERT INTO configpub.runtime_evidence
+		(host, service_id, env_tag, snapshot_id, outcome, reason, kind, phase, reported_at)
+		VALUES ($1, $2, $3, $4::uuid, $5, $6, 'receipt', $7, now())`,
+		tg.Host, tg.ServiceID, tg.EnvTag, tg.SnapshotID, result, reason, phase); err != nil {
+		t.Fatalf("write receipt: %v", err)
+	}
+}
+
+// stageTwoPhase promotes release 1 of env (n targets) and stages release 2
+// (every target changed) with two-phase activation.
+func (f *fixture) stageTwoPhase(t testing.TB, env string, n int) (r1, r2 promoter.ReleaseInput) {
+	t.Helper()
+	r1 = release(env, 1, 0, n, nil, nil)
+	f.promote(t, r1)
+	r2 = release(env, 2, 1, n, nil, nil)
+	r2.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
+	r2.CommandID = id("stage", env, 2)
+	if _, err := f.store.Stage(context.Background(), r2); err != nil {
+		t.Fatal(err)
+	}
+	return r1, r2
+}
+
+func TestTwoPhaseActivationWaitsForEveryCandidate(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	ctx := context.Background()
+	r1, r2 := f.stageTwoPhase(t, "prod", 3)
+	in := promoter.MoveInput{CommandID: id("act"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	var progress []promoter.ReadinessProgress
+	opts := promoter.ActivateOptions{Timeout: 600 * time.Millisecond, Poll: 100 * time.Millisecond,
+		Progress: func(p promoter.ReadinessProgress) { progress = append(progress, p) }}
+
+	// Nobody answered: a timeout naming every moving identity.
+	start := time.Now()
+	_, err := f.store.ActivateRelease(ctx, in, opts)
+	var nr *promoter.NotReadyError
+	if !errors.As(err, &nr) || strings.Join(nr.Missing, ",") != "host-00000/svc,host-00001/svc,host-00002/svc" {
+		t.Fatalf("no receipts: got %v, want a timeout naming all three identities", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("a 600ms timeout took %s", d)
+	}
+	if len(progress) < 2 || progress[0].Required != 3 || progress[0].Ready != 0 {
+		t.Fatalf("progress %+v, want repeated 0/3 lines", progress)
+	}
+	f.wantPointersAt(t, r1)
+
+	// Two READY; the third READY only for its old snapshot, and an APPLIED
+	// current-phase receipt does not count either.
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCandidate, bundle.ResultReady, "")
+	f.writeReceipt(t, r1.Targets[2], bundle.PhaseCandidate, bundle.ResultReady, "")
+	f.writeReceipt(t, r2.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	_, err = f.store.ActivateRelease(ctx, in, opts)
+	if !errors.As(err, &nr) || strings.Join(nr.Missing, ",") != "host-00002/svc" || nr.Ready != 2 ||
+		!strings.Contains(err.Error(), "host-00002/svc") || !strings.Contains(err.Error(), "nothing moved") {
+		t.Fatalf("two READY: got %v, want a timeout naming host-00002/svc only", err)
+	}
+	f.wantPointersAt(t, r1)
+	if s, _ := f.releaseState(t, "prod", 2); s != promoter.StateStaged {
+		t.Fatalf("after timeouts release 2 is %s, want STAGED", s)
+	}
+
+	// All READY: one activation moves every pointer.
+	f.writeReceipt(t, r2.Targets[2], bundle.PhaseCandidate, bundle.ResultReady, "")
+	res, err := f.store.ActivateRelease(ctx, in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.wantPointersAt(t, r2)
+	if res.Moved != 3 {
+		t.Fatalf("moved %d, want 3", res.Moved)
+	}
+	// One transaction: every move has the same command and move time.
+	if n := f.count(t, `SELECT count(DISTINCT (command_id, moved_at)) FROM configpub.pointer_move WHERE release_version = 2`); n != 1 {
+		t.Fatalf("release 2's moves span %d (command, time) pairs, want 1", n)
+	}
+	if got := strings.Join(rec.kinds(), ","); got != "release.activated,release.staged,release.activated" {
+		t.Fatalf("events %s", got)
+	}
+	f.checkJournal(t)
+}
+
+func TestTwoPhaseRejectedCandidateFailsTheRelease(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	ctx := context.Background()
+	r1, r2 := f.stageTwoPhase(t, "prod", 3)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCandidate, bundle.ResultRejected, "SIGNATURE_INVALID")
+	in := promoter.MoveInput{CommandID: id("act"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	_, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 50 * time.Millisecond})
+	var rej *promoter.RejectedError
+	if !errors.As(err, &rej) || rej.Identity != "host-00001/svc" || rej.Reason != "SIGNATURE_INVALID" {
+		t.Fatalf("got %v, want host-00001/svc rejected (SIGNATURE_INVALID)", err)
+	}
+	f.wantPointersAt(t, r1)
+	if n := f.count(t, "SELECT count(*) FROM configpub.pointer_move WHERE release_version = 2"); n != 0 {
+		t.Fatalf("%d pointer moves for the failed release", n)
+	}
+	if s, o := f.releaseState(t, "prod", 2); s != promoter.StateFailed || o != promoter.OutcomeNotApplied {
+		t.Fatalf("release 2 is %s/%s, want FAILED/NOT_APPLIED", s, o)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer"); n != 0 {
+		t.Fatalf("%d candidate pointers left for the failed release", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.config_release_journal WHERE release_version = 2
+		AND event_kind = 'candidate-rejected' AND evidence->>'identity' = 'host-00001/svc'
+		AND evidence->>'receiptReason' = 'SIGNATURE_INVALID'`); n != 1 {
+		t.Fatalf("journal rows naming the rejection: %d, want 1", n)
+	}
+	kinds := strings.Join(rec.kinds(), ",")
+	if !strings.Contains(kinds, "candidate.rejected,release.failed") {
+		t.Fatalf("events %s: want the rejection and the failure notified", kinds)
+	}
+	// A FAILED release is never activated.
+	if _, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("again"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "again"},
+		promoter.ActivateOptions{}); !errors.Is(err, promoter.ErrReleaseFailed) {
+		t.Fatalf("activating a FAILED release: %v, want refused", err)
+	}
+	f.wantPointersAt(t, r1)
+	f.checkJournal(t)
+}
+
+// cosignFixture is a fixture whose signer is a cosign key on disk, so that
+// the configpub binary can sign with it.
+func cosignFixture(t *testing.T) (f *fixture, keyPath, password string) {
+	t.Helper()
+	password = "two-phase"
+	kp, err := cosignkey.GenerateKeyPair([]byte(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keyPath, _, err = cosignkey.WriteKeyPair(t.TempDir(), kp); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte(password))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = newFixture(t, nil)
+	f.store = f.open(t, func(o *promoter.Options) { o.Signer = signer; o.Clock = time.Now })
+	return f, keyPath, password
+}
+
+func activateCmd(ctx context.Context, bin, dbURL, keyPath, password, commandID string, extra ...string) *exec.Cmd {
+	args := append([]string{"activate", "--env", "prod", "--release", "2", "--actor", "ops", "--reason", "two-phase",
+		"--database", dbURL, "--key", keyPath, "--command-id", commandID}, extra...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+password)
+	return cmd
+}
+
+// TestTwoPhaseActivateCLITimesOutNamingMissingTargets: `configpub activate`
+// on a staged two-phase release whose third runtime never answers exits 1
+// after its --timeout, printing progress and naming the identity; nothing
+// moved.
+func TestTwoPhaseActivateCLITimesOutNamingMissingTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the configpub binary; skipped under -short")
+	}
+	t.Parallel()
+	bin := buildConfigpub(t)
+	f, keyPath, password := cosignFixture(t)
+	r1, r2 := f.stageTwoPhase(t, "prod", 3)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCandidate, bundle.ResultReady, "")
+	start := time.Now()
+	out, err := activateCmd(context.Background(), bin, f.db.URLFor(t, "configpub_promoter"), keyPath, password, id("cli"), "--timeout", "2s").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("got %v, want exit 1\n%s", err, out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("a 2s timeout took %s", d)
+	}
+	for _, want := range []string{"two-phase: 2/3 candidates READY", "host-00002/svc", "1 of 3 required targets not READY after 2s", "nothing moved"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(string(out), "host-00000/svc rejected") {
+		t.Errorf("output names a READY target:\n%s", out)
+	}
+	f.wantPointersAt(t, r1)
+}
+
+// TestTwoPhaseActivateKillNine kills `configpub activate` of a staged
+// two-phase release (every candidate READY) with SIGKILL at a random
+// moment (CONFIGPUB_CRASH_RUNS runs, default 20; seed
+// CONFIGPUB_CRASH_SEED). After every kill the pointers are all at release 1
+// or all at release 2, never a mix; re-running the same command converges
+// on release 2 with each pointer moved exactly once.
+func TestTwoPhaseActivateKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash loop: builds configpub and kills `configpub activate` at least 20 times; skipped under -short")
+	}
+	runs := envInt(t, "CONFIGPUB_CRASH_RUNS", 20)
+	seed := uint64(envInt(t, "CONFIGPUB_CRASH_SEED", 1))
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	bin := buildConfigpub(t)
+	const n = 40
+	allReady := fmt.Sprintf("two-phase: %d/%d candidates READY", n, n)
+	setup := func(t *testing.T) (*fixture, string, string, promoter.ReleaseInput, promoter.ReleaseInput) {
+		f, keyPath, password := cosignFixture(t)
+		r1, r2 := f.stageTwoPhase(t, "prod", n)
+		for _, tg := range r2.Targets {
+			f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+		}
+		return f, keyPath, password, r1, r2
+	}
+	snaps := func(in promoter.ReleaseInput) map[string]string {
+		m := map[string]string{}
+		for _, tg := range in.Targets {
+			m[tg.Host+"/"+tg.ServiceID] = tg.SnapshotID
+		}
+		return m
+	}
+	// Calibrate: the process's whole life, and its activation phase, from
+	// the progress line saying every candidate is READY to exit.
+	var life, dbPhase time.Duration
+	t.Run("calibrate", func(t *testing.T) {
+		f, keyPath, password, _, r2 := setup(t)
+		pr := startMarked(t, activateCmd(context.Background(), bin, f.db.URLFor(t, "configpub_promoter"), keyPath, password, id("cal")), allReady)
+		var marked time.Time
+		select {
+		case <-pr.marker:
+			marked = time.Now()
+		case err := <-pr.done:
+			t.Fatalf("activate exited before every candidate was READY: %v\n%s", err, pr.output())
+		}
+		if err := <-pr.done; err != nil {
+			t.Fatalf("uninterrupted activate: %v\n%s", err, pr.output())
+		}
+		life, dbPhase = time.Since(pr.start), time.Since(marked)
+		f.wantPointersAt(t, r2)
+		t.Logf("an uninterrupted two-phase activate of %d targets took %v, its activation phase %v", n, life, dbPhase)
+	})
+	if life == 0 {
+		t.Fatal("calibration failed")
+	}
+	var atOld, atNew int
+	for i := range runs {
+		// A third of the runs are killed anywhere in the process's life, the
+		// others after the all-READY progress line, within the activation
+		// phase's calibrated length.
+		anywhere := i%3 == 0
+		delay := time.Duration(rng.Int64N(int64(life)))
+		if !anywhere {
+			delay = time.Duration(rng.Int64N(int64(dbPhase)))
+		}
+		ok := t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) {
+			f, keyPath, password, r1, r2 := setup(t)
+			url := f.db.URLFor(t, "configpub_promoter")
+			cmdID := id("kill", i)
+			pr := startMarked(t, activateCmd(context.Background(), bin, url, keyPath, password, cmdID), allReady)
+			var timer <-chan time.Time
+			if anywhere {
+				timer = time.After(delay)
+			}
+			marker := pr.marker
+			for killed := false; !killed; {
+				select {
+				case <-marker:
+					marker = nil
+					if !anywhere {
+						timer = time.After(delay)
+					}
+				case <-timer:
+					_ = pr.cmd.Process.Signal(syscall.SIGKILL)
+					<-pr.done
+					killed = true
+				case <-pr.done:
+					killed = true
+				}
+			}
+			got := f.pointers(t, "prod")
+			current := f.count(t, "SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = 'prod'")
+			switch {
+			case pointersAt(got, snaps(r1)) && current == 1:
+				atOld++
+			case pointersAt(got, snaps(r2)) && current == 2:
+				atNew++
+			default:
+				t.Fatalf("after a kill at %v: pointers %v (current %d) are a mixed set", delay, got, current)
+			}
+			f.checkJournal(t)
+			if out, err := activateCmd(context.Background(), bin, url, keyPath, password, cmdID).CombinedOutput(); err != nil {
+				t.Fatalf("re-run after a kill at %v: %v\n%s", delay, err, out)
+			}
+			f.wantPointersAt(t, r2)
+			if m := f.count(t, "SELECT count(*) FROM configpub.pointer_move WHERE release_version = 2"); m != n {
+				t.Fatalf("after the re-run: %d moves for release 2, want %d (exactly once)", m, n)
+			}
+		})
+		if !ok {
+			t.Fatalf("seed %d run %d failed (kill after %v)", seed, i, delay)
+		}
+	}
+	t.Logf("seed %d: %d runs; after the kill %d at release 1, %d at release 2", seed, runs, atOld, atNew)
+}
