@@ -48,6 +48,12 @@ type Options struct {
 	// CacheTTL bounds how long computed page data is reused; any change
 	// notice (NOTIFY) drops it at once. Default 5 s; negative disables.
 	CacheTTL time.Duration
+	// RepositoryURL is the web address of the policy repository (for
+	// example https://github.com/org/policies). When set, a release page
+	// links its reviewed commit (<url>/commit/<hash>) and, when the release
+	// was made from a pull request ref (refs/pull/N/head or /merge), the pull
+	// request (<url>/pull/N). Default "": no links.
+	RepositoryURL string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger receives access-refusal and live-update warnings. Default: discard.
@@ -89,6 +95,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
+	repo, err := parseRepositoryURL(opts.RepositoryURL)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	f, err := loadFeatures(ctx, pool)
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
@@ -100,7 +110,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 	c := &Console{
 		pool: pool,
 		opts: opts,
-		rd:   &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, showValues: opts.ShowValues},
+		rd:   &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, showValues: opts.ShowValues, repository: repo},
 		hub:  newHub(),
 		pc:   newPageCache(opts.CacheTTL, opts.Now),
 		reg:  opts.Registry,

@@ -41,6 +41,10 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 		return nil, fmt.Errorf("release %s/%d: definition: %w", env, v, err)
 	}
 	d.Inputs = inputChanges(baseDef, def)
+	if d.Workflows, err = r.workflowViews(ctx, env, v); err != nil {
+		return nil, err
+	}
+	d.CommitURL, d.PullRequestURL = links(r.repository, d.SourceCommit, d.SourceRef)
 	if err := r.changedTargets(ctx, d); err != nil {
 		return nil, err
 	}
@@ -67,8 +71,30 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 		WHERE s.env_tag = $1 AND s.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
 			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
 				AND b.snapshot_id = t.snapshot_id)`
-	if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal); err != nil {
-		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	// The counts were computed once, when the release's mapping was
+	// recorded (release_target_summary); a database without them counts.
+	retired := -1 // how many of the base's identities the release retired; < 0: unknown
+	counted := false
+	if r.f.summary {
+		var kept int
+		err := r.q.QueryRow(ctx, `SELECT x.changed, x.kept, coalesce(b.targets, -1)
+			FROM configpub.release_target_summary x LEFT JOIN configpub.release_target_summary b
+				ON b.env_tag = x.env_tag AND b.release_version = $3
+			WHERE x.env_tag = $1 AND x.release_version = $2`, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal, &kept, &retired)
+		switch {
+		case err == nil:
+			retired -= kept
+			counted = true
+		case errors.Is(err, pgx.ErrNoRows):
+			retired = -1
+		default:
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
+	}
+	if !counted {
+		if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal); err != nil {
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
 	}
 	rows, err := r.q.Query(ctx, `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest `+changedFrom+`
 			ORDER BY s.audience, s.host, s.service_id LIMIT $4 OFFSET $5)
@@ -96,7 +122,7 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	if next := d.ChangedFrom + len(d.Changed); len(d.Changed) > 0 && next < d.ChangedTotal {
 		d.ChangedNext = next
 	}
-	if d.BaseVersion == 0 {
+	if d.BaseVersion == 0 || retired == 0 {
 		return nil
 	}
 	rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3

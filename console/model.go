@@ -130,6 +130,13 @@ type ReleaseDetail struct {
 	ChangedFrom int        `json:"changedFrom"`
 	ChangedNext int        `json:"changedNext,omitempty"`
 	Retired     []Identity `json:"retired"`
+	// Workflows are the Workflow views recorded when the release was
+	// activated (metadata only).
+	Workflows []WorkflowView `json:"workflows"`
+	// CommitURL and PullRequestURL link the reviewed commit and the pull
+	// request it came from, when the console knows the repository's address.
+	CommitURL      string `json:"commitUrl,omitempty"`
+	PullRequestURL string `json:"pullRequestUrl,omitempty"`
 }
 
 // Identity names a runtime target.

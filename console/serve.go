@@ -32,8 +32,10 @@ type Config struct {
 	// trusted reverse proxy.
 	ProxyHeader    string
 	TrustedProxies []string
-	// ShowValues, LeaseHorizon and PerTargetMetrics: see Options.
+	// ShowValues, LeaseHorizon, PerTargetMetrics and RepositoryURL: see
+	// Options.
 	ShowValues       bool
+	RepositoryURL    string
 	LeaseHorizon     time.Duration
 	PerTargetMetrics bool
 	Logger           *slog.Logger
@@ -42,7 +44,7 @@ type Config struct {
 }
 
 func (c *Config) options() (Options, error) {
-	o := Options{ShowValues: c.ShowValues, LeaseHorizon: c.LeaseHorizon, PerTargetMetrics: c.PerTargetMetrics,
+	o := Options{ShowValues: c.ShowValues, LeaseHorizon: c.LeaseHorizon, PerTargetMetrics: c.PerTargetMetrics, RepositoryURL: c.RepositoryURL,
 		ProxyHeader: c.ProxyHeader, Logger: c.Logger}
 	if c.DatabaseURL == "" {
 		return o, fmt.Errorf("%w: a database URL is required", ErrConfig)

@@ -22,6 +22,8 @@ type querier interface {
 type features struct {
 	retired     bool // current_pointer.retired_at, pointer_move.retired
 	evidenceKnd bool // runtime_evidence.kind
+	summary     bool // release_target_summary (changed and kept counts per release)
+	workflow    bool // configpub_workflow.workflow_view_summary, readable
 }
 
 func loadFeatures(ctx context.Context, q querier) (features, error) {
@@ -29,8 +31,10 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 	err := q.QueryRow(ctx, `SELECT
 		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'current_pointer' AND column_name = 'retired_at')
 		AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'pointer_move' AND column_name = 'retired'),
-		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'kind')`).
-		Scan(&f.retired, &f.evidenceKnd)
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'kind'),
+		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_summary'),
+		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary')`).
+		Scan(&f.retired, &f.evidenceKnd, &f.summary, &f.workflow)
 	if err != nil {
 		return f, fmt.Errorf("read schema columns: %w", err)
 	}
@@ -44,6 +48,7 @@ type reader struct {
 	now          func() time.Time
 	leaseHorizon time.Duration
 	showValues   bool
+	repository   string // Options.RepositoryURL, checked
 }
 
 func (r *reader) retiredAtCol(alias string) string {

@@ -119,3 +119,37 @@ func firstColumn(ctx context.Context, t *testing.T, q interface {
 	}
 	return pgx.Identifier{col}.Sanitize()
 }
+
+// TestViewerReadsWorkflowViewMetadataOnly: the console lists a release's
+// Workflow views through workflow_view_summary; the viewer reads neither the
+// view documents (workflow_view_history, workflow_view_current) nor the
+// tables behind them, and writes nothing in configpub_workflow.
+func TestViewerReadsWorkflowViewMetadataOnly(t *testing.T) {
+	t.Parallel()
+	db := seeded(t)
+	ctx := context.Background()
+	viewer := db.PoolURL(t, db.URLFor(t, "configpub_viewer"))
+	var n int
+	if err := viewer.QueryRow(ctx, "SELECT count(*) FROM configpub_workflow.workflow_view_summary").Scan(&n); err != nil {
+		t.Errorf("viewer SELECT workflow_view_summary: %v", err)
+	}
+	if err := viewer.QueryRow(ctx, "SELECT count(*) FROM configpub.release_target_summary").Scan(&n); err != nil {
+		t.Errorf("viewer SELECT release_target_summary: %v", err)
+	}
+	for _, stmt := range []string{
+		"SELECT document FROM configpub_workflow.workflow_view_history",
+		"SELECT * FROM configpub_workflow.workflow_view_current",
+		"SELECT * FROM configpub.workflow_view",
+		"SELECT * FROM configpub.workflow_release_view",
+		"CREATE VIEW configpub_workflow.x AS SELECT 1",
+	} {
+		if _, err := viewer.Exec(ctx, stmt); sqlState(err) != "42501" {
+			t.Errorf("viewer %q: got %v, want SQLSTATE 42501", stmt, err)
+		}
+	}
+	// A view over a join cannot be written by anyone; the refusal names
+	// that rather than the privilege.
+	if _, err := viewer.Exec(ctx, "DELETE FROM configpub_workflow.workflow_view_summary"); err == nil {
+		t.Error("viewer DELETE FROM workflow_view_summary succeeded")
+	}
+}
