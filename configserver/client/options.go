@@ -70,7 +70,8 @@ type Options struct {
 	TokenSource TokenSource
 	// TrustedKeys verify delivery-manifest signatures; X-Manifest-Key-Id
 	// selects one. At least one is required: New refuses to start without.
-	TrustedKeys []signing.TrustedKey
+	// ParseTrustedKeys reads them from a cosign.pub file.
+	TrustedKeys []TrustedKey
 	// CacheDir holds the last-known-good file (CachePath) and, apart from
 	// it, the seen-state file (SeenPath): the highest (sequence, issuedAt)
 	// and revocation epoch applied, per signing key. "" keeps both in memory
@@ -145,7 +146,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.ServerURL = strings.TrimRight(o.ServerURL, "/")
-	o.TrustedKeys = append([]signing.TrustedKey(nil), o.TrustedKeys...)
+	o.TrustedKeys = append([]TrustedKey(nil), o.TrustedKeys...)
 	return o
 }
 

@@ -23,7 +23,6 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
-	"github.com/configpub/configpub/internal/signing"
 )
 
 func main() {
@@ -56,7 +55,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("read trust key: %w", err)
 	}
-	if opts.TrustedKeys, err = signing.ParsePublicKeys(pem); err != nil {
+	if opts.TrustedKeys, err = client.ParseTrustedKeys(pem); err != nil {
 		return fmt.Errorf("%s: %w", trustKey, err)
 	}
 	if tokFile != "" {
