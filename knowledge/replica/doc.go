@@ -1,0 +1,42 @@
+// Package replica materializes a Knowledge runtime's control replicas into
+// the service's own PostgreSQL database.
+//
+// A Knowledge snapshot (audience knowledge) carries, in its
+// knowledgePolicy namespace, the knowledge bases, retrieval profiles,
+// index generations and Agent bindings of its host, and a complete replica
+// inventory: every replica's kind, id and digest, the tombstones (replicas
+// of the previous release that are gone) and a digest over both. After the
+// runtime client (configserver/client) has verified and applied a snapshot,
+// the service's snapshot loader calls Store.Apply with it:
+//
+//	snap, err := c.Current()
+//	...
+//	res, err := replica.New(loaderPool, replica.Options{}).Apply(ctx, snap)
+//
+// Apply first stages the whole set (Stage): contentDigest recomputed over
+// the namespace, the inventory digest over items and tombstones, every
+// replica's digest over its RFC 8785 content, and the inventory must list
+// exactly the replicas the snapshot carries. Then, in one transaction under
+// a per-identity lock, it compares the snapshot with the applied pointer
+// and refuses a regression (ErrRegression): a lower delivery-manifest
+// sequence (a replay), another snapshot at the applied sequence, a lower
+// revocation epoch, and — unless Options.AllowRollback — a lower release
+// version, source event watermark or policy version. It then inserts new
+// replicas, updates changed ones, deletes exactly the tombstoned ones,
+// leaves unchanged rows untouched and moves the applied pointer. A refusal
+// or a failure at any point (a crash, a kill -9, a lost connection) leaves
+// the previous replica set and its pointer: PostgreSQL rolls the
+// transaction back. A replica that the new inventory neither lists nor
+// tombstones is not deleted: it is ErrUnlisted unless
+// Options.PruneUnlisted. Re-applying the applied snapshot writes nothing.
+// Apply creates no jobs and calls nothing outside its transaction.
+//
+// Schema and roles: Migrate (run by the service database's owner) creates
+// schema configpub_knowledge with applied_snapshot (one row per runtime
+// identity) and replica (identity, kind, id, digest, content jsonb, the
+// release and snapshot that wrote it), and two NOLOGIN group roles:
+// LoaderRole, the only writer (SELECT, INSERT, UPDATE on applied_snapshot;
+// SELECT, INSERT, UPDATE, DELETE on replica), and ReaderRole (SELECT on
+// both) for the service's API and job roles. Neither can create objects
+// or reach any other schema.
+package replica

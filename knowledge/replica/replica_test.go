@@ -1,0 +1,296 @@
+package replica_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/knowledge/replica"
+)
+
+// TestStageGoldenSnapshot stages the compiler's golden Knowledge values.yml:
+// the replicas derived from its namespace must digest to exactly the
+// inventory the compiler wrote.
+func TestStageGoldenSnapshot(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "fixtures", "golden", "prod", "dev.lightapi.net", "com.networknt.knowledge-1.0.0", "values.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		RuntimePolicy   bundle.RuntimePolicy `yaml:"runtimePolicy"`
+		KnowledgePolicy map[string]any       `yaml:"knowledgePolicy"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ns := jsonCompatible(doc.KnowledgePolicy).(map[string]any)
+	snap := snapshotOf(t, doc.RuntimePolicy.ReleaseVersion, ns, nil, 1)
+	if snap.ContentDigest != doc.RuntimePolicy.ContentDigest {
+		t.Fatalf("namespace digests to %s, golden contentDigest %s", snap.ContentDigest, doc.RuntimePolicy.ContentDigest)
+	}
+	st, err := replica.Stage(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := ns["inventory"].(map[string]any)["items"].([]any)
+	if len(st.Items) != len(inv) || len(st.Items) != 12 {
+		t.Fatalf("staged %d replicas, the inventory lists %d (want 12)", len(st.Items), len(inv))
+	}
+	for i, it := range st.Items {
+		m := inv[i].(map[string]any)
+		if it.Kind != m["kind"] || it.ID != m["id"] || it.Digest != m["digest"] {
+			t.Fatalf("replica %d: staged %s %s %s, inventory %v", i, it.Kind, it.ID, it.Digest, m)
+		}
+	}
+}
+
+// jsonCompatible turns yaml.v3's map[string]interface{} with int values
+// into the client's JSON-compatible form (int64).
+func jsonCompatible(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonCompatible(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = jsonCompatible(e)
+		}
+		return x
+	case int:
+		return int64(x)
+	}
+	return v
+}
+
+// TestTombstonesDeleteExactlyTheirItems applies releases 1 and 2: release
+// 2's set is exactly its inventory, every tombstoned replica is gone, and
+// every replica the two releases share with the same digest keeps its row
+// untouched (same xmin). Re-applying release 2 writes nothing at all.
+func TestTombstonesDeleteExactlyTheirItems(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newDB(t)
+	g := gen{n: 40}
+	s := replica.New(pool, replica.Options{})
+	r1, err := s.Apply(ctx, g.snapshot(t, 1, 10))
+	if err != nil || r1.Outcome != replica.OutcomeApplied || r1.Inserted != len(expectedSet(t, g, 1)) {
+		t.Fatalf("release 1: %+v %v", r1, err)
+	}
+	before := readTables(t, pool)
+	if !slices.Equal(before.set(), expectedSet(t, g, 1)) {
+		t.Fatal("after release 1 the tables do not hold release 1's inventory")
+	}
+	snap2 := g.snapshot(t, 2, 11)
+	tombs := snap2.Namespace["inventory"].(map[string]any)["tombstones"].([]any)
+	r2, err := s.Apply(ctx, snap2)
+	if err != nil || r2.Outcome != replica.OutcomeApplied {
+		t.Fatalf("release 2: %+v %v", r2, err)
+	}
+	after := readTables(t, pool)
+	if !slices.Equal(after.set(), expectedSet(t, g, 2)) {
+		t.Fatalf("after release 2 the tables hold %d replicas, not release 2's inventory of %d", len(after.Rows), len(expectedSet(t, g, 2)))
+	}
+	if len(tombs) == 0 || r2.Deleted != len(tombs) || r2.Inserted == 0 || r2.Updated == 0 || r2.Kept == 0 {
+		t.Fatalf("release 2 should insert, update, keep and delete: %+v (%d tombstones)", r2, len(tombs))
+	}
+	gone := map[string]bool{}
+	for _, tb := range tombs {
+		m := tb.(map[string]any)
+		gone[m["kind"].(string)+" "+m["id"].(string)] = true
+	}
+	// Every row of release 1 is either tombstoned (and gone) or still
+	// there; the ones with the same digest have the same xmin.
+	afterRows := map[string]string{}
+	for _, r := range after.Rows {
+		afterRows[r[:strings.LastIndexByte(r, ' ')]] = r
+	}
+	deleted := 0
+	for _, r := range before.Rows {
+		f := strings.Fields(r)
+		k := f[0] + " " + f[1]
+		if gone[k] {
+			for a := range afterRows {
+				if strings.HasPrefix(a, k+" ") {
+					t.Fatalf("tombstoned %s is still there", k)
+				}
+			}
+			deleted++
+			continue
+		}
+		if ar, ok := afterRows[f[0]+" "+f[1]+" "+f[2]]; ok && ar != r {
+			t.Fatalf("unchanged replica %s was rewritten: %s -> %s", k, r, ar)
+		}
+		found := false
+		for a := range afterRows {
+			found = found || strings.HasPrefix(a, k+" ")
+		}
+		if !found {
+			t.Fatalf("%s vanished without a tombstone", k)
+		}
+	}
+	if deleted != len(tombs) {
+		t.Fatalf("%d replicas deleted, %d tombstones", deleted, len(tombs))
+	}
+
+	again, err := s.Apply(ctx, g.snapshot(t, 2, 11))
+	if err != nil || again.Outcome != replica.OutcomeUnchanged {
+		t.Fatalf("re-apply: %+v %v, want UNCHANGED", again, err)
+	}
+	if got := readTables(t, pool); !reflect.DeepEqual(got, after) {
+		t.Fatal("re-applying release 2 rewrote rows")
+	}
+	p, err := s.Applied(ctx, identity)
+	if err != nil || p.SnapshotID != snap2.SnapshotID || p.ItemCount != len(after.Rows) || p.SourceEventSequence != 102 {
+		t.Fatalf("Applied: %+v %v", p, err)
+	}
+	items, err := s.Replicas(ctx, identity)
+	if err != nil || len(items) != len(after.Rows) {
+		t.Fatalf("Replicas: %d %v", len(items), err)
+	}
+}
+
+// TestRefusalsLeaveTablesUnchanged applies release 2, then offers
+// snapshots that must be refused: each refusal names its cause and leaves
+// every row and the pointer exactly as they were.
+func TestRefusalsLeaveTablesUnchanged(t *testing.T) {
+	ctx := context.Background()
+	g := gen{n: 21}
+	cases := []struct {
+		name string
+		snap func(t *testing.T) *client.Snapshot
+		opts replica.Options
+		want error
+	}{
+		{"replayed release 1 (lower sequence)", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 1, 10) }, replica.Options{}, replica.ErrRegression},
+		{"release 1 re-signed later (a rollback, not allowed)", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 1, 12) }, replica.Options{}, replica.ErrRegression},
+		{"another snapshot at the applied sequence", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 3, 11) }, replica.Options{}, replica.ErrRegression},
+		{"lower revocation epoch", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			s.Envelope.RevocationEpoch, s.Manifest.RevocationEpoch = 1, 1
+			return s
+		}, replica.Options{}, replica.ErrRegression},
+		{"lower source event watermark", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			s.Envelope.SourceEventSequence = 50
+			return s
+		}, replica.Options{}, replica.ErrRegression},
+		{"partial: an inventory item without its replica", func(t *testing.T) *client.Snapshot {
+			ns := g.namespace(3)
+			items := inventoryOf(t, ns)
+			ns["bindings"] = ns["bindings"].([]any)[1:]
+			return snapshotOf(t, 3, ns, withInventory(t, items, nil), 12)
+		}, replica.Options{}, replica.ErrIncomplete},
+		{"partial: a replica the inventory does not list", func(t *testing.T) *client.Snapshot {
+			ns := g.namespace(3)
+			items := inventoryOf(t, ns)
+			return snapshotOf(t, 3, ns, withInventory(t, items[:len(items)-1], nil), 12)
+		}, replica.Options{}, replica.ErrIncomplete},
+		{"partial: no inventory", func(t *testing.T) *client.Snapshot {
+			return snapshotOf(t, 3, g.namespace(3), nil, 12)
+		}, replica.Options{}, replica.ErrIncomplete},
+		{"inventory digest does not match", func(t *testing.T) *client.Snapshot {
+			ns := g.namespace(3)
+			inv := withInventory(t, inventoryOf(t, ns), nil)
+			inv["digest"] = "sha256:" + strings.Repeat("0", 64)
+			return snapshotOf(t, 3, ns, inv, 12)
+		}, replica.Options{}, replica.ErrInvalid},
+		{"namespace does not match contentDigest", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			s.Namespace["tenant"] = "other"
+			return s
+		}, replica.Options{}, replica.ErrInvalid},
+		{"no delivery manifest", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			s.Manifest = nil
+			return s
+		}, replica.Options{}, replica.ErrInvalid},
+		{"release 4 skipping 3 leaves unlisted replicas", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 4, 12) }, replica.Options{}, replica.ErrUnlisted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, pool := newDB(t)
+			s := replica.New(pool, tc.opts)
+			for k := int64(1); k <= 2; k++ {
+				if _, err := s.Apply(ctx, g.snapshot(t, k, 9+k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := readTables(t, pool)
+			res, err := s.Apply(ctx, tc.snap(t))
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %+v %v, want %v", res, err, tc.want)
+			}
+			if after := readTables(t, pool); !reflect.DeepEqual(after, before) {
+				t.Fatalf("refused apply changed the tables")
+			}
+		})
+	}
+}
+
+// TestRollbackAndSkipWhenAllowed: with AllowRollback and PruneUnlisted a
+// signed rollback (release 1 at a later sequence) and a skipped release
+// materialize exactly their inventories.
+func TestRollbackAndSkipWhenAllowed(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newDB(t)
+	g := gen{n: 21}
+	s := replica.New(pool, replica.Options{AllowRollback: true, PruneUnlisted: true})
+	for _, step := range []struct{ k, seq int64 }{{1, 10}, {2, 11}, {1, 12}, {4, 13}} {
+		res, err := s.Apply(ctx, g.snapshot(t, step.k, step.seq))
+		if err != nil {
+			t.Fatalf("release %d at %d: %v", step.k, step.seq, err)
+		}
+		if got := readTables(t, pool).set(); !slices.Equal(got, expectedSet(t, g, step.k)) {
+			t.Fatalf("release %d at %d: tables do not hold its inventory (%+v)", step.k, step.seq, res)
+		}
+	}
+}
+
+// TestRoles: the loader may read and write the replicas and the pointer and
+// nothing else; the reader may only read them.
+func TestRoles(t *testing.T) {
+	ctx := context.Background()
+	db, loader := newDB(t)
+	owner := db.Pool(t)
+	want := map[string][]string{
+		replica.LoaderRole: {
+			"configpub_knowledge.applied_snapshot INSERT", "configpub_knowledge.applied_snapshot SELECT", "configpub_knowledge.applied_snapshot UPDATE",
+			"configpub_knowledge.replica DELETE", "configpub_knowledge.replica INSERT", "configpub_knowledge.replica SELECT", "configpub_knowledge.replica UPDATE",
+			"configpub_knowledge.schema_migration SELECT", "schema configpub_knowledge USAGE",
+		},
+		replica.ReaderRole: {"configpub_knowledge.applied_snapshot SELECT", "configpub_knowledge.replica SELECT", "schema configpub_knowledge USAGE"},
+	}
+	for role, w := range want {
+		got, err := pgtest.Grants(ctx, owner, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, w) {
+			t.Errorf("%s may:\n%s\nwant:\n%s", role, strings.Join(got, "\n"), strings.Join(w, "\n"))
+		}
+	}
+	if _, err := replica.New(loader, replica.Options{}).Apply(ctx, gen{n: 3}.snapshot(t, 1, 1)); err != nil {
+		t.Fatalf("loader cannot apply: %v", err)
+	}
+	reader := db.PoolURL(t, db.URLFor(t, replica.ReaderRole))
+	if _, err := replica.New(reader, replica.Options{}).Apply(ctx, gen{n: 3}.snapshot(t, 2, 2)); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("reader applied a snapshot: %v", err)
+	}
+	if _, err := loader.Exec(ctx, "DELETE FROM configpub_knowledge.applied_snapshot"); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("loader deleted the applied pointer: %v", err)
+	}
+	if _, err := loader.Exec(ctx, "SELECT count(*) FROM configpub.artifact"); err == nil {
+		t.Fatal("loader read configpub's own tables")
+	}
+}
