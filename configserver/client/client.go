@@ -28,7 +28,7 @@ type Snapshot struct {
 	Namespace map[string]any       // the audience namespace (agentPolicy, gatewayPolicy or knowledgePolicy), JSON-compatible
 	Settings  map[string]any       // the flat settings properties ("server.httpsPort": 8443); nil when none
 
-	Manifest      *bundle.DeliveryManifest // the signed delivery manifest; nil for an OCI-sourced snapshot
+	Manifest      *bundle.DeliveryManifest // the signed delivery manifest
 	ManifestBytes []byte                   // its exact canonical bytes
 	Signature     string                   // base64 ECDSA signature over ManifestBytes
 	KeyID         string                   // id of the trusted key that verified it

@@ -67,6 +67,7 @@ const (
 	ReasonUnexpectedNotModified   Reason = "UNEXPECTED_NOT_MODIFIED"   // 304 with nothing to keep, or for another ETag
 	ReasonCacheCorrupt            Reason = "CACHE_CORRUPT"             // last-known-good file damaged or unreadable
 	ReasonUnsignedArtifact        Reason = "UNSIGNED_ARTIFACT"         // OCI artifact without a verified cosign signature
+	ReasonNoDeliveryManifest      Reason = "NO_DELIVERY_MANIFEST"      // OCI artifact without a signed delivery manifest for it
 )
 
 // Reasons for UNAVAILABLE outcomes (nothing usable was received).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -16,23 +18,40 @@ import (
 // things: it fetched the image manifest by the digest in Ref (so Annotations
 // and LayerDigest are the ones that digest names), and SignatureVerified
 // reports that a cosign signature over that manifest digest verified with a
-// trusted public key. Everything else is checked here.
+// trusted public key. Everything else is checked here, and the artifact is
+// applied only together with one of Manifests: a signed delivery manifest
+// for exactly these bytes (attached to the artifact in the registry as an
+// OCI referrer, or the Config Server's current one).
 type OCIArtifact struct {
 	Ref               string            // <repository>@sha256:<hex> the manifest was pulled by
 	LayerDigest       string            // digest of the values.yml layer descriptor
 	Values            []byte            // the layer's bytes as pulled
 	Annotations       map[string]string // the image manifest's annotations
 	SignatureVerified bool              // cosign signature over the manifest digest verified with a trusted key
+	Manifests         []SignedManifest  // candidate signed delivery manifests, unverified
+}
+
+// SignedManifest is a delivery manifest with its signature and key id, as
+// the Config Server serves it (X-Config-Manifest, X-Manifest-Signature,
+// X-Manifest-Key-Id) or a registry referrer carries it. Nothing about it is
+// trusted until the client verifies it.
+type SignedManifest struct {
+	Bytes     []byte // exact canonical manifest bytes
+	Signature string // base64 ECDSA P-256 signature over Bytes
+	KeyID     string // "sha256:<hex>" of the signing public key's DER
 }
 
 // OCIPuller pulls a values artifact by digest and verifies its cosign
-// signature. The registry package's client is adapted to it where the two
-// are wired together (cmd/configpub).
+// signature; it also hands over the delivery manifests attached to it. The
+// registry package's client is adapted to it in configserver/client/ocipull.
 type OCIPuller interface {
 	PullVerified(ctx context.Context, ref string) (*OCIArtifact, error)
 }
 
-// LoadOCI pulls ref with p and applies it through ApplyOCI. A puller error
+// LoadOCI pulls ref with p and applies it through ApplyOCI. When the client
+// has a ServerURL, the Config Server's current delivery manifest for the
+// identity (HEAD /configs) is added to the candidates the puller found, so
+// an artifact is applied when either source vouches for it. A puller error
 // that is a *VerificationError (the puller found a digest or signature
 // failure) is REJECTED with its reason; any other pull failure is
 // UNAVAILABLE.
@@ -49,17 +68,54 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 		}
 		return c.finish(ev, &UnavailableError{Reason: ReasonUnreachable, Err: fmt.Errorf("pull %s: %w", ref, err)})
 	}
+	if c.opts.ServerURL != "" {
+		if m, err := c.ServerManifest(ctx); err == nil {
+			a.Manifests = append(a.Manifests, *m)
+		} else {
+			c.opts.Logger.Debug("config load: no delivery manifest from the Config Server", "error", err)
+		}
+	}
 	return c.ApplyOCI(ctx, a)
 }
 
-// ApplyOCI runs the verification checks that apply to an artifact without a
-// delivery manifest: a verified cosign signature, the layer digest recomputed
-// from the bytes, strict parse, envelope identity/audience/schema,
-// contentDigest, every annotation equal to the envelope, the envelope's
-// validity window with skew, and a revocation epoch not lower than seen.
-// Then the snapshot becomes current (in memory only: an OCI-sourced snapshot
-// has no signed delivery manifest to re-verify later, so it is not written
-// as last-known-good). Its lease is the envelope's.
+// ServerManifest asks the Config Server for the identity's current signed
+// delivery manifest (HEAD /configs, no body) and returns it unverified.
+func (c *Client) ServerManifest(ctx context.Context) (*SignedManifest, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.configsURL, nil)
+	if err != nil {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, &UnavailableError{Reason: ReasonUnexpectedStatus, Status: resp.StatusCode}
+	}
+	mb, sig, kid, err := manifestHeaders(resp.Header)
+	if err != nil {
+		return nil, err
+	}
+	return &SignedManifest{Bytes: mb, Signature: sig, KeyID: kid}, nil
+}
+
+// ApplyOCI verifies a pulled artifact and applies it only with a signed
+// delivery manifest for it: a verified cosign signature, the layer digest
+// recomputed from the bytes, every identity annotation equal to the
+// envelope, and then, for the newest of a.Manifests that passes, every
+// check of a Config Server load — manifest signature by a trusted key,
+// identity and audience, replay and revocation epoch against the seen
+// state, the signed lease against the clock, artifactDigest, strict parse,
+// envelope, contentDigest, every manifest field and the activation window.
+// An artifact without such a manifest is REJECTED with
+// NO_DELIVERY_MANIFEST (a registry signature alone is never enough), an
+// old artifact whose manifests are superseded fails their lease or replay
+// check. An applied OCI snapshot advances the seen state and is persisted
+// as last-known-good like a served one.
 func (c *Client) ApplyOCI(ctx context.Context, a *OCIArtifact) (*Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -67,6 +123,9 @@ func (c *Client) ApplyOCI(ctx context.Context, a *OCIArtifact) (*Evidence, error
 	ev := c.newEvidence(SourceOCI, now)
 	if err := ctx.Err(); err != nil {
 		return c.finish(ev, &UnavailableError{Reason: ReasonUnreachable, Err: err})
+	}
+	if err := c.ensureSeen(); err != nil {
+		return c.finish(ev, err)
 	}
 	return c.finish(ev, c.applyOCI(a, now, ev))
 }
@@ -113,28 +172,60 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	if !isUUID(sid) {
 		return reject(ReasonManifestMismatch, "annotation "+bundle.AnnotationSnapshotID, "%q is not a lowercase UUID", sid)
 	}
-	if seen := c.seen.floor().RevocationEpoch; env.RevocationEpoch < seen {
-		return reject(ReasonRevocationRegression, "runtimePolicy.revocationEpoch", "epoch %d < seen %d", env.RevocationEpoch, seen)
+	if len(a.Manifests) == 0 {
+		return reject(ReasonNoDeliveryManifest, a.Ref, "no signed delivery manifest for the artifact, from the Config Server or attached in the registry: a registry signature alone is never applied")
 	}
-	w, err := parseWindow("runtimePolicy", env.ValidFrom, env.RefreshAfter, env.ExpiresAt)
-	if err != nil {
-		return err
+	var firstErr error
+	var firstEv Evidence
+	for _, m := range newestFirst(a.Manifests) {
+		try := *ev
+		v, err := c.verifyCandidate(candidate{values: a.Values, artifactDigest: digest, manifestBytes: m.Bytes, signature: m.Signature, keyID: m.KeyID}, now, c.seen.floor(), &try)
+		if err == nil && v.manifest.SnapshotID != sid {
+			err = reject(ReasonManifestMismatch, "annotation "+bundle.AnnotationSnapshotID, "annotation %s != signed manifest %s", sid, v.manifest.SnapshotID)
+		}
+		if err == nil {
+			*ev = try
+			return c.accept(v, SourceOCI, now, ev)
+		}
+		if firstErr == nil {
+			firstErr, firstEv = err, try
+		}
 	}
-	if err := c.checkWindow("runtimePolicy", w, env.ValidFrom, env.ExpiresAt, now); err != nil {
-		return err
+	*ev = firstEv
+	return firstErr
+}
+
+// newestFirst orders candidate manifests by their (unverified) sequence and
+// issuedAt, newest first; undecodable ones last.
+func newestFirst(ms []SignedManifest) []SignedManifest {
+	type keyed struct {
+		m      SignedManifest
+		seq    int64
+		issued string
+		ok     bool
 	}
-	snap := &Snapshot{
-		Values: a.Values, Envelope: *env, Namespace: doc.Namespace, Settings: doc.Settings,
-		SnapshotID: sid, PublicationID: env.PublicationID, PolicyDigest: env.PolicyDigest,
-		ContentDigest: env.ContentDigest, ArtifactDigest: digest, Source: SourceOCI,
-		VerifiedAt: now, RefreshAfter: w.RefreshAfter, ExpiresAt: w.ExpiresAt,
+	ks := make([]keyed, len(ms))
+	for i, m := range ms {
+		ks[i].m = m
+		if dm, err := bundle.ParseDeliveryManifest(m.Bytes); err == nil {
+			ks[i].seq, ks[i].issued, ks[i].ok = dm.Sequence, dm.IssuedAt, true
+		}
 	}
-	ev.fromSnapshot(snap)
-	if cur := c.current(); cur != nil && cur.ArtifactDigest == digest && cur.Source == SourceOCI {
-		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
-		return nil
+	sort.SliceStable(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
+		if a.ok != b.ok {
+			return a.ok
+		}
+		if a.seq != b.seq {
+			return a.seq > b.seq
+		}
+		ta, _ := time.Parse(time.RFC3339Nano, a.issued)
+		tb, _ := time.Parse(time.RFC3339Nano, b.issued)
+		return ta.After(tb)
+	})
+	out := make([]SignedManifest, len(ks))
+	for i, k := range ks {
+		out[i] = k.m
 	}
-	c.publish(snap, now)
-	ev.Outcome, ev.Reason = OutcomeApplied, ReasonNewSnapshot
-	return nil
+	return out
 }

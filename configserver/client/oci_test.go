@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
@@ -28,7 +29,14 @@ func ociArtifact(r *release) *client.OCIArtifact {
 			bundle.AnnotationReleaseVersion: strconv.FormatInt(r.Envelope.ReleaseVersion, 10),
 		},
 		SignatureVerified: true,
+		Manifests:         []client.SignedManifest{signedOf(r)},
 	}
+}
+
+// signedOf returns r's signed delivery manifest as a registry referrer or
+// the Config Server carries it.
+func signedOf(r *release) client.SignedManifest {
+	return client.SignedManifest{Bytes: r.ManifestBytes, Signature: r.Signature, KeyID: r.KeyID}
 }
 
 type stubPuller struct{ a *client.OCIArtifact }
@@ -56,11 +64,30 @@ func TestApplyOCI(t *testing.T) {
 			s.envHost = "billing.example"
 			*a = *ociArtifact(w.build(s))
 		}, client.ReasonIdentityMismatch},
-		{"envelope expired", func(w *world, a *client.OCIArtifact) {
+		{"activated outside the envelope window", func(w *world, a *client.OCIArtifact) {
 			s := w.spec(2)
 			s.envFrom, s.envTo = t0.AddDate(0, -2, 0), t0.AddDate(0, 0, -1)
 			*a = *ociArtifact(w.build(s))
+		}, client.ReasonOutsideActivationWindow},
+		{"no delivery manifest", func(_ *world, a *client.OCIArtifact) { a.Manifests = nil }, client.ReasonNoDeliveryManifest},
+		{"manifest lease expired", func(w *world, a *client.OCIArtifact) {
+			s := w.spec(2)
+			s.leaseFrom, s.leaseTo = t0.Add(-3*time.Hour), t0.Add(-time.Hour)
+			a.Manifests = []client.SignedManifest{signedOf(w.build(s))}
 		}, client.ReasonExpired},
+		{"manifest of another artifact", func(w *world, a *client.OCIArtifact) {
+			a.Manifests = []client.SignedManifest{signedOf(w.build(w.spec(3)))}
+		}, client.ReasonManifestMismatch},
+		{"manifest signed by an untrusted key", func(w *world, a *client.OCIArtifact) {
+			s := w.spec(2)
+			other := newKeyPair(w.t)
+			s.signer = &other
+			a.Manifests = []client.SignedManifest{signedOf(w.build(s))}
+		}, client.ReasonUntrustedKey},
+		{"manifest signature flipped", func(_ *world, a *client.OCIArtifact) {
+			a.Manifests[0].Bytes = append([]byte(nil), a.Manifests[0].Bytes...)
+			a.Manifests[0].Bytes[5] ^= 1
+		}, client.ReasonSignatureInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,6 +110,81 @@ func TestApplyOCI(t *testing.T) {
 				t.Fatalf("got %s %s (%s), want REJECTED %s", ev.Outcome, ev.Reason, ev.Detail, tc.reason)
 			}
 		})
+	}
+}
+
+// TestApplyOCIOldArtifactNeedsACurrentManifest: after release 3 is
+// applied, release 2's artifact — validly signed in the registry, with the
+// delivery manifest it once had — is refused (a replayed manifest), and so
+// is the same artifact with no manifest; with a current manifest for it (a
+// rollback re-signed at a higher sequence) it is applied. Months later,
+// without lease renewals, the manifest has expired and even that artifact
+// is refused.
+func TestApplyOCIOldArtifactNeedsACurrentManifest(t *testing.T) {
+	w := newWorld(t)
+	c := w.client()
+	ctx := context.Background()
+	if ev, err := c.ApplyOCI(ctx, ociArtifact(w.build(w.spec(3)))); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("release 3: %+v %v", ev, err)
+	}
+	old := w.build(w.spec(2))
+	for _, tc := range []struct {
+		name   string
+		ms     []client.SignedManifest
+		reason client.Reason
+	}{
+		{"its own old manifest", []client.SignedManifest{signedOf(old)}, client.ReasonSequenceRegression},
+		{"no manifest", nil, client.ReasonNoDeliveryManifest},
+	} {
+		a := ociArtifact(old)
+		a.Manifests = tc.ms
+		ev, err := c.ApplyOCI(ctx, a)
+		if err == nil || ev.Outcome != client.OutcomeRejected || ev.Reason != tc.reason {
+			t.Fatalf("old artifact with %s: got %s %s (%v), want REJECTED %s", tc.name, ev.Outcome, ev.Reason, err, tc.reason)
+		}
+		if cur, _ := c.Current(); cur == nil || cur.Envelope.ReleaseVersion != 3 {
+			t.Fatalf("old artifact with %s: release 3 is no longer current", tc.name)
+		}
+	}
+	s := w.spec(2)
+	s.sequence, s.issuedAt = 4, w.clock.Now()
+	rollback := w.build(s)
+	a := ociArtifact(old)
+	a.Manifests = []client.SignedManifest{signedOf(old), signedOf(rollback)}
+	ev, err := c.ApplyOCI(ctx, a)
+	if err != nil || ev.Outcome != client.OutcomeApplied || ev.Sequence != 4 {
+		t.Fatalf("old artifact with a current manifest: got %+v %v, want APPLIED at sequence 4", ev, err)
+	}
+	if cur, err := c.Current(); err != nil || cur.Envelope.ReleaseVersion != 2 || cur.Source != client.SourceOCI {
+		t.Fatalf("Current after the rollback: %v %v", cur, err)
+	}
+	w.clock.Advance(90 * 24 * time.Hour)
+	c2 := w.client()
+	ev, err = c2.ApplyOCI(ctx, a)
+	if err == nil || ev.Reason != client.ReasonExpired {
+		t.Fatalf("three months later without renewals: got %s %s %v, want REJECTED EXPIRED", ev.Outcome, ev.Reason, err)
+	}
+}
+
+// TestLoadOCIManifestFromConfigServer: an artifact without a referrer is
+// applied with the Config Server's current manifest (HEAD /configs), and
+// refused when the server's current manifest is for another snapshot.
+func TestLoadOCIManifestFromConfigServer(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	r2 := w.build(w.spec(2))
+	a := ociArtifact(r2)
+	a.Manifests = nil
+	w.srv.set(w.build(w.spec(3)), nil)
+	ev, err := w.client().LoadOCI(ctx, stubPuller{a}, a.Ref)
+	if err == nil || ev.Reason != client.ReasonManifestMismatch {
+		t.Fatalf("server's manifest for release 3: got %s %s %v, want REJECTED MANIFEST_MISMATCH", ev.Outcome, ev.Reason, err)
+	}
+	w.srv.set(r2, nil)
+	a.Manifests = nil
+	ev, err = w.client().LoadOCI(ctx, stubPuller{a}, a.Ref)
+	if err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("server's manifest for release 2: got %+v %v, want APPLIED", ev, err)
 	}
 }
 

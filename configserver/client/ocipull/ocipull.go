@@ -17,7 +17,10 @@ import (
 
 // Puller pulls a values artifact by digest with a registry.Client and
 // verifies it: the layer digest, a cosign signature by one of Keys over
-// this manifest digest, and the identity annotations.
+// this manifest digest, and the identity annotations. It also reads the
+// signed delivery manifests attached to the artifact as OCI referrers
+// (registry.DeliveryManifestArtifactType), newest first, for the client to
+// verify: without one the client never applies the artifact.
 type Puller struct {
 	Registry *registry.Client
 	Keys     []signing.TrustedKey // trusted cosign public keys
@@ -38,10 +41,18 @@ func (p *Puller) PullVerified(ctx context.Context, ref string) (*client.OCIArtif
 		}
 		return nil, err
 	}
-	return &client.OCIArtifact{
+	a := &client.OCIArtifact{
 		Ref: v.Ref(), LayerDigest: v.Layer.Digest.String(), Values: v.Content,
 		Annotations: v.Manifest.Annotations, SignatureVerified: v.KeyID != "",
-	}, nil
+	}
+	ms, err := p.Registry.DeliveryManifests(ctx, v.Ref())
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return nil, err
+	}
+	for _, m := range ms {
+		a.Manifests = append(a.Manifests, client.SignedManifest{Bytes: m.Manifest, Signature: m.Signature, KeyID: m.KeyID})
+	}
+	return a, nil
 }
 
 // reasonOf maps a registry verification failure to the client's reason;

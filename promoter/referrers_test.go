@@ -1,0 +1,164 @@
+package promoter_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/configserver/client/ocipull"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/registry"
+)
+
+// clock is a settable clock shared by the promoter and the runtime client.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// TestOCIPathNeedsACurrentDeliveryManifest runs the OCI path end to end
+// against a real registry and database: release 1 is promoted and its
+// delivery manifests attached as referrers; 40 days later (past release
+// 1's 30-day delivery lease) release 2 is promoted and attached. A fresh
+// runtime pulling release 1's agent artifact — validly cosign-signed, with
+// only its old, expired manifest — refuses it; release 2's artifact is
+// applied; a runtime that has applied release 2 refuses release 1 even
+// with a manifest whose lease is still valid (a replay); after a rollback
+// to release 1 and a new attach, release 1's artifact is applied.
+func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
+	ctx := context.Background()
+	h := newPromoteHarness(t)
+	clk := &clock{now: time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC)} // after every fixture snapshot's validFrom
+	store, err := promoter.Open(ctx, h.pool, promoter.Options{Signer: h.signer, Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const host, svc = "dev.lightapi.net", "com.networknt.agent-advisor-1.0.0"
+	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promoteEnv}
+	promote := func(commit string) string {
+		t.Helper()
+		o := h.opts(h.p.r1)
+		o.Review.Commit, o.Store = commit, store
+		res, err := h.promote(t, o)
+		if err != nil {
+			t.Fatalf("promote %s: %v", commit, err)
+		}
+		var ref string
+		for _, p := range res.Published {
+			if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
+				ref = p.Ref()
+			}
+		}
+		if ref == "" {
+			t.Fatalf("promote %s published no artifact for %s", commit, id)
+		}
+		return ref
+	}
+	attach := func() {
+		t.Helper()
+		res, err := store.AttachDeliveryManifests(ctx, promoteEnv, rc)
+		if err != nil || len(res.Attached) == 0 {
+			t.Fatalf("attach: %+v %v", res, err)
+		}
+	}
+	runtime := func() *client.Client {
+		t.Helper()
+		c, err := client.New(client.Options{Identity: id, Audience: bundle.AudienceAgent,
+			TrustedKeys: []signing.TrustedKey{h.signer.TrustedKey()}, Clock: clk, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	puller := &ocipull.Puller{Registry: rc, Keys: []signing.TrustedKey{h.signer.TrustedKey()}, Identity: id}
+
+	ref1 := promote(h.p.r1.String())
+	attach()
+	if again, err := store.AttachDeliveryManifests(ctx, promoteEnv, rc); err != nil || len(again.Attached) == 0 {
+		t.Fatalf("re-attach: %+v %v", again, err)
+	}
+	ms, err := rc.DeliveryManifests(ctx, ref1)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("release 1 artifact: %d attached manifests %v, want exactly 1 after attaching twice", len(ms), err)
+	}
+	// With its manifest current, release 1 is applied.
+	if ev, err := runtime().LoadOCI(ctx, puller, ref1); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("release 1 with its current manifest: %+v %v", ev, err)
+	}
+	early := runtime()
+	if _, err := early.LoadOCI(ctx, puller, ref1); err != nil {
+		t.Fatal(err)
+	}
+
+	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+	ref2 := promote(h.p.r2.String())
+	if ref2 == ref1 {
+		t.Fatal("release 2 did not change the agent artifact")
+	}
+	attach()
+
+	fresh := runtime()
+	ev, err := fresh.LoadOCI(ctx, puller, ref1)
+	if err == nil || ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonExpired {
+		t.Fatalf("old, validly signed release 1 without a current manifest: got %s %s (%v), want REJECTED EXPIRED", ev.Outcome, ev.Reason, err)
+	}
+	ev, err = fresh.LoadOCI(ctx, puller, ref2)
+	if err != nil || ev.Outcome != client.OutcomeApplied || ev.Source != client.SourceOCI {
+		t.Fatalf("release 2 with its manifest: got %+v %v, want APPLIED", ev, err)
+	}
+
+	// Within release 1's lease, a runtime that has seen release 2 refuses
+	// release 1's old manifest: a replay.
+	clk.set(clk.Now().Add(-40 * 24 * time.Hour))
+	if ev, err := early.LoadOCI(ctx, puller, ref2); err == nil {
+		t.Fatalf("release 2's manifest is signed 40 days in the future: %+v", ev)
+	}
+	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+	if _, err := early.LoadOCI(ctx, puller, ref2); err != nil {
+		t.Fatal(err)
+	}
+	clk.set(clk.Now().Add(-40 * 24 * time.Hour))
+	ev, err = early.LoadOCI(ctx, puller, ref1)
+	if err == nil || ev.Reason != client.ReasonSequenceRegression {
+		t.Fatalf("release 1 replayed after release 2: got %s %s (%v), want REJECTED SEQUENCE_REGRESSION", ev.Outcome, ev.Reason, err)
+	}
+	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+
+	// A rollback signs release 1 a current manifest; attached, it applies.
+	clk.set(clk.Now().Add(time.Minute))
+	if _, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: promoteEnv, ToRelease: 1, Actor: "test", Reason: "oci rollback"}); err != nil {
+		t.Fatal(err)
+	}
+	attach()
+	ev, err = fresh.LoadOCI(ctx, puller, ref1)
+	if err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("release 1 after the rollback: got %s %s (%v), want APPLIED", ev.Outcome, ev.Reason, err)
+	}
+	cur, err := fresh.Current()
+	if err != nil || cur.Envelope.ReleaseVersion != 1 || cur.Manifest == nil {
+		t.Fatalf("current after the rollback: %v %v", cur, err)
+	}
+}

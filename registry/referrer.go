@@ -1,0 +1,216 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	digest "github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	orasreg "oras.land/oras-go/v2/registry"
+)
+
+// DeliveryManifestArtifactType is the artifactType (and layer media type)
+// of a signed delivery manifest attached to a values artifact as an OCI
+// referrer: an image manifest whose subject is the values artifact's
+// manifest, with the OCI 1.1 empty config and one layer holding the exact
+// canonical delivery-manifest JSON the promoter signed. The signature and
+// key id travel in the annotations below; sequence and issuedAt are
+// repeated there (unsigned: only for ordering before fetching) so that a
+// runtime reads the newest first.
+const DeliveryManifestArtifactType = "application/vnd.configpub.delivery-manifest.v1+json"
+
+// Annotations of a delivery-manifest referrer.
+const (
+	AnnotationManifestSignature = "dev.configpub.manifest-signature" // base64 ECDSA P-256 signature over the layer bytes
+	AnnotationManifestKeyID     = "dev.configpub.manifest-key-id"    // sha256: of the signing public key's DER
+	AnnotationManifestSequence  = "dev.configpub.manifest-sequence"
+	AnnotationManifestIssuedAt  = "dev.configpub.manifest-issued-at"
+)
+
+// maxReferrersRead bounds how many delivery-manifest referrers one
+// DeliveryManifests call fetches (the newest by their annotations).
+const maxReferrersRead = 8
+
+// SignedDeliveryManifest is a delivery manifest with its signature, as the
+// promoter stored it and the Config Server serves it.
+type SignedDeliveryManifest struct {
+	Manifest  []byte // canonical JSON bytes
+	Signature string // base64 signature over Manifest
+	KeyID     string // "sha256:<hex>" of the signing key
+	Sequence  int64  // the manifest's sequence (ordering only)
+	IssuedAt  string // the manifest's issuedAt, RFC 3339 (ordering only)
+}
+
+// AttachDeliveryManifest attaches m to the values artifact at ref
+// (REPOSITORY@DIGEST) as an OCI referrer (see DeliveryManifestArtifactType)
+// and returns the referrer's manifest digest. The referrer is a
+// deterministic function of m and the subject, so attaching the same
+// manifest again uploads nothing new. Registries without the referrers API
+// get oras-go's referrers tag fallback.
+func (c *Client) AttachDeliveryManifest(ctx context.Context, ref string, m SignedDeliveryManifest) (string, error) {
+	repoName, dgst, err := ParseRef(ref)
+	if err != nil {
+		return "", fmt.Errorf("attach delivery manifest: %w", err)
+	}
+	if len(m.Manifest) == 0 || m.Signature == "" || m.KeyID == "" || m.IssuedAt == "" {
+		return "", fmt.Errorf("attach delivery manifest to %s: %w: manifest, signature, key id and issuedAt are required", ref, ErrInvalid)
+	}
+	repo, err := c.repository(ctx, repoName)
+	if err != nil {
+		return "", fmt.Errorf("attach delivery manifest: %w", err)
+	}
+	subject, err := repo.Resolve(ctx, dgst.String())
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			return "", fmt.Errorf("attach delivery manifest to %s: %w: artifact not found", ref, ErrNotFound)
+		}
+		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+	}
+	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: dgst, Size: subject.Size}
+	layer := ocispec.Descriptor{MediaType: DeliveryManifestArtifactType, Digest: digest.FromBytes(m.Manifest), Size: int64(len(m.Manifest))}
+	man := ocispec.Manifest{
+		Versioned:    specs.Versioned{SchemaVersion: 2},
+		MediaType:    ocispec.MediaTypeImageManifest,
+		ArtifactType: DeliveryManifestArtifactType,
+		Config:       emptyConfig,
+		Layers:       []ocispec.Descriptor{layer},
+		Subject:      &subject,
+		Annotations: map[string]string{
+			AnnotationManifestSignature: m.Signature,
+			AnnotationManifestKeyID:     m.KeyID,
+			AnnotationManifestSequence:  strconv.FormatInt(m.Sequence, 10),
+			AnnotationManifestIssuedAt:  m.IssuedAt,
+			ocispec.AnnotationCreated:   m.IssuedAt,
+		},
+	}
+	b, err := json.Marshal(man)
+	if err != nil {
+		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+	}
+	desc := manifestDescriptor(b)
+	desc.ArtifactType, desc.Annotations = man.ArtifactType, man.Annotations
+	if ok, err := repo.Exists(ctx, desc); err == nil && ok {
+		return desc.Digest.String(), nil
+	}
+	if _, err := pushBlob(ctx, repo, emptyConfig, emptyConfigData); err != nil {
+		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+	}
+	if _, err := pushBlob(ctx, repo, layer, m.Manifest); err != nil {
+		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+	}
+	if err := repo.Push(ctx, ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+		return "", fmt.Errorf("attach delivery manifest to %s: push referrer: %w", ref, err)
+	}
+	return desc.Digest.String(), nil
+}
+
+// DeliveryManifests lists the delivery manifests attached to the values
+// artifact at ref (REPOSITORY@DIGEST) as referrers and returns the newest
+// few (by their sequence and issuedAt annotations), newest first, each
+// layer read against its digest. Nothing here is verified: the runtime
+// client checks each signature and every field before using one. A
+// repository that cannot list referrers yields ErrNotFound.
+func (c *Client) DeliveryManifests(ctx context.Context, ref string) ([]SignedDeliveryManifest, error) {
+	repoName, dgst, err := ParseRef(ref)
+	if err != nil {
+		return nil, fmt.Errorf("delivery manifests: %w", err)
+	}
+	repo, err := c.repository(ctx, repoName)
+	if err != nil {
+		return nil, fmt.Errorf("delivery manifests: %w", err)
+	}
+	subject, err := repo.Resolve(ctx, dgst.String())
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			return nil, fmt.Errorf("delivery manifests of %s: %w: artifact not found", ref, ErrNotFound)
+		}
+		return nil, fmt.Errorf("delivery manifests of %s: %w", ref, err)
+	}
+	subject.Digest = dgst
+	refs, err := referrers(ctx, repo, subject)
+	if err != nil {
+		return nil, fmt.Errorf("delivery manifests of %s: %w", ref, err)
+	}
+	var found []ocispec.Descriptor
+	for _, d := range refs {
+		if d.ArtifactType == DeliveryManifestArtifactType && d.MediaType == ocispec.MediaTypeImageManifest {
+			found = append(found, d)
+		}
+	}
+	sort.SliceStable(found, func(i, j int) bool { return newer(found[i].Annotations, found[j].Annotations) })
+	if len(found) > maxReferrersRead {
+		found = found[:maxReferrersRead]
+	}
+	out := make([]SignedDeliveryManifest, 0, len(found))
+	for _, d := range found {
+		s, err := readDeliveryManifest(ctx, repo, d)
+		if err != nil {
+			continue // a damaged referrer is skipped; the client needs one good one
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// referrers lists the referrers of subject through the referrers API where
+// the target has it, else through its content graph.
+func referrers(ctx context.Context, repo *repo, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {
+	if g, ok := repo.Target.(content.ReadOnlyGraphStorage); ok {
+		return orasreg.Referrers(ctx, g, subject, DeliveryManifestArtifactType)
+	}
+	return nil, fmt.Errorf("%w: the repository cannot list referrers", ErrNotFound)
+}
+
+func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor) (SignedDeliveryManifest, error) {
+	if d.Size > maxManifestBytes {
+		return SignedDeliveryManifest{}, fmt.Errorf("%w: referrer %s too large", ErrInvalid, d.Digest)
+	}
+	rc, err := repo.Fetch(ctx, d)
+	if err != nil {
+		return SignedDeliveryManifest{}, err
+	}
+	mb, err := readVerified(rc, d)
+	rc.Close()
+	if err != nil {
+		return SignedDeliveryManifest{}, err
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(mb, &m); err != nil || len(m.Layers) != 1 || m.Layers[0].MediaType != DeliveryManifestArtifactType || m.Layers[0].Size > maxManifestBytes {
+		return SignedDeliveryManifest{}, fmt.Errorf("%w: referrer %s is not a delivery manifest", ErrInvalid, d.Digest)
+	}
+	lrc, err := repo.Fetch(ctx, m.Layers[0])
+	if err != nil {
+		return SignedDeliveryManifest{}, err
+	}
+	lb, err := readVerified(lrc, m.Layers[0])
+	lrc.Close()
+	if err != nil {
+		return SignedDeliveryManifest{}, err
+	}
+	seq, _ := strconv.ParseInt(m.Annotations[AnnotationManifestSequence], 10, 64)
+	return SignedDeliveryManifest{
+		Manifest: lb, Signature: m.Annotations[AnnotationManifestSignature], KeyID: m.Annotations[AnnotationManifestKeyID],
+		Sequence: seq, IssuedAt: m.Annotations[AnnotationManifestIssuedAt],
+	}, nil
+}
+
+// newer orders referrer annotations by (sequence, issuedAt), newest first.
+func newer(a, b map[string]string) bool {
+	sa, _ := strconv.ParseInt(a[AnnotationManifestSequence], 10, 64)
+	sb, _ := strconv.ParseInt(b[AnnotationManifestSequence], 10, 64)
+	if sa != sb {
+		return sa > sb
+	}
+	ta, _ := time.Parse(time.RFC3339Nano, a[AnnotationManifestIssuedAt])
+	tb, _ := time.Parse(time.RFC3339Nano, b[AnnotationManifestIssuedAt])
+	return ta.After(tb)
+}
