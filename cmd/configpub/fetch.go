@@ -46,7 +46,9 @@ func addFetchCmd(root *cobra.Command) {
 		Use:   "fetch --server URL --token-file F --host H --service-id S --env-tag E --audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
 		Short: "Fetch, verify and write a runtime's values.yml (sidecar for runtimes in other languages)",
 		Long: `fetch runs the runtime client: it fetches GET /configs (or, with --oci,
-pulls REF@DIGEST from an OCI registry and checks its cosign signature), verifies the
+pulls REF@DIGEST from an OCI registry, checks its cosign signature and reads the signed
+delivery manifests attached to it as referrers — plus, with --server, the Config
+Server's current one — and applies the artifact only with one that passes), verifies the
 signed delivery manifest before reading the body, every digest before parsing it, the
 strict YAML, the envelope identity, the lease, the activation window and the replay and
 revocation-epoch rules, keeps a re-verified last-known-good and the seen-state in
@@ -70,12 +72,12 @@ With --watch it polls until interrupted (jittered back-off on failure) and exits
 	fl.StringVar(&f.identity.EnvTag, "env-tag", "", "runtime envTag (required)")
 	fl.StringVar(&f.audience, "audience", "", "agent, gateway or knowledge (required)")
 	fl.StringVar(&f.trustKey, "trust-key", "", "cosign.pub with the trusted manifest key(s); several PEM blocks for rotation (required)")
-	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory for the last-known-good file (required with --server)")
+	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory for the last-known-good and seen-state files (required)")
 	fl.StringVar(&f.out, "out", "", "where the verified values.yml is written atomically (required)")
 	fl.BoolVar(&f.watch, "watch", false, "keep polling until interrupted")
 	fl.DurationVar(&f.interval, "interval", time.Minute, "polling interval with --watch")
 	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
-	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry instead of the Config Server")
+	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry with a signed delivery manifest for it (attached as a referrer, or the --server's)")
 	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence) as an unverified observation")
 	fl.StringVar(&f.status.listen, "status-listen", "", "with --watch: serve the runtime status endpoint (GET /status, POST /reload, GET /metrics) on ADDR")
 	fl.StringVar(&f.status.controlPub, "control-pub", "", "cosign.pub of the control plane, whose tokens open /status and /reload (required with --status-listen)")
@@ -93,8 +95,10 @@ func (f fetchFlags) validate() error {
 		return errors.New("--server or --oci is required")
 	case f.oci != "" && f.watch:
 		return errors.New("--watch polls the Config Server; an --oci digest never changes")
-	case f.server != "" && (f.tokenFile == "" || f.cacheDir == ""):
-		return errors.New("--server needs --token-file and --cache-dir")
+	case f.server != "" && f.tokenFile == "":
+		return errors.New("--server needs --token-file")
+	case f.cacheDir == "":
+		return errors.New("--cache-dir is required: it keeps the seen-state that refuses replayed manifests, and the last-known-good")
 	case f.watch && f.interval <= 0:
 		return fmt.Errorf("--interval %s must be positive", f.interval)
 	case f.report && f.server == "":

@@ -316,15 +316,20 @@ func TestFetchOCI(t *testing.T) {
 		exit    int
 		outcome client.Outcome
 		reason  client.Reason
+		attach  bool // attach a signed delivery manifest first
 	}{
-		{"signed by the trusted key", keyFile(&signer.PublicKey), exitOK, client.OutcomeApplied, client.ReasonNewSnapshot},
-		{"signed by an untrusted key", keyFile(&other.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonSignatureInvalid},
+		{"signed artifact without a delivery manifest", keyFile(&signer.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonNoDeliveryManifest, false},
+		{"signed artifact with its delivery manifest", keyFile(&signer.PublicKey), exitOK, client.OutcomeApplied, client.ReasonNewSnapshot, true},
+		{"signed by an untrusted key", keyFile(&other.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonSignatureInvalid, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.attach {
+				attachManifest(t, rc, ref, values, tg.SnapshotID, signer)
+			}
 			outFile := filepath.Join(t.TempDir(), "values.yml")
 			out, err := runCLI("fetch", "--oci", ref, "--plain-http", "--host", tg.Host, "--service-id", tg.ServiceID,
-				"--env-tag", tg.EnvTag, "--audience", tg.Audience, "--trust-key", tc.key, "--out", outFile)
+				"--env-tag", tg.EnvTag, "--audience", tg.Audience, "--trust-key", tc.key, "--out", outFile, "--cache-dir", t.TempDir())
 			if code := exitCode(err); code != tc.exit {
 				t.Fatalf("exit %d (%v), want %d\n%s", code, err, tc.exit, out)
 			}
@@ -340,5 +345,45 @@ func TestFetchOCI(t *testing.T) {
 				t.Fatalf("--out written for a rejected artifact")
 			}
 		})
+	}
+}
+
+// attachManifest signs a delivery manifest for the artifact at ref (the
+// golden values.yml), its lease around the real clock (the CLI uses it),
+// and attaches it to the artifact as a referrer.
+func attachManifest(t *testing.T, rc *registry.Client, ref string, values []byte, snapshotID string, key *ecdsa.PrivateKey) {
+	t.Helper()
+	var doc struct {
+		Env bundle.RuntimePolicy `yaml:"runtimePolicy"`
+	}
+	if err := yaml.Unmarshal(values, &doc); err != nil {
+		t.Fatal(err)
+	}
+	e := doc.Env
+	now := time.Now().UTC().Truncate(time.Second)
+	m := bundle.DeliveryManifest{
+		Type: bundle.DeliveryManifestType, Host: e.Host, ServiceID: e.ServiceID, EnvTag: e.EnvTag, Audience: e.Audience,
+		SnapshotID: snapshotID, PublicationID: e.PublicationID, PolicySnapshotID: e.PolicySnapshotID,
+		ReleaseVersion: e.ReleaseVersion, ArtifactDigest: jcs.BytesDigest(values), ContentDigest: e.ContentDigest,
+		PolicyDigest: e.PolicyDigest, PropertySetDigest: e.ContentDigest, SchemaVersion: e.SchemaVersion,
+		CompatibilityGeneration: e.CompatibilityGeneration, RevocationEpoch: e.RevocationEpoch, Sequence: 1,
+		ActivatedAt: e.ValidFrom, IssuedAt: now.Format(time.RFC3339), ValidFrom: now.Add(-time.Minute).Format(time.RFC3339),
+		RefreshAfter: now.Add(time.Minute).Format(time.RFC3339), ExpiresAt: now.Add(time.Hour).Format(time.RFC3339),
+	}
+	mb, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signing.SignBlob(key, mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := signing.KeyID(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.AttachDeliveryManifest(context.Background(), ref, registry.SignedDeliveryManifest{
+		Manifest: mb, Signature: sig, KeyID: kid, Sequence: m.Sequence, IssuedAt: m.IssuedAt}); err != nil {
+		t.Fatal(err)
 	}
 }
