@@ -95,7 +95,7 @@ func inventoryOf(t testing.TB, ns map[string]any) []any {
 	t.Helper()
 	var out []any
 	add := func(kind, id string, v any) {
-		d, err := jcs.Digest(v)
+		d, err := canonicalDigest(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +136,7 @@ func withInventory(t testing.TB, items, tombs []any) map[string]any {
 	if tombs == nil {
 		tombs = []any{}
 	}
-	d, err := jcs.Digest(map[string]any{"items": items, "tombstones": tombs})
+	d, err := canonicalDigest(map[string]any{"items": items, "tombstones": tombs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func snapshotOf(t testing.TB, k int64, ns, inv map[string]any, seq int64) *clien
 	if inv != nil {
 		ns["inventory"] = inv
 	}
-	cd, err := jcs.Digest(ns)
+	cd, err := canonicalDigest(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,4 +236,13 @@ func expectedSet(t testing.TB, g gen, k int64) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// canonicalDigest is "sha256:" over the RFC 8785 bytes of v.
+func canonicalDigest(v any) (string, error) {
+	b, err := replica.Canonical(v)
+	if err != nil {
+		return "", err
+	}
+	return jcs.BytesDigest(b), nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/render"
 )
 
 // Item is one published control replica: a knowledge base, a retrieval
@@ -78,7 +79,7 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 	if err != nil {
 		return nil, fail(ErrInvalid, "manifest.issuedAt %q: %v", m.IssuedAt, err)
 	}
-	cb, err := jcs.AppendValue(nil, snap.Namespace)
+	cb, err := canonical(snap.Namespace)
 	if err != nil {
 		return nil, fail(ErrInvalid, "knowledgePolicy: %v", err)
 	}
@@ -104,7 +105,7 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 	if st.Tombstones, err = inventoryList(inv, "tombstones"); err != nil {
 		return nil, fail(ErrInvalid, "%v", err)
 	}
-	db, err := jcs.AppendValue(nil, map[string]any{"items": inv["items"], "tombstones": inv["tombstones"]})
+	db, err := canonical(map[string]any{"items": inv["items"], "tombstones": inv["tombstones"]})
 	if err != nil {
 		return nil, fail(ErrInvalid, "knowledgePolicy.inventory: %v", err)
 	}
@@ -214,7 +215,7 @@ func replicas(ns map[string]any) (map[key]Item, error) {
 		if id == "" {
 			return fmt.Errorf("a %s replica without an id", kind)
 		}
-		b, err := jcs.AppendValue(nil, v)
+		b, err := canonical(v)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", kind, id, err)
 		}
@@ -288,4 +289,53 @@ func integer(v any) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// canonical returns the RFC 8785 bytes of a JSON-compatible value as the
+// runtime client hands it over (map[string]any, []any, string, int64,
+// float64, bool, nil).
+func canonical(v any) ([]byte, error) {
+	t, err := valueOf(v)
+	if err != nil {
+		return nil, err
+	}
+	return render.AppendCanonical(nil, t)
+}
+
+func valueOf(x any) (*render.Value, error) {
+	switch t := x.(type) {
+	case nil:
+		return render.Null(), nil
+	case bool:
+		return render.Bool(t), nil
+	case string:
+		return render.String(t), nil
+	case int64:
+		return render.Int(t), nil
+	case int:
+		return render.Int(int64(t)), nil
+	case float64:
+		return render.Float(t), nil
+	case []any:
+		l := render.List()
+		for _, e := range t {
+			v, err := valueOf(e)
+			if err != nil {
+				return nil, err
+			}
+			l.Items = append(l.Items, v)
+		}
+		return l, nil
+	case map[string]any:
+		m := render.Map()
+		for k, e := range t {
+			v, err := valueOf(e)
+			if err != nil {
+				return nil, err
+			}
+			m.Add(k, v)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("a %T is not a JSON value", x)
 }

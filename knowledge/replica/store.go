@@ -346,4 +346,3 @@ func readPointer(ctx context.Context, q querier, id bundle.Identity) (*Pointer, 
 	}
 	return p, nil
 }
-
