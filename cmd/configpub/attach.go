@@ -24,6 +24,8 @@ runtime pulling the artifact by digest (configpub fetch --oci, client.LoadOCI) f
 manifest that vouches for it: lease, replay and revocation epoch included. Run it after
 every promote, activate, rollback and lease renewal. Attaching is idempotent; revoked
 snapshots get nothing. Registry credentials come from the Docker config file.`,
+		Example: `  configpub registry attach --env prod --database "$CONFIGPUB_DATABASE_URL"
+  configpub lease renew --env prod --key cosign.key && configpub registry attach --env prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
