@@ -229,8 +229,7 @@ func revokedTarget(ctx context.Context, q querier, envTag string, version int64)
 		FROM configpub.config_release_target rt
 		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
 		WHERE rt.env_tag = $1 AND rt.release_version = $2
-		  AND (s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-		    OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
+		  AND `+snapshotRevokedSQL+`
 		ORDER BY rt.host, rt.service_id LIMIT 1`, envTag, version).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil

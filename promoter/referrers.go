@@ -8,6 +8,11 @@ import (
 	"github.com/configpub/configpub/registry"
 )
 
+// snapshotRevokedSQL is true for a row of configpub.config_snapshot s
+// whose snapshot or publication is revoked.
+const snapshotRevokedSQL = `(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
+	OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))`
+
 // ManifestAttacher attaches a signed delivery manifest to an artifact in an
 // OCI registry as a referrer; *registry.Client satisfies it.
 type ManifestAttacher interface {
@@ -38,9 +43,7 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 		return nil, invalid("envTag", "empty")
 	}
 	rows, err := s.pool.Query(ctx, `SELECT p.host, p.service_id, s.oci_reference, p.manifest, p.manifest_signature,
-			p.manifest_key_id, p.sequence,
-			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-			 OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
+			p.manifest_key_id, p.sequence, `+snapshotRevokedSQL+`
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		WHERE p.env_tag = $1 AND p.retired_at IS NULL

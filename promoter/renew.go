@@ -81,9 +81,7 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, p.lease_refresh_after_ms, p.lease_expires_after_ms,
-			p.sequence, p.lease_valid_from, p.moved_at,
-			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-			 OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL))
+			p.sequence, p.lease_valid_from, p.moved_at, `+snapshotRevokedSQL+`
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		WHERE p.env_tag = $1 AND p.retired_at IS NULL

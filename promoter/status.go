@@ -218,9 +218,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			FROM configpub.runtime_evidence e WHERE e.env_tag = $1)
 		SELECT p.host, p.service_id, p.env_tag, s.audience, p.snapshot_id::text, s.publication_id::text,
 			p.release_version, s.artifact_digest, s.content_digest, s.policy_digest, p.sequence, p.moved_at,
-			p.lease_expires_at,
-			(s.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-			 OR s.publication_id IN (SELECT publication_id FROM configpub.revocation WHERE publication_id IS NOT NULL)),
+			p.lease_expires_at, `+snapshotRevokedSQL+`,
 			coalesce((SELECT ps.release_version FROM configpub.pointer_move m
 				JOIN configpub.config_snapshot ps ON ps.snapshot_id = m.previous_snapshot_id
 				WHERE m.env_tag = p.env_tag AND m.host = p.host AND m.service_id = p.service_id

@@ -21,7 +21,7 @@ var migrationFS embed.FS
 
 // advisoryKey serializes migrators of one database (advisory locks are
 // scoped to the current database).
-const advisoryKey = 0x636f6e66 // "conf"
+const advisoryKey int64 = 0x636f6e66 // "conf"
 
 // Migration is one embedded, versioned SQL migration.
 type Migration struct {
@@ -33,7 +33,15 @@ type Migration struct {
 
 // Migrations returns the embedded migrations in version order.
 func Migrations() ([]Migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	return ReadMigrations(migrationFS, "migrations")
+}
+
+// ReadMigrations reads the NNN_name.sql files of dir in fsys, in version
+// order. A name without a positive version or a version used twice is an
+// error. Another schema with its own embedded migrations (a service's
+// store) reads them with it and applies them with Apply.
+func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
+	names, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
 	}
@@ -45,7 +53,7 @@ func Migrations() ([]Migration, error) {
 		if !ok || err != nil || v <= 0 {
 			return nil, fmt.Errorf("migration %s: name must be NNN_name.sql", base)
 		}
-		b, err := migrationFS.ReadFile(n)
+		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", base, err)
 		}
@@ -80,9 +88,22 @@ func MigrateCount(ctx context.Context, conn *pgx.Conn) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return Apply(ctx, conn, ms, "configpub", advisoryKey)
+}
+
+// Apply applies every migration of ms (in version order) that the ledger
+// table <schema>.schema_migration has not recorded, each in its own
+// transaction under the transaction-scoped advisory lock lockKey, creating
+// the schema and its ledger first, and returns how many it applied. A
+// recorded migration whose checksum differs is ErrChecksumMismatch; a
+// ledger that records a version newer than ms knows is ErrNewerSchema.
+func Apply(ctx context.Context, conn *pgx.Conn, ms []Migration, schema string, lockKey int64) (int, error) {
+	if len(ms) == 0 {
+		return 0, nil
+	}
 	applied := 0
 	for _, m := range ms {
-		done, err := applyOne(ctx, conn, m, ms[len(ms)-1].Version)
+		done, err := applyOne(ctx, conn, m, ms[len(ms)-1].Version, pgx.Identifier{schema}.Sanitize(), lockKey)
 		if err != nil {
 			return applied, err
 		}
@@ -95,14 +116,14 @@ func MigrateCount(ctx context.Context, conn *pgx.Conn) (int, error) {
 
 // applyOne applies m unless the ledger already has it; it reports whether it
 // applied it.
-func applyOne(ctx context.Context, conn *pgx.Conn, m Migration, latest int) (bool, error) {
+func applyOne(ctx context.Context, conn *pgx.Conn, m Migration, latest int, schema string, lockKey int64) (bool, error) {
 	applied := false
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(advisoryKey)); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey); err != nil {
 			return fmt.Errorf("lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS configpub;
-CREATE TABLE IF NOT EXISTS configpub.schema_migration (
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema+`;
+CREATE TABLE IF NOT EXISTS `+schema+`.schema_migration (
 	version    integer PRIMARY KEY,
 	name       text NOT NULL,
 	checksum   text NOT NULL,
@@ -111,14 +132,14 @@ CREATE TABLE IF NOT EXISTS configpub.schema_migration (
 			return fmt.Errorf("create ledger: %w", err)
 		}
 		var newest int
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM configpub.schema_migration").Scan(&newest); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+schema+".schema_migration").Scan(&newest); err != nil {
 			return fmt.Errorf("read ledger: %w", err)
 		}
 		if newest > latest {
 			return fmt.Errorf("database has migration %d, this binary knows up to %d: %w", newest, latest, ErrNewerSchema)
 		}
 		var sum string
-		err := tx.QueryRow(ctx, "SELECT checksum FROM configpub.schema_migration WHERE version = $1", m.Version).Scan(&sum)
+		err := tx.QueryRow(ctx, "SELECT checksum FROM "+schema+".schema_migration WHERE version = $1", m.Version).Scan(&sum)
 		switch {
 		case err == nil:
 			if sum != m.Checksum {
@@ -131,7 +152,7 @@ CREATE TABLE IF NOT EXISTS configpub.schema_migration (
 		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO configpub.schema_migration (version, name, checksum) VALUES ($1, $2, $3)",
+		if _, err := tx.Exec(ctx, "INSERT INTO "+schema+".schema_migration (version, name, checksum) VALUES ($1, $2, $3)",
 			m.Version, m.Name, m.Checksum); err != nil {
 			return fmt.Errorf("record: %w", err)
 		}

@@ -24,12 +24,11 @@ type Item struct {
 	Content []byte
 }
 
-// Staged is a snapshot's complete replica set, validated and ready to be
-// materialized: the identity and versions of its applied pointer, every
-// replica (sorted by kind, then id) and the tombstones (items a previous
-// release had, to delete).
-type Staged struct {
-	Identity                bundle.Identity
+// Position is what an applied pointer records about its snapshot: the ids,
+// the versions that must not regress (delivery-manifest sequence,
+// revocation epoch, release version, source event watermark, policy
+// version) and the digests.
+type Position struct {
 	SnapshotID              string
 	PublicationID           string
 	PolicySnapshotID        string
@@ -44,8 +43,17 @@ type Staged struct {
 	ContentDigest           string
 	PolicyDigest            string
 	InventoryDigest         string
-	Items                   []Item
-	Tombstones              []bundle.InventoryItem
+}
+
+// Staged is a snapshot's complete replica set, validated and ready to be
+// materialized: the identity and position of its applied pointer, every
+// replica (sorted by kind, then id) and the tombstones (items a previous
+// release had, to delete).
+type Staged struct {
+	Identity bundle.Identity
+	Position
+	Items      []Item
+	Tombstones []bundle.InventoryItem
 }
 
 // Stage validates a verified Knowledge snapshot (a *client.Snapshot the
@@ -86,14 +94,13 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 	if d := jcs.BytesDigest(cb); d != env.ContentDigest {
 		return nil, fail(ErrInvalid, "knowledgePolicy digests to %s, runtimePolicy.contentDigest is %s", d, env.ContentDigest)
 	}
-	st := &Staged{
-		Identity:   m.Identity(),
+	st := &Staged{Identity: m.Identity(), Position: Position{
 		SnapshotID: m.SnapshotID, PublicationID: env.PublicationID, PolicySnapshotID: env.PolicySnapshotID,
 		ReleaseVersion: env.ReleaseVersion, PolicyVersion: env.PolicyVersion, SourceEventSequence: env.SourceEventSequence,
 		RevocationEpoch: max(m.RevocationEpoch, env.RevocationEpoch), CompatibilityGeneration: env.CompatibilityGeneration,
 		ManifestSequence: m.Sequence, ManifestIssuedAt: issued.UTC(),
 		ArtifactDigest: snap.ArtifactDigest, ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest,
-	}
+	}}
 	inv, ok := snap.Namespace["inventory"].(map[string]any)
 	if !ok {
 		return nil, fail(ErrIncomplete, "knowledgePolicy.inventory is absent")

@@ -69,23 +69,10 @@ type Result struct {
 
 // Pointer is an identity's applied snapshot.
 type Pointer struct {
-	Identity                bundle.Identity
-	SnapshotID              string
-	PublicationID           string
-	PolicySnapshotID        string
-	ReleaseVersion          int64
-	PolicyVersion           int64
-	SourceEventSequence     int64
-	RevocationEpoch         int64
-	CompatibilityGeneration int64
-	ManifestSequence        int64
-	ManifestIssuedAt        time.Time
-	ArtifactDigest          string
-	ContentDigest           string
-	PolicyDigest            string
-	InventoryDigest         string
-	ItemCount               int
-	AppliedAt               time.Time
+	Identity bundle.Identity
+	Position
+	ItemCount int
+	AppliedAt time.Time
 }
 
 // Apply stages snap (Stage) and materializes it in one transaction: under
