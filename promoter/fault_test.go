@@ -190,3 +190,50 @@ func TestInterruptedPromotionCompletesOnReRun(t *testing.T) {
 	}
 	f.checkJournal(t)
 }
+
+// TestCommitNeverSentIsRetriedNotUnconfirmed closes the activation
+// transaction's connection on the client side just before COMMIT: pgconn
+// guarantees the COMMIT never reached the server (SafeToRetry), so the
+// transaction definitely did not happen and the store runs it again instead
+// of reporting an unknown outcome.
+func TestCommitNeverSentIsRetriedNotUnconfirmed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	commits, closed := 0, 0
+	s := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
+			if step != "commit" {
+				return nil
+			}
+			commits++
+			if commits != 2 { // 1 = intent, 2 = activation
+				return nil
+			}
+			closed++
+			return tx.Conn().Close(ctx)
+		})
+	})
+	r2 := release("prod", 2, 1, 3, nil, nil)
+	res, err := s.RecordAndActivate(ctx, r2)
+	if err != nil {
+		t.Fatalf("got %v, want the activation retried and applied", err)
+	}
+	if closed != 1 || commits < 3 || res.Moved != 3 {
+		t.Fatalf("closed %d, commits %d, moved %d: want one closed connection, a retried commit and 3 moves", closed, commits, res.Moved)
+	}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Releases[1].Outcome; got != promoter.OutcomeApplied || st.PendingRelease != 0 {
+		t.Fatalf("got release 2 outcome %s pending %d, want APPLIED, nothing pending", got, st.PendingRelease)
+	}
+	f.wantPointersAt(t, r2)
+	if n := f.count(t, "SELECT count(*) FROM configpub.pointer_move WHERE release_version = 2"); n != 3 {
+		t.Fatalf("got %d pointer moves of release 2, want 3", n)
+	}
+	f.checkJournal(t)
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // Options configures a Store. The zero value is valid for reading,
@@ -77,7 +77,7 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM configpub.schema_migration").Scan(&version)
 	if err != nil {
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		if errors.As(err, &pgErr) && (pgErr.Code == sqlstate.UndefinedTable || pgErr.Code == sqlstate.InvalidSchemaName) {
 			return nil, fmt.Errorf("open store: %w (run `configpub db migrate`)", ErrSchema)
 		}
 		return nil, fmt.Errorf("open store: %w", err)
@@ -138,8 +138,14 @@ func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		return nil
 	case fnErr != nil:
 		return fnErr
+	case !ran && pgconn.SafeToRetry(err):
+		return fmt.Errorf("begin: %w: %w", errNotSent, err)
 	case !ran:
 		return fmt.Errorf("begin: %w", classify(err))
+	case pgconn.SafeToRetry(err):
+		// The COMMIT was never written to the connection: the server
+		// rolls the transaction back; it definitely did not happen.
+		return fmt.Errorf("commit: %w: %w", errNotSent, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && !connectionLost(pgErr) {
@@ -157,13 +163,19 @@ func connectionLost(e *pgconn.PgError) bool {
 	if e.Severity == "FATAL" || e.Severity == "PANIC" {
 		return true
 	}
-	return strings.HasPrefix(e.Code, "08") || strings.HasPrefix(e.Code, "57P")
+	return sqlstate.EndsSession(e.Code)
 }
 
-// retryable reports serialization failures and deadlocks.
+// errNotSent marks a BEGIN or COMMIT that pgconn guarantees never reached
+// the server (pgconn.SafeToRetry): the transaction did not happen.
+var errNotSent = errors.New("not sent to the server")
+
+// retryable reports serialization failures, deadlocks and transactions that
+// never reached the server.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+	return errors.Is(err, errNotSent) ||
+		errors.As(err, &pgErr) && (pgErr.Code == sqlstate.SerializationFailure || pgErr.Code == sqlstate.DeadlockDetected)
 }
 
 // classify adds the sentinel a database error stands for.
@@ -173,13 +185,13 @@ func classify(err error) error {
 		return err
 	}
 	switch pgErr.Code {
-	case "23505":
+	case sqlstate.UniqueViolation:
 		return fmt.Errorf("%w: %w", ErrConflict, err)
-	case "CP001", "CP002":
+	case sqlstate.AppendOnly, sqlstate.Revision:
 		return fmt.Errorf("%w: %w", ErrIntegrity, err)
-	case "23503":
+	case sqlstate.ForeignKeyViolation:
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
-	case "42P01", "3F000":
+	case sqlstate.UndefinedTable, sqlstate.InvalidSchemaName:
 		return fmt.Errorf("%w: %w", ErrSchema, err)
 	}
 	return err

@@ -24,6 +24,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 //go:embed schema.sql
@@ -221,7 +223,7 @@ func (s *Service) admit(ctx context.Context, req AdmitRequest) (*Invocation, err
 		return err
 	})
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstate.UniqueViolation {
 		// Admitted concurrently under the same id: answer as a replay.
 		return s.admit(ctx, req)
 	}

@@ -1,14 +1,18 @@
 package dbschema
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/configpub/configpub/internal/sqlstate"
+)
 
 // AppendOnlySQLState is the SQLSTATE the append-only triggers raise.
-const AppendOnlySQLState = "CP001"
+const AppendOnlySQLState = sqlstate.AppendOnly
 
 // RevisionSQLState is the SQLSTATE raised when a config_release update does
 // not advance row_revision by exactly one, changes an immutable column, or a
 // journal row's sequence is not the revision it records.
-const RevisionSQLState = "CP002"
+const RevisionSQLState = sqlstate.Revision
 
 // ErrChecksumMismatch is returned when an applied migration's recorded
 // checksum differs from the embedded SQL (the migration was edited after it
