@@ -21,30 +21,10 @@ var when = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
 func makeRepo(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	r, err := git.PlainInit(dir, false)
-	if err != nil {
+	if _, err := git.PlainInit(dir, false); err != nil {
 		t.Fatal(err)
 	}
-	for p, c := range files {
-		fp := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(fp), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(fp, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := wt.AddGlob("."); err != nil {
-		t.Fatal(err)
-	}
-	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: when}
-	if _, err := wt.Commit("fixture", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
-		t.Fatal(err)
-	}
+	commitFiles(t, dir, files, "fixture", when)
 	return dir
 }
 
@@ -93,8 +73,16 @@ func TestTreeFSOfSubdirectory(t *testing.T) {
 	}
 }
 
-// commitAll writes files into the worktree of dir and commits them.
+// commitAll writes files into the worktree of dir and commits them an hour
+// after the first commit.
 func commitAll(t *testing.T, dir string, files map[string]string) plumbing.Hash {
+	t.Helper()
+	return commitFiles(t, dir, files, "next", when.Add(time.Hour))
+}
+
+// commitFiles writes files into the worktree of dir and commits them by a
+// fixed author at at.
+func commitFiles(t *testing.T, dir string, files map[string]string, msg string, at time.Time) plumbing.Hash {
 	t.Helper()
 	r, err := git.PlainOpen(dir)
 	if err != nil {
@@ -116,8 +104,8 @@ func commitAll(t *testing.T, dir string, files map[string]string) plumbing.Hash 
 	if err := wt.AddGlob("."); err != nil {
 		t.Fatal(err)
 	}
-	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: when.Add(time.Hour)}
-	h, err := wt.Commit("next", &git.CommitOptions{Author: sig, Committer: sig})
+	sig := &object.Signature{Name: "configpub test", Email: "test@configpub.dev", When: at}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
 	if err != nil {
 		t.Fatal(err)
 	}
