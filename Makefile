@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
+.PHONY: all build release image test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
 
 all: build
 
@@ -16,6 +16,24 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/configpub
+
+## release: static binaries for linux/darwin x amd64/arm64 into $(DIST), with
+## SHA256SUMS; --version prints $(VERSION) and $(COMMIT).
+DIST            ?= dist
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	VERSION="$(VERSION)" COMMIT="$(COMMIT)" TARGETS="$(RELEASE_TARGETS)" GO="$(GO)" ./scripts/release.sh $(DIST)
+
+## image: the container image (linux/amd64 + linux/arm64) as an OCI layout in
+## $(DIST)/image, built without a Docker daemon; push it with
+## `crane push $(DIST)/image REF --index`.
+CA_CERTIFICATES ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
+image:
+	VERSION="$(VERSION)" COMMIT="$(COMMIT)" TARGETS="linux/amd64 linux/arm64" GO="$(GO)" ./scripts/release.sh $(DIST)
+	rm -rf $(DIST)/image
+	$(GO) run ./internal/imagebuild/cmd/configpub-image --out $(DIST)/image --version "$(VERSION)" --commit "$(COMMIT)" \
+		$(if $(CA_CERTIFICATES),--ca-certificates $(CA_CERTIFICATES)) \
+		linux/amd64=$(DIST)/configpub_linux_amd64 linux/arm64=$(DIST)/configpub_linux_arm64
 
 ensure-postgres:
 	@./scripts/ensure-postgres.sh
@@ -79,7 +97,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./bundle
 
 clean:
-	rm -rf bin .configpub
+	rm -rf bin .configpub dist
 
 ## e2e: build the binary and drive the whole scenario through it; the operator console is
 ## driven in headless Chromium (screenshots under $CONFIGPUB_E2E_ARTIFACTS or a printed temp dir).

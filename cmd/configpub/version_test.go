@@ -1,24 +1,47 @@
 package main
 
 import (
+	"crypto/sha256"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 )
 
-// TestVersionFromLdflags builds the binary the way a release build does and
-// checks that --version and the version verb print the version and commit.
-func TestVersionFromLdflags(t *testing.T) {
+// TestReleaseBuild runs the release build (scripts/release.sh, what `make
+// release` runs) for this machine's platform and checks that the binary's
+// --version and version verb print the version and commit, and that
+// SHA256SUMS holds the binary's digest. TRIMPATH and CGO_ENABLED are set
+// as this test's own build has them, so the build reuses the build cache
+// (a -trimpath or cgo-less build recompiles every dependency); everything
+// else is the release build.
+func TestReleaseBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "configpub")
+	dir := t.TempDir()
 	const commitID = "4f2c0d9e8b7a6f5e4d3c2b1a09f8e7d6c5b4a392"
-	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=v9.8.7 -X main.commit="+commitID, ".")
+	build := exec.Command("sh", "../../scripts/release.sh", dir)
+	build.Env = append(os.Environ(), "VERSION=v9.8.7", "COMMIT="+commitID, "TARGETS="+runtime.GOOS+"/"+runtime.GOARCH, "TRIMPATH=", "CGO_ENABLED="+cgoEnabled(t))
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("release build: %v\n%s", err, out)
+	}
+	name := "configpub_" + runtime.GOOS + "_" + runtime.GOARCH
+	bin := filepath.Join(dir, name)
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(b), name); string(sums) != want {
+		t.Errorf("SHA256SUMS = %q, want %q", sums, want)
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
@@ -52,4 +75,12 @@ func TestResolveVersionFallsBackToBuildInfo(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
 		}
 	}
+}
+
+func cgoEnabled(t *testing.T) string {
+	out, err := exec.Command("go", "env", "CGO_ENABLED").Output()
+	if err != nil {
+		t.Fatalf("go env CGO_ENABLED: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
