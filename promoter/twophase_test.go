@@ -16,6 +16,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/readback"
 )
 
 // recorder is a Notifier that keeps every event.
@@ -40,16 +41,19 @@ func (r *recorder) kinds() []string {
 	return out
 }
 
-// writeReceipt stores a receipt the way the readback collector records
-// what it read from a runtime's status endpoint: kind 'receipt', with its
-// phase and result.
+// writeReceipt records a receipt through the readback collector's store
+// (readback.Store.Record), as the collector does after reading a runtime's
+// status endpoint.
 func (f *fixture) writeReceipt(t testing.TB, tg promoter.Target, phase, result, reason string) {
 	t.Helper()
-	if _, err := f.pool.Exec(context.Background(), `INSERT INTO configpub.runtime_evidence
-		(host, service_id, env_tag, snapshot_id, outcome, reason, kind, phase, reported_at)
-		VALUES ($1, $2, $3, $4::uuid, $5, $6, 'receipt', $7, now())`,
-		tg.Host, tg.ServiceID, tg.EnvTag, tg.SnapshotID, result, reason, phase); err != nil {
-		t.Fatalf("write receipt: %v", err)
+	added, err := readback.NewStore(f.pool).Record(context.Background(), bundle.Receipt{
+		Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag, Audience: tg.Audience,
+		Phase: phase, Result: result, Reason: reason, SnapshotID: tg.SnapshotID, PublicationID: tg.PublicationID,
+		ReleaseVersion: tg.ReleaseVersion, ArtifactDigest: tg.ArtifactDigest,
+		LoadedAt: time.Now().UTC().Format(time.RFC3339Nano),
+	}, time.Now())
+	if err != nil || !added {
+		t.Fatalf("record receipt: added %v, %v", added, err)
 	}
 }
 
