@@ -263,13 +263,6 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 		}
 		return f, keyPath, password, r1, r2
 	}
-	snaps := func(in promoter.ReleaseInput) map[string]string {
-		m := map[string]string{}
-		for _, tg := range in.Targets {
-			m[tg.Host+"/"+tg.ServiceID] = tg.SnapshotID
-		}
-		return m
-	}
 	// Calibrate: the process's whole life, and its activation phase, from
 	// the progress line saying every candidate is READY to exit.
 	var life, dbPhase time.Duration
@@ -331,9 +324,9 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 			got := f.pointers(t, "prod")
 			current := f.count(t, "SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = 'prod'")
 			switch {
-			case pointersAt(got, snaps(r1)) && current == 1:
+			case pointersAt(got, snapshotsOfInput(r1)) && current == 1:
 				atOld++
-			case pointersAt(got, snaps(r2)) && current == 2:
+			case pointersAt(got, snapshotsOfInput(r2)) && current == 2:
 				atNew++
 			default:
 				t.Fatalf("after a kill at %v: pointers %v (current %d) are a mixed set", delay, got, current)

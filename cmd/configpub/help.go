@@ -16,6 +16,7 @@ var verbGroup = map[string]string{
 	"init": "author", "compile": "author", "plan": "author", "validate": "author", "workflow": "author",
 	"keygen": "release", "publish": "release", "pull": "release", "verify-oci": "release", "promote": "release",
 	"activate": "release", "rollback": "release", "revoke": "release", "reconcile": "release", "lease": "release", "db": "release",
+	"gate":  "run",
 	"serve": "run", "fetch": "run", "token": "run", "registry": "run", "console": "run",
 	"status": "inspect", "history": "inspect", "readback": "inspect",
 	"demo": "other", "version": "other", "completion": "other", "help": "other",
@@ -40,6 +41,7 @@ var verbExamples = map[string]string{
 	"configpub revoke": `  configpub revoke --snapshot 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 --reason "leaked prompt"
   configpub revoke --publication 9d1e… --reason "bad release"`,
 	"configpub reconcile":   `  configpub reconcile --env prod`,
+	"configpub gate":        "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
 	"configpub lease renew": "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --every 2m",
 	"configpub db migrate":  `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
 	"configpub serve":       `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,

@@ -50,6 +50,7 @@ var verbs = []func(*cobra.Command){
 	addDBCmd,
 	addRollbackCmd,
 	addActivateCmd,
+	addGateCmd,
 	addRevokeCmd,
 	addReconcileCmd,
 	addStatusCmd,

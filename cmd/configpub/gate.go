@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func addGateCmd(root *cobra.Command) {
+	var (
+		sf   storeFlags
+		envs []string
+		poll time.Duration
+		once bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gate --env ENV [--env ENV...] --key cosign.key [--poll D] [--once]",
+		Short: "Watch activations through their soak window and roll back unhealthy environments",
+		Long: `gate runs the health gate of each environment whose active release has a
+healthGate in its Environment document. After an activation (promote or activate)
+it watches the soak window: when at least healthGate.rejections distinct moved
+targets' receipts reject the new snapshot, or, at the end of the soak, at least
+healthGate.missingAcks moved targets have not acknowledged it, it rolls the whole
+environment back to the previous release in one transaction, as actor health-gate,
+with the evidence in the reason. A soak that ends below every threshold is
+journaled once and never re-evaluated. Receipts come from configpub readback;
+runtimes' own reports never count. Runs until interrupted (--once: one check).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(envs) == 0 {
+				return usageError{errors.New("--env is required")}
+			}
+			if poll <= 0 {
+				return usageError{errors.New("--poll must be positive")}
+			}
+			ctx := cmd.Context()
+			store, closeFn, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			if once {
+				for _, env := range envs {
+					v, err := store.CheckHealth(ctx, env)
+					if err != nil {
+						return storeError(err, env)
+					}
+					line := fmt.Sprintf("%s release %d: %s", env, v.Release, v.Verdict)
+					if v.Reason != "" {
+						line += "; rolled back to release " + fmt.Sprint(v.Previous) + ": " + v.Reason
+					}
+					if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			if err := store.WatchHealth(ctx, envs, poll, log); err != nil && ctx.Err() == nil {
+				return err
+			}
+			return nil
+		},
+	}
+	sf.add(cmd, true)
+	cmd.Flags().StringArrayVar(&envs, "env", nil, "environment to watch (repeatable, required)")
+	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often each environment is checked")
+	cmd.Flags().BoolVar(&once, "once", false, "check once, print the verdicts and exit")
+	root.AddCommand(cmd)
+}

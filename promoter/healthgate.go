@@ -1,0 +1,276 @@
+package promoter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// HealthGateActor is the actor of the health gate's rollbacks.
+const HealthGateActor = "health-gate"
+
+// Health gate verdicts.
+const (
+	GateNone       = "NONE"        // no gate, or nothing to watch (no active release, not an activation)
+	GateWatching   = "WATCHING"    // inside the soak window, below every threshold
+	GatePassed     = "PASSED"      // the soak ended below every threshold (recorded once)
+	GateRolledBack = "ROLLED_BACK" // a threshold was crossed: rolled back now
+	GateDone       = "DONE"        // already passed for this activation
+)
+
+// GateVerdict is one health-gate evaluation of an environment.
+type GateVerdict struct {
+	EnvTag      string            `json:"envTag"`
+	Release     int64             `json:"release"`
+	Previous    int64             `json:"previous"`
+	Verdict     string            `json:"verdict"`
+	ActivatedAt time.Time         `json:"activatedAt,omitzero"`
+	SoakEnds    time.Time         `json:"soakEnds,omitzero"`
+	Moved       int               `json:"moved"`
+	Rejected    []string          `json:"rejected,omitempty"` // "host/serviceId (REASON)"
+	Missing     []string          `json:"missing,omitempty"`  // moved targets without an APPLIED receipt
+	Reason      string            `json:"reason,omitempty"`   // the rollback's journaled reason
+	Rollback    *ActivationResult `json:"rollback,omitempty"`
+}
+
+// activationFacts is what the gate reads about the active release.
+type activationFacts struct {
+	release, previous int64
+	activatedAt       time.Time
+	cmdID             string
+	rollout           bundle.Rollout
+	passed            bool
+}
+
+// CheckHealth evaluates the health gate of envTag once, at the store's
+// clock. The gate watches the active release's soak window (its rollout
+// policy's healthGate) after an activation by promote or activate (not a
+// rollback). Within the soak, when at least healthGate.rejections distinct
+// moved targets' latest receipt about their new snapshot is REJECTED, or,
+// at the end of the soak, when at least healthGate.missingAcks moved
+// targets have no APPLIED receipt for it, it rolls the whole environment
+// back to the previous release in one transaction (Rollback) as actor
+// health-gate, with the evidence in the reason. A soak that ends below
+// every threshold is journaled once (health-gate-passed) and never
+// re-evaluated. Receipts are read back by the control plane; observations
+// a runtime reports about itself never count.
+func (s *Store) CheckHealth(ctx context.Context, envTag string) (*GateVerdict, error) {
+	v, err := s.checkHealth(ctx, envTag)
+	if err != nil {
+		return nil, fmt.Errorf("health gate %s: %w", envTag, err)
+	}
+	return v, nil
+}
+
+func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, error) {
+	v := &GateVerdict{EnvTag: envTag, Verdict: GateNone}
+	a, err := s.activationFacts(ctx, envTag)
+	if err != nil || a == nil {
+		return v, err
+	}
+	g := a.rollout.HealthGate
+	v.Release, v.Previous, v.ActivatedAt = a.release, a.previous, a.activatedAt
+	if g == nil || a.previous == 0 {
+		return v, nil
+	}
+	if a.passed {
+		v.Verdict = GateDone
+		return v, nil
+	}
+	now := s.now()
+	v.SoakEnds = a.activatedAt.Add(g.SoakDuration())
+	moved, err := s.movedEvidence(ctx, envTag, a)
+	if err != nil {
+		return nil, err
+	}
+	v.Moved = len(moved)
+	for _, m := range moved {
+		switch m.result {
+		case bundle.ResultRejected:
+			v.Rejected = append(v.Rejected, fmt.Sprintf("%s (%s)", m.id, m.reason))
+			v.Missing = append(v.Missing, m.id)
+		case bundle.ResultApplied:
+		default:
+			v.Missing = append(v.Missing, m.id)
+		}
+	}
+	soakOver := !now.Before(v.SoakEnds)
+	var why string
+	switch {
+	case g.Rejections > 0 && len(v.Rejected) >= g.Rejections:
+		why = fmt.Sprintf("%d of %d moved targets rejected release %d within its %s soak (threshold %d): %s",
+			len(v.Rejected), v.Moved, a.release, g.Soak, g.Rejections, listSome(v.Rejected))
+	case soakOver && g.MissingAcks > 0 && len(v.Missing) >= g.MissingAcks:
+		why = fmt.Sprintf("%d of %d moved targets did not acknowledge release %d by the end of its %s soak (threshold %d): %s",
+			len(v.Missing), v.Moved, a.release, g.Soak, g.MissingAcks, listSome(v.Missing))
+	case soakOver:
+		v.Verdict = GatePassed
+		return v, s.markPassed(ctx, envTag, a, v)
+	default:
+		v.Verdict = GateWatching
+		return v, nil
+	}
+	v.Reason = "health gate: " + why
+	cmdID := uuid.NewSHA1(uuid.NameSpaceOID, []byte("configpub/health-gate/"+envTag+"/"+a.cmdID)).String()
+	res, err := s.Rollback(ctx, RollbackInput{CommandID: cmdID, EnvTag: envTag, ToRelease: a.previous,
+		Actor: HealthGateActor, Reason: v.Reason})
+	if err != nil {
+		return nil, err
+	}
+	v.Verdict, v.Rollback = GateRolledBack, res
+	return v, nil
+}
+
+func listSome(xs []string) string {
+	if len(xs) <= 10 {
+		return strings.Join(xs, ", ")
+	}
+	return strings.Join(xs[:10], ", ") + fmt.Sprintf(" and %d more", len(xs)-10)
+}
+
+// activationFacts reads the active release, the command and time of the
+// promote or activate that made it active, the release it replaced and
+// whether its gate already passed. nil when the environment has no active
+// release or it became active by a rollback.
+func (s *Store) activationFacts(ctx context.Context, envTag string) (*activationFacts, error) {
+	var a activationFacts
+	var kind string
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `SELECT e.current_release_version, j.event_kind, j.command_id::text, j.recorded_at, r.rollout,
+			coalesce((SELECT m.previous_release_version FROM configpub.pointer_move m
+				WHERE m.command_id = j.command_id AND m.env_tag = e.env_tag ORDER BY m.move_id LIMIT 1), 0),
+			EXISTS (SELECT 1 FROM configpub.config_release_journal p WHERE p.env_tag = e.env_tag
+				AND p.release_version = e.current_release_version AND p.event_kind = 'health-gate-passed'
+				AND p.sequence > j.sequence)
+		FROM configpub.environment e
+		JOIN configpub.config_release r ON r.env_tag = e.env_tag AND r.release_version = e.current_release_version
+		JOIN LATERAL (SELECT * FROM configpub.config_release_journal j WHERE j.env_tag = e.env_tag
+			AND j.release_version = e.current_release_version AND j.to_state = 'ACTIVE'
+			AND j.from_state IS DISTINCT FROM 'ACTIVE' ORDER BY j.sequence DESC LIMIT 1) j ON true
+		WHERE e.env_tag = $1`, envTag).Scan(&a.release, &kind, &a.cmdID, &a.activatedAt, &raw, &a.previous, &a.passed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr("read the active release", err)
+	}
+	if kind != ActionPromote && kind != ActionActivate {
+		return nil, nil
+	}
+	if err := json.Unmarshal(raw, &a.rollout); err != nil {
+		return nil, fmt.Errorf("release %s/%d: recorded rollout policy: %v: %w", envTag, a.release, err, ErrIntegrity)
+	}
+	a.activatedAt = a.activatedAt.UTC()
+	return &a, nil
+}
+
+// movedTarget is one target the activation moved, with the latest
+// current-phase receipt about its new snapshot.
+type movedTarget struct {
+	id, result, reason string
+}
+
+func (s *Store) movedEvidence(ctx context.Context, envTag string, a *activationFacts) ([]movedTarget, error) {
+	rows, err := s.pool.Query(ctx, `SELECT m.host || '/' || m.service_id, coalesce(e.outcome, ''), coalesce(e.reason, '')
+		FROM configpub.pointer_move m
+		LEFT JOIN LATERAL (SELECT outcome, reason FROM configpub.runtime_evidence e
+			WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+			  AND e.snapshot_id = m.next_snapshot_id AND e.kind = 'receipt' AND e.phase = 'current'
+			ORDER BY e.evidence_id DESC LIMIT 1) e ON true
+		WHERE m.env_tag = $1 AND m.command_id = $2::uuid AND NOT m.retired
+		ORDER BY 1`, envTag, a.cmdID)
+	if err != nil {
+		return nil, dbErr("read moved targets' receipts", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (movedTarget, error) {
+		var m movedTarget
+		err := r.Scan(&m.id, &m.result, &m.reason)
+		return m, err
+	})
+	if err != nil {
+		return nil, dbErr("read moved targets' receipts", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}
+
+// markPassed journals, once, that the release's soak ended below every
+// threshold.
+func (s *Store) markPassed(ctx context.Context, envTag string, a *activationFacts, v *GateVerdict) error {
+	cmd := command{ID: uuid.NewSHA1(uuid.NameSpaceOID, []byte("configpub/health-gate-passed/"+envTag+"/"+a.cmdID)).String()}
+	h := newHasher("health-gate-passed")
+	h.str(envTag)
+	h.str(a.cmdID)
+	cmd.Hash = h.sum()
+	return s.runTx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		e, err := lockExistingEnv(ctx, tx, envTag)
+		if err != nil {
+			return err
+		}
+		if e.Current != a.release || e.Pending != 0 {
+			return nil // moved on meanwhile
+		}
+		r, err := lockRelease(ctx, tx, envTag, a.release)
+		if err != nil {
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_release_journal
+			WHERE env_tag = $1 AND release_version = $2 AND command_id = $3::uuid)`, envTag, a.release, cmd.ID).Scan(&done); err != nil {
+			return dbErr("read health-gate journal", err)
+		}
+		if done {
+			return nil
+		}
+		return mutate(ctx, tx, r, event{Kind: "health-gate-passed", ToState: r.State, ToOutcome: r.Outcome,
+			CommandID: cmd.ID, Hash: cmd.Hash, Actor: HealthGateActor, RecordedAt: now,
+			Reason:   fmt.Sprintf("soak of %s ended below every threshold", a.rollout.HealthGate.Soak),
+			Evidence: map[string]any{"moved": v.Moved, "rejected": len(v.Rejected), "missing": len(v.Missing)}})
+	})
+}
+
+// WatchHealth runs CheckHealth for every environment in envTags every
+// poll (default 1 s) until ctx ends, logging each rollback and pass. It
+// returns ctx's error; a failed check is logged and retried.
+func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Duration, log *slog.Logger) error {
+	if poll <= 0 {
+		poll = time.Second
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		for _, env := range envTags {
+			v, err := s.CheckHealth(ctx, env)
+			switch {
+			case err != nil:
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				log.WarnContext(ctx, "health gate check failed", "env", env, "err", err)
+			case v.Verdict == GateRolledBack:
+				log.InfoContext(ctx, "health gate rolled back", "env", env, "from", v.Release, "to", v.Previous, "reason", v.Reason)
+			case v.Verdict == GatePassed:
+				log.InfoContext(ctx, "health gate passed", "env", env, "release", v.Release)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package promoter_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/promoter"
+)
+
+var gate = bundle.Rollout{HealthGate: &bundle.HealthGate{Soak: "10m", Rejections: 2, MissingAcks: 2}}
+
+// gated is release v of env on base with the health gate and windows long
+// enough for a walk over months.
+func gated(env string, v, base int64, n int) promoter.ReleaseInput {
+	in := longWindows(release(env, v, base, n, nil, nil))
+	in.Rollout = gate
+	return in
+}
+
+// TestHealthGateRollsBackWithinTheSoak: release 2 is activated, two of its
+// three runtimes reject it; the running gate (real poll loop, injected
+// clock inside the soak) puts the whole environment back on release 1
+// within one second, as actor health-gate with the evidence in the reason.
+func TestHealthGateRollsBackWithinTheSoak(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	var mu sync.Mutex
+	f.store = f.open(t, func(o *promoter.Options) {
+		o.Notifier = rec
+		o.Clock = func() time.Time { mu.Lock(); defer mu.Unlock(); return f.now }
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r1 := longWindows(release("prod", 1, 0, 3, nil, nil))
+	f.promote(t, r1)
+	mu.Lock()
+	f.now = t0.Add(time.Hour)
+	mu.Unlock()
+	r2 := gated("prod", 2, 1, 3)
+	f.promote(t, r2)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "SIGNATURE_INVALID")
+	f.writeReceipt(t, r2.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	mu.Lock()
+	f.now = t0.Add(time.Hour + 3*time.Minute) // inside the 10m soak
+	mu.Unlock()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- f.store.WatchHealth(ctx, []string{"prod"}, 50*time.Millisecond, nil) }()
+	for !pointersAt(f.pointers(t, "prod"), snapshotsOfInput(r1)) {
+		if time.Since(start) > time.Second {
+			t.Fatalf("environment not back on release 1 within 1s: %v", f.pointers(t, "prod"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	var actor, reason string
+	if err := f.pool.QueryRow(context.Background(), `SELECT DISTINCT actor, reason FROM configpub.pointer_move
+		WHERE action = 'rollback' AND release_version = 1`).Scan(&actor, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if actor != promoter.HealthGateActor {
+		t.Fatalf("rollback actor %q, want health-gate", actor)
+	}
+	for _, want := range []string{"2 of 3 moved targets rejected release 2", "host-00000/svc (SCHEMA_UNSUPPORTED)", "host-00001/svc (SIGNATURE_INVALID)"} {
+		if !strings.Contains(reason, want) {
+			t.Errorf("rollback reason %q lacks %q", reason, want)
+		}
+	}
+	if n := f.count(t, `SELECT count(DISTINCT command_id) FROM configpub.pointer_move WHERE action = 'rollback'`); n != 1 {
+		t.Fatalf("rollback spread over %d commands, want one transaction", n)
+	}
+	if s, _ := f.releaseState(t, "prod", 2); s != promoter.StateRolledBack {
+		t.Fatalf("release 2 is %s, want ROLLED_BACK", s)
+	}
+	if !strings.Contains(strings.Join(rec.kinds(), ","), promoter.EventRolledBack) {
+		t.Fatalf("events %v: want the rollback notified", rec.kinds())
+	}
+	// The gate does not act again on the rolled-back environment.
+	if v, err := f.store.CheckHealth(context.Background(), "prod"); err != nil || v.Verdict != promoter.GateNone {
+		t.Fatalf("after the rollback: %+v, %v; want nothing to watch", v, err)
+	}
+	f.checkJournal(t)
+}
+
+// TestHealthGateOverSimulatedMonths promotes one gated release a month for
+// six months. In odd months two runtimes reject the new release (the gate
+// rolls back to the active release within the soak); in even months one
+// runtime flaps (REJECTED, APPLIED, REJECTED) below the threshold and the
+// others apply it, so the soak passes and the release stays, and a later
+// rejection after the soak changes nothing. One month every runtime but one
+// stays silent: missing acknowledgements roll back at the end of the soak.
+func TestHealthGateOverSimulatedMonths(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	check := func(at time.Time) *promoter.GateVerdict {
+		t.Helper()
+		f.now = at
+		v, err := f.store.CheckHealth(ctx, "prod")
+		if err != nil {
+			t.Fatalf("%s: %v", at, err)
+		}
+		return v
+	}
+	first := longWindows(release("prod", 1, 0, 3, nil, nil))
+	f.promote(t, first)
+	active := first
+	for m := 1; m <= 6; m++ {
+		start := t0.AddDate(0, m, 0)
+		f.now = start
+		in := gated("prod", int64(m+1), int64(m), 3)
+		for i := range in.Targets {
+			in.Targets[i].ExpiresAt = t0.AddDate(2, 0, 0)
+		}
+		f.promote(t, in)
+		switch {
+		case m == 5: // silent runtimes
+			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			if v := check(start.Add(9 * time.Minute)); v.Verdict != promoter.GateWatching {
+				t.Fatalf("month %d, 9m: %s, want WATCHING", m, v.Verdict)
+			}
+			v := check(start.Add(10 * time.Minute))
+			if v.Verdict != promoter.GateRolledBack || !strings.Contains(v.Reason, "2 of 3 moved targets did not acknowledge") ||
+				!strings.Contains(v.Reason, "host-00001/svc, host-00002/svc") {
+				t.Fatalf("month %d at the soak's end: %+v, want a rollback naming the two silent targets", m, v)
+			}
+			f.wantPointersAt(t, active)
+		case m%2 == 1:
+			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+			if v := check(start.Add(time.Minute)); v.Verdict != promoter.GateWatching {
+				t.Fatalf("month %d, one rejection: %s, want WATCHING", m, v.Verdict)
+			}
+			f.writeReceipt(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+			v := check(start.Add(2 * time.Minute))
+			if v.Verdict != promoter.GateRolledBack || v.Previous != active.ReleaseVersion {
+				t.Fatalf("month %d: %+v, want a rollback to release %d", m, v, active.ReleaseVersion)
+			}
+			f.wantPointersAt(t, active)
+		default:
+			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
+			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
+			f.writeReceipt(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceipt(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			for min := 0; min < 10; min++ {
+				if v := check(start.Add(time.Duration(min) * time.Minute)); v.Verdict != promoter.GateWatching {
+					t.Fatalf("month %d minute %d: %s, want WATCHING", m, min, v.Verdict)
+				}
+			}
+			if v := check(start.Add(10 * time.Minute)); v.Verdict != promoter.GatePassed {
+				t.Fatalf("month %d at the soak's end: %s, want PASSED", m, v.Verdict)
+			}
+			f.writeReceipt(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "LATE")
+			if v := check(start.Add(11 * time.Minute)); v.Verdict != promoter.GateDone {
+				t.Fatalf("month %d after the soak: %s, want DONE", m, v.Verdict)
+			}
+			f.wantPointersAt(t, in)
+			active = in
+		}
+	}
+	f.checkJournal(t)
+}
+
+func snapshotsOfInput(in promoter.ReleaseInput) map[string]string {
+	m := map[string]string{}
+	for _, tg := range in.Targets {
+		m[tg.Host+"/"+tg.ServiceID] = tg.SnapshotID
+	}
+	return m
+}
