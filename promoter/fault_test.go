@@ -91,23 +91,13 @@ func TestConnectionKilledAtCommitIsUnconfirmedAndReconciledOnce(t *testing.T) {
 	ctx := context.Background()
 	r1 := release("prod", 1, 0, 3, nil, nil)
 	f.promote(t, r1)
-	commits := 0
-	s := f.open(t, func(o *promoter.Options) {
-		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
-			if step != "commit" {
-				return nil
-			}
-			commits++
-			if commits != 2 { // 1 = intent, 2 = activation
-				return nil
-			}
-			pid := tx.Conn().PgConn().PID()
-			var ok bool
-			if err := f.pool.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
-				return fmt.Errorf("terminate backend %d: %v %v", pid, ok, err)
-			}
-			return nil
-		})
+	s, _ := f.atActivationCommit(t, func(ctx context.Context, tx pgx.Tx) error {
+		pid := tx.Conn().PgConn().PID()
+		var ok bool
+		if err := f.pool.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
+			return fmt.Errorf("terminate backend %d: %v %v", pid, ok, err)
+		}
+		return nil
 	})
 	r2 := release("prod", 2, 1, 3, nil, nil)
 	_, err := s.RecordAndActivate(ctx, r2)
@@ -202,27 +192,18 @@ func TestCommitNeverSentIsRetriedNotUnconfirmed(t *testing.T) {
 	ctx := context.Background()
 	r1 := release("prod", 1, 0, 3, nil, nil)
 	f.promote(t, r1)
-	commits, closed := 0, 0
-	s := f.open(t, func(o *promoter.Options) {
-		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
-			if step != "commit" {
-				return nil
-			}
-			commits++
-			if commits != 2 { // 1 = intent, 2 = activation
-				return nil
-			}
-			closed++
-			return tx.Conn().Close(ctx)
-		})
+	closed := 0
+	s, commits := f.atActivationCommit(t, func(ctx context.Context, tx pgx.Tx) error {
+		closed++
+		return tx.Conn().Close(ctx)
 	})
 	r2 := release("prod", 2, 1, 3, nil, nil)
 	res, err := s.RecordAndActivate(ctx, r2)
 	if err != nil {
 		t.Fatalf("got %v, want the activation retried and applied", err)
 	}
-	if closed != 1 || commits < 3 || res.Moved != 3 {
-		t.Fatalf("closed %d, commits %d, moved %d: want one closed connection, a retried commit and 3 moves", closed, commits, res.Moved)
+	if closed != 1 || *commits < 3 || res.Moved != 3 {
+		t.Fatalf("closed %d, commits %d, moved %d: want one closed connection, a retried commit and 3 moves", closed, *commits, res.Moved)
 	}
 	st, err := f.store.Status(ctx, "prod")
 	if err != nil {
@@ -236,4 +217,25 @@ func TestCommitNeverSentIsRetriedNotUnconfirmed(t *testing.T) {
 		t.Fatalf("got %d pointer moves of release 2, want 3", n)
 	}
 	f.checkJournal(t)
+}
+
+// atActivationCommit opens a store that calls do just before the COMMIT of
+// its second transaction (the first is a promotion's intent, the second its
+// activation); it returns the store and the count of COMMITs reached.
+func (f *fixture) atActivationCommit(t *testing.T, do func(context.Context, pgx.Tx) error) (*promoter.Store, *int) {
+	t.Helper()
+	commits := new(int)
+	s := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
+			if step != "commit" {
+				return nil
+			}
+			*commits++
+			if *commits != 2 {
+				return nil
+			}
+			return do(ctx, tx)
+		})
+	})
+	return s, commits
 }
