@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build release image test demo bench bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
+.PHONY: all build release image test demo bench bench-watch bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
 
 all: build
 
@@ -54,6 +54,14 @@ demo: ensure-postgres build
 ## bench: Go benchmarks with their in-run baselines.
 bench: ensure-postgres
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+
+## bench-watch: 10,000 watchers holding GET /configs?wait= on one Config Server process (a
+## child of the benchmark, so its memory is its own); one activation moves every pointer;
+## reports p50/p99 from COMMIT to each watcher's 200 and server RSS per idle watcher.
+## `make bench` runs it too (BenchmarkWatchers).
+WATCHERS ?= 10000
+bench-watch: ensure-postgres
+	$(GO) test -run '^$$' -bench '^BenchmarkWatchers$$' -benchtime 1x -timeout 20m -v ./configserver/ -args -watch.n=$(WATCHERS)
 
 ## bench-server: bounded loopback load on the Config Server (1,000 identities, valid
 ## tokens) vs an in-run minimal net/http baseline serving the same bytes from memory;

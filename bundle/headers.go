@@ -19,6 +19,10 @@ const (
 	HeaderManifest          = "X-Config-Manifest"
 	HeaderManifestKeyID     = "X-Manifest-Key-Id"
 	HeaderManifestSignature = "X-Manifest-Signature"
+	// HeaderWatchMax is sent with every answer to GET /configs that asked to
+	// wait (wait=): the longest wait, in whole seconds, the server grants.
+	// Its absence tells a client that the server answers without waiting.
+	HeaderWatchMax = "X-Config-Watch-Max"
 )
 
 // Cross-service identity headers: a caller sends its current publication,

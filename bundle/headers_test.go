@@ -14,6 +14,7 @@ func TestHeadersCanonical(t *testing.T) {
 		HeaderContentDigest, HeaderArtifactDigest, HeaderReleaseVersion, HeaderValidFrom,
 		HeaderRefreshAfter, HeaderExpiresAt, HeaderManifest, HeaderManifestKeyID,
 		HeaderManifestSignature, HeaderPeerPublicationID, HeaderPeerSnapshotID, HeaderPeerPolicyDigest,
+		HeaderWatchMax,
 	} {
 		if got := textproto.CanonicalMIMEHeaderKey(h); got != h {
 			t.Errorf("header %q: canonical form is %q", h, got)

@@ -18,6 +18,8 @@ type reqLog struct {
 	notModified bool
 	reason      string
 	err         error
+	parked      bool // a held watch took the connection over (see park)
+	start       time.Time
 }
 
 // requestState holds both per-request records in one allocation.

@@ -22,6 +22,7 @@ const maxQueryValue = 253
 // (requestedPhase).
 var ignoredParams = map[string]bool{
 	"productId": true, "productVersion": true, "apiId": true, "apiVersion": true, "configPhase": true,
+	"wait": true, // read by requestedWait
 }
 
 // serveCurrent answers GET|HEAD /configs.
@@ -42,11 +43,23 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	} else if phase == PhaseCandidate {
 		return h.serveCandidate(w, r, rl, claims, id)
 	}
+	wait, herr := requestedWait(r.URL.RawQuery, h.maxWait)
+	if herr != nil {
+		return herr
+	}
 	// Current answers from memory; a store that must read bytes applies its
 	// own query timeout, and the request context bounds the rest.
 	d, err := h.store.Current(r.Context(), id)
 	if err != nil {
 		return storeError(err)
+	}
+	if wait > 0 && h.notifier != nil {
+		w.Header()[watchMaxKey] = h.watchMax
+		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
+			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) {
+			rl.route = routeWatch
+			return h.watchCurrent(w, r, rl, claims, id, d, wait)
+		}
 	}
 	return h.writeDelivery(w, r, rl, claims, d)
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,6 +52,11 @@ type Options struct {
 	// it, a token that carries a binding is always checked against the
 	// presented certificate.
 	RequireCertBinding bool
+	// MaxWait bounds how long GET /configs?wait= holds a request (a longer
+	// wait is lowered to it; X-Config-Watch-Max announces it). Waiting needs
+	// a Store that implements Notifier; otherwise wait= is ignored. Default
+	// DefaultMaxWait (5 minutes).
+	MaxWait time.Duration
 }
 
 type handler struct {
@@ -64,6 +71,14 @@ type handler struct {
 	requireBinding   bool
 	evidenceLimit    *rateLimiter
 	now              func() time.Time
+
+	notifier    Notifier // nil: wait= is ignored
+	maxWait     time.Duration
+	watchMax    []string // the X-Config-Watch-Max value
+	stopWatches chan struct{}
+	stopOnce    sync.Once
+	parkedMu    sync.Mutex
+	parkedSet   map[*parked]struct{}
 }
 
 // NewHandler returns the Config Server's HTTP handler over store.
@@ -92,6 +107,9 @@ func NewHandler(store Store, opts Options) http.Handler {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
 	h := &handler{
 		store:            store,
 		verifier:         opts.Verifier,
@@ -102,7 +120,12 @@ func NewHandler(store Store, opts Options) http.Handler {
 		requireBinding:   opts.RequireCertBinding,
 		evidenceLimit:    newRateLimiter(opts.EvidencePerMinute, opts.EvidenceBurst),
 		now:              opts.Clock,
+		maxWait:          opts.MaxWait,
+		watchMax:         []string{strconv.FormatInt(int64(opts.MaxWait/time.Second), 10)},
+		stopWatches:      make(chan struct{}),
+		parkedSet:        make(map[*parked]struct{}),
 	}
+	h.notifier, _ = store.(Notifier)
 	h.metrics = newMetrics(opts.Registry, store, opts.Verifier)
 	h.metricsHandler = metricsHandler(opts.Registry)
 	return h
@@ -111,6 +134,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 // Routes.
 const (
 	routeConfigs  = "configs"
+	routeWatch    = "watch"
 	routeSnapshot = "snapshot"
 	routeEvidence = "evidence"
 	routeHealthz  = "healthz"
@@ -132,7 +156,7 @@ func allowFor(route string) string {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	st := &requestState{reqLog: reqLog{method: r.Method}, statusWriter: statusWriter{ResponseWriter: w}}
+	st := &requestState{reqLog: reqLog{method: r.Method, start: start}, statusWriter: statusWriter{ResponseWriter: w}}
 	rl, sw := &st.reqLog, &st.statusWriter
 	path := r.URL.Path
 	var err *httpError
@@ -161,14 +185,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rl.route = routeOther
 		err = &httpError{status: http.StatusNotFound, code: "not_found", message: "no such endpoint", reason: "no such endpoint"}
 	}
+	if rl.parked {
+		return // a held watch: its answer is written and logged when it ends
+	}
 	if err != nil {
 		h.writeError(sw, rl, err)
 	}
+	h.finishRequest(r, rl, sw)
+}
+
+// finishRequest records the metrics and the access log of a request.
+func (h *handler) finishRequest(r *http.Request, rl *reqLog, sw *statusWriter) {
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	d := time.Since(start)
+	d := time.Since(rl.start)
 	h.metrics.observe(rl.route, status, d)
 	h.accessLog(r, rl, status, sw.size, d)
 }

@@ -14,6 +14,7 @@ import (
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	watchers prometheus.Gauge
 }
 
 func newMetrics(reg *prometheus.Registry, store Store, verifier Verifier) *metrics {
@@ -27,6 +28,10 @@ func newMetrics(reg *prometheus.Registry, store Store, verifier Verifier) *metri
 			Help:    "HTTP request latency by route.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"})),
+		watchers: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "configpub_server_watchers",
+			Help: "GET /configs?wait= requests held until their identity changes.",
+		})),
 	}
 	if sr, ok := store.(StatsReporter); ok {
 		register(reg, &storeCollector{store: sr})

@@ -56,9 +56,11 @@ func (o *ServerOptions) defaults() {
 }
 
 // NewServer returns an http.Server for h with every timeout and limit set.
+// When h is a Config Server handler (NewHandler), shutting the server down
+// answers every held watch request at once.
 func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 	opts.defaults()
-	return &http.Server{
+	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: opts.ReadHeaderTimeout,
 		ReadTimeout:       opts.ReadTimeout,
@@ -68,6 +70,12 @@ func NewServer(h http.Handler, opts ServerOptions) *http.Server {
 		TLSConfig:         opts.TLSConfig,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 	}
+	// Shutdown waits for in-flight requests; held watch requests are
+	// answered at once rather than at the end of their wait.
+	if we, ok := h.(watchEnder); ok {
+		srv.RegisterOnShutdown(we.EndWatches)
+	}
+	return srv
 }
 
 // Serve serves h on ln until ctx ends, then shuts down gracefully (in-flight

@@ -59,7 +59,10 @@ Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-
 is kept and --out still holds it), or the seen-state or last-known-good could not be
 persisted; 3 failed closed (no valid configuration: the lease ran out or none was ever
 verified; --out is removed so nothing unverified stays usable).
-With --watch it polls until interrupted (jittered back-off on failure) and exits 0.`,
+With --watch it keeps the file current until interrupted and exits 0: each request asks the
+server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
+within about a second of its commit; a server that does not hold requests is polled every
+--interval with jitter (jittered back-off on failure).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFetch(cmd, f) },
 	}
@@ -74,8 +77,8 @@ With --watch it polls until interrupted (jittered back-off on failure) and exits
 	fl.StringVar(&f.trustKey, "trust-key", "", "cosign.pub with the trusted manifest key(s); several PEM blocks for rotation (required)")
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory for the last-known-good and seen-state files (required)")
 	fl.StringVar(&f.out, "out", "", "where the verified values.yml is written atomically (required)")
-	fl.BoolVar(&f.watch, "watch", false, "keep polling until interrupted")
-	fl.DurationVar(&f.interval, "interval", time.Minute, "polling interval with --watch")
+	fl.BoolVar(&f.watch, "watch", false, "keep the file current until interrupted (held requests, or polling)")
+	fl.DurationVar(&f.interval, "interval", time.Minute, "with --watch: longest hold of one request, or the polling interval")
 	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
 	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry with a signed delivery manifest for it (attached as a referrer, or the --server's)")
 	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence) as an unverified observation")

@@ -33,15 +33,30 @@ func (c *Client) Load(ctx context.Context) (*Evidence, error) {
 }
 
 func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
-	if c.opts.ServerURL == "" {
-		return &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.configsURL, nil)
+	resp, err := c.send(ctx, c.current(), now, 0)
 	if err != nil {
-		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
+		return err
+	}
+	defer resp.Body.Close()
+	return c.receive(ctx, resp, now, ev)
+}
+
+// send issues GET /configs, conditional on cur (the snapshot current when
+// the request is built); wait > 0 asks the server to hold the request until
+// the identity's pointer changes (wait=).
+func (c *Client) send(ctx context.Context, cur *Snapshot, now time.Time, wait time.Duration) (*http.Response, error) {
+	if c.opts.ServerURL == "" {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
+	}
+	u := c.configsURL
+	if wait > 0 {
+		u += "&wait=" + wait.Round(time.Millisecond).String()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
 	}
 	req.Header.Set("Accept", "application/yaml")
-	cur := c.current()
 	// Ask conditionally only while the current lease does not need a
 	// refresh: past refreshAfter the full response brings the latest signed
 	// manifest even from a server whose 304 does not carry it.
@@ -49,13 +64,13 @@ func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
 		req.Header.Set("If-None-Match", `"`+cur.ArtifactDigest+`"`)
 	}
 	if err := c.authorize(ctx, req); err != nil {
-		return &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+		return nil, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
 	}
-	resp, err := c.do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
+	return c.do(req)
+}
+
+// receive handles the answer to a GET /configs.
+func (c *Client) receive(ctx context.Context, resp *http.Response, now time.Time, ev *Evidence) error {
 	switch resp.StatusCode {
 	case http.StatusOK:
 		return c.fetched(ctx, resp, now, ev)

@@ -29,6 +29,7 @@ const (
 	HeaderManifest          = bundle.HeaderManifest
 	HeaderManifestKeyID     = bundle.HeaderManifestKeyID
 	HeaderManifestSignature = bundle.HeaderManifestSignature
+	HeaderWatchMax          = bundle.HeaderWatchMax
 )
 
 // Cross-service identity headers.

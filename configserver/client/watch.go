@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -12,27 +13,57 @@ import (
 // polling interval.
 const MinRetryDelay = 500 * time.Millisecond
 
-// Watch polls the Config Server until ctx ends, as OPA's bundle downloader
-// does: after a successful load it waits the interval with ±10% jitter (never
-// past the current snapshot's refreshAfter); after a failed one it backs off
-// exponentially with ±20% jitter, from MinRetryDelay up to the interval, and
-// resets on success. fn (which may be nil) receives every load's evidence and
-// error; it runs on Watch's goroutine. Watch returns ctx.Err().
+// Watch keeps the configuration current until ctx ends. Each request asks
+// the Config Server to hold it until the identity's pointer moves (GET
+// /configs?wait=, with If-None-Match), for at most the interval, the
+// server's bound (X-Config-Watch-Max), the time left before the current
+// snapshot's refreshAfter and three quarters of the HTTP client's timeout.
+// A server that answers with X-Config-Watch-Max is asked again at once, so
+// a pointer move reaches the runtime about as fast as the server learns of
+// it. A server that does not (an older one, or a proxy that drops the
+// parameter) is polled as OPA's bundle downloader does: after a successful
+// load Watch waits the interval with ±10% jitter (never past refreshAfter).
+// After a failed load it backs off exponentially with ±20% jitter, from
+// MinRetryDelay up to the interval, and resets on success. fn (which may be
+// nil) receives every load's evidence and error; it runs on Watch's
+// goroutine. Watch returns ctx.Err().
+//
+// A held request does not block Load, Restore or ApplyOCI: the answer is
+// verified under the client's lock once it arrives, and discarded for a
+// fresh load when another load changed the current snapshot meanwhile.
 func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evidence, error)) error {
 	if interval <= 0 {
 		return fmt.Errorf("watch: interval %s must be positive", interval)
 	}
 	retries := 0
+	serverMax := time.Duration(0) // learned from X-Config-Watch-Max; 0 = unknown
 	for {
-		ev, err := c.Load(ctx)
+		started := time.Now()
+		wait := c.watchWait(interval, serverMax)
+		ev, advertised, err := c.loadWaiting(ctx, wait)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if fn != nil {
 			fn(ev, err)
 		}
+		if advertised > 0 {
+			serverMax = advertised
+		}
 		var delay time.Duration
-		if err == nil {
+		switch {
+		case err != nil:
+			delay = backoff(min(MinRetryDelay, interval), interval, retries)
+			retries++
+		case advertised > 0:
+			retries = 0
+			// Held by the server: ask again at once, unless an unchanged
+			// answer came back early (a server shutting down answers every
+			// waiter together): then spread the reconnects.
+			if ev.Outcome == OutcomeUnchanged && time.Since(started) < wait/2 {
+				delay = jitter(min(MinRetryDelay, interval), 0.5)
+			}
+		default:
 			retries = 0
 			delay = jitter(interval, 0.1)
 			if s, cerr := c.Current(); cerr == nil {
@@ -40,9 +71,9 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 					delay = until
 				}
 			}
-		} else {
-			delay = backoff(min(MinRetryDelay, interval), interval, retries)
-			retries++
+		}
+		if delay <= 0 {
+			continue
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -52,6 +83,59 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 		case <-t.C:
 		}
 	}
+}
+
+// watchWait is how long the next request asks the server to hold it.
+func (c *Client) watchWait(interval, serverMax time.Duration) time.Duration {
+	wait := interval
+	if serverMax > 0 {
+		wait = min(wait, serverMax)
+	}
+	if t := c.opts.HTTPClient.Timeout; t > 0 {
+		wait = min(wait, t*3/4)
+	}
+	if s := c.current(); s != nil {
+		if until := s.RefreshAfter.Sub(c.opts.Clock.Now()); until > 0 {
+			wait = min(wait, until)
+		}
+	}
+	return max(wait, time.Millisecond)
+}
+
+// loadWaiting is Load with wait=: the request is sent and held without the
+// client's lock, and its answer handled under it. advertised is the
+// server's X-Config-Watch-Max (0 when the answer did not carry it).
+func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evidence, advertised time.Duration, err error) {
+	c.mu.Lock()
+	c.restoreOnce(ctx)
+	base := c.current()
+	c.mu.Unlock()
+	resp, sendErr := c.send(ctx, base, c.opts.Clock.Now(), wait)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.opts.Clock.Now()
+	ev = c.newEvidence(SourceServer, now)
+	if sendErr != nil {
+		ev, err = c.finish(ev, sendErr)
+		return ev, 0, err
+	}
+	defer resp.Body.Close()
+	if v, perr := strconv.ParseInt(resp.Header.Get(HeaderWatchMax), 10, 32); perr == nil && v > 0 {
+		advertised = time.Duration(v) * time.Second
+	}
+	if err := c.ensureSeen(); err != nil {
+		ev, err = c.finish(ev, err)
+		return ev, advertised, err
+	}
+	if c.current() != base {
+		// Another load changed the snapshot while this request was held:
+		// its answer was conditional on an older one. Ask afresh.
+		ev, err = c.finish(ev, c.fetch(ctx, now, ev))
+		return ev, advertised, err
+	}
+	ev, err = c.finish(ev, c.receive(ctx, resp, now, ev))
+	return ev, advertised, err
 }
 
 // backoff returns base·2^retries capped at max, with ±20% jitter.

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/pointernote"
 )
 
@@ -76,7 +77,7 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		case err == nil:
 			payloads, overflow := drain(ctx, conn, n.Payload)
 			if overflow {
-				err = s.reconcile(ctx, conn) // one reload for a large burst
+				err = s.reconcile(ctx, conn) // one reload for a huge burst
 			} else {
 				err = s.apply(ctx, conn, payloads)
 			}
@@ -143,35 +144,69 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
 	}
+	var fresh []*entry
+	for id, e := range next {
+		if prev[id] != e {
+			fresh = append(fresh, e)
+		}
+	}
+	s.prefetch(ctx, conn, fresh)
 	s.mu.Lock()
 	s.pointers = next
 	s.mu.Unlock()
+	var changed []bundle.Identity
+	for id, e := range next {
+		if prev[id] != e {
+			changed = append(changed, id)
+		}
+	}
+	for id := range prev {
+		if next[id] == nil {
+			changed = append(changed, id)
+		}
+	}
+	s.changes.Notify(changed...)
 	s.reconciles.Add(1)
 	s.confirmedAt.Store(started.UnixNano())
 	return nil
 }
 
-// maxBatch is the most identities reloaded by one query; a larger burst
-// (a big activation) is answered by one full reconcile instead.
+// maxBatch is the most identities reloaded by one query: a large burst (a
+// big activation) is reloaded in chunks of maxBatch, each made current and
+// its waiters woken as soon as it is loaded, so that answering the first
+// ones overlaps loading the rest.
 const maxBatch = 512
+
+// maxBurst is the most notifications drain keeps; past it, apply reloads
+// everything with one reconcile instead.
+const maxBurst = 1 << 17
 
 // drainWait bounds how long drain waits for the next notification of a
 // burst; a timeout leaves the connection usable.
 const drainWait = time.Millisecond
 
+// burstDrainWait replaces drainWait once a burst is known to be large: a
+// process short of CPU can miss a 1 ms gap in the middle of one commit's
+// notifications, and the rest would cost a second reload.
+const burstDrainWait = 25 * time.Millisecond
+
 // drain returns first plus the notifications that follow it without a
-// drainWait gap (a burst from one activation). Past maxBatch it keeps
+// drainWait gap (a burst from one activation). Past maxBurst it keeps
 // reading but only counts, since apply then reconciles everything once.
 func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string, overflow bool) {
 	payloads = []string{first}
 	for {
-		wctx, cancel := context.WithTimeout(ctx, drainWait)
+		wait := drainWait
+		if len(payloads) >= maxBatch {
+			wait = burstDrainWait
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		if err != nil || n == nil {
 			return payloads, overflow
 		}
-		if len(payloads) < maxBatch {
+		if len(payloads) < maxBurst {
 			payloads = append(payloads, n.Payload)
 		} else {
 			overflow = true
@@ -179,10 +214,11 @@ func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string
 	}
 }
 
-// apply reloads the identities the notifications name in one query, or
-// everything when a payload cannot be read or the burst is large.
+// apply reloads the identities the notifications name, maxBatch per query,
+// or everything when a payload cannot be read or names a revocation.
 func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
-	ids := make(map[bundle.Identity]bool, len(payloads))
+	seen := make(map[bundle.Identity]bool, len(payloads))
+	ids := make([]bundle.Identity, 0, len(payloads))
 	for _, p := range payloads {
 		var n pointernote.Note
 		err := json.Unmarshal([]byte(p), &n)
@@ -194,10 +230,27 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) er
 			s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
 			return s.reconcile(ctx, conn)
 		}
-		ids[bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}] = true
+		id := bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), maxBatch)]
+		ids = ids[len(chunk):]
+		if err := s.applyBatch(ctx, conn, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyBatch reloads ids in one query, makes them current and wakes their
+// waiters.
+func (s *Store) applyBatch(ctx context.Context, conn *pgx.Conn, ids []bundle.Identity) error {
 	hosts, services, envs := make([]string, 0, len(ids)), make([]string, 0, len(ids)), make([]string, 0, len(ids))
-	for id := range ids {
+	for _, id := range ids {
 		hosts, services, envs = append(hosts, id.Host), append(services, id.ServiceID), append(envs, id.EnvTag)
 	}
 	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
@@ -219,18 +272,65 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) er
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
 	}
+	fresh := make([]*entry, 0, len(found))
+	for _, e := range found {
+		fresh = append(fresh, e)
+	}
+	s.prefetch(ctx, conn, fresh)
+	changed := make([]bundle.Identity, 0, len(ids))
 	s.mu.Lock()
-	for id := range ids {
+	for _, id := range ids {
+		old := s.pointers[id]
 		if e := found[id]; e != nil {
+			if old != nil && old.sameEntry(e) {
+				continue // a repeated notification: nothing to wake
+			}
 			s.pointers[id] = e
 		} else {
 			delete(s.pointers, id) // no pointer, or its snapshot is revoked
 		}
+		changed = append(changed, id)
 	}
 	s.mu.Unlock()
+	s.changes.Notify(changed...)
 	s.refreshes.Add(uint64(len(ids)))
 	s.confirmedAt.Store(started.UnixNano())
 	return nil
+}
+
+// prefetch loads the artifact bytes of entries into the cache in one
+// query, before they become current, so that the held watch requests a
+// move wakes are answered from memory. A failure is left to Current, which
+// reads (and checks) the bytes itself.
+func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) {
+	var want []string
+	for _, e := range entries {
+		if e.d != nil {
+			if _, ok := s.artifact.get(e.d.ArtifactDigest); !ok {
+				want = append(want, e.d.ArtifactDigest)
+			}
+		}
+	}
+	if len(want) == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	rows, err := conn.Query(qctx, `SELECT artifact_digest, bytes FROM configpub.artifact WHERE artifact_digest = ANY($1)`, want)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var dgst string
+		var b []byte
+		if rows.Scan(&dgst, &b) != nil {
+			return
+		}
+		if digest.FromBytes(b).String() == dgst {
+			s.artifact.put(dgst, b)
+		}
+	}
 }
 
 func (s *Store) entryFor(r *pointerRow) *entry {
@@ -243,6 +343,11 @@ func (s *Store) entryFor(r *pointerRow) *entry {
 		return &entry{err: err, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
 	return &entry{d: d, manifest: r.manifest, snapshotID: r.snapshotID}
+}
+
+// sameEntry reports whether o was built from the same row as e.
+func (e *entry) sameEntry(o *entry) bool {
+	return e.snapshotID == o.snapshotID && e.retired == o.retired && bytes.Equal(e.manifest, o.manifest)
 }
 
 // same reports whether r is the row e was built from: the same snapshot

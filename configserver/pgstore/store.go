@@ -86,6 +86,10 @@ type Store struct {
 	mu       sync.RWMutex
 	pointers map[bundle.Identity]*entry
 
+	// changes wakes GET /configs?wait= requests of the identities whose
+	// entry a reload replaced or removed (configserver.Notifier).
+	changes configserver.Changes
+
 	live        atomic.Bool  // LISTEN connection up and first reconcile done
 	confirmedAt atomic.Int64 // unix nanoseconds of the last confirmation
 
@@ -94,6 +98,13 @@ type Store struct {
 
 var _ configserver.Store = (*Store)(nil)
 var _ configserver.StatsReporter = (*Store)(nil)
+var _ configserver.Notifier = (*Store)(nil)
+
+// Subscribe implements configserver.Notifier: fn runs when a NOTIFY or a
+// reconcile replaces or removes id's in-memory pointer.
+func (s *Store) Subscribe(id bundle.Identity, fn func()) (cancel func() bool) {
+	return s.changes.Subscribe(id, fn)
+}
 
 // entry is one current pointer: the delivery without its body, or the
 // integrity error that keeps it from being served.

@@ -1,0 +1,170 @@
+package configserver
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/auth"
+)
+
+// DefaultMaxWait bounds wait= when Options.MaxWait is 0.
+const DefaultMaxWait = 5 * time.Minute
+
+// watchSlack is added to a held request's read and write deadlines beyond
+// its wait, so that the server's own timeouts never cut a watch short.
+const watchSlack = 10 * time.Second
+
+// requestedWait returns the wait= of a /configs query: a Go duration
+// ("30s", "5m") or whole seconds ("30"); 0 when absent. A value above max is
+// lowered to max; a negative or unreadable one is a 400.
+func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpError) {
+	var raw string
+	found := false
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		k, v, _ := strings.Cut(pair, "=")
+		if k != "wait" {
+			continue
+		}
+		if found {
+			return 0, errBadRequest("query parameter wait given more than once")
+		}
+		raw, found = v, true
+	}
+	if !found {
+		return 0, nil
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(raw, 10, 64); err == nil && len(raw) <= 6 {
+		d = time.Duration(n) * time.Second
+	} else if d, err = time.ParseDuration(raw); err != nil || len(raw) > 32 {
+		return 0, errBadRequest("query parameter wait is not a duration (30s, 5m or whole seconds)")
+	}
+	if d < 0 {
+		return 0, errBadRequest("query parameter wait is negative")
+	}
+	return min(d, max), nil
+}
+
+// watchCurrent answers a GET /configs?wait= whose If-None-Match names the
+// current ETag by holding it until the identity's answer changes, the wait
+// ends or the server shuts down. It reads the store's memory only: the
+// wake-up comes from the store's change subscription. A moved pointer
+// answers 200; a renewed lease (same bytes, a new signed manifest) answers
+// 304 with the new manifest headers; a retirement, revocation or outage
+// answers as a plain GET would (410, 404, 503). The end of the wait or of
+// the server answers 304 with the current headers.
+//
+// Over HTTP/1.x the request is parked: the handler takes the connection
+// over, net/http's goroutines and buffers for it are released, and the
+// held request costs a few hundred bytes of state, a timer and a
+// subscription until it is answered, on a fresh goroutine, with
+// "Connection: close". Where the connection cannot be taken over (HTTP/2,
+// a test recorder) the handler's goroutine waits instead.
+func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, wait time.Duration) *httpError {
+	sw, _ := w.(*statusWriter)
+	if sw != nil && !h.stopped() {
+		hdr := w.Header()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			// Keep only what the answer needs: nothing that refers to
+			// net/http's connection state or buffers.
+			slim := &http.Request{Method: r.Method, RemoteAddr: r.RemoteAddr,
+				Header: http.Header{"If-None-Match": r.Header["If-None-Match"]}}
+			sw.ResponseWriter = nil
+			h.park(&parked{h: h, conn: conn, hdr: hdr, r: slim, rl: rl, sw: sw, claims: c, id: id, first: d}, wait)
+			return nil
+		}
+	}
+	return h.waitInline(w, r, rl, c, id, d, wait)
+}
+
+// waitInline holds the request on the handler's goroutine.
+func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, wait time.Duration) *httpError {
+	deadline := time.Now().Add(wait)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(deadline.Add(watchSlack)) // an unsupported writer has no deadline to lift
+	_ = rc.SetWriteDeadline(deadline.Add(watchSlack))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	h.metrics.watchers.Inc()
+	defer h.metrics.watchers.Dec()
+	first := d
+	for {
+		changed := make(chan struct{})
+		cancel := h.notifier.Subscribe(id, func() { close(changed) })
+		var err error
+		if d == nil {
+			if d, err = h.store.Current(r.Context(), id); err != nil {
+				cancel()
+				return storeError(err)
+			}
+		}
+		if !sameAnswer(r, first, d) {
+			cancel()
+			return h.writeDelivery(w, r, rl, c, d) // moved (200) or renewed (304, new manifest)
+		}
+		select {
+		case <-changed:
+			d = nil // re-read; a spurious wake-up waits again
+			continue
+		case <-timer.C:
+		case <-h.stopWatches:
+			rl.reason = "server shutting down"
+		case <-r.Context().Done():
+			rl.reason = "client gone"
+		}
+		cancel()
+		return h.writeDelivery(w, r, rl, c, d)
+	}
+}
+
+// sameAnswer reports whether d still matches the request's If-None-Match
+// with the manifest of the delivery the wait started with.
+func sameAnswer(r *http.Request, first, d *Delivery) bool {
+	return ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && bytes.Equal(d.Manifest, first.Manifest)
+}
+
+// etagOf returns d's ETag value.
+func etagOf(d *Delivery) string {
+	if d.hv != nil {
+		return d.hv.etag[0]
+	}
+	return `"` + d.ArtifactDigest + `"`
+}
+
+// EndWatches answers every held watch request at once (304 with the current
+// headers) and makes later ones answer without waiting. NewServer registers
+// it to run when the http.Server shuts down.
+func (h *handler) EndWatches() {
+	h.stopOnce.Do(func() { close(h.stopWatches) })
+	h.parkedMu.Lock()
+	all := make([]*parked, 0, len(h.parkedSet))
+	for p := range h.parkedSet {
+		all = append(all, p)
+	}
+	h.parkedMu.Unlock()
+	for _, p := range all {
+		go p.end("server shutting down")
+	}
+}
+
+func (h *handler) stopped() bool {
+	select {
+	case <-h.stopWatches:
+		return true
+	default:
+		return false
+	}
+}
+
+// watchMaxKey is the header map key of X-Config-Watch-Max.
+var watchMaxKey = bundle.HeaderWatchMax
+
+// watchEnder is what NewServer looks for in a handler.
+type watchEnder interface{ EndWatches() }

@@ -1,0 +1,178 @@
+package configserver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/client"
+)
+
+// goldenIssued is inside the golden advisor envelope's activation window.
+var goldenIssued = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
+
+// goldenRelease returns the golden prod advisor target as release n of its
+// identity: release 1 is the fixture's exact bytes; a later one is the same
+// namespace (so the same contentDigest) under its own publication, policy
+// snapshot and release version, as a recompile would give it.
+func goldenRelease(t *testing.T, n int64) *snapshot {
+	t.Helper()
+	values, tg := readGoldenAdvisor(t)
+	sn := &snapshot{ID: tg.SnapshotID, PublicationID: tg.PublicationID, PolicySnapshotID: tg.PolicySnapshotID,
+		Identity: bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}, Audience: tg.Audience,
+		ReleaseVersion: tg.ReleaseVersion, ContentDigest: tg.ContentDigest, PolicyDigest: tg.PolicyDigest,
+		PropertySetDigest: tg.PropertySetDigest, CompatibilityGeneration: tg.CompatibilityGeneration, Body: values}
+	if n > 1 {
+		name := func(kind string) string { return uuid.NewSHA1(uuid.NameSpaceOID, []byte(fmt.Sprint(kind, n))).String() }
+		pub, pol := name("publication"), name("policy")
+		sn.Body = bytes.Replace(sn.Body, []byte(`publicationId: "`+tg.PublicationID+`"`), []byte(`publicationId: "`+pub+`"`), 1)
+		sn.Body = bytes.Replace(sn.Body, []byte(`policySnapshotId: "`+tg.PolicySnapshotID+`"`), []byte(`policySnapshotId: "`+pol+`"`), 1)
+		sn.Body = bytes.Replace(sn.Body, []byte(fmt.Sprintf("releaseVersion: %d\n", tg.ReleaseVersion)), []byte(fmt.Sprintf("releaseVersion: %d\n", n)), 1)
+		sn.ID, sn.PublicationID, sn.PolicySnapshotID, sn.ReleaseVersion = name("snapshot"), pub, pol, n
+	}
+	sn.ArtifactDigest = digestOf(sn.Body)
+	return sn
+}
+
+// goldenClient is a runtime client of the golden advisor identity over base
+// whose clock stands a minute after goldenIssued.
+func goldenClient(t *testing.T, e *env, base string, mods ...func(*client.Options)) *client.Client {
+	t.Helper()
+	_, tg := readGoldenAdvisor(t)
+	id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
+	tok := e.token(t, id, tg.Audience)
+	o := client.Options{ServerURL: base, Identity: id, Audience: tg.Audience,
+		TokenSource: func(context.Context) (string, error) { return tok, nil },
+		TrustedKeys: e.seed.trusted, Clock: fixedClock{goldenIssued.Add(time.Minute)}, CacheDir: t.TempDir()}
+	for _, m := range mods {
+		m(&o)
+	}
+	c, err := client.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// watchEvents runs c.Watch until the test ends and returns its evidence.
+func watchEvents(t *testing.T, c *client.Client, interval time.Duration) <-chan *client.Evidence {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	evs := make(chan *client.Evidence, 64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Watch(ctx, interval, func(ev *client.Evidence, _ error) {
+			select {
+			case evs <- ev:
+			default:
+			}
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return evs
+}
+
+// nextApplied returns the next APPLIED evidence within d.
+func nextApplied(t *testing.T, evs <-chan *client.Evidence, d time.Duration) *client.Evidence {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Outcome == client.OutcomeApplied {
+				return ev
+			}
+			if ev.Outcome != client.OutcomeUnchanged {
+				t.Fatalf("watch evidence: %s %s %s", ev.Outcome, ev.Reason, ev.Detail)
+			}
+		case <-deadline:
+			t.Fatalf("no APPLIED evidence within %s", d)
+			return nil
+		}
+	}
+}
+
+// TestClientWatchHeldByServer: the runtime client's Watch, against the
+// real server, holds its request (no polling: nothing but UNCHANGED at the
+// end of each wait) and applies a pointer move within a second of the
+// commit, fully verified.
+func TestClientWatchHeldByServer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	r1, r2 := goldenRelease(t, 1), goldenRelease(t, 2)
+	e.seed.insert(t, r1)
+	e.seed.insert(t, r2)
+	e.seed.moveAt(t, r1, goldenIssued, 5*time.Minute, 15*time.Minute)
+	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
+	c := goldenClient(t, e, e.srv.URL)
+	evs := watchEvents(t, c, time.Minute)
+	if ev := nextApplied(t, evs, 5*time.Second); ev.SnapshotID != r1.ID {
+		t.Fatalf("first load applied %s, want %s", ev.SnapshotID, r1.ID)
+	}
+	// Held: with a one-minute interval a polling client would not ask again
+	// for a minute; a held one answers only when something changes.
+	select {
+	case ev := <-evs:
+		t.Fatalf("evidence %s %s while nothing changed; want the request held", ev.Outcome, ev.Reason)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	e.seed.moveAt(t, r2, goldenIssued, 5*time.Minute, 15*time.Minute)
+	committed := time.Now()
+	ev := nextApplied(t, evs, 5*time.Second)
+	if lag := time.Since(committed); ev.SnapshotID != r2.ID || lag > time.Second {
+		t.Fatalf("after the move: applied %s %s after %s, want %s within 1s", ev.SnapshotID, ev.Reason, lag, r2.ID)
+	}
+	if s, err := c.Current(); err != nil || s.SnapshotID != r2.ID {
+		t.Fatalf("current after the move: %v %v, want %s", s, err, r2.ID)
+	}
+}
+
+// hiddenNotifier is a Store without the Notifier side, as a server that
+// cannot hold requests (an older one) is.
+type hiddenNotifier struct{ configserver.Store }
+
+// TestClientWatchFallsBackToPolling: a server that answers wait= at once
+// and without X-Config-Watch-Max is polled at the interval, with jitter,
+// and a move is applied by the next poll.
+func TestClientWatchFallsBackToPolling(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	r1, r2 := goldenRelease(t, 1), goldenRelease(t, 2)
+	e.seed.insert(t, r1)
+	e.seed.insert(t, r2)
+	e.seed.moveAt(t, r1, goldenIssued, 5*time.Minute, 15*time.Minute)
+	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
+	old := httptest.NewServer(configserver.NewHandler(hiddenNotifier{e.store}, configserver.Options{Verifier: e.verifier}))
+	t.Cleanup(old.Close)
+	c := goldenClient(t, e, old.URL)
+	evs := watchEvents(t, c, 300*time.Millisecond)
+	nextApplied(t, evs, 5*time.Second)
+	start := time.Now()
+	unchanged := 0
+	for unchanged < 3 {
+		select {
+		case ev := <-evs:
+			if ev.Outcome != client.OutcomeUnchanged {
+				t.Fatalf("poll: got %s %s, want UNCHANGED", ev.Outcome, ev.Reason)
+			}
+			unchanged++
+		case <-time.After(3 * time.Second):
+			t.Fatal("no poll within 3s with a 300ms interval")
+		}
+	}
+	if took := time.Since(start); took < 700*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("3 polls took %s, want about 3 x 300ms (±10%%)", took)
+	}
+	e.seed.moveAt(t, r2, goldenIssued, 5*time.Minute, 15*time.Minute)
+	if ev := nextApplied(t, evs, 3*time.Second); ev.SnapshotID != r2.ID {
+		t.Fatalf("polling applied %s, want %s", ev.SnapshotID, r2.ID)
+	}
+}

@@ -1,0 +1,210 @@
+package configserver_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+)
+
+// watchAnswer is what one held GET /configs?wait= got back.
+type watchAnswer struct {
+	status   int
+	snapshot string
+	watchMax string
+	body     []byte
+	took     time.Duration
+	err      error
+}
+
+// startWatch sends GET base/configs?...&wait= with If-None-Match etag and
+// delivers the answer on the returned channel.
+func startWatch(c *http.Client, base string, id bundle.Identity, token, etag, wait string) <-chan watchAnswer {
+	out := make(chan watchAnswer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, base+configsPath(id)+"&wait="+wait, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("If-None-Match", etag)
+		t0 := time.Now()
+		resp, err := c.Do(req)
+		if err != nil {
+			out <- watchAnswer{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out <- watchAnswer{status: resp.StatusCode, snapshot: resp.Header.Get(bundle.HeaderSnapshotID),
+			watchMax: resp.Header.Get(bundle.HeaderWatchMax), body: body, took: time.Since(t0), err: err}
+	}()
+	return out
+}
+
+func recvWatch(t *testing.T, ch <-chan watchAnswer, within time.Duration) watchAnswer {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatalf("watch request: %v", a.err)
+		}
+		return a
+	case <-time.After(within):
+		t.Fatalf("no answer within %s", within)
+		return watchAnswer{}
+	}
+}
+
+func expectHeld(t *testing.T, ch <-chan watchAnswer, d time.Duration) {
+	t.Helper()
+	select {
+	case a := <-ch:
+		t.Fatalf("watch answered %d (%v) after %s while nothing changed; want it held", a.status, a.err, a.took)
+	case <-time.After(d):
+	}
+}
+
+// TestWatchWakesOnMoveAndTimesOut: watchers holding the current ETag are
+// answered 200 with the new snapshot within a second of the commit that
+// moves their pointer, and only theirs; a watcher whose wait ends gets 304;
+// a stale ETag answers at once; every answer advertises the server's bound.
+func TestWatchWakesOnMoveAndTimesOut(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{handler: configserver.Options{MaxWait: 30 * time.Second}})
+	base := e.serve(t, configserver.ServerOptions{ReadTimeout: time.Second, WriteTimeout: time.Second})
+	c := &http.Client{Timeout: time.Minute}
+	ids := make([]bundle.Identity, 4)
+	sns := make([]*snapshot, len(ids))
+	for i := range ids {
+		ids[i] = bundle.Identity{Host: fmt.Sprintf("watch-%d.example", i), ServiceID: "gw", EnvTag: "prod"}
+		sns[i] = e.seed.publish(t, ids[i], "gateway", 1, []byte(fmt.Sprintf("watch body %d\n", i)))
+		e.seed.move(t, sns[i])
+	}
+	for i := range ids {
+		waitAnswer(t, e, ids[i], http.StatusOK, sns[i].ID)
+	}
+	etag := func(i int) string { return `"` + sns[i].ArtifactDigest + `"` }
+
+	// Two watchers on identity 0, one on identity 1; all held. The wait
+	// outlives the server's 1 s read and write timeouts.
+	w0a := startWatch(c, base, ids[0], e.token(t, ids[0], "gateway"), etag(0), "20s")
+	w0b := startWatch(c, base, ids[0], e.token(t, ids[0], "gateway"), etag(0), "20")
+	w1 := startWatch(c, base, ids[1], e.token(t, ids[1], "gateway"), etag(1), "20s")
+	expectHeld(t, w0a, 1500*time.Millisecond)
+
+	next := e.seed.publish(t, ids[0], "gateway", 2, []byte("watch body 0, release 2\n"))
+	e.seed.move(t, next)
+	committed := time.Now()
+	for _, ch := range []<-chan watchAnswer{w0a, w0b} {
+		a := recvWatch(t, ch, 5*time.Second)
+		if a.status != http.StatusOK || a.snapshot != next.ID || string(a.body) != string(next.Body) {
+			t.Fatalf("after the move: got %d snapshot %s body %q, want 200 %s with the new bytes", a.status, a.snapshot, a.body, next.ID)
+		}
+		if lag := time.Since(committed); lag > time.Second {
+			t.Fatalf("watcher answered %s after the commit, want within 1s", lag)
+		}
+		if a.watchMax != "30" {
+			t.Fatalf("X-Config-Watch-Max: got %q, want %q", a.watchMax, "30")
+		}
+	}
+	expectHeld(t, w1, 300*time.Millisecond) // another identity's move does not wake it
+
+	// A short wait ends with 304 and the same identity headers.
+	a := recvWatch(t, startWatch(c, base, ids[2], e.token(t, ids[2], "gateway"), etag(2), "700ms"), 5*time.Second)
+	if a.status != http.StatusNotModified || a.snapshot != sns[2].ID || a.took < 600*time.Millisecond {
+		t.Fatalf("wait ended: got %d snapshot %s after %s, want 304 %s after ~700ms", a.status, a.snapshot, a.took, sns[2].ID)
+	}
+	// An ETag that is not current answers at once with the current bytes.
+	a = recvWatch(t, startWatch(c, base, ids[0], e.token(t, ids[0], "gateway"), etag(0), "20s"), 2*time.Second)
+	if a.status != http.StatusOK || a.snapshot != next.ID || a.took > time.Second {
+		t.Fatalf("stale ETag: got %d %s after %s, want an immediate 200 %s", a.status, a.snapshot, a.took, next.ID)
+	}
+	// A wait above the bound is lowered to it, not refused; a bad one is 400.
+	resp, _ := e.do(t, http.MethodGet, configsPath(ids[3])+"&wait=1h", e.token(t, ids[3], "gateway"))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(bundle.HeaderWatchMax) != "30" {
+		t.Fatalf("wait=1h without If-None-Match: got %d, watch max %q; want 200, 30", resp.StatusCode, resp.Header.Get(bundle.HeaderWatchMax))
+	}
+	for _, bad := range []string{"-5s", "soon", "1s&wait=2s"} {
+		resp, _ := e.do(t, http.MethodGet, configsPath(ids[3])+"&wait="+bad, e.token(t, ids[3], "gateway"))
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("wait=%s: got %d, want 400", bad, resp.StatusCode)
+		}
+	}
+	// Retirement of the watched identity answers its watcher 410 at once.
+	err := pgx.BeginFunc(context.Background(), e.db.Pool(t), func(tx pgx.Tx) error {
+		if _, err := tx.Exec(context.Background(), `UPDATE configpub.current_pointer SET retired_at = now(), retired_release_version = 2 WHERE host = $1`, ids[1].Host); err != nil {
+			return err
+		}
+		_, err := tx.Exec(context.Background(), `SELECT pg_notify('configpub_pointer', json_build_object('host', $1::text,
+			'serviceId', 'gw', 'envTag', 'prod', 'retired', true)::text)`, ids[1].Host)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("retire %s: %v", ids[1], err)
+	}
+	a = recvWatch(t, w1, 5*time.Second)
+	if a.status != http.StatusGone {
+		t.Fatalf("retired identity's watcher: got %d, want 410", a.status)
+	}
+}
+
+// TestWatchShutdownAnswersEveryWaiter: shutting the server down answers
+// every held watch at once (304 with the current snapshot), long before the
+// end of their waits, and Serve returns cleanly.
+func TestWatchShutdownAnswersEveryWaiter(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	id := bundle.Identity{Host: "shutdown.example", ServiceID: "gw", EnvTag: "prod"}
+	sn := e.seed.publish(t, id, "gateway", 1, []byte("shutdown body\n"))
+	e.seed.move(t, sn)
+	waitAnswer(t, e, id, http.StatusOK, sn.ID)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- configserver.Serve(ctx, ln, e.handler, configserver.ServerOptions{ShutdownTimeout: 10 * time.Second})
+	}()
+	base := "http://" + ln.Addr().String()
+	c := &http.Client{Timeout: time.Minute}
+	tok := e.token(t, id, "gateway")
+	var chans []<-chan watchAnswer
+	for range 5 {
+		chans = append(chans, startWatch(c, base, id, tok, `"`+sn.ArtifactDigest+`"`, "4m"))
+	}
+	expectHeld(t, chans[0], time.Second)
+	cancel()
+	var wg sync.WaitGroup
+	for _, ch := range chans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case a := <-ch:
+				if a.err != nil || a.status != http.StatusNotModified || a.snapshot != sn.ID || a.took > 5*time.Second {
+					t.Errorf("at shutdown: got %d %s after %s (%v), want 304 %s at once", a.status, a.snapshot, a.took, a.err, sn.ID)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("a held watch was not answered within 5s of the shutdown")
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: got %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after shutdown")
+	}
+}
