@@ -3,7 +3,6 @@ package configserver
 import (
 	"context"
 	"net/http"
-	"strings"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/auth"
@@ -32,13 +31,7 @@ type CandidateStore interface {
 // values older runtimes send, which never selected anything).
 func requestedPhase(rawQuery string) (string, *httpError) {
 	phase := ""
-	for rawQuery != "" {
-		var pair string
-		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
-		k, v, _ := strings.Cut(pair, "=")
-		if k != "configPhase" {
-			continue
-		}
+	for _, v := range queryValues(rawQuery, "configPhase") {
 		val, err := queryUnescape(v)
 		if err != nil {
 			return "", errBadRequest("query string is malformed")

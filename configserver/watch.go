@@ -22,23 +22,15 @@ const watchSlack = 10 * time.Second
 // ("30s", "5m") or whole seconds ("30"); 0 when absent. A value above max is
 // lowered to max; a negative or unreadable one is a 400.
 func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpError) {
-	var raw string
-	found := false
-	for rawQuery != "" {
-		var pair string
-		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
-		k, v, _ := strings.Cut(pair, "=")
-		if k != "wait" {
-			continue
-		}
-		if found {
-			return 0, errBadRequest("query parameter wait given more than once")
-		}
-		raw, found = v, true
-	}
-	if !found {
+	vals := queryValues(rawQuery, "wait")
+	switch len(vals) {
+	case 0:
 		return 0, nil
+	case 1:
+	default:
+		return 0, errBadRequest("query parameter wait given more than once")
 	}
+	raw := vals[0]
 	var d time.Duration
 	if n, err := strconv.ParseInt(raw, 10, 64); err == nil && len(raw) <= 6 {
 		d = time.Duration(n) * time.Second
@@ -128,6 +120,19 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 // with the manifest of the delivery the wait started with.
 func sameAnswer(r *http.Request, first, d *Delivery) bool {
 	return ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && bytes.Equal(d.Manifest, first.Manifest)
+}
+
+// queryValues returns the raw (still escaped) values of key in a raw query.
+func queryValues(rawQuery, key string) []string {
+	var vals []string
+	for rawQuery != "" {
+		var pair string
+		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
+		if k, v, _ := strings.Cut(pair, "="); k == key {
+			vals = append(vals, v)
+		}
+	}
+	return vals
 }
 
 // etagOf returns d's ETag value.

@@ -41,6 +41,19 @@ func goldenRelease(t *testing.T, n int64) *snapshot {
 	return sn
 }
 
+// goldenEnv is a server with releases 1 and 2 of the golden advisor
+// stored and its pointer on release 1.
+func goldenEnv(t *testing.T) (e *env, r1, r2 *snapshot) {
+	t.Helper()
+	e = newEnv(t, envOptions{})
+	r1, r2 = goldenRelease(t, 1), goldenRelease(t, 2)
+	e.seed.insert(t, r1)
+	e.seed.insert(t, r2)
+	e.seed.moveAt(t, r1, goldenIssued, 5*time.Minute, 15*time.Minute)
+	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
+	return e, r1, r2
+}
+
 // goldenClient is a runtime client of the golden advisor identity over base
 // whose clock stands a minute after goldenIssued.
 func goldenClient(t *testing.T, e *env, base string, mods ...func(*client.Options)) *client.Client {
@@ -106,12 +119,7 @@ func nextApplied(t *testing.T, evs <-chan *client.Evidence, d time.Duration) *cl
 // commit, fully verified.
 func TestClientWatchHeldByServer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	r1, r2 := goldenRelease(t, 1), goldenRelease(t, 2)
-	e.seed.insert(t, r1)
-	e.seed.insert(t, r2)
-	e.seed.moveAt(t, r1, goldenIssued, 5*time.Minute, 15*time.Minute)
-	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
+	e, r1, r2 := goldenEnv(t)
 	c := goldenClient(t, e, e.srv.URL)
 	evs := watchEvents(t, c, time.Minute)
 	if ev := nextApplied(t, evs, 5*time.Second); ev.SnapshotID != r1.ID {
@@ -144,17 +152,14 @@ type hiddenNotifier struct{ configserver.Store }
 // and a move is applied by the next poll.
 func TestClientWatchFallsBackToPolling(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, envOptions{})
-	r1, r2 := goldenRelease(t, 1), goldenRelease(t, 2)
-	e.seed.insert(t, r1)
-	e.seed.insert(t, r2)
-	e.seed.moveAt(t, r1, goldenIssued, 5*time.Minute, 15*time.Minute)
-	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
+	e, r1, r2 := goldenEnv(t)
 	old := httptest.NewServer(configserver.NewHandler(hiddenNotifier{e.store}, configserver.Options{Verifier: e.verifier}))
 	t.Cleanup(old.Close)
 	c := goldenClient(t, e, old.URL)
 	evs := watchEvents(t, c, 300*time.Millisecond)
-	nextApplied(t, evs, 5*time.Second)
+	if ev := nextApplied(t, evs, 5*time.Second); ev.SnapshotID != r1.ID {
+		t.Fatalf("first poll applied %s, want %s", ev.SnapshotID, r1.ID)
+	}
 	start := time.Now()
 	unchanged := 0
 	for unchanged < 3 {
