@@ -1,5 +1,8 @@
-// Package deploy holds the example Kubernetes manifests for the Config Server
-// and, in its tests, their kubectl-free validation: every document parses,
-// carries the fields the API server requires, and the Deployment probes
-// /readyz on a port the Service targets.
+// Package deploy holds the Kubernetes manifests (a kustomization: namespace,
+// Config Server, migration Job, lease-renew CronJob, ServiceMonitor; a runtime
+// sidecar example) and, in its tests, their kubectl-free validation: every
+// YAML document parses, the kustomization's resources are files, each
+// workload runs the right verb with its database URL from a Secret, the
+// ServiceMonitor scrapes the Service, the shipped JWKS loads with the server's
+// loader, and the Deployment probes /readyz on a port the Service targets.
 package deploy

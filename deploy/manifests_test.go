@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/configpub/configpub/configserver/auth"
 )
 
 // docs decodes every YAML document in a file.
@@ -54,6 +59,9 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	kinds := map[string]map[string]any{}
 	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
 		for i, d := range docs(t, f) {
 			for _, field := range [][]string{{"apiVersion"}, {"kind"}, {"metadata", "name"}} {
 				if s, _ := get(d, field...).(string); s == "" {
@@ -134,4 +142,155 @@ func keys(m map[string]map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestEveryYAMLParses: every YAML file under deploy/ is valid YAML whose
+// documents are mappings.
+func TestEveryYAMLParses(t *testing.T) {
+	n := 0
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (filepath.Ext(p) != ".yaml" && filepath.Ext(p) != ".yml") {
+			return err
+		}
+		n++
+		if len(docs(t, p)) == 0 {
+			t.Errorf("%s: no document", p)
+		}
+		return nil
+	})
+	if err != nil || n < 7 {
+		t.Fatalf("walked %d YAML files (%v), want at least 7", n, err)
+	}
+}
+
+// kustomize reads deploy/kubernetes/kustomization.yaml and returns every
+// document of its resources by kind, checking that each resource is a file.
+func kustomize(t *testing.T) map[string][]map[string]any {
+	t.Helper()
+	k := docs(t, "kubernetes/kustomization.yaml")
+	if len(k) != 1 || k[0]["kind"] != "Kustomization" || k[0]["namespace"] != "configpub" {
+		t.Fatalf("kustomization.yaml: want one Kustomization for namespace configpub, got %v", k)
+	}
+	res, _ := k[0]["resources"].([]any)
+	if len(res) == 0 {
+		t.Fatal("kustomization.yaml lists no resources")
+	}
+	out := map[string][]map[string]any{}
+	for _, r := range res {
+		p := filepath.Join("kubernetes", r.(string))
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			t.Fatalf("kustomization resource %s is not a file: %v", r, err)
+		}
+		for _, d := range docs(t, p) {
+			kind := get(d, "kind").(string)
+			out[kind] = append(out[kind], d)
+		}
+	}
+	return out
+}
+
+// container returns the first container of a pod template at path.
+func container(t *testing.T, d map[string]any, path ...string) map[string]any {
+	t.Helper()
+	cs, _ := get(d, append(path, "containers")...).([]any)
+	if len(cs) == 0 {
+		t.Fatalf("%v has no containers", get(d, "metadata", "name"))
+	}
+	return cs[0].(map[string]any)
+}
+
+func command(c map[string]any) []string {
+	var out []string
+	for _, k := range []string{"command", "args"} {
+		l, _ := c[k].([]any)
+		for _, a := range l {
+			out = append(out, a.(string))
+		}
+	}
+	return out
+}
+
+func TestKustomization(t *testing.T) {
+	k := kustomize(t)
+	for _, kind := range []string{"Namespace", "Deployment", "Service", "ConfigMap", "Job", "CronJob", "ServiceMonitor"} {
+		if len(k[kind]) == 0 {
+			t.Errorf("no %s among the kustomization's resources", kind)
+		}
+	}
+	if get(k["Namespace"][0], "metadata", "name") != "configpub" {
+		t.Error("the Namespace is not configpub")
+	}
+	job := container(t, k["Job"][0], "spec", "template", "spec")
+	if got := command(job); !reflect.DeepEqual(got, []string{"/usr/local/bin/configpub", "db", "migrate"}) {
+		t.Errorf("migration Job runs %v", got)
+	}
+	cron := k["CronJob"][0]
+	renew := container(t, cron, "spec", "jobTemplate", "spec", "template", "spec")
+	if got := strings.Join(command(renew), " "); !strings.HasPrefix(got, "/usr/local/bin/configpub lease renew --env ") {
+		t.Errorf("lease CronJob runs %q", got)
+	}
+	if get(cron, "spec", "concurrencyPolicy") != "Forbid" {
+		t.Error("lease CronJob may overlap itself")
+	}
+	server := container(t, k["Deployment"][0], "spec", "template", "spec")
+	if got := command(server); len(got) < 2 || got[0] != "/usr/local/bin/configpub" || got[1] != "serve" {
+		t.Errorf("server runs %v", got)
+	}
+	// Every database URL comes from a Secret, never a literal.
+	for _, c := range []map[string]any{job, renew, server} {
+		env, _ := c["env"].([]any)
+		found := false
+		for _, e := range env {
+			if get(e, "name") == "CONFIGPUB_DATABASE_URL" {
+				found = get(e, "valueFrom", "secretKeyRef", "name") != nil && get(e, "value") == nil
+			}
+		}
+		if !found {
+			t.Errorf("container %v: CONFIGPUB_DATABASE_URL not from a Secret", c["name"])
+		}
+	}
+	// The ServiceMonitor selects the Service and scrapes a port it has.
+	sm, svc := k["ServiceMonitor"][0], k["Service"][0]
+	sel, _ := get(sm, "spec", "selector", "matchLabels").(map[string]any)
+	labels, _ := get(svc, "metadata", "labels").(map[string]any)
+	for key, v := range sel {
+		if labels[key] != v {
+			t.Errorf("ServiceMonitor selects %s=%v; the Service has %v", key, v, labels[key])
+		}
+	}
+	eps, _ := get(sm, "spec", "endpoints").([]any)
+	ports, _ := get(svc, "spec", "ports").([]any)
+	if len(eps) == 0 || len(ports) == 0 || get(eps[0], "port") != get(ports[0], "name") || get(eps[0], "path") != "/metrics" {
+		t.Errorf("ServiceMonitor endpoint %v does not scrape /metrics on the Service's port %v", eps, ports)
+	}
+}
+
+// TestShippedJWKSStarts: the server loads the ConfigMap's JWKS with the
+// loader `configpub serve --jwks FILE` uses; an empty key set (which the
+// server refuses at start-up) would crash-loop every replica.
+func TestShippedJWKSStarts(t *testing.T) {
+	var jwks string
+	for _, d := range kustomize(t)["ConfigMap"] {
+		if s, ok := get(d, "data", "jwks.json").(string); ok {
+			jwks = s
+		}
+	}
+	if jwks == "" {
+		t.Fatal("no ConfigMap carries jwks.json")
+	}
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, []byte(jwks), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := auth.LoadKeyFile(p)
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("the shipped JWKS does not load: %d keys, %v", len(keys), err)
+	}
+	// The check can fail: the key set the manifest used to ship is refused.
+	if err := os.WriteFile(p, []byte(`{"keys": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.LoadKeyFile(p); !errors.Is(err, auth.ErrNoKeys) {
+		t.Fatalf("an empty JWKS: got %v, want ErrNoKeys", err)
+	}
 }
