@@ -15,9 +15,11 @@ func addLeaseCmd(root *cobra.Command) {
 		Args:  cobra.NoArgs,
 	}
 	var (
-		sf    storeFlags
-		env   string
-		every time.Duration
+		sf     storeFlags
+		rf     registryFlags
+		env    string
+		every  time.Duration
+		attach bool
 	)
 	renew := &cobra.Command{
 		Use:   "renew --env ENV --key cosign.key [--every D]",
@@ -26,7 +28,9 @@ func addLeaseCmd(root *cobra.Command) {
 new issuedAt and the pointer's rolling lease window, keeping snapshot and
 sequence, in one transaction, and notifies the Config Servers. Revoked snapshots
 are skipped so their leases run out. With --every it repeats at that interval
-until interrupted.`,
+until interrupted. With --attach, each renewal also attaches the renewed manifests
+to their artifacts in the registry as OCI referrers (as ` + "`configpub registry attach`" + `),
+so runtimes that pull from the registry keep a current lease.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < 0 {
@@ -47,6 +51,17 @@ until interrupted.`,
 				if len(res.Skipped) > 0 {
 					msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", len(res.Skipped))
 				}
+				if attach {
+					rc, err := rf.client()
+					if err != nil {
+						return err
+					}
+					ar, err := store.AttachDeliveryManifests(ctx, env, rc)
+					if err != nil {
+						return err
+					}
+					msg += fmt.Sprintf("; attached %d delivery manifests", len(ar.Attached))
+				}
 				if _, err := fmt.Fprintln(cmd.OutOrStdout(), msg); err != nil {
 					return err
 				}
@@ -64,6 +79,8 @@ until interrupted.`,
 	sf.add(renew, true)
 	renew.Flags().StringVar(&env, "env", "", "environment tag (required)")
 	renew.Flags().DurationVar(&every, "every", 0, "repeat at this interval until interrupted (0 = once)")
+	renew.Flags().BoolVar(&attach, "attach", false, "also attach the renewed manifests to their artifacts as OCI referrers (registry credentials from the Docker config)")
+	rf.add(renew)
 	_ = renew.MarkFlagRequired("env")
 	lease.AddCommand(renew)
 	root.AddCommand(lease)

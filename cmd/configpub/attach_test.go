@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/registrytest"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/registry"
+)
+
+// TestRegistryAttachAndRenewAttach: after a release whose artifacts are in
+// a real registry, `registry attach` attaches each pointer's stored
+// delivery manifest to its artifact (again: nothing new), and `lease renew
+// --attach` attaches the renewed one, listed first.
+func TestRegistryAttachAndRenewAttach(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	reg := registrytest.New(t, registrytest.Options{})
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validFrom := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	in := promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: 1,
+		ManifestBytes: []byte("release 1"), Actor: "alice", Reason: "release 1"}
+	var arts []registry.Artifact
+	for i, host := range []string{"host-a", "host-b"} {
+		values := []byte(fmt.Sprintf("host: %s\n", host))
+		tg := promoter.Target{
+			Host: host, ServiceID: "svc", EnvTag: "prod", Audience: "gateway",
+			SnapshotID:       uuid.NewSHA1(uuid.NameSpaceURL, []byte(host)).String(),
+			PublicationID:    uuid.NewSHA1(uuid.NameSpaceURL, []byte("pub")).String(),
+			PolicySnapshotID: uuid.NewSHA1(uuid.NameSpaceURL, []byte("pol"+host)).String(),
+			ReleaseVersion:   1, PolicyVersion: 1,
+			PolicyDigest: sum([]byte(fmt.Sprint("p", i))), ContentDigest: sum([]byte(fmt.Sprint("c", i))),
+			PropertySetDigest: sum([]byte("ps")), ArtifactDigest: sum(values), Values: values,
+			CreatedAt: validFrom, ValidFrom: validFrom, ExpiresAt: validFrom.Add(25 * time.Hour),
+			Lease: promoter.LeaseWindow{RefreshAfter: time.Minute, ExpiresAfter: time.Hour},
+		}
+		arts = append(arts, registry.Artifact{Host: host, ServiceID: "svc", EnvTag: "prod", Audience: "gateway",
+			SnapshotID: tg.SnapshotID, PublicationID: tg.PublicationID, PolicyDigest: tg.PolicyDigest,
+			ContentDigest: tg.ContentDigest, ArtifactDigest: tg.ArtifactDigest, ReleaseVersion: 1, CreatedAt: validFrom, Values: values})
+		in.Targets = append(in.Targets, tg)
+	}
+	pub, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: arts, Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range in.Targets {
+		in.Targets[i].OCIReference = pub.Results[i].Ref()
+	}
+	store, err := promoter.Open(ctx, db.Pool(t), promoter.Options{Signer: signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.RecordAndActivate(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	stored := func(host string) []byte {
+		var m []byte
+		if err := db.Pool(t).QueryRow(ctx, "SELECT manifest FROM configpub.current_pointer WHERE host = $1", host).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+
+	for range 2 {
+		out, code := runStore("registry", "attach", "--env", "prod", "--database", db.URL, "--plain-http")
+		if code != exitOK || !strings.Contains(out, "attached 2 delivery manifests") {
+			t.Fatalf("registry attach: exit %d\n%s", code, out)
+		}
+	}
+	for i, tg := range in.Targets {
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		if err != nil || len(ms) != 1 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) {
+			t.Fatalf("%s: %d attached manifests (%v), want exactly the stored one", tg.Host, len(ms), err)
+		}
+	}
+
+	time.Sleep(1100 * time.Millisecond) // a later issuedAt (seconds)
+	out, code := runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http")
+	if code != exitOK || !strings.Contains(out, "attached 2 delivery manifests") {
+		t.Fatalf("lease renew --attach: exit %d\n%s", code, out)
+	}
+	for i, tg := range in.Targets {
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		if err != nil || len(ms) != 2 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) || bytes.Equal(ms[1].Manifest, ms[0].Manifest) {
+			t.Fatalf("%s after renewal: %d attached manifests (%v), want the renewed one first", tg.Host, len(ms), err)
+		}
+	}
+}
