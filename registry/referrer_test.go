@@ -33,7 +33,7 @@ func TestDeliveryManifestReferrers(t *testing.T) {
 	manifest := func(seq int64) registry.SignedDeliveryManifest {
 		return registry.SignedDeliveryManifest{
 			Manifest: []byte(`{"sequence":` + strconv.FormatInt(seq, 10) + `}`), Signature: "c2ln" + strconv.FormatInt(seq, 10),
-			KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+			KeyID:    "sha256:0000000000000000000000000000000000000000000000000000000000000000",
 			Sequence: seq, IssuedAt: at.Add(time.Duration(seq) * time.Minute).Format(time.RFC3339),
 		}
 	}
