@@ -32,3 +32,13 @@ const (
 	HeaderPeerSnapshotID    = "X-Policy-Snapshot-Id"
 	HeaderPeerPolicyDigest  = "X-Policy-Digest"
 )
+
+// Cross-service publication assertion: the caller's own signed delivery
+// manifest (base64url of its exact bytes, no padding), its signature and
+// key id, sent next to the three headers above so that a receiver that does
+// not list the caller's publication can verify it under its trusted keys.
+const (
+	HeaderPeerManifest          = "X-Policy-Manifest"
+	HeaderPeerManifestSignature = "X-Policy-Manifest-Signature"
+	HeaderPeerManifestKeyID     = "X-Policy-Manifest-Key-Id"
+)

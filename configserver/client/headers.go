@@ -37,6 +37,10 @@ const (
 	HeaderPeerPublicationID = bundle.HeaderPeerPublicationID
 	HeaderPeerSnapshotID    = bundle.HeaderPeerSnapshotID
 	HeaderPeerPolicyDigest  = bundle.HeaderPeerPolicyDigest
+
+	HeaderPeerManifest          = bundle.HeaderPeerManifest
+	HeaderPeerManifestSignature = bundle.HeaderPeerManifestSignature
+	HeaderPeerManifestKeyID     = bundle.HeaderPeerManifestKeyID
 )
 
 // isDigest accepts "sha256:" followed by 64 lowercase hex digits.

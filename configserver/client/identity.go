@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +13,10 @@ import (
 // RoundTripper returns an http.RoundTripper that stamps every outgoing
 // request with the current snapshot's publication identity
 // (X-Policy-Publication-Id, X-Policy-Snapshot-Id = runtimePolicy.policySnapshotId,
-// X-Policy-Digest). It fails closed: with no current, unexpired snapshot the
+// X-Policy-Digest) and, when the snapshot came with a signed delivery
+// manifest, with that manifest as its publication assertion
+// (X-Policy-Manifest, X-Policy-Manifest-Signature, X-Policy-Manifest-Key-Id;
+// see VerifyPeer). It fails closed: with no current, unexpired snapshot the
 // request is not sent and the error matches ErrNoSnapshot or ErrExpired.
 // base nil means http.DefaultTransport.
 func (c *Client) RoundTripper(base http.RoundTripper) http.RoundTripper {
@@ -39,6 +43,11 @@ func (t *identityTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	r.Header.Set(HeaderPeerPublicationID, s.PublicationID)
 	r.Header.Set(HeaderPeerSnapshotID, s.Envelope.PolicySnapshotID)
 	r.Header.Set(HeaderPeerPolicyDigest, s.PolicyDigest)
+	if s.Manifest != nil { // the publication assertion: this runtime's signed delivery manifest
+		r.Header.Set(HeaderPeerManifest, base64.RawURLEncoding.EncodeToString(s.ManifestBytes))
+		r.Header.Set(HeaderPeerManifestSignature, s.Signature)
+		r.Header.Set(HeaderPeerManifestKeyID, s.KeyID)
+	}
 	return t.base.RoundTrip(r)
 }
 
