@@ -1,6 +1,6 @@
 // Package controltoken is the control-plane credential a runtime's status
 // and reload endpoints accept: a compact JWS (RFC 7515) signed with ES256
-// (RFC 7518 §3.4: ECDSA P-256, SHA-256, the 64-byte r||s signature) by a
+// (RFC 7518, section 3.4: ECDSA P-256, SHA-256, the 64-byte r||s signature) by a
 // control-plane key the runtime trusts, kept apart from the key that signs
 // delivery manifests. The header is {"alg":"ES256","typ":Type,"kid":key id}
 // and the claims name the issuer, the one runtime identity the token is for
