@@ -65,12 +65,18 @@ func (f *storeFlags) open(ctx context.Context) (store *promoter.Store, closeFn f
 	if err != nil {
 		return nil, nil, fmt.Errorf("--database: %w", err)
 	}
+	notifier, drain, err := notifierFromEnv(pool)
+	if err != nil {
+		pool.Close()
+		return nil, nil, err
+	}
+	opts.Notifier = notifier
 	store, err = promoter.Open(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	return store, pool.Close, nil
+	return store, func() { drain(); pool.Close() }, nil
 }
 
 // storeError maps an unknown outcome to exit 3 with the way out.

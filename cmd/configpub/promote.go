@@ -91,7 +91,12 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				return fmt.Errorf("--database: %w", err)
 			}
 			defer pool.Close()
-			store, err := promoter.Open(ctx, pool, promoter.Options{Signer: signer})
+			notifier, drain, err := notifierFromEnv(pool)
+			if err != nil {
+				return err
+			}
+			defer drain()
+			store, err := promoter.Open(ctx, pool, promoter.Options{Signer: signer, Notifier: notifier})
 			if err != nil {
 				return err
 			}
