@@ -93,7 +93,7 @@ func TestApplyClientVerifiedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev, err := c.ApplyOCI(ctx, &client.OCIArtifact{
-		Ref: "registry.example/configpub/prod/dev.lightapi.net/com.networknt.knowledge-1.0.0@" + jcs.BytesDigest([]byte("manifest")),
+		Ref:         "registry.example/configpub/prod/dev.lightapi.net/com.networknt.knowledge-1.0.0@" + jcs.BytesDigest([]byte("manifest")),
 		LayerDigest: jcs.BytesDigest(values), Values: values, SignatureVerified: true,
 		Annotations: map[string]string{
 			bundle.AnnotationHost: e.Host, bundle.AnnotationServiceID: e.ServiceID, bundle.AnnotationEnvTag: e.EnvTag,
