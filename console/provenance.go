@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
 )
 
 // WorkflowView is a Workflow view recorded when a release was activated:
@@ -23,12 +25,6 @@ type WorkflowView struct {
 	PublicationID    string `json:"publicationId"`
 	State            string `json:"state"`
 }
-
-// Workflow view states.
-const (
-	WorkflowPinnable = "PINNABLE"
-	WorkflowRevoked  = "REVOKED"
-)
 
 // workflowViews reads the Workflow views recorded for release v of env
 // (none on a database without configpub_workflow.workflow_view_summary).
@@ -48,9 +44,9 @@ func (r *reader) workflowViews(ctx context.Context, env string, v int64) ([]Work
 		var revoked bool
 		err := row.Scan(&w.Workflow, &w.WfDefID, &w.Version, &w.ViewID, &w.ViewDigest, &w.DefinitionDigest,
 			&w.PublicationID, &revoked)
-		w.State = WorkflowPinnable
+		w.State = bundle.WorkflowViewPinnable
 		if revoked {
-			w.State = WorkflowRevoked
+			w.State = bundle.WorkflowViewRevoked
 		}
 		return w, err
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/pgtest"
 )
 
@@ -63,7 +64,7 @@ func TestReleasePageListsWorkflowViewsAndLinksTheCommit(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/releases/2", 200)), &d); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.Workflows) != 2 || d.Workflows[0].State != WorkflowPinnable || d.Workflows[1].State != WorkflowRevoked ||
+	if len(d.Workflows) != 2 || d.Workflows[0].State != bundle.WorkflowViewPinnable || d.Workflows[1].State != bundle.WorkflowViewRevoked ||
 		d.CommitURL != "https://git.example/org/policies/commit/"+commit {
 		t.Errorf("API: got workflows %+v, commit URL %q", d.Workflows, d.CommitURL)
 	}

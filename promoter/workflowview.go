@@ -20,10 +20,10 @@ import (
 const (
 	// WorkflowViewPinnable: the view is recorded and its publication is not
 	// revoked; the Workflow service may admit work against it.
-	WorkflowViewPinnable = "PINNABLE"
+	WorkflowViewPinnable = bundle.WorkflowViewPinnable
 	// WorkflowViewRevoked: the view's publication is revoked; no new work
 	// may be admitted against it.
-	WorkflowViewRevoked = "REVOKED"
+	WorkflowViewRevoked = bundle.WorkflowViewRevoked
 )
 
 // WorkflowView is the compiled internal Workflow view of one PUBLISHED
