@@ -78,15 +78,21 @@ func (c *Client) receive(ctx context.Context, resp *http.Response, now time.Time
 		return c.notModified(resp.Header, now, ev)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	ue := &UnavailableError{Status: resp.StatusCode}
+	return statusError(resp.StatusCode)
+}
+
+// statusError is the UnavailableError of an answer that carries no
+// configuration.
+func statusError(status int) *UnavailableError {
+	ue := &UnavailableError{Status: status}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized:
+	case status == http.StatusUnauthorized:
 		ue.Reason = ReasonUnauthorized
-	case resp.StatusCode == http.StatusForbidden:
+	case status == http.StatusForbidden:
 		ue.Reason = ReasonForbidden
-	case resp.StatusCode == http.StatusNotFound:
+	case status == http.StatusNotFound:
 		ue.Reason = ReasonNotFound
-	case resp.StatusCode >= 500:
+	case status >= 500:
 		ue.Reason = ReasonServerError
 	default:
 		ue.Reason = ReasonUnexpectedStatus
@@ -112,37 +118,43 @@ func (c *Client) authorize(ctx context.Context, req *http.Request) error {
 // every announced digest and the signed one before it is parsed. An
 // unauthenticated body is never parsed.
 func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time, ev *Evidence) error {
-	h := resp.Header
-	if sid := h.Get(HeaderSnapshotID); isUUID(sid) {
+	if sid := resp.Header.Get(HeaderSnapshotID); isUUID(sid) {
 		ev.SnapshotID = sid // as announced; replaced by the signed value below
 	}
+	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), ev)
+	if err != nil {
+		return err
+	}
+	return c.accept(v, SourceServer, now, ev)
+}
+
+// verifyResponse verifies a 200 answer (GET /configs or a historical
+// snapshot) against floor, in the order fetched describes.
+func (c *Client) verifyResponse(ctx context.Context, resp *http.Response, now time.Time, floor seenState, ev *Evidence) (*verified, error) {
+	h := resp.Header
 	mbytes, sig, keyID, err := manifestHeaders(h)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cand := candidate{manifestBytes: mbytes, signature: sig, keyID: keyID}
-	sm, err := c.checkSigned(cand, now, c.seen.floor(), ev)
+	sm, err := c.checkSigned(cand, now, floor, ev)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkHeadersAgainstManifest(h, sm.manifest, true); err != nil {
-		return err
+		return nil, err
 	}
 	body, err := readBody(ctx, resp, c.opts.MaxBodyBytes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cand.values = body
 	cand.artifactDigest = jcs.BytesDigest(body)
 	ev.ArtifactDigest = cand.artifactDigest
 	if err := checkDigestHeaders(h, cand.artifactDigest, true); err != nil {
-		return err
+		return nil, err
 	}
-	v, err := c.checkBody(cand, sm, now, ev)
-	if err != nil {
-		return err
-	}
-	return c.accept(v, SourceServer, now, ev)
+	return c.checkBody(cand, sm, now, ev)
 }
 
 // notModified handles a 304: the current snapshot stays; a renewed manifest

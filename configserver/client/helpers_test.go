@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -345,6 +346,7 @@ type testServer struct {
 	notModHdr func(h http.Header)                     // extra headers on a 304
 	last      http.Header                             // headers of the last request
 	evidence  [][]byte
+	history   map[string]*release // every release set, by snapshot id (GET /configs/snapshots/{id})
 }
 
 func newTestServer(t tb, id bundle.Identity, token string) *testServer {
@@ -377,8 +379,16 @@ func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 		raw(w, r)
 		return
 	}
-	q := r.URL.Query()
-	if r.URL.Path != "/configs" || q.Get("host") != s.id.Host || q.Get("serviceId") != s.id.ServiceID || q.Get("envTag") != s.id.EnvTag {
+	if id, ok := strings.CutPrefix(r.URL.Path, "/configs/snapshots/"); ok {
+		s.mu.Lock()
+		rel = s.history[id]
+		s.mu.Unlock()
+		if rel == nil {
+			http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
+			return
+		}
+		hdr, mutate = rel.headers(), nil
+	} else if q := r.URL.Query(); r.URL.Path != "/configs" || q.Get("host") != s.id.Host || q.Get("serviceId") != s.id.ServiceID || q.Get("envTag") != s.id.EnvTag {
 		http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
 		return
 	}
@@ -413,7 +423,19 @@ func (s *testServer) set(rel *release, mutate func(http.Header, []byte) []byte) 
 	s.rel, s.mutate, s.raw, s.hdr = rel, mutate, nil, nil
 	if rel != nil {
 		s.hdr = rel.headers()
+		if s.history == nil {
+			s.history = map[string]*release{}
+		}
+		s.history[rel.Manifest.SnapshotID] = rel
 	}
+}
+
+// revoke stops serving snapshot id by id, as the Config Server does once
+// it is revoked.
+func (s *testServer) revoke(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.history, id)
 }
 
 func (s *testServer) setRaw(h http.HandlerFunc) {

@@ -1,0 +1,210 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ErrPinRevoked is returned by Pinned.Snapshot once the pinned snapshot is
+// known to be revoked and the session's OnRevoke is DenyOnRevoke.
+var ErrPinRevoked = errors.New("pinned configuration revoked: pinned work ends")
+
+// ReasonPinMismatch: a re-hydrated snapshot is not the one the pin names.
+const ReasonPinMismatch Reason = "PIN_MISMATCH"
+
+// OnRevoke says what pinned work does once its snapshot is revoked.
+type OnRevoke int
+
+const (
+	// DenyOnRevoke ends pinned work as soon as the revocation is known: the
+	// default.
+	DenyOnRevoke OnRevoke = iota
+	// AllowUntilLeaseEnds lets pinned work finish under the revoked snapshot
+	// until the lease of its last verified delivery manifest (plus skew)
+	// ends, and no longer.
+	AllowUntilLeaseEnds
+)
+
+func (o OnRevoke) String() string {
+	if o == AllowUntilLeaseEnds {
+		return "allow-until-lease-ends"
+	}
+	return "deny"
+}
+
+// Pin names the snapshot a session or long-running operation started
+// under: what it records so that, after a restart, Rehydrate can bring the
+// same verified policy back by id.
+type Pin struct {
+	SnapshotID       string `json:"snapshotId"`
+	PolicySnapshotID string `json:"policySnapshotId"`
+	PolicyDigest     string `json:"policyDigest"`
+	PublicationID    string `json:"publicationId"`
+	ContentDigest    string `json:"contentDigest"`
+	ArtifactDigest   string `json:"artifactDigest"`
+}
+
+func pinOf(s *Snapshot) Pin {
+	return Pin{SnapshotID: s.SnapshotID, PolicySnapshotID: s.Envelope.PolicySnapshotID, PolicyDigest: s.PolicyDigest,
+		PublicationID: s.PublicationID, ContentDigest: s.ContentDigest, ArtifactDigest: s.ArtifactDigest}
+}
+
+// PinOptions configures a pinned session. The zero value denies on
+// revocation.
+type PinOptions struct {
+	OnRevoke OnRevoke
+}
+
+// Pinned is a session pinned to one verified snapshot: newer snapshots the
+// Client loads select the policy for new work only; Snapshot keeps
+// answering with the pinned one until its lease ends or, per OnRevoke, it
+// is revoked. It is safe for concurrent use.
+type Pinned struct {
+	c    *Client
+	opts PinOptions
+	pin  Pin
+
+	mu      sync.Mutex
+	snap    *Snapshot
+	revoked string // why the pinned snapshot is known revoked; "" while it is not
+}
+
+// Pin pins the current snapshot for work starting now. It fails closed
+// (ErrNoSnapshot, ErrExpired) when there is no current snapshot.
+func (c *Client) Pin(opts PinOptions) (*Pinned, error) {
+	s, err := c.Current()
+	if err != nil {
+		return nil, fmt.Errorf("pin: %w", err)
+	}
+	return &Pinned{c: c, opts: opts, pin: pinOf(s), snap: s}, nil
+}
+
+// Pin returns what identifies the pinned snapshot; persist it with the
+// session to re-hydrate it after a restart.
+func (p *Pinned) Pin() Pin { return p.pin }
+
+// Snapshot returns the pinned snapshot. It fails closed with ErrExpired
+// once the lease of its last verified manifest (plus skew) has ended, and
+// with ErrPinRevoked once it is known revoked (by Check, or by a current
+// snapshot whose signed revocation epoch is above the pinned one's) unless
+// OnRevoke is AllowUntilLeaseEnds.
+func (p *Pinned) Snapshot() (*Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.revoked == "" {
+		if cur := p.c.current(); cur != nil && cur.Manifest != nil && p.snap.Manifest != nil &&
+			cur.Manifest.RevocationEpoch > p.snap.Manifest.RevocationEpoch {
+			p.revoked = fmt.Sprintf("revocation epoch raised to %d above the pinned %d",
+				cur.Manifest.RevocationEpoch, p.snap.Manifest.RevocationEpoch)
+		}
+	}
+	if p.revoked != "" && p.opts.OnRevoke == DenyOnRevoke {
+		return nil, fmt.Errorf("snapshot %s: %s: %w", p.pin.SnapshotID, p.revoked, ErrPinRevoked)
+	}
+	if now := p.c.opts.Clock.Now(); !now.Before(p.snap.ExpiresAt.Add(p.c.opts.Skew)) {
+		return nil, fmt.Errorf("pinned snapshot %s expired at %s: %w", p.pin.SnapshotID,
+			p.snap.ExpiresAt.UTC().Format(time.RFC3339), ErrExpired)
+	}
+	return p.snap, nil
+}
+
+// Revoked reports why the pinned snapshot is known revoked ("" when not).
+func (p *Pinned) Revoked() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.revoked
+}
+
+// Check asks the Config Server for the pinned snapshot again
+// (GET /configs/snapshots/{id}), verified as in Rehydrate. A refusal of the
+// snapshot (403, 404 or 410: the server no longer serves it to this
+// identity, which is what a revocation does) or a signed revocation epoch
+// above the pinned one marks it revoked; a renewed lease is taken. Any
+// other failure (unreachable, a response that fails verification) changes
+// nothing and is returned.
+func (p *Pinned) Check(ctx context.Context) error {
+	snap, err := p.c.fetchPinned(ctx, p.pin)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ue *UnavailableError
+	var ve *VerificationError
+	switch {
+	case err == nil:
+		p.snap = snap
+		return nil
+	case errors.As(err, &ue) && (ue.Status == http.StatusForbidden || ue.Status == http.StatusNotFound || ue.Status == http.StatusGone):
+		p.revoked = fmt.Sprintf("the server no longer serves it (%d)", ue.Status)
+		return nil
+	case errors.As(err, &ve) && ve.Reason == ReasonRevocationRegression:
+		p.revoked = "revocation epoch raised above the pinned one"
+		return nil
+	}
+	return fmt.Errorf("check pinned snapshot %s: %w", p.pin.SnapshotID, err)
+}
+
+// Rehydrate brings pinned work back after a restart: it fetches the
+// snapshot pin names (GET /configs/snapshots/{id}, under the same token
+// and identity as Load) and applies every check of a load — the manifest
+// signature with a trusted key, identity and audience, the lease, the
+// revocation epoch against the highest seen (so a snapshot revoked by
+// epoch is refused), every digest before parsing, the strict parse, the
+// envelope and contentDigest — and then requires the snapshot to be
+// exactly the pinned one (PIN_MISMATCH otherwise). A historical manifest
+// is older than the current one by nature, so its sequence is not held
+// against the seen state, and nothing is made current or persisted.
+func (c *Client) Rehydrate(ctx context.Context, pin Pin, opts PinOptions) (*Pinned, error) {
+	snap, err := c.fetchPinned(ctx, pin)
+	if err != nil {
+		return nil, fmt.Errorf("rehydrate snapshot %s: %w", pin.SnapshotID, err)
+	}
+	return &Pinned{c: c, opts: opts, pin: pin, snap: snap}, nil
+}
+
+// fetchPinned fetches and verifies the snapshot pin names.
+func (c *Client) fetchPinned(ctx context.Context, pin Pin) (*Snapshot, error) {
+	if !isUUID(pin.SnapshotID) {
+		return nil, reject(ReasonPinMismatch, "snapshotId", "%q is not a lowercase UUID", pin.SnapshotID)
+	}
+	if c.opts.ServerURL == "" {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.opts.ServerURL+"/configs/snapshots/"+pin.SnapshotID, nil)
+	if err != nil {
+		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	req.Header.Set("Accept", "application/yaml")
+	if err := c.authorize(ctx, req); err != nil {
+		return nil, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		return nil, statusError(resp.StatusCode)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ensureSeen(); err != nil {
+		return nil, err
+	}
+	now := c.opts.Clock.Now()
+	ev := c.newEvidence(SourceServer, now) // collects what is learned; not reported
+	floor := seenState{RevocationEpoch: c.seen.floor().RevocationEpoch}
+	v, err := c.verifyResponse(ctx, resp, now, floor, ev)
+	if err != nil {
+		return nil, err
+	}
+	if got := pinOf(v.snap); got != pin {
+		return nil, reject(ReasonPinMismatch, "snapshot", "served %+v, pinned %+v", got, pin)
+	}
+	v.snap.Source = SourceServer
+	return v.snap, nil
+}
