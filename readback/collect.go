@@ -33,6 +33,10 @@ type Options struct {
 	// Reload asks each runtime to load now (POST /reload) and records the
 	// result it answers with; false reads GET /status only.
 	Reload bool
+	// Prefetch asks each runtime to verify its staged candidate now (POST
+	// /prefetch) and records the READY or REJECTED it answers with. It
+	// excludes Reload.
+	Prefetch bool
 	// TokenTTL is each control token's lifetime (at most 5 minutes). 0
 	// means DefaultTokenTTL.
 	TokenTTL time.Duration
@@ -52,6 +56,9 @@ type Collector struct {
 func NewCollector(opts Options) (*Collector, error) {
 	if opts.Signer == nil {
 		return nil, errors.New("new collector: no control-plane signer")
+	}
+	if opts.Reload && opts.Prefetch {
+		return nil, errors.New("new collector: reload and prefetch exclude each other")
 	}
 	if opts.TokenTTL == 0 {
 		opts.TokenTTL = DefaultTokenTTL
@@ -77,8 +84,11 @@ func NewCollector(opts Options) (*Collector, error) {
 // ErrInvalidStatus; a transport failure or non-200 answer is ErrUnreachable.
 func (c *Collector) Read(ctx context.Context, t Target) (*bundle.RuntimeStatus, error) {
 	method, path, scope := http.MethodGet, "/status", controltoken.ScopeStatus
-	if c.opts.Reload {
+	switch {
+	case c.opts.Reload:
 		method, path, scope = http.MethodPost, "/reload", controltoken.ScopeReload
+	case c.opts.Prefetch:
+		method, path, scope = http.MethodPost, "/prefetch", controltoken.ScopePrefetch
 	}
 	where := strings.TrimRight(t.Endpoint, "/") + path
 	tok, err := controltoken.Sign(c.opts.Signer, t.Identity().String(), scope, c.opts.Now(), c.opts.TokenTTL)

@@ -20,7 +20,7 @@ func addReadbackCmd(root *cobra.Command) {
 		sf                storeFlags
 		env, targets, key string
 		one               readback.Target
-		reload            bool
+		reload, prefetch  bool
 		format            string
 	)
 	cmd := &cobra.Command{
@@ -32,7 +32,9 @@ control-plane key the runtimes trust with --control-pub; never the manifest key)
 the answer is about the identity asked for, and records what the runtime runs, keeps as
 last-known-good and last rejected as receipts: status and history show them apart from the
 runtimes' own reports. --reload asks each runtime to load now (POST /reload) and records the
-result it answers with. Reading the same state twice records it once.
+result it answers with; --prefetch asks each to fetch and verify the staged candidate
+(configPhase=candidate) and records READY or REJECTED as a candidate-phase receipt, which
+two-phase activation waits for. Reading the same state twice records it once.
 --targets is a YAML file: targets: [{endpoint, host, serviceId, envTag}, ...].
 Exit status: 0 every target read and recorded; 1 some target unreachable, refused, or answering
 with snapshots the store does not hold for it (the others are still recorded).`,
@@ -55,7 +57,7 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 			if err != nil {
 				return err
 			}
-			col, err := readback.NewCollector(readback.Options{Signer: signer, Reload: reload})
+			col, err := readback.NewCollector(readback.Options{Signer: signer, Reload: reload, Prefetch: prefetch})
 			if err != nil {
 				return usageError{err}
 			}
@@ -88,6 +90,7 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 	fl.StringVar(&one.ServiceID, "service-id", "", "with --endpoint: the runtime's serviceId")
 	fl.StringVar(&key, "control-key", "", "cosign.key of the control plane; password from COSIGN_PASSWORD (required)")
 	fl.BoolVar(&reload, "reload", false, "ask each runtime to load now (POST /reload) and record its answer")
+	fl.BoolVar(&prefetch, "prefetch", false, "ask each runtime to verify its staged candidate now (POST /prefetch) and record READY or REJECTED")
 	formatFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("env")
 	_ = cmd.MarkFlagRequired("control-key")

@@ -77,6 +77,12 @@ func (c *Client) receive(ctx context.Context, resp *http.Response, now time.Time
 	case http.StatusNotModified:
 		return c.notModified(resp.Header, now, ev)
 	}
+	return unavailableStatus(resp)
+}
+
+// unavailableStatus drains resp and returns the UNAVAILABLE error for its
+// status (anything but 200 and 304).
+func unavailableStatus(resp *http.Response) *UnavailableError {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return statusError(resp.StatusCode)
 }

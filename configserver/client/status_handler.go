@@ -47,8 +47,12 @@ type StatusOptions struct {
 //
 //	GET  /status  the bundle.RuntimeStatus JSON (control token scope "status")
 //	POST /reload  loads now (Load), then answers the RuntimeStatus JSON
-//	              with the load's outcome in lastLoad (scope "reload";
-//	              each token id is accepted once)
+//	              with the load's outcome in lastLoad (scope "reload")
+//	POST /prefetch verifies the staged candidate now (Prefetch), then
+//	              answers with its result in the candidate slot (scope
+//	              "prefetch")
+//
+// Each reload or prefetch token id is accepted once.
 //
 // Control tokens are ES256 compact JWS tokens (internal/controltoken: typ
 // configpub-control+jwt, aud host/serviceId/envTag, scope, iat, exp at most
@@ -111,25 +115,33 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		writeJSON(w, h.c.Status())
-	case "/reload":
+	case "/reload", "/prefetch":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
 			writePeerError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "use POST")
 			return
 		}
-		claims, ok := h.authorize(w, r, controltoken.ScopeReload)
+		scope := controltoken.ScopeReload
+		if r.URL.Path == "/prefetch" {
+			scope = controltoken.ScopePrefetch
+		}
+		claims, ok := h.authorize(w, r, scope)
 		if !ok {
 			return
 		}
 		if !h.once(claims, h.c.opts.Clock.Now()) {
-			writeControlError(w, ReasonControlTokenReplayed, "control token already used for a reload")
+			writeControlError(w, ReasonControlTokenReplayed, "control token already used")
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), h.opts.ReloadTimeout)
 		defer cancel()
-		ev, err := h.c.Load(ctx)
-		if h.opts.AfterReload != nil {
-			h.opts.AfterReload(ctx, ev, err)
+		if scope == controltoken.ScopePrefetch {
+			_, _ = h.c.Prefetch(ctx) // the result is in the candidate slot
+		} else {
+			ev, err := h.c.Load(ctx)
+			if h.opts.AfterReload != nil {
+				h.opts.AfterReload(ctx, ev, err)
+			}
 		}
 		writeJSON(w, h.c.Status())
 	default:

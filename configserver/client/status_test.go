@@ -142,6 +142,16 @@ func TestStatusEndpointReportsCurrentLastKnownGoodAndRejected(t *testing.T) {
 	if code, _, reason := statusCall(t, h, http.MethodPost, "/reload", reload); code != 401 || reason != string(client.ReasonControlTokenReplayed) {
 		t.Fatalf("replayed reload token: got %d %s, want 401 %s", code, reason, client.ReasonControlTokenReplayed)
 	}
+	// A prefetch request verifies the staged candidate (this test server
+	// serves release 2 for configPhase=candidate too) into the candidate slot.
+	if code, _, reason := statusCall(t, h, http.MethodPost, "/prefetch", sign(control, aud, controltoken.ScopeReload)); code != 401 || reason != string(client.ReasonControlTokenScope) {
+		t.Fatalf("reload token on /prefetch: got %d %s, want 401 %s", code, reason, client.ReasonControlTokenScope)
+	}
+	_, st, _ = statusCall(t, h, http.MethodPost, "/prefetch", sign(control, aud, controltoken.ScopePrefetch))
+	if st.Candidate == nil || st.Candidate.SnapshotID != r2.Manifest.SnapshotID || st.Candidate.Result != bundle.ResultReady {
+		t.Fatalf("prefetch answer: got candidate %+v, want release 2 READY", st.Candidate)
+	}
+
 	late := sign(control, aud, controltoken.ScopeStatus)
 	w.clock.Advance(2 * time.Minute)
 	if code, _, reason := statusCall(t, h, http.MethodGet, "/status", late); code != 401 || reason != string(client.ReasonControlTokenExpired) {

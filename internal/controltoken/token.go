@@ -38,8 +38,9 @@ const Issuer = "configpub-control-plane"
 
 // Scopes: what a token authorizes at a runtime.
 const (
-	ScopeStatus = "status" // GET <status>/status
-	ScopeReload = "reload" // POST <status>/reload
+	ScopeStatus   = "status"   // GET <status>/status
+	ScopeReload   = "reload"   // POST <status>/reload
+	ScopePrefetch = "prefetch" // POST <status>/prefetch
 )
 
 // MaxLifetime bounds exp - iat of an accepted token.

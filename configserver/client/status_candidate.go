@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// OutcomeReady: a prefetched candidate passed every check; it is held, not
+// applied (Prefetch only).
+const OutcomeReady Outcome = bundle.ResultReady
+
+// Prefetch fetches the candidate snapshot of the identity's staged release
+// (GET /configs?...&configPhase=candidate), verifies it with every check of
+// a load — signature, identity, replay and epoch floor, lease, digests,
+// strict parse, envelope, activation window — and holds it without applying
+// it: the current snapshot, the seen-state and the last-known-good do not
+// change. The status endpoint then reports it in its candidate slot, READY
+// or REJECTED with the reason, which a control-plane readback records as a
+// candidate-phase receipt (two-phase activation waits for READY). The
+// evidence's outcome is READY, REJECTED or UNAVAILABLE (NOT_FOUND when
+// nothing is staged); err is nil exactly when it is READY.
+func (c *Client) Prefetch(ctx context.Context) (*Evidence, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restoreOnce(ctx)
+	now := c.opts.Clock.Now()
+	ev := c.newEvidence(SourceServer, now)
+	err := c.ensureSeen()
+	if err == nil {
+		err = c.prefetch(ctx, now, ev)
+	}
+	if err != nil {
+		ev.fail(err)
+	} else {
+		ev.Outcome, ev.Reason = OutcomeReady, ReasonCandidateVerified
+	}
+	if cur := c.current(); cur != nil {
+		ev.CurrentSnapshotID = cur.SnapshotID
+	}
+	ev.LastKnownGoodSnapshotID = c.lkgSnapshotID
+	if ev.Outcome == OutcomeReady || ev.Outcome == OutcomeRejected {
+		c.st.noteCandidate(ev)
+	}
+	c.opts.Logger.Info("config prefetch", "outcome", ev.Outcome, "reason", ev.Reason, "identity", c.opts.Identity.String(),
+		"snapshotId", ev.SnapshotID, "artifactDigest", ev.ArtifactDigest)
+	return ev, err
+}
+
+// ReasonCandidateVerified: a prefetched candidate passed every check.
+const ReasonCandidateVerified Reason = "CANDIDATE_VERIFIED"
+
+func (c *Client) prefetch(ctx context.Context, now time.Time, ev *Evidence) error {
+	if c.opts.ServerURL == "" {
+		return &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.configsURL+"&configPhase=candidate", nil)
+	if err != nil {
+		return &UnavailableError{Reason: ReasonUnreachable, Err: err}
+	}
+	req.Header.Set("Accept", "application/yaml")
+	if err := c.authorize(ctx, req); err != nil {
+		return &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+	}
+	resp, err := c.do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return unavailableStatus(resp)
+	}
+	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), ev)
+	if err != nil {
+		return err
+	}
+	ev.fromSnapshot(v.snap)
+	return nil
+}
+
+// noteCandidate records a prefetch's result in the candidate slot.
+func (s *statusState) noteCandidate(ev *Evidence) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	result := bundle.ResultRejected
+	if ev.Outcome == OutcomeReady {
+		result = bundle.ResultReady
+	}
+	s.candidate = evidenceState(ev, result, ev.ObservedAt.UTC().Format(time.RFC3339Nano))
+}

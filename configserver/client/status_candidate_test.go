@@ -1,0 +1,89 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+)
+
+// TestPrefetchHoldsACandidateWithoutApplyingIt: the current release 1 runs;
+// the staged release 2 is prefetched (configPhase=candidate), verified and
+// reported READY in the status's candidate slot (a candidate-phase
+// receipt) while release 1 stays current, last-known-good and the replay
+// floor; a tampered candidate is REJECTED there; with nothing staged the
+// prefetch is UNAVAILABLE NOT_FOUND and the slot keeps its last result.
+func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
+	w := newWorld(t)
+	r1, r2 := w.build(w.spec(1)), w.build(w.spec(2))
+	var tamper, staged atomic.Bool
+	staged.Store(true)
+	w.srv.setRaw(func(rw http.ResponseWriter, r *http.Request) {
+		rel := r1
+		if r.URL.Query().Get("configPhase") == "candidate" {
+			if !staged.Load() {
+				http.Error(rw, `{"error":"no candidate"}`, http.StatusNotFound)
+				return
+			}
+			rel = r2
+		}
+		for k, v := range rel.headers() {
+			rw.Header()[k] = v
+		}
+		body := rel.Values
+		if tamper.Load() && rel == r2 {
+			body = bytes.Clone(body)
+			body[len(body)/2] ^= 1
+		}
+		rw.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = rw.Write(body)
+	})
+	c := w.client()
+	mustLoad(t, c, client.OutcomeApplied)
+
+	ev, err := c.Prefetch(context.Background())
+	if err != nil || ev.Outcome != client.OutcomeReady || ev.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("prefetch: got %+v, %v; want READY %s", ev, err, r2.Manifest.SnapshotID)
+	}
+	st := c.Status()
+	if st.Current == nil || st.Current.SnapshotID != r1.Manifest.SnapshotID || st.LastKnownGood.SnapshotID != r1.Manifest.SnapshotID {
+		t.Fatalf("after prefetch: current %+v lkg %+v, want release 1 in both", st.Current, st.LastKnownGood)
+	}
+	if st.Candidate == nil || st.Candidate.SnapshotID != r2.Manifest.SnapshotID || st.Candidate.Result != bundle.ResultReady ||
+		st.Candidate.ArtifactDigest != r2.ArtifactDigest() {
+		t.Fatalf("candidate slot: got %+v, want release 2 READY", st.Candidate)
+	}
+	var cand *bundle.Receipt
+	for _, r := range st.Receipts("http://runtime") {
+		if r.Phase == bundle.PhaseCandidate {
+			cand = &r
+		}
+	}
+	if cand == nil || cand.Result != bundle.ResultReady || cand.SnapshotID != r2.Manifest.SnapshotID || cand.RunningSnapshotID != r1.Manifest.SnapshotID {
+		t.Fatalf("candidate receipt: got %+v, want READY for release 2 while running release 1", cand)
+	}
+	// The seen floor did not move: release 1 (sequence 1) still loads.
+	if ev, err := c.Load(context.Background()); err != nil || ev.Outcome == client.OutcomeRejected {
+		t.Fatalf("load of release 1 after prefetching release 2: %+v, %v", ev, err)
+	}
+
+	tamper.Store(true)
+	if ev, err := c.Prefetch(context.Background()); err == nil || ev.Outcome != client.OutcomeRejected {
+		t.Fatalf("tampered candidate: got %+v, %v; want REJECTED", ev, err)
+	}
+	if st := c.Status(); st.Candidate.Result != bundle.ResultRejected || st.Candidate.Reason == "" || st.Current.SnapshotID != r1.Manifest.SnapshotID {
+		t.Fatalf("after a tampered candidate: got candidate %+v current %+v", st.Candidate, st.Current)
+	}
+	staged.Store(false)
+	if ev, _ := c.Prefetch(context.Background()); ev.Outcome != client.OutcomeUnavailable || ev.Reason != client.ReasonNotFound {
+		t.Fatalf("nothing staged: got %s %s, want UNAVAILABLE NOT_FOUND", ev.Outcome, ev.Reason)
+	}
+	if st := c.Status(); st.Candidate.Result != bundle.ResultRejected {
+		t.Fatalf("candidate slot after NOT_FOUND: got %+v, want the last result kept", st.Candidate)
+	}
+}
