@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/registry"
 )
@@ -21,6 +23,9 @@ type ManifestAttacher interface {
 
 var _ ManifestAttacher = (*registry.Client)(nil)
 
+// attachConcurrency bounds the attaches in flight.
+const attachConcurrency = 8
+
 // AttachResult reports AttachDeliveryManifests.
 type AttachResult struct {
 	Attached []string // host/serviceId whose current manifest is attached (new or already there)
@@ -37,7 +42,8 @@ type AttachResult struct {
 // and an artifact whose pointer moved away keeps only manifests that are
 // superseded (a runtime refuses them by sequence) and expire with their
 // lease. Revoked snapshots get nothing. It reads the store and writes only
-// to the registry; the first registry failure stops it (re-run to finish).
+// to the registry, up to eight artifacts at a time; a registry failure
+// stops it (re-run to finish: what was attached stays attached).
 func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg ManifestAttacher) (*AttachResult, error) {
 	if envTag == "" {
 		return nil, invalid("envTag", "empty")
@@ -72,6 +78,7 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 		return nil, fmt.Errorf("attach delivery manifests %s: %w", envTag, dbErr("read pointers", err))
 	}
 	res := &AttachResult{}
+	var todo []current
 	for _, c := range cs {
 		if c.revoked || c.ref == "" {
 			res.Skipped = append(res.Skipped, c.id)
@@ -82,9 +89,22 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 			return res, fmt.Errorf("attach delivery manifests %s: %s: stored manifest: %w: %w", envTag, c.id, ErrIntegrity, err)
 		}
 		c.m.IssuedAt = dm.IssuedAt
-		if _, err := reg.AttachDeliveryManifest(ctx, c.ref, c.m); err != nil {
-			return res, fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id, err)
-		}
+		todo = append(todo, c)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(attachConcurrency)
+	for _, c := range todo {
+		g.Go(func() error {
+			if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
+				return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return res, err
+	}
+	for _, c := range todo {
 		res.Attached = append(res.Attached, c.id)
 	}
 	return res, nil
