@@ -124,6 +124,7 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 // releaseInfo is what the rollout layer reads of a release.
 type releaseInfo struct {
 	State   string
+	Outcome string
 	Rollout bundle.Rollout
 }
 
@@ -132,8 +133,8 @@ type releaseInfo struct {
 func readRelease(ctx context.Context, q querier, envTag string, version int64) (*releaseInfo, error) {
 	var ri releaseInfo
 	var raw []byte
-	err := q.QueryRow(ctx, `SELECT lifecycle_state, rollout FROM configpub.config_release
-		WHERE env_tag = $1 AND release_version = $2`, envTag, version).Scan(&ri.State, &raw)
+	err := q.QueryRow(ctx, `SELECT lifecycle_state, execution_outcome, rollout FROM configpub.config_release
+		WHERE env_tag = $1 AND release_version = $2`, envTag, version).Scan(&ri.State, &ri.Outcome, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, ErrNotFound)
 	}

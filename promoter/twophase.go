@@ -2,6 +2,7 @@ package promoter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -106,6 +107,10 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
 	}
 	in.Reason = reason
+	if ri.Outcome == OutcomeIntegrityError {
+		return nil, fmt.Errorf("activate %s release %d: its outcome is INTEGRITY_ERROR (receipts contradict the journal; see its history); nothing moved: %w",
+			in.EnvTag, in.Release, ErrIntegrity)
+	}
 	if ri.Rollout.TwoPhase() && ri.State == StateStaged {
 		if err := s.awaitReady(ctx, in, opts); err != nil {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
@@ -134,6 +139,11 @@ func (s *Store) awaitReady(ctx context.Context, in MoveInput, opts ActivateOptio
 		required, err := movingSnapshots(ctx, s.pool, in.EnvTag, in.Release)
 		if err != nil {
 			return err
+		}
+		if c, err := contradictedCandidate(ctx, s.pool, in.EnvTag, in.Release); err != nil {
+			return err
+		} else if c != nil {
+			return s.markIntegrityError(ctx, in, c)
 		}
 		receipts, err := src.CandidateReceipts(ctx, in.EnvTag, in.Release)
 		if err != nil {
@@ -259,4 +269,66 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 			Outcome: OutcomeNotApplied, Actor: in.Actor, Reason: in.Reason, Detail: "candidate rejected; no pointer moved"})
 	}
 	return rej
+}
+
+// contradiction is a receipt that contradicts the journal.
+type contradiction struct {
+	Identity, SnapshotID string
+	EvidenceID           int64
+}
+
+// contradictedCandidate returns a receipt saying a runtime runs (current
+// phase, APPLIED) a candidate snapshot of the staged release that no
+// pointer move ever gave that identity, or nil.
+func contradictedCandidate(ctx context.Context, q querier, envTag string, version int64) (*contradiction, error) {
+	var c contradiction
+	err := q.QueryRow(ctx, `SELECT e.host || '/' || e.service_id, e.snapshot_id::text, e.evidence_id
+		FROM configpub.config_release_target rt
+		JOIN configpub.runtime_evidence e ON e.env_tag = rt.env_tag AND e.host = rt.host
+			AND e.service_id = rt.service_id AND e.snapshot_id = rt.snapshot_id
+		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND e.kind = 'receipt' AND e.phase = 'current'
+		  AND e.outcome = 'APPLIED'
+		  AND NOT EXISTS (SELECT 1 FROM configpub.pointer_move m WHERE m.env_tag = rt.env_tag AND m.host = rt.host
+			AND m.service_id = rt.service_id AND m.next_snapshot_id = rt.snapshot_id)
+		ORDER BY e.evidence_id LIMIT 1`, envTag, version).Scan(&c.Identity, &c.SnapshotID, &c.EvidenceID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr("check receipts against the journal", err)
+	}
+	return &c, nil
+}
+
+// markIntegrityError settles a staged release whose receipts contradict
+// the journal: execution outcome INTEGRITY_ERROR, the evidence journaled,
+// nothing moved; it is not activated until a human decides.
+func (s *Store) markIntegrityError(ctx context.Context, in MoveInput, c *contradiction) error {
+	cmd := moveCommand(ActionActivate, in)
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		now := s.now()
+		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
+		if err != nil {
+			return err
+		}
+		rel, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
+		if err != nil {
+			return err
+		}
+		if rel.State != StateStaged || rel.Outcome == OutcomeIntegrityError || e.Pending == in.Release {
+			return nil
+		}
+		return mutate(ctx, tx, rel, event{Kind: "integrity-error", ToState: rel.State, ToOutcome: OutcomeIntegrityError,
+			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
+			Evidence: map[string]any{"identity": c.Identity, "snapshotId": c.SnapshotID, "evidenceId": c.EvidenceID,
+				"finding": "a receipt says the runtime runs a candidate snapshot no pointer move ever gave it"}})
+	})
+	if err != nil {
+		return err
+	}
+	s.emit(ctx, Event{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateStaged,
+		Outcome: OutcomeIntegrityError, Actor: in.Actor,
+		Detail: fmt.Sprintf("receipt %d: %s reports running candidate %s that was never activated; nothing moved", c.EvidenceID, c.Identity, c.SnapshotID)})
+	return fmt.Errorf("release %s/%d: receipt %d says %s runs candidate snapshot %s, which no pointer move ever gave it; outcome INTEGRITY_ERROR, nothing moved, a human decides: %w",
+		in.EnvTag, in.Release, c.EvidenceID, c.Identity, c.SnapshotID, ErrIntegrity)
 }

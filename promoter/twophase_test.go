@@ -98,12 +98,11 @@ func TestTwoPhaseActivationWaitsForEveryCandidate(t *testing.T) {
 	}
 	f.wantPointersAt(t, r1)
 
-	// Two READY; the third READY only for its old snapshot, and an APPLIED
-	// current-phase receipt does not count either.
+	// Two READY; the third READY only for its old snapshot, which does not
+	// count.
 	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
 	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCandidate, bundle.ResultReady, "")
 	f.writeReceipt(t, r1.Targets[2], bundle.PhaseCandidate, bundle.ResultReady, "")
-	f.writeReceipt(t, r2.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
 	_, err = f.store.ActivateRelease(ctx, in, opts)
 	if !errors.As(err, &nr) || strings.Join(nr.Missing, ",") != "host-00002/svc" || nr.Ready != 2 ||
 		!strings.Contains(err.Error(), "host-00002/svc") || !strings.Contains(err.Error(), "nothing moved") {
@@ -345,4 +344,48 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d: %d runs; after the kill %d at release 1, %d at release 2", seed, runs, atOld, atNew)
+}
+
+// TestTwoPhaseReceiptContradictingTheJournalIsAnIntegrityError: every
+// candidate is READY, but one runtime's receipt says it already runs its
+// candidate snapshot, which no pointer move ever gave it. The activation
+// keeps the evidence, sets the execution outcome INTEGRITY_ERROR (shown by
+// status), moves nothing, and refuses again until a human decides.
+func TestTwoPhaseReceiptContradictingTheJournalIsAnIntegrityError(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1, r2 := f.stageTwoPhase(t, "prod", 3)
+	for _, tg := range r2.Targets {
+		f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+	}
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	in := promoter.MoveInput{CommandID: id("act"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	_, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 50 * time.Millisecond})
+	if !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), "host-00001/svc") || !strings.Contains(err.Error(), "nothing moved") {
+		t.Fatalf("got %v, want an integrity error naming host-00001/svc", err)
+	}
+	f.wantPointersAt(t, r1)
+	if s, o := f.releaseState(t, "prod", 2); s != promoter.StateStaged || o != promoter.OutcomeIntegrityError {
+		t.Fatalf("release 2 is %s/%s, want STAGED/INTEGRITY_ERROR", s, o)
+	}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Releases {
+		if r.ReleaseVersion == 2 && r.Outcome != promoter.OutcomeIntegrityError {
+			t.Fatalf("status shows release 2 outcome %s", r.Outcome)
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM configpub.config_release_journal WHERE release_version = 2
+		AND event_kind = 'integrity-error' AND evidence->>'identity' = 'host-00001/svc'`); n != 1 {
+		t.Fatalf("%d integrity-error journal rows, want 1", n)
+	}
+	if _, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("again"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "again"},
+		promoter.ActivateOptions{}); !errors.Is(err, promoter.ErrIntegrity) {
+		t.Fatalf("activating again: %v, want refused", err)
+	}
+	f.wantPointersAt(t, r1)
+	f.checkJournal(t)
 }
