@@ -80,7 +80,7 @@ bench-server: ensure-postgres
 ## with them against the embedded and the stand-alone registry.
 compat: ensure-postgres
 	./scripts/compat.sh
-	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -count=1 -v -run '^TestCosignVerifiesServedManifest$$' ./configserver/
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -count=1 -v -run '^(TestCosignVerifiesServedManifest|TestVerifyScript)$$' ./configserver/
 
 ## bench-publish: publish 1,000 generated targets to a loopback in-process Distribution v3
 ## registry (filesystem storage on the local disk, then in memory), interleaved per round with

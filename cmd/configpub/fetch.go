@@ -17,6 +17,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/client/ocipull"
+	"github.com/configpub/configpub/internal/reloadhook"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
 )
@@ -38,6 +39,9 @@ type fetchFlags struct {
 	report    bool
 	status    statusFlags
 	handleMu  *sync.Mutex // serializes handle between the watch loop and reload requests
+	exec      string
+	signal    string
+	hook      *reloadhook.Hook // built from exec and signal by runFetch
 }
 
 func addFetchCmd(root *cobra.Command) {
@@ -62,7 +66,13 @@ verified; --out is removed so nothing unverified stays usable).
 With --watch it keeps the file current until interrupted and exits 0: each request asks the
 server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
 within about a second of its commit; a server that does not hold requests is polled every
---interval with jitter (jittered back-off on failure).`,
+--interval with jitter (jittered back-off on failure).
+A reload hook tells a runtime in any language that --out changed: --exec CMD runs CMD with
+/bin/sh -c and CONFIGPUB_EVENT (applied or removed), CONFIGPUB_FILE, CONFIGPUB_SNAPSHOT_ID,
+CONFIGPUB_PUBLICATION_ID, CONFIGPUB_ARTIFACT_DIGEST and CONFIGPUB_RELEASE_VERSION in its
+environment; --signal PID[:SIGNAL] sends SIGNAL (default HUP) to PID. The hook runs after
+each write of a changed --out and after its removal when failing closed, never for an
+unchanged load or a renewed lease; a failing hook is reported (exit 1 without --watch).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFetch(cmd, f) },
 	}
@@ -85,6 +95,8 @@ within about a second of its commit; a server that does not hold requests is pol
 	fl.StringVar(&f.status.listen, "status-listen", "", "with --watch: serve the runtime status endpoint (GET /status, POST /reload, GET /metrics) on ADDR")
 	fl.StringVar(&f.status.controlPub, "control-pub", "", "cosign.pub of the control plane, whose tokens open /status and /reload (required with --status-listen)")
 	fl.BoolVar(&f.status.anonymous, "status-anonymous", false, "serve GET /status without a control token (POST /reload always needs one)")
+	fl.StringVar(&f.exec, "exec", "", "after each change of --out, run CMD with /bin/sh -c (env CONFIGPUB_EVENT, CONFIGPUB_FILE, CONFIGPUB_SNAPSHOT_ID, CONFIGPUB_ARTIFACT_DIGEST, ...)")
+	fl.StringVar(&f.signal, "signal", "", "after each change of --out, send PID[:SIGNAL] (default HUP) to the runtime's process")
 	for _, name := range []string{"host", "service-id", "env-tag", "audience", "trust-key", "out"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -112,6 +124,11 @@ func (f fetchFlags) validate() error {
 	}
 	if f.oci != "" {
 		if _, _, err := registry.ParseRef(f.oci); err != nil {
+			return err
+		}
+	}
+	if f.signal != "" {
+		if _, _, err := reloadhook.ParseSignal(f.signal); err != nil {
 			return err
 		}
 	}
@@ -143,6 +160,10 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	}
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	f.hook = &reloadhook.Hook{Exec: f.exec, Output: errOut}
+	if f.signal != "" {
+		f.hook.PID, f.hook.Signal, _ = reloadhook.ParseSignal(f.signal) // checked by validate
+	}
 
 	if f.watch && f.status.listen != "" {
 		f.handleMu = &sync.Mutex{}
@@ -199,15 +220,28 @@ func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evi
 		f.handleMu.Lock()
 		defer f.handleMu.Unlock()
 	}
+	var event *reloadhook.Event
 	if snap, err := c.Current(); err == nil {
-		if err := writeIfChanged(f.out, snap.Values); err != nil {
+		changed, err := writeIfChanged(f.out, snap.Values)
+		if err != nil {
 			return err
 		}
-	} else if err := os.Remove(f.out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if changed {
+			event = &reloadhook.Event{File: f.out, SnapshotID: snap.SnapshotID, PublicationID: snap.PublicationID,
+				ArtifactDigest: snap.ArtifactDigest, ReleaseVersion: snap.Envelope.ReleaseVersion}
+		}
+	} else if err := os.Remove(f.out); err == nil {
+		event = &reloadhook.Event{File: f.out, Removed: true}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("fail closed: remove %s: %w", f.out, err)
 	}
 	if err := json.NewEncoder(out).Encode(ev); err != nil {
 		return err
+	}
+	if event != nil && f.hook != nil && f.hook.Enabled() {
+		if err := f.hook.Run(ctx, *event); err != nil {
+			return err
+		}
 	}
 	if f.report && (ev.Outcome == client.OutcomeApplied || ev.Outcome == client.OutcomeRejected) {
 		if err := c.ReportEvidence(ctx, ev); err != nil {
@@ -217,10 +251,11 @@ func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evi
 	return nil
 }
 
-// writeIfChanged replaces path atomically unless it already holds b.
-func writeIfChanged(path string, b []byte) error {
+// writeIfChanged replaces path atomically unless it already holds b, and
+// reports whether it did.
+func writeIfChanged(path string, b []byte) (bool, error) {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return nil
+		return false, nil
 	}
-	return client.WriteFile(path, b, 0o644)
+	return true, client.WriteFile(path, b, 0o644)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -385,5 +386,68 @@ func attachManifest(t *testing.T, rc *registry.Client, ref string, values []byte
 	if _, err := rc.AttachDeliveryManifest(context.Background(), ref, registry.SignedDeliveryManifest{
 		Manifest: mb, Signature: sig, KeyID: kid, Sequence: m.Sequence, IssuedAt: m.IssuedAt}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFetchReloadHook: --exec runs after the first write of --out with the
+// file and snapshot in its environment, not after an unchanged load, and
+// --signal delivers its signal to the runtime's process.
+func TestFetchReloadHook(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	cache, outFile, hookLog, sigLog := t.TempDir(), filepath.Join(dir, "values.yml"), filepath.Join(dir, "hook.log"), filepath.Join(dir, "sig.log")
+	// A runtime that records each SIGUSR1 it receives.
+	runtime := exec.Command("/bin/sh", "-c", `trap 'echo reload >> "$0"' USR1; echo ready >> "$0"; while :; do sleep 0.05; done`, sigLog)
+	if err := runtime.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = runtime.Process.Kill(); _ = runtime.Wait() })
+	waitFile(t, sigLog, "ready\n")
+
+	args := append(s.args(t, key, cache, outFile),
+		"--exec", `echo "$CONFIGPUB_EVENT $CONFIGPUB_FILE $CONFIGPUB_SNAPSHOT_ID $CONFIGPUB_ARTIFACT_DIGEST" >> `+hookLog,
+		"--signal", strconv.Itoa(runtime.Process.Pid)+":USR1")
+	if out, err := runCLI(args...); err != nil {
+		t.Fatalf("fetch: %v\n%s", err, out)
+	}
+	want := "applied " + outFile + " " + s.headers.Get("X-Config-Snapshot-Id") + " " + s.headers.Get("X-Artifact-Digest") + "\n"
+	if got, _ := os.ReadFile(hookLog); string(got) != want {
+		t.Fatalf("hook log after the first load: got %q, want %q", got, want)
+	}
+	waitFile(t, sigLog, "ready\nreload\n")
+	if out, err := runCLI(args...); err != nil { // unchanged: no hook
+		t.Fatalf("fetch: %v\n%s", err, out)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got, _ := os.ReadFile(hookLog); string(got) != want {
+		t.Fatalf("hook log after an unchanged load: got %q, want only the first run", got)
+	}
+	if got, _ := os.ReadFile(sigLog); string(got) != "ready\nreload\n" {
+		t.Fatalf("signals after an unchanged load: got %q, want one reload", got)
+	}
+	// A failing hook is reported.
+	_ = os.Remove(outFile)
+	failing := append(s.args(t, key, cache, outFile), "--exec", "exit 7")
+	if out, err := runCLI(failing...); exitCode(err) != exitRefused || !strings.Contains(out+err.Error(), "reload hook") {
+		t.Fatalf("failing hook: exit %d (%v), want 1 naming the reload hook\n%s", exitCode(err), err, out)
+	}
+	if _, err := runCLI(append(s.args(t, key, cache, outFile), "--signal", "0:HUP")...); exitCode(err) != exitUsage {
+		t.Fatalf("--signal 0:HUP: exit %d, want a usage error", exitCode(err))
+	}
+}
+
+// waitFile waits up to 5 s for path to hold want.
+func waitFile(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := os.ReadFile(path)
+		if string(got) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: got %q, want %q", path, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
