@@ -83,6 +83,11 @@ func (h *Hook) Run(ctx context.Context, e Event) error {
 			out = io.Discard
 		}
 		cmd.Stdout, cmd.Stderr = out, out
+		// The command's children go with it: its process group is killed
+		// at the timeout, and output pipes are not waited on past it.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = time.Second
 		if err := cmd.Run(); err != nil {
 			if cctx.Err() == context.DeadlineExceeded {
 				err = fmt.Errorf("timed out after %s", timeout)
