@@ -17,6 +17,34 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 )
 
+// flippingProxy forwards to target and flips one byte in the middle of the
+// body of every 200 answer to a path under prefix.
+func flippingProxy(t *testing.T, target, prefix string) *httptest.Server {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if !strings.HasPrefix(resp.Request.URL.Path, prefix) || resp.StatusCode != http.StatusOK {
+			return nil
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		b[len(b)/2] ^= 0x01
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		resp.ContentLength = int64(len(b))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // TestPinnedSessionAcrossReleasesRestartAndRevocation, against the real
 // server and database: a session pinned under release 1 keeps serving
 // release 1 after release 2 loads; a restarted runtime re-hydrates it by id
@@ -75,24 +103,7 @@ func TestPinnedSessionAcrossReleasesRestartAndRevocation(t *testing.T) {
 	}
 
 	// A tampered historical response: one body byte flipped on the way.
-	target, _ := url.Parse(e.srv.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if !strings.HasPrefix(resp.Request.URL.Path, "/configs/snapshots/") || resp.StatusCode != http.StatusOK {
-			return nil
-		}
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		b[len(b)/2] ^= 0x01
-		resp.Body = io.NopCloser(bytes.NewReader(b))
-		resp.ContentLength = int64(len(b))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	tampering := httptest.NewServer(proxy)
-	t.Cleanup(tampering.Close)
+	tampering := flippingProxy(t, e.srv.URL, "/configs/snapshots/")
 	viaProxy := goldenClient(t, e, tampering.URL, inCache)
 	_, err = viaProxy.Rehydrate(ctx, pin, client.PinOptions{})
 	var ve *client.VerificationError

@@ -2,15 +2,9 @@ package configserver_test
 
 import (
 	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,23 +65,7 @@ func TestVerifyScript(t *testing.T) {
 	}
 
 	// One body byte flipped between server and script.
-	target, _ := url.Parse(e.srv.URL)
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.ModifyResponse = func(resp *http.Response) error {
-		if resp.StatusCode != http.StatusOK {
-			return nil
-		}
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return err
-		}
-		b[len(b)/3] ^= 0x20
-		resp.Body = io.NopCloser(bytes.NewReader(b))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
-		return nil
-	}
-	flipping := httptest.NewServer(proxy)
-	t.Cleanup(flipping.Close)
+	flipping := flippingProxy(t, e.srv.URL, "/configs")
 	for _, mode := range modes {
 		out := filepath.Join(dir, "flipped.yml")
 		got, err := run(flipping.URL, out, mode...)
