@@ -20,18 +20,24 @@ const (
 // It holds everything a recompile at the same commit needs to reproduce the
 // release byte for byte. Field order is the order written.
 type Manifest struct {
-	APIVersion              string  `json:"apiVersion"`
-	Kind                    string  `json:"kind"`
-	EnvTag                  string  `json:"envTag"`
-	ReleaseVersion          int64   `json:"releaseVersion"`
-	BaseReleaseVersion      int64   `json:"baseReleaseVersion"`
-	CreatedAt               string  `json:"createdAt"`
-	SourceEventSequence     int64   `json:"sourceEventSequence"`
-	CompatibilityGeneration int64   `json:"compatibilityGeneration"`
-	RevocationEpoch         int64   `json:"revocationEpoch"`
-	SchemaVersion           int     `json:"schemaVersion"`
-	Renderer                string  `json:"renderer"`
-	Inputs                  []Input `json:"inputs"`
+	APIVersion              string `json:"apiVersion"`
+	Kind                    string `json:"kind"`
+	EnvTag                  string `json:"envTag"`
+	ReleaseVersion          int64  `json:"releaseVersion"`
+	BaseReleaseVersion      int64  `json:"baseReleaseVersion"`
+	CreatedAt               string `json:"createdAt"`
+	SourceEventSequence     int64  `json:"sourceEventSequence"`
+	CompatibilityGeneration int64  `json:"compatibilityGeneration"`
+	RevocationEpoch         int64  `json:"revocationEpoch"`
+	SchemaVersion           int    `json:"schemaVersion"`
+	Renderer                string `json:"renderer"`
+	// Inputs are the input files of the release that are not one host's
+	// alone (the repository and environment documents always); the inputs
+	// of one host are digested per host in HostInputs.
+	Inputs []Input `json:"inputs"`
+	// HostInputs is, per host of the sharded layout, the digest of the
+	// inputs only that host's targets read (InputsDigest), sorted by host.
+	HostInputs []HostInputs `json:"hostInputs,omitempty"`
 	// LeaseProfiles are the lease profiles the targets name, so the
 	// manifest can be checked on its own: every target's window is its
 	// profile applied to its createdAt.
@@ -44,8 +50,11 @@ type Manifest struct {
 	// may never change.
 	WorkflowLedger []LedgerEntry `json:"workflowLedger"`
 	Targets        []TargetEntry `json:"targets"`
-	// ReleaseDigest is "sha256:" over the JCS bytes of every other field.
+	// ReleaseDigest is the release digest (see Files).
 	ReleaseDigest string `json:"releaseDigest,omitempty"`
+	// SingleFile: the manifest was read from the single-file layout of
+	// releases before shards (the next compile rewrites it sharded).
+	SingleFile bool `json:"-"`
 }
 
 // LeaseProfile is a named lease profile as Go duration strings: the
@@ -83,6 +92,9 @@ type Subject struct {
 	PolicySnapshotID string `json:"policySnapshotId"`
 	PolicyVersion    int64  `json:"policyVersion"`
 	PolicyDigest     string `json:"policyDigest"`
+	// Host is the host whose shard lists the subject: the one host all
+	// its targets are on ("" when they are on several, or none: the root).
+	Host string `json:"host,omitempty"`
 }
 
 // WorkflowVersion pins one workflow version's definition digest, so a
@@ -93,6 +105,9 @@ type WorkflowVersion struct {
 	Version string `json:"version"`
 	State   string `json:"state"`
 	Digest  string `json:"digest"`
+	// Host is the workflow's host, whose shard lists the version ("" for
+	// the root).
+	Host string `json:"host,omitempty"`
 }
 
 // LedgerEntry is one PUBLISHED workflow version of the workflow ledger:
@@ -202,9 +217,19 @@ func (m *Manifest) Subject(kind, name string) *Subject {
 	return nil
 }
 
-// Digest returns the releaseDigest: "sha256:" + hex SHA-256 of the JCS bytes
-// of the manifest without its releaseDigest field.
+// Digest returns the releaseDigest of the sharded layout (see Files),
+// without changing m.
 func (m *Manifest) Digest() (string, error) {
+	c := m.clone()
+	if _, err := c.Files(); err != nil {
+		return "", err
+	}
+	return c.ReleaseDigest, nil
+}
+
+// legacyDigest is the releaseDigest of the single-file layout: "sha256:"
+// over the JCS bytes of the manifest without its releaseDigest field.
+func (m *Manifest) legacyDigest() (string, error) {
 	v, err := m.value()
 	if err != nil {
 		return "", err
@@ -220,31 +245,36 @@ func digestOf(v *render.Value) (string, error) {
 	return d, nil
 }
 
-// Marshal sets ReleaseDigest and returns the manifest's canonical YAML bytes
-// (renderer profile configpub-yaml/1, fields in declaration order).
+// Marshal sets ReleaseDigest and returns the release as one release
+// archive (Archive of Files): the form in which releases are stored,
+// hashed, compared and recorded.
 func (m *Manifest) Marshal() ([]byte, error) {
-	v, err := m.value()
+	files, err := m.Files()
 	if err != nil {
 		return nil, err
 	}
-	d, err := digestOf(v)
-	if err != nil {
-		return nil, err
-	}
-	m.ReleaseDigest = d
-	v.Add("releaseDigest", render.String(d))
-	b, err := render.YAML(v)
-	if err != nil {
-		return nil, fmt.Errorf("marshal release manifest: %w", err)
-	}
-	return b, nil
+	return Archive(files), nil
 }
 
-// ParseManifest reads a release manifest strictly: YAML refusals as in
-// internal/yamlstrict, unknown fields, a manifest that breaks its own
-// invariants (Validate; ErrInvalidManifest) and a releaseDigest that does
-// not match the content are errors. file names the manifest in messages.
+// ParseManifest reads a release strictly from a release archive (see
+// ParseFiles) or, for releases written before the sharded layout, from a
+// single-file manifest: YAML refusals as in internal/yamlstrict, unknown
+// fields, a manifest that breaks its own invariants (Validate;
+// ErrInvalidManifest) and a releaseDigest that does not match the content
+// are errors. file names the manifest in messages.
 func ParseManifest(file string, b []byte) (*Manifest, error) {
+	if IsArchive(b) {
+		files, err := SplitArchive(b)
+		if err != nil {
+			return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
+		}
+		return ParseFiles(files)
+	}
+	return parseSingleFile(file, b)
+}
+
+// parseSingleFile reads a manifest of the single-file layout.
+func parseSingleFile(file string, b []byte) (*Manifest, error) {
 	doc, err := yamlstrict.Parse(file, b)
 	if err != nil {
 		return nil, fmt.Errorf("parse release manifest: %w", err)
@@ -259,15 +289,29 @@ func ParseManifest(file string, b []byte) (*Manifest, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
 	}
+	if len(m.HostInputs) > 0 {
+		return nil, fmt.Errorf("parse release manifest %s: %w: hostInputs in a single-file manifest", file, ErrInvalidManifest)
+	}
+	for _, x := range m.Subjects {
+		if x.Host != "" {
+			return nil, fmt.Errorf("parse release manifest %s: %w: subjects name no host in a single-file manifest", file, ErrInvalidManifest)
+		}
+	}
+	for _, w := range m.Workflows {
+		if w.Host != "" {
+			return nil, fmt.Errorf("parse release manifest %s: %w: workflows name no host in a single-file manifest", file, ErrInvalidManifest)
+		}
+	}
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
 	}
-	want, err := m.Digest()
+	want, err := m.legacyDigest()
 	if err != nil {
 		return nil, err
 	}
 	if m.ReleaseDigest != want {
 		return nil, fmt.Errorf("parse release manifest %s: %w: releaseDigest %s, content digests to %s", file, ErrDigestMismatch, m.ReleaseDigest, want)
 	}
+	m.SingleFile = true
 	return &m, nil
 }

@@ -67,7 +67,10 @@ func (t *Target) Identity() bundle.Identity {
 // Result is the outcome of a compile.
 type Result struct {
 	Manifest      *bundle.Manifest // the release manifest
-	ManifestBytes []byte           // exact bytes of releases/<envTag>.yaml
+	// ManifestBytes is the release as one release archive
+	// (bundle.Archive): releases/<envTag>.yaml and its shards
+	// releases/<envTag>/<host>.yaml, exact bytes.
+	ManifestBytes []byte
 	// UpToDate: the committed manifest is exactly what the sources and the
 	// trusted previous release derive (byte-identical). Stale explains
 	// why not.
@@ -146,7 +149,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	committed, cbytes, err := loadCommitted(fsys, opts.EnvTag)
+	committed, cbytes, unlisted, err := loadCommitted(fsys, opts.EnvTag)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +181,14 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return d, nil
 		}
 		derived = d
-		verr = firstDifference(committed, d.Manifest, prev)
+		switch {
+		case committed.SingleFile:
+			verr = fmt.Errorf("%w: %s is a single-file release manifest; configpub compile rewrites it as a root and one shard per host under %s/", ErrStale, ManifestPath(opts.EnvTag), bundle.ShardDir(opts.EnvTag))
+		case len(unlisted) > 0:
+			verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, unlisted[0], ManifestPath(opts.EnvTag))
+		default:
+			verr = firstDifference(committed, d.Manifest, prev)
+		}
 	}
 
 	// Not verified: what `configpub compile` writes instead.
@@ -197,25 +207,83 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// loadCommitted reads and checks releases/<env>.yaml (nil when absent). A
-// manifest that breaks its own invariants is stale.
-func loadCommitted(fsys fs.FS, env string) (*bundle.Manifest, []byte, error) {
+// loadCommitted reads and checks the committed release (nil when absent):
+// the root releases/<env>.yaml and every shard it lists, as one release
+// archive; a root of the single-file layout is read as it is. A manifest
+// that breaks its own invariants is stale. extra names the files in
+// releases/<env>/ that the root does not list (they make the release
+// stale; compile removes them); their bytes are appended to the returned
+// bytes so that those never equal a derived release.
+func loadCommitted(fsys fs.FS, env string) (m *bundle.Manifest, b []byte, extra []string, err error) {
 	p := ManifestPath(env)
-	b, err := fs.ReadFile(fsys, p)
+	root, err := fs.ReadFile(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, nil, nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	m, err := bundle.ParseManifest(p, b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+	if bundle.IsSharded(root) {
+		refs, err := bundle.ShardRefs(p, root)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+		}
+		files := make([]bundle.ReleaseFile, 0, 1+len(refs))
+		files = append(files, bundle.ReleaseFile{Path: p, Bytes: root})
+		listed := map[string]bool{}
+		for _, r := range refs {
+			sp := bundle.ShardPath(env, r.Host)
+			sb, err := fs.ReadFile(fsys, sp)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, nil, fmt.Errorf("%w: %s lists shard %s, which does not exist", ErrStale, p, sp)
+			}
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("read %s: %w", sp, err)
+			}
+			listed[sp] = true
+			files = append(files, bundle.ReleaseFile{Path: sp, Bytes: sb})
+		}
+		if m, err = bundle.ParseFiles(files); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+		}
+		b = bundle.Archive(files)
+		extra, err = unlistedShards(fsys, env, listed)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		for _, x := range extra {
+			b = append(b, "--- # "+x+"\n"...)
+		}
+	} else {
+		if m, err = bundle.ParseManifest(p, root); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+		}
+		b = root
 	}
 	if m.EnvTag != env {
-		return nil, nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", m.EnvTag, env)}
+		return nil, nil, nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", m.EnvTag, env)}
 	}
-	return m, b, nil
+	return m, b, extra, nil
+}
+
+// unlistedShards lists the entries of releases/<env>/ the root does not
+// list, sorted.
+func unlistedShards(fsys fs.FS, env string, listed map[string]bool) ([]string, error) {
+	dir := bundle.ShardDir(env)
+	ents, err := fs.ReadDir(fsys, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		if p := dir + "/" + e.Name(); !listed[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 // previousRelease returns the trusted release N-1 for the committed release
@@ -384,30 +452,22 @@ func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
 
 func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
 	m := c.m
-	inputs := files{}
-	inputs.add(m.repo.src)
-	inputs.add(c.envDoc.src)
+	in, hostIn, all, err := c.placeInputs(out)
+	if err != nil {
+		return nil, err
+	}
 	anyChanged := false
 	for i := range out {
-		inputs.merge(out[i].InputDigests)
 		if out[i].Changed {
 			anyChanged = true
 		}
 	}
-	in := make([]bundle.Input, 0, len(inputs))
-	for _, p := range sortedKeys(inputs) {
-		in = append(in, bundle.Input{Path: p, Digest: inputs[p]})
-	}
-	subjects := make([]bundle.Subject, 0, len(c.subjVer))
-	for _, s := range c.subjVer {
-		subjects = append(subjects, *s)
-	}
-	sort.Slice(subjects, func(i, j int) bool {
-		if subjects[i].Kind != subjects[j].Kind {
-			return subjects[i].Kind < subjects[j].Kind
+	subjects := c.placeSubjects(ts)
+	for i := range workflows {
+		if w := m.workflows[workflows[i].Name]; w != nil {
+			workflows[i].Host = w.spec.Host
 		}
-		return subjects[i].Name < subjects[j].Name
-	})
+	}
 	profiles, err := c.leaseProfiles(ts)
 	if err != nil {
 		return nil, err
@@ -421,10 +481,13 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	var man *bundle.Manifest
 	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
-		equalSlices(c.base.Inputs, in) && equalSlices(c.base.Subjects, subjects) && equalSlices(c.base.Workflows, workflows) && equalSlices(c.base.WorkflowLedger, ledger) {
-		// Nothing changed: reproduce the committed release.
+		c.sameInputs(in, hostIn, all) && equalSlices(unplaced(c.base.Subjects), unplaced(subjects)) &&
+		equalSlices(unplacedWorkflows(c.base.Workflows), unplacedWorkflows(workflows)) && equalSlices(c.base.WorkflowLedger, ledger) {
+		// Nothing changed: reproduce the committed release (in the
+		// sharded layout, also when it was committed as a single file).
 		cp := *c.base
 		cp.Targets = entries
+		cp.Inputs, cp.HostInputs, cp.Subjects, cp.Workflows = in, hostIn, subjects, workflows
 		man = &cp
 	} else {
 		if c.createdAt.IsZero() {
@@ -442,7 +505,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 			ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
 			SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
 			RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
-			Inputs: in, LeaseProfiles: profiles, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
+			Inputs: in, HostInputs: hostIn, LeaseProfiles: profiles, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
 		}
 	}
 	for i := range out {
@@ -454,6 +517,107 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	}
 	res.Manifest, res.ManifestBytes = man, b
 	return res, nil
+}
+
+// placeInputs splits the release's inputs: those only one host's targets
+// read are digested per host (HostInputs); the others, and always the
+// repository and environment documents, are listed in the root. all is
+// every input, sorted by path.
+func (c *compilation) placeInputs(out []Target) (root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input, err error) {
+	m := c.m
+	digests := files{}
+	owner := map[string]string{} // path -> host, "" when shared
+	shared := func(p string) { owner[p] = "" }
+	digests.add(m.repo.src)
+	digests.add(c.envDoc.src)
+	shared(m.repo.src.File)
+	shared(c.envDoc.src.File)
+	for i := range out {
+		for p, d := range out[i].InputDigests {
+			digests[p] = d
+			if h, ok := owner[p]; !ok {
+				owner[p] = out[i].Host
+			} else if h != out[i].Host {
+				owner[p] = ""
+			}
+		}
+	}
+	perHost := map[string][]bundle.Input{}
+	for _, p := range sortedKeys(digests) {
+		x := bundle.Input{Path: p, Digest: digests[p]}
+		all = append(all, x)
+		if h := owner[p]; h != "" {
+			perHost[h] = append(perHost[h], x)
+		} else {
+			root = append(root, x)
+		}
+	}
+	if root == nil {
+		root = []bundle.Input{}
+	}
+	for _, h := range sortedKeys(perHost) {
+		d, err := bundle.InputsDigest(perHost[h])
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("compile %s: inputs of %s: %w", c.env, h, err)
+		}
+		hosts = append(hosts, bundle.HostInputs{Host: h, Digest: d})
+	}
+	return root, hosts, all, nil
+}
+
+// sameInputs compares the inputs with the base release's, in its layout.
+func (c *compilation) sameInputs(root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input) bool {
+	if c.base.SingleFile {
+		return equalSlices(c.base.Inputs, all)
+	}
+	return equalSlices(c.base.Inputs, root) && equalSlices(c.base.HostInputs, hosts)
+}
+
+// placeSubjects lists the subjects, sorted, each placed on the one host
+// whose targets all serve it (else in the root).
+func (c *compilation) placeSubjects(ts []*envTarget) []bundle.Subject {
+	host := map[[2]string]string{}
+	for _, t := range ts {
+		k := [2]string{t.e.spec.Subject.Kind, t.e.spec.Subject.Name}
+		if h, ok := host[k]; !ok {
+			host[k] = t.e.spec.Host
+		} else if h != t.e.spec.Host {
+			host[k] = ""
+		}
+	}
+	subjects := make([]bundle.Subject, 0, len(c.subjVer))
+	for k, s := range c.subjVer {
+		x := *s
+		x.Host = host[k]
+		subjects = append(subjects, x)
+	}
+	sort.Slice(subjects, func(i, j int) bool {
+		if subjects[i].Kind != subjects[j].Kind {
+			return subjects[i].Kind < subjects[j].Kind
+		}
+		return subjects[i].Name < subjects[j].Name
+	})
+	return subjects
+}
+
+// unplaced returns the subjects without their shard placement.
+func unplaced(in []bundle.Subject) []bundle.Subject {
+	out := make([]bundle.Subject, len(in))
+	for i, s := range in {
+		s.Host = ""
+		out[i] = s
+	}
+	return out
+}
+
+// unplacedWorkflows returns the workflow versions without their host.
+func unplacedWorkflows(in []bundle.WorkflowVersion) []bundle.WorkflowVersion {
+	out := make([]bundle.WorkflowVersion, len(in))
+	for i, w := range in {
+		w.Host = ""
+		out[i] = w
+	}
+	return out
 }
 
 // leaseProfiles lists the lease profiles the targets name, sorted.

@@ -23,7 +23,7 @@ var fixtureCreatedAt = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
 
 // updateFixtureManifests recompiles release 1 of every environment of the
 // fixture repository from its sources alone and rewrites
-// fixtures/policy-repo/releases/<env>.yaml.
+// fixtures/policy-repo/releases/<env>.yaml and its shards.
 func updateFixtureManifests(t *testing.T) {
 	t.Helper()
 	for _, env := range envs {
@@ -35,7 +35,7 @@ func updateFixtureManifests(t *testing.T) {
 		if err != nil {
 			t.Fatalf("compile %s: %v", env, err)
 		}
-		if err := os.WriteFile(filepath.Join(fixtureRepo, compiler.ManifestPath(env)), res.ManifestBytes, 0o644); err != nil {
+		if err := compiler.Write(context.Background(), res, fixtureRepo, ""); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,10 +2,11 @@ package compiler
 
 import "github.com/configpub/configpub/bundle"
 
-// Domain-separation prefixes of derived ids.
+// Domain-separation prefixes of derived ids (defined in bundle, which
+// derives them again when it reads a release manifest).
 const (
-	idSnapshot       = "configpub/snapshot/v1"
-	idPolicySnapshot = "configpub/policy-snapshot/v1"
+	idSnapshot       = bundle.SnapshotIDDomain
+	idPolicySnapshot = bundle.PolicySnapshotIDDomain
 )
 
 // deriveID returns a lowercase UUIDv8 derived from a SHA-256 of domain and

@@ -133,7 +133,7 @@ func (c *compilation) resolveSubjects(ts []*envTarget) error {
 					}
 				}
 			}
-			c.subjVer[k] = &bundle.Subject{Kind: k[0], Name: k[1], PolicySnapshotID: deriveID(idPolicySnapshot, k[0], k[1], p.Digest), PolicyVersion: ver, PolicyDigest: p.Digest}
+			c.subjVer[k] = &bundle.Subject{Kind: k[0], Name: k[1], PolicySnapshotID: bundle.PolicySnapshotID(k[0], k[1], p.Digest), PolicyVersion: ver, PolicyDigest: p.Digest}
 		}
 		t.policy = p
 	}

@@ -111,7 +111,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 		return err
 	}
 	entry.ArtifactDigest = artifactDigest
-	entry.SnapshotID = deriveID(idSnapshot, sp.Host, sp.ServiceID, c.env, artifactDigest)
+	entry.SnapshotID = bundle.SnapshotID(sp.Host, sp.ServiceID, c.env, artifactDigest)
 
 	inputs := files{}
 	inputs.merge(p.Files)

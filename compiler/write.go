@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
@@ -63,10 +64,14 @@ func StagedTarget(t *Target) ([]byte, error) {
 // everything is staged in a temporary directory next to OUT/<env> and
 // renamed into place, so readers see the old tree or the new one, never a
 // mix; directories are created 0755 and files 0644. When repoDir is
-// non-empty and the release manifest changed, it rewrites
-// repoDir/releases/<env>.yaml atomically (temp file, fsync, rename), refusing
-// to write through a symbolic link or outside repoDir. An up-to-date
-// manifest is not rewritten.
+// non-empty and the release manifest changed, it rewrites the release
+// manifest under repoDir: every shard releases/<env>/<host>.yaml whose bytes
+// changed, then the root releases/<env>.yaml, each atomically (temp file,
+// fsync, rename), refusing to write through a symbolic link or outside
+// repoDir, and removes the entries of releases/<env>/ the root no longer
+// lists. An interrupted write leaves a release that compile --check reports
+// stale and the next compile completes. An up-to-date manifest is not
+// rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	env := res.Manifest.EnvTag
 	if outDir != "" {
@@ -75,11 +80,67 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 		}
 	}
 	if repoDir != "" && !bytes.Equal(res.ManifestBytes, res.BaseBytes) {
-		if err := policytree.WriteFile(repoDir, ManifestPath(env), res.ManifestBytes, 0o644); err != nil {
+		if err := writeRelease(ctx, repoDir, env, res); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}
 	}
 	return nil
+}
+
+// writeRelease writes the changed files of the release and removes the
+// shards it no longer has.
+func writeRelease(ctx context.Context, repoDir, env string, res *Result) error {
+	files, err := bundle.SplitArchive(res.ManifestBytes)
+	if err != nil {
+		return err
+	}
+	old := map[string][]byte{}
+	if bundle.IsArchive(res.BaseBytes) {
+		if prev, err := bundle.SplitArchive(res.BaseBytes); err == nil {
+			for _, f := range prev {
+				old[f.Path] = f.Bytes
+			}
+		}
+	}
+	keep := map[string]bool{}
+	// Shards first, the root (which names their digests) last.
+	for i := len(files) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f := files[i]
+		keep[f.Path] = true
+		if b, ok := old[f.Path]; ok && bytes.Equal(b, f.Bytes) {
+			continue
+		}
+		if err := policytree.WriteFile(repoDir, f.Path, f.Bytes, 0o644); err != nil {
+			return err
+		}
+	}
+	dir := filepath.Join(repoDir, filepath.FromSlash(bundle.ShardDir(env)))
+	fi, err := os.Lstat(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", bundle.ShardDir(env))
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if keep[bundle.ShardDir(env)+"/"+e.Name()] {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return atomicfile.SyncDir(dir)
 }
 
 func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {

@@ -19,12 +19,16 @@ import (
 // written by configpub (configpub-yaml/1 writes it fourth, unindented).
 var releaseVersionRE = regexp.MustCompile(`(?m)^releaseVersion: ([0-9]{1,16})$`)
 
-// maxManifestBytes bounds one release manifest read from history.
-const maxManifestBytes = 64 << 20
+// maxManifestBytes bounds one release manifest file read from history;
+// maxReleaseBytes a whole release (root and shards).
+const (
+	maxManifestBytes = 64 << 20
+	maxReleaseBytes  = 1 << 30
+)
 
 // ReleaseHistory returns a lookup of recorded releases in Git: the manifest
 // releases/<envTag>.yaml (relative to dir, a directory inside a Git working
-// tree) at the newest commit of the first-parent history of rev whose
+// tree), with its shards, at the newest commit of the first-parent history of rev whose
 // manifest is the release asked for. It matches compiler.PreviousRelease.
 // A release not found there wraps bundle.ErrReleaseNotRecorded; the walk
 // stops at the first older release.
@@ -61,7 +65,7 @@ func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, ve
 				if m := releaseVersionRE.FindSubmatch(b); m != nil {
 					v, _ := strconv.ParseInt(string(m[1]), 10, 64)
 					if v == version {
-						return b, nil
+						return releaseAt(c, prefix, envTag, file, b)
 					}
 					if v < version {
 						return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s): %w", version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
@@ -77,6 +81,37 @@ func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, ve
 		}
 		return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
 	}
+}
+
+// releaseAt returns the release whose root is b at commit c: b itself for
+// a single-file manifest, else the release archive of b and every shard
+// it lists (bundle.Archive).
+func releaseAt(c *object.Commit, prefix, envTag, file string, b []byte) ([]byte, error) {
+	if !bundle.IsSharded(b) {
+		return b, nil
+	}
+	refs, err := bundle.ShardRefs(file, b)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+	}
+	files := []bundle.ReleaseFile{{Path: bundle.RootPath(envTag), Bytes: b}}
+	total := int64(len(b))
+	for _, r := range refs {
+		rel := bundle.ShardPath(envTag, r.Host)
+		f, err := c.File(path.Join(prefix, rel))
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
+		}
+		if total += f.Size; total > maxReleaseBytes {
+			return nil, fmt.Errorf("release at %s: more than %d bytes", c.Hash, maxReleaseBytes)
+		}
+		sb, err := readBlob(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
+		}
+		files = append(files, bundle.ReleaseFile{Path: rel, Bytes: sb})
+	}
+	return bundle.Archive(files), nil
 }
 
 func readBlob(f *object.File) ([]byte, error) {

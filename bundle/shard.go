@@ -1,0 +1,835 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/yamlstrict"
+)
+
+// The sharded release manifest: a root file releases/<envTag>.yaml with the
+// release parameters, the release-wide inputs, lease profiles, the creation
+// times of the releases its targets were created by, the subjects and
+// workflow ledger shared by several hosts, and one entry (host, target
+// count, digest of the exact bytes) per shard releases/<envTag>/<host>.yaml.
+// A shard holds one host's subjects, workflows, the digest of the host's
+// input files and its targets, one line each. A shard states nothing that
+// changes with the release (no release version, no createdAt), so a release
+// that changes one host's targets rewrites the root and that host's shard
+// only. Per-target fields that follow from the release (publication,
+// envelope times, schema, epoch, generation, lease digests, snapshot id,
+// subject policy) are not written when they have their derived value; a
+// value that differs from it is written explicitly (in the row's trailing
+// map) so the file still says exactly what was edited.
+
+// ShardKind is the kind of a release manifest shard.
+const ShardKind = "ReleaseShard"
+
+// SnapshotIDDomain is the domain-separation prefix of snapshot ids: a
+// snapshot id is DeriveID(SnapshotIDDomain, host, serviceId, envTag,
+// artifactDigest).
+const SnapshotIDDomain = "configpub/snapshot/v1"
+
+// SnapshotID derives the snapshot id of a target's artifact.
+func SnapshotID(host, serviceID, envTag, artifactDigest string) string {
+	return DeriveID(SnapshotIDDomain, host, serviceID, envTag, artifactDigest)
+}
+
+// PolicySnapshotIDDomain is the domain-separation prefix of policy
+// snapshot ids: DeriveID(PolicySnapshotIDDomain, kind, name, policyDigest).
+const PolicySnapshotIDDomain = "configpub/policy-snapshot/v1"
+
+// PolicySnapshotID derives the policy snapshot id of a subject's policy.
+func PolicySnapshotID(kind, name, policyDigest string) string {
+	return DeriveID(PolicySnapshotIDDomain, kind, name, policyDigest)
+}
+
+// RootPath returns the path of an environment's release manifest root in
+// the policy repository.
+func RootPath(envTag string) string { return "releases/" + envTag + ".yaml" }
+
+// ShardPath returns the path of one host's release manifest shard.
+func ShardPath(envTag, host string) string { return "releases/" + envTag + "/" + host + ".yaml" }
+
+// ShardDir returns the directory of an environment's shards.
+func ShardDir(envTag string) string { return "releases/" + envTag }
+
+// ReleaseFile is one file of a release manifest: its path in the policy
+// repository and its exact bytes.
+type ReleaseFile struct {
+	Path  string
+	Bytes []byte
+}
+
+// HostInputs is the digest of the input files that only one host's targets
+// read: "sha256:" over the JCS bytes of their [{path, digest}] list, sorted
+// by path.
+type HostInputs struct {
+	Host   string `json:"host"`
+	Digest string `json:"digest"`
+}
+
+// InputsDigest returns the digest of a list of inputs (see HostInputs).
+func InputsDigest(in []Input) (string, error) {
+	l := render.List()
+	for _, x := range in {
+		l.Items = append(l.Items, render.Map().Add("path", render.String(x.Path)).Add("digest", render.String(x.Digest)))
+	}
+	return render.Digest(l)
+}
+
+// ShardRef is one shard entry of the root: host, number of targets and the
+// digest of the shard's exact bytes.
+type ShardRef struct {
+	Host    string
+	Targets int64
+	Digest  string
+}
+
+// releaseTime is the createdAt of a release that created carried-over
+// snapshots.
+type releaseTime struct {
+	ReleaseVersion int64
+	CreatedAt      string
+}
+
+// archiveMagic opens a release archive: the files of a sharded release in
+// one byte string (root first, then the shards by host), each introduced by
+// a "--- # <path>" document marker, so it reads as a YAML stream too.
+const archiveMagic = "# configpub release archive v1\n"
+
+const archiveSep = "--- # "
+
+// Archive joins the files of a release into one byte string, the form in
+// which a release is stored, hashed and handed between packages.
+func Archive(files []ReleaseFile) []byte {
+	n := len(archiveMagic)
+	for _, f := range files {
+		n += len(archiveSep) + len(f.Path) + 1 + len(f.Bytes)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, archiveMagic...)
+	for _, f := range files {
+		b = append(b, archiveSep...)
+		b = append(b, f.Path...)
+		b = append(b, '\n')
+		b = append(b, f.Bytes...)
+	}
+	return b
+}
+
+// IsArchive reports whether b is a release archive (else it is a
+// single-file release manifest of the layout before shards).
+func IsArchive(b []byte) bool { return bytes.HasPrefix(b, []byte(archiveMagic)) }
+
+// SplitArchive returns the files of a release archive, in order.
+func SplitArchive(b []byte) ([]ReleaseFile, error) {
+	if !IsArchive(b) {
+		return nil, fmt.Errorf("%w: not a release archive", ErrInvalidManifest)
+	}
+	rest := b[len(archiveMagic):]
+	var out []ReleaseFile
+	for len(rest) > 0 {
+		if !bytes.HasPrefix(rest, []byte(archiveSep)) {
+			return nil, fmt.Errorf("%w: release archive: want %q at a file's start", ErrInvalidManifest, archiveSep)
+		}
+		rest = rest[len(archiveSep):]
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			return nil, fmt.Errorf("%w: release archive: unterminated file name", ErrInvalidManifest)
+		}
+		name := string(rest[:nl])
+		rest = rest[nl+1:]
+		end := bytes.Index(rest, []byte("\n"+archiveSep))
+		var body []byte
+		if end < 0 {
+			body, rest = rest, nil
+		} else {
+			body, rest = rest[:end+1], rest[end+1:]
+		}
+		out = append(out, ReleaseFile{Path: name, Bytes: body})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: empty release archive", ErrInvalidManifest)
+	}
+	return out, nil
+}
+
+// field is one top-level member of a rendered release file: a value in
+// block style, or rows (each a JSON array on its own line).
+type field struct {
+	key  string
+	val  *render.Value // block style when rows is nil
+	rows []*render.Value
+	row  bool
+}
+
+func block(k string, v *render.Value) field      { return field{key: k, val: v} }
+func rows(k string, r []*render.Value) field     { return field{key: k, rows: r, row: true} }
+func rowOf(items ...*render.Value) *render.Value { return render.List(items...) }
+func withExtra(r *render.Value, x *render.Value) *render.Value {
+	if x != nil && len(x.Keys) > 0 {
+		r.Items = append(r.Items, x)
+	}
+	return r
+}
+
+// renderFile renders fields as a configpub-yaml/1 document (rows as JSON
+// arrays, which are YAML flow sequences) and returns the bytes and the
+// value the document denotes.
+func renderFile(fields []field) ([]byte, *render.Value, error) {
+	var b []byte
+	v := render.Map()
+	var err error
+	for _, f := range fields {
+		if !f.row {
+			if b, err = render.AppendYAML(b, render.Map().Add(f.key, f.val)); err != nil {
+				return nil, nil, err
+			}
+			v.Add(f.key, f.val)
+			continue
+		}
+		l := render.List(f.rows...)
+		v.Add(f.key, l)
+		if len(f.rows) == 0 {
+			b = append(b, f.key+": []\n"...)
+			continue
+		}
+		b = append(b, f.key+":\n"...)
+		for _, r := range f.rows {
+			b = append(b, "  - "...)
+			if b, err = render.AppendCanonical(b, r); err != nil {
+				return nil, nil, err
+			}
+			b = append(b, '\n')
+		}
+	}
+	return b, v, nil
+}
+
+// derived returns the fields of t that follow from the release, its shard
+// and t's row: what a target entry holds when nothing was edited.
+func (m *Manifest) derived(t *TargetEntry, subj *Subject, prof *LeaseProfile, created string) TargetEntry {
+	d := TargetEntry{
+		Host: t.Host, ServiceID: t.ServiceID, Audience: t.Audience, SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
+		LeaseProfile: t.LeaseProfile, ReleaseVersion: t.ReleaseVersion,
+		ContentDigest: t.ContentDigest, PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
+		PublicationID:       PublicationID(m.EnvTag, t.ReleaseVersion),
+		SourceEventSequence: t.ReleaseVersion, SchemaVersion: m.SchemaVersion,
+		RevocationEpoch: m.RevocationEpoch, CompatibilityGeneration: m.CompatibilityGeneration,
+		SnapshotID: SnapshotID(t.Host, t.ServiceID, m.EnvTag, t.ArtifactDigest),
+		Changed:    t.ReleaseVersion == m.ReleaseVersion,
+		CreatedAt:  created, ValidFrom: created,
+	}
+	if subj != nil {
+		d.PolicySnapshotID, d.PolicyVersion, d.PolicyDigest = subj.PolicySnapshotID, subj.PolicyVersion, subj.PolicyDigest
+	}
+	if prof != nil {
+		d.LeaseProfileDigest, d.DeliveryLease = prof.Digest, prof.Delivery
+		if c, err := ParseTime(created); err == nil {
+			vf, err1 := time.ParseDuration(prof.ValidFor)
+			ra, err2 := time.ParseDuration(prof.RefreshAfter)
+			if err1 == nil && err2 == nil {
+				d.RefreshAfter, d.ExpiresAt = c.Add(ra).Format(TimeFormat), c.Add(vf).Format(TimeFormat)
+			}
+		}
+	}
+	return d
+}
+
+// targetExtra is the trailing map of a target row: the optional members and
+// every field whose value is not the derived one.
+type targetExtra struct {
+	SnapshotID              *string         `json:"snapshotId,omitempty"`
+	PublicationID           *string         `json:"publicationId,omitempty"`
+	PolicySnapshotID        *string         `json:"policySnapshotId,omitempty"`
+	PolicyVersion           *int64          `json:"policyVersion,omitempty"`
+	PolicyDigest            *string         `json:"policyDigest,omitempty"`
+	LeaseProfileDigest      *string         `json:"leaseProfileDigest,omitempty"`
+	SourceEventSequence     *int64          `json:"sourceEventSequence,omitempty"`
+	SchemaVersion           *int            `json:"schemaVersion,omitempty"`
+	RevocationEpoch         *int64          `json:"revocationEpoch,omitempty"`
+	CompatibilityGeneration *int64          `json:"compatibilityGeneration,omitempty"`
+	CreatedAt               *string         `json:"createdAt,omitempty"`
+	ValidFrom               *string         `json:"validFrom,omitempty"`
+	RefreshAfter            *string         `json:"refreshAfter,omitempty"`
+	ExpiresAt               *string         `json:"expiresAt,omitempty"`
+	DeliveryLease           *Lease          `json:"deliveryLease,omitempty"`
+	Changed                 *bool           `json:"changed,omitempty"`
+	Previous                *Publication    `json:"previous,omitempty"`
+	Inventory               []InventoryItem `json:"inventory,omitempty"`
+	Tombstones              []InventoryItem `json:"tombstones,omitempty"`
+}
+
+func extraValue(t, d *TargetEntry) *render.Value {
+	s, i := render.String, render.Int
+	x := render.Map()
+	str := func(k, got, want string) {
+		if got != want {
+			x.Add(k, s(got))
+		}
+	}
+	num := func(k string, got, want int64) {
+		if got != want {
+			x.Add(k, i(got))
+		}
+	}
+	str("snapshotId", t.SnapshotID, d.SnapshotID)
+	str("publicationId", t.PublicationID, d.PublicationID)
+	str("policySnapshotId", t.PolicySnapshotID, d.PolicySnapshotID)
+	num("policyVersion", t.PolicyVersion, d.PolicyVersion)
+	str("policyDigest", t.PolicyDigest, d.PolicyDigest)
+	str("leaseProfileDigest", t.LeaseProfileDigest, d.LeaseProfileDigest)
+	num("sourceEventSequence", t.SourceEventSequence, d.SourceEventSequence)
+	num("schemaVersion", int64(t.SchemaVersion), int64(d.SchemaVersion))
+	num("revocationEpoch", t.RevocationEpoch, d.RevocationEpoch)
+	num("compatibilityGeneration", t.CompatibilityGeneration, d.CompatibilityGeneration)
+	str("createdAt", t.CreatedAt, d.CreatedAt)
+	str("validFrom", t.ValidFrom, d.ValidFrom)
+	str("refreshAfter", t.RefreshAfter, d.RefreshAfter)
+	str("expiresAt", t.ExpiresAt, d.ExpiresAt)
+	if t.DeliveryLease != d.DeliveryLease {
+		x.Add("deliveryLease", render.Map().Add("refreshAfter", s(t.DeliveryLease.RefreshAfter)).Add("expiresAfter", s(t.DeliveryLease.ExpiresAfter)))
+	}
+	if t.Changed != d.Changed {
+		x.Add("changed", render.Bool(t.Changed))
+	}
+	if t.Previous != nil {
+		x.Add("previous", render.Map().Add("publicationId", s(t.Previous.PublicationID)).Add("policyDigest", s(t.Previous.PolicyDigest)))
+	}
+	if len(t.Inventory) > 0 {
+		x.Add("inventory", items(t.Inventory))
+	}
+	if len(t.Tombstones) > 0 {
+		x.Add("tombstones", items(t.Tombstones))
+	}
+	return x
+}
+
+func (x *targetExtra) apply(t *TargetEntry) {
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setI := func(dst *int64, v *int64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&t.SnapshotID, x.SnapshotID)
+	set(&t.PublicationID, x.PublicationID)
+	set(&t.PolicySnapshotID, x.PolicySnapshotID)
+	setI(&t.PolicyVersion, x.PolicyVersion)
+	set(&t.PolicyDigest, x.PolicyDigest)
+	set(&t.LeaseProfileDigest, x.LeaseProfileDigest)
+	setI(&t.SourceEventSequence, x.SourceEventSequence)
+	if x.SchemaVersion != nil {
+		t.SchemaVersion = *x.SchemaVersion
+	}
+	setI(&t.RevocationEpoch, x.RevocationEpoch)
+	setI(&t.CompatibilityGeneration, x.CompatibilityGeneration)
+	set(&t.CreatedAt, x.CreatedAt)
+	set(&t.ValidFrom, x.ValidFrom)
+	set(&t.RefreshAfter, x.RefreshAfter)
+	set(&t.ExpiresAt, x.ExpiresAt)
+	if x.DeliveryLease != nil {
+		t.DeliveryLease = *x.DeliveryLease
+	}
+	if x.Changed != nil {
+		t.Changed = *x.Changed
+	}
+	t.Previous, t.Inventory, t.Tombstones = x.Previous, x.Inventory, x.Tombstones
+}
+
+func subjectKey(kind, name string) string { return kind + "/" + name }
+
+// Files renders the release as its files: the root first, then one shard
+// per host in host order. It sets ReleaseDigest: "sha256:" over the JCS
+// bytes of the root without its releaseDigest (the root names every shard's
+// digest, so the release digest covers the shards too).
+func (m *Manifest) Files() ([]ReleaseFile, error) {
+	s, i := render.String, render.Int
+	profiles := map[string]*LeaseProfile{}
+	for k := range m.LeaseProfiles {
+		profiles[m.LeaseProfiles[k].Name] = &m.LeaseProfiles[k]
+	}
+	subjects := map[string]*Subject{}
+	for k := range m.Subjects {
+		subjects[subjectKey(m.Subjects[k].Kind, m.Subjects[k].Name)] = &m.Subjects[k]
+	}
+	hostInputs := map[string]string{}
+	for _, h := range m.HostInputs {
+		hostInputs[h.Host] = h.Digest
+	}
+	// Hosts: every target's, every placed subject's and workflow's.
+	hostSet := map[string]bool{}
+	for k := range m.Targets {
+		hostSet[m.Targets[k].Host] = true
+	}
+	for _, h := range m.HostInputs {
+		hostSet[h.Host] = true
+	}
+	for _, x := range m.Subjects {
+		if x.Host != "" {
+			hostSet[x.Host] = true
+		}
+	}
+	for _, w := range m.Workflows {
+		if w.Host != "" {
+			hostSet[w.Host] = true
+		}
+	}
+	hosts := make([]string, 0, len(hostSet))
+	for h := range hostSet {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+
+	created := map[int64]string{m.ReleaseVersion: m.CreatedAt}
+	var times []releaseTime
+	for k := range m.Targets {
+		rv := m.Targets[k].ReleaseVersion
+		if _, ok := created[rv]; !ok {
+			created[rv] = m.Targets[k].CreatedAt
+			times = append(times, releaseTime{ReleaseVersion: rv, CreatedAt: m.Targets[k].CreatedAt})
+		}
+	}
+	sort.Slice(times, func(a, b int) bool { return times[a].ReleaseVersion < times[b].ReleaseVersion })
+
+	subjectRow := func(x *Subject) *render.Value {
+		r := rowOf(s(subjectKey(x.Kind, x.Name)), i(x.PolicyVersion), s(x.PolicyDigest))
+		if want := PolicySnapshotID(x.Kind, x.Name, x.PolicyDigest); x.PolicySnapshotID != want {
+			r = withExtra(r, render.Map().Add("policySnapshotId", s(x.PolicySnapshotID)))
+		}
+		return r
+	}
+	workflowRow := func(w *WorkflowVersion) *render.Value {
+		return rowOf(s(w.Name), s(w.WfDefID), s(w.Version), s(w.State), s(w.Digest))
+	}
+	var rootSubjects, rootWorkflows []*render.Value
+	hostSubjects := map[string][]*render.Value{}
+	hostWorkflows := map[string][]*render.Value{}
+	for k := range m.Subjects {
+		x := &m.Subjects[k]
+		if x.Host == "" {
+			rootSubjects = append(rootSubjects, subjectRow(x))
+		} else {
+			hostSubjects[x.Host] = append(hostSubjects[x.Host], subjectRow(x))
+		}
+	}
+	for k := range m.Workflows {
+		w := &m.Workflows[k]
+		if w.Host == "" {
+			rootWorkflows = append(rootWorkflows, workflowRow(w))
+		} else {
+			hostWorkflows[w.Host] = append(hostWorkflows[w.Host], workflowRow(w))
+		}
+	}
+
+	files := make([]ReleaseFile, 1, 1+len(hosts))
+	shardRows := make([]*render.Value, 0, len(hosts))
+	k := 0
+	for _, h := range hosts {
+		var trows []*render.Value
+		for ; k < len(m.Targets) && m.Targets[k].Host == h; k++ {
+			t := &m.Targets[k]
+			d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], created[t.ReleaseVersion])
+			trows = append(trows, withExtra(rowOf(s(t.ServiceID), s(t.Audience), s(subjectKey(t.SubjectKind, t.SubjectName)), s(t.LeaseProfile),
+				i(t.ReleaseVersion), s(t.ContentDigest), s(t.PropertySetDigest), s(t.ArtifactDigest)), extraValue(t, &d)))
+		}
+		if k < len(m.Targets) && m.Targets[k].Host < h {
+			return nil, fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
+		}
+		in := hostInputs[h]
+		if in == "" {
+			d, err := InputsDigest(nil)
+			if err != nil {
+				return nil, err
+			}
+			in = d
+		}
+		b, _, err := renderFile([]field{
+			block("apiVersion", s(m.APIVersion)), block("kind", s(ShardKind)), block("envTag", s(m.EnvTag)), block("host", s(h)),
+			block("inputsDigest", s(in)),
+			rows("subjects", hostSubjects[h]), rows("workflows", hostWorkflows[h]), rows("targets", trows),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("render release shard %s: %w", h, err)
+		}
+		files = append(files, ReleaseFile{Path: ShardPath(m.EnvTag, h), Bytes: b})
+		shardRows = append(shardRows, rowOf(s(h), i(int64(len(trows))), s(render.BytesDigest(b))))
+	}
+	if k != len(m.Targets) {
+		return nil, fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
+	}
+
+	inputs := render.List()
+	for _, in := range m.Inputs {
+		inputs.Items = append(inputs.Items, render.Map().Add("path", s(in.Path)).Add("digest", s(in.Digest)))
+	}
+	profs := render.List()
+	for _, p := range m.LeaseProfiles {
+		profs.Items = append(profs.Items, render.Map().
+			Add("name", s(p.Name)).Add("digest", s(p.Digest)).
+			Add("validFor", s(p.ValidFor)).Add("refreshAfter", s(p.RefreshAfter)).
+			Add("delivery", render.Map().Add("refreshAfter", s(p.Delivery.RefreshAfter)).Add("expiresAfter", s(p.Delivery.ExpiresAfter))))
+	}
+	trows := make([]*render.Value, 0, len(times))
+	for _, t := range times {
+		trows = append(trows, rowOf(i(t.ReleaseVersion), s(t.CreatedAt)))
+	}
+	ledger := make([]*render.Value, 0, len(m.WorkflowLedger))
+	for _, e := range m.WorkflowLedger {
+		ledger = append(ledger, rowOf(s(e.WfDefID), s(e.Version), s(e.Digest), i(e.PublishedIn)))
+	}
+	head := []field{
+		block("apiVersion", s(m.APIVersion)), block("kind", s(m.Kind)), block("envTag", s(m.EnvTag)),
+		block("releaseVersion", i(m.ReleaseVersion)), block("baseReleaseVersion", i(m.BaseReleaseVersion)),
+		block("createdAt", s(m.CreatedAt)), block("sourceEventSequence", i(m.SourceEventSequence)),
+		block("compatibilityGeneration", i(m.CompatibilityGeneration)), block("revocationEpoch", i(m.RevocationEpoch)),
+		block("schemaVersion", i(int64(m.SchemaVersion))), block("renderer", s(m.Renderer)),
+		block("inputs", inputs), block("leaseProfiles", profs),
+		rows("createdBy", trows), rows("subjects", rootSubjects), rows("workflows", rootWorkflows),
+		rows("workflowLedger", ledger), rows("shards", shardRows),
+	}
+	b, v, err := renderFile(head)
+	if err != nil {
+		return nil, fmt.Errorf("render release manifest: %w", err)
+	}
+	d, err := digestOf(v)
+	if err != nil {
+		return nil, err
+	}
+	m.ReleaseDigest = d
+	if b, err = render.AppendYAML(b, render.Map().Add("releaseDigest", s(d))); err != nil {
+		return nil, fmt.Errorf("render release manifest: %w", err)
+	}
+	files[0] = ReleaseFile{Path: RootPath(m.EnvTag), Bytes: b}
+	return files, nil
+}
+
+// rootDoc is the root file as decoded.
+type rootDoc struct {
+	APIVersion              string              `json:"apiVersion"`
+	Kind                    string              `json:"kind"`
+	EnvTag                  string              `json:"envTag"`
+	ReleaseVersion          int64               `json:"releaseVersion"`
+	BaseReleaseVersion      int64               `json:"baseReleaseVersion"`
+	CreatedAt               string              `json:"createdAt"`
+	SourceEventSequence     int64               `json:"sourceEventSequence"`
+	CompatibilityGeneration int64               `json:"compatibilityGeneration"`
+	RevocationEpoch         int64               `json:"revocationEpoch"`
+	SchemaVersion           int                 `json:"schemaVersion"`
+	Renderer                string              `json:"renderer"`
+	Inputs                  []Input             `json:"inputs"`
+	LeaseProfiles           []LeaseProfile      `json:"leaseProfiles"`
+	CreatedBy               [][]json.RawMessage `json:"createdBy"`
+	Subjects                [][]json.RawMessage `json:"subjects"`
+	Workflows               [][]json.RawMessage `json:"workflows"`
+	WorkflowLedger          [][]json.RawMessage `json:"workflowLedger"`
+	Shards                  [][]json.RawMessage `json:"shards"`
+	ReleaseDigest           string              `json:"releaseDigest"`
+}
+
+type shardDoc struct {
+	APIVersion   string              `json:"apiVersion"`
+	Kind         string              `json:"kind"`
+	EnvTag       string              `json:"envTag"`
+	Host         string              `json:"host"`
+	InputsDigest string              `json:"inputsDigest"`
+	Subjects     [][]json.RawMessage `json:"subjects"`
+	Workflows    [][]json.RawMessage `json:"workflows"`
+	Targets      [][]json.RawMessage `json:"targets"`
+}
+
+// decodeStrict decodes a release file: YAML refusals as in
+// internal/yamlstrict, then unknown fields refused.
+func decodeStrict(file string, b []byte, dst any) (*render.Value, error) {
+	doc, err := yamlstrict.Parse(file, b)
+	if err != nil {
+		return nil, err
+	}
+	canon, err := render.Canonical(doc.Value)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return doc.Value, nil
+}
+
+// decodeRow decodes row r of list into dst (one pointer per column) and
+// the optional trailing map into extra (nil: none allowed).
+func decodeRow(list string, n int, r []json.RawMessage, extra any, dst ...any) error {
+	if len(r) != len(dst) && (extra == nil || len(r) != len(dst)+1) {
+		return fmt.Errorf("%w: %s[%d]: %d columns, want %d", ErrInvalidManifest, list, n, len(r), len(dst))
+	}
+	for k, d := range dst {
+		if err := json.Unmarshal(r[k], d); err != nil {
+			return fmt.Errorf("%w: %s[%d] column %d: %v", ErrInvalidManifest, list, n, k+1, err)
+		}
+	}
+	if len(r) == len(dst)+1 {
+		dec := json.NewDecoder(bytes.NewReader(r[len(dst)]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(extra); err != nil {
+			return fmt.Errorf("%w: %s[%d] trailing map: %v", ErrInvalidManifest, list, n, err)
+		}
+	}
+	return nil
+}
+
+func splitSubject(s string) (kind, name string, ok bool) {
+	kind, name, ok = strings.Cut(s, "/")
+	return kind, name, ok && kind != "" && name != ""
+}
+
+// ShardRefs reads the shard entries of a root file (for readers that must
+// fetch the shards before parsing, such as a Git history walk).
+func ShardRefs(file string, root []byte) ([]ShardRef, error) {
+	var r rootDoc
+	if _, err := decodeStrict(file, root, &r); err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	return r.shardRefs()
+}
+
+func (r *rootDoc) shardRefs() ([]ShardRef, error) {
+	out := make([]ShardRef, 0, len(r.Shards))
+	for n, row := range r.Shards {
+		var s ShardRef
+		if err := decodeRow("shards", n, row, nil, &s.Host, &s.Targets, &s.Digest); err != nil {
+			return nil, err
+		}
+		if err := CheckHost(s.Host); err != nil {
+			return nil, fmt.Errorf("%w: shards[%d]: %v", ErrInvalidManifest, n, err)
+		}
+		if n > 0 && s.Host <= out[n-1].Host {
+			return nil, fmt.Errorf("%w: shards[%d]: %s: shards must be sorted by host and unique", ErrInvalidManifest, n, s.Host)
+		}
+		if !digest.Valid(s.Digest) {
+			return nil, fmt.Errorf("%w: shards[%d].digest %q is not sha256:<64 hex>", ErrInvalidManifest, n, s.Digest)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// IsSharded reports whether a release manifest root is of the sharded
+// layout (it lists shards) rather than a single file with every target.
+func IsSharded(root []byte) bool {
+	return bytes.Contains(root, []byte("\nshards:"))
+}
+
+// ParseFiles reads a sharded release strictly from its files (root first,
+// then every shard it lists, in its order): YAML refusals, unknown fields,
+// a shard whose bytes do not match the root's digest, a shard that is not
+// listed, a manifest that breaks its own invariants (Validate) and a
+// releaseDigest that does not match the root are errors.
+func ParseFiles(files []ReleaseFile) (*Manifest, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no files", ErrInvalidManifest)
+	}
+	rootFile := files[0].Path
+	var r rootDoc
+	rootVal, err := decodeStrict(rootFile, files[0].Bytes, &r)
+	if err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	refs, err := r.shardRefs()
+	if err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", rootFile, err)
+	}
+	if len(files)-1 != len(refs) {
+		return nil, fmt.Errorf("parse release manifest %s: %w: the root lists %d shards, %d were given", rootFile, ErrInvalidManifest, len(refs), len(files)-1)
+	}
+	m := &Manifest{
+		APIVersion: r.APIVersion, Kind: r.Kind, EnvTag: r.EnvTag, ReleaseVersion: r.ReleaseVersion,
+		BaseReleaseVersion: r.BaseReleaseVersion, CreatedAt: r.CreatedAt, SourceEventSequence: r.SourceEventSequence,
+		CompatibilityGeneration: r.CompatibilityGeneration, RevocationEpoch: r.RevocationEpoch,
+		SchemaVersion: r.SchemaVersion, Renderer: r.Renderer, Inputs: r.Inputs, LeaseProfiles: r.LeaseProfiles,
+		Subjects: []Subject{}, Workflows: []WorkflowVersion{}, WorkflowLedger: []LedgerEntry{}, Targets: []TargetEntry{},
+		ReleaseDigest: r.ReleaseDigest,
+	}
+	if m.Inputs == nil {
+		m.Inputs = []Input{}
+	}
+	if m.LeaseProfiles == nil {
+		m.LeaseProfiles = []LeaseProfile{}
+	}
+	bad := func(err error) (*Manifest, error) {
+		return nil, fmt.Errorf("parse release manifest %s: %w", rootFile, err)
+	}
+	created := map[int64]string{m.ReleaseVersion: m.CreatedAt}
+	for n, row := range r.CreatedBy {
+		var t releaseTime
+		if err := decodeRow("createdBy", n, row, nil, &t.ReleaseVersion, &t.CreatedAt); err != nil {
+			return bad(err)
+		}
+		if _, dup := created[t.ReleaseVersion]; dup {
+			return bad(fmt.Errorf("%w: createdBy[%d]: release %d listed twice", ErrInvalidManifest, n, t.ReleaseVersion))
+		}
+		created[t.ReleaseVersion] = t.CreatedAt
+	}
+	subject := func(list string, n int, row []json.RawMessage, host string) error {
+		var key string
+		var x Subject
+		var extra struct {
+			PolicySnapshotID *string `json:"policySnapshotId"`
+		}
+		if err := decodeRow(list, n, row, &extra, &key, &x.PolicyVersion, &x.PolicyDigest); err != nil {
+			return err
+		}
+		var ok bool
+		if x.Kind, x.Name, ok = splitSubject(key); !ok {
+			return fmt.Errorf("%w: %s[%d]: subject %q is not Kind/name", ErrInvalidManifest, list, n, key)
+		}
+		x.PolicySnapshotID = PolicySnapshotID(x.Kind, x.Name, x.PolicyDigest)
+		if extra.PolicySnapshotID != nil {
+			x.PolicySnapshotID = *extra.PolicySnapshotID
+		}
+		x.Host = host
+		m.Subjects = append(m.Subjects, x)
+		return nil
+	}
+	workflow := func(list string, n int, row []json.RawMessage, host string) error {
+		w := WorkflowVersion{Host: host}
+		if err := decodeRow(list, n, row, nil, &w.Name, &w.WfDefID, &w.Version, &w.State, &w.Digest); err != nil {
+			return err
+		}
+		m.Workflows = append(m.Workflows, w)
+		return nil
+	}
+	for n, row := range r.Subjects {
+		if err := subject("subjects", n, row, ""); err != nil {
+			return bad(err)
+		}
+	}
+	for n, row := range r.Workflows {
+		if err := workflow("workflows", n, row, ""); err != nil {
+			return bad(err)
+		}
+	}
+	for n, row := range r.WorkflowLedger {
+		var e LedgerEntry
+		if err := decodeRow("workflowLedger", n, row, nil, &e.WfDefID, &e.Version, &e.Digest, &e.PublishedIn); err != nil {
+			return bad(err)
+		}
+		m.WorkflowLedger = append(m.WorkflowLedger, e)
+	}
+	type rawTarget struct {
+		t     TargetEntry
+		extra targetExtra
+	}
+	var raw []rawTarget
+	for k, ref := range refs {
+		f := files[k+1]
+		if want := ShardPath(m.EnvTag, ref.Host); f.Path != want {
+			return bad(fmt.Errorf("%w: shard %d is %s, want %s", ErrInvalidManifest, k, f.Path, want))
+		}
+		if got := render.BytesDigest(f.Bytes); got != ref.Digest {
+			return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s", ErrDigestMismatch, f.Path, got, ref.Digest))
+		}
+		var sd shardDoc
+		if _, err := decodeStrict(f.Path, f.Bytes, &sd); err != nil {
+			return nil, fmt.Errorf("parse release manifest: %w", err)
+		}
+		if sd.APIVersion != m.APIVersion || sd.Kind != ShardKind || sd.EnvTag != m.EnvTag || sd.Host != ref.Host {
+			return nil, fmt.Errorf("parse release manifest %s: %w: %s/%s of %s host %s, want %s/%s of %s host %s", f.Path, ErrInvalidManifest,
+				sd.APIVersion, sd.Kind, sd.EnvTag, sd.Host, m.APIVersion, ShardKind, m.EnvTag, ref.Host)
+		}
+		if !digest.Valid(sd.InputsDigest) {
+			return nil, fmt.Errorf("parse release manifest %s: %w: inputsDigest %q is not sha256:<64 hex>", f.Path, ErrInvalidManifest, sd.InputsDigest)
+		}
+		m.HostInputs = append(m.HostInputs, HostInputs{Host: ref.Host, Digest: sd.InputsDigest})
+		for n, row := range sd.Subjects {
+			if err := subject("subjects", n, row, ref.Host); err != nil {
+				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
+			}
+		}
+		for n, row := range sd.Workflows {
+			if err := workflow("workflows", n, row, ref.Host); err != nil {
+				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
+			}
+		}
+		if int64(len(sd.Targets)) != ref.Targets {
+			return nil, fmt.Errorf("parse release manifest %s: %w: %d targets, the root records %d", f.Path, ErrInvalidManifest, len(sd.Targets), ref.Targets)
+		}
+		for n, row := range sd.Targets {
+			var rt rawTarget
+			var subj string
+			t := &rt.t
+			if err := decodeRow("targets", n, row, &rt.extra, &t.ServiceID, &t.Audience, &subj, &t.LeaseProfile, &t.ReleaseVersion,
+				&t.ContentDigest, &t.PropertySetDigest, &t.ArtifactDigest); err != nil {
+				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
+			}
+			var ok bool
+			if t.SubjectKind, t.SubjectName, ok = splitSubject(subj); !ok {
+				return nil, fmt.Errorf("parse release manifest %s: %w: targets[%d]: subject %q is not Kind/name", f.Path, ErrInvalidManifest, n, subj)
+			}
+			t.Host = ref.Host
+			raw = append(raw, rt)
+		}
+	}
+	sort.Slice(m.Subjects, func(a, b int) bool {
+		x, y := &m.Subjects[a], &m.Subjects[b]
+		return x.Kind < y.Kind || x.Kind == y.Kind && x.Name < y.Name
+	})
+	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
+	profiles := map[string]*LeaseProfile{}
+	for k := range m.LeaseProfiles {
+		profiles[m.LeaseProfiles[k].Name] = &m.LeaseProfiles[k]
+	}
+	subjects := map[string]*Subject{}
+	for k := range m.Subjects {
+		subjects[subjectKey(m.Subjects[k].Kind, m.Subjects[k].Name)] = &m.Subjects[k]
+	}
+	m.Targets = make([]TargetEntry, 0, len(raw))
+	for k := range raw {
+		t := &raw[k].t
+		c, ok := created[t.ReleaseVersion]
+		if !ok {
+			return bad(fmt.Errorf("%w: target %s/%s: release %d is not in createdBy", ErrInvalidManifest, t.Host, t.ServiceID, t.ReleaseVersion))
+		}
+		d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
+		raw[k].extra.apply(&d)
+		m.Targets = append(m.Targets, d)
+	}
+	if err := m.Validate(); err != nil {
+		return bad(err)
+	}
+	// The root's createdBy lists exactly the earlier releases the targets
+	// name.
+	for k := range m.Targets {
+		delete(created, m.Targets[k].ReleaseVersion)
+	}
+	delete(created, m.ReleaseVersion)
+	for rv := range created {
+		return bad(fmt.Errorf("%w: createdBy lists release %d, which created none of the targets", ErrInvalidManifest, rv))
+	}
+	// releaseDigest: the root's content without it (the root records every
+	// shard's digest, checked above against the shard's bytes).
+	rootVal.Delete("releaseDigest")
+	want, err := digestOf(rootVal)
+	if err != nil {
+		return nil, err
+	}
+	if r.ReleaseDigest != want {
+		return bad(fmt.Errorf("%w: releaseDigest %s, content digests to %s", ErrDigestMismatch, r.ReleaseDigest, want))
+	}
+	return m, nil
+}
+
+// clone returns a shallow copy whose ReleaseDigest can be set without
+// touching m.
+func (m *Manifest) clone() *Manifest { c := *m; return &c }
