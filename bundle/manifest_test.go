@@ -2,7 +2,6 @@ package bundle_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 const fixture = "../fixtures/policy-repo/releases/dev.yaml"
 
 func TestParseMarshalRoundTrip(t *testing.T) {
-	b, err := os.ReadFile(fixture)
+	b, err := readRelease(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +36,7 @@ func TestParseMarshalRoundTrip(t *testing.T) {
 }
 
 func TestParseRefuses(t *testing.T) {
-	b, err := os.ReadFile(fixture)
+	b, err := readRelease(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,9 @@ func TestParseRefuses(t *testing.T) {
 		name, in, want string
 		is             error
 	}{
-		{"digest mismatch", s[:strings.Index(s, "releaseDigest: ")] + "releaseDigest: \"sha256:" + strings.Repeat("0", 64) + "\"\n", "releaseDigest", bundle.ErrDigestMismatch},
+		{"digest mismatch", s[:strings.Index(s, "releaseDigest: ")] + "releaseDigest: \"sha256:" + strings.Repeat("0", 64) + "\"\n" + s[strings.Index(s, "--- # releases/dev/"):], "releaseDigest", bundle.ErrDigestMismatch},
+		{"shard edited", strings.Replace(s, "\"Agent/account\",\"local-demo\",1,", "\"Agent/account\",\"local-demo\",2,", 1), "releases/dev/dev.lightapi.net.yaml digests to", bundle.ErrDigestMismatch},
+		{"shard missing", s[:strings.Index(s, "--- # releases/dev/")], "lists 1 shards, 0 were given", bundle.ErrInvalidManifest},
 		{"invariant", strings.Replace(s, "releaseVersion: 1\n", "releaseVersion: 2\n", 1), "baseReleaseVersion", bundle.ErrInvalidManifest},
 		{"unknown field", strings.Replace(s, "envTag: \"dev\"\n", "envTag: \"dev\"\nextra: 1\n", 1), "unknown field", nil},
 		{"wrong kind", strings.Replace(s, "kind: \"Release\"", "kind: \"Other\"", 1), "apiVersion/kind", nil},
@@ -66,7 +67,7 @@ func TestParseRefuses(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
-	b, _ := os.ReadFile(fixture)
+	b, _ := readRelease(fixture)
 	old, err := bundle.ParseManifest("dev.yaml", b)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestDiff(t *testing.T) {
 // TestParseEnforcesInvariants: a manifest whose digest is right but whose
 // content breaks an invariant is refused by the parser itself.
 func TestParseEnforcesInvariants(t *testing.T) {
-	b, err := os.ReadFile(fixture)
+	b, err := readRelease(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestParseEnforcesInvariants(t *testing.T) {
 // minimum it was compiled for; the manifest accepts one below the
 // release's (the signed delivery manifest's epoch is the authoritative one).
 func TestEnvelopeEpochIsAMinimum(t *testing.T) {
-	b, err := os.ReadFile(fixture)
+	b, err := readRelease(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -797,10 +797,9 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	m.Targets = make([]TargetEntry, 0, len(raw))
 	for k := range raw {
 		t := &raw[k].t
-		c, ok := created[t.ReleaseVersion]
-		if !ok {
-			return bad(fmt.Errorf("%w: target %s/%s: release %d is not in createdBy", ErrInvalidManifest, t.Host, t.ServiceID, t.ReleaseVersion))
-		}
+		// A release missing from createdBy leaves createdAt empty, which
+		// Validate names (after the release's own fields).
+		c := created[t.ReleaseVersion]
 		d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
 		raw[k].extra.apply(&d)
 		m.Targets = append(m.Targets, d)

@@ -66,7 +66,7 @@ func (t *Target) Identity() bundle.Identity {
 
 // Result is the outcome of a compile.
 type Result struct {
-	Manifest      *bundle.Manifest // the release manifest
+	Manifest *bundle.Manifest // the release manifest
 	// ManifestBytes is the release as one release archive
 	// (bundle.Archive): releases/<envTag>.yaml and its shards
 	// releases/<envTag>/<host>.yaml, exact bytes.

@@ -33,7 +33,7 @@ func TestCompileReproducesCommittedManifest(t *testing.T) {
 			if err := res.Stale(); err != nil {
 				t.Fatalf("Stale() = %v, want nil", err)
 			}
-			want, err := os.ReadFile(fixtureRepo + "/releases/" + env + ".yaml")
+			want, err := compiler.CommittedRelease(os.DirFS(fixtureRepo), env)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,4 +215,28 @@ func writeSynced(path string, data []byte) error {
 		return err
 	}
 	return f.Close()
+}
+
+// CommittedRelease returns the release committed in the policy repository
+// fsys for env as one release archive (root and every shard it lists, as
+// Result.ManifestBytes holds it; a single-file manifest as it is), or nil
+// when there is none.
+func CommittedRelease(fsys fs.FS, env string) ([]byte, error) {
+	_, b, _, err := loadCommitted(policytree.New(fsys, policytree.Limits{}), env)
+	return b, err
+}
+
+// WriteReleaseFiles writes a release archive's files into the policy
+// repository at repoDir (see Write) and removes the shards it does not
+// list.
+func WriteReleaseFiles(ctx context.Context, repoDir string, archive []byte) error {
+	files, err := bundle.SplitArchive(archive)
+	if err != nil {
+		return err
+	}
+	env := strings.TrimSuffix(strings.TrimPrefix(files[0].Path, ReleasesDir+"/"), ".yaml")
+	if files[0].Path != ManifestPath(env) || !localName(env) {
+		return fmt.Errorf("write release manifest: %s is not a release manifest root", files[0].Path)
+	}
+	return writeRelease(ctx, repoDir, env, &Result{ManifestBytes: archive})
 }

@@ -195,7 +195,23 @@ func manifestAt(t *testing.T, c *object.Commit, env string) *bundle.Manifest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := bundle.ParseManifest(f.Name, []byte(s))
+	files := []bundle.ReleaseFile{{Path: f.Name, Bytes: []byte(s)}}
+	refs, err := bundle.ShardRefs(f.Name, []byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range refs {
+		sf, err := c.File(bundle.ShardPath(env, r.Host))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := sf.Contents()
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, bundle.ReleaseFile{Path: sf.Name, Bytes: []byte(sb)})
+	}
+	m, err := bundle.ParseFiles(files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ func TestPromoteRefusesForgedManifest(t *testing.T) {
 	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
 		t.Fatal(err)
 	}
-	mpath := compiler.ManifestPath(promoteEnv)
 	// Release 2 changes the account agent only, so other targets carry over.
 	files := h.p.repo.Files(h.p.r1)
 	files["agents/account.yaml"] = bytes.Replace(files["agents/account.yaml"], []byte("requestsPerMinute: 120"), []byte("requestsPerMinute: 150"), 1)
@@ -41,7 +40,7 @@ func TestPromoteRefusesForgedManifest(t *testing.T) {
 	if forgery.Unchanged(res2.Manifest) < 0 {
 		t.Fatal("release 2 carries no target over")
 	}
-	manifests := map[int64][]byte{1: h.p.repo.Files(h.p.r1)[mpath], 2: v2[mpath]}
+	manifests := map[int64][]byte{1: committedRelease(t, h.p.repo.Files(h.p.r1)), 2: committedRelease(t, v2)}
 	sources := map[int64]map[string][]byte{1: nil, 2: {"agents/account.yaml": v2["agents/account.yaml"]}}
 
 	before := readState(t, h.pool)
@@ -51,7 +50,8 @@ func TestPromoteRefusesForgedManifest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			overlay := map[string][]byte{mpath: forged}
+			overlay := map[string][]byte{}
+			setRelease(t, overlay, forged)
 			for p, b := range sources[c.Release] {
 				overlay[p] = b
 			}
@@ -71,7 +71,9 @@ func TestPromoteRefusesForgedManifest(t *testing.T) {
 		})
 	}
 	// The genuine release 2 promotes.
-	good := mergeReviewed(h, "release-2-good", h.p.r1, map[string][]byte{mpath: v2[mpath], "agents/account.yaml": v2["agents/account.yaml"]})
+	goodFiles := map[string][]byte{"agents/account.yaml": v2["agents/account.yaml"]}
+	setRelease(t, goodFiles, committedRelease(t, v2))
+	good := mergeReviewed(h, "release-2-good", h.p.r1, goodFiles)
 	if _, err := h.promote(t, h.opts(good)); err != nil {
 		t.Fatalf("genuine release 2: %v", err)
 	}
@@ -132,7 +134,7 @@ func TestPromoteRefusesChangedPublishedWorkflow(t *testing.T) {
 	if _, err := compiler.Compile(t.Context(), mapFS(bad), compiler.Options{EnvTag: promoteEnv, CreatedAt: gittest.Epoch.Add(3 * 3600e9)}); err == nil || !strings.Contains(err.Error(), "was PUBLISHED in release 1") {
 		t.Fatalf("compile of the changed re-add: got %v, want the ledger refusal", err)
 	}
-	m2, err := bundle.ParseManifest(mpath, v2[mpath])
+	m2, err := bundle.ParseManifest(mpath, committedRelease(t, v2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestPromoteRefusesChangedPublishedWorkflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad[mpath] = stripped
+	setRelease(t, bad, stripped)
 	v3bad, res3 := compiledFiles(t, bad, gittest.Epoch.Add(3*3600e9))
 	if res3.Manifest.ReleaseVersion != 3 {
 		t.Fatalf("forged compile gave release %d, want 3", res3.Manifest.ReleaseVersion)

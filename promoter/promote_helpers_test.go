@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/gittest"
@@ -57,8 +59,36 @@ func compiledFiles(t testing.TB, files map[string][]byte, createdAt time.Time) (
 	for p, b := range files {
 		out[p] = b
 	}
-	out[compiler.ManifestPath(promoteEnv)] = res.ManifestBytes
+	setRelease(t, out, res.ManifestBytes)
 	return out, res
+}
+
+// setRelease replaces the release manifest files in files (the root and
+// every shard of the archive's environment) with the archive's.
+func setRelease(t testing.TB, files map[string][]byte, archive []byte) {
+	t.Helper()
+	rf, err := bundle.SplitArchive(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range files {
+		if p == compiler.ManifestPath(promoteEnv) || strings.HasPrefix(p, bundle.ShardDir(promoteEnv)+"/") {
+			delete(files, p)
+		}
+	}
+	for _, f := range rf {
+		files[f.Path] = f.Bytes
+	}
+}
+
+// committedRelease returns the release committed in files as a release archive.
+func committedRelease(t testing.TB, files map[string][]byte) []byte {
+	t.Helper()
+	b, err := compiler.CommittedRelease(mapFS(files), promoteEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func newPromoteRepo(t testing.TB) *promoteRepo {

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
+
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
 	git "github.com/go-git/go-git/v5"
 	"os"
 	"path/filepath"
@@ -114,8 +117,10 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
 		t.Fatalf("check release 2: %v %s", err, out)
 	}
-	mp := filepath.Join(dir, "releases", "dev.yaml")
-	good, _ := os.ReadFile(mp)
+	good, err := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := bundle.ParseManifest("dev.yaml", good)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +140,7 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(mp, forged, 0o644); err != nil {
+	if err := compiler.WriteReleaseFiles(context.Background(), dir, forged); err != nil {
 		t.Fatal(err)
 	}
 	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
@@ -143,7 +148,7 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 		!strings.Contains(err.Error(), "recorded release 1") {
 		t.Fatalf("check of the forged release 2: got %v (exit %d), want a refusal naming the advisor's createdAt", err, exitCode(err))
 	}
-	if after, _ := os.ReadFile(mp); !bytes.Equal(after, forged) {
+	if after, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(after, forged) {
 		t.Fatal("--check wrote the manifest")
 	}
 	// Outside Git there is no recorded release 1 to derive from.
@@ -151,7 +156,7 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(plain, ".git")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(plain, "releases", "dev.yaml"), good, 0o644); err != nil {
+	if err := compiler.WriteReleaseFiles(context.Background(), plain, good); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runCLI("compile", "--repo", plain, "--env", "dev", "--check"); err == nil || !strings.Contains(err.Error(), "cannot be verified against release 1") {
