@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/fixtures"
 	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/pgcluster"
@@ -451,12 +452,12 @@ func (d *demo) timeline(ctx context.Context) error {
 
 // manifest reads the release manifest on the policy repository's working tree.
 func (d *demo) manifest() (*bundle.Manifest, error) {
-	p := d.path("policy", "releases", d.env+".yaml")
-	b, err := os.ReadFile(p)
+	p := d.path("policy")
+	b, err := compiler.CommittedRelease(os.DirFS(p), d.env)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return bundle.ParseManifest(p, b)
+	return bundle.ParseManifest(compiler.ManifestPath(d.env), b)
 }
 
 func short(dgst string) string {

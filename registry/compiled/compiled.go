@@ -32,10 +32,38 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 	}, nil
 }
 
-// Release maps a release manifest to the release artifact: the manifest
-// as RFC 8785 JSON, stamped with its createdAt.
+// releaseDocument is the release artifact's layer: the release manifest's
+// files (root first, then one shard per host) with their exact bytes, as
+// RFC 8785 JSON.
+type releaseDocument struct {
+	APIVersion     string        `json:"apiVersion"`
+	Kind           string        `json:"kind"`
+	EnvTag         string        `json:"envTag"`
+	ReleaseVersion int64         `json:"releaseVersion"`
+	ReleaseDigest  string        `json:"releaseDigest"`
+	Files          []releaseFile `json:"files"`
+}
+
+type releaseFile struct {
+	Path    string `json:"path"`
+	Digest  string `json:"digest"`
+	Content string `json:"content"`
+}
+
+// Release maps a release manifest to the release artifact: its files (the
+// root releases/<env>.yaml and every shard, exact bytes) in one RFC 8785
+// JSON document, stamped with the release's createdAt.
 func Release(m *bundle.Manifest) (*registry.Release, error) {
-	b, err := render.Marshal(m)
+	files, err := m.Files()
+	if err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
+	}
+	doc := releaseDocument{APIVersion: m.APIVersion, Kind: m.Kind, EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, ReleaseDigest: m.ReleaseDigest,
+		Files: make([]releaseFile, 0, len(files))}
+	for _, f := range files {
+		doc.Files = append(doc.Files, releaseFile{Path: f.Path, Digest: render.BytesDigest(f.Bytes), Content: string(f.Bytes)})
+	}
+	b, err := render.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", m.EnvTag, m.ReleaseVersion, err)
 	}

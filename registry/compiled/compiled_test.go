@@ -1,6 +1,7 @@
 package compiled_test
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
@@ -33,13 +34,29 @@ func TestArtifactsOf(t *testing.T) {
 	if len(arts) != 1 || !reflect.DeepEqual(arts[0], want) {
 		t.Fatalf("got %+v, want %+v", arts[0], want)
 	}
-	jm, err := render.Marshal(m)
+	files, err := m.Files()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rel.EnvTag != "prod" || rel.ReleaseVersion != 5 || string(rel.Manifest) != string(jm) ||
+	var doc struct {
+		ReleaseDigest string `json:"releaseDigest"`
+		Files         []struct {
+			Path, Digest, Content string
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(rel.Manifest, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if jc, err := render.Marshal(json.RawMessage(rel.Manifest)); err != nil || string(jc) != string(rel.Manifest) {
+		t.Fatalf("release layer is not RFC 8785 JSON: %v", err)
+	}
+	if len(doc.Files) != len(files) || doc.Files[0].Path != "releases/prod.yaml" || doc.Files[0].Content != string(files[0].Bytes) ||
+		doc.Files[0].Digest != render.BytesDigest(files[0].Bytes) || doc.ReleaseDigest != m.ReleaseDigest {
+		t.Fatalf("release layer %s: want the release's files", rel.Manifest)
+	}
+	if rel.EnvTag != "prod" || rel.ReleaseVersion != 5 ||
 		!rel.CreatedAt.Equal(time.Date(2026, 8, 14, 9, 30, 0, 0, time.UTC)) {
-		t.Fatalf("got release %+v, want prod/5 with the JCS manifest and its createdAt", rel)
+		t.Fatalf("got release %+v, want prod/5 with its createdAt", rel)
 	}
 
 	tg.Envelope.CreatedAt = "yesterday"
