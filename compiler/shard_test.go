@@ -1,0 +1,217 @@
+package compiler_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
+)
+
+// releaseFiles returns every file under dir/releases with its bytes.
+func releaseFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	root := filepath.Join(dir, "releases")
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// changedFiles lists the paths added, removed or rewritten between a and b.
+func changedFiles(a, b map[string][]byte) []string {
+	var out []string
+	for p, x := range a {
+		if y, ok := b[p]; !ok || !bytes.Equal(x, y) {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func compileWrite(t *testing.T, dir, env string, at time.Time) *compiler.Result {
+	t.Helper()
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: env, CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestOneAgentChangesRootAndOneShard: on a generated repository of five
+// hosts, a change to one Agent's policy rewrites exactly the root and that
+// host's shard; every file stays in the canonical form the next compile
+// reproduces.
+func TestOneAgentChangesRootAndOneShard(t *testing.T) {
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 5 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	res1 := compileWrite(t, dir, "bench", at)
+	v1 := releaseFiles(t, dir)
+	if len(v1) != 6 || len(res1.Targets) != 60 {
+		t.Fatalf("release 1: %d files, %d targets; want root + 5 shards, 60 targets", len(v1), len(res1.Targets))
+	}
+	agent := filepath.Join(dir, "agents", "h0002.bench.lightapi.net-a003.yaml")
+	b, err := os.ReadFile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := bytes.Replace(b, []byte("temperature: 0.2"), []byte("temperature: 0.3"), 1)
+	if bytes.Equal(changed, b) {
+		t.Fatal("generated agent has no temperature: 0.2 to change")
+	}
+	if err := os.WriteFile(agent, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res2 := compileWrite(t, dir, "bench", at.Add(24*time.Hour))
+	if res2.Manifest.ReleaseVersion != 2 {
+		t.Fatalf("release %d, want 2", res2.Manifest.ReleaseVersion)
+	}
+	// The Agent changed, and with it the host's Gateway and Knowledge
+	// targets, which list the Agent's accepted publications.
+	var changedTargets []string
+	for _, tg := range res2.Targets {
+		if tg.Changed {
+			changedTargets = append(changedTargets, tg.Host+"/"+tg.ServiceID)
+		}
+	}
+	wantChanged := []string{"h0002.bench.lightapi.net/com.networknt.agent-0002-003-1.0.0",
+		"h0002.bench.lightapi.net/com.networknt.gateway-0002-000-1.0.0", "h0002.bench.lightapi.net/com.networknt.knowledge-0002-000-1.0.0"}
+	if !reflect.DeepEqual(changedTargets, wantChanged) {
+		t.Fatalf("changed targets %v, want %v", changedTargets, wantChanged)
+	}
+	got := changedFiles(v1, releaseFiles(t, dir))
+	want := []string{"releases/bench.yaml", "releases/bench/h0002.bench.lightapi.net.yaml"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("files changed by one Agent: %v, want %v", got, want)
+	}
+	again, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.UpToDate && !errors.Is(again.Stale(), compiler.ErrStale) {
+		t.Fatalf("recompile: %v", again.Stale())
+	}
+	if !bytes.Equal(again.ManifestBytes, res2.ManifestBytes) {
+		t.Fatal("recompile of release 2 does not reproduce it")
+	}
+}
+
+// TestSingleFileManifestMigrates: a release committed in the single-file
+// layout of earlier versions is stale for --check (naming the layout) and
+// the next compile rewrites the same release (same version, createdAt and
+// targets) as a root and one shard per host, which then checks clean.
+func TestSingleFileManifestMigrates(t *testing.T) {
+	dir := copyRepo(t)
+	legacy, err := os.ReadFile(filepath.Join("testdata", "single-file", "dev.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "releases", "dev")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, compiler.ManifestPath("dev")), legacy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, err := bundle.ParseManifest("dev.yaml", legacy)
+	if err != nil || !old.SingleFile {
+		t.Fatalf("legacy manifest: %v (single file %v)", err, old != nil && old.SingleFile)
+	}
+	// No --created-at: a migration is not a new release.
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UpToDate || !strings.Contains(res.Stale().Error(), "single-file release manifest") {
+		t.Fatalf("check of a single-file manifest: up to date %v, %v", res.UpToDate, res.Stale())
+	}
+	m := res.Manifest
+	// (as JSON: an empty list and none are the same entry)
+	mt, _ := json.Marshal(m.Targets)
+	ot, _ := json.Marshal(old.Targets)
+	if m.ReleaseVersion != old.ReleaseVersion || m.CreatedAt != old.CreatedAt || !bytes.Equal(mt, ot) ||
+		!reflect.DeepEqual(m.WorkflowLedger, old.WorkflowLedger) {
+		t.Fatalf("migrated release differs: release %d created %s", m.ReleaseVersion, m.CreatedAt)
+	}
+	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	files := releaseFiles(t, dir)
+	if _, ok := files["releases/dev/dev.lightapi.net.yaml"]; !ok || len(files) != 4 {
+		t.Fatalf("after migration: %v, want dev's root and one shard next to prod's", keys(files))
+	}
+	after, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.UpToDate {
+		t.Fatalf("migrated release is not up to date: %v", after.Stale())
+	}
+}
+
+// TestUnlistedShardIsStaleAndRemoved: a shard file the root does not list
+// makes the release stale; compile removes it and nothing else changes.
+func TestUnlistedShardIsStaleAndRemoved(t *testing.T) {
+	dir := copyRepo(t)
+	before := releaseFiles(t, dir)
+	extra := filepath.Join(dir, "releases", "dev", "old.example.yaml")
+	if err := os.WriteFile(extra, []byte("apiVersion: \"configpub.dev/v1\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UpToDate || !strings.Contains(res.Stale().Error(), "releases/dev/old.example.yaml is not listed") {
+		t.Fatalf("unlisted shard: up to date %v, %v", res.UpToDate, res.Stale())
+	}
+	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := changedFiles(before, releaseFiles(t, dir)); len(got) != 0 {
+		t.Fatalf("compile changed %v, want only the unlisted shard removed", got)
+	}
+	if _, err := os.Stat(extra); !os.IsNotExist(err) {
+		t.Fatalf("unlisted shard still there: %v", err)
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
