@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build release image test demo bench bench-watch bench-server bench-publish lint fuzz compat e2e ensure-postgres ensure-chromium clean
+.PHONY: all build release image test demo bench bench-watch bench-server bench-publish scale lint fuzz compat e2e ensure-postgres ensure-chromium clean
 
 all: build
 
@@ -89,6 +89,13 @@ bench-publish:
 	./scripts/compat.sh --install-only
 	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' -v \
 		-benchtime 1x -timeout 30m ./registry/
+
+## scale: generated repositories of 1,000, 10,000 and 100,000 targets (not part of test):
+## compile wall and max RSS against an in-run read+hash baseline, the sharded release
+## manifest's files, and the files one changed Agent rewrites; prints one table.
+SCALE_SIZES ?= 1000,10000,100000
+scale:
+	$(GO) run ./internal/gen/scale -sizes $(SCALE_SIZES)
 
 lint:
 	$(GO) vet $(PKGS)
