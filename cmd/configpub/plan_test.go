@@ -11,6 +11,8 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configpub/configpub/compiler"
 )
 
 // gitFixture copies the fixture policy repository into a go-git repository
@@ -165,7 +167,10 @@ func TestPlanDigestsAreTheCommittedOnes(t *testing.T) {
 	first := planJSON(t, dir, "HEAD~1")
 	commitAll(t, repo, "merge", time.Date(2026, 10, 9, 17, 45, 0, 0, time.UTC)) // an empty commit a week later
 	second := planJSON(t, dir, "HEAD~2")
-	manifest, _ := os.ReadFile(filepath.Join(dir, "releases", "dev.yaml"))
+	manifest, err := compiler.CommittedRelease(os.DirFS(dir), "dev") // root and shards
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !first.Final || !second.Final {
 		t.Fatalf("plan of a compiled, committed change not final")
 	}
