@@ -77,11 +77,7 @@ type HostInputs struct {
 
 // InputsDigest returns the digest of a list of inputs (see HostInputs).
 func InputsDigest(in []Input) (string, error) {
-	l := render.List()
-	for _, x := range in {
-		l.Items = append(l.Items, render.Map().Add("path", render.String(x.Path)).Add("digest", render.String(x.Digest)))
-	}
-	return render.Digest(l)
+	return render.Digest(inputsValue(in))
 }
 
 // ShardRef is one shard entry of the root: host, number of targets and the
@@ -313,39 +309,30 @@ func extraValue(t, d *TargetEntry) *render.Value {
 }
 
 func (x *targetExtra) apply(t *TargetEntry) {
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setI := func(dst *int64, v *int64) {
-		if v != nil {
-			*dst = *v
-		}
-	}
 	set(&t.SnapshotID, x.SnapshotID)
 	set(&t.PublicationID, x.PublicationID)
 	set(&t.PolicySnapshotID, x.PolicySnapshotID)
-	setI(&t.PolicyVersion, x.PolicyVersion)
+	set(&t.PolicyVersion, x.PolicyVersion)
 	set(&t.PolicyDigest, x.PolicyDigest)
 	set(&t.LeaseProfileDigest, x.LeaseProfileDigest)
-	setI(&t.SourceEventSequence, x.SourceEventSequence)
-	if x.SchemaVersion != nil {
-		t.SchemaVersion = *x.SchemaVersion
-	}
-	setI(&t.RevocationEpoch, x.RevocationEpoch)
-	setI(&t.CompatibilityGeneration, x.CompatibilityGeneration)
+	set(&t.SourceEventSequence, x.SourceEventSequence)
+	set(&t.SchemaVersion, x.SchemaVersion)
+	set(&t.RevocationEpoch, x.RevocationEpoch)
+	set(&t.CompatibilityGeneration, x.CompatibilityGeneration)
 	set(&t.CreatedAt, x.CreatedAt)
 	set(&t.ValidFrom, x.ValidFrom)
 	set(&t.RefreshAfter, x.RefreshAfter)
 	set(&t.ExpiresAt, x.ExpiresAt)
-	if x.DeliveryLease != nil {
-		t.DeliveryLease = *x.DeliveryLease
-	}
-	if x.Changed != nil {
-		t.Changed = *x.Changed
-	}
+	set(&t.DeliveryLease, x.DeliveryLease)
+	set(&t.Changed, x.Changed)
 	t.Previous, t.Inventory, t.Tombstones = x.Previous, x.Inventory, x.Tombstones
+}
+
+// set assigns *v to *dst when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 func subjectKey(kind, name string) string { return kind + "/" + name }
@@ -470,17 +457,7 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 		return nil, fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
 	}
 
-	inputs := render.List()
-	for _, in := range m.Inputs {
-		inputs.Items = append(inputs.Items, render.Map().Add("path", s(in.Path)).Add("digest", s(in.Digest)))
-	}
-	profs := render.List()
-	for _, p := range m.LeaseProfiles {
-		profs.Items = append(profs.Items, render.Map().
-			Add("name", s(p.Name)).Add("digest", s(p.Digest)).
-			Add("validFor", s(p.ValidFor)).Add("refreshAfter", s(p.RefreshAfter)).
-			Add("delivery", render.Map().Add("refreshAfter", s(p.Delivery.RefreshAfter)).Add("expiresAfter", s(p.Delivery.ExpiresAfter))))
-	}
+	inputs, profs := inputsValue(m.Inputs), profilesValue(m.LeaseProfiles)
 	trows := make([]*render.Value, 0, len(times))
 	for _, t := range times {
 		trows = append(trows, rowOf(i(t.ReleaseVersion), s(t.CreatedAt)))

@@ -9,17 +9,7 @@ import (
 // optional target members are omitted when empty.
 func (m *Manifest) value() (*render.Value, error) {
 	s, i := render.String, render.Int
-	inputs := render.List()
-	for _, in := range m.Inputs {
-		inputs.Items = append(inputs.Items, render.Map().Add("path", s(in.Path)).Add("digest", s(in.Digest)))
-	}
-	profiles := render.List()
-	for _, p := range m.LeaseProfiles {
-		profiles.Items = append(profiles.Items, render.Map().
-			Add("name", s(p.Name)).Add("digest", s(p.Digest)).
-			Add("validFor", s(p.ValidFor)).Add("refreshAfter", s(p.RefreshAfter)).
-			Add("delivery", render.Map().Add("refreshAfter", s(p.Delivery.RefreshAfter)).Add("expiresAfter", s(p.Delivery.ExpiresAfter))))
-	}
+	inputs, profiles := inputsValue(m.Inputs), profilesValue(m.LeaseProfiles)
 	subjects := render.List()
 	for _, x := range m.Subjects {
 		subjects.Items = append(subjects.Items, render.Map().
@@ -75,6 +65,29 @@ func (m *Manifest) value() (*render.Value, error) {
 		Add("compatibilityGeneration", i(m.CompatibilityGeneration)).Add("revocationEpoch", i(m.RevocationEpoch)).
 		Add("schemaVersion", i(int64(m.SchemaVersion))).Add("renderer", s(m.Renderer)).
 		Add("inputs", inputs).Add("leaseProfiles", profiles).Add("subjects", subjects).Add("workflows", workflows).Add("workflowLedger", ledger).Add("targets", targets), nil
+}
+
+// inputsValue is the [{path, digest}] list of inputs.
+func inputsValue(in []Input) *render.Value {
+	l := render.List()
+	for _, x := range in {
+		l.Items = append(l.Items, render.Map().Add("path", render.String(x.Path)).Add("digest", render.String(x.Digest)))
+	}
+	return l
+}
+
+// profilesValue is the list of lease profiles, members in declaration
+// order.
+func profilesValue(in []LeaseProfile) *render.Value {
+	s := render.String
+	l := render.List()
+	for _, p := range in {
+		l.Items = append(l.Items, render.Map().
+			Add("name", s(p.Name)).Add("digest", s(p.Digest)).
+			Add("validFor", s(p.ValidFor)).Add("refreshAfter", s(p.RefreshAfter)).
+			Add("delivery", render.Map().Add("refreshAfter", s(p.Delivery.RefreshAfter)).Add("expiresAfter", s(p.Delivery.ExpiresAfter))))
+	}
+	return l
 }
 
 func items(in []InventoryItem) *render.Value {

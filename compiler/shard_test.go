@@ -21,37 +21,10 @@ import (
 // releaseFiles returns every file under dir/releases with its bytes.
 func releaseFiles(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	out := map[string][]byte{}
-	root := filepath.Join(dir, "releases")
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = b
-		return err
-	})
+	out, err := gen.ReleaseFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
-}
-
-// changedFiles lists the paths added, removed or rewritten between a and b.
-func changedFiles(a, b map[string][]byte) []string {
-	var out []string
-	for p, x := range a {
-		if y, ok := b[p]; !ok || !bytes.Equal(x, y) {
-			out = append(out, p)
-		}
-	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -111,7 +84,7 @@ func TestOneAgentChangesRootAndOneShard(t *testing.T) {
 	if !reflect.DeepEqual(changedTargets, wantChanged) {
 		t.Fatalf("changed targets %v, want %v", changedTargets, wantChanged)
 	}
-	got := changedFiles(v1, releaseFiles(t, dir))
+	got := gen.Changed(v1, releaseFiles(t, dir))
 	want := []string{"releases/bench.yaml", "releases/bench/h0002.bench.lightapi.net.yaml"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("files changed by one Agent: %v, want %v", got, want)
@@ -199,7 +172,7 @@ func TestUnlistedShardIsStaleAndRemoved(t *testing.T) {
 	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := changedFiles(before, releaseFiles(t, dir)); len(got) != 0 {
+	if got := gen.Changed(before, releaseFiles(t, dir)); len(got) != 0 {
 		t.Fatalf("compile changed %v, want only the unlisted shard removed", got)
 	}
 	if _, err := os.Stat(extra); !os.IsNotExist(err) {

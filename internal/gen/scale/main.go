@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,20 +119,6 @@ func measure(args ...string) (measured, error) {
 	return measured{wall: wall, maxRSS: rss, out: strings.TrimSpace(out.String())}, nil
 }
 
-// releaseFiles returns every file under dir/releases and its bytes.
-func releaseFiles(dir string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	err := filepath.WalkDir(filepath.Join(dir, "releases"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = b
-		return err
-	})
-	return out, err
-}
-
 type row struct {
 	targets                  int
 	compile, recompile, base measured
@@ -174,7 +159,7 @@ func run(sizes, dir string) error {
 		if r.compile, err = measure("compile", repo, at.Format(time.RFC3339)); err != nil {
 			return err
 		}
-		v1, err := releaseFiles(repo)
+		v1, err := gen.ReleaseFiles(repo)
 		if err != nil {
 			return err
 		}
@@ -195,33 +180,17 @@ func run(sizes, dir string) error {
 		if r.recompile, err = measure("compile", repo, at.Add(24*time.Hour).Format(time.RFC3339)); err != nil {
 			return err
 		}
-		v2, err := releaseFiles(repo)
+		v2, err := gen.ReleaseFiles(repo)
 		if err != nil {
 			return err
 		}
-		r.changedFiles = len(changed(v1, v2))
+		r.changedFiles = len(gen.Changed(v1, v2))
 		rows = append(rows, r)
 		if err := os.RemoveAll(repo); err != nil {
 			return err
 		}
 	}
 	return printTable(rows)
-}
-
-func changed(a, b map[string][]byte) []string {
-	var out []string
-	for p, x := range a {
-		if y, ok := b[p]; !ok || !bytes.Equal(x, y) {
-			out = append(out, p)
-		}
-	}
-	for p := range b {
-		if _, ok := a[p]; !ok {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
