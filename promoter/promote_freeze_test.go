@@ -2,6 +2,7 @@ package promoter_test
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,15 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 	s := readState(t, c.pool)
 	if !pointersAt(s.Pointers, c.p.snapshots[c.p.r1]) || s.Current != 1 {
 		t.Fatalf("staging moved pointers: %v (current %d)", s.Pointers, s.Current)
+	}
+	// history --releases shows the staged release and the journaled reason.
+	hist, err := exec.Command(c.bin, "history", "--env", promoteEnv, "--releases", "--database", url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("history --releases: %v\n%s", err, hist)
+	}
+	for _, want := range []string{"stage", "RECORDED->STAGED", "UNCONFIRMED->NOT_REQUESTED", `break-glass in freeze window "change-freeze": INC-7 hotfix`} {
+		if !strings.Contains(string(hist), want) {
+			t.Errorf("history --releases lacks %q:\n%s", want, hist)
+		}
 	}
 }

@@ -382,6 +382,10 @@ func TestTwoPhaseReceiptContradictingTheJournalIsAnIntegrityError(t *testing.T) 
 		AND event_kind = 'integrity-error' AND evidence->>'identity' = 'host-00001/svc'`); n != 1 {
 		t.Fatalf("%d integrity-error journal rows, want 1", n)
 	}
+	evs, err := f.store.ReleaseEvents(ctx, "prod", 1)
+	if err != nil || len(evs) != 1 || evs[0].Kind != "integrity-error" || evs[0].ToOutcome != promoter.OutcomeIntegrityError {
+		t.Fatalf("newest release event %+v, %v; want the integrity error", evs, err)
+	}
 	if _, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("again"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "again"},
 		promoter.ActivateOptions{}); !errors.Is(err, promoter.ErrIntegrity) {
 		t.Fatalf("activating again: %v, want refused", err)

@@ -18,6 +18,7 @@ func addHistoryCmd(root *cobra.Command) {
 		sf                  storeFlags
 		env, target, format string
 		limit               int
+		releases            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "history --env ENV [--target HOST[/SERVICE]] [--limit N]",
@@ -41,6 +42,16 @@ func addHistoryCmd(root *cobra.Command) {
 				return err
 			}
 			defer closeFn()
+			if releases {
+				evs, err := store.ReleaseEvents(cmd.Context(), env, limit)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), evs)
+				}
+				return printReleaseEvents(cmd.OutOrStdout(), evs)
+			}
 			moves, err := store.History(cmd.Context(), env, filter)
 			if err != nil {
 				return err
@@ -59,6 +70,7 @@ func addHistoryCmd(root *cobra.Command) {
 	fl.StringVar(&env, "env", "", "environment tag (required)")
 	fl.StringVar(&target, "target", "", "only moves of HOST or HOST/SERVICE")
 	fl.IntVar(&limit, "limit", 0, "only the newest N moves (0 = all)")
+	fl.BoolVar(&releases, "releases", false, "list the release journal instead: every state and outcome change (staged, activated, failed, integrity errors, break-glass reasons, health gate)")
 	formatFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("env")
 	root.AddCommand(cmd)
@@ -92,6 +104,26 @@ func printHistory(w io.Writer, moves []promoter.Move) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
 			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), to, rt, term(m.Actor), term(m.Reason), term(m.CommandID))
+	}
+	return tw.Flush()
+}
+
+// printReleaseEvents prints the release journal as a table, actor and
+// reason escaped like printHistory's.
+func printReleaseEvents(w io.Writer, evs []promoter.ReleaseEvent) error {
+	term := safetext.Terminal
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tRELEASE\tSEQ\tEVENT\tSTATE\tOUTCOME\tACTOR\tREASON")
+	for _, e := range evs {
+		state, outcome := e.ToState, e.ToOutcome
+		if e.FromState != "" && e.FromState != e.ToState {
+			state = e.FromState + "->" + e.ToState
+		}
+		if e.FromOutcome != "" && e.FromOutcome != e.ToOutcome {
+			outcome = e.FromOutcome + "->" + e.ToOutcome
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.RecordedAt.Format(time.RFC3339), e.ReleaseVersion, e.Sequence,
+			term(e.Kind), state, outcome, term(e.Actor), term(e.Reason))
 	}
 	return tw.Flush()
 }
