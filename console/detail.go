@@ -304,32 +304,28 @@ func (r *reader) IdentityAt(ctx context.Context, env, host, svc string, at time.
 // envAtListed bounds the targets listed by EnvironmentAt.
 const envAtListed = 200
 
-// EnvironmentAt reconstructs env at at from the pointer-move journal.
+// EnvironmentAt reconstructs env at at from the pointer-move journal: each
+// identity's last move at or before at, counted by the release of its
+// snapshot. When the schema keeps per-mapping counts it starts from the
+// last activation or rollback at or before at (which left every identity
+// of the environment at that release's mapping, the others retired) and
+// reads only the moves after it; otherwise it scans every move before at.
 func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*EnvironmentAt, error) {
 	out := &EnvironmentAt{EnvTag: env, At: at.UTC(), ByRelease: []ReleaseCount{}, Rows: []Move{}}
-	err := r.q.QueryRow(ctx, `SELECT j.release_version, r.release_digest FROM configpub.config_release_journal j
+	var activated time.Time
+	err := r.q.QueryRow(ctx, `SELECT j.release_version, r.release_digest, j.recorded_at FROM configpub.config_release_journal j
 		JOIN configpub.config_release r ON r.env_tag = j.env_tag AND r.release_version = j.release_version
 		WHERE j.env_tag = $1 AND j.to_state = 'ACTIVE' AND j.from_state IS DISTINCT FROM 'ACTIVE' AND j.recorded_at <= $2
-		ORDER BY j.recorded_at DESC, j.event_id LIMIT 1`, env, at).Scan(&out.Release, &out.ReleaseDigest)
+		ORDER BY j.recorded_at DESC, j.event_id LIMIT 1`, env, at).Scan(&out.Release, &out.ReleaseDigest, &activated)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 	}
-	// Each identity's last move at or before at (in the order a backward
-	// scan of the pointer_move_identity_at index gives), counted by the
-	// release of its snapshot in the database: only the listed rows travel.
-	rows, err := r.q.Query(ctx, `WITH last AS MATERIALIZED (
-			SELECT DISTINCT ON (host, service_id) move_id, host, service_id, next_snapshot_id, `+r.moveRetiredCol("m")+` AS retired
-			FROM configpub.pointer_move m WHERE env_tag = $1 AND moved_at <= $2
-			ORDER BY host DESC, service_id DESC, move_id DESC),
-		counts AS MATERIALIZED (
-			SELECT s.release_version AS rel, count(*)::int AS n FROM last l
-			JOIN configpub.config_snapshot s ON s.snapshot_id = l.next_snapshot_id WHERE NOT l.retired GROUP BY 1),
-		page AS (SELECT move_id FROM last WHERE NOT retired ORDER BY host, service_id LIMIT $3)
-		SELECT `+r.moveSelect()+`,
-			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
-		FROM page JOIN configpub.pointer_move m ON m.move_id = page.move_id
-		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
-		ORDER BY m.host, m.service_id`, env, at, envAtListed)
+	var rows pgx.Rows
+	if r.f.releaseCnt && r.f.retired && out.Release != 0 {
+		rows, err = r.q.Query(ctx, r.envAtFromActivationSQL(), env, at, envAtListed, activated, out.Release)
+	} else {
+		rows, err = r.q.Query(ctx, r.envAtScanSQL(), env, at, envAtListed)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
 	}
@@ -356,4 +352,68 @@ func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*
 	out.More = out.Targets - len(out.Rows)
 	sortReleaseCounts(out.ByRelease)
 	return out, nil
+}
+
+// envAtScanSQL lists, for env $1 at $2, the first $3 identities' last moves
+// with the counts by snapshot release, from every move at or before $2 (in
+// the order a backward scan of the pointer_move_identity_at index gives):
+// only the listed rows travel.
+func (r *reader) envAtScanSQL() string {
+	return `WITH last AS MATERIALIZED (
+			SELECT DISTINCT ON (host, service_id) move_id, host, service_id, next_snapshot_id, ` + r.moveRetiredCol("m") + ` AS retired
+			FROM configpub.pointer_move m WHERE env_tag = $1 AND moved_at <= $2
+			ORDER BY host DESC, service_id DESC, move_id DESC),
+		counts AS MATERIALIZED (
+			SELECT s.release_version AS rel, count(*)::int AS n FROM last l
+			JOIN configpub.config_snapshot s ON s.snapshot_id = l.next_snapshot_id WHERE NOT l.retired GROUP BY 1),
+		page AS (SELECT move_id FROM last WHERE NOT retired ORDER BY host, service_id LIMIT $3)
+		SELECT ` + r.moveSelect() + `,
+			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
+		FROM page JOIN configpub.pointer_move m ON m.move_id = page.move_id
+		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
+		ORDER BY m.host, m.service_id`
+}
+
+// envAtFromActivationSQL gives what envAtScanSQL gives from release $5's
+// mapping, activated at $4 (the last activation or rollback at or before
+// $2), and the moves after $4: the counts are the mapping's kept counts
+// with each identity moved since taken out of its mapping release and put
+// in its new snapshot's release (unless retired); the listed identities
+// are the first of the mapping and of the moved ones, each with its last
+// move at or before $2 read from the identity index.
+func (r *reader) envAtFromActivationSQL() string {
+	const lastMove = `(SELECT m.move_id, m.retired FROM configpub.pointer_move m
+				WHERE m.env_tag = $1 AND m.host = %[1]s.host AND m.service_id = %[1]s.service_id AND m.moved_at <= $2
+				ORDER BY m.move_id DESC LIMIT 1)`
+	return `WITH delta AS MATERIALIZED (
+			SELECT DISTINCT ON (host, service_id) host, service_id, next_snapshot_id, retired
+			FROM configpub.pointer_move WHERE env_tag = $1 AND moved_at > $4 AND moved_at <= $2
+			ORDER BY host, service_id, move_id DESC),
+		counts AS MATERIALIZED (
+			SELECT rel, sum(n)::int AS n FROM (
+				SELECT snapshot_release AS rel, targets AS n FROM configpub.release_target_release_count
+				WHERE env_tag = $1 AND release_version = $5
+				UNION ALL
+				SELECT s.release_version, -1 FROM delta d
+				JOIN configpub.config_release_target t ON t.env_tag = $1 AND t.release_version = $5
+					AND t.host = d.host AND t.service_id = d.service_id
+				JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+				UNION ALL
+				SELECT s.release_version, 1 FROM delta d JOIN configpub.config_snapshot s ON s.snapshot_id = d.next_snapshot_id
+				WHERE NOT d.retired) c
+			GROUP BY rel HAVING sum(n) <> 0),
+		page AS (
+			(SELECT l.move_id, t.host, t.service_id FROM configpub.config_release_target t
+				CROSS JOIN LATERAL ` + fmt.Sprintf(lastMove, "t") + ` l
+				WHERE t.env_tag = $1 AND t.release_version = $5 AND NOT l.retired
+				ORDER BY t.host, t.service_id LIMIT $3)
+			UNION
+			(SELECT l.move_id, d.host, d.service_id FROM delta d CROSS JOIN LATERAL ` + fmt.Sprintf(lastMove, "d") + ` l
+				WHERE NOT l.retired ORDER BY d.host, d.service_id LIMIT $3)),
+		listed AS (SELECT move_id FROM page ORDER BY host, service_id LIMIT $3)
+		SELECT ` + r.moveSelect() + `,
+			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
+		FROM listed JOIN configpub.pointer_move m ON m.move_id = listed.move_id
+		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
+		ORDER BY m.host, m.service_id`
 }

@@ -115,7 +115,7 @@ func (g generated) activate(t testing.TB, exec func(string, ...any), r, prev int
 			coalesce(p.sequence, 0) + 1, $4, 'alex@example.com', '', $5::uuid, $6
 		FROM configpub.config_release_target t JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
 		LEFT JOIN configpub.current_pointer p ON p.env_tag = t.env_tag AND p.host = t.host AND p.service_id = t.service_id
-		WHERE t.env_tag = $1 AND t.release_version = $2 AND p.snapshot_id IS DISTINCT FROM t.snapshot_id`,
+		WHERE t.env_tag = $1 AND t.release_version = $2 AND (p.snapshot_id IS DISTINCT FROM t.snapshot_id OR p.retired_at IS NOT NULL)`,
 		g.env, r, prev, action, cmd, at)
 	exec(`INSERT INTO configpub.current_pointer (host, service_id, env_tag, snapshot_id, release_version, sequence, manifest,
 			manifest_signature, manifest_key_id, lease_valid_from, lease_refresh_after, lease_expires_at, moved_at, updated_at)
@@ -124,8 +124,19 @@ func (g generated) activate(t testing.TB, exec func(string, ...any), r, prev int
 		FROM configpub.config_release_target t WHERE t.env_tag = $1 AND t.release_version = $2
 		ON CONFLICT (host, service_id, env_tag) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,
 			release_version = EXCLUDED.release_version, sequence = current_pointer.sequence + 1,
-			moved_at = EXCLUDED.moved_at, updated_at = EXCLUDED.updated_at
-		WHERE current_pointer.snapshot_id IS DISTINCT FROM EXCLUDED.snapshot_id`, g.env, r, at)
+			moved_at = EXCLUDED.moved_at, updated_at = EXCLUDED.updated_at, retired_at = NULL, retired_release_version = NULL
+		WHERE current_pointer.snapshot_id IS DISTINCT FROM EXCLUDED.snapshot_id OR current_pointer.retired_at IS NOT NULL`, g.env, r, at)
+	// Retire the identities the mapping does not contain.
+	exec(`WITH x AS (
+			UPDATE configpub.current_pointer p SET retired_at = $3, retired_release_version = $2, updated_at = $3
+			WHERE p.env_tag = $1 AND p.retired_at IS NULL AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
+				WHERE t.env_tag = p.env_tag AND t.release_version = $2 AND t.host = p.host AND t.service_id = p.service_id)
+			RETURNING p.host, p.service_id, p.snapshot_id, p.sequence)
+		INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id, next_snapshot_id,
+			publication_id, release_version, previous_release_version, sequence, action, actor, reason, command_id, moved_at, retired)
+		SELECT x.host, x.service_id, $1, x.snapshot_id, x.snapshot_id, s.publication_id, $2, nullif($4, 0), x.sequence, $5,
+			'alex@example.com', '', $6::uuid, $3, true
+		FROM x JOIN configpub.config_snapshot s ON s.snapshot_id = x.snapshot_id`, g.env, r, at, prev, action, cmd)
 	if prev > 0 {
 		to := "SUPERSEDED"
 		if action == "rollback" {

@@ -24,6 +24,7 @@ type features struct {
 	evidenceKnd bool // runtime_evidence.kind
 	summary     bool // release_target_summary (changed and kept counts per release)
 	workflow    bool // configpub_workflow.workflow_view_summary, readable
+	releaseCnt  bool // release_target_release_count (a mapping's targets by snapshot release)
 }
 
 func loadFeatures(ctx context.Context, q querier) (features, error) {
@@ -33,8 +34,9 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 		AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'pointer_move' AND column_name = 'retired'),
 		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'kind'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_summary'),
-		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary')`).
-		Scan(&f.retired, &f.evidenceKnd, &f.summary, &f.workflow)
+		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary'),
+		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_release_count')`).
+		Scan(&f.retired, &f.evidenceKnd, &f.summary, &f.workflow, &f.releaseCnt)
 	if err != nil {
 		return f, fmt.Errorf("read schema columns: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 // viewerReads are the tables the console reads in full.
 var viewerReads = []string{
 	"environment", "config_release", "config_release_journal", "config_release_target", "config_snapshot",
-	"current_pointer", "pointer_move", "revocation", "runtime_evidence", "schema_migration",
+	"current_pointer", "pointer_move", "revocation", "runtime_evidence", "schema_migration", "release_target_release_count",
 }
 
 // configpubTables lists every table of schema configpub from the catalog, so
