@@ -225,7 +225,7 @@ func manifestAt(t *testing.T, c *object.Commit, env string) *bundle.Manifest {
 func checkSignedArtifacts(t *testing.T, bin, state string) {
 	t.Helper()
 	addr := freeAddr(t)
-	srv := exec.Command(bin, "registry", "serve", "--dir", filepath.Join(state, "registry"), "--addr", addr)
+	srv := exec.Command(bin, "registry", "serve", "--dir", filepath.Join(state, "registry"), "--listen", addr)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +248,8 @@ func checkSignedArtifacts(t *testing.T, bin, state string) {
 			ref := repo + ":" + registry.Tag(n)
 			dgst := resolve(t, ref)
 			full := repo + "@" + dgst
-			run(t, bin, "verify-oci", full, "--key", pub, "--plain-http",
-				"--host", tg.Host, "--service-id", tg.ServiceID, "--env-tag", "dev")
+			run(t, bin, "verify-oci", full, "--trust-key", pub, "--plain-http",
+				"--host", tg.Host, "--service-id", tg.ServiceID, "--env", "dev")
 			if cosign != "" {
 				cmd := exec.Command(cosign, "verify", "--key", pub, "--insecure-ignore-tlog=true", "--allow-insecure-registry", "--allow-http-registry", full)
 				if out, err := cmd.CombinedOutput(); err != nil {

@@ -38,7 +38,7 @@ func newCLIHarness(t *testing.T) *cliHarness {
 // returns the exit code and combined output.
 func (c *cliHarness) run(t *testing.T, dbURL string, extra ...string) (int, string) {
 	t.Helper()
-	args := []string{"promote", "--git", c.p.repo.Dir, "--env", promoteEnv, "--registry", c.prefix, "--plain-http", "--key", c.keyPath}
+	args := []string{"promote", "--repo", c.p.repo.Dir, "--env", promoteEnv, "--registry", c.prefix, "--plain-http", "--key", c.keyPath}
 	if dbURL != "" {
 		args = append(args, "--database", dbURL)
 	}

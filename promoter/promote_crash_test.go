@@ -72,7 +72,7 @@ func TestPromoteKillNine(t *testing.T) {
 	}
 
 	promote := func(ctx context.Context, dbURL string, commit plumbing.Hash) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, bin, "promote", "--git", p.repo.Dir, "--env", promoteEnv,
+		cmd := exec.CommandContext(ctx, bin, "promote", "--repo", p.repo.Dir, "--env", promoteEnv,
 			"--database", dbURL, "--registry", prefix, "--plain-http", "--key", keyPath,
 			"--commit", commit.String(), "--require-trailer", "Reviewed-by", "-v")
 		cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+password)

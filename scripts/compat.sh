@@ -140,7 +140,7 @@ check_registry() { # name host keydir
 				jq -e --arg env "$ENV" '.artifactType == "application/vnd.configpub.release.v1+json"
 					and .annotations["dev.configpub.env-tag"] == $env' >/dev/null ||
 				fail "$name: crane manifest $ref lacks the release artifactType/annotations"
-			"$cp" verify-oci "$ref" --key "$keys/cosign.pub" --plain-http >/dev/null || fail "$name: verify-oci $ref"
+			"$cp" verify-oci "$ref" --trust-key "$keys/cosign.pub" --plain-http >/dev/null || fail "$name: verify-oci $ref"
 		else
 			local env=${path%%/*} rest=${path#*/}
 			local thost=${rest%%/*} svc=${rest#*/}
@@ -161,10 +161,10 @@ check_registry() { # name host keydir
 					and ([.annotations | keys[] | select(startswith("dev.configpub."))] | length) == 9
 					and (.annotations["org.opencontainers.image.created"] | length) > 0' >/dev/null ||
 				fail "$name: crane manifest $ref lacks the artifactType/annotations"
-			"$cp" verify-oci "$ref" --key "$keys/cosign.pub" --plain-http \
-				--host "$thost" --service-id "$svc" --env-tag "$env" >/dev/null || fail "$name: verify-oci $ref"
-			if "$cp" verify-oci "$ref" --key "$keys/cosign.pub" --plain-http \
-				--host "$thost" --service-id "not-$svc" --env-tag "$env" >/dev/null 2>&1; then
+			"$cp" verify-oci "$ref" --trust-key "$keys/cosign.pub" --plain-http \
+				--host "$thost" --service-id "$svc" --env "$env" >/dev/null || fail "$name: verify-oci $ref"
+			if "$cp" verify-oci "$ref" --trust-key "$keys/cosign.pub" --plain-http \
+				--host "$thost" --service-id "not-$svc" --env "$env" >/dev/null 2>&1; then
 				fail "$name: verify-oci accepted $ref for another service id"
 			fi
 			values=$((values + 1))
@@ -183,7 +183,7 @@ check_registry() { # name host keydir
 
 # --- embedded registry, configpub key -------------------------------------------
 port=$(free_port)
-"$cp" registry serve --dir "$work/embedded" --addr "127.0.0.1:$port" >"$work/embedded.log" 2>&1 &
+"$cp" registry serve --dir "$work/embedded" --listen "127.0.0.1:$port" >"$work/embedded.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$port/v2/"
 check_registry embedded "127.0.0.1:$port" "$work/keys"
@@ -193,9 +193,9 @@ check_registry embedded "127.0.0.1:$port" "$work/keys"
 ref=$(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release:' | head -1 | awk '{print substr($2, 1, index($2, ":r") - 1) "@" $3}')
 cosign sign --key "$work/cosignkeys/cosign.key" --tlog-upload=false --allow-insecure-registry -y "$ref" \
 	>/dev/null 2>"$work/cosign.err" || { cat "$work/cosign.err" >&2; fail "cosign sign $ref"; }
-"$cp" verify-oci "$ref" --key "$work/cosignkeys/cosign.pub" --plain-http >/dev/null || fail "verify-oci of a cosign signature"
+"$cp" verify-oci "$ref" --trust-key "$work/cosignkeys/cosign.pub" --plain-http >/dev/null || fail "verify-oci of a cosign signature"
 cat "$work/keys/cosign.pub" "$work/cosignkeys/cosign.pub" >"$work/both.pub"
-"$cp" verify-oci "$ref" --key "$work/both.pub" --plain-http >/dev/null || fail "verify-oci with rotated keys"
+"$cp" verify-oci "$ref" --trust-key "$work/both.pub" --plain-http >/dev/null || fail "verify-oci with rotated keys"
 echo "compat: ok: a signature added by cosign sign verifies with configpub verify-oci"
 
 # A signature copied from another artifact fails, in cosign and in configpub.
@@ -207,7 +207,7 @@ crane copy --insecure "${src%@*}:$(echo "${src#*@}" | tr : -).sig" "${dst%@*}:$(
 if cosign verify --key "$work/keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry "$dst" >/dev/null 2>&1; then
 	fail "cosign verify accepted a signature copied from another artifact"
 fi
-if "$cp" verify-oci "$dst" --key "$work/keys/cosign.pub" --plain-http >/dev/null 2>"$work/verify.err"; then
+if "$cp" verify-oci "$dst" --trust-key "$work/keys/cosign.pub" --plain-http >/dev/null 2>"$work/verify.err"; then
 	fail "verify-oci accepted a signature copied from another artifact"
 fi
 grep -q "another artifact" "$work/verify.err" || { cat "$work/verify.err" >&2; fail "verify-oci: unclear error for a copied signature"; }
@@ -232,7 +232,7 @@ while read -r _ repotag digest _; do
 	cosign verify --key "$work/keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry \
 		"$repo@$digest" >/dev/null 2>"$work/cosign.err" ||
 		{ cat "$work/cosign.err" >&2; fail "layout: cosign verify $repo@$digest after oras cp"; }
-	"$cp" verify-oci "$repo@$digest" --key "$work/keys/cosign.pub" --plain-http >/dev/null ||
+	"$cp" verify-oci "$repo@$digest" --trust-key "$work/keys/cosign.pub" --plain-http >/dev/null ||
 		fail "layout: verify-oci $repo@$digest after oras cp"
 	n=$((n + 1))
 done < <(grep -E '^(pushed|present) ' "$log")

@@ -51,10 +51,11 @@ Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`
 			if err != nil {
 				return storeError(fmt.Errorf("%w (command %s)", err, f.commandID), f.env)
 			}
-			return printActivation(cmd.OutOrStdout(), res)
+			return report(cmd, res, func(w io.Writer) error { return printActivation(w, res) })
 		},
 	}
 	f.add(cmd, "release", "recorded release to activate")
+	outputFlag(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "two-phase activation: how long to wait for every candidate to be READY")
 	cmd.Flags().BoolVar(&breakGlass, "break-glass", false, "activate inside a freeze window (--reason is journaled)")
 	root.AddCommand(cmd)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"time"
@@ -53,29 +54,34 @@ the commit time of the policy repository's HEAD.`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
+			sum := compileSummary{EnvTag: env, Manifest: compiler.ManifestPath(env), Release: res.Manifest.ReleaseVersion,
+				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Targets), ReleaseDigest: res.Manifest.ReleaseDigest}
 			if check {
 				if err := res.Stale(); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "%s is up to date: release %d, %d targets, %s\n", compiler.ManifestPath(env), res.Manifest.ReleaseVersion, len(res.Targets), res.Manifest.ReleaseDigest)
-				return nil
+				sum.State = "up to date"
+				return report(cmd, sum, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "%s is up to date: release %d, %d targets, %s\n", sum.Manifest, sum.Release, sum.Targets, sum.ReleaseDigest)
+					return err
+				})
 			}
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err
 			}
-			changed := 0
 			for _, t := range res.Targets {
 				if t.Changed {
-					changed++
+					sum.Changed++
 				}
 			}
-			state := "rewritten"
+			sum.State = "rewritten"
 			if bytes.Equal(res.ManifestBytes, res.BaseBytes) {
-				state = "unchanged"
+				sum.State = "unchanged"
 			}
-			fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, res.Manifest.ReleaseVersion, res.Manifest.BaseReleaseVersion, len(res.Targets), changed, compiler.ManifestPath(env), state, res.Manifest.ReleaseDigest)
-			return nil
+			return report(cmd, sum, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
+				return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -84,7 +90,20 @@ the commit time of the policy repository's HEAD.`,
 	f.StringVar(&out, "out", "", "write values.yml and target.json per target under this directory")
 	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
+	outputFlag(cmd)
 	root.AddCommand(cmd)
+}
+
+// compileSummary is what compile reports (-o json).
+type compileSummary struct {
+	EnvTag        string `json:"envTag"`
+	Manifest      string `json:"manifest"`
+	State         string `json:"state"` // up to date | rewritten | unchanged
+	Release       int64  `json:"release"`
+	BaseRelease   int64  `json:"baseRelease"`
+	Targets       int    `json:"targets"`
+	Changed       int    `json:"changed"`
+	ReleaseDigest string `json:"releaseDigest"`
 }
 
 // resolveCreatedAt picks a new release's createdAt: the flag, else

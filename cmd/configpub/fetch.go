@@ -47,7 +47,7 @@ type fetchFlags struct {
 func addFetchCmd(root *cobra.Command) {
 	var f fetchFlags
 	cmd := &cobra.Command{
-		Use:   "fetch --server URL --token-file F --host H --service-id S --env-tag E --audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
+		Use:   "fetch --server URL --token-file F --host H --service-id S --env E --config-audience A --trust-key cosign.pub --cache-dir DIR --out FILE",
 		Short: "Fetch, verify and write a runtime's values.yml (sidecar for runtimes in other languages)",
 		Long: `fetch runs the runtime client: it fetches GET /configs (or, with --oci,
 pulls REF@DIGEST from an OCI registry, checks its cosign signature and reads the signed

@@ -152,7 +152,7 @@ func (s *fetchServer) args(t *testing.T, keyFile, cacheDir, out string) []string
 		t.Fatal(err)
 	}
 	return []string{"fetch", "--server", s.URL, "--token-file", tok, "--host", s.id.Host, "--service-id", s.id.ServiceID,
-		"--env-tag", s.id.EnvTag, "--audience", "agent", "--trust-key", keyFile, "--cache-dir", cacheDir, "--out", out, "--skew", "0s"}
+		"--env", s.id.EnvTag, "--config-audience", "agent", "--trust-key", keyFile, "--cache-dir", cacheDir, "--out", out, "--skew", "0s"}
 }
 
 func evidenceOf(t *testing.T, out string) client.Evidence {
@@ -238,9 +238,9 @@ func TestFetchUsage(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"neither --server nor --oci", []string{"fetch", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k", "--out", "o"}},
-		{"--watch with --oci", []string{"fetch", "--oci", "localhost:5000/a/b@sha256:" + strings.Repeat("0", 64), "--watch", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k", "--out", "o"}},
-		{"missing --out", []string{"fetch", "--server", "http://x", "--host", "h", "--service-id", "s", "--env-tag", "e", "--audience", "agent", "--trust-key", "k"}},
+		{"neither --server nor --oci", []string{"fetch", "--host", "h", "--service-id", "s", "--env", "e", "--config-audience", "agent", "--trust-key", "k", "--out", "o"}},
+		{"--watch with --oci", []string{"fetch", "--oci", "localhost:5000/a/b@sha256:" + strings.Repeat("0", 64), "--watch", "--host", "h", "--service-id", "s", "--env", "e", "--config-audience", "agent", "--trust-key", "k", "--out", "o"}},
+		{"missing --out", []string{"fetch", "--server", "http://x", "--host", "h", "--service-id", "s", "--env", "e", "--config-audience", "agent", "--trust-key", "k"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,7 +330,7 @@ func TestFetchOCI(t *testing.T) {
 			}
 			outFile := filepath.Join(t.TempDir(), "values.yml")
 			out, err := runCLI("fetch", "--oci", ref, "--plain-http", "--host", tg.Host, "--service-id", tg.ServiceID,
-				"--env-tag", tg.EnvTag, "--audience", tg.Audience, "--trust-key", tc.key, "--out", outFile, "--cache-dir", t.TempDir())
+				"--env", tg.EnvTag, "--config-audience", tg.Audience, "--trust-key", tc.key, "--out", outFile, "--cache-dir", t.TempDir())
 			if code := exitCode(err); code != tc.exit {
 				t.Fatalf("exit %d (%v), want %d\n%s", code, err, tc.exit, out)
 			}

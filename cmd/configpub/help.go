@@ -28,16 +28,16 @@ var verbExamples = map[string]string{
   configpub compile --repo . --env dev --check         # CI: exit 1 when releases/dev.yaml is stale
   configpub compile --repo . --env dev --out build/    # also write values.yml per target`,
 	"configpub plan": `  configpub plan --repo . --env dev
-  configpub plan --repo . --env prod --base-ref origin/main --format markdown`,
+  configpub plan --repo . --env prod --base-ref origin/main --output markdown`,
 	"configpub validate":   `  configpub validate build/dev/app.example.com/com.example.assistant/values.yml`,
 	"configpub keygen":     `  COSIGN_PASSWORD=… configpub keygen --out keys/`,
 	"configpub publish":    `  COSIGN_PASSWORD=… configpub publish --repo . --env dev --registry registry.example.com/policy --key keys/cosign.key`,
 	"configpub pull":       `  configpub pull registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --out values.yml`,
-	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --key keys/cosign.pub`,
-	"configpub promote": `  COSIGN_PASSWORD=… configpub promote --git . --env prod --registry registry.example.com/policy --key keys/cosign.key \
+	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --trust-key keys/cosign.pub`,
+	"configpub promote": `  COSIGN_PASSWORD=… configpub promote --repo . --env prod --registry registry.example.com/policy --key keys/cosign.key \
       --database "$CONFIGPUB_DATABASE_URL"`,
 	"configpub activate": `  configpub activate --env prod --release 7 --reason "forward fix verified" --actor alice --key keys/cosign.key`,
-	"configpub rollback": `  configpub rollback --env prod --to-release 6 --reason "error rate after release 7" --actor alice --key keys/cosign.key`,
+	"configpub rollback": `  configpub rollback --env prod --release 6 --reason "error rate after release 7" --actor alice --key keys/cosign.key`,
 	"configpub revoke": `  configpub revoke --snapshot 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 --reason "leaked prompt"
   configpub revoke --publication 9d1e… --reason "bad release"`,
 	"configpub reconcile":   `  configpub reconcile --env prod`,
@@ -46,13 +46,13 @@ var verbExamples = map[string]string{
 	"configpub db migrate":  `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
 	"configpub serve":       `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
 	"configpub fetch": `  configpub fetch --server https://config.example.com --token-file /var/run/token --host app.example.com \
-      --service-id com.example.assistant --env-tag prod --audience agent --trust-key cosign.pub \
+      --service-id com.example.assistant --env prod --config-audience agent --trust-key cosign.pub \
       --cache-dir /var/lib/configpub --out /etc/assistant/values.yml --watch`,
-	"configpub token":          `  configpub token --key signing-key.pem --issuer https://login.example.com --audience configpub --host app.example.com --service-id com.example.assistant --env-tag dev --config-audience agent`,
+	"configpub token":          `  configpub token --key signing-key.pem --issuer https://login.example.com --audience configpub --host app.example.com --service-id com.example.assistant --env dev --config-audience agent`,
 	"configpub token keygen":   `  configpub token keygen --out tokens/`,
-	"configpub registry serve": `  configpub registry serve --dir /var/lib/registry --addr 127.0.0.1:5000`,
+	"configpub registry serve": `  configpub registry serve --dir /var/lib/registry --listen 127.0.0.1:5000`,
 	"configpub console":        `  configpub console --database "$CONFIGPUB_VIEWER_DATABASE_URL" --listen 127.0.0.1:8081`,
-	"configpub status":         "  configpub status --env prod\n  configpub status --env prod --format json",
+	"configpub status":         "  configpub status --env prod\n  configpub status --env prod --output json",
 	"configpub history":        "  configpub history --env prod\n  configpub history --env prod --target app.example.com/com.example.assistant",
 	"configpub workflow diff":  `  configpub workflow diff 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 1.0.0 1.1.0 --repo .`,
 	"configpub demo":           "  configpub demo\n  make demo",

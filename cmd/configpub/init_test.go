@@ -88,7 +88,7 @@ func TestInitCompilesValidatesAndPlans(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(agent), "requestsPerMinute: 60", "requestsPerMinute: 30", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = runCLI("plan", "--repo", dir, "--env", "dev", "--format", "json")
+	out, err = runCLI("plan", "--repo", dir, "--env", "dev", "--output", "json")
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}

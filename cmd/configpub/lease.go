@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -62,7 +63,7 @@ so runtimes that pull from the registry keep a current lease.`,
 					}
 					msg += fmt.Sprintf("; attached %d delivery manifests", len(ar.Attached))
 				}
-				if _, err := fmt.Fprintln(cmd.OutOrStdout(), msg); err != nil {
+				if err := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
 					return err
 				}
 				if every == 0 {
@@ -77,6 +78,7 @@ so runtimes that pull from the registry keep a current lease.`,
 		},
 	}
 	sf.add(renew, true)
+	outputFlag(renew)
 	renew.Flags().StringVar(&env, "env", "", "environment tag (required)")
 	renew.Flags().DurationVar(&every, "every", 0, "repeat at this interval until interrupted (0 = once)")
 	renew.Flags().BoolVar(&attach, "attach", false, "also attach the renewed manifests to their artifacts as OCI referrers (registry credentials from the Docker config)")

@@ -15,7 +15,7 @@ import (
 func addPlanCmd(root *cobra.Command) {
 	var repo, env, baseRef, format, createdAt string
 	cmd := &cobra.Command{
-		Use:   "plan --repo DIR --env ENV [--base-ref REF] [--format text|markdown|json] [--created-at RFC3339]",
+		Use:   "plan --repo DIR --env ENV [--base-ref REF] [-o text|markdown|json] [--created-at RFC3339]",
 		Short: "Show which targets a policy change alters: old -> new values, sources, causes",
 		Long: `plan compiles the working tree of the policy repository and the tree at
 --base-ref (default HEAD, read with go-git) and lists each target whose artifact
@@ -38,7 +38,7 @@ request comment per environment. It writes nothing.`,
 				return usageError{errors.New("--repo and --env are required")}
 			}
 			if format != "text" && format != "markdown" && format != "json" {
-				return usageError{fmt.Errorf("--format %q: want text, markdown or json", format)}
+				return usageError{fmt.Errorf("--output %q: want text, markdown or json", format)}
 			}
 			// A new release's createdAt decides which unchanged targets are
 			// re-issued (activation window), so plan resolves it as compile does.

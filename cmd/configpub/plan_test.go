@@ -45,7 +45,7 @@ func TestPlanAgainstHead(t *testing.T) {
 	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "maxOutputTokens: 2048", "maxOutputTokens: 1024", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "json")
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", "json")
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -80,7 +80,7 @@ func TestPlanAgainstHead(t *testing.T) {
 	if !strings.Contains(string(m), "createdAt: \"2026-10-01T09:30:00Z\"\n") || !strings.Contains(string(m), "releaseVersion: 2\n") {
 		t.Errorf("release 2 does not carry HEAD's commit time")
 	}
-	if _, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "yaml"); exitCode(err) != exitUsage {
+	if _, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", "yaml"); exitCode(err) != exitUsage {
 		t.Errorf("bad --format: got exit %d, want %d", exitCode(err), exitUsage)
 	}
 }
@@ -101,7 +101,7 @@ func TestPlanAddedAndRetired(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "targets", "dev", "tech-support.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	js, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", "json")
+	js, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", "json")
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
@@ -127,7 +127,7 @@ func TestPlanAddedAndRetired(t *testing.T) {
 		"text":     {"ADDED dev.lightapi.net/com.networknt.agent-account-2.0.0", "RETIRED dev.lightapi.net/com.networknt.agent-tech-support-1.0.0", "(1 added, 1 retired)"},
 		"markdown": {"#### ADDED `dev.lightapi.net/com.networknt.agent-account-2.0.0`", "#### RETIRED `dev.lightapi.net/com.networknt.agent-tech-support-1.0.0`", "**1** added, **1** retired"},
 	} {
-		out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--format", format)
+		out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", format)
 		if err != nil {
 			t.Fatalf("plan --format %s: %v", format, err)
 		}
@@ -191,7 +191,7 @@ type planDigests struct {
 
 func planJSON(t *testing.T, dir, base string) planDigests {
 	t.Helper()
-	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--format", "json")
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--output", "json")
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}

@@ -22,11 +22,11 @@ func addPromoteCmd(root *cobra.Command) {
 		gitDir, env, dbURL, registryRef, keyPath string
 		ref, commit, signedByPath                string
 		trailers                                 []string
-		verbose, stage, breakGlass               bool
+		stage, breakGlass                        bool
 		reason                                   string
 	)
 	cmd := &cobra.Command{
-		Use:   "promote --git DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
+		Use:   "promote --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
 		Short: "Promote a reviewed commit: recompile, publish and verify artifacts, record and activate the release",
 		Long: `promote checks that the commit (default: the tip of the protected ref) is on the
 first-parent history of the protected ref and meets every --require-* policy, recompiles the
@@ -48,7 +48,7 @@ choice of the caller: --ref, when given, must name the same ref, and a policy
 repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, f := range []struct{ name, v string }{{"--git", gitDir}, {"--env", env}, {"--registry", registryRef}, {"--key", keyPath}} {
+			for _, f := range []struct{ name, v string }{{"--repo", gitDir}, {"--env", env}, {"--registry", registryRef}, {"--key", keyPath}} {
 				if f.v == "" {
 					return usageError{fmt.Errorf("%s must not be empty", f.name)}
 				}
@@ -105,7 +105,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-			if verbose {
+			if verbose(cmd) {
 				logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
 			res, err := promoter.Promote(ctx, repo, promoter.PromoteOptions{
@@ -129,10 +129,11 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			if err != nil {
 				return err
 			}
-			return printPromoteResult(cmd.OutOrStdout(), res)
+			return report(cmd, res, func(w io.Writer) error { return printPromoteResult(w, res) })
 		},
 	}
 	rf.add(cmd)
+	outputFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&gitDir, "git", "", "policy Git repository (worktree or bare) (required)")
 	f.StringVar(&env, "env", "", "environment tag to promote (required)")
@@ -143,7 +144,6 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of the protected ref)")
 	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring file: require a valid commit signature by one of its keys (e.g. GitHub's web-flow key, https://github.com/web-flow.gpg, which signs merge and squash commits)")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log each step to stderr")
 	f.BoolVar(&stage, "stage", false, "record the release as STAGED and move nothing (activate it later)")
 	f.BoolVar(&breakGlass, "break-glass", false, "promote inside a freeze window (needs --reason, journaled)")
 	f.StringVar(&reason, "reason", "", "why the freeze window is broken (with --break-glass)")

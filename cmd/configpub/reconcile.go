@@ -31,6 +31,9 @@ A second reconcile settles nothing.`,
 			if err != nil {
 				return storeError(err, env)
 			}
+			if o, _ := cmd.Flags().GetString("output"); o == "json" {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
 			w := cmd.OutOrStdout()
 			if len(res.Settled) == 0 {
 				_, err = fmt.Fprintf(w, "%s: nothing unconfirmed; current release %d\n", env, res.CurrentRelease)
@@ -46,6 +49,7 @@ A second reconcile settles nothing.`,
 		},
 	}
 	sf.add(cmd, false)
+	outputFlag(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "environment tag (required)")
 	_ = cmd.MarkFlagRequired("env")
 	root.AddCommand(cmd)

@@ -15,7 +15,7 @@ func addRegistryCmd(root *cobra.Command) {
 	parent := &cobra.Command{Use: "registry", Short: "The embedded OCI registry; delivery manifests as referrers"}
 	var dir, addr, logLevel string
 	serve := &cobra.Command{
-		Use:   "serve --dir DIR [--addr 127.0.0.1:5000]",
+		Use:   "serve --dir DIR [--listen 127.0.0.1:5000]",
 		Short: "Serve the CNCF Distribution registry in-process (filesystem storage, plain HTTP) until interrupted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

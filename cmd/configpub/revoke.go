@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -81,8 +82,7 @@ Needs --key.`,
 				if len(res.Skipped) > 0 {
 					msg += "\nnot re-signed (revoked): " + strings.Join(res.Skipped, ", ")
 				}
-				_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
-				return err
+				return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 			}
 			res, err := store.Revoke(cmd.Context(), promoter.RevokeInput{
 				CommandID: commandID, SnapshotID: snapshot, PublicationID: publication, Reason: reason, Actor: actor,
@@ -104,11 +104,11 @@ Needs --key.`,
 			if len(res.Current) > 0 {
 				msg += "\ncurrently pointed at by: " + strings.Join(res.Current, ", ") + " (roll back or promote a new release)"
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
-			return err
+			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		},
 	}
 	sf.add(cmd, false)
+	outputFlag(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&snapshot, "snapshot", "", "snapshot id to revoke")
 	fl.StringVar(&publication, "publication", "", "publication id whose every snapshot is revoked")

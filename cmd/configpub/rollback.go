@@ -40,7 +40,7 @@ func (f *moveFlags) id() string {
 func addRollbackCmd(root *cobra.Command) {
 	var f moveFlags
 	cmd := &cobra.Command{
-		Use:   "rollback --env ENV --to-release N --reason TEXT --actor NAME --key cosign.key",
+		Use:   "rollback --env ENV --release N --reason TEXT --actor NAME --key cosign.key",
 		Short: "Move every pointer of an environment back to the snapshots of an older release",
 		Long: `rollback restores exactly the target mapping of release N (older than the
 active release): every target of release N is pointed at its snapshot, and every
@@ -65,10 +65,11 @@ latest recorded one. Exit 3: outcome unknown, re-run with the printed
 			if err != nil {
 				return storeError(fmt.Errorf("%w (command %s)", err, f.commandID), f.env)
 			}
-			return printActivation(cmd.OutOrStdout(), res)
+			return report(cmd, res, func(w io.Writer) error { return printActivation(w, res) })
 		},
 	}
 	f.add(cmd, "to-release", "release to roll back to")
+	outputFlag(cmd)
 	root.AddCommand(cmd)
 }
 

@@ -20,6 +20,8 @@ func newRootCmd() *cobra.Command {
 	for _, add := range verbs {
 		add(root)
 	}
+	applyVocabulary(root)
+	addGlobalFlags(root)
 	withHints(root)
 	markRan(root)
 	organizeHelp(root)

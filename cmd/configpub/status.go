@@ -13,14 +13,14 @@ import (
 	"github.com/configpub/configpub/promoter"
 )
 
-// formatFlag validates --format text|json.
+// formatFlag adds -o/--output text|json.
 func formatFlag(cmd *cobra.Command, format *string) {
 	cmd.Flags().StringVar(format, "format", "text", "output format: text or json")
 }
 
 func checkFormat(format string) error {
 	if format != "text" && format != "json" {
-		return usageError{fmt.Errorf("--format %q: want text or json", format)}
+		return usageError{fmt.Errorf("--output %q: want text or json", format)}
 	}
 	return nil
 }
@@ -37,7 +37,7 @@ func addStatusCmd(root *cobra.Command) {
 		env, format string
 	)
 	cmd := &cobra.Command{
-		Use:   "status --env ENV [--format text|json]",
+		Use:   "status --env ENV [-o text|json]",
 		Short: "Show an environment's publication timeline: releases and, per target, what is live",
 		Long: `status prints the releases of ENV (lifecycle state, execution outcome, revision)
 and, per target, keeps apart:
@@ -53,7 +53,7 @@ runtime runs the desired snapshot, even if it rejected a tampered response since
 (it rejected the desired snapshot and runs another) or PUBLISHED (not reported yet). Runtime reports are unverified observations;
 RECEIPT is apart from them: the last receipt the control plane read back from the runtime's status
 endpoint with its own credential (configpub readback), naming what it runs and its last-known-good.
-An environment without releases is an error (exit 1). --format json prints
+An environment without releases is an error (exit 1). --output json prints
 {"envTag","currentRelease","releases":[...],"targets":[{"host","serviceId","envTag",
 "audience","snapshotId","releaseVersion","publicationId","artifactDigest","contentDigest",
 "policyDigest","state","sequence","movedAt","leaseExpiresAt","running":{"snapshotId",

@@ -53,7 +53,7 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	}
 	d := "--database=" + db.URL
 
-	out, code := runStore("status", "--env", "prod", "--format", "json", d)
+	out, code := runStore("status", "--env", "prod", "--output", "json", d)
 	if code != 0 {
 		t.Fatalf("status json: exit %d\n%s", code, out)
 	}
@@ -104,7 +104,7 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		}
 	}
 
-	out, code = runStore("history", "--env", "prod", "--target", "host-b/svc", "--format", "json", d)
+	out, code = runStore("history", "--env", "prod", "--target", "host-b/svc", "--output", "json", d)
 	if code != 0 {
 		t.Fatalf("history: exit %d\n%s", code, out)
 	}

@@ -109,13 +109,13 @@ func TestStoreVerbs(t *testing.T) {
 	}{
 		{"migrate again is a no-op", []string{"db", "migrate", d}, 0, []string{"applied 0 migration(s)"}},
 		{"status text", []string{"status", "--env", "prod", d}, 0, []string{"current release 2", "host-a/svc", "PUBLISHED"}},
-		{"bad format", []string{"status", "--env", "prod", "--format", "xml", d}, 2, []string{"--format"}},
-		{"rollback needs a key", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "r", "--actor", "a", d}, 2, []string{"key"}},
-		{"rollback", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 0,
+		{"bad format", []string{"status", "--env", "prod", "--output", "xml", d}, 2, []string{"--output"}},
+		{"rollback needs a key", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "r", "--actor", "a", d}, 2, []string{"key"}},
+		{"rollback", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 0,
 			[]string{"prod rollback release 1 (from 2): done; 1 pointers moved, 1 unchanged"}},
-		{"rollback again is refused", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
+		{"rollback again is refused", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
 			[]string{"release 1 is already the active release of prod; nothing moved"}},
-		{"rollback to a release that does not exist", []string{"rollback", "--env", "prod", "--to-release", "5", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
+		{"rollback to a release that does not exist", []string{"rollback", "--env", "prod", "--release", "5", "--reason", "bad", "--actor", "oncall", "--key", keyPath, d}, 1,
 			[]string{"release 5 does not exist in prod (the latest recorded release is 2)"}},
 		{"status of an environment that does not exist", []string{"status", "--env", "nosuch", d}, 1, []string{"nosuch", "not found"}},
 		{"lease renew of an environment that does not exist", []string{"lease", "renew", "--env", "nosuch", "--key", keyPath, d}, 1, []string{"environment nosuch: not found"}},
@@ -133,7 +133,7 @@ func TestStoreVerbs(t *testing.T) {
 		{"the epoch is never lowered", []string{"revoke", "--epoch", "2", "--env", "prod", "--reason", "oops", "--actor", "sec", "--key", keyPath, d}, 1,
 			[]string{"2 is not above the current revocation epoch 3 of prod (an epoch is never lowered)"}},
 		{"revoke", []string{"revoke", "--snapshot", snaps[1][1], "--reason", "leak", "--actor", "sec", d}, 0, []string{"revoked snapshot " + snaps[1][1]}},
-		{"revoked is never activated", []string{"rollback", "--env", "prod", "--to-release", "1", "--reason", "r", "--actor", "a", "--key", keyPath, d}, 1,
+		{"revoked is never activated", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "r", "--actor", "a", "--key", keyPath, d}, 1,
 			[]string{"revoked"}},
 		{"revoke needs one id", []string{"revoke", "--reason", "x", d}, 2, []string{"exactly one"}},
 		{"revoke needs only one id", []string{"revoke", "--snapshot", snaps[1][1], "--epoch", "4", "--reason", "x", d}, 2, []string{"exactly one"}},
@@ -151,7 +151,7 @@ func TestStoreVerbs(t *testing.T) {
 		}
 	}
 
-	out, code := runStore("status", "--env", "prod", "--format", "json", d)
+	out, code := runStore("status", "--env", "prod", "--output", "json", d)
 	if code != 0 {
 		t.Fatalf("status json: exit %d: %s", code, out)
 	}

@@ -13,7 +13,7 @@ func addTokenCmd(root *cobra.Command) {
 	var key string
 	var o auth.MintOptions
 	cmd := &cobra.Command{
-		Use:   "token --key FILE --issuer ISS --audience AUD --host H --service-id S --env-tag E --config-audience A",
+		Use:   "token --key FILE --issuer ISS --audience AUD --host H --service-id S --env E --config-audience A",
 		Short: "Mint a workload JWT for the Config Server (development helper)",
 		Long: `Mint an ES256 (or EdDSA/RS256, by key type) workload JWT carrying host, sid,
 env and config_audience, signed with a PEM private key. This is a development

@@ -32,7 +32,7 @@ func TestTokenKeygenAndMint(t *testing.T) {
 		t.Fatalf("second keygen: got exit %d, want %d (never overwrite a key)", code, exitRefused)
 	}
 	out, code = runTokenCLI("token", "--key", filepath.Join(dir, "signing-key.pem"), "--issuer", "iss", "--audience", "aud",
-		"--host", "h1", "--service-id", "s1", "--env-tag", "prod", "--config-audience", "gateway", "--ttl", "10m")
+		"--host", "h1", "--service-id", "s1", "--env", "prod", "--config-audience", "gateway", "--ttl", "10m")
 	if code != 0 {
 		t.Fatalf("token: exit %d: %s", code, out)
 	}
@@ -63,7 +63,7 @@ func TestTokenAndServeUsage(t *testing.T) {
 	}{
 		{"token without flags", []string{"token"}},
 		{"token with a bad ttl", []string{"token", "--key", "k", "--issuer", "i", "--audience", "a", "--host", "h",
-			"--service-id", "s", "--env-tag", "e", "--config-audience", "agent", "--ttl", "soon"}},
+			"--service-id", "s", "--env", "e", "--config-audience", "agent", "--ttl", "soon"}},
 		{"keygen without --out", []string{"token", "keygen"}},
 		{"serve without flags", []string{"serve"}},
 		{"serve without a database", []string{"serve", "--jwks", "k", "--issuer", "i", "--audience", "a"}},

@@ -134,7 +134,7 @@ func TestVerbsRefuseHostileTrees(t *testing.T) {
 				case "compile --check":
 					args = []string{"compile", "--repo", repo, "--env", "dev", "--check"}
 				case "plan":
-					args = []string{"plan", "--repo", repo, "--env", "dev", "--format", "markdown"}
+					args = []string{"plan", "--repo", repo, "--env", "dev", "--output", "markdown"}
 				case "publish":
 					args = []string{"publish", "--repo", repo, "--env", "dev", "--registry", "127.0.0.1:1/never", "--key", filepath.Join(repo, "no.key"), "--plain-http"}
 				case "validate":

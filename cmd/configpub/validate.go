@@ -12,7 +12,7 @@ import (
 func addValidateCmd(root *cobra.Command) {
 	var audience string
 	cmd := &cobra.Command{
-		Use:   "validate FILE [--audience agent|gateway|knowledge]",
+		Use:   "validate FILE [--config-audience agent|gateway|knowledge]",
 		Short: "Check a values.yml against its audience schema and the digest rules",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -18,7 +18,7 @@ func addVerifyOCICmd(root *cobra.Command) {
 		identity bundle.Identity
 	)
 	cmd := &cobra.Command{
-		Use:   "verify-oci REF@DIGEST --key cosign.pub",
+		Use:   "verify-oci REF@DIGEST --trust-key cosign.pub",
 		Short: "Verify an artifact: layer digest, cosign signature bound to the digest, identity annotations",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

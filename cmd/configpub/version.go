@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -21,8 +22,10 @@ var (
 
 // buildVersion is what --version prints.
 type buildVersion struct {
-	Version, Commit, GoVersion string
-	Modified                   bool
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"goVersion"`
+	Modified  bool   `json:"modified"`
 }
 
 func (v buildVersion) String() string {
@@ -70,14 +73,16 @@ func resolveVersion(ldVersion, ldCommit string, bi *debug.BuildInfo) buildVersio
 }
 
 func addVersionCmd(root *cobra.Command) {
-	root.AddCommand(&cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "version",
 		Short:   "Print the configpub version and the commit it was built from",
 		Example: "  configpub version\n  configpub --version",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "configpub %s\n", currentVersion())
-			return err
+			v := currentVersion()
+			return report(cmd, v, func(w io.Writer) error { _, err := fmt.Fprintf(w, "configpub %s\n", v); return err })
 		},
-	})
+	}
+	outputFlag(cmd)
+	root.AddCommand(cmd)
 }

@@ -320,7 +320,7 @@ func (d *demo) startRegistry(ctx context.Context) error {
 	}
 	d.regAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	return d.p.start(ctx, "registry", "http://"+d.regAddr+"/v2/",
-		"registry", "serve", "--dir", d.path("registry"), "--addr", d.regAddr)
+		"registry", "serve", "--dir", d.path("registry"), "--listen", d.regAddr)
 }
 
 func (d *demo) makeKeys(ctx context.Context) error {
@@ -396,7 +396,7 @@ func (d *demo) promote(ctx context.Context) error {
 		return err
 	}
 	d.title(fmt.Sprintf("Promote release %d from the reviewed commit on main", m.ReleaseVersion))
-	_, err = d.p.run(ctx, "promote", "--git", d.path("policy"), "--env", d.env, "--ref", "refs/heads/main",
+	_, err = d.p.run(ctx, "promote", "--repo", d.path("policy"), "--env", d.env, "--ref", "refs/heads/main",
 		"--database", d.promDB, "--registry", d.regAddr+"/"+registryPrefix,
 		"--key", d.path("keys", "cosign.key"), "--plain-http", "--require-trailer", "Reviewed-by")
 	return err
@@ -429,7 +429,7 @@ func (d *demo) startConsole(ctx context.Context) error {
 
 func (d *demo) rollback(ctx context.Context) error {
 	d.title("Roll back to release 1: a pointer move to the existing snapshots, nothing edited")
-	_, err := d.p.run(ctx, "rollback", "--database", d.promDB, "--env", d.env, "--to-release", "1",
+	_, err := d.p.run(ctx, "rollback", "--database", d.promDB, "--env", d.env, "--release", "1",
 		"--reason", "demo: roll back the account limits change", "--actor", "riley@example.com",
 		"--key", d.path("keys", "cosign.key"))
 	return err

@@ -61,7 +61,7 @@ func (d *demo) runtimes(ctx context.Context) ([]*runtime, error) {
 		}
 		tok, err := d.p.runQuiet(ctx, false, "token", "--key", d.path("jwt", "signing-key.pem"),
 			"--issuer", issuer, "--audience", tokenAudience, "--host", t.Host, "--service-id", t.ServiceID,
-			"--env-tag", d.env, "--config-audience", t.Audience, "--ttl", "2h")
+			"--env", d.env, "--config-audience", t.Audience, "--ttl", "2h")
 		if err != nil {
 			return nil, err
 		}
@@ -76,8 +76,8 @@ func (d *demo) runtimes(ctx context.Context) ([]*runtime, error) {
 // fetch runs one `configpub fetch` against server and decodes its evidence.
 func (d *demo) fetch(ctx context.Context, rt *runtime, server string) (*evidence, error) {
 	out, err := d.p.runQuiet(ctx, false, "fetch", "--server", server, "--token-file", rt.token,
-		"--host", rt.target.Host, "--service-id", rt.target.ServiceID, "--env-tag", d.env,
-		"--audience", rt.audience, "--trust-key", d.path("keys", "cosign.pub"),
+		"--host", rt.target.Host, "--service-id", rt.target.ServiceID, "--env", d.env,
+		"--config-audience", rt.audience, "--trust-key", d.path("keys", "cosign.pub"),
 		"--cache-dir", rt.cache, "--out", rt.out, "--report")
 	var ev evidence
 	if jerr := json.Unmarshal(bytes.TrimSpace(out), &ev); jerr != nil {

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// reportingVerbs print a result a script may want to read: each takes
+// -o/--output json.
+var reportingVerbs = []string{
+	"configpub plan", "configpub status", "configpub history", "configpub readback",
+	"configpub compile", "configpub promote", "configpub activate", "configpub rollback",
+	"configpub revoke", "configpub reconcile", "configpub lease renew", "configpub version",
+}
+
+func walkCmds(c *cobra.Command, f func(*cobra.Command)) {
+	f(c)
+	for _, s := range c.Commands() {
+		walkCmds(s, f)
+	}
+}
+
+// TestOneFlagVocabulary: over the whole cobra tree (so it also covers flags
+// added later), no visible flag uses a name that another concept's
+// canonical name replaced; every old name left is a hidden, deprecated
+// alias of its canonical flag; and one concept has one name: a flag name
+// carries one usage meaning wherever it appears, checked by the concepts
+// that used to be split.
+func TestOneFlagVocabulary(t *testing.T) {
+	root := newRootCmd()
+	walkCmds(root, func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			canon, renamed := canonicalName(c, f.Name)
+			if !renamed {
+				return
+			}
+			if !f.Hidden || f.Deprecated == "" {
+				t.Errorf("%s: --%s is shown; the name for it is --%s", c.CommandPath(), f.Name, canon)
+			}
+			nf := c.Flags().Lookup(canon)
+			if nf == nil {
+				t.Errorf("%s: alias --%s without its canonical --%s", c.CommandPath(), f.Name, canon)
+			}
+		})
+	})
+	// Each concept that had two names (or one name for two things) now has one.
+	for _, c := range []struct {
+		verb, flag, wantInUsage string
+	}{
+		{"configpub promote", "repo", "Git"},
+		{"configpub compile", "repo", "policy repository"},
+		{"configpub fetch", "env", "envTag"},
+		{"configpub token", "env", "env"},
+		{"configpub verify-oci", "env", "env-tag"},
+		{"configpub fetch", "config-audience", "agent, gateway or knowledge"},
+		{"configpub validate", "config-audience", "audience"},
+		{"configpub token", "config-audience", "agent, gateway or knowledge"},
+		{"configpub verify-oci", "trust-key", "cosign.pub"},
+		{"configpub fetch", "trust-key", "cosign.pub"},
+		{"configpub registry serve", "listen", "listen"},
+		{"configpub serve", "listen", "listen"},
+		{"configpub rollback", "release", "release"},
+		{"configpub activate", "release", "release"},
+	} {
+		cmd, _, err := root.Find(strings.Fields(c.verb)[1:])
+		if err != nil || cmd.CommandPath() != c.verb {
+			t.Errorf("%s: not found", c.verb)
+			continue
+		}
+		f := cmd.Flags().Lookup(c.flag)
+		if f == nil || f.Hidden || !strings.Contains(f.Usage, c.wantInUsage) {
+			t.Errorf("%s --%s: %+v", c.verb, c.flag, f)
+		}
+	}
+}
+
+// TestOldFlagNamesStillWork: an old name sets the canonical flag (required
+// checks included) and prints a deprecation note on stderr.
+func TestOldFlagNamesStillWork(t *testing.T) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"plan", "--repo", t.TempDir(), "--env", "dev", "--format", "yaml"})
+	err := root.Execute()
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), `--output "yaml"`) {
+		t.Fatalf("plan --format yaml: %v (exit %d); want the --output usage error", err, exitCode(err))
+	}
+	if !strings.Contains(errOut.String()+out.String(), "Flag --format has been deprecated, use --output instead") {
+		t.Errorf("no deprecation note: %q", errOut.String())
+	}
+	if strings.Contains(root.Commands()[0].UsageString(), "--format") {
+		t.Errorf("help shows --format")
+	}
+}
+
+// TestEveryReportingVerbHasOutputJSON and an example for every verb.
+func TestEveryReportingVerbHasOutputJSON(t *testing.T) {
+	root := newRootCmd()
+	for _, v := range reportingVerbs {
+		cmd, _, err := root.Find(strings.Fields(v)[1:])
+		if err != nil || cmd.CommandPath() != v {
+			t.Errorf("%s: not found", v)
+			continue
+		}
+		f := cmd.Flags().Lookup("output")
+		if f == nil || f.Shorthand != "o" || !strings.Contains(f.Usage, "json") {
+			t.Errorf("%s has no -o/--output json", v)
+		}
+	}
+	var missing []string
+	walkCmds(root, func(c *cobra.Command) {
+		if c.Runnable() && c != root && c.Example == "" {
+			missing = append(missing, c.CommandPath())
+		}
+	})
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("verbs without an example: %v", missing)
+	}
+	for _, name := range []string{"verbose", "quiet"} {
+		if f := root.PersistentFlags().Lookup(name); f == nil || f.Shorthand != name[:1] {
+			t.Errorf("no global -%s/--%s", name[:1], name)
+		}
+	}
+}
