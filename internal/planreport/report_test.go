@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/fixtures"
 	"github.com/configpub/configpub/internal/planreport"
@@ -190,8 +191,14 @@ func TestAddedAndRetiredTargets(t *testing.T) {
 	}
 	// Added: release 2 (committed, without the target) -> release 3.
 	res := compile(t, without)
-	without["releases/dev.yaml"] = &fstest.MapFile{Data: res.ManifestBytes, Mode: 0o644}
-	with["releases/dev.yaml"] = &fstest.MapFile{Data: res.ManifestBytes, Mode: 0o644}
+	files, err := bundle.SplitArchive(res.ManifestBytes) // the root and its shards
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		without[f.Path] = &fstest.MapFile{Data: f.Bytes, Mode: 0o644}
+		with[f.Path] = &fstest.MapFile{Data: f.Bytes, Mode: 0o644}
+	}
 	r = report(t, without, with)
 	golden(t, "added-target", r)
 	if r.BaseRelease != 2 || r.Release != 3 {
