@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/secretscan"
 )
 
@@ -37,20 +38,59 @@ func inputChanges(base, def []byte) []InputChange {
 }
 
 func inputDigests(def []byte) map[string]string {
+	out := map[string]string{}
+	if len(def) == 0 {
+		return out
+	}
+	if !bundle.IsArchive(def) {
+		addInputs(out, def)
+		return out
+	}
+	files, err := bundle.SplitArchive(def)
+	if err != nil {
+		return out
+	}
+	for _, f := range files {
+		addInputs(out, f.Bytes)
+	}
+	return out
+}
+
+// addInputs adds the inputs one release file states: the root's (or a
+// single-file manifest's) input files by path, and a shard's host inputs
+// digest and subject digests, which stand for the host's own source files.
+func addInputs(out map[string]string, b []byte) {
 	var doc struct {
+		Host   string `yaml:"host"`
 		Inputs []struct {
 			Path   string `yaml:"path"`
 			Digest string `yaml:"digest"`
 		} `yaml:"inputs"`
+		InputsDigest string  `yaml:"inputsDigest"`
+		Subjects     [][]any `yaml:"subjects"`
 	}
-	out := map[string]string{}
-	if len(def) == 0 || yaml.Unmarshal(def, &doc) != nil {
-		return out
+	if yaml.Unmarshal(b, &doc) != nil {
+		return
 	}
 	for _, in := range doc.Inputs {
 		out[in.Path] = in.Digest
 	}
-	return out
+	if doc.Host == "" {
+		return
+	}
+	if doc.InputsDigest != "" {
+		out["inputs of host "+doc.Host] = doc.InputsDigest
+	}
+	for _, row := range doc.Subjects {
+		if len(row) < 3 {
+			continue
+		}
+		subject, ok := row[0].(string)
+		digest, ok2 := row[len(row)-1].(string)
+		if ok && ok2 {
+			out[subject+" on "+doc.Host] = digest
+		}
+	}
 }
 
 // envelopeKey is the values.yml section every release changes (publication

@@ -247,7 +247,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !regexp.MustCompile(`agentPolicy\.limits\.requestsPerMinute\s*120 → 60`).MatchString(rel) {
 		t.Errorf("release 2 page does not show agentPolicy.limits.requestsPerMinute 120 → 60:\n%s", rel)
 	}
-	for _, want := range []string{"Reviewed commit", "Lower the account agent", "agents/account.yaml"} {
+	for _, want := range []string{"Reviewed commit", "Lower the account agent", "Agent/account on dev.lightapi.net"} {
 		if !strings.Contains(rel, want) {
 			t.Errorf("release page lacks %q", want)
 		}
