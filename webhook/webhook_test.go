@@ -55,7 +55,12 @@ func TestReceiverDownThreeTimesDeliveredOnTheFourth(t *testing.T) {
 	var sleeps []time.Duration
 	n, err := webhook.New(webhook.Options{URLs: []string{srv.URL + "/hooks/T000/SECRETPATH"}, Secret: secret,
 		Timeout: time.Second, Backoff: 100 * time.Millisecond, Log: webhook.PGLog{Pool: pool},
-		Sleep: func(_ context.Context, d time.Duration) error { mu.Lock(); sleeps = append(sleeps, d); mu.Unlock(); return nil }})
+		Sleep: func(_ context.Context, d time.Duration) error {
+			mu.Lock()
+			sleeps = append(sleeps, d)
+			mu.Unlock()
+			return nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
