@@ -335,6 +335,21 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
+// index maps the manifest's lease profiles by name and its subjects by
+// subjectKey, pointing into m's slices (so m must not be re-sorted while
+// they are used).
+func (m *Manifest) index() (map[string]*LeaseProfile, map[string]*Subject) {
+	profiles := make(map[string]*LeaseProfile, len(m.LeaseProfiles))
+	for k := range m.LeaseProfiles {
+		profiles[m.LeaseProfiles[k].Name] = &m.LeaseProfiles[k]
+	}
+	subjects := make(map[string]*Subject, len(m.Subjects))
+	for k := range m.Subjects {
+		subjects[subjectKey(m.Subjects[k].Kind, m.Subjects[k].Name)] = &m.Subjects[k]
+	}
+	return profiles, subjects
+}
+
 func subjectKey(kind, name string) string { return kind + "/" + name }
 
 // Files renders the release as its files: the root first, then one shard
@@ -343,14 +358,7 @@ func subjectKey(kind, name string) string { return kind + "/" + name }
 // digest, so the release digest covers the shards too).
 func (m *Manifest) Files() ([]ReleaseFile, error) {
 	s, i := render.String, render.Int
-	profiles := map[string]*LeaseProfile{}
-	for k := range m.LeaseProfiles {
-		profiles[m.LeaseProfiles[k].Name] = &m.LeaseProfiles[k]
-	}
-	subjects := map[string]*Subject{}
-	for k := range m.Subjects {
-		subjects[subjectKey(m.Subjects[k].Kind, m.Subjects[k].Name)] = &m.Subjects[k]
-	}
+	profiles, subjects := m.index()
 	hostInputs := map[string]string{}
 	for _, h := range m.HostInputs {
 		hostInputs[h.Host] = h.Digest
@@ -763,14 +771,7 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		return x.Kind < y.Kind || x.Kind == y.Kind && x.Name < y.Name
 	})
 	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
-	profiles := map[string]*LeaseProfile{}
-	for k := range m.LeaseProfiles {
-		profiles[m.LeaseProfiles[k].Name] = &m.LeaseProfiles[k]
-	}
-	subjects := map[string]*Subject{}
-	for k := range m.Subjects {
-		subjects[subjectKey(m.Subjects[k].Kind, m.Subjects[k].Name)] = &m.Subjects[k]
-	}
+	profiles, subjects := m.index()
 	m.Targets = make([]TargetEntry, 0, len(raw))
 	for k := range raw {
 		t := &raw[k].t

@@ -123,28 +123,10 @@ func TestPromoteKillNine(t *testing.T) {
 			url := db.URLFor(t, "configpub_promoter")
 
 			pr := startPromote(t, promote(context.Background(), url, p.r2))
-			var timer <-chan time.Time
-			if anywhere {
-				timer = time.After(delay)
-			}
-			marker := pr.marker
-			for killed := false; !killed; {
-				select {
-				case <-marker:
-					marker = nil
-					if !anywhere {
-						timer = time.After(delay)
-					}
-				case <-timer:
-					_ = pr.cmd.Process.Signal(syscall.SIGKILL)
-					<-pr.done
-					killed = true
-				case err := <-pr.done:
-					exited++
-					if err != nil {
-						t.Fatalf("promote exited before the kill: %v\n%s", err, pr.output())
-					}
-					killed = true
+			if exitedFirst, err := pr.killAt(anywhere, delay); exitedFirst {
+				exited++
+				if err != nil {
+					t.Fatalf("promote exited before the kill: %v\n%s", err, pr.output())
 				}
 			}
 
@@ -208,6 +190,32 @@ const publishedMarker = `msg="artifacts published and verified"`
 func startPromote(t *testing.T, cmd *exec.Cmd) *promoteProcess {
 	t.Helper()
 	return startMarked(t, cmd, publishedMarker)
+}
+
+// killAt sends SIGKILL delay after the process started (anywhere) or
+// delay after its marker line, and waits for it. exitedFirst reports that
+// the process ended on its own before the kill, with err its exit.
+func (pr *promoteProcess) killAt(anywhere bool, delay time.Duration) (exitedFirst bool, err error) {
+	var timer <-chan time.Time
+	if anywhere {
+		timer = time.After(delay)
+	}
+	marker := pr.marker
+	for {
+		select {
+		case <-marker:
+			marker = nil
+			if !anywhere {
+				timer = time.After(delay)
+			}
+		case <-timer:
+			_ = pr.cmd.Process.Signal(syscall.SIGKILL)
+			<-pr.done
+			return false, nil
+		case err := <-pr.done:
+			return true, err
+		}
+	}
 }
 
 // startMarked starts cmd; its marker channel is closed when a stderr line

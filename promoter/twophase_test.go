@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -300,26 +299,7 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 			url := f.db.URLFor(t, "configpub_promoter")
 			cmdID := id("kill", i)
 			pr := startMarked(t, activateCmd(context.Background(), bin, url, keyPath, password, cmdID), allReady)
-			var timer <-chan time.Time
-			if anywhere {
-				timer = time.After(delay)
-			}
-			marker := pr.marker
-			for killed := false; !killed; {
-				select {
-				case <-marker:
-					marker = nil
-					if !anywhere {
-						timer = time.After(delay)
-					}
-				case <-timer:
-					_ = pr.cmd.Process.Signal(syscall.SIGKILL)
-					<-pr.done
-					killed = true
-				case <-pr.done:
-					killed = true
-				}
-			}
+			_, _ = pr.killAt(anywhere, delay) // an activate that ends first is judged by its pointers below
 			got := f.pointers(t, "prod")
 			current := f.count(t, "SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = 'prod'")
 			switch {
