@@ -98,6 +98,7 @@ scale:
 	$(GO) run ./internal/gen/scale -sizes $(SCALE_SIZES)
 
 lint:
+	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
