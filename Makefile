@@ -90,12 +90,14 @@ bench-publish:
 	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench '^BenchmarkPublish1000$$' -v \
 		-benchtime 1x -timeout 30m ./registry/
 
-## scale: generated repositories of 1,000, 10,000 and 100,000 targets (not part of test):
-## compile wall and max RSS against an in-run read+hash baseline, the sharded release
-## manifest's files, and the files one changed Agent rewrites; prints one table.
-SCALE_SIZES ?= 1000,10000,100000
-scale:
-	$(GO) run ./internal/gen/scale -sizes $(SCALE_SIZES)
+## scale: generated repositories of 1,000 and 10,000 targets (SCALE_SIZES=1000,10000,100000 for
+## 100k; not part of test), each run through compile, publish, activation, Config Server start-up
+## and watchers; prints one table, every figure against an in-run baseline. SCALE_STEPS picks steps
+## (for example SCALE_STEPS=compile,server). Each step is one file internal/gen/scale/row_<step>.go.
+SCALE_SIZES ?= 1000,10000
+SCALE_STEPS ?=
+scale: ensure-postgres
+	$(GO) run ./internal/gen/scale -sizes $(SCALE_SIZES) -steps "$(SCALE_STEPS)"
 
 lint:
 	@files=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$files" ]; then echo "gofmt would change:"; echo "$$files"; exit 1; fi

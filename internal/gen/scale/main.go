@@ -1,37 +1,76 @@
 // Command scale is `make scale`: for each size (default 1,000, 10,000 and
-// 100,000 targets) it generates a policy repository with internal/gen,
-// compiles it in a child process (wall time and maximum resident set size
-// from the kernel's accounting of that child), writes the sharded release
-// manifest and measures its files, then changes one Agent, compiles again
-// and counts the release files that changed. Each compile is set against an
-// in-run baseline: a child that only reads and hashes every source file
-// (the floor of any compile). It prints one table.
+// 100,000 targets) it generates a policy repository with internal/gen and
+// runs each step of the pipeline on it in turn: compile, publish,
+// activation, Config Server start-up and watchers. Every step adds rows to
+// one table, each row a figure set against an in-run baseline measured on
+// the same machine in the same run, so that the ratios mean something on a
+// shared machine whose absolute speed varies.
 //
-// Usage: go run ./internal/gen/scale [-sizes 1000,10000,100000] [-dir DIR]
+// Each step lives in its own file (row_<step>.go) and is one function from
+// a prepared size to its rows; a step that fails shows its error in the
+// table and the others still run (the exit status is then 1).
+//
+// Usage: go run ./internal/gen/scale [-sizes 1000,10000,100000] [-steps compile,server] [-dir DIR]
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
 )
 
 const env = "bench"
+
+// step measures one part of the pipeline at one size.
+type step struct {
+	name string
+	run  func(ctx context.Context, s *size) ([]row, error)
+}
+
+// steps is the table's order. A step may use what an earlier step left in
+// the size's work directory (publish reads what compile wrote).
+func steps() []step {
+	return []step{
+		{"compile", compileRows},
+		{"publish", publishRows},
+		{"activation", activationRows},
+		{"server", serverRows},
+		{"watchers", watcherRows},
+	}
+}
+
+// size is one target count with its generated repository.
+type size struct {
+	targets int
+	dir     string // the size's work directory (removed afterwards)
+	repo    string // dir/repo: the generated policy repository
+
+	// figures a step records for the next size; prev holds the previous
+	// size's (at prevTargets), for growth rows.
+	figures, prev map[string]float64
+	prevTargets   int
+}
+
+// row is one line of the table: a figure measured at one size against its
+// in-run baseline. Baseline and ratio are empty when the figure is a count
+// or has a fixed bar instead (named in note).
+type row struct {
+	figure   string
+	value    string
+	baseline string // the baseline's figure and what it is
+	ratio    string
+	note     string
+}
 
 func main() {
 	if len(os.Args) > 2 && os.Args[1] == "-child" {
@@ -42,174 +81,132 @@ func main() {
 		return
 	}
 	sizes := flag.String("sizes", "1000,10000,100000", "comma-separated target counts")
+	only := flag.String("steps", "", "comma-separated steps to run (default all: compile,publish,activation,server,watchers)")
 	dir := flag.String("dir", "", "work directory (default: a temporary directory, removed at the end)")
 	flag.Parse()
-	if err := run(*sizes, *dir); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	failed, err := run(ctx, *sizes, *only, *dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+	if failed {
 		os.Exit(1)
 	}
 }
 
-// child runs one measured step in this process: "compile DIR CREATEDAT"
-// compiles and writes the release manifest; "hash DIR" reads and hashes
-// every source file.
-func child(step string, args []string) error {
-	switch step {
+// child runs one measured step in this process (see measure).
+func child(name string, args []string) error {
+	switch name {
 	case "compile":
-		at, err := time.Parse(time.RFC3339, args[1])
-		if err != nil {
-			return err
-		}
-		res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at})
-		if err != nil {
-			return err
-		}
-		if err := compiler.Write(context.Background(), res, args[0], ""); err != nil {
-			return err
-		}
-		fmt.Printf("%d %d\n", len(res.Targets), res.Manifest.ReleaseVersion)
-		return nil
+		return compileChild(args)
 	case "hash":
-		h := sha256.New()
-		n := 0
-		err := filepath.WalkDir(args[0], func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			n++
-			_, err = io.Copy(h, f)
-			return err
-		})
-		fmt.Printf("%d %x\n", n, h.Sum(nil)[:4])
-		return err
+		return hashChild(args)
 	}
-	return fmt.Errorf("unknown step %q", step)
+	return fmt.Errorf("unknown child step %q", name)
 }
 
-// measured is one child run.
-type measured struct {
-	wall   time.Duration
-	maxRSS int64 // bytes
-	out    string
-}
-
-func measure(args ...string) (measured, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return measured{}, err
+func run(ctx context.Context, sizes, only, dir string) (failed bool, err error) {
+	chosen := steps()
+	if only != "" {
+		want := strings.Split(only, ",")
+		chosen = slices.DeleteFunc(chosen, func(s step) bool { return !slices.Contains(want, s.name) })
+		if len(chosen) != len(want) {
+			return false, fmt.Errorf("-steps %q: known steps are compile, publish, activation, server, watchers", only)
+		}
 	}
-	cmd := exec.Command(self, append([]string{"-child"}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	t0 := time.Now()
-	err = cmd.Run()
-	wall := time.Since(t0)
-	if err != nil {
-		return measured{}, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, errb.String())
-	}
-	var rss int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss * 1024
-	}
-	return measured{wall: wall, maxRSS: rss, out: strings.TrimSpace(out.String())}, nil
-}
-
-type row struct {
-	targets                  int
-	compile, recompile, base measured
-	files                    int
-	total, largest           int64
-	changedFiles             int
-}
-
-func run(sizes, dir string) error {
 	if dir == "" {
 		d, err := os.MkdirTemp("", "configpub-scale-")
 		if err != nil {
-			return err
+			return false, err
 		}
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	var rows []row
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, s := range strings.Split(sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
+	type result struct {
+		targets int
+		step    string
+		rows    []row
+	}
+	var results []result
+	var prev *size
+	for _, sz := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(sz))
 		if err != nil || n <= 0 {
-			return fmt.Errorf("size %q: want a positive number", s)
+			return false, fmt.Errorf("size %q: want a positive number", sz)
 		}
-		repo := filepath.Join(dir, strconv.Itoa(n))
-		if err := os.RemoveAll(repo); err != nil {
-			return err
+		s := &size{targets: n, dir: filepath.Join(dir, strconv.Itoa(n))}
+		s.repo = filepath.Join(s.dir, "repo")
+		s.figures = map[string]float64{}
+		if prev != nil {
+			s.prev, s.prevTargets = prev.figures, prev.targets
 		}
-		fmt.Fprintf(os.Stderr, "scale: %d targets: generating in %s\n", n, repo)
-		if err := gen.Write(repo, gen.Options{Targets: n, EnvTag: env}); err != nil {
-			return err
+		prev = s
+		if err := os.RemoveAll(s.dir); err != nil {
+			return false, err
 		}
-		r := row{targets: n}
-		if r.base, err = measure("hash", repo); err != nil {
-			return err
+		logf("%d targets: generating in %s", n, s.repo)
+		if err := gen.Write(s.repo, gen.Options{Targets: n, EnvTag: env}); err != nil {
+			return false, err
 		}
-		fmt.Fprintf(os.Stderr, "scale: %d targets: compile\n", n)
-		if r.compile, err = measure("compile", repo, at.Format(time.RFC3339)); err != nil {
-			return err
+		for _, st := range chosen {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			logf("%d targets: %s", n, st.name)
+			t0 := time.Now()
+			rows, err := st.run(ctx, s)
+			if err != nil {
+				failed = true
+				rows = append(rows, row{figure: st.name, value: "FAILED", note: oneLine(err.Error())})
+			}
+			logf("%d targets: %s done in %s", n, st.name, time.Since(t0).Round(time.Millisecond))
+			results = append(results, result{n, st.name, rows})
 		}
-		v1, err := gen.ReleaseFiles(repo)
-		if err != nil {
-			return err
-		}
-		r.files = len(v1)
-		for _, b := range v1 {
-			r.total += int64(len(b))
-			r.largest = max(r.largest, int64(len(b)))
-		}
-		agent := filepath.Join(repo, "agents", "h0000.bench.lightapi.net-a000.yaml")
-		b, err := os.ReadFile(agent)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(agent, bytes.Replace(b, []byte("temperature: 0.2"), []byte("temperature: 0.3"), 1), 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "scale: %d targets: recompile after one Agent changed\n", n)
-		if r.recompile, err = measure("compile", repo, at.Add(24*time.Hour).Format(time.RFC3339)); err != nil {
-			return err
-		}
-		v2, err := gen.ReleaseFiles(repo)
-		if err != nil {
-			return err
-		}
-		r.changedFiles = len(gen.Changed(v1, v2))
-		rows = append(rows, r)
-		if err := os.RemoveAll(repo); err != nil {
-			return err
+		if err := os.RemoveAll(s.dir); err != nil {
+			return failed, err
 		}
 	}
-	return printTable(rows)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "targets\tstep\tfigure\tvalue\tin-run baseline\tratio\tnote")
+	for _, r := range results {
+		for _, x := range r.rows {
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.targets, r.step, x.figure, x.value, dash(x.baseline), dash(x.ratio), x.note)
+		}
+	}
+	fmt.Fprintf(w, "\nload average at the end: %s\n", loadAvg())
+	return failed, w.Flush()
 }
 
-func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-func mb(b int64) string  { return fmt.Sprintf("%.2f MB", float64(b)/1e6) }
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scale: "+format+"\n", args...)
+}
 
-func printTable(rows []row) error {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "targets\tcompile wall\tcompile max RSS\tbaseline: read+hash sources\tratio\trelease files\ttotal\tlargest file\trecompile, 1 Agent changed\tfiles changed")
-	for _, r := range rows {
-		ratio := float64(r.compile.wall) / float64(max(r.base.wall, time.Millisecond))
-		fmt.Fprintf(w, "%d\t%.1f s\t%s\t%.2f s, %s\t%.0fx\t%d\t%s\t%s\t%.1f s, %s\t%d\n", r.targets,
-			r.compile.wall.Seconds(), mib(r.compile.maxRSS), r.base.wall.Seconds(), mib(r.base.maxRSS), ratio,
-			r.files, mb(r.total), mb(r.largest), r.recompile.wall.Seconds(), mib(r.recompile.maxRSS), r.changedFiles)
+func dash(s string) string {
+	if s == "" {
+		return "-"
 	}
-	if len(rows) > 1 {
-		a, b := rows[0], rows[len(rows)-1]
-		fmt.Fprintf(w, "\nmax RSS %d→%d targets: %.2fx for %.0fx the targets\n", a.targets, b.targets,
-			float64(b.compile.maxRSS)/float64(max(a.compile.maxRSS, 1)), float64(b.targets)/float64(a.targets))
+	return s
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
 	}
-	fmt.Fprintln(w, "publish, activation, Config Server start-up and replica watcher: not measured by this version (see make bench-publish and the promoter's Activation10k benchmark)")
-	return w.Flush()
+	return s
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
+)
+
+// compileRows compiles the generated repository in a child process (wall
+// time and maximum resident set size), writes the sharded release manifest
+// and measures its files, then changes one Agent, compiles again and counts
+// the release files that changed. The baseline is a child that only reads
+// and hashes every source file (the floor of any compile).
+func compileRows(ctx context.Context, s *size) ([]row, error) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	base, err := measure(ctx, "hash", s.repo)
+	if err != nil {
+		return nil, err
+	}
+	c, err := measure(ctx, "compile", s.repo, at.Format(time.RFC3339))
+	if err != nil {
+		return nil, err
+	}
+	v1, err := gen.ReleaseFiles(s.repo)
+	if err != nil {
+		return nil, err
+	}
+	var total, largest int64
+	for _, b := range v1 {
+		total += int64(len(b))
+		largest = max(largest, int64(len(b)))
+	}
+	agent := filepath.Join(s.repo, "agents", "h0000.bench.lightapi.net-a000.yaml")
+	b, err := os.ReadFile(agent)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(agent, bytes.Replace(b, []byte("temperature: 0.2"), []byte("temperature: 0.3"), 1), 0o644); err != nil {
+		return nil, err
+	}
+	rc, err := measure(ctx, "compile", s.repo, at.Add(24*time.Hour).Format(time.RFC3339))
+	if err != nil {
+		return nil, err
+	}
+	v2, err := gen.ReleaseFiles(s.repo)
+	if err != nil {
+		return nil, err
+	}
+	baseWhat := "read+hash sources"
+	rows := []row{
+		{figure: "compile wall", value: secs(c.wall), baseline: secs(base.wall) + " " + baseWhat,
+			ratio: ratio(c.wall.Seconds(), base.wall.Seconds()), note: "bar at 100k: 30 s"},
+		{figure: "compile max RSS", value: mib(c.maxRSS), baseline: mib(base.maxRSS) + " " + baseWhat,
+			ratio: ratio(float64(c.maxRSS), float64(base.maxRSS)), note: "bar at 100k: 1024 MiB"},
+	}
+	if p, ok := s.prev["compile max RSS"]; ok {
+		rows = append(rows, row{figure: "compile max RSS growth", value: ratio(float64(c.maxRSS), p),
+			note: fmt.Sprintf("from %d targets; bar 10k->100k: 1.5x", s.prevTargets)})
+	}
+	s.figures["compile max RSS"] = float64(c.maxRSS)
+	rows = append(rows,
+		row{figure: "release files", value: fmt.Sprintf("%d, %s total, largest %s", len(v1), mb(total), mb(largest)),
+			note: "bars: no file over 1 MB, total <= 40 MB"},
+		row{figure: "recompile, 1 Agent changed", value: secs(rc.wall) + ", " + mib(rc.maxRSS),
+			note: fmt.Sprintf("%d release files changed (want 2: root and one shard)", len(gen.Changed(v1, v2)))},
+	)
+	return rows, nil
+}
+
+// compileChild is "compile DIR CREATEDAT": compile and write the release
+// manifest.
+func compileChild(args []string) error {
+	at, err := time.Parse(time.RFC3339, args[1])
+	if err != nil {
+		return err
+	}
+	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at})
+	if err != nil {
+		return err
+	}
+	if err := compiler.Write(context.Background(), res, args[0], ""); err != nil {
+		return err
+	}
+	fmt.Printf("%d %d\n", len(res.Targets), res.Manifest.ReleaseVersion)
+	return nil
+}
+
+// hashChild is "hash DIR": read and hash every source file.
+func hashChild(args []string) error {
+	h := sha256.New()
+	n := 0
+	err := filepath.WalkDir(args[0], func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		n++
+		_, err = io.Copy(h, f)
+		return err
+	})
+	fmt.Printf("%d %x\n", n, h.Sum(nil)[:4])
+	return err
+}
