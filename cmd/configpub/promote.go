@@ -65,13 +65,9 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			if strings.Contains(registryRef, "://") || strings.Contains(registryRef, "@") {
 				return usageError{fmt.Errorf("--registry %q: want HOST[:PORT]/PREFIX without scheme or digest", registryRef)}
 			}
-			var keyring string
-			if signedByPath != "" {
-				b, err := os.ReadFile(signedByPath)
-				if err != nil {
-					return fmt.Errorf("--require-signed-by: %w", err)
-				}
-				keyring = string(b)
+			keyring, err := signedByKeyring(signedByPath)
+			if err != nil {
+				return err
 			}
 			password, err := cosignPassword()
 			if err != nil {
@@ -142,7 +138,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	f.StringVar(&keyPath, "key", "", "cosign.key signing the artifacts and delivery manifests; password from COSIGN_PASSWORD (required)")
 	f.StringVar(&ref, "ref", "", "must equal the protected ref the promoter is configured with ($CONFIGPUB_PROTECTED_REF, default "+review.DefaultRef+"); it cannot choose another")
 	f.StringVar(&commit, "commit", "", "commit to promote (default: the tip of the protected ref)")
-	f.StringVar(&signedByPath, "require-signed-by", "", "armored OpenPGP keyring file: require a valid commit signature by one of its keys (e.g. GitHub's web-flow key, https://github.com/web-flow.gpg, which signs merge and squash commits)")
+	f.StringVar(&signedByPath, "require-signed-by", "", "require a valid commit signature by one of these keys: \"github\" for GitHub's web-flow keys (shipped, fingerprint-pinned; GitHub signs merge and squash commits with them) or an armored OpenPGP keyring file")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
 	f.BoolVar(&stage, "stage", false, "record the release as STAGED and move nothing (activate it later)")
 	f.BoolVar(&breakGlass, "break-glass", false, "promote inside a freeze window (needs --reason, journaled)")
