@@ -35,6 +35,13 @@ type Options struct {
 	// re-derived. Nil: no history is available, so a committed release
 	// N > 1 cannot be verified (Result.Stale reports it).
 	Previous PreviousRelease
+	// ManifestOnly: the caller needs the release manifest and each
+	// target's identity, envelope and digests, not its bodies. Every
+	// target is still rendered and validated, but Target.Values,
+	// PropertySet, Namespace and InputDigests are left nil, so memory does
+	// not hold every artifact of a large environment. Write with an
+	// output directory refuses such a result.
+	ManifestOnly bool
 }
 
 // PreviousRelease returns the recorded manifest bytes of release version of
@@ -97,7 +104,8 @@ type Result struct {
 	// became a new snapshot of this release.
 	Reissued []Reissue
 
-	stale error
+	stale        error
+	manifestOnly bool
 }
 
 // Reissue explains why an unchanged target got a new snapshot.
@@ -155,7 +163,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 	newC := func(base *bundle.Manifest, baseBytes []byte, release int64, createdAt time.Time, reproduce bool) *compilation {
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base, baseBytes: baseBytes,
-			next: release, reproduce: reproduce}
+			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}
 	}
 	if committed == nil {
 		res, err := newC(nil, nil, 1, opts.CreatedAt, false).run(ctx)
@@ -329,14 +337,21 @@ type compilation struct {
 	next      int64
 	reproduce bool
 
+	baseSubj map[[2]string]*bundle.Subject // base subjects by kind, name
+
+	// manifestOnly: drop each target's bodies once digested (see
+	// Options.ManifestOnly).
+	manifestOnly bool
+
 	proj     map[string]*projector
 	val      *validator
-	agents   map[string]*policy
-	subjects map[[2]string]*policy
+	mu       sync.Mutex         // guards the fields below, filled host by host
+	agents   map[string]*policy // digests only (no trees)
 	subjVer  map[[2]string]*bundle.Subject
+	inputs   files             // every input file of the targets: path -> digest
+	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
 	reissued []Reissue
 	rollout  bundle.Rollout
-	mu       sync.Mutex
 }
 
 func (c *compilation) run(ctx context.Context) (*Result, error) {
@@ -371,9 +386,6 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.resolveSubjects(ts); err != nil {
-		return nil, err
-	}
 	c.proj = map[string]*projector{}
 	for _, aud := range []string{bundle.AudienceAgent, bundle.AudienceGateway, bundle.AudienceKnowledge} {
 		if c.proj[aud], err = newProjector(aud); err != nil {
@@ -383,50 +395,94 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if c.val, err = newValidator(c.set, c.proj); err != nil {
 		return nil, err
 	}
+	if c.base != nil {
+		c.baseSubj = make(map[[2]string]*bundle.Subject, len(c.base.Subjects))
+		for i := range c.base.Subjects {
+			x := &c.base.Subjects[i]
+			c.baseSubj[[2]string{x.Kind, x.Name}] = x
+		}
+	}
+	c.agents, c.subjVer = map[string]*policy{}, map[[2]string]*bundle.Subject{}
+	c.inputs, c.inputOf = files{}, map[string]string{}
+
+	out := make([]Target, len(ts))
+	entries := make([]bundle.TargetEntry, len(ts))
+	// Host by host, on a bounded pool of workers: a host's policy trees,
+	// projections and (with ManifestOnly) rendered artifacts are released
+	// when the host is done, so memory holds the hosts in flight, not the
+	// whole environment.
+	hosts := c.hostGroups(ts)
+	err = parallel(len(hosts), func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return c.compileHost(hosts[i], ts, out, entries)
+	})
+	if err != nil {
+		return nil, err
+	}
 	views, err := m.workflowViews(c.agents, m.repo.spec.CompatibilityGeneration)
 	if err != nil {
 		return nil, err
 	}
-
-	out := make([]Target, len(ts))
-	entries := make([]bundle.TargetEntry, len(ts))
-	// Agents first: Gateway and Knowledge projections list the Agents'
-	// accepted publications.
-	var accepted map[string][]bundle.Publication
-	for pass := 0; pass < 2; pass++ {
-		if pass == 1 {
-			accepted = acceptedPublications(ts, entries)
-			// Agent trees were needed for resolution and Agent projections
-			// only; keep their digests, let the trees go.
-			for _, p := range c.agents {
-				p.Tree = nil
-			}
-		}
-		// Targets of one pass are independent: each writes only its own
-		// slots of out and entries.
-		err := parallel(len(ts), func(i int) error {
-			t := ts[i]
-			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return c.compileTarget(t, accepted, &out[i], &entries[i])
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
 	return c.finish(ts, out, entries, workflows, ledger, views)
 }
 
+// compileHost compiles the targets of one host: its subjects, then its
+// Agent targets, then its Gateway and Knowledge targets (whose projections
+// list the accepted publications of the host's Agents). Each target writes
+// only its own slots of out and entries.
+func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry) error {
+	hm := *c.m // the host's own resolution caches
+	hm.toolCache, hm.skillCache, hm.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
+	if _, err := c.resolveHost(&hm, g, ts); err != nil {
+		return err
+	}
+	var accepted map[string][]bundle.Publication
+	for pass := 0; pass < 2; pass++ {
+		if pass == 1 {
+			accepted = acceptedPublications(ts, g.idx, entries)
+		}
+		for _, i := range g.idx {
+			t := ts[i]
+			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
+				continue
+			}
+			if err := c.compileTarget(t, accepted, &out[i], &entries[i]); err != nil {
+				return err
+			}
+		}
+	}
+	inputs := files{}
+	for _, i := range g.idx {
+		ts[i].policy = nil
+		inputs.merge(out[i].InputDigests)
+		if c.manifestOnly {
+			o := &out[i]
+			o.Values, o.PropertySet, o.Namespace, o.InputDigests = nil, nil, nil, nil
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, d := range inputs {
+		c.inputs[p] = d
+		if h, ok := c.inputOf[p]; !ok {
+			c.inputOf[p] = g.host
+		} else if h != g.host {
+			c.inputOf[p] = ""
+		}
+	}
+	return nil
+}
+
 // acceptedPublications lists, per Agent, the {publicationId, policyDigest}
-// pairs of its targets in this release and the ones they replaced.
-func acceptedPublications(ts []*envTarget, entries []bundle.TargetEntry) map[string][]bundle.Publication {
+// pairs of its targets (those of ts at idx) in this release and the ones
+// they replaced.
+func acceptedPublications(ts []*envTarget, idx []int, entries []bundle.TargetEntry) map[string][]bundle.Publication {
 	out := map[string][]bundle.Publication{}
 	seen := map[string]bool{}
-	for i, t := range ts {
+	for _, i := range idx {
+		t := ts[i]
 		if t.e.spec.Audience != bundle.AudienceAgent {
 			continue
 		}
@@ -452,7 +508,7 @@ func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
 
 func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
 	m := c.m
-	in, hostIn, all, err := c.placeInputs(out)
+	in, hostIn, all, err := c.placeInputs()
 	if err != nil {
 		return nil, err
 	}
@@ -477,7 +533,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		a, b := c.reissued[i], c.reissued[j]
 		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
 	})
-	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout}
+	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout, manifestOnly: c.manifestOnly}
 	var man *bundle.Manifest
 	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
@@ -523,25 +579,18 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 // read are digested per host (HostInputs); the others, and always the
 // repository and environment documents, are listed in the root. all is
 // every input, sorted by path.
-func (c *compilation) placeInputs(out []Target) (root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input, err error) {
+func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input, err error) {
 	m := c.m
 	digests := files{}
+	digests.merge(c.inputs)
 	owner := map[string]string{} // path -> host, "" when shared
-	shared := func(p string) { owner[p] = "" }
+	for p, h := range c.inputOf {
+		owner[p] = h
+	}
 	digests.add(m.repo.src)
 	digests.add(c.envDoc.src)
-	shared(m.repo.src.File)
-	shared(c.envDoc.src.File)
-	for i := range out {
-		for p, d := range out[i].InputDigests {
-			digests[p] = d
-			if h, ok := owner[p]; !ok {
-				owner[p] = out[i].Host
-			} else if h != out[i].Host {
-				owner[p] = ""
-			}
-		}
-	}
+	owner[m.repo.src.File] = ""
+	owner[c.envDoc.src.File] = ""
 	perHost := map[string][]bundle.Input{}
 	for _, p := range sortedKeys(digests) {
 		x := bundle.Input{Path: p, Digest: digests[p]}

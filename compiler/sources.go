@@ -57,6 +57,10 @@ type source struct {
 	fsys       fs.FS
 	index      *sources // every document, for did-you-mean suggestions
 	Doc        *yamlstrict.Doc
+	// canon is the document's RFC 8785 bytes, kept from parsing until it
+	// is decoded: far smaller than the parsed tree, which is dropped as
+	// soon as the document is checked.
+	canon []byte
 }
 
 // errorf returns a *SourceError at a path inside the document.
@@ -77,8 +81,8 @@ func (s *source) errorf(path []string, format string, args ...any) error {
 	return &SourceError{File: e.File, Line: e.Line, Field: e.Field, Err: errors.New(e.Msg)}
 }
 
-// release drops the parsed tree.
-func (s *source) release() { s.Doc = nil }
+// release drops the parsed tree and the canonical bytes.
+func (s *source) release() { s.Doc, s.canon = nil, nil }
 
 // sources indexes every document of a policy repository by kind and name.
 type sources struct {
@@ -205,14 +209,22 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	src.Name = doc.Value.Get("metadata").Get("name").Str
+	canon, err := render.Canonical(doc.Value)
+	if err != nil {
+		return nil, src.errorf(nil, "%v", err)
+	}
+	src.canon, src.Doc = canon, nil
 	return src, nil
 }
 
 // decode decodes a schema-checked document into v (a *doc[T]).
 func (s *source) decode(v any) error {
-	canon, err := render.Canonical(s.Doc.Value)
-	if err != nil {
-		return s.errorf(nil, "%v", err)
+	canon := s.canon
+	if canon == nil {
+		var err error
+		if canon, err = render.Canonical(s.Doc.Value); err != nil {
+			return s.errorf(nil, "%v", err)
+		}
 	}
 	if err := json.NewDecoder(bytes.NewReader(canon)).Decode(v); err != nil {
 		return s.errorf(nil, "decode: %v", err)

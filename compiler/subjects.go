@@ -11,7 +11,8 @@ type envTarget struct {
 	e       *entry[targetSpec]
 	profile leaseProfile
 	pdigest string
-	policy  *policy
+	policy  *policy         // while the target's host is compiled
+	subj    *bundle.Subject // the subject's frozen policy version
 }
 
 func (c *compilation) selectTargets() ([]*envTarget, error) {
@@ -92,50 +93,91 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 	return out, nil
 }
 
-// resolveSubjects freezes every Agent policy and the policy of each target
-// subject, and assigns policy snapshot ids and versions against the base.
-func (c *compilation) resolveSubjects(ts []*envTarget) error {
-	m := c.m
-	c.agents = map[string]*policy{}
-	for _, n := range m.agentNames {
+// hostGroup is one host of the environment: the indexes (into the sorted
+// target list) of its targets. Hosts are independent: every reference of a
+// subject (tools, skills, models, workflows, bound Agents) is on its host.
+type hostGroup struct {
+	host string
+	idx  []int
+}
+
+// hostGroups groups the targets (sorted by host) by host, adding the hosts
+// that own Agents but no target of the environment (their Agents are
+// resolved too: a broken Agent fails the compile, and workflow views pin
+// Agent digests). Sorted by host.
+func (c *compilation) hostGroups(ts []*envTarget) []hostGroup {
+	var out []hostGroup
+	seen := map[string]bool{}
+	for i, t := range ts {
+		h := t.e.spec.Host
+		if len(out) == 0 || out[len(out)-1].host != h {
+			out = append(out, hostGroup{host: h})
+			seen[h] = true
+		}
+		out[len(out)-1].idx = append(out[len(out)-1].idx, i)
+	}
+	for h := range c.m.agentsByHost {
+		if !seen[h] {
+			out = append(out, hostGroup{host: h})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].host < out[j].host })
+	return out
+}
+
+// resolveHost freezes the Agent policies of one host and the policy of
+// each subject its targets serve, and assigns policy snapshot ids and
+// versions against the base. m is the host's view of the model (its own
+// resolution caches). It returns the host's Agent policies.
+func (c *compilation) resolveHost(m *model, g hostGroup, ts []*envTarget) (map[string]*policy, error) {
+	agents := map[string]*policy{}
+	for _, n := range m.agentsByHost[g.host] {
 		p, err := m.resolveAgent(n)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		c.agents[n] = p
+		agents[n] = p
 	}
-	c.subjects = map[[2]string]*policy{}
-	c.subjVer = map[[2]string]*bundle.Subject{}
-	for _, t := range ts {
+	subjects := map[[2]string]*policy{}
+	vers := map[[2]string]*bundle.Subject{}
+	for _, i := range g.idx {
+		t := ts[i]
 		sp := &t.e.spec
 		k := [2]string{sp.Subject.Kind, sp.Subject.Name}
-		p := c.subjects[k]
+		p := subjects[k]
 		if p == nil {
 			var err error
 			switch sp.Subject.Kind {
 			case KindAgent:
-				p = c.agents[sp.Subject.Name]
+				p = agents[sp.Subject.Name]
 			case KindGateway:
-				p, err = m.resolveGateway(sp.Subject.Name, c.agents)
+				p, err = m.resolveGateway(sp.Subject.Name, agents)
 			case KindHost:
-				p, err = m.resolveKnowledge(sp.Subject.Name, c.agents)
+				p, err = m.resolveKnowledge(sp.Subject.Name, agents)
 			}
 			if err != nil {
-				return err
+				return nil, err
 			}
-			c.subjects[k] = p
+			subjects[k] = p
 			ver := int64(1)
-			if c.base != nil {
-				if b := c.base.Subject(k[0], k[1]); b != nil {
-					ver = b.PolicyVersion
-					if b.PolicyDigest != p.Digest {
-						ver++
-					}
+			if b := c.baseSubj[k]; b != nil {
+				ver = b.PolicyVersion
+				if b.PolicyDigest != p.Digest {
+					ver++
 				}
 			}
-			c.subjVer[k] = &bundle.Subject{Kind: k[0], Name: k[1], PolicySnapshotID: bundle.PolicySnapshotID(k[0], k[1], p.Digest), PolicyVersion: ver, PolicyDigest: p.Digest}
+			vers[k] = &bundle.Subject{Kind: k[0], Name: k[1], PolicySnapshotID: bundle.PolicySnapshotID(k[0], k[1], p.Digest), PolicyVersion: ver, PolicyDigest: p.Digest}
 		}
-		t.policy = p
+		t.policy, t.subj = p, vers[k]
 	}
-	return nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for n, p := range agents {
+		// Workflow views need the Agents' digests only.
+		c.agents[n] = &policy{Kind: p.Kind, Name: p.Name, Host: p.Host, Digest: p.Digest}
+	}
+	for k, v := range vers {
+		c.subjVer[k] = v
+	}
+	return agents, nil
 }

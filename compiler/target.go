@@ -16,7 +16,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 	sp := &t.e.spec
 	aud := sp.Audience
 	p := t.policy
-	subj := c.subjVer[[2]string{sp.Subject.Kind, sp.Subject.Name}]
+	subj := t.subj
 	id := sp.Host + "/" + sp.ServiceID + "/" + c.env
 	var b *bundle.TargetEntry
 	if c.baseIdx != nil {

@@ -75,6 +75,9 @@ func StagedTarget(t *Target) ([]byte, error) {
 // rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	env := res.Manifest.EnvTag
+	if outDir != "" && res.manifestOnly {
+		return fmt.Errorf("write outputs: the result was compiled with ManifestOnly and holds no artifacts")
+	}
 	if outDir != "" {
 		if err := writeOutputs(ctx, res, outDir, env); err != nil {
 			return err

@@ -47,7 +47,8 @@ the commit time of the policy repository's HEAD.`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD")})
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD"),
+				ManifestOnly: out == ""})
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
 			}

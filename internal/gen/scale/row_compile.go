@@ -83,7 +83,7 @@ func compileChild(args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at})
+	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true})
 	if err != nil {
 		return err
 	}
