@@ -3,12 +3,13 @@ package gen
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/compiler"
 )
 
 func TestGeneratedRepositoryCompiles(t *testing.T) {
-	res, err := compiler.Compile(context.Background(), Repo(Options{Targets: 120}), compiler.Options{EnvTag: "bench", CreatedAt: epoch})
+	res, err := compiler.Compile(context.Background(), Repo(Options{Targets: 120}), compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}

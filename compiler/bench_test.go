@@ -1,4 +1,4 @@
-package gen
+package compiler_test
 
 import (
 	"context"
@@ -11,13 +11,15 @@ import (
 	yaml "gopkg.in/yaml.v3"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
 )
 
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// benchEpoch is the createdAt of the benchmarks' releases.
+var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func benchCompile(b *testing.B, n int) {
-	repo := Repo(Options{Targets: n})
-	opts := compiler.Options{EnvTag: "bench", CreatedAt: epoch}
+func benchCompile(b *testing.B, n int, manifestOnly bool) {
+	repo := gen.Repo(gen.Options{Targets: n})
+	opts := compiler.Options{EnvTag: "bench", CreatedAt: benchEpoch, ManifestOnly: manifestOnly}
 	stop := make(chan struct{})
 	peak := make(chan uint64)
 	go samplePeakHeap(stop, peak)
@@ -68,13 +70,18 @@ func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
 // BenchmarkCompile1k and BenchmarkCompile10k measure the full compile
 // (load, resolve, project, digest, render, validate) of generated
 // repositories.
-func BenchmarkCompile1k(b *testing.B)  { benchCompile(b, 1000) }
-func BenchmarkCompile10k(b *testing.B) { benchCompile(b, 10000) }
+func BenchmarkCompile1k(b *testing.B)  { benchCompile(b, 1000, false) }
+func BenchmarkCompile10k(b *testing.B) { benchCompile(b, 10000, false) }
+
+// BenchmarkCompileManifestOnly10k is the compile of `configpub compile`
+// without --out: every target rendered and validated, only the manifest
+// and the digests kept.
+func BenchmarkCompileManifestOnly10k(b *testing.B) { benchCompile(b, 10000, true) }
 
 // BenchmarkBaselineYAMLMarshal is the in-run baseline: yaml.v3 Marshal of
 // the same 10,000 rendered documents and nothing else.
 func BenchmarkBaselineYAMLMarshal(b *testing.B) {
-	res, err := compiler.Compile(context.Background(), Repo(Options{Targets: 10000}), compiler.Options{EnvTag: "bench", CreatedAt: epoch})
+	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 10000}), compiler.Options{EnvTag: "bench", CreatedAt: benchEpoch})
 	if err != nil {
 		b.Fatal(err)
 	}
