@@ -6,8 +6,14 @@
 //
 // Current pointers are held in memory. A dedicated connection LISTENs on
 // channel configpub_pointer (the promoter NOTIFYs in the transaction that
-// moves a pointer or renews a lease) and reloads the moved identity; a full
-// reconcile runs after every (re)connect and periodically. The connection is
+// moves a pointer or renews a lease) and reloads the moved identity. Every
+// write of a current_pointer row records its transaction (change_xid), and
+// the store keeps a commit-ordered watermark (the snapshot's xmax and the
+// transactions then in progress): a full load runs after every (re)connect
+// and after a revocation; otherwise the periodic reconcile, a notification
+// that names no single identity, and a server on a hot standby (Options.
+// FollowInterval: NOTIFY is not replicated, so it polls instead of
+// LISTENing) read only the rows written since the watermark. The connection is
 // probed on a short heartbeat; when the pointers cannot be confirmed current
 // within StaleAfter (database down, connection lost) Current answers
 // configserver.ErrUnavailable at once, without I/O, and Run reconnects by

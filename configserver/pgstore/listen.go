@@ -56,6 +56,9 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
+	if s.opts.FollowInterval > 0 {
+		return s.poll(ctx, conn, connected)
+	}
 	if err := s.exec(ctx, conn, "LISTEN "+pointernote.Channel); err != nil {
 		return err
 	}
@@ -77,7 +80,7 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		case err == nil:
 			payloads, overflow := drain(ctx, conn, n.Payload)
 			if overflow {
-				err = s.reconcile(ctx, conn) // one reload for a huge burst
+				err = s.catchUp(ctx, conn) // one read of what changed for a huge burst
 			} else {
 				err = s.apply(ctx, conn, payloads)
 			}
@@ -86,7 +89,9 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 			}
 		case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
 			if time.Now().After(nextReconcile) {
-				if err := s.reconcile(ctx, conn); err != nil {
+				// The periodic reconcile reads only what changed since the
+				// last one (by the watermark), not every pointer.
+				if err := s.catchUp(ctx, conn); err != nil {
 					return err
 				}
 				nextReconcile = time.Now().Add(s.opts.ReconcileInterval)
@@ -104,6 +109,30 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 	}
 }
 
+// poll is follow without LISTEN, for a hot standby (NOTIFY is not
+// replicated): load everything, then read what changed since the watermark
+// every FollowInterval. Each successful round confirms the pointers.
+func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func()) error {
+	if err := s.reconcile(ctx, conn); err != nil {
+		return err
+	}
+	s.live.Store(true)
+	connected()
+	s.opts.Logger.Info("pointer follower connected", "pointers", s.Stats().Pointers, "interval", s.opts.FollowInterval.String())
+	t := time.NewTicker(s.opts.FollowInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := s.catchUp(ctx, conn); err != nil {
+			return err
+		}
+	}
+}
+
 func (s *Store) confirm() { s.confirmedAt.Store(time.Now().UnixNano()) }
 
 func (s *Store) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
@@ -115,12 +144,23 @@ func (s *Store) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
 	return nil
 }
 
-// reconcile reloads every current pointer and replaces the in-memory set.
+// reconcile reloads every current pointer, streaming the rows, and
+// replaces the in-memory set; an unchanged row keeps its entry (no
+// re-parse). It records the watermark read just before the rows.
 func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	started := time.Now()
-	rows, err := conn.Query(qctx, allPointersQuery)
+	b := &pgx.Batch{}
+	b.Queue(watermarkQuery)
+	b.Queue(allPointersQuery)
+	br := conn.SendBatch(qctx, b)
+	defer br.Close()
+	var wm watermark
+	if err := br.QueryRow().Scan(&wm.xmax, &wm.xip); err != nil {
+		return fmt.Errorf("reconcile pointers: read watermark: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
 	}
@@ -128,6 +168,7 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	prev := s.pointers
 	s.mu.RUnlock()
 	next := make(map[bundle.Identity]*entry, len(prev))
+	var fresh []*entry
 	for rows.Next() {
 		var r pointerRow
 		if err := rows.Scan(r.scanArgs()...); err != nil {
@@ -136,23 +177,28 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 		}
 		id := r.identity()
 		if old := prev[id]; old != nil && old.same(&r) {
-			next[id] = old // unchanged since the last load: no re-parse
+			next[old.id] = old // unchanged since the last load: no re-parse
 			continue
 		}
-		next[id] = s.entryFor(&r)
+		e := s.entryFor(&r)
+		next[e.id] = e
+		fresh = append(fresh, e)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
 	}
-	var fresh []*entry
-	for id, e := range next {
-		if prev[id] != e {
-			fresh = append(fresh, e)
-		}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("reconcile pointers: %w", err)
 	}
-	s.prefetch(ctx, conn, fresh)
+	for len(fresh) > 0 {
+		chunk := fresh[:min(len(fresh), maxBatch)]
+		fresh = fresh[len(chunk):]
+		s.prefetch(ctx, conn, chunk)
+	}
 	s.mu.Lock()
 	s.pointers = next
+	s.wm = &wm
 	s.mu.Unlock()
 	var changed []bundle.Identity
 	for id, e := range next {
@@ -214,21 +260,18 @@ func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string
 	}
 }
 
-// apply reloads the identities the notifications name, maxBatch per query,
-// or everything when a payload cannot be read or names a revocation.
+// apply reloads the identities the notifications name, maxBatch per query.
+// A payload that names no single identity (a revocation, a batch, one it
+// cannot read) makes it read everything that changed since the watermark
+// instead.
 func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
 	seen := make(map[bundle.Identity]bool, len(payloads))
 	ids := make([]bundle.Identity, 0, len(payloads))
 	for _, p := range payloads {
 		var n pointernote.Note
 		err := json.Unmarshal([]byte(p), &n)
-		if err == nil && n.Revoked {
-			s.opts.Logger.Info("revocation notified; reconciling every pointer")
-			return s.reconcile(ctx, conn)
-		}
-		if err != nil || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
-			s.opts.Logger.Warn("unreadable pointer notification; reconciling everything")
-			return s.reconcile(ctx, conn)
+		if err != nil || n.Revoked || n.Host == "" || n.ServiceID == "" || n.EnvTag == "" {
+			return s.catchUp(ctx, conn)
 		}
 		id := bundle.Identity{Host: n.Host, ServiceID: n.ServiceID, EnvTag: n.EnvTag}
 		if !seen[id] {
@@ -334,15 +377,16 @@ func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) 
 }
 
 func (s *Store) entryFor(r *pointerRow) *entry {
+	id := r.identity()
 	if r.retired {
-		return &entry{retired: true, manifest: r.manifest, snapshotID: r.snapshotID}
+		return &entry{id: id, retired: true, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
 	d, err := r.delivery()
 	if err != nil {
-		s.opts.Logger.Error("current pointer not servable", "identity", r.identity().String(), "err", err)
-		return &entry{err: err, manifest: r.manifest, snapshotID: r.snapshotID}
+		s.opts.Logger.Error("current pointer not servable", "identity", id.String(), "err", err)
+		return &entry{id: id, err: err, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
-	return &entry{d: d, manifest: r.manifest, snapshotID: r.snapshotID}
+	return &entry{id: d.Identity, d: d, manifest: r.manifest, snapshotID: r.snapshotID}
 }
 
 // sameEntry reports whether o was built from the same row as e.

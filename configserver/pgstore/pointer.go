@@ -52,6 +52,7 @@ type pointerRow struct {
 	manifest                                    []byte
 	signature, keyID                            *string
 	retired                                     bool // the identity is retired (410 Gone)
+	revoked                                     bool // the snapshot is revoked (changedPointersQuery only)
 }
 
 func (r *pointerRow) scanArgs() []any {

@@ -27,9 +27,15 @@ type Options struct {
 	// Heartbeat is how often the idle LISTEN connection is probed.
 	// Default 250 ms.
 	Heartbeat time.Duration
-	// ReconcileInterval is the period of the full pointer reload.
-	// Default 30 s.
+	// ReconcileInterval is the period of the reconcile that reads the
+	// pointers written since the last one (by the commit-ordered watermark),
+	// behind the notifications. Default 30 s.
 	ReconcileInterval time.Duration
+	// FollowInterval, when set, replaces LISTEN/NOTIFY by reading what
+	// changed since the watermark every FollowInterval: for a hot standby,
+	// where notifications do not arrive. Each round also confirms the
+	// pointers, so keep it well under StaleAfter.
+	FollowInterval time.Duration
 	// ArtifactCacheBytes bounds the artifact byte cache. Default 64 MiB.
 	ArtifactCacheBytes int64
 	// QueryTimeout bounds each database round trip. Default 2 s.
@@ -85,6 +91,7 @@ type Store struct {
 
 	mu       sync.RWMutex
 	pointers map[bundle.Identity]*entry
+	wm       *watermark // what the pointers reflect; nil before the first load
 
 	// changes wakes GET /configs?wait= requests of the identities whose
 	// entry a reload replaced or removed (configserver.Notifier).
@@ -93,7 +100,7 @@ type Store struct {
 	live        atomic.Bool  // LISTEN connection up and first reconcile done
 	confirmedAt atomic.Int64 // unix nanoseconds of the last confirmation
 
-	hits, misses, dbErrors, refreshes, reconciles atomic.Uint64
+	hits, misses, dbErrors, refreshes, reconciles, catchUps atomic.Uint64
 }
 
 var _ configserver.Store = (*Store)(nil)
@@ -109,6 +116,7 @@ func (s *Store) Subscribe(id bundle.Identity, fn func()) (cancel func() bool) {
 // entry is one current pointer: the delivery without its body, or the
 // integrity error that keeps it from being served.
 type entry struct {
+	id      bundle.Identity
 	d       *configserver.Delivery
 	err     error
 	retired bool // the identity is retired: configserver.ErrGone

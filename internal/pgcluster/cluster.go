@@ -28,7 +28,8 @@ type Options struct {
 	// Durable keeps fsync, synchronous_commit and full_page_writes on. Off
 	// (the default) turns all three off, which suits throwaway clusters.
 	// Either way the server runs with max_connections=300,
-	// shared_buffers=64MB and timezone=UTC.
+	// shared_buffers=64MB, timezone=UTC, and wal_level=replica with
+	// hot_standby on (so that Replica can stream from it).
 	Durable bool
 }
 
@@ -60,20 +61,8 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{Dir: dir, BinDir: bin, Port: opts.Port, durable: opts.Durable}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("pgcluster: %w", err)
-	}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("pgcluster: running as root needs the postgres OS user: %w", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return nil, fmt.Errorf("pgcluster: chown %s: %w", dir, err)
-		}
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	if err := c.prepareDir(); err != nil {
+		return nil, err
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err == nil {
 		return c, nil
@@ -84,6 +73,89 @@ func New(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("pgcluster: initdb: %w: %s", err, lastLines(out))
 	}
 	return c, nil
+}
+
+// prepareDir creates Dir and, when running as root, hands it to the
+// postgres OS user that the server binaries run as.
+func (c *Cluster) prepareDir() error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("pgcluster: running as root needs the postgres OS user: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(c.Dir, uid, gid); err != nil {
+		return fmt.Errorf("pgcluster: chown %s: %w", c.Dir, err)
+	}
+	c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	return nil
+}
+
+// ReplicationRole is the role a Replica streams WAL as: LOGIN REPLICATION,
+// not a superuser, reaching the primary over 127.0.0.1 (the pg_hba entry
+// EnableReplication adds).
+const ReplicationRole = "configpub_replication"
+
+// EnableReplication prepares a running primary for streaming replicas:
+// the replication role and its pg_hba entry (trust, from 127.0.0.1 only),
+// then a configuration reload. wal_level=replica, max_wal_senders and
+// hot_standby are set by Start for every cluster.
+func (c *Cluster) EnableReplication(ctx context.Context) error {
+	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	line := "host replication " + ReplicationRole + " 127.0.0.1/32 trust\n"
+	if !strings.Contains(string(b), line) {
+		// The first matching line wins: put ours first.
+		if err := os.WriteFile(hba, append([]byte(line), b...), 0o600); err != nil {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+	}
+	psql := filepath.Join(c.BinDir, "psql")
+	sql := `DO $$ BEGIN
+		IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '` + ReplicationRole + `') THEN
+			CREATE ROLE ` + ReplicationRole + ` LOGIN REPLICATION;
+		END IF;
+	END $$; SELECT pg_reload_conf();`
+	cmd := c.Command(ctx, psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port),
+		"-U", "postgres", "-d", "postgres", "-c", sql)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgcluster: create replication role: %w: %s", err, lastLines(out))
+	}
+	return nil
+}
+
+// Replica makes a hot standby of the running primary c in opts.Dir (its
+// BinDir and Durable are c's): pg_basebackup -R as ReplicationRole (call
+// EnableReplication on c first) streams a base backup and writes
+// standby.signal and primary_conninfo, so that Start runs it as a streaming,
+// read-only replica. It does not start the replica.
+func (c *Cluster) Replica(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("pgcluster: replica directory is empty")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("pgcluster: %w", err)
+	}
+	r := &Cluster{Dir: dir, BinDir: c.BinDir, Port: opts.Port, durable: c.durable}
+	if err := r.prepareDir(); err != nil {
+		return nil, err
+	}
+	cmd := r.Command(ctx, filepath.Join(c.BinDir, "pg_basebackup"), "-D", r.DataDir(), "-R", "-X", "stream",
+		"-c", "fast", "--no-sync", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", ReplicationRole, "-w")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgcluster: pg_basebackup: %w: %s", err, lastLines(out))
+	}
+	return r, nil
 }
 
 // DataDir is the cluster's PGDATA.
@@ -124,9 +196,18 @@ func (c *Cluster) start(ctx context.Context, port int) error {
 		"-c max_connections=300",
 		"-c shared_buffers=64MB",
 		"-c timezone=UTC",
+		// Streaming replicas (see Replica): WAL for them, standbys that
+		// answer reads, and that report what they replayed.
+		"-c wal_level=replica",
+		"-c max_wal_senders=10",
+		"-c hot_standby=on",
+		"-c hot_standby_feedback=on",
+		"-c wal_receiver_status_interval=1s",
 	}
 	if !c.durable {
-		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off")
+		// With asynchronous commit, WAL reaches a replica when the WAL
+		// writer flushes it: keep that short.
+		opts = append(opts, "-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off", "-c wal_writer_delay=10ms")
 	}
 	cmd := c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(),
 		"-l", c.LogFile(), "-w", "-t", "60", "-o", strings.Join(opts, " "), "start")

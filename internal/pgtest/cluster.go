@@ -25,8 +25,13 @@ type cluster struct {
 	admin    *pgxpool.Pool // for CREATE/DROP DATABASE and ROLE
 
 	// Set only for a private cluster.
-	pg       *pgcluster.Cluster
-	watchdog *os.Process
+	pg        *pgcluster.Cluster
+	watchdogs []*os.Process
+
+	// The hot standby, started on first use (see DB.ReplicaURLFor).
+	replicaOnce sync.Once
+	replica     *pgcluster.Cluster
+	replicaErr  error
 }
 
 var shared struct {
@@ -75,7 +80,7 @@ func startCluster(ctx context.Context) (*cluster, error) {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
 	c := &cluster{pg: pg, adminURL: pg.URL("postgres")}
-	c.startWatchdog()
+	c.startWatchdog(pg)
 	cfg, err := pgxpool.ParseConfig(c.adminURL)
 	if err != nil {
 		c.stop()
@@ -90,21 +95,22 @@ func startCluster(ctx context.Context) (*cluster, error) {
 }
 
 // startWatchdog starts a detached shell, as the postgres OS user when we are
-// root, that stops and removes the cluster as soon as this process is gone,
-// for test binaries that die before Main's cleanup runs. It exits by itself
-// once the cluster directory is removed.
-func (c *cluster) startWatchdog() {
+// root, that stops the cluster pg and removes the test cluster's directory
+// (which holds the replica's too) as soon as this process is gone, for test
+// binaries that die before Main's cleanup runs. It exits by itself once
+// that directory is removed.
+func (c *cluster) startWatchdog(pg *pgcluster.Cluster) {
 	dir := c.pg.Dir
 	script := fmt.Sprintf(`while [ -d /proc/%d ] && [ -d %q ]; do sleep 0.5; done; [ -d %q ] || exit 0; %q -D %q -m immediate stop >/dev/null 2>&1; rm -rf %q`,
-		os.Getpid(), dir, dir, filepath.Join(c.pg.BinDir, "pg_ctl"), c.pg.DataDir(), dir)
+		os.Getpid(), dir, dir, filepath.Join(pg.BinDir, "pg_ctl"), pg.DataDir(), dir)
 	// Not tied to a context: it must outlive everything in this process.
-	cmd := c.pg.Command(context.Background(), "/bin/sh", "-c", script)
+	cmd := pg.Command(context.Background(), "/bin/sh", "-c", script)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setsid = true
 	if err := cmd.Start(); err == nil {
-		c.watchdog = cmd.Process
+		c.watchdogs = append(c.watchdogs, cmd.Process)
 	}
 }
 
@@ -116,12 +122,15 @@ func (c *cluster) stop() {
 	if c.pg == nil {
 		return
 	}
+	if c.replica != nil {
+		_ = c.replica.Stop(context.Background())
+	}
 	_ = c.pg.Stop(context.Background()) // fast, then immediate; removed below either way
 	_ = os.RemoveAll(c.pg.Dir)
-	if c.watchdog != nil {
+	for _, w := range c.watchdogs {
 		// It sees the directory gone and exits by itself (killing it would
 		// orphan its sleep child).
-		_, _ = c.watchdog.Wait()
+		_, _ = w.Wait()
 	}
 }
 

@@ -48,3 +48,32 @@ func TestURLForConnectsAsAMemberOfTheRole(t *testing.T) {
 		t.Fatal("got a user that is not a member of configpub_server")
 	}
 }
+
+func TestReplicaURLForReadsAHotStandby(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	owner := db.Pool(t)
+	replica := db.PoolURL(t, db.ReplicaURLFor(t, "configpub_server"))
+	var recovering bool
+	if err := replica.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering); err != nil || !recovering {
+		t.Fatalf("pg_is_in_recovery on the replica URL = %v (%v), want true", recovering, err)
+	}
+	var pointers int
+	if err := replica.QueryRow(ctx, "SELECT count(*) FROM configpub.current_pointer").Scan(&pointers); err != nil {
+		t.Fatalf("the server role reads the replicated schema: %v", err)
+	}
+	// A row written on the primary after the replica URL was handed out
+	// arrives by replay.
+	if _, err := owner.Exec(ctx, `CREATE TABLE probe (v int); INSERT INTO probe VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.WaitReplayed(t)
+	ownerReplica := db.PoolURL(t, db.ReplicaURL(t))
+	var n int
+	if err := ownerReplica.QueryRow(ctx, "SELECT count(*) FROM probe").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows on the replica after replay: %d (%v), want 1", n, err)
+	}
+	if _, err := ownerReplica.Exec(ctx, "DELETE FROM probe"); err == nil {
+		t.Fatal("the replica accepted a write")
+	}
+}

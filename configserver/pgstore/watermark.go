@@ -1,0 +1,165 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// watermark is a point in the database's commit order: the xmax and the
+// in-progress transaction ids (xid8, as text) of a snapshot. A row written
+// by a transaction that was not yet visible in that snapshot has a
+// change_xid of at least xmax or one of xip, so "changed since" is an index
+// range plus a short list, and nothing committed out of id order is missed.
+type watermark struct {
+	xmax string
+	xip  []string
+}
+
+// watermarkQuery reads the watermark of the statement's snapshot. The
+// queries that follow it (in the same batch, or later) see at least
+// everything it saw, so rows are never skipped, only sometimes re-read.
+const watermarkQuery = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text,
+	ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot())::text)`
+
+// changedSince is the WHERE condition on a change_xid column c for rows
+// that became visible after the watermark ($1 xmax, $2 xip).
+func changedSince(c string) string {
+	return `(` + c + ` >= $1::text::xid8 OR ` + c + ` = ANY($2::text[]::xid8[]))`
+}
+
+// revokedSinceQuery reports whether a revocation was recorded since the
+// watermark: then every pointer is reloaded.
+var revokedSinceQuery = `SELECT EXISTS (SELECT 1 FROM configpub.revocation WHERE ` + changedSince("revoked_xid") + `)`
+
+// changedPointersQuery selects the pointers written since the watermark,
+// with whether their snapshot is revoked (such a pointer is dropped from
+// memory, as a full reload leaves it out).
+var changedPointersQuery = `SELECT p.host, p.service_id, p.env_tag, p.snapshot_id::text,
+	s.audience, s.publication_id::text, s.policy_digest, s.content_digest, s.artifact_digest, s.release_version,
+	p.manifest, p.manifest_signature, p.manifest_key_id, p.retired_at IS NOT NULL,
+	p.retired_at IS NULL AND EXISTS (SELECT 1 FROM configpub.revocation r
+		WHERE r.snapshot_id = s.snapshot_id OR r.publication_id = s.publication_id)
+FROM configpub.current_pointer p
+JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+WHERE ` + changedSince("p.change_xid")
+
+// catchUp reloads the pointers written since the last watermark, in chunks
+// of maxBatch (each made current and its waiters woken as soon as it is
+// loaded), and advances the watermark. A revocation since the watermark, or
+// no watermark yet, makes it a full reconcile.
+func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
+	s.mu.RLock()
+	wm := s.wm
+	s.mu.RUnlock()
+	if wm == nil {
+		return s.reconcile(ctx, conn)
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	started := time.Now()
+	b := &pgx.Batch{}
+	b.Queue(watermarkQuery)
+	b.Queue(revokedSinceQuery, wm.xmax, wm.xip)
+	b.Queue(changedPointersQuery, wm.xmax, wm.xip)
+	br := conn.SendBatch(qctx, b)
+	var next watermark
+	if err := br.QueryRow().Scan(&next.xmax, &next.xip); err != nil {
+		br.Close()
+		return fmt.Errorf("catch up: read watermark: %w", err)
+	}
+	var revoked bool
+	if err := br.QueryRow().Scan(&revoked); err != nil {
+		br.Close()
+		return fmt.Errorf("catch up: read revocations: %w", err)
+	}
+	if revoked {
+		if err := br.Close(); err != nil {
+			return fmt.Errorf("catch up: %w", err)
+		}
+		s.opts.Logger.Info("revocation recorded; reconciling every pointer")
+		return s.reconcile(ctx, conn)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return fmt.Errorf("catch up: read changed pointers: %w", err)
+	}
+	var found []*entry
+	var gone []bundle.Identity
+	for rows.Next() {
+		var r pointerRow
+		if err := rows.Scan(append(r.scanArgs(), &r.revoked)...); err != nil {
+			rows.Close()
+			br.Close()
+			return fmt.Errorf("catch up: %w", err)
+		}
+		if r.revoked {
+			gone = append(gone, r.identity())
+			continue
+		}
+		if old := s.lookup(r.identity()); old != nil && old.same(&r) {
+			continue // re-read (a notification already applied it): nothing to wake
+		}
+		found = append(found, s.entryFor(&r))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		br.Close()
+		return fmt.Errorf("catch up: %w", err)
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	for len(found) > 0 {
+		chunk := found[:min(len(found), maxBatch)]
+		found = found[len(chunk):]
+		s.prefetch(ctx, conn, chunk)
+		s.install(chunk, nil)
+	}
+	s.install(nil, gone)
+	s.mu.Lock()
+	s.wm = &next
+	s.mu.Unlock()
+	s.catchUps.Add(1)
+	s.confirmedAt.Store(started.UnixNano())
+	return nil
+}
+
+// lookup returns id's in-memory entry, or nil.
+func (s *Store) lookup(id bundle.Identity) *entry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.pointers[id]
+}
+
+// install makes entries current and removes the identities in gone, then
+// wakes the waiters of every identity that changed.
+func (s *Store) install(entries []*entry, gone []bundle.Identity) {
+	if len(entries) == 0 && len(gone) == 0 {
+		return
+	}
+	changed := make([]bundle.Identity, 0, len(entries)+len(gone))
+	s.mu.Lock()
+	for _, e := range entries {
+		id := e.id
+		if old := s.pointers[id]; old != nil && old.sameEntry(e) {
+			continue
+		}
+		s.pointers[id] = e
+		changed = append(changed, id)
+	}
+	for _, id := range gone {
+		if _, ok := s.pointers[id]; ok {
+			delete(s.pointers, id)
+			changed = append(changed, id)
+		}
+	}
+	s.mu.Unlock()
+	s.changes.Notify(changed...)
+	s.refreshes.Add(uint64(len(changed)))
+}

@@ -1,0 +1,124 @@
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pgcluster"
+)
+
+// startReplica makes and starts the private cluster's hot standby once:
+// a replication role and pg_hba entry on the primary, pg_basebackup -R
+// into a directory inside the cluster's (so the watchdog's removal covers
+// it), and a watchdog of its own.
+func (c *cluster) startReplica() (*pgcluster.Cluster, error) {
+	c.replicaOnce.Do(func() {
+		if c.pg == nil {
+			c.replicaErr = fmt.Errorf("pgtest: no replica of an existing server (%s is set)", EnvURL)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := c.pg.EnableReplication(ctx); err != nil {
+			c.replicaErr = fmt.Errorf("pgtest: %w", err)
+			return
+		}
+		r, err := c.pg.Replica(ctx, pgcluster.Options{Dir: filepath.Join(c.pg.Dir, "replica")})
+		if err != nil {
+			c.replicaErr = fmt.Errorf("pgtest: %w", err)
+			return
+		}
+		if err := r.Start(ctx); err != nil {
+			c.replicaErr = fmt.Errorf("pgtest: start replica: %w", err)
+			return
+		}
+		c.replica = r
+		c.startWatchdog(r)
+	})
+	return c.replica, c.replicaErr
+}
+
+// ReplicaURLFor is URLFor on a hot standby of the test cluster: a new
+// LOGIN member of role, connecting to this database on a streaming replica
+// (made with pg_basebackup -R and started on first use, once per test
+// binary). It returns once the replica has replayed the role. A test run
+// against CONFIGPUB_TEST_DATABASE_URL is skipped: no replica can be made
+// of a server it does not own.
+func (db *DB) ReplicaURLFor(t testing.TB, role string) string {
+	t.Helper()
+	r, err := db.c.startReplica()
+	if err != nil {
+		if db.c.pg == nil {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	primaryURL := db.URLFor(t, role)
+	u, err := url.Parse(primaryURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "127.0.0.1:" + strconv.Itoa(r.Port)
+	db.WaitReplayed(t)
+	return u.String()
+}
+
+// ReplicaURL is the database owner's URL on the hot standby (read-only
+// there). Call ReplicaURLFor or WaitReplayed first.
+func (db *DB) ReplicaURL(t testing.TB) string {
+	t.Helper()
+	r, err := db.c.startReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "127.0.0.1:" + strconv.Itoa(r.Port)
+	return u.String()
+}
+
+// WaitReplayed waits until the hot standby has replayed everything the
+// primary has written so far, and returns how long that took.
+func (db *DB) WaitReplayed(t testing.TB) time.Duration {
+	t.Helper()
+	r, err := db.c.startReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	started := time.Now()
+	var lsn string
+	if err := db.c.admin.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+		t.Fatalf("pgtest: primary WAL position: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, r.URL("postgres"))
+	if err != nil {
+		t.Fatalf("pgtest: connect to replica: %v", err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		var done bool
+		err := conn.QueryRow(ctx, "SELECT pg_last_wal_replay_lsn() >= $1::pg_lsn", lsn).Scan(&done)
+		if err != nil {
+			t.Fatalf("pgtest: replica replay position: %v", err)
+		}
+		if done {
+			return time.Since(started)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pgtest: replica did not replay %s within 30s", lsn)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
