@@ -1,40 +1,8 @@
 // Package promoter records releases and moves current pointers in
-// PostgreSQL: the only writer of what goes live. It has two
-// layers: Promote, which takes a reviewed Git commit all the way to an
-// active release, and Store, the release protocol over the schema of
-// internal/dbschema.
-//
-// # Promote
-//
-// Promote(ctx, repo, PromoteOptions) is `configpub promote`:
-//
-//  1. review.Check: the commit is on the first-parent history of the
-//     protected ref and meets the configured requirements (signed by a
-//     keyring, review trailers); otherwise a *review.RefusalError.
-//  2. Compile the commit's tree and require the committed release manifest
-//     to be exactly what its sources compile to; otherwise a
-//     *StaleManifestError (matches ErrStale) and nothing is written
-//     anywhere.
-//  3. Publish and sign every target artifact and the release artifact
-//     (idempotent; a registry tag r<N> already naming other content is
-//     ErrConflict), then verify each by digest against the trusted keys
-//     (default: the signer's public key).
-//  4. Store.RecordAndActivate under the command PromoteCommandID(commit,
-//     envTag), a UUIDv8 derived from the commit and environment, so that
-//     re-running the same promotion replays its recorded result instead of
-//     acting twice.
-//
-// A lost compare-and-swap whose winner is this very release (same version,
-// byte-identical manifest, recorded from another commit) is not an error:
-// PromoteResult.AlreadyActiveFrom names that commit when the release is
-// active, PromoteResult.AlreadyRecordedFrom when it was rolled back since;
-// nothing is written either way. Re-running the promotion of a rolled-back
-// release under its own command replays it (ActivationResult.StateNow says
-// ROLLED_BACK, ActiveRelease names the active one) and never re-activates
-// it: Activate is the explicit way back.
-// Promote depends on the ReleaseRecorder and ArtifactPublisher interfaces
-// (*Store and *registry.Client satisfy them) and logs one record per step to
-// PromoteOptions.Logger, never a configuration body.
+// PostgreSQL: the only writer of what goes live. Store is the release
+// protocol over the schema of internal/dbschema; the pipeline that takes a
+// reviewed Git commit to a recorded release (review, compile check,
+// publish) is package promote, which calls Store.
 //
 // # Store
 //
@@ -131,7 +99,7 @@
 //
 // Refusals definitely changed nothing: ErrConflict (a lost compare-and-swap
 // as *CASError, a duplicate key, a reused command UUID), ErrStale (*CASError
-// when the environment moved past the expected release, *StaleManifestError),
+// when the environment moved past the expected release; promote.StaleManifestError),
 // ErrRevoked, ErrOutsideWindow (*WindowError), ErrIdentityMismatch,
 // ErrIntegrity, ErrNotFound (a release or environment that does not exist),
 // ErrInvalid (naming the field), ErrNoSigner and ErrSchema (database not
@@ -144,7 +112,7 @@
 //
 // The configpub CLI maps these to exit codes: 0 on success,
 // including a replay and an already-active release; 1 on any refusal above,
-// a *review.RefusalError or a registry error; 2 on bad flags or arguments,
+// a *review.RefusalError (package promote/review) or a registry error; 2 on bad flags or arguments,
 // caught before this package is called; 3 on ErrUnconfirmed from promote,
 // activate, rollback, revoke, lease renew or reconcile, with the way out
 // (re-run the same command, or `configpub reconcile --env ENV`). A re-run

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -52,7 +53,7 @@ func TestHealthGateRollsBackWithinTheSoak(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- f.store.WatchHealth(ctx, []string{"prod"}, 50*time.Millisecond, nil) }()
-	for !pointersAt(f.pointers(t, "prod"), snapshotsOfInput(r1)) {
+	for !promotertest.PointersAt(f.pointers(t, "prod"), snapshotsOfInput(r1)) {
 		if time.Since(start) > time.Second {
 			t.Fatalf("environment not back on release 1 within 1s: %v", f.pointers(t, "prod"))
 		}

@@ -11,19 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-var (
-	t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	ns = uuid.MustParse("6ba7b811-9dad-11d1-80b4-00c04fd430c8")
-)
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
@@ -64,9 +61,8 @@ func (f *fixture) open(t testing.TB, mod func(*promoter.Options)) *promoter.Stor
 	return s
 }
 
-func id(parts ...any) string {
-	return uuid.NewSHA1(ns, []byte(fmt.Sprint(parts...))).String()
-}
+// id is a deterministic command UUID named by parts.
+func id(parts ...any) string { return promotertest.ID(parts...) }
 
 func digest(b []byte) string {
 	s := sha256.Sum256(b)

@@ -65,7 +65,7 @@ func (t *Target) Identity() bundle.Identity {
 
 // ReleaseInput is everything RecordAndActivate records and activates.
 type ReleaseInput struct {
-	// CommandID is the command UUID (PromoteCommandID(commit, env)).
+	// CommandID is the command UUID (promote.CommandID(commit, env)).
 	CommandID string
 	EnvTag    string
 	// ReleaseVersion is the new release; BaseReleaseVersion the release the

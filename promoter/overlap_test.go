@@ -19,18 +19,19 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/internal/promotertest"
 )
 
 // overlapRepo is the fixture policy repository with three reviewed releases
-// of promoteEnv: 1 (as is), 2 (the advisor and account Agents' prompts
+// of promotertest.Env: 1 (as is), 2 (the advisor and account Agents' prompts
 // change, so their policy digests and the Gateway's and Knowledge's
 // accepted lists change)
 // and 3 (compatibilityGeneration raised from 3 to 4). It returns the
 // repository, each release's merge commit and its target snapshots.
-func overlapRepo(t *testing.T) (*promoteRepo, []plumbing.Hash, []map[string]string) {
+func overlapRepo(t *testing.T) (*promotertest.Repo, []plumbing.Hash, []map[string]string) {
 	t.Helper()
-	p := &promoteRepo{repo: gittest.New(t)}
-	r := p.repo
+	p := &promotertest.Repo{Git: gittest.New(t)}
+	r := p.Git
 	from := r.Commit(gittest.Commit{Files: map[string][]byte{"README.md": []byte("policy\n")}, Message: "initial"})
 	files := gittest.ReadDir(t, filepath.Join("..", "fixtures", "policy-repo"))
 	var merges []plumbing.Hash
@@ -46,7 +47,7 @@ func overlapRepo(t *testing.T) (*promoteRepo, []plumbing.Hash, []map[string]stri
 		},
 	} {
 		change(files)
-		v, res := compiledFiles(t, files, gittest.Epoch.Add(time.Duration(i)*time.Hour))
+		v, res := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(time.Duration(i)*time.Hour))
 		if res.Manifest.ReleaseVersion != int64(i+1) {
 			t.Fatalf("compiled release %d, want %d", res.Manifest.ReleaseVersion, i+1)
 		}
@@ -56,7 +57,7 @@ func overlapRepo(t *testing.T) (*promoteRepo, []plumbing.Hash, []map[string]stri
 		from = r.Merge(gittest.Main, branch, gittest.Commit{Message: "Merge " + branch,
 			Trailers: []string{"Reviewed-by: Carol <carol@example.com>", "Approved-by: Erin <erin@example.com>"}})
 		merges = append(merges, from)
-		snaps = append(snaps, snapshotsOf(res))
+		snaps = append(snaps, promotertest.SnapshotsOf(res))
 	}
 	return p, merges, snaps
 }
@@ -88,7 +89,7 @@ func authenticatedCaller(r *http.Request) (bundle.Identity, error) {
 	if !ok {
 		return bundle.Identity{}, errors.New("no authenticated caller")
 	}
-	return bundle.Identity{Host: host, ServiceID: svc, EnvTag: promoteEnv}, nil
+	return bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}, nil
 }
 
 // receiver serves c behind PeerMiddleware; an admitted call answers 200
@@ -153,12 +154,12 @@ func call(t *testing.T, caller *client.Client, as, url string, tamper func(http.
 // incompatible generation (release 3) and an unknown publication without an
 // assertion are each refused with their own reason.
 func TestCrossServiceOverlapAcrossARelease(t *testing.T) {
-	h := newPromoteHarness(t)
+	h := promotertest.New(t)
 	repo, merges, snaps := overlapRepo(t)
-	h.p = repo
+	h.Repo = repo
 	fleets := make([]*runtimeFleet, 3)
 	for i, m := range merges {
-		if _, err := h.promote(t, h.opts(m)); err != nil {
+		if _, err := h.Promote(t, h.Options(m)); err != nil {
 			t.Fatalf("promote release %d: %v", i+1, err)
 		}
 		fleets[i] = newRuntimeFleet(t, h)

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/bundle"
-	"github.com/configpub/configpub/compiler"
 )
 
 // ReleaseManifest returns the release manifest recorded for release version
@@ -26,22 +25,4 @@ func (s *Store) ReleaseManifest(ctx context.Context, envTag string, version int6
 		return nil, dbErr(fmt.Sprintf("read release %s/%d", envTag, version), err)
 	}
 	return b, nil
-}
-
-// releaseReader is the part of the store a promotion reads the trusted
-// previous release from; *Store satisfies it.
-type releaseReader interface {
-	ReleaseManifest(ctx context.Context, envTag string, version int64) ([]byte, error)
-}
-
-var _ releaseReader = (*Store)(nil)
-
-// previousFrom returns the compiler's lookup of recorded releases in store.
-// A store that cannot read releases verifies nothing beyond release 1.
-func previousFrom(store ReleaseRecorder) compiler.PreviousRelease {
-	r, ok := store.(releaseReader)
-	if !ok {
-		return nil
-	}
-	return r.ReleaseManifest
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/client/ocipull"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/registry"
@@ -46,9 +47,9 @@ func (c *clock) set(t time.Time) {
 // to release 1 and a new attach, release 1's artifact is applied.
 func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	ctx := context.Background()
-	h := newPromoteHarness(t)
+	h := promotertest.New(t)
 	clk := &clock{now: time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC)} // after every fixture snapshot's validFrom
-	store, err := promoter.Open(ctx, h.pool, promoter.Options{Signer: h.signer, Clock: clk.Now})
+	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +58,12 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	const host, svc = "dev.lightapi.net", "com.networknt.agent-advisor-1.0.0"
-	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promoteEnv}
+	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}
 	promote := func(commit string) string {
 		t.Helper()
-		o := h.opts(h.p.r1)
+		o := h.Options(h.Repo.R1)
 		o.Review.Commit, o.Store = commit, store
-		res, err := h.promote(t, o)
+		res, err := h.Promote(t, o)
 		if err != nil {
 			t.Fatalf("promote %s: %v", commit, err)
 		}
@@ -79,7 +80,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	}
 	attach := func() {
 		t.Helper()
-		res, err := store.AttachDeliveryManifests(ctx, promoteEnv, rc)
+		res, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc)
 		if err != nil || len(res.Attached) == 0 {
 			t.Fatalf("attach: %+v %v", res, err)
 		}
@@ -87,17 +88,17 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	runtime := func() *client.Client {
 		t.Helper()
 		c, err := client.New(client.Options{Identity: id, Audience: bundle.AudienceAgent,
-			TrustedKeys: []signing.TrustedKey{h.signer.TrustedKey()}, Clock: clk, CacheDir: t.TempDir()})
+			TrustedKeys: []signing.TrustedKey{h.Signer.TrustedKey()}, Clock: clk, CacheDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	puller := &ocipull.Puller{Registry: rc, Keys: []signing.TrustedKey{h.signer.TrustedKey()}, Identity: id}
+	puller := &ocipull.Puller{Registry: rc, Keys: []signing.TrustedKey{h.Signer.TrustedKey()}, Identity: id}
 
-	ref1 := promote(h.p.r1.String())
+	ref1 := promote(h.Repo.R1.String())
 	attach()
-	if again, err := store.AttachDeliveryManifests(ctx, promoteEnv, rc); err != nil || len(again.Attached) == 0 {
+	if again, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc); err != nil || len(again.Attached) == 0 {
 		t.Fatalf("re-attach: %+v %v", again, err)
 	}
 	ms, err := rc.DeliveryManifests(ctx, ref1)
@@ -114,7 +115,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	}
 
 	clk.set(clk.Now().Add(40 * 24 * time.Hour))
-	ref2 := promote(h.p.r2.String())
+	ref2 := promote(h.Repo.R2.String())
 	if ref2 == ref1 {
 		t.Fatal("release 2 did not change the agent artifact")
 	}
@@ -149,7 +150,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 
 	// A rollback signs release 1 a current manifest; attached, it applies.
 	clk.set(clk.Now().Add(time.Minute))
-	if _, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: promoteEnv, ToRelease: 1, Actor: "test", Reason: "oci rollback"}); err != nil {
+	if _, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: promotertest.Env, ToRelease: 1, Actor: "test", Reason: "oci rollback"}); err != nil {
 		t.Fatal(err)
 	}
 	attach()

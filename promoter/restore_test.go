@@ -20,6 +20,7 @@ import (
 	"github.com/configpub/configpub/configserver/pgstore"
 	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgcluster"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 )
@@ -31,9 +32,9 @@ type runtimeFleet struct {
 	clients map[string]*client.Client // host/serviceId -> client
 }
 
-func newRuntimeFleet(t *testing.T, h *promoteHarness) *runtimeFleet {
+func newRuntimeFleet(t *testing.T, h *promotertest.Harness) *runtimeFleet {
 	t.Helper()
-	st, err := pgstore.New(h.db.URLFor(t, "configpub_server"), pgstore.Options{})
+	st, err := pgstore.New(h.DB.URLFor(t, "configpub_server"), pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,13 +58,13 @@ func newRuntimeFleet(t *testing.T, h *promoteHarness) *runtimeFleet {
 	}
 	srv := httptest.NewServer(configserver.NewHandler(st, configserver.Options{Verifier: v}))
 	t.Cleanup(srv.Close)
-	trusted, err := signing.NewTrustedKey(h.signer.PublicKey())
+	trusted, err := signing.NewTrustedKey(h.Signer.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &runtimeFleet{url: srv.URL, clients: map[string]*client.Client{}}
-	rows, err := h.pool.Query(ctx, `SELECT p.host, p.service_id, s.audience FROM configpub.current_pointer p
-		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id WHERE p.env_tag = $1`, promoteEnv)
+	rows, err := h.Pool.Query(ctx, `SELECT p.host, p.service_id, s.audience FROM configpub.current_pointer p
+		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id WHERE p.env_tag = $1`, promotertest.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func newRuntimeFleet(t *testing.T, h *promoteHarness) *runtimeFleet {
 		if err := rows.Scan(&id.Host, &id.ServiceID, &audience); err != nil {
 			t.Fatal(err)
 		}
-		id.EnvTag = promoteEnv
+		id.EnvTag = promotertest.Env
 		tok, err := auth.Mint(tokenKey, auth.MintOptions{Issuer: iss, Audience: aud, Host: id.Host, ServiceID: id.ServiceID,
 			EnvTag: id.EnvTag, ConfigAudience: audience, TTL: time.Hour})
 		if err != nil {
@@ -123,7 +124,7 @@ func (f *runtimeFleet) applyAll(t *testing.T, want map[string]string) {
 // database and migrate, then one promotion: every runtime applies it,
 // because a new sequence is never below the move time in microseconds.
 func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
-	h := newPromoteHarness(t)
+	h := promotertest.New(t)
 	ctx := context.Background()
 	bin, err := pgcluster.FindBinDir()
 	if err != nil {
@@ -131,12 +132,12 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 	}
 	// Release 3 changes the agent targets again, so the agents move in
 	// both promotions after the backup.
-	r3 := addRelease3(t, h.p, "level: INFO", "level: WARN")
-	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
+	r3 := promotertest.AddRelease3(t, h.Repo, "level: INFO", "level: WARN")
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
 		t.Fatal(err)
 	}
 	fleet := newRuntimeFleet(t, h)
-	fleet.applyAll(t, h.p.snapshots[h.p.r1])
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R1])
 
 	dump := filepath.Join(t.TempDir(), "configpub.dump")
 	run := func(name string, args ...string) {
@@ -145,21 +146,21 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 		}
 	}
-	run("pg_dump", "--format=custom", "--schema=configpub", "--file="+dump, h.db.URL)
+	run("pg_dump", "--format=custom", "--schema=configpub", "--file="+dump, h.DB.URL)
 
-	for _, c := range []plumbing.Hash{h.p.r2, r3} {
-		if _, err := h.promote(t, h.opts(c)); err != nil {
+	for _, c := range []plumbing.Hash{h.Repo.R2, r3} {
+		if _, err := h.Promote(t, h.Options(c)); err != nil {
 			t.Fatal(err)
 		}
-		fleet.applyAll(t, h.p.snapshots[c])
+		fleet.applyAll(t, h.Repo.Snapshots[c])
 	}
 
 	// Restore into the emptied database, as the owner, then migrate.
-	if _, err := h.pool.Exec(ctx, "DROP SCHEMA configpub CASCADE"); err != nil {
+	if _, err := h.Pool.Exec(ctx, "DROP SCHEMA configpub CASCADE"); err != nil {
 		t.Fatal(err)
 	}
-	run("pg_restore", "--dbname="+h.db.URL, "--single-transaction", dump)
-	conn, err := h.pool.Acquire(ctx)
+	run("pg_restore", "--dbname="+h.DB.URL, "--single-transaction", dump)
+	conn, err := h.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,39 +170,39 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 		t.Fatalf("migrate after restore: %v", err)
 	}
 	var current int64
-	if err := h.pool.QueryRow(ctx, "SELECT current_release_version FROM configpub.environment WHERE env_tag = $1", promoteEnv).Scan(&current); err != nil || current != 1 {
+	if err := h.Pool.QueryRow(ctx, "SELECT current_release_version FROM configpub.environment WHERE env_tag = $1", promotertest.Env).Scan(&current); err != nil || current != 1 {
 		t.Fatalf("restored database at release %d (%v), want release 1 (the backup)", current, err)
 	}
 
 	// The promoter restarts on the restored database; the next promotion
 	// records release 2 again and every runtime applies it.
-	store, err := promoter.Open(ctx, h.db.Pool(t), promoter.Options{Signer: h.signer})
+	store, err := promoter.Open(ctx, h.DB.Pool(t), promoter.Options{Signer: h.Signer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store = store
-	res, err := h.promote(t, h.opts(h.p.r2))
+	h.Store = store
+	res, err := h.Promote(t, h.Options(h.Repo.R2))
 	if err != nil {
 		t.Fatalf("promote after restore: %v", err)
 	}
 	if res.Activation == nil || res.Activation.Replayed || res.Activation.Moved == 0 {
 		t.Fatalf("got %+v, want release 2 recorded and activated again", res.Activation)
 	}
-	fleet.applyAll(t, h.p.snapshots[h.p.r2])
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R2])
 }
 
 // TestRuntimesApplyARaisedEpoch: after `revoke --epoch`, every runtime
 // applies the re-signed manifest (same snapshot, the new epoch, a higher
 // sequence) from the real Config Server.
 func TestRuntimesApplyARaisedEpoch(t *testing.T) {
-	h := newPromoteHarness(t)
+	h := promotertest.New(t)
 	ctx := context.Background()
-	if _, err := h.promote(t, h.opts(h.p.r1)); err != nil {
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
 		t.Fatal(err)
 	}
 	fleet := newRuntimeFleet(t, h)
-	fleet.applyAll(t, h.p.snapshots[h.p.r1])
-	res, err := h.store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: id("epoch", "fleet"), EnvTag: promoteEnv, Epoch: 7,
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R1])
+	res, err := h.Store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: id("epoch", "fleet"), EnvTag: promotertest.Env, Epoch: 7,
 		Actor: "sec", Reason: "signing key exposure"})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func TestRuntimesApplyARaisedEpoch(t *testing.T) {
 	for k, c := range fleet.clients {
 		var want int64
 		var epoch string
-		if err := h.pool.QueryRow(ctx, `SELECT sequence, convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch'
+		if err := h.Pool.QueryRow(ctx, `SELECT sequence, convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch'
 			FROM configpub.current_pointer WHERE host || '/' || service_id = $1`, k).Scan(&want, &epoch); err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +223,7 @@ func TestRuntimesApplyARaisedEpoch(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			ev, err := c.Load(ctx)
-			if err == nil && ev.Sequence == want && ev.CurrentSnapshotID == h.p.snapshots[h.p.r1][k] {
+			if err == nil && ev.Sequence == want && ev.CurrentSnapshotID == h.Repo.Snapshots[h.Repo.R1][k] {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
 )
@@ -212,7 +213,7 @@ func TestTwoPhaseActivateCLITimesOutNamingMissingTargets(t *testing.T) {
 		t.Skip("builds the configpub binary; skipped under -short")
 	}
 	t.Parallel()
-	bin := buildConfigpub(t)
+	bin := promotertest.BuildConfigpub(t)
 	f, keyPath, password := cosignFixture(t)
 	r1, r2 := f.stageTwoPhase(t, "prod", 3)
 	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
@@ -247,10 +248,10 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop: builds configpub and kills `configpub activate` at least 20 times; skipped under -short")
 	}
-	runs := envInt(t, "CONFIGPUB_CRASH_RUNS", 20)
-	seed := uint64(envInt(t, "CONFIGPUB_CRASH_SEED", 1))
+	runs := promotertest.EnvInt(t, "CONFIGPUB_CRASH_RUNS", 20)
+	seed := uint64(promotertest.EnvInt(t, "CONFIGPUB_CRASH_SEED", 1))
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	bin := buildConfigpub(t)
+	bin := promotertest.BuildConfigpub(t)
 	const n = 40
 	allReady := fmt.Sprintf("two-phase: %d/%d candidates READY", n, n)
 	setup := func(t *testing.T) (*fixture, string, string, promoter.ReleaseInput, promoter.ReleaseInput) {
@@ -266,18 +267,11 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 	var life, dbPhase time.Duration
 	t.Run("calibrate", func(t *testing.T) {
 		f, keyPath, password, _, r2 := setup(t)
-		pr := startMarked(t, activateCmd(context.Background(), bin, f.db.URLFor(t, "configpub_promoter"), keyPath, password, id("cal")), allReady)
-		var marked time.Time
-		select {
-		case <-pr.marker:
-			marked = time.Now()
-		case err := <-pr.done:
-			t.Fatalf("activate exited before every candidate was READY: %v\n%s", err, pr.output())
+		pr := promotertest.Start(t, activateCmd(context.Background(), bin, f.db.URLFor(t, "configpub_promoter"), keyPath, password, id("cal")), allReady)
+		var err error
+		if life, dbPhase, err = pr.Wait(); err != nil {
+			t.Fatalf("uninterrupted activate (marker: every candidate READY): %v\n%s", err, pr.Output())
 		}
-		if err := <-pr.done; err != nil {
-			t.Fatalf("uninterrupted activate: %v\n%s", err, pr.output())
-		}
-		life, dbPhase = time.Since(pr.start), time.Since(marked)
 		f.wantPointersAt(t, r2)
 		t.Logf("an uninterrupted two-phase activate of %d targets took %v, its activation phase %v", n, life, dbPhase)
 	})
@@ -298,14 +292,14 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 			f, keyPath, password, r1, r2 := setup(t)
 			url := f.db.URLFor(t, "configpub_promoter")
 			cmdID := id("kill", i)
-			pr := startMarked(t, activateCmd(context.Background(), bin, url, keyPath, password, cmdID), allReady)
-			_, _ = pr.killAt(anywhere, delay) // an activate that ends first is judged by its pointers below
+			pr := promotertest.Start(t, activateCmd(context.Background(), bin, url, keyPath, password, cmdID), allReady)
+			_, _ = pr.KillAt(anywhere, delay) // an activate that ends first is judged by its pointers below
 			got := f.pointers(t, "prod")
 			current := f.count(t, "SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = 'prod'")
 			switch {
-			case pointersAt(got, snapshotsOfInput(r1)) && current == 1:
+			case promotertest.PointersAt(got, snapshotsOfInput(r1)) && current == 1:
 				atOld++
-			case pointersAt(got, snapshotsOfInput(r2)) && current == 2:
+			case promotertest.PointersAt(got, snapshotsOfInput(r2)) && current == 2:
 				atNew++
 			default:
 				t.Fatalf("after a kill at %v: pointers %v (current %d) are a mixed set", delay, got, current)

@@ -46,23 +46,6 @@ func WorkflowViewsOf(vs []compiler.WorkflowView) []WorkflowView {
 	return out
 }
 
-// workflowViewStager is the part of the store Promote stages views with.
-type workflowViewStager interface {
-	StageWorkflowViews(ctx context.Context, manifest []byte, views []WorkflowView) error
-}
-
-var _ workflowViewStager = (*Store)(nil)
-
-// stageWorkflowViews stages the compiled views of res when the store records
-// Workflow views (a *Store does).
-func stageWorkflowViews(ctx context.Context, rec ReleaseRecorder, res *compiler.Result) error {
-	st, ok := rec.(workflowViewStager)
-	if !ok {
-		return nil
-	}
-	return st.StageWorkflowViews(ctx, res.ManifestBytes, WorkflowViewsOf(res.Workflows))
-}
-
 // viewRow is a view ready to store: the document's fields as canonical JSON.
 type viewRow struct {
 	v                                                       *WorkflowView

@@ -12,8 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/promote"
+	"github.com/configpub/configpub/promote/review"
 	"github.com/configpub/configpub/promoter"
-	"github.com/configpub/configpub/promoter/review"
 )
 
 func addPromoteCmd(root *cobra.Command) {
@@ -104,7 +105,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			if verbose(cmd) {
 				logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			}
-			res, err := promoter.Promote(ctx, repo, promoter.PromoteOptions{
+			res, err := promote.Run(ctx, repo, promote.Options{
 				EnvTag: env,
 				Review: review.Options{
 					ProtectedRef: os.Getenv("CONFIGPUB_PROTECTED_REF"), Ref: ref,
@@ -149,7 +150,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	root.AddCommand(cmd)
 }
 
-func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
+func printPromoteResult(w io.Writer, res *promote.Result) error {
 	if st := res.Staged; st != nil {
 		verb := "staged"
 		if st.Replayed {
@@ -187,7 +188,7 @@ func printPromoteResult(w io.Writer, res *promoter.PromoteResult) error {
 
 // printNotReactivated reports a promotion of a release that is recorded but
 // not active (rolled back): nothing moved, and how to return to it.
-func printNotReactivated(w io.Writer, res *promoter.PromoteResult, state string, activeRelease int64, how string) error {
+func printNotReactivated(w io.Writer, res *promote.Result, state string, activeRelease int64, how string) error {
 	active := "no release is active"
 	if activeRelease != 0 {
 		active = fmt.Sprintf("release %d is active", activeRelease)

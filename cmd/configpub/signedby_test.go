@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/configpub/configpub/internal/gittest"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
 )
 
 // TestRequireSignedByGitHub: --require-signed-by github loads the shipped

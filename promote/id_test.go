@@ -1,4 +1,4 @@
-package promoter
+package promote
 
 import (
 	"testing"
@@ -6,9 +6,9 @@ import (
 	"github.com/google/uuid"
 )
 
-func TestPromoteCommandID(t *testing.T) {
+func TestCommandID(t *testing.T) {
 	commit := "dc5bfbbec548742727cc4a139b9b4b0f30fff7d7"
-	got := PromoteCommandID(commit, "dev")
+	got := CommandID(commit, "dev")
 	u, err := uuid.Parse(got)
 	if err != nil {
 		t.Fatalf("got %q: %v, want a UUID", got, err)
@@ -16,10 +16,10 @@ func TestPromoteCommandID(t *testing.T) {
 	if u.Version() != 8 || u.Variant() != uuid.RFC4122 {
 		t.Errorf("got version %d variant %v, want 8 and RFC 4122/9562", u.Version(), u.Variant())
 	}
-	if again := PromoteCommandID("DC5BFBBEC548742727CC4A139B9B4B0F30FFF7D7", "dev"); again != got {
+	if again := CommandID("DC5BFBBEC548742727CC4A139B9B4B0F30FFF7D7", "dev"); again != got {
 		t.Errorf("got %s for the upper-case hash, want %s", again, got)
 	}
-	if other := PromoteCommandID(commit, "prod"); other == got {
+	if other := CommandID(commit, "prod"); other == got {
 		t.Errorf("got the same id %s for another environment, want a different one", other)
 	}
 	const want = "b1122c97-e040-86d1-991b-e1dfde2e9dab"

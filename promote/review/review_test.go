@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/configpub/configpub/internal/gittest"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
 	"github.com/go-git/go-git/v5/plumbing"
 )
 

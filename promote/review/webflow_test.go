@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/configpub/configpub/internal/gittest"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
 )
 
 // TestRequireSignedByWebFlow: the review gate GitHub can satisfy. GitHub's

@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/configpub/configpub/internal/gittest"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
 )
 
 func TestCommitFS(t *testing.T) {

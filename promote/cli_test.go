@@ -1,4 +1,4 @@
-package promoter_test
+package promote_test
 
 import (
 	"bytes"
@@ -17,12 +17,13 @@ import (
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
 
-// cliHarness runs the built configpub binary against a promoteHarness.
+// cliHarness runs the built configpub binary against a promotertest.Harness.
 type cliHarness struct {
-	*promoteHarness
+	*promotertest.Harness
 	bin string
 }
 
@@ -31,21 +32,21 @@ func newCLIHarness(t *testing.T) *cliHarness {
 	if testing.Short() {
 		t.Skip("builds the configpub binary; skipped under -short")
 	}
-	return &cliHarness{promoteHarness: newPromoteHarness(t), bin: buildConfigpub(t)}
+	return &cliHarness{Harness: promotertest.New(t), bin: promotertest.BuildConfigpub(t)}
 }
 
 // run executes `configpub promote` with the harness's flags plus extra and
 // returns the exit code and combined output.
 func (c *cliHarness) run(t *testing.T, dbURL string, extra ...string) (int, string) {
 	t.Helper()
-	args := []string{"promote", "--repo", c.p.repo.Dir, "--env", promoteEnv, "--registry", c.prefix, "--plain-http", "--key", c.keyPath}
+	args := []string{"promote", "--repo", c.Repo.Git.Dir, "--env", promotertest.Env, "--registry", c.Prefix, "--plain-http", "--key", c.KeyPath}
 	if dbURL != "" {
 		args = append(args, "--database", dbURL)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, append(args, extra...)...)
-	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+c.password, "CONFIGPUB_DATABASE_URL=")
+	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+c.Password, "CONFIGPUB_DATABASE_URL=")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
@@ -61,11 +62,11 @@ func (c *cliHarness) run(t *testing.T, dbURL string, extra ...string) (int, stri
 
 func TestPromoteCLIExitCodes(t *testing.T) {
 	c := newCLIHarness(t)
-	url := c.db.URLFor(t, "configpub_promoter")
-	envFile := "environments/" + promoteEnv + ".yaml"
-	edited := append(c.p.repo.Files(c.p.r2)[envFile], "# edited, not compiled\n"...)
-	c.p.repo.Commit(gittest.Commit{Branch: "edit", From: c.p.r2, Files: map[string][]byte{envFile: edited}, Message: "edit without compile"})
-	stale := c.p.repo.Merge(gittest.Main, "edit", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+	url := c.DB.URLFor(t, "configpub_promoter")
+	envFile := "environments/" + promotertest.Env + ".yaml"
+	edited := append(c.Repo.Git.Files(c.Repo.R2)[envFile], "# edited, not compiled\n"...)
+	c.Repo.Git.Commit(gittest.Commit{Branch: "edit", From: c.Repo.R2, Files: map[string][]byte{envFile: edited}, Message: "edit without compile"})
+	stale := c.Repo.Git.Merge(gittest.Main, "edit", gittest.Commit{Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
 	keyring := t.TempDir() + "/trusted.asc"
 	if err := os.WriteFile(keyring, []byte(gittest.NewKey(t, "Alice", "alice@example.com").Armored), 0o644); err != nil {
 		t.Fatal(err)
@@ -79,20 +80,20 @@ func TestPromoteCLIExitCodes(t *testing.T) {
 		setup    func(t *testing.T)
 	}{
 		{name: "empty --env", db: url, args: []string{"--env", ""}, wantCode: 2, wantOut: "--env must not be empty"},
-		{name: "no database", db: "", args: []string{"--commit", c.p.r1.String()}, wantCode: 2, wantOut: "--database is required"},
+		{name: "no database", db: "", args: []string{"--commit", c.Repo.R1.String()}, wantCode: 2, wantOut: "--database is required"},
 		{name: "unknown flag", db: url, args: []string{"--bogus"}, wantCode: 2, wantOut: "unknown flag"},
-		{name: "second parent of a merge", db: url, args: []string{"--commit", c.p.feature2.String()}, wantCode: 1, wantOut: "not on the first-parent history"},
-		{name: "missing trailer", db: url, args: []string{"--commit", c.p.r1.String(), "--require-trailer", "Approved-by"}, wantCode: 1, wantOut: `trailer "Approved-by" missing`},
-		{name: "unsigned", db: url, args: []string{"--commit", c.p.r1.String(), "--require-signed-by", keyring}, wantCode: 1, wantOut: "commit is not signed"},
+		{name: "second parent of a merge", db: url, args: []string{"--commit", c.Repo.Feature2.String()}, wantCode: 1, wantOut: "not on the first-parent history"},
+		{name: "missing trailer", db: url, args: []string{"--commit", c.Repo.R1.String(), "--require-trailer", "Approved-by"}, wantCode: 1, wantOut: `trailer "Approved-by" missing`},
+		{name: "unsigned", db: url, args: []string{"--commit", c.Repo.R1.String(), "--require-signed-by", keyring}, wantCode: 1, wantOut: "commit is not signed"},
 		{name: "stale manifest", db: url, args: []string{"--commit", stale.String()}, wantCode: 1, wantOut: "stale"},
-		{name: "release 1", db: url, args: []string{"--commit", c.p.r1.String(), "--require-trailer", "Reviewed-by"}, wantCode: 0, wantOut: "dev release 1 (base 0)"},
-		{name: "release 1 again", db: url, args: []string{"--commit", c.p.r1.String()}, wantCode: 0, wantOut: "already active (replayed)"},
-		{name: "release 2", db: url, args: []string{"--commit", c.p.r2.String()}, wantCode: 0, wantOut: "dev release 2 (base 1)"},
-		{name: "release 2 again after a rollback to 1", db: url, args: []string{"--commit", c.p.r2.String()}, wantCode: 0,
+		{name: "release 1", db: url, args: []string{"--commit", c.Repo.R1.String(), "--require-trailer", "Reviewed-by"}, wantCode: 0, wantOut: "dev release 1 (base 0)"},
+		{name: "release 1 again", db: url, args: []string{"--commit", c.Repo.R1.String()}, wantCode: 0, wantOut: "already active (replayed)"},
+		{name: "release 2", db: url, args: []string{"--commit", c.Repo.R2.String()}, wantCode: 0, wantOut: "dev release 2 (base 1)"},
+		{name: "release 2 again after a rollback to 1", db: url, args: []string{"--commit", c.Repo.R2.String()}, wantCode: 0,
 			wantOut: "promoted earlier by this command (replayed) and since rolled back; release 1 is active; nothing moved",
 			setup: func(t *testing.T) {
-				if _, err := c.store.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("cli", "rollback"),
-					EnvTag: promoteEnv, ToRelease: 1, Actor: "oncall", Reason: "bad"}); err != nil {
+				if _, err := c.Store.Rollback(context.Background(), promoter.RollbackInput{CommandID: promotertest.ID("cli", "rollback"),
+					EnvTag: promotertest.Env, ToRelease: 1, Actor: "oncall", Reason: "bad"}); err != nil {
 					t.Fatal(err)
 				}
 			}},
@@ -102,17 +103,17 @@ func TestPromoteCLIExitCodes(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t)
 			}
-			before := readState(t, c.pool)
-			c.reg.Reset()
+			before := promotertest.ReadState(t, c.Pool)
+			c.Registry.Reset()
 			code, out := c.run(t, tt.db, tt.args...)
 			if code != tt.wantCode || !strings.Contains(out, tt.wantOut) {
 				t.Fatalf("got exit %d output %q, want exit %d mentioning %q", code, out, tt.wantCode, tt.wantOut)
 			}
 			if code != 0 || tt.setup != nil {
-				if after := readState(t, c.pool); !sameCounts(before.Counts, after.Counts) {
+				if after := promotertest.ReadState(t, c.Pool); !promotertest.SameCounts(before.Counts, after.Counts) {
 					t.Errorf("got rows %v, want unchanged %v", after.Counts, before.Counts)
 				}
-				if n := c.reg.Writes(); n != 0 {
+				if n := c.Registry.Writes(); n != 0 {
 					t.Errorf("got %d registry writes, want 0", n)
 				}
 			}
@@ -132,31 +133,31 @@ func TestPromoteCLIUnconfirmed(t *testing.T) {
 	for _, cutAt := range []int32{1, 2} {
 		t.Run(map[int32]string{1: "first commit", 2: "second commit"}[cutAt], func(t *testing.T) {
 			c := newCLIHarness(t)
-			direct := c.db.URLFor(t, "configpub_promoter")
+			direct := c.DB.URLFor(t, "configpub_promoter")
 			proxied := proxyURL(t, direct, cutAt)
 
-			code, out := c.run(t, proxied, "--commit", c.p.r1.String())
+			code, out := c.run(t, proxied, "--commit", c.Repo.R1.String())
 			if code != 3 || !strings.Contains(out, "reconcile") {
 				t.Fatalf("got exit %d output %q, want exit 3 asking to re-run or reconcile", code, out)
 			}
-			s := readState(t, c.pool)
-			if len(s.Pointers) != 0 && !pointersAt(s.Pointers, c.p.snapshots[c.p.r1]) {
+			s := promotertest.ReadState(t, c.Pool)
+			if len(s.Pointers) != 0 && !promotertest.PointersAt(s.Pointers, c.Repo.Snapshots[c.Repo.R1]) {
 				t.Fatalf("got pointers %v, want none or all of release 1", s.Pointers)
 			}
-			checkJournal(t, s)
+			promotertest.CheckJournal(t, s)
 
-			code, out = c.run(t, direct, "--commit", c.p.r1.String())
+			code, out = c.run(t, direct, "--commit", c.Repo.R1.String())
 			if code != 0 {
 				t.Fatalf("re-run: got exit %d output %q, want 0", code, out)
 			}
-			s = readState(t, c.pool)
-			if !pointersAt(s.Pointers, c.p.snapshots[c.p.r1]) {
+			s = promotertest.ReadState(t, c.Pool)
+			if !promotertest.PointersAt(s.Pointers, c.Repo.Snapshots[c.Repo.R1]) {
 				t.Fatalf("after the re-run: got pointers %v, want release 1", s.Pointers)
 			}
-			if got, want := s.Counts["pointer_move"], int64(len(c.p.snapshots[c.p.r1])); got != want {
+			if got, want := s.Counts["pointer_move"], int64(len(c.Repo.Snapshots[c.Repo.R1])); got != want {
 				t.Errorf("got %d pointer moves, want %d (one effect)", got, want)
 			}
-			checkJournal(t, s)
+			promotertest.CheckJournal(t, s)
 		})
 	}
 }

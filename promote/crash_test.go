@@ -1,18 +1,11 @@
-package promoter_test
+package promote_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,9 +13,11 @@ import (
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/registrytest"
+	"github.com/configpub/configpub/promote"
+	"github.com/configpub/configpub/promote/review"
 	"github.com/configpub/configpub/promoter"
-	"github.com/configpub/configpub/promoter/review"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -39,11 +34,11 @@ func TestPromoteKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop: builds configpub and kills `configpub promote` at least 50 times; skipped under -short")
 	}
-	runs := envInt(t, "CONFIGPUB_CRASH_RUNS", 50)
-	seed := uint64(envInt(t, "CONFIGPUB_CRASH_SEED", 1))
+	runs := promotertest.EnvInt(t, "CONFIGPUB_CRASH_RUNS", 50)
+	seed := uint64(promotertest.EnvInt(t, "CONFIGPUB_CRASH_SEED", 1))
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	bin := buildConfigpub(t)
-	p := newPromoteRepo(t)
+	bin := promotertest.BuildConfigpub(t)
+	p := promotertest.NewRepo(t)
 	reg := registrytest.New(t, registrytest.Options{})
 	prefix := reg.Host + "/configpub"
 	const password = "crash-test"
@@ -63,7 +58,7 @@ func TestPromoteKillNine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, r2 := p.snapshots[p.r1], p.snapshots[p.r2]
+	r1, r2 := p.Snapshots[p.R1], p.Snapshots[p.R2]
 	changed := 0
 	for k, v := range r2 {
 		if r1[k] != v {
@@ -72,7 +67,7 @@ func TestPromoteKillNine(t *testing.T) {
 	}
 
 	promote := func(ctx context.Context, dbURL string, commit plumbing.Hash) *exec.Cmd {
-		cmd := exec.CommandContext(ctx, bin, "promote", "--repo", p.repo.Dir, "--env", promoteEnv,
+		cmd := exec.CommandContext(ctx, bin, "promote", "--repo", p.Git.Dir, "--env", promotertest.Env,
 			"--database", dbURL, "--registry", prefix, "--plain-http", "--key", keyPath,
 			"--commit", commit.String(), "--require-trailer", "Reviewed-by", "-v")
 		cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+password)
@@ -87,18 +82,11 @@ func TestPromoteKillNine(t *testing.T) {
 		t.Run(fmt.Sprintf("calibrate%d", i), func(t *testing.T) {
 			db := pgtest.New(t)
 			activateRelease1(t, db, p, client, prefix, signer)
-			pr := startPromote(t, promote(context.Background(), db.URLFor(t, "configpub_promoter"), p.r2))
-			var marked time.Time
-			select {
-			case <-pr.marker:
-				marked = time.Now()
-			case err := <-pr.done:
-				t.Fatalf("configpub promote exited before publishing: %v\n%s", err, pr.output())
+			pr := startPromote(t, promote(context.Background(), db.URLFor(t, "configpub_promoter"), p.R2))
+			var err error
+			if life, dbPhase, err = pr.Wait(); err != nil {
+				t.Fatalf("uninterrupted configpub promote: %v\n%s", err, pr.Output())
 			}
-			if err := <-pr.done; err != nil {
-				t.Fatalf("configpub promote: %v\n%s", err, pr.output())
-			}
-			life, dbPhase = time.Since(pr.start), time.Since(marked)
 			t.Logf("an uninterrupted promote of release 2 took %v, its database phase %v", life, dbPhase)
 		})
 	}
@@ -122,26 +110,26 @@ func TestPromoteKillNine(t *testing.T) {
 			activateRelease1(t, db, p, client, prefix, signer)
 			url := db.URLFor(t, "configpub_promoter")
 
-			pr := startPromote(t, promote(context.Background(), url, p.r2))
-			if exitedFirst, err := pr.killAt(anywhere, delay); exitedFirst {
+			pr := startPromote(t, promote(context.Background(), url, p.R2))
+			if exitedFirst, err := pr.KillAt(anywhere, delay); exitedFirst {
 				exited++
 				if err != nil {
-					t.Fatalf("promote exited before the kill: %v\n%s", err, pr.output())
+					t.Fatalf("promote exited before the kill: %v\n%s", err, pr.Output())
 				}
 			}
 
-			s := readState(t, pool)
+			s := promotertest.ReadState(t, pool)
 			switch {
-			case pointersAt(s.Pointers, r1) && s.Current == 1:
+			case promotertest.PointersAt(s.Pointers, r1) && s.Current == 1:
 				atOld++
-			case pointersAt(s.Pointers, r2) && s.Current == 2:
+			case promotertest.PointersAt(s.Pointers, r2) && s.Current == 2:
 				atNew++
 			default:
 				t.Fatalf("after a kill at %v: got pointers %v (current release %d), want all at release 1 %v or all at release 2 %v", delay, s.Pointers, s.Current, r1, r2)
 			}
-			checkJournal(t, s)
+			promotertest.CheckJournal(t, s)
 			var pending *int64
-			if err := pool.QueryRow(context.Background(), "SELECT pending_release_version FROM configpub.environment WHERE env_tag = $1", promoteEnv).Scan(&pending); err != nil {
+			if err := pool.QueryRow(context.Background(), "SELECT pending_release_version FROM configpub.environment WHERE env_tag = $1", promotertest.Env).Scan(&pending); err != nil {
 				t.Fatal(err)
 			}
 			if pending != nil {
@@ -149,17 +137,17 @@ func TestPromoteKillNine(t *testing.T) {
 			}
 
 			// The same promote converges.
-			rerun := promote(context.Background(), url, p.r2)
+			rerun := promote(context.Background(), url, p.R2)
 			if b, err := rerun.CombinedOutput(); err != nil {
 				t.Fatalf("re-run after a kill at %v: %v\n%s", delay, err, b)
 			}
-			s = readState(t, pool)
-			if !pointersAt(s.Pointers, r2) || s.Current != 2 {
+			s = promotertest.ReadState(t, pool)
+			if !promotertest.PointersAt(s.Pointers, r2) || s.Current != 2 {
 				t.Fatalf("after the re-run: got pointers %v (current %d), want release 2", s.Pointers, s.Current)
 			}
-			checkJournal(t, s)
+			promotertest.CheckJournal(t, s)
 			var moves int
-			if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM configpub.pointer_move WHERE env_tag = $1 AND release_version = 2", promoteEnv).Scan(&moves); err != nil {
+			if err := pool.QueryRow(context.Background(), "SELECT count(*) FROM configpub.pointer_move WHERE env_tag = $1 AND release_version = 2", promotertest.Env).Scan(&moves); err != nil {
 				t.Fatal(err)
 			}
 			if moves != changed {
@@ -173,135 +161,31 @@ func TestPromoteKillNine(t *testing.T) {
 	t.Logf("seed %d: %d runs; after the kill %d at release 1 (%d with release 2's intent recorded, unconfirmed), %d at release 2 (%d finished before the kill)", seed, runs, atOld, inFlight, atNew, exited)
 }
 
-// promoteProcess is a running `configpub promote -v`.
-type promoteProcess struct {
-	cmd    *exec.Cmd
-	start  time.Time
-	marker chan struct{} // closed when the publish step has been logged
-	done   chan error    // receives Wait's result once
-	mu     sync.Mutex
-	out    bytes.Buffer
-}
-
-// publishedMarker is the log message Promote writes after the registry
+// publishedMarker is the log message Run writes after the registry
 // step, just before the store's transactions.
 const publishedMarker = `msg="artifacts published and verified"`
 
-func startPromote(t *testing.T, cmd *exec.Cmd) *promoteProcess {
+func startPromote(t *testing.T, cmd *exec.Cmd) *promotertest.Process {
 	t.Helper()
-	return startMarked(t, cmd, publishedMarker)
-}
-
-// killAt sends SIGKILL delay after the process started (anywhere) or
-// delay after its marker line, and waits for it. exitedFirst reports that
-// the process ended on its own before the kill, with err its exit.
-func (pr *promoteProcess) killAt(anywhere bool, delay time.Duration) (exitedFirst bool, err error) {
-	var timer <-chan time.Time
-	if anywhere {
-		timer = time.After(delay)
-	}
-	marker := pr.marker
-	for {
-		select {
-		case <-marker:
-			marker = nil
-			if !anywhere {
-				timer = time.After(delay)
-			}
-		case <-timer:
-			_ = pr.cmd.Process.Signal(syscall.SIGKILL)
-			<-pr.done
-			return false, nil
-		case err := <-pr.done:
-			return true, err
-		}
-	}
-}
-
-// startMarked starts cmd; its marker channel is closed when a stderr line
-// contains markerText.
-func startMarked(t *testing.T, cmd *exec.Cmd, markerText string) *promoteProcess {
-	t.Helper()
-	pr := &promoteProcess{cmd: cmd, marker: make(chan struct{}), done: make(chan error, 1)}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout = &lockedWriter{pr}
-	pr.start = time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		marked := false
-		for sc.Scan() {
-			line := sc.Text()
-			_, _ = (&lockedWriter{pr}).Write([]byte(line + "\n"))
-			if !marked && strings.Contains(line, markerText) {
-				marked = true
-				close(pr.marker)
-			}
-		}
-		pr.done <- cmd.Wait()
-	}()
-	return pr
-}
-
-func (pr *promoteProcess) output() string {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	return pr.out.String()
-}
-
-type lockedWriter struct{ pr *promoteProcess }
-
-func (w *lockedWriter) Write(b []byte) (int, error) {
-	w.pr.mu.Lock()
-	defer w.pr.mu.Unlock()
-	return w.pr.out.Write(b)
+	return promotertest.Start(t, cmd, publishedMarker)
 }
 
 // activateRelease1 promotes release 1 in-process on db.
-func activateRelease1(t *testing.T, db *pgtest.DB, p *promoteRepo, client *registry.Client, prefix string, signer *cosignkey.Signer) {
+func activateRelease1(t *testing.T, db *pgtest.DB, p *promotertest.Repo, client *registry.Client, prefix string, signer *cosignkey.Signer) {
 	t.Helper()
 	store, err := promoter.Open(context.Background(), db.Pool(t), promoter.Options{Signer: signer})
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo, err := review.Open(p.repo.Dir)
+	repo, err := review.Open(p.Git.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = promoter.Promote(context.Background(), repo, promoter.PromoteOptions{
-		EnvTag: promoteEnv, Review: review.Options{Commit: p.r1.String()},
+	_, err = promote.Run(context.Background(), repo, promote.Options{
+		EnvTag: promotertest.Env, Review: review.Options{Commit: p.R1.String()},
 		Store: store, Registry: client, RegistryPrefix: prefix, Signer: signer,
 	})
 	if err != nil {
 		t.Fatalf("promote release 1: %v", err)
 	}
-}
-
-// buildConfigpub builds the configpub binary into a temp dir.
-func buildConfigpub(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "configpub")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/configpub")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/configpub: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func envInt(t *testing.T, name string, def int) int {
-	t.Helper()
-	v, ok := os.LookupEnv(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }

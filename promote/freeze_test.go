@@ -1,4 +1,4 @@
-package promoter_test
+package promote_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -17,19 +18,19 @@ import (
 // it is recorded STAGED with the reason journaled and no pointer moved.
 func TestPromoteCLIFreezeAndStage(t *testing.T) {
 	c := newCLIHarness(t)
-	url := c.db.URLFor(t, "configpub_promoter")
-	if code, out := c.run(t, url, "--commit", c.p.r1.String()); code != 0 {
+	url := c.DB.URLFor(t, "configpub_promoter")
+	if code, out := c.run(t, url, "--commit", c.Repo.R1.String()); code != 0 {
 		t.Fatalf("promote release 1: exit %d\n%s", code, out)
 	}
-	r := c.p.repo
-	files := r.Files(c.p.r1)
-	envFile := "environments/" + promoteEnv + ".yaml"
+	r := c.Repo.Git
+	files := r.Files(c.Repo.R1)
+	envFile := "environments/" + promotertest.Env + ".yaml"
 	files[envFile] = append(files[envFile], "  freezeWindows:\n    - name: change-freeze\n      from: \"2000-01-01T00:00:00Z\"\n      until: \"2100-01-01T00:00:00Z\"\n"...)
-	v2, res := compiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	v2, res := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
 	if res.Manifest.ReleaseVersion != 2 || len(res.Rollout.FreezeWindows) != 1 {
 		t.Fatalf("compiled release %d with rollout %+v, want release 2 with one freeze window", res.Manifest.ReleaseVersion, res.Rollout)
 	}
-	r.Commit(gittest.Commit{Branch: "freeze", From: c.p.r1, Files: v2, Message: "freeze for the year"})
+	r.Commit(gittest.Commit{Branch: "freeze", From: c.Repo.R1, Files: v2, Message: "freeze for the year"})
 	frozen := r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
 
 	code, out := c.run(t, url, "--commit", frozen.String())
@@ -38,7 +39,7 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 	}
 	ctx := context.Background()
 	var releases int
-	if err := c.pool.QueryRow(ctx, "SELECT count(*) FROM configpub.config_release").Scan(&releases); err != nil || releases != 1 {
+	if err := c.Pool.QueryRow(ctx, "SELECT count(*) FROM configpub.config_release").Scan(&releases); err != nil || releases != 1 {
 		t.Fatalf("after the refusal: %d releases recorded (%v), want 1", releases, err)
 	}
 	if code, out := c.run(t, url, "--commit", frozen.String(), "--break-glass"); code != 2 {
@@ -49,20 +50,20 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 		t.Fatalf("promote --stage --break-glass: exit %d\n%s", code, out)
 	}
 	var state, reason string
-	if err := c.pool.QueryRow(ctx, `SELECT r.lifecycle_state, j.reason FROM configpub.config_release r
+	if err := c.Pool.QueryRow(ctx, `SELECT r.lifecycle_state, j.reason FROM configpub.config_release r
 		JOIN configpub.config_release_journal j ON j.env_tag = r.env_tag AND j.release_version = r.release_version AND j.event_kind = 'stage'
-		WHERE r.env_tag = $1 AND r.release_version = 2`, promoteEnv).Scan(&state, &reason); err != nil {
+		WHERE r.env_tag = $1 AND r.release_version = 2`, promotertest.Env).Scan(&state, &reason); err != nil {
 		t.Fatal(err)
 	}
 	if state != promoter.StateStaged || reason != `break-glass in freeze window "change-freeze": INC-7 hotfix` {
 		t.Fatalf("release 2: %s, journaled reason %q", state, reason)
 	}
-	s := readState(t, c.pool)
-	if !pointersAt(s.Pointers, c.p.snapshots[c.p.r1]) || s.Current != 1 {
+	s := promotertest.ReadState(t, c.Pool)
+	if !promotertest.PointersAt(s.Pointers, c.Repo.Snapshots[c.Repo.R1]) || s.Current != 1 {
 		t.Fatalf("staging moved pointers: %v (current %d)", s.Pointers, s.Current)
 	}
 	// history --releases shows the staged release and the journaled reason.
-	hist, err := exec.Command(c.bin, "history", "--env", promoteEnv, "--releases", "--database", url).CombinedOutput()
+	hist, err := exec.Command(c.bin, "history", "--env", promotertest.Env, "--releases", "--database", url).CombinedOutput()
 	if err != nil {
 		t.Fatalf("history --releases: %v\n%s", err, hist)
 	}

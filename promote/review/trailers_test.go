@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
 )
 
 func TestParseTrailers(t *testing.T) {

@@ -1,4 +1,4 @@
-package promoter
+package promote
 
 import (
 	"context"
@@ -14,39 +14,40 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/signing"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
+	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/registry"
 )
 
-// ReleaseRecorder records and activates a release; *Store satisfies it.
-type ReleaseRecorder interface {
-	RecordAndActivate(ctx context.Context, in ReleaseInput) (*ActivationResult, error)
+// Recorder records and activates a release; *promoter.Store satisfies it.
+type Recorder interface {
+	RecordAndActivate(ctx context.Context, in promoter.ReleaseInput) (*promoter.ActivationResult, error)
 }
 
-// ArtifactPublisher publishes and verifies OCI artifacts; *registry.Client
+// Publisher publishes and verifies OCI artifacts; *registry.Client
 // satisfies it.
-type ArtifactPublisher interface {
+type Publisher interface {
 	Publish(ctx context.Context, req registry.PublishRequest) (*registry.Summary, error)
 	Verify(ctx context.Context, ref string, opts registry.VerifyOptions) (*registry.Verified, error)
 }
 
 var (
-	_ ReleaseRecorder   = (*Store)(nil)
-	_ ArtifactPublisher = (*registry.Client)(nil)
+	_ Recorder  = (*promoter.Store)(nil)
+	_ Publisher = (*registry.Client)(nil)
 )
 
-// PromoteOptions configures Promote. Store, Registry, RegistryPrefix,
+// Options configures Run. Store, Registry, RegistryPrefix,
 // Signer and EnvTag are required; every other field has a documented default.
-type PromoteOptions struct {
+type Options struct {
 	// EnvTag is the environment to promote (releases/<EnvTag>.yaml).
 	EnvTag string
 	// Review selects the protected ref (default refs/heads/main), the commit
 	// (default the ref's tip) and the review requirements.
 	Review review.Options
-	// Store records and activates the release (a *Store).
-	Store ReleaseRecorder
+	// Store records and activates the release (a *promoter.Store).
+	Store Recorder
 	// Registry publishes and verifies the artifacts (a *registry.Client).
-	Registry ArtifactPublisher
+	Registry Publisher
 	// RegistryPrefix is "registry[:port][/path]".
 	RegistryPrefix string
 	// Signer signs the OCI artifacts (the cosign key).
@@ -60,7 +61,7 @@ type PromoteOptions struct {
 	// Default: discard.
 	Logger *slog.Logger
 	// Stage records the release as STAGED and moves nothing (`promote
-	// --stage`); activate it later with ActivateRelease. An environment
+	// --stage`); activate it later with promoter.Store.ActivateRelease. An environment
 	// with two-phase activation is always staged.
 	Stage bool
 	// BreakGlass overrides a freeze window of the environment;
@@ -70,8 +71,8 @@ type PromoteOptions struct {
 	BreakGlassReason string
 }
 
-// PromoteResult is the outcome of a promotion.
-type PromoteResult struct {
+// Result is the outcome of a promotion.
+type Result struct {
 	Review         *review.Review
 	EnvTag         string
 	ReleaseVersion int64
@@ -82,10 +83,10 @@ type PromoteResult struct {
 	// Activation is the store's result; Replayed is true when this command
 	// had already been applied. Nil when AlreadyActiveFrom is set or the
 	// release was staged.
-	Activation *ActivationResult
+	Activation *promoter.ActivationResult
 	// Staged is the store's result when the release was staged (--stage,
 	// or an environment with two-phase activation).
-	Staged *StageResult
+	Staged *promoter.StageResult
 	// AlreadyActiveFrom is set when the environment's current release is
 	// already this exact release (byte-identical manifest), activated from
 	// the named other commit; nothing was written.
@@ -101,19 +102,19 @@ type PromoteResult struct {
 	Duration            time.Duration
 }
 
-// Promote promotes a reviewed commit to an environment: it
+// Run promotes a reviewed commit to an environment: it
 // checks the review (a *review.RefusalError otherwise), compiles the
 // commit's tree and requires the committed release manifest to be exactly
-// what its sources compile to (*StaleManifestError, matching ErrStale,
+// what its sources compile to (*StaleManifestError, matching promoter.ErrStale,
 // otherwise; nothing is written anywhere), publishes and signs every target
 // artifact and the release artifact (idempotent) and verifies each by
 // digest against the trusted keys, then records and activates the release
-// in the store under the command PromoteCommandID(commit, env). Re-running
+// in the store under the command CommandID(commit, env). Re-running
 // the same promotion replays the recorded result; promoting another commit
 // whose release manifest is byte-identical to the active release's is a
-// no-op (PromoteResult.AlreadyActiveFrom). A lost compare-and-swap matches
-// ErrConflict; an unknown outcome matches ErrUnconfirmed.
-func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*PromoteResult, error) {
+// no-op (Result.AlreadyActiveFrom). A lost compare-and-swap matches
+// promoter.ErrConflict; an unknown outcome matches promoter.ErrUnconfirmed.
+func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
 	}
-	reason, err := CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason)
+	reason, err := promoter.CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
@@ -169,7 +170,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
 
-	result := &PromoteResult{
+	result := &Result{
 		Review:         rev,
 		EnvTag:         opts.EnvTag,
 		ReleaseVersion: m.ReleaseVersion,
@@ -184,7 +185,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 	if stage {
 		st, ok := opts.Store.(releaseStager)
 		if !ok {
-			return nil, fmt.Errorf("promote %s: the store cannot stage releases: %w", opts.EnvTag, ErrInvalid)
+			return nil, fmt.Errorf("promote %s: the store cannot stage releases: %w", opts.EnvTag, promoter.ErrInvalid)
 		}
 		in.CommandID = StageCommandID(rev.Commit, opts.EnvTag)
 		result.CommandID = in.CommandID
@@ -206,7 +207,7 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 		if rec == nil {
 			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 		}
-		if rec.State == StateActive {
+		if rec.State == promoter.StateActive {
 			log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", m.ReleaseVersion, "from", rec.SourceCommit)
 			result.AlreadyActiveFrom = rec.SourceCommit
 		} else {
@@ -226,15 +227,15 @@ func Promote(ctx context.Context, repo *git.Repository, opts PromoteOptions) (*P
 // releaseStager is the part of the store `promote --stage` uses; *Store
 // satisfies it.
 type releaseStager interface {
-	Stage(ctx context.Context, in ReleaseInput) (*StageResult, error)
+	Stage(ctx context.Context, in promoter.ReleaseInput) (*promoter.StageResult, error)
 }
 
-var _ releaseStager = (*Store)(nil)
+var _ releaseStager = (*promoter.Store)(nil)
 
-// statusReader is the optional part of the store Promote uses to tell "this
+// statusReader is the optional part of the store Run uses to tell "this
 // exact release is already active from another commit" from a lost race.
 type statusReader interface {
-	Status(ctx context.Context, envTag string) (*Status, error)
+	Status(ctx context.Context, envTag string) (*promoter.Status, error)
 }
 
 // recordedRelease is what alreadyRecorded found.
@@ -251,8 +252,8 @@ type recordedRelease struct {
 // or not the release was rolled back since). It returns that release's
 // commit, state and the active release. Any other case, or a store without
 // Status, is nil.
-func alreadyRecorded(ctx context.Context, store ReleaseRecorder, err error, env string, version int64, manifest []byte) (*recordedRelease, error) {
-	var cas *CASError
+func alreadyRecorded(ctx context.Context, store Recorder, err error, env string, version int64, manifest []byte) (*recordedRelease, error) {
+	var cas *promoter.CASError
 	sr, ok := store.(statusReader)
 	if !ok || !errors.As(err, &cas) || cas.Pending != 0 || cas.Actual != version {
 		return nil, nil
@@ -270,7 +271,7 @@ func alreadyRecorded(ctx context.Context, store ReleaseRecorder, err error, env 
 	return nil, nil
 }
 
-func (o *PromoteOptions) validate() error {
+func (o *Options) validate() error {
 	switch {
 	case o.EnvTag == "":
 		return invalid("envTag", "empty")
@@ -294,7 +295,7 @@ func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, en
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", env, short(rev.Commit), err)
 	}
-	// CreatedAt only matters for a new release, which Promote refuses as
+	// CreatedAt only matters for a new release, which Run refuses as
 	// stale; the commit time keeps even that path deterministic.
 	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev})
 	if err != nil {

@@ -1,4 +1,4 @@
-package promoter
+package promote
 
 import (
 	"crypto/sha256"
@@ -7,18 +7,18 @@ import (
 	"github.com/google/uuid"
 )
 
-// PromoteCommandID derives the command UUID of promoting commit to envTag:
+// CommandID derives the command UUID of promoting commit to envTag:
 // a UUIDv8 (RFC 9562 section 5.8) whose 122 free bits are the first bytes of
 // SHA-256("configpub/command/v1\x00" + commit + "\x00" + envTag + "\x00" + "promote").
 // The same commit promoted to the same environment is the same command, so
 // a re-run (after a crash or a lost reply) replays instead of acting twice.
 // commit is normalised to lower case.
-func PromoteCommandID(commit, envTag string) string {
+func CommandID(commit, envTag string) string {
 	return commitCommandID(commit, envTag, "promote")
 }
 
 // StageCommandID derives the command UUID of staging commit in envTag like
-// PromoteCommandID, with "stage" in place of "promote".
+// CommandID, with "stage" in place of "promote".
 func StageCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "stage") }
 
 func commitCommandID(commit, envTag, verb string) string {

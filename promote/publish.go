@@ -1,4 +1,4 @@
-package promoter
+package promote
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/signing"
-	"github.com/configpub/configpub/promoter/review"
+	"github.com/configpub/configpub/promote/review"
+	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
 	"golang.org/x/sync/errgroup"
@@ -18,7 +19,7 @@ import (
 
 // StaleManifestError reports a committed release manifest that is not what
 // the sources at its commit compile to (else STALE, nothing changes).
-// It matches ErrStale and compiler.ErrStale.
+// It matches promoter.ErrStale and compiler.ErrStale.
 type StaleManifestError struct {
 	Commit string // full hex commit hash
 	EnvTag string
@@ -29,8 +30,8 @@ func (e *StaleManifestError) Error() string {
 	return fmt.Sprintf("promote %s@%s: %v", e.EnvTag, short(e.Commit), e.Err)
 }
 
-// Unwrap returns ErrStale and the compiler's error.
-func (e *StaleManifestError) Unwrap() []error { return []error{ErrStale, e.Err} }
+// Unwrap returns promoter.ErrStale and the compiler's error.
+func (e *StaleManifestError) Unwrap() []error { return []error{promoter.ErrStale, e.Err} }
 
 func short(h string) string {
 	if len(h) > 12 {
@@ -41,10 +42,10 @@ func short(h string) string {
 
 // releaseInput maps a compile result and its review to the store input and
 // the registry artifacts, target by target in the same order.
-func releaseInput(rev *review.Review, res *compiler.Result, env string) (ReleaseInput, []registry.Artifact, error) {
+func releaseInput(rev *review.Review, res *compiler.Result, env string) (promoter.ReleaseInput, []registry.Artifact, error) {
 	m := res.Manifest
-	in := ReleaseInput{
-		CommandID:          PromoteCommandID(rev.Commit, env),
+	in := promoter.ReleaseInput{
+		CommandID:          CommandID(rev.Commit, env),
 		EnvTag:             env,
 		ReleaseVersion:     m.ReleaseVersion,
 		BaseReleaseVersion: m.BaseReleaseVersion,
@@ -55,7 +56,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 		Actor:              rev.Author.String(),
 		Reviewers:          rev.Reviewers,
 		Reason:             rev.Subject,
-		Targets:            make([]Target, 0, len(res.Targets)),
+		Targets:            make([]promoter.Target, 0, len(res.Targets)),
 		Rollout:            res.Rollout,
 	}
 	artifacts := make([]registry.Artifact, 0, len(res.Targets))
@@ -64,17 +65,17 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 		e := &t.Envelope
 		created, err := time.Parse(time.RFC3339, e.CreatedAt)
 		if err != nil {
-			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, ErrInvalid)
+			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
 		}
 		validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
 		if err != nil {
-			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, ErrInvalid)
+			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
 		}
 		expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
 		if err != nil {
-			return ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, ErrInvalid)
+			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
 		}
-		in.Targets = append(in.Targets, Target{
+		in.Targets = append(in.Targets, promoter.Target{
 			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
 			SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
 			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID, PolicySnapshotID: t.PolicySnapshotID,
@@ -91,7 +92,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 		})
 		a, err := compiled.Artifact(t)
 		if err != nil {
-			return ReleaseInput{}, nil, fmt.Errorf("promote %s: %w: %w", env, ErrInvalid, err)
+			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: %w: %w", env, promoter.ErrInvalid, err)
 		}
 		artifacts = append(artifacts, a)
 	}
@@ -101,10 +102,10 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (Release
 // publish makes every target artifact and the release artifact present and
 // signed, then verifies each by digest against the trusted keys. It returns
 // one registry.Result per target artifact, in order, then the release's.
-func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
+func publish(ctx context.Context, opts Options, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
 	rel, err := compiled.Release(m)
 	if err != nil {
-		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, ErrInvalid, err)
+		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
 	sum, err := opts.Registry.Publish(ctx, registry.PublishRequest{
 		Prefix:    opts.RegistryPrefix,
@@ -115,19 +116,19 @@ func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artif
 	if errors.Is(err, registry.ErrConflict) {
 		// A tag r<N> already names other content: another release N was
 		// published first. That is a lost compare-and-swap too.
-		return nil, fmt.Errorf("promote %s release %d: %w: %w", opts.EnvTag, m.ReleaseVersion, ErrConflict, err)
+		return nil, fmt.Errorf("promote %s release %d: %w: %w", opts.EnvTag, m.ReleaseVersion, promoter.ErrConflict, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
 	}
 	if len(sum.Results) != len(artifacts)+1 {
-		return nil, fmt.Errorf("promote %s release %d: published %d artifacts, want %d: %w", opts.EnvTag, m.ReleaseVersion, len(sum.Results), len(artifacts)+1, ErrIntegrity)
+		return nil, fmt.Errorf("promote %s release %d: published %d artifacts, want %d: %w", opts.EnvTag, m.ReleaseVersion, len(sum.Results), len(artifacts)+1, promoter.ErrIntegrity)
 	}
 	keys := opts.TrustedKeys
 	if len(keys) == 0 {
 		pub, ok := opts.Signer.Public().(*ecdsa.PublicKey)
 		if !ok {
-			return nil, fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, ErrInvalid)
+			return nil, fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, promoter.ErrInvalid)
 		}
 		k, err := signing.NewTrustedKey(pub)
 		if err != nil {
@@ -146,7 +147,7 @@ func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artif
 				return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
 			}
 			if r.Digest != want.String() {
-				return nil, fmt.Errorf("promote %s: published %s for %s/%s, want manifest %s: %w", opts.EnvTag, r.Ref(), a.Host, a.ServiceID, want, ErrIntegrity)
+				return nil, fmt.Errorf("promote %s: published %s for %s/%s, want manifest %s: %w", opts.EnvTag, r.Ref(), a.Host, a.ServiceID, want, promoter.ErrIntegrity)
 			}
 			id = &bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
 		}
@@ -156,7 +157,7 @@ func publish(ctx context.Context, opts PromoteOptions, m *bundle.Manifest, artif
 				return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
 			}
 			if v.Digest != r.Digest {
-				return fmt.Errorf("promote %s: verified %s, want %s: %w", opts.EnvTag, v.Ref(), r.Ref(), ErrIntegrity)
+				return fmt.Errorf("promote %s: verified %s, want %s: %w", opts.EnvTag, v.Ref(), r.Ref(), promoter.ErrIntegrity)
 			}
 			return nil
 		})
