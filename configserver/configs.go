@@ -253,34 +253,63 @@ var (
 )
 
 // headerValues are the response header values of one delivery,
-// computed once (Delivery.Prepare) and shared read-only by responses.
+// computed once (Delivery.Prepare) and shared read-only by responses. wire
+// is the same fields as HTTP/1.1 header lines ("Key: value\r\n", the
+// values cleaned as net/http writes them), so that an answer written
+// directly on a connection (a parked watch) copies them in one piece; the
+// values are substrings of it.
 type headerValues struct {
 	etag, reprDigest, snapshotID, publicationID, policyDigest, contentDigest []string
 	artifactDigest, releaseVersion                                           []string
 	validFrom, refreshAfter, expiresAt, manifest, keyID, signature           []string
+	wire                                                                     string
 }
 
+// headerValueCleaner does what net/http does to a header value on the wire.
+var headerValueCleaner = strings.NewReplacer("\n", " ", "\r", " ")
+
 func (d *Delivery) headerValues() *headerValues {
-	one := func(s string) []string { return []string{s} }
-	hv := &headerValues{
-		etag:           one(`"` + d.ArtifactDigest + `"`),
-		snapshotID:     one(d.SnapshotID),
-		publicationID:  one(d.PublicationID),
-		policyDigest:   one(d.PolicyDigest),
-		contentDigest:  one(d.ContentDigest),
-		artifactDigest: one(d.ArtifactDigest),
-		releaseVersion: one(strconv.FormatInt(d.ReleaseVersion, 10)),
+	hv := &headerValues{}
+	type field struct {
+		dst        *[]string
+		start, end int
 	}
+	var (
+		b      strings.Builder
+		fields []field
+	)
+	b.Grow(512 + len(d.Manifest)*4/3)
+	add := func(dst *[]string, key, val string) {
+		b.WriteString(key)
+		b.WriteString(": ")
+		start := b.Len()
+		b.WriteString(headerValueCleaner.Replace(strings.TrimSpace(val)))
+		fields = append(fields, field{dst, start, b.Len()})
+		b.WriteString("\r\n")
+	}
+	add(&hv.etag, etagKey, `"`+d.ArtifactDigest+`"`)
+	b.WriteString("Cache-Control: " + cacheControl[0] + "\r\nVary: " + varyAuthorization[0] +
+		"\r\nX-Content-Type-Options: " + noSniff[0] + "\r\n")
 	if rd, ok := reprDigest(d.ArtifactDigest); ok {
-		hv.reprDigest = one(rd)
+		add(&hv.reprDigest, bundle.HeaderReprDigest, rd)
 	}
+	add(&hv.snapshotID, bundle.HeaderSnapshotID, d.SnapshotID)
+	add(&hv.publicationID, bundle.HeaderPublicationID, d.PublicationID)
+	add(&hv.policyDigest, bundle.HeaderPolicyDigest, d.PolicyDigest)
+	add(&hv.contentDigest, bundle.HeaderContentDigest, d.ContentDigest)
+	add(&hv.artifactDigest, bundle.HeaderArtifactDigest, d.ArtifactDigest)
+	add(&hv.releaseVersion, bundle.HeaderReleaseVersion, strconv.FormatInt(d.ReleaseVersion, 10))
 	if len(d.Manifest) > 0 {
-		hv.validFrom = one(d.ValidFrom)
-		hv.refreshAfter = one(d.RefreshAfter)
-		hv.expiresAt = one(d.ExpiresAt)
-		hv.manifest = one(base64.RawURLEncoding.EncodeToString(d.Manifest))
-		hv.keyID = one(d.ManifestKeyID)
-		hv.signature = one(d.ManifestSignature)
+		add(&hv.validFrom, bundle.HeaderValidFrom, d.ValidFrom)
+		add(&hv.refreshAfter, bundle.HeaderRefreshAfter, d.RefreshAfter)
+		add(&hv.expiresAt, bundle.HeaderExpiresAt, d.ExpiresAt)
+		add(&hv.manifest, bundle.HeaderManifest, base64.RawURLEncoding.EncodeToString(d.Manifest))
+		add(&hv.keyID, bundle.HeaderManifestKeyID, d.ManifestKeyID)
+		add(&hv.signature, bundle.HeaderManifestSignature, d.ManifestSignature)
+	}
+	hv.wire = b.String()
+	for _, f := range fields {
+		*f.dst = []string{hv.wire[f.start:f.end]}
 	}
 	return hv
 }

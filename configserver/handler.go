@@ -57,6 +57,10 @@ type Options struct {
 	// a Store that implements Notifier; otherwise wait= is ignored. Default
 	// DefaultMaxWait (5 minutes).
 	MaxWait time.Duration
+	// WatchAnswered, when set, is called after the answer of each parked
+	// watch request is written, with its status and the time the write
+	// ended (server-side watch latency measurements). It must be quick.
+	WatchAnswered func(status int, written time.Time)
 }
 
 type handler struct {
@@ -79,6 +83,8 @@ type handler struct {
 	stopOnce    sync.Once
 	parkedMu    sync.Mutex
 	parkedSet   map[*parked]struct{}
+
+	watchAnswered func(status int, written time.Time)
 }
 
 // NewHandler returns the Config Server's HTTP handler over store.
@@ -124,6 +130,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		watchMax:         []string{strconv.FormatInt(int64(opts.MaxWait/time.Second), 10)},
 		stopWatches:      make(chan struct{}),
 		parkedSet:        make(map[*parked]struct{}),
+		watchAnswered:    opts.WatchAnswered,
 	}
 	h.notifier, _ = store.(Notifier)
 	h.metrics = newMetrics(opts.Registry, store, opts.Verifier)

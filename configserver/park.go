@@ -1,11 +1,11 @@
 package configserver
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,8 +50,28 @@ func (h *handler) park(p *parked, wait time.Duration) {
 	p.recheck()
 }
 
-// onChange is p's change subscription: it must not block.
-func (p *parked) onChange() { go p.recheck() }
+// onChange is p's change subscription: it must not block. The notifier
+// dropped the subscription when it called it.
+func (p *parked) onChange() { go p.wake() }
+
+// wake answers p with its identity's new answer. Only when the answer is
+// still the one the wait started with (a spurious wake-up) does it
+// subscribe again.
+func (p *parked) wake() {
+	p.mu.Lock()
+	if p.done {
+		p.mu.Unlock()
+		return
+	}
+	p.cancel = nil
+	p.mu.Unlock()
+	d, err := p.current()
+	if err == nil && sameAnswer(p.r, p.first, d) {
+		p.recheck()
+		return
+	}
+	p.answer(d, err, "")
+}
 
 // recheck subscribes to the next change, then answers if the identity's
 // answer already differs from the one the wait started with.
@@ -63,21 +83,24 @@ func (p *parked) recheck() {
 	}
 	p.cancel = p.h.notifier.Subscribe(p.id, p.onChange)
 	p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), p.h.storeTimeout)
-	d, err := p.h.store.Current(ctx, p.id)
-	cancel()
+	d, err := p.current()
 	if err == nil && sameAnswer(p.r, p.first, d) {
-		return // a spurious wake-up: keep waiting
+		return // keep waiting
 	}
 	p.answer(d, err, "")
+}
+
+// current reads p's identity from the store.
+func (p *parked) current() (*Delivery, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.h.storeTimeout)
+	defer cancel()
+	return p.h.store.Current(ctx, p.id)
 }
 
 // end answers p with whatever is current: its wait ran out, or the server
 // is shutting down (reason).
 func (p *parked) end(reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.h.storeTimeout)
-	d, err := p.h.store.Current(ctx, p.id)
-	cancel()
+	d, err := p.current()
 	p.answer(d, err, reason)
 }
 
@@ -99,27 +122,120 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 	delete(h.parkedSet, p)
 	h.parkedMu.Unlock()
 	h.metrics.watchers.Dec()
-
-	cw := &connWriter{hdr: p.hdr}
-	p.sw.ResponseWriter = cw
 	if reason != "" {
 		p.rl.reason = reason
 	}
+
+	bp := wireBufs.Get().(*[]byte)
+	buf := (*bp)[:0]
+	var body []byte
+	if err == nil && d.hv != nil && d.Identity == p.claims.Identity() && d.Audience == p.claims.ConfigAudience {
+		buf, body = p.wireDelivery(buf, d)
+	} else {
+		buf, body = p.wireSlow(buf, d, err)
+	}
+	_ = p.conn.SetWriteDeadline(time.Now().Add(watchSlack))
+	if len(body) > 0 {
+		bufs := net.Buffers{buf, body}
+		_, _ = bufs.WriteTo(p.conn)
+	} else {
+		_, _ = p.conn.Write(buf)
+	}
+	_ = p.conn.Close()
+	if cap(buf) <= maxWireBuf {
+		*bp = buf
+		wireBufs.Put(bp)
+	}
+	h.finishRequest(p.r, p.rl, p.sw)
+	if h.watchAnswered != nil {
+		h.watchAnswered(p.sw.status, time.Now())
+	}
+}
+
+// wireBufs holds response header buffers of parked answers.
+var wireBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxWireBuf is the largest buffer wireBufs keeps.
+const maxWireBuf = 64 << 10
+
+// wireDelivery renders the 200 or 304 answer of a delivery the claims may
+// read: what writeDelivery writes, from the delivery's prebuilt header
+// lines. It returns the header bytes and the body to send after them.
+func (p *parked) wireDelivery(buf []byte, d *Delivery) ([]byte, []byte) {
+	hv := d.hv
+	status := http.StatusOK
+	if ifNoneMatch(p.r.Header["If-None-Match"], hv.etag[0]) {
+		status = http.StatusNotModified
+		p.rl.notModified = true
+	}
+	p.rl.snapshotID = d.SnapshotID
+	p.sw.status = status
+	buf = p.appendHead(buf, status)
+	buf = append(buf, hv.wire...)
+	var body []byte
+	if status == http.StatusOK {
+		buf = append(buf, "Content-Type: "+contentTypeYAML[0]+"\r\nContent-Length: "...)
+		buf = strconv.AppendInt(buf, int64(len(d.Body)), 10)
+		buf = append(buf, "\r\n"...)
+		if p.r.Method != http.MethodHead {
+			body = d.Body
+			p.sw.size = len(body)
+		}
+	}
+	return append(buf, "\r\n"...), body
+}
+
+// wireSlow renders any other answer (an error, or a delivery without
+// prebuilt header lines) through writeDelivery and writeError.
+func (p *parked) wireSlow(buf []byte, d *Delivery, err error) ([]byte, []byte) {
+	cw := &connWriter{hdr: p.hdr}
+	p.sw.ResponseWriter = cw
 	var herr *httpError
 	if err != nil {
 		herr = storeError(err)
 	} else {
-		herr = h.writeDelivery(p.sw, p.r, p.rl, p.claims, d)
+		herr = p.h.writeDelivery(p.sw, p.r, p.rl, p.claims, d)
 	}
 	if herr != nil {
-		h.writeError(p.sw, p.rl, herr)
+		p.h.writeError(p.sw, p.rl, herr)
 	}
-	cw.writeTo(p.conn)
-	h.finishRequest(p.r, p.rl, p.sw)
+	if cw.status == 0 {
+		cw.status = http.StatusOK
+	}
+	delete(cw.hdr, "Date")
+	delete(cw.hdr, "Connection")
+	buf = p.appendHead(buf, cw.status) // with every header writeDelivery or writeError set
+	return append(buf, "\r\n"...), cw.body
 }
 
-// connWriter collects a response for a taken-over connection and writes
-// it as HTTP/1.1 with "Connection: close".
+// appendHead appends the status line, the headers set before the request
+// was parked, Date and "Connection: close".
+func (p *parked) appendHead(buf []byte, status int) []byte {
+	buf = append(buf, "HTTP/1.1 "...)
+	buf = strconv.AppendInt(buf, int64(status), 10)
+	buf = append(buf, ' ')
+	buf = append(buf, http.StatusText(status)...)
+	buf = append(buf, "\r\n"...)
+	for k, vs := range p.hdr {
+		buf = appendHeader(buf, k, vs)
+	}
+	buf = append(buf, "Date: "...)
+	buf = time.Now().UTC().AppendFormat(buf, http.TimeFormat)
+	return append(buf, "\r\nConnection: close\r\n"...)
+}
+
+// appendHeader appends one header's lines, cleaned as net/http cleans them.
+func appendHeader(buf []byte, k string, vs []string) []byte {
+	for _, v := range vs {
+		buf = append(buf, k...)
+		buf = append(buf, ": "...)
+		buf = append(buf, headerValueCleaner.Replace(strings.TrimSpace(v))...)
+		buf = append(buf, "\r\n"...)
+	}
+	return buf
+}
+
+// connWriter collects a response for a taken-over connection.
 type connWriter struct {
 	hdr    http.Header
 	status int
@@ -138,19 +254,4 @@ func (w *connWriter) Write(b []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	w.body = append(w.body, b...)
 	return len(b), nil
-}
-
-// writeTo sends the response on conn and closes it; a client that left
-// is not an error.
-func (w *connWriter) writeTo(conn net.Conn) {
-	var buf bytes.Buffer
-	buf.WriteString("HTTP/1.1 " + strconv.Itoa(w.status) + " " + http.StatusText(w.status) + "\r\n")
-	w.hdr["Date"] = []string{time.Now().UTC().Format(http.TimeFormat)}
-	w.hdr["Connection"] = []string{"close"}
-	_ = w.hdr.Write(&buf)
-	buf.WriteString("\r\n")
-	buf.Write(w.body)
-	_ = conn.SetWriteDeadline(time.Now().Add(watchSlack))
-	_, _ = conn.Write(buf.Bytes())
-	_ = conn.Close()
 }

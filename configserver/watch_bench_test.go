@@ -95,16 +95,35 @@ func TestWatchServerProcess(t *testing.T) {
 	}
 	// A shared machine can starve the listener's heartbeat for seconds
 	// while 10,000 connections are set up; staleness is not measured here.
-	st, err := pgstore.New(cfg.DatabaseURL, pgstore.Options{StaleAfter: 30 * time.Second})
+	// The server's own timeline of the move (unix nanoseconds): when the
+	// first NOTIFY of the burst arrived, when the last of its pointers was
+	// current, and when each parked answer was written.
+	var tl serverTimeline
+	st, err := pgstore.New(cfg.DatabaseURL, pgstore.Options{StaleAfter: 30 * time.Second,
+		Visible: func(burst time.Time, n int) {
+			now := time.Now().UnixNano()
+			tl.mu.Lock()
+			tl.Burst, tl.Visible = burst.UnixNano(), append(tl.Visible, now)
+			tl.mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); _ = st.Run(ctx) }()
-	h := configserver.NewHandler(st, configserver.Options{Verifier: v})
+	h := configserver.NewHandler(st, configserver.Options{Verifier: v, WatchAnswered: func(status int, written time.Time) {
+		tl.mu.Lock()
+		tl.Written = append(tl.Written, written.UnixNano())
+		tl.mu.Unlock()
+	}})
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
+	mux.HandleFunc("/debug/timeline", func(w http.ResponseWriter, _ *http.Request) {
+		tl.mu.Lock()
+		defer tl.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(&tl)
+	})
 	profiled := false
 	mux.HandleFunc("/debug/mem", func(w http.ResponseWriter, _ *http.Request) {
 		// WATCH_CPUPROFILE=FILE profiles the server from the second reading
@@ -141,6 +160,15 @@ func TestWatchServerProcess(t *testing.T) {
 	cancel()
 	<-runDone
 	st.Close()
+}
+
+// serverTimeline is the server process's record of a move, in unix
+// nanoseconds (one machine: comparable with the benchmark's clock).
+type serverTimeline struct {
+	mu      sync.Mutex
+	Burst   int64   // the first NOTIFY of the last burst arrived
+	Visible []int64 // each group of its pointers became current
+	Written []int64 // each parked answer was written
 }
 
 // BenchmarkWatchers is part of `make bench`: watchers (-watch.n, 10,000 by
@@ -362,6 +390,11 @@ func runWatchers(b *testing.B, n int) {
 		b.Fatal("watchers not all answered within 60s of the commit")
 	}
 	serverCPU := processCPUOf(b, child.Process.Pid) - cpu0
+	tl := serverTimelineOf(b, base)
+	for deadline := time.Now().Add(5 * time.Second); len(tl.Written) < n && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // the last answers' hooks may run after their clients read them
+		tl = serverTimelineOf(b, base)
+	}
 	for _, c := range conns {
 		if c != nil {
 			c.Close()
@@ -389,6 +422,19 @@ func runWatchers(b *testing.B, n int) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	b.Logf("server CPU from the move to the last answer: %s (%.0f µs per watcher; load average %s)",
 		serverCPU.Round(time.Millisecond), float64(serverCPU.Microseconds())/float64(n), strings.Join(strings.Fields(string(load))[:3], " "))
+	if len(tl.Written) != n || len(tl.Visible) == 0 {
+		b.Fatalf("server timeline: %d answers written, %d visibility marks; want %d answers", len(tl.Written), len(tl.Visible), n)
+	}
+	srv := make([]time.Duration, n)
+	for i, w := range tl.Written {
+		srv[i] = max(time.Duration(w-committed.UnixNano()), 0)
+	}
+	slices.Sort(srv)
+	b.ReportMetric(float64(srv[n*99/100].Microseconds())/1000, "server-p99-ms")
+	b.Logf("server side: COMMIT -> first NOTIFY received %s, -> every pointer current %s; COMMIT -> answer written p50 %s, p99 %s, max %s",
+		time.Duration(tl.Burst-committed.UnixNano()).Round(time.Millisecond),
+		time.Duration(slices.Max(tl.Visible)-committed.UnixNano()).Round(time.Millisecond),
+		srv[n/2].Round(time.Millisecond), srv[n*99/100].Round(time.Millisecond), srv[n-1].Round(time.Millisecond))
 	b.Logf("server memory per idle watcher: RSS %.1f KiB (%d -> %d MiB), Go heap+stacks %.1f KiB; goroutines %d -> %d",
 		rssPer, before.rss>>20, after.rss>>20, goPer, before.goroutines, after.goroutines)
 	if p99 > time.Second {
@@ -486,4 +532,19 @@ func waitWatchers(base string, n int, d time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("server holds %d watchers after %s, want %d", last, d, n)
+}
+
+// serverTimelineOf reads the server's timeline of the move.
+func serverTimelineOf(b *testing.B, base string) *serverTimeline {
+	b.Helper()
+	resp, err := http.Get(base + "/debug/timeline")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tl serverTimeline
+	if err := json.NewDecoder(resp.Body).Decode(&tl); err != nil {
+		b.Fatal(err)
+	}
+	return &tl
 }

@@ -22,6 +22,8 @@ type watchAnswer struct {
 	snapshot string
 	watchMax string
 	body     []byte
+	header   http.Header
+	closed   bool // the answer said "Connection: close"
 	took     time.Duration
 	err      error
 }
@@ -43,7 +45,7 @@ func startWatch(c *http.Client, base string, id bundle.Identity, token, etag, wa
 		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		out <- watchAnswer{status: resp.StatusCode, snapshot: resp.Header.Get(bundle.HeaderSnapshotID),
-			watchMax: resp.Header.Get(bundle.HeaderWatchMax), body: body, took: time.Since(t0), err: err}
+			watchMax: resp.Header.Get(bundle.HeaderWatchMax), body: body, header: resp.Header, closed: resp.Close, took: time.Since(t0), err: err}
 	}()
 	return out
 }
@@ -153,6 +155,70 @@ func TestWatchWakesOnMoveAndTimesOut(t *testing.T) {
 	if a.status != http.StatusGone {
 		t.Fatalf("retired identity's watcher: got %d, want 410", a.status)
 	}
+}
+
+// TestWatchAnswerHeadersMatchPlainGet: a parked watch's answer, written
+// from the delivery's prebuilt header lines, carries exactly the headers
+// and bytes a plain GET of the same snapshot carries (plus
+// "Connection: close"), for the 200 of a move and the 304 of an ended wait.
+func TestWatchAnswerHeadersMatchPlainGet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{handler: configserver.Options{MaxWait: 30 * time.Second}})
+	base := e.serve(t, configserver.ServerOptions{})
+	c := &http.Client{Timeout: time.Minute}
+	id := bundle.Identity{Host: "watch-headers.example", ServiceID: "gw", EnvTag: "prod"}
+	tok := e.token(t, id, "gateway")
+	first := e.seed.publish(t, id, "gateway", 1, []byte("headers body 1\n"))
+	e.seed.move(t, first)
+	waitAnswer(t, e, id, http.StatusOK, first.ID)
+	etag := `"` + first.ArtifactDigest + `"`
+
+	compare := func(what string, got watchAnswer, ifNoneMatch string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+configsPath(id)+"&wait=30s", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got.status != resp.StatusCode || string(got.body) != string(body) {
+			t.Fatalf("%s: watch got %d %q, plain GET %d %q", what, got.status, got.body, resp.StatusCode, body)
+		}
+		if !got.closed {
+			t.Errorf("%s: answer without Connection: close", what)
+		}
+		if _, err := http.ParseTime(got.header.Get("Date")); err != nil {
+			t.Errorf("%s: Date %q: %v", what, got.header.Get("Date"), err)
+		}
+		for _, h := range []http.Header{got.header, resp.Header} {
+			h.Del("Date")
+			h.Del("Connection")
+		}
+		if fmt.Sprint(got.header) != fmt.Sprint(resp.Header) {
+			t.Fatalf("%s: watch answer headers\n%v\nplain GET headers\n%v", what, got.header, resp.Header)
+		}
+	}
+
+	held := startWatch(c, base, id, tok, etag, "20s")
+	expectHeld(t, held, 300*time.Millisecond)
+	next := e.seed.publish(t, id, "gateway", 2, []byte("headers body 2\n"))
+	e.seed.move(t, next)
+	moved := recvWatch(t, held, 5*time.Second)
+	if moved.status != http.StatusOK || moved.snapshot != next.ID {
+		t.Fatalf("after the move: got %d %s, want 200 %s", moved.status, moved.snapshot, next.ID)
+	}
+	compare("200 after a move", moved, etag)
+
+	ended := recvWatch(t, startWatch(c, base, id, tok, `"`+next.ArtifactDigest+`"`, "300ms"), 5*time.Second)
+	if ended.status != http.StatusNotModified {
+		t.Fatalf("ended wait: got %d, want 304", ended.status)
+	}
+	compare("304 at the end of the wait", ended, `"`+next.ArtifactDigest+`"`)
 }
 
 // TestWatchShutdownAnswersEveryWaiter: shutting the server down answers

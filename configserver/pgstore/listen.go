@@ -78,6 +78,7 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case err == nil:
+			noticed := time.Now()
 			payloads, overflow := drain(ctx, conn, n.Payload)
 			if overflow {
 				err = s.catchUp(ctx, conn) // one read of what changed for a huge burst
@@ -86,6 +87,9 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 			}
 			if err != nil {
 				return err
+			}
+			if s.opts.Visible != nil {
+				s.opts.Visible(noticed, len(payloads))
 			}
 		case pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded):
 			if time.Now().After(nextReconcile) {

@@ -49,6 +49,12 @@ type Options struct {
 	MaxConns int32
 	// Logger receives connection losses and recoveries. Default: discard.
 	Logger *slog.Logger
+	// Visible, when set, is called on the listener's goroutine each time
+	// the pointers a burst of notifications names have been reloaded, made
+	// current and their waiters woken, with the time the burst's first
+	// notification arrived and the number of notifications (server-side
+	// visibility measurements). It must be quick.
+	Visible func(burst time.Time, n int)
 }
 
 func (o *Options) defaults() {
