@@ -12,6 +12,7 @@ import (
 
 	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // seed inserts one row into every table as the owner.
@@ -121,7 +122,7 @@ func TestAppendOnlyTablesRefuseUpdateDeleteTruncateForEveryRole(t *testing.T) {
 				if role == "owner" && state != dbschema.AppendOnlySQLState {
 					t.Errorf("%s: %q: got SQLSTATE %s (%v), want %s", role, stmt, state, err, dbschema.AppendOnlySQLState)
 				}
-				if state != dbschema.AppendOnlySQLState && state != "42501" {
+				if state != dbschema.AppendOnlySQLState && state != sqlstate.InsufficientPrivilege {
 					t.Errorf("%s: %q: got SQLSTATE %s (%v), want %s or 42501", role, stmt, state, err, dbschema.AppendOnlySQLState)
 				}
 			}
@@ -140,7 +141,7 @@ func TestAppendOnlyTablesRefuseUpdateDeleteTruncateForEveryRole(t *testing.T) {
 		t.Errorf("release update without a revision bump: got %v, want SQLSTATE %s", err, dbschema.RevisionSQLState)
 	}
 	_, err = pools["owner"].Exec(ctx, "DELETE FROM configpub.config_release")
-	if got := sqlState(err); got != dbschema.AppendOnlySQLState && got != "23503" {
+	if got := sqlState(err); got != dbschema.AppendOnlySQLState && got != sqlstate.ForeignKeyViolation {
 		t.Errorf("release delete: got %v, want refused", err)
 	}
 }
@@ -187,7 +188,7 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 	}
 	for _, stmt := range writes {
 		_, err := pool.Exec(ctx, stmt)
-		if got := sqlState(err); got != "42501" {
+		if got := sqlState(err); got != sqlstate.InsufficientPrivilege {
 			t.Errorf("server %q: got %v, want SQLSTATE 42501", firstWords(stmt), err)
 		}
 	}
@@ -239,7 +240,7 @@ func TestWorkflowReaderStatements(t *testing.T) {
 		} {
 			// A view that is not updatable (55000) or not a table (42809)
 			// refuses before the privilege check (42501) can.
-			if _, err := pool.Exec(ctx, stmt); !slices.Contains([]string{"42501", "55000", "42809"}, sqlState(err)) {
+			if _, err := pool.Exec(ctx, stmt); !slices.Contains([]string{sqlstate.InsufficientPrivilege, sqlstate.ObjectNotInPrerequisiteState, sqlstate.WrongObjectType}, sqlState(err)) {
 				t.Errorf("reader %q: got %v, want refused", stmt, err)
 			}
 		}
@@ -271,7 +272,7 @@ func TestWorkflowReaderStatements(t *testing.T) {
 			"LOCK TABLE " + q + " IN ACCESS SHARE MODE",
 		} {
 			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := tx.Exec(ctx, stmt); return err })
-			if got := sqlState(err); got != "42501" {
+			if got := sqlState(err); got != sqlstate.InsufficientPrivilege {
 				t.Errorf("reader %q: got %v, want SQLSTATE 42501", stmt, err)
 			}
 		}
@@ -283,7 +284,7 @@ func TestWorkflowReaderStatements(t *testing.T) {
 		"SELECT nextval('configpub.pointer_move_move_id_seq')",
 		"SELECT configpub.refuse_mutation()",
 	} {
-		if _, err := pool.Exec(ctx, stmt); sqlState(err) != "42501" {
+		if _, err := pool.Exec(ctx, stmt); sqlState(err) != sqlstate.InsufficientPrivilege {
 			t.Errorf("reader %q: got %v, want SQLSTATE 42501", stmt, err)
 		}
 	}
@@ -294,7 +295,7 @@ func TestArtifactDigestMustMatchBytes(t *testing.T) {
 	db := pgtest.New(t)
 	_, err := db.Pool(t).Exec(context.Background(),
 		"INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size) VALUES ('sha256:'||repeat('0',64), 'x', 'y', 1)")
-	if got := sqlState(err); got != "23514" {
+	if got := sqlState(err); got != sqlstate.CheckViolation {
 		t.Fatalf("got %v, want check violation 23514", err)
 	}
 }

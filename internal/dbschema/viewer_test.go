@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/configpub/configpub/internal/sqlstate"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -60,7 +61,7 @@ func TestViewerRoleReadsMetadataAndWritesNothing(t *testing.T) {
 		"SELECT * FROM configpub.command",
 	} {
 		_, err := viewer.Exec(ctx, stmt)
-		if got := sqlState(err); got != "42501" {
+		if got := sqlState(err); got != sqlstate.InsufficientPrivilege {
 			t.Errorf("viewer %q: got %v, want SQLSTATE 42501", stmt, err)
 		}
 	}
@@ -72,7 +73,7 @@ func TestViewerRoleReadsMetadataAndWritesNothing(t *testing.T) {
 			"TRUNCATE configpub." + table + " CASCADE",
 		} {
 			_, err := viewer.Exec(ctx, stmt)
-			if got := sqlState(err); got != "42501" {
+			if got := sqlState(err); got != sqlstate.InsufficientPrivilege {
 				t.Errorf("viewer %q: got %v, want SQLSTATE 42501", stmt, err)
 			}
 		}
@@ -82,7 +83,7 @@ func TestViewerRoleReadsMetadataAndWritesNothing(t *testing.T) {
 		"SELECT nextval('configpub.runtime_evidence_evidence_id_seq')",
 	} {
 		_, err := viewer.Exec(ctx, stmt)
-		if got := sqlState(err); got != "42501" {
+		if got := sqlState(err); got != sqlstate.InsufficientPrivilege {
 			t.Errorf("viewer %q: got %v, want SQLSTATE 42501", stmt, err)
 		}
 	}
@@ -99,10 +100,10 @@ func TestViewerBytesRoleReadsArtifactBytes(t *testing.T) {
 	}
 	// The bytes role adds bytes only: the rest of the console's reads come
 	// from configpub_viewer.
-	if _, err := pool.Exec(ctx, "SELECT * FROM configpub.config_release"); sqlState(err) != "42501" {
+	if _, err := pool.Exec(ctx, "SELECT * FROM configpub.config_release"); sqlState(err) != sqlstate.InsufficientPrivilege {
 		t.Errorf("bytes role SELECT config_release: got %v, want SQLSTATE 42501", err)
 	}
-	if _, err := pool.Exec(ctx, "UPDATE configpub.artifact SET media_type = media_type"); sqlState(err) != "42501" {
+	if _, err := pool.Exec(ctx, "UPDATE configpub.artifact SET media_type = media_type"); sqlState(err) != sqlstate.InsufficientPrivilege {
 		t.Errorf("bytes role UPDATE artifact: got %v, want SQLSTATE 42501", err)
 	}
 }
@@ -143,7 +144,7 @@ func TestViewerReadsWorkflowViewMetadataOnly(t *testing.T) {
 		"SELECT * FROM configpub.workflow_release_view",
 		"CREATE VIEW configpub_workflow.x AS SELECT 1",
 	} {
-		if _, err := viewer.Exec(ctx, stmt); sqlState(err) != "42501" {
+		if _, err := viewer.Exec(ctx, stmt); sqlState(err) != sqlstate.InsufficientPrivilege {
 			t.Errorf("viewer %q: got %v, want SQLSTATE 42501", stmt, err)
 		}
 	}

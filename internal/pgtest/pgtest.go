@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // DB is one fresh, migrated database.
@@ -77,7 +78,7 @@ func createDatabase(ctx context.Context, c *cluster, name string) error {
 	for attempt := 0; attempt < 20; attempt++ {
 		_, err = c.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
 		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" {
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != sqlstate.ObjectInUse {
 			return err
 		}
 		time.Sleep(50 * time.Millisecond)

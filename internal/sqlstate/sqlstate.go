@@ -8,13 +8,17 @@ import "strings"
 
 // PostgreSQL error codes.
 const (
-	UniqueViolation       = "23505"
-	ForeignKeyViolation   = "23503"
-	SerializationFailure  = "40001"
-	DeadlockDetected      = "40P01"
-	InsufficientPrivilege = "42501"
-	UndefinedTable        = "42P01"
-	InvalidSchemaName     = "3F000"
+	UniqueViolation              = "23505"
+	ForeignKeyViolation          = "23503"
+	CheckViolation               = "23514"
+	SerializationFailure         = "40001"
+	DeadlockDetected             = "40P01"
+	InsufficientPrivilege        = "42501"
+	WrongObjectType              = "42809"
+	UndefinedTable               = "42P01"
+	InvalidSchemaName            = "3F000"
+	ObjectNotInPrerequisiteState = "55000"
+	ObjectInUse                  = "55006"
 )
 
 // Codes raised by configpub's schema (class CP).
