@@ -17,7 +17,7 @@ func addGateCmd(root *cobra.Command) {
 		once bool
 	)
 	cmd := &cobra.Command{
-		Use:   "gate --env ENV [--env ENV...] --key cosign.key [--poll D] [--once]",
+		Use:   "gate --env ENV [--env ENV...] --key cosign.key [--interval D] [--once]",
 		Short: "Watch activations through their soak window and roll back unhealthy environments",
 		Long: `gate runs the health gate of each environment whose active release has a
 healthGate in its Environment document. After an activation (promote or activate)
@@ -34,7 +34,7 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 				return usageError{errors.New("--env is required")}
 			}
 			if poll <= 0 {
-				return usageError{errors.New("--poll must be positive")}
+				return usageError{errors.New("--interval must be positive")}
 			}
 			ctx := cmd.Context()
 			store, closeFn, err := sf.open(ctx)

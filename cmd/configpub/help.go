@@ -33,7 +33,8 @@ var verbExamples = map[string]string{
 	"configpub keygen":     `  COSIGN_PASSWORD=… configpub keygen --out keys/`,
 	"configpub publish":    `  COSIGN_PASSWORD=… configpub publish --repo . --env dev --registry registry.example.com/policy --key keys/cosign.key`,
 	"configpub pull":       `  configpub pull registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --out values.yml`,
-	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --trust-key keys/cosign.pub`,
+	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --trust-key keys/cosign.pub
+  configpub verify-oci "$(configpub publish … -o json | jq -r .releaseArtifact)" --trust-key keys/cosign.pub -o json`,
 	"configpub promote": `  COSIGN_PASSWORD=… configpub promote --repo . --env prod --registry registry.example.com/policy --key keys/cosign.key \
       --database "$CONFIGPUB_DATABASE_URL"`,
 	"configpub activate": `  configpub activate --env prod --release 7 --reason "forward fix verified" --actor alice --key keys/cosign.key`,
@@ -42,7 +43,7 @@ var verbExamples = map[string]string{
   configpub revoke --publication 9d1e… --reason "bad release"`,
 	"configpub reconcile":   `  configpub reconcile --env prod`,
 	"configpub gate":        "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
-	"configpub lease renew": "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --every 2m",
+	"configpub lease renew": "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
 	"configpub db migrate":  `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
 	"configpub serve":       `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
 	"configpub fetch": `  configpub fetch --server https://config.example.com --token-file /var/run/token --host app.example.com \

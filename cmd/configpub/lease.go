@@ -23,19 +23,19 @@ func addLeaseCmd(root *cobra.Command) {
 		attach bool
 	)
 	renew := &cobra.Command{
-		Use:   "renew --env ENV --key cosign.key [--every D]",
+		Use:   "renew --env ENV --key cosign.key [--interval D]",
 		Short: "Re-sign fresh leases for every current pointer (same sequence, later issuedAt)",
 		Long: `renew re-signs, for every current pointer of ENV, its delivery manifest with a
 new issuedAt and the pointer's rolling lease window, keeping snapshot and
 sequence, in one transaction, and notifies the Config Servers. Revoked snapshots
-are skipped so their leases run out. With --every it repeats at that interval
+are skipped so their leases run out. With --interval it repeats at that interval
 until interrupted. With --attach, each renewal also attaches the renewed manifests
 to their artifacts in the registry as OCI referrers (as ` + "`configpub registry attach`" + `),
 so runtimes that pull from the registry keep a current lease.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < 0 {
-				return usageError{errors.New("--every must not be negative")}
+				return usageError{errors.New("--interval must not be negative")}
 			}
 			ctx := cmd.Context()
 			store, closeFn, err := sf.open(ctx)

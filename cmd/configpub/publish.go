@@ -86,15 +86,22 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
+			jsonOut := outputJSON(cmd)
 			progress := newProgress(w, len(arts)+1)
+			if jsonOut {
+				progress = newProgress(io.Discard, len(arts)+1)
+			}
 			sum, err := c.Publish(cmd.Context(), registry.PublishRequest{
 				Prefix: prefix, Artifacts: arts, Release: rel, Signer: signer, Progress: progress.report,
 				EnsureSignatures: ensureSigs,
 			})
 			progress.done()
-			if sum != nil {
-				fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
-					env, rel.ReleaseVersion, len(sum.Results), prefix, sum.Pushed, sum.AlreadyPresent, sum.Bytes, signer.KeyID())
+			if sum == nil {
+				return err
+			}
+			rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), sum)
+			if perr := report(cmd, rep, rep.text); perr != nil && err == nil {
+				err = perr
 			}
 			return err
 		},
@@ -109,6 +116,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 	f.StringVar(&layout, "oci-layout", "", "write OCI image layout directories under this directory instead of pushing (copy them with oras cp --from-oci-layout)")
 	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
 	rf.add(cmd)
+	outputFlag(cmd)
 	root.AddCommand(cmd)
 }
 
@@ -139,7 +147,7 @@ func (p *progress) report(r registry.Result) {
 	if r.Pushed {
 		state = "pushed "
 	}
-	fmt.Fprintf(p.w, "%s %s:%s %s %d bytes\n", state, r.Repository, r.Tag, r.Digest, r.Bytes)
+	fmt.Fprintf(p.w, "%s %s (%s, %d bytes uploaded)\n", state, r.Ref(), r.Tag, r.Bytes)
 }
 
 func (p *progress) done() {

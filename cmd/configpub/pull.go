@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -49,12 +50,24 @@ func addPullCmd(root *cobra.Command) {
 			if err := atomicfile.Write(out, p.Content, 0o644); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "pulled %s (%s, %d bytes) to %s\n", p.Ref(), p.Layer.Digest, len(p.Content), out)
-			return err
+			rep := pullReport{Ref: p.Ref(), LayerDigest: p.Layer.Digest.String(), Bytes: len(p.Content), Out: out}
+			return report(cmd, rep, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "pulled %s (%s, %d bytes) to %s\n", rep.Ref, rep.LayerDigest, rep.Bytes, rep.Out)
+				return err
+			})
 		},
 	}
 	rf.add(cmd)
+	outputFlag(cmd)
 	cmd.Flags().StringVar(&out, "out", "", "file to write the layer to (required)")
 	_ = cmd.MarkFlagRequired("out")
 	root.AddCommand(cmd)
+}
+
+// pullReport is what pull prints with --output json.
+type pullReport struct {
+	Ref         string `json:"ref"`         // REPOSITORY@sha256:<hex>, as pulled
+	LayerDigest string `json:"layerDigest"` // digest the layer was checked against
+	Bytes       int    `json:"bytes"`       // layer size written
+	Out         string `json:"out"`         // the file written
 }

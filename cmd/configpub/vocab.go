@@ -18,11 +18,13 @@ import (
 
 // renames maps an old flag name to its canonical name on every verb.
 var renames = map[string]string{
-	"git":        "repo",    // the policy repository directory
-	"env-tag":    "env",     // the environment tag
-	"format":     "output",  // text / json (/ markdown) output
-	"addr":       "listen",  // the address a server listens on
-	"to-release": "release", // the release a command moves to
+	"git":        "repo",     // the policy repository directory
+	"env-tag":    "env",      // the environment tag
+	"format":     "output",   // text / json (/ markdown) output
+	"addr":       "listen",   // the address a server listens on
+	"to-release": "release",  // the release a command moves to
+	"every":      "interval", // how often a repeating verb runs (lease renew)
+	"poll":       "interval", // how often a watching verb checks (gate)
 }
 
 // verbRenames are renames on one verb only, where the old name means

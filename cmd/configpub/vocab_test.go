@@ -66,6 +66,10 @@ func TestOneFlagVocabulary(t *testing.T) {
 		{"configpub serve", "listen", "listen"},
 		{"configpub rollback", "release", "release"},
 		{"configpub activate", "release", "release"},
+		// One name for a repeat interval (was --every, --poll and --interval).
+		{"configpub lease renew", "interval", "repeat at this interval"},
+		{"configpub gate", "interval", "how often each environment is checked"},
+		{"configpub fetch", "interval", "polling interval"},
 	} {
 		cmd, _, err := root.Find(strings.Fields(c.verb)[1:])
 		if err != nil || cmd.CommandPath() != c.verb {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/registry"
+)
+
+// outputJSON reports whether the verb was asked for --output json.
+func outputJSON(cmd *cobra.Command) bool {
+	o, _ := cmd.Flags().GetString("output")
+	return o == "json"
+}
+
+// publishReport is what publish prints with --output json (field names are
+// stable; docs/cli-output.md lists them). Every ref is a pasteable
+// REPOSITORY@sha256:<hex> reference that pull and verify-oci accept.
+type publishReport struct {
+	EnvTag          string              `json:"envTag"`
+	Release         int64               `json:"release"`
+	Registry        string              `json:"registry"`
+	KeyID           string              `json:"keyId"`
+	ReleaseArtifact string              `json:"releaseArtifact,omitempty"`
+	Pushed          int                 `json:"pushed"`
+	AlreadyPresent  int                 `json:"alreadyPresent"`
+	BytesUploaded   int64               `json:"bytesUploaded"`
+	Artifacts       []publishedArtifact `json:"artifacts"`
+}
+
+// publishedArtifact is one artifact of a publishReport.
+type publishedArtifact struct {
+	Kind          string `json:"kind"` // values | release
+	Ref           string `json:"ref"`
+	Tag           string `json:"tag"`
+	Pushed        bool   `json:"pushed"`
+	BytesUploaded int64  `json:"bytesUploaded"`
+}
+
+func newPublishReport(env string, release int64, prefix, keyID string, sum *registry.Summary) *publishReport {
+	r := &publishReport{EnvTag: env, Release: release, Registry: prefix, KeyID: keyID,
+		Pushed: sum.Pushed, AlreadyPresent: sum.AlreadyPresent, BytesUploaded: sum.Bytes,
+		Artifacts: make([]publishedArtifact, 0, len(sum.Results))}
+	for _, res := range sum.Results {
+		r.Artifacts = append(r.Artifacts, publishedArtifact{Kind: res.Kind, Ref: res.Ref(), Tag: res.Tag, Pushed: res.Pushed, BytesUploaded: res.Bytes})
+		if res.Kind == "release" {
+			r.ReleaseArtifact = res.Ref()
+		}
+	}
+	return r
+}
+
+func (r *publishReport) text(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
+		r.EnvTag, r.Release, len(r.Artifacts), r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID); err != nil {
+		return err
+	}
+	if r.ReleaseArtifact == "" {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "release artifact: %s\n", r.ReleaseArtifact)
+	return err
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/registrytest"
+)
+
+// publishFixture publishes the dev release of the fixture policy repository
+// to an in-process registry and returns the publish arguments' registry
+// prefix, the cosign.pub path and publish's output.
+func publishFixture(t *testing.T, extra ...string) (keyPub, out string) {
+	t.Helper()
+	reg := registrytest.New(t, registrytest.Options{})
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, pubPath, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := copyDir(t, "../../fixtures/policy-repo")
+	args := append([]string{"publish", "--repo", repo, "--env", "dev", "--registry", reg.Host + "/configpub",
+		"--key", keyPath, "--plain-http"}, extra...)
+	out, err = runCLI(args...)
+	if err != nil {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	return pubPath, out
+}
+
+// TestPublishPrintsPasteableReferences: every reference publish prints
+// (one per artifact, and the release artifact) is accepted as printed by
+// pull and verify-oci against the registry it was published to.
+func TestPublishPrintsPasteableReferences(t *testing.T) {
+	pub, out := publishFixture(t)
+	var refs []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && (f[0] == "pushed" || f[0] == "present"):
+			refs = append(refs, f[1])
+		case strings.HasPrefix(line, "release artifact: "):
+			refs = append(refs, strings.TrimPrefix(line, "release artifact: "))
+		}
+	}
+	if len(refs) < 3 || !strings.Contains(out, "release artifact: ") {
+		t.Fatalf("publish printed %d references:\n%s", len(refs), out)
+	}
+	for _, ref := range refs {
+		file := filepath.Join(t.TempDir(), "layer")
+		if o, err := runCLI("pull", ref, "--out", file, "--plain-http"); err != nil {
+			t.Fatalf("pull %s: %v\n%s", ref, err, o)
+		}
+		if b, err := os.ReadFile(file); err != nil || len(b) == 0 {
+			t.Fatalf("pull %s wrote %d bytes: %v", ref, len(b), err)
+		}
+		o, err := runCLI("verify-oci", ref, "--trust-key", pub, "--plain-http")
+		if err != nil || !strings.Contains(o, "verified "+ref) {
+			t.Fatalf("verify-oci %s: %v\n%s", ref, err, o)
+		}
+	}
+}
+
+// TestRegistryVerbsOutputJSON: publish, pull, verify-oci and validate with
+// -o json print one JSON document with the documented field names (decoded
+// here into structs of their own, so a renamed field fails), publish's refs
+// feed pull and verify-oci, and a pulled values artifact validates.
+func TestRegistryVerbsOutputJSON(t *testing.T) {
+	pub, out := publishFixture(t, "-o", "json")
+	var p struct {
+		EnvTag          string `json:"envTag"`
+		Release         int64  `json:"release"`
+		Registry        string `json:"registry"`
+		KeyID           string `json:"keyId"`
+		ReleaseArtifact string `json:"releaseArtifact"`
+		Pushed          int    `json:"pushed"`
+		AlreadyPresent  int    `json:"alreadyPresent"`
+		BytesUploaded   int64  `json:"bytesUploaded"`
+		Artifacts       []struct {
+			Kind          string `json:"kind"`
+			Ref           string `json:"ref"`
+			Tag           string `json:"tag"`
+			Pushed        bool   `json:"pushed"`
+			BytesUploaded int64  `json:"bytesUploaded"`
+		} `json:"artifacts"`
+	}
+	decodeStrict(t, out, &p)
+	if p.EnvTag != "dev" || p.Release != 1 || p.Pushed != len(p.Artifacts) || len(p.Artifacts) < 2 || !strings.Contains(p.ReleaseArtifact, "/dev/release@sha256:") {
+		t.Fatalf("publish -o json: %+v", p)
+	}
+	values := 0
+	for _, a := range p.Artifacts {
+		file := filepath.Join(t.TempDir(), "values.yml")
+		o, err := runCLI("pull", a.Ref, "--out", file, "--plain-http", "-o", "json")
+		if err != nil {
+			t.Fatalf("pull %s: %v\n%s", a.Ref, err, o)
+		}
+		var pl struct {
+			Ref         string `json:"ref"`
+			LayerDigest string `json:"layerDigest"`
+			Bytes       int    `json:"bytes"`
+			Out         string `json:"out"`
+		}
+		decodeStrict(t, o, &pl)
+		if b, _ := os.ReadFile(file); pl.Ref != a.Ref || pl.Out != file || pl.Bytes != len(b) || !strings.HasPrefix(pl.LayerDigest, "sha256:") {
+			t.Fatalf("pull -o json: %+v (file %d bytes)", pl, len(b))
+		}
+		o, err = runCLI("verify-oci", a.Ref, "--trust-key", pub, "--plain-http", "-o", "json")
+		if err != nil {
+			t.Fatalf("verify-oci %s: %v\n%s", a.Ref, err, o)
+		}
+		var v struct {
+			Ref         string `json:"ref"`
+			Kind        string `json:"kind"`
+			KeyID       string `json:"keyId"`
+			LayerDigest string `json:"layerDigest"`
+			Target      *struct {
+				EnvTag         string `json:"envTag"`
+				Host           string `json:"host"`
+				ServiceID      string `json:"serviceId"`
+				Audience       string `json:"audience"`
+				SnapshotID     string `json:"snapshotId"`
+				Release        int64  `json:"release"`
+				ArtifactDigest string `json:"artifactDigest"`
+			} `json:"target"`
+		}
+		decodeStrict(t, o, &v)
+		if v.Ref != a.Ref || v.Kind != a.Kind || v.KeyID == "" || v.LayerDigest != pl.LayerDigest || (a.Kind == "values") != (v.Target != nil) {
+			t.Fatalf("verify-oci -o json for %+v: %+v", a, v)
+		}
+		if a.Kind != "values" {
+			continue
+		}
+		values++
+		o, err = runCLI("validate", file, "-o", "json")
+		if err != nil {
+			t.Fatalf("validate %s: %v\n%s", a.Ref, err, o)
+		}
+		var vr struct {
+			File           string `json:"file"`
+			Valid          bool   `json:"valid"`
+			Audience       string `json:"audience"`
+			Host           string `json:"host"`
+			ServiceID      string `json:"serviceId"`
+			EnvTag         string `json:"envTag"`
+			PublicationID  string `json:"publicationId"`
+			Release        int64  `json:"release"`
+			ContentDigest  string `json:"contentDigest"`
+			ArtifactDigest string `json:"artifactDigest"`
+		}
+		decodeStrict(t, o, &vr)
+		if !vr.Valid || vr.File != file || vr.Host != v.Target.Host || vr.ServiceID != v.Target.ServiceID || vr.Audience != v.Target.Audience ||
+			vr.Release != 1 || vr.ArtifactDigest != v.Target.ArtifactDigest || vr.PublicationID == "" || vr.ContentDigest == "" {
+			t.Fatalf("validate -o json: %+v; verify-oci said %+v", vr, *v.Target)
+		}
+	}
+	if values == 0 {
+		t.Fatal("no values artifact published")
+	}
+}
+
+// decodeStrict decodes out as exactly one JSON document with no field
+// that v does not name.
+func decodeStrict(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("not the documented JSON (%v):\n%s", err, out)
+	}
+	if dec.More() {
+		t.Fatalf("more than one JSON document:\n%s", out)
+	}
+}
