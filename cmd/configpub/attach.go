@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -42,17 +43,28 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 			if err != nil {
 				return err
 			}
-			msg := fmt.Sprintf("%s: attached %d delivery manifests", env, len(res.Attached))
-			if len(res.Skipped) > 0 {
-				msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", len(res.Skipped), strings.Join(res.Skipped, ", "))
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), msg)
-			return err
+			rep := attachReport{EnvTag: env, Attached: append([]string{}, res.Attached...), Skipped: res.Skipped}
+			return report(cmd, rep, func(w io.Writer) error {
+				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, len(res.Attached))
+				if len(res.Skipped) > 0 {
+					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", len(res.Skipped), strings.Join(res.Skipped, ", "))
+				}
+				_, err := fmt.Fprintln(w, msg)
+				return err
+			})
 		},
 	}
 	sf.add(cmd, false)
 	rf.add(cmd)
+	outputFlag(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "environment tag (required)")
 	_ = cmd.MarkFlagRequired("env")
 	return cmd
+}
+
+// attachReport is what registry attach prints with --output json.
+type attachReport struct {
+	EnvTag   string   `json:"envTag"`
+	Attached []string `json:"attached"`          // host/serviceId
+	Skipped  []string `json:"skipped,omitempty"` // host/serviceId: revoked, or no OCI reference
 }

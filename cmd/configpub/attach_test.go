@@ -92,6 +92,31 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 			t.Fatalf("registry attach: exit %d\n%s", code, out)
 		}
 	}
+	out, code := runStore("registry", "attach", "--env", "prod", "--database", db.URL, "--plain-http", "-o", "json")
+	var ar struct {
+		EnvTag   string   `json:"envTag"`
+		Attached []string `json:"attached"`
+		Skipped  []string `json:"skipped"`
+	}
+	if code != exitOK {
+		t.Fatalf("registry attach -o json: exit %d\n%s", code, out)
+	}
+	decodeStrict(t, out, &ar)
+	if ar.EnvTag != "prod" || strings.Join(ar.Attached, " ") != "host-a/svc host-b/svc" || len(ar.Skipped) != 0 {
+		t.Fatalf("registry attach -o json: %+v", ar)
+	}
+	out, code = runStore("db", "migrate", "--database", db.URL, "-o", "json")
+	var mr struct {
+		Applied       int `json:"applied"`
+		SchemaVersion int `json:"schemaVersion"`
+	}
+	if code != exitOK {
+		t.Fatalf("db migrate -o json: exit %d\n%s", code, out)
+	}
+	decodeStrict(t, out, &mr)
+	if mr.Applied != 0 || mr.SchemaVersion < 1 {
+		t.Fatalf("db migrate -o json on a migrated database: %+v", mr)
+	}
 	for i, tg := range in.Targets {
 		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
 		if err != nil || len(ms) != 1 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) {
@@ -100,7 +125,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	}
 
 	time.Sleep(1100 * time.Millisecond) // a later issuedAt (seconds)
-	out, code := runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http")
+	out, code = runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http")
 	if code != exitOK || !strings.Contains(out, "attached 2 delivery manifests") {
 		t.Fatalf("lease renew --attach: exit %d\n%s", code, out)
 	}

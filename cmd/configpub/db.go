@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/jackc/pgx/v5"
@@ -123,11 +124,21 @@ the schema owner (a role that may create roles).`,
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "applied %d migration(s); schema version %d\n", n, ms[len(ms)-1].Version)
-			return err
+			rep := migrateReport{Applied: n, SchemaVersion: ms[len(ms)-1].Version}
+			return report(cmd, rep, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "applied %d migration(s); schema version %d\n", rep.Applied, rep.SchemaVersion)
+				return err
+			})
 		},
 	}
 	sf.add(migrate, false)
+	outputFlag(migrate)
 	db.AddCommand(migrate)
 	root.AddCommand(db)
+}
+
+// migrateReport is what db migrate prints with --output json.
+type migrateReport struct {
+	Applied       int `json:"applied"`       // migrations applied by this run (0 when up to date)
+	SchemaVersion int `json:"schemaVersion"` // the newest embedded migration
 }

@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/promoter"
 )
 
 func addGateCmd(root *cobra.Command) {
@@ -36,6 +39,9 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 			if poll <= 0 {
 				return usageError{errors.New("--interval must be positive")}
 			}
+			if outputJSON(cmd) && !once {
+				return usageError{errors.New("--output json needs --once (a running gate logs its steps to stderr)")}
+			}
 			ctx := cmd.Context()
 			store, closeFn, err := sf.open(ctx)
 			if err != nil {
@@ -43,20 +49,26 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 			}
 			defer closeFn()
 			if once {
+				verdicts := make([]*promoter.GateVerdict, 0, len(envs))
 				for _, env := range envs {
 					v, err := store.CheckHealth(ctx, env)
 					if err != nil {
 						return storeError(err, env)
 					}
-					line := fmt.Sprintf("%s release %d: %s", env, v.Release, v.Verdict)
-					if v.Reason != "" {
-						line += "; rolled back to release " + fmt.Sprint(v.Previous) + ": " + v.Reason
-					}
-					if _, err := fmt.Fprintln(cmd.OutOrStdout(), line); err != nil {
-						return err
-					}
+					verdicts = append(verdicts, v)
 				}
-				return nil
+				return report(cmd, verdicts, func(w io.Writer) error {
+					for _, v := range verdicts {
+						line := fmt.Sprintf("%s release %d: %s", v.EnvTag, v.Release, v.Verdict)
+						if v.Reason != "" {
+							line += "; rolled back to release " + fmt.Sprint(v.Previous) + ": " + v.Reason
+						}
+						if _, err := fmt.Fprintln(w, line); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
 			if err := store.WatchHealth(ctx, envs, poll, log); err != nil && ctx.Err() == nil {
@@ -69,5 +81,6 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 	cmd.Flags().StringArrayVar(&envs, "env", nil, "environment to watch (repeatable, required)")
 	cmd.Flags().DurationVar(&poll, "poll", time.Second, "how often each environment is checked")
 	cmd.Flags().BoolVar(&once, "once", false, "check once, print the verdicts and exit")
+	outputFlag(cmd)
 	root.AddCommand(cmd)
 }

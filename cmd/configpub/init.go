@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -37,18 +38,28 @@ docs/authoring.md describes every kind.`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "wrote a policy repository in %s:\n", res.Dir)
-			for _, f := range res.Files {
-				fmt.Fprintf(w, "  %s\n", f)
-			}
 			if env == "" {
 				env = "dev"
 			}
-			_, err = fmt.Fprintf(w, "next, in %s:\n  git init && git add -A && git commit -m \"policy: initial repository\"\n  configpub compile --repo . --env %s   # writes releases/%s.yaml; commit it with the sources\n  configpub plan --repo . --env %s\n", res.Dir, env, env, env)
-			return err
+			rep := initReport{Dir: res.Dir, EnvTag: env, Files: res.Files}
+			return report(cmd, rep, func(w io.Writer) error {
+				fmt.Fprintf(w, "wrote a policy repository in %s:\n", res.Dir)
+				for _, f := range res.Files {
+					fmt.Fprintf(w, "  %s\n", f)
+				}
+				_, err := fmt.Fprintf(w, "next, in %s:\n  git init && git add -A && git commit -m \"policy: initial repository\"\n  configpub compile --repo . --env %s   # writes releases/%s.yaml; commit it with the sources\n  configpub plan --repo . --env %s\n", res.Dir, env, env, env)
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&env, "env", "dev", "environment of the first Target")
+	outputFlag(cmd)
 	root.AddCommand(cmd)
+}
+
+// initReport is what init prints with --output json.
+type initReport struct {
+	Dir    string   `json:"dir"`
+	EnvTag string   `json:"envTag"`
+	Files  []string `json:"files"` // slash-separated, relative to dir, sorted
 }

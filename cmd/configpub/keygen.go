@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -34,13 +35,26 @@ func addKeygenCmd(root *cobra.Command) {
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\nwrote %s\nkey id %s\n", privPath, pubPath, keys[0].ID)
-			return err
+			rep := keyFilesReport{PrivateKey: privPath, PublicKey: pubPath, KeyID: keys[0].ID}
+			return report(cmd, rep, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "wrote %s\nwrote %s\nkey id %s\n", privPath, pubPath, rep.KeyID)
+				return err
+			})
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write cosign.key and cosign.pub into (required)")
 	_ = cmd.MarkFlagRequired("out")
+	outputFlag(cmd)
 	root.AddCommand(cmd)
+}
+
+// keyFilesReport is what keygen and token keygen print with --output json:
+// the files written (never their content) and the key's ID.
+type keyFilesReport struct {
+	PrivateKey string `json:"privateKey"`          // path
+	PublicKey  string `json:"publicKey,omitempty"` // path (keygen)
+	JWKS       string `json:"jwks,omitempty"`      // path (token keygen)
+	KeyID      string `json:"keyId"`
 }
 
 // cosignPassword reads $COSIGN_PASSWORD as cosign does; set it to the

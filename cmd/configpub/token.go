@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,12 +59,16 @@ Create a key and the JWKS for 'configpub serve --jwks' with 'configpub token key
 			if err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\nwrote %s\nkid %s\n", files.PrivateKey, files.JWKS, files.KeyID)
-			return err
+			rep := keyFilesReport{PrivateKey: files.PrivateKey, JWKS: files.JWKS, KeyID: files.KeyID}
+			return report(cmd, rep, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "wrote %s\nwrote %s\nkid %s\n", files.PrivateKey, files.JWKS, files.KeyID)
+				return err
+			})
 		},
 	}
 	keygen.Flags().StringVar(&out, "out", "", "directory to write into (required)")
 	_ = keygen.MarkFlagRequired("out")
+	outputFlag(keygen)
 	cmd.AddCommand(keygen)
 	root.AddCommand(cmd)
 }

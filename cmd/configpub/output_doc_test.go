@@ -1,0 +1,51 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestCLIOutputDocumented: every JSON field of the reports these verbs
+// print is named in docs/cli-output.md under the verb's heading.
+func TestCLIOutputDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli-output.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range []struct {
+		heading string
+		report  any
+	}{
+		{"## publish", publishReport{}},
+		{"## publish", publishedArtifact{}},
+		{"## pull", pullReport{}},
+		{"## verify-oci", verifyReport{}},
+		{"## verify-oci", verifiedTarget{}},
+		{"## validate", validateReport{}},
+		{"## init", initReport{}},
+		{"## keygen and token keygen", keyFilesReport{}},
+		{"## db migrate", migrateReport{}},
+		{"## registry attach", attachReport{}},
+	} {
+		heading, v := c.heading, c.report
+		i := strings.Index(doc, heading+"\n")
+		if i < 0 {
+			t.Errorf("docs/cli-output.md has no %q section", heading)
+			continue
+		}
+		section := doc[i+len(heading):]
+		if j := strings.Index(section, "\n## "); j >= 0 {
+			section = section[:j]
+		}
+		rt := reflect.TypeOf(v)
+		for k := 0; k < rt.NumField(); k++ {
+			name, _, _ := strings.Cut(rt.Field(k).Tag.Get("json"), ",")
+			if !strings.Contains(section, "`"+name+"`") {
+				t.Errorf("%s: field %q of %s is not documented", heading, name, rt.Name())
+			}
+		}
+	}
+}
