@@ -3,7 +3,6 @@ package promote_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"testing"
@@ -34,9 +33,8 @@ func TestPromoteKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop: builds configpub and kills `configpub promote` at least 50 times; skipped under -short")
 	}
-	runs := promotertest.EnvInt(t, "CONFIGPUB_CRASH_RUNS", 50)
-	seed := uint64(promotertest.EnvInt(t, "CONFIGPUB_CRASH_SEED", 1))
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	loop := promotertest.NewCrashLoop(t, 50)
+	runs, seed := loop.Runs, loop.Seed
 	bin := promotertest.BuildConfigpub(t)
 	p := promotertest.NewRepo(t)
 	reg := registrytest.New(t, registrytest.Options{})
@@ -99,11 +97,7 @@ func TestPromoteKillNine(t *testing.T) {
 		// A third of the runs are killed anywhere in the process's life;
 		// the others in its database phase: after the log line "artifacts
 		// published and verified", within the phase's calibrated length.
-		anywhere := i%3 == 0
-		delay := time.Duration(rng.Int64N(int64(life)))
-		if !anywhere {
-			delay = time.Duration(rng.Int64N(int64(dbPhase)))
-		}
+		anywhere, delay := loop.Kill(i, life, dbPhase)
 		ok := t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) {
 			db := pgtest.New(t)
 			pool := db.Pool(t)

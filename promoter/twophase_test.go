@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -248,9 +247,8 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop: builds configpub and kills `configpub activate` at least 20 times; skipped under -short")
 	}
-	runs := promotertest.EnvInt(t, "CONFIGPUB_CRASH_RUNS", 20)
-	seed := uint64(promotertest.EnvInt(t, "CONFIGPUB_CRASH_SEED", 1))
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	loop := promotertest.NewCrashLoop(t, 20)
+	runs, seed := loop.Runs, loop.Seed
 	bin := promotertest.BuildConfigpub(t)
 	const n = 40
 	allReady := fmt.Sprintf("two-phase: %d/%d candidates READY", n, n)
@@ -283,11 +281,7 @@ func TestTwoPhaseActivateKillNine(t *testing.T) {
 		// A third of the runs are killed anywhere in the process's life, the
 		// others after the all-READY progress line, within the activation
 		// phase's calibrated length.
-		anywhere := i%3 == 0
-		delay := time.Duration(rng.Int64N(int64(life)))
-		if !anywhere {
-			delay = time.Duration(rng.Int64N(int64(dbPhase)))
-		}
+		anywhere, delay := loop.Kill(i, life, dbPhase)
 		ok := t.Run(fmt.Sprintf("run%02d", i), func(t *testing.T) {
 			f, keyPath, password, r1, r2 := setup(t)
 			url := f.db.URLFor(t, "configpub_promoter")
