@@ -32,11 +32,11 @@ func (p *Pulled) Ref() string { return p.Repository + "@" + p.Digest }
 func ParseRef(ref string) (repository string, dgst digest.Digest, err error) {
 	r, err := registry.ParseReference(ref)
 	if err != nil {
-		return "", "", fmt.Errorf("%w reference %q: %w", ErrInvalid, ref, err)
+		return "", "", fmt.Errorf("%w reference %q: %w; want REPOSITORY@sha256:<hex>, as publish prints it", ErrInvalid, ref, err)
 	}
 	d, err := r.Digest()
 	if err != nil {
-		return "", "", fmt.Errorf("%w reference %q: want REPOSITORY@sha256:<hex>", ErrInvalid, ref)
+		return "", "", fmt.Errorf("%w reference %q: want REPOSITORY@sha256:<hex>, as publish prints it", ErrInvalid, ref)
 	}
 	return r.Registry + "/" + r.Repository, d, nil
 }

@@ -40,6 +40,10 @@ func TestMistakeMessages(t *testing.T) {
 			[]string{"COSIGN_PASSWORD", "password the key was created with"}, ""},
 		{"plain HTTP registry without --plain-http", "right", []string{"pull", host + "/policy/x@" + digest, "--out", filepath.Join(t.TempDir(), "values.yml")},
 			[]string{"add --plain-http"}, ""},
+		{"verify-oci of a plain HTTP registry without --plain-http", "right", []string{"verify-oci", host + "/policy/x@" + digest, "--trust-key", filepath.Join(keys, "cosign.pub")},
+			[]string{"add --plain-http"}, ""},
+		{"publish to a plain HTTP registry without --plain-http", "right", []string{"publish", "--repo", fixture, "--env", "dev", "--registry", host + "/policy", "--key", filepath.Join(keys, "cosign.key")},
+			[]string{"add --plain-http"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,5 +64,11 @@ func TestMistakeMessages(t *testing.T) {
 				t.Errorf("message %q still contains %q", err, tt.dontWant)
 			}
 		})
+	}
+	// A reference in another form (here the one publish printed before it
+	// printed pasteable references) is a usage error naming the form wanted.
+	_, err := runCLI("pull", host+"/policy/x:r2 "+digest, "--out", filepath.Join(t.TempDir(), "values.yml"))
+	if exitCode(err) != exitUsage || !strings.Contains(err.Error(), "want REPOSITORY@sha256:<hex>, as publish prints it") {
+		t.Errorf("pull of a tag-and-digest line: %v (exit %d)", err, exitCode(err))
 	}
 }

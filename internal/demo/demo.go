@@ -166,10 +166,22 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	fmt.Fprintf(d.out, "\nDemo complete: release 1, release 2, rollback and a rejected tamper, all verified.\n")
 	fmt.Fprintf(d.out, "Operator console: %s (timeline: %senv/%s)\n", d.conURL, d.conURL, d.env)
+	d.whatNext()
 	if d.opts.Keep {
 		return d.keep(ctx)
 	}
 	return nil
+}
+
+// whatNext prints where a new user goes from here.
+func (d *demo) whatNext() {
+	fmt.Fprintf(d.out, "\nWhat next:\n")
+	if !d.opts.Keep {
+		fmt.Fprintf(d.out, "    configpub demo --keep      # the same, leaving the services running to explore\n")
+	}
+	fmt.Fprintf(d.out, "    configpub init my-policy   # a minimal policy repository of your own (docs/authoring.md)\n")
+	fmt.Fprintf(d.out, "    configpub --help           # every verb, grouped, with examples\n")
+	fmt.Fprintf(d.out, "    docs/operations.md         # production: database roles, migrations, the GitHub promote workflow, Kubernetes\n")
 }
 
 // keep waits for ctx to end with every service running.
