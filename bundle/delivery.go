@@ -28,6 +28,16 @@ const DeliveryManifestType = "configpub.dev/delivery-manifest/v1"
 // RevocationEpoch is authoritative: never below the envelope's.
 // ValidFrom/RefreshAfter/ExpiresAt are the short rolling lease a runtime
 // obeys.
+//
+// Phase is empty in every manifest signed at a pointer move, renewal or
+// re-sign (the current phase; such manifests are byte-for-byte what they
+// were before the field existed) and PhaseCandidate in a candidate manifest,
+// signed when a release is staged for the candidate snapshot a runtime
+// prefetches (configPhase=candidate). The signature covers it: a runtime
+// loading its current configuration refuses a candidate manifest, and a
+// prefetch accepts only one. For a candidate manifest, Sequence is above
+// the identity's current pointer's when it was signed (a prefetch never
+// raises a runtime's seen floor) and ActivatedAt is the staging time.
 type DeliveryManifest struct {
 	Type                    string `json:"type"`
 	Host                    string `json:"host"`
@@ -51,7 +61,12 @@ type DeliveryManifest struct {
 	ValidFrom               string `json:"validFrom"`
 	RefreshAfter            string `json:"refreshAfter"`
 	ExpiresAt               string `json:"expiresAt"`
+	Phase                   string `json:"phase,omitempty"`
 }
+
+// IsCandidate reports whether m is a candidate manifest (Phase is
+// PhaseCandidate).
+func (m *DeliveryManifest) IsCandidate() bool { return m.Phase == PhaseCandidate }
 
 // Identity returns the manifest's runtime identity.
 func (m *DeliveryManifest) Identity() Identity {
@@ -82,6 +97,9 @@ func ParseDeliveryManifest(b []byte) (*DeliveryManifest, error) {
 	}
 	if m.Type != DeliveryManifestType {
 		return nil, fmt.Errorf("parse delivery manifest: type %q, want %q", m.Type, DeliveryManifestType)
+	}
+	if m.Phase != "" && m.Phase != PhaseCandidate {
+		return nil, fmt.Errorf("parse delivery manifest: phase %q, want %q or none", m.Phase, PhaseCandidate)
 	}
 	canon, err := m.Marshal()
 	if err != nil {

@@ -47,9 +47,13 @@ func TestParseDeliveryManifestRefuses(t *testing.T) {
 	wrongType := sampleManifest()
 	wrongType.Type = "other"
 	wb, _ := wrongType.Marshal()
+	badPhase := sampleManifest()
+	badPhase.Phase = "current"
+	pb, _ := badPhase.Marshal()
 	tests := []struct {
 		name, in, want string
 	}{
+		{"unknown phase", string(pb), "phase"},
 		{"unknown field", strings.Replace(s, `{`, `{"aaa":1,`, 1), "unknown field"},
 		{"not canonical", strings.Replace(s, `{"artifactDigest"`, `{ "artifactDigest"`, 1), "not canonical"},
 		{"trailing data", s + `{}`, "trailing data"},
@@ -63,6 +67,36 @@ func TestParseDeliveryManifestRefuses(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCandidatePhaseIsSignedAndCurrentBytesUnchanged: a current-phase
+// manifest's canonical bytes carry no phase (what was signed before the
+// field existed still parses to the same struct), a candidate manifest's
+// carry "phase":"candidate", and the two differ in the signed bytes.
+func TestCandidatePhaseIsSignedAndCurrentBytesUnchanged(t *testing.T) {
+	cur, err := sampleManifest().Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cur), "phase") {
+		t.Fatalf("current-phase manifest carries a phase: %s", cur)
+	}
+	c := sampleManifest()
+	c.Phase = PhaseCandidate
+	cb, err := c.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cb), `"phase":"candidate"`) {
+		t.Fatalf("candidate manifest lacks its phase: %s", cb)
+	}
+	got, err := ParseDeliveryManifest(cb)
+	if err != nil || !got.IsCandidate() {
+		t.Fatalf("parse candidate manifest: %+v, %v", got, err)
+	}
+	if got, err := ParseDeliveryManifest(cur); err != nil || got.IsCandidate() {
+		t.Fatalf("parse current manifest: %+v, %v", got, err)
 	}
 }
 

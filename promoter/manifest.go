@@ -27,6 +27,8 @@ type pointerTarget struct {
 	CompatibilityGeneration, RevocationEpoch    int64
 	RefreshMS, ExpiresMS                        int64
 
+	Phase string // "" (current) or bundle.PhaseCandidate (a staged candidate)
+
 	PrevSnapshot *string // current pointer before the move (nil = none)
 	PrevSequence int64
 
@@ -65,6 +67,7 @@ func (p *pointerTarget) manifest(envTag string) *bundle.DeliveryManifest {
 		ValidFrom:               formatTime(p.IssuedAt),
 		RefreshAfter:            formatTime(p.RefreshAt),
 		ExpiresAt:               formatTime(p.ExpiresAt),
+		Phase:                   p.Phase,
 	}
 }
 

@@ -159,6 +159,8 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 	switch {
 	case r.State == StateFailed:
 		return 0, nil, fmt.Errorf("release %d of %s is FAILED (a candidate was rejected); nothing moved: %w", in.Release, in.EnvTag, ErrReleaseFailed)
+	case r.Outcome == OutcomeIntegrityError:
+		return 0, nil, integrityRefusal(in.EnvTag, in.Release)
 	case in.Release == e.Current:
 		return 0, nil, fmt.Errorf("release %d is already the active release of %s; nothing moved: %w", in.Release, in.EnvTag, ErrConflict)
 	case cmd.Action == ActionRollback && in.Release > e.Current:

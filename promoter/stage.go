@@ -31,7 +31,8 @@ type StageResult struct {
 // checks and rows as RecordAndActivate's intent (command ledger,
 // compare-and-swap on the environment's head, artifacts, immutable
 // snapshots, release, targets), plus the candidate pointers the Config
-// Server serves for configPhase=candidate; no current pointer moves and the
+// Server serves for configPhase=candidate, each with a signed candidate
+// delivery manifest (signCandidates); no current pointer moves and the
 // execution outcome is NOT_REQUESTED. Activate activates it later.
 // ErrUnconfirmed: re-run the same input.
 func (s *Store) Stage(ctx context.Context, in ReleaseInput) (*StageResult, error) {
@@ -51,6 +52,9 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 	}
 	if err := in.verifyArtifacts(); err != nil {
 		return nil, err
+	}
+	if s.opts.Signer == nil {
+		return nil, ErrNoSigner // the candidate manifests are signed when staged
 	}
 	h := newHasher(ActionStage)
 	h.str(in.commandHash())
@@ -100,6 +104,9 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, in.EnvTag, in.ReleaseVersion, now).Scan(&moving)
 		if err != nil {
 			return dbErr("insert candidate pointers", err)
+		}
+		if _, err := s.signCandidates(ctx, tx, in.EnvTag, in.ReleaseVersion, e.Epoch, now); err != nil {
+			return err
 		}
 		res = StageResult{CommandID: cmd.ID, EnvTag: in.EnvTag, ReleaseVersion: in.ReleaseVersion,
 			BaseRelease: in.BaseReleaseVersion, ActiveRelease: e.Current, Targets: len(in.Targets), Moving: moving,

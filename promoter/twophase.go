@@ -108,8 +108,7 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	}
 	in.Reason = reason
 	if ri.Outcome == OutcomeIntegrityError {
-		return nil, fmt.Errorf("activate %s release %d: its outcome is INTEGRITY_ERROR (receipts contradict the journal; see its history); nothing moved: %w",
-			in.EnvTag, in.Release, ErrIntegrity)
+		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, integrityRefusal(in.EnvTag, in.Release))
 	}
 	if ri.Rollout.TwoPhase() && ri.State == StateStaged {
 		if err := s.awaitReady(ctx, in, opts); err != nil {
@@ -119,9 +118,18 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	return s.Activate(ctx, in)
 }
 
+// integrityRefusal is the refusal of any pointer move to a release whose
+// execution outcome is INTEGRITY_ERROR: a human decides first.
+func integrityRefusal(envTag string, release int64) error {
+	return fmt.Errorf("release %d of %s: its outcome is INTEGRITY_ERROR (receipts contradict the journal; see its history); nothing moved: %w",
+		release, envTag, ErrIntegrity)
+}
+
 // awaitReady polls the candidate receipts of in.Release until every moving
 // target is READY for its snapshot, one is REJECTED (the release is marked
-// FAILED), or opts.Timeout passes.
+// FAILED), or opts.Timeout passes. Before every check it renews the
+// candidate manifests whose lease is due (RenewCandidates), so no candidate
+// lease expires during the wait.
 func (s *Store) awaitReady(ctx context.Context, in MoveInput, opts ActivateOptions) error {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Minute
@@ -136,6 +144,11 @@ func (s *Store) awaitReady(ctx context.Context, in MoveInput, opts ActivateOptio
 	start := time.Now()
 	deadline := start.Add(opts.Timeout)
 	for {
+		// Keep every candidate lease live while waiting: a runtime that
+		// prefetches late still gets a manifest it can verify.
+		if _, err := s.RenewCandidates(ctx, in.EnvTag, in.Release); err != nil {
+			return err
+		}
 		required, err := movingSnapshots(ctx, s.pool, in.EnvTag, in.Release)
 		if err != nil {
 			return err

@@ -68,7 +68,13 @@ const (
 	ReasonCacheCorrupt            Reason = "CACHE_CORRUPT"             // last-known-good file damaged or unreadable
 	ReasonUnsignedArtifact        Reason = "UNSIGNED_ARTIFACT"         // OCI artifact without a verified cosign signature
 	ReasonNoDeliveryManifest      Reason = "NO_DELIVERY_MANIFEST"      // OCI artifact without a signed delivery manifest for it
+	ReasonManifestPhase           Reason = "MANIFEST_PHASE_MISMATCH"   // a candidate manifest on a load of the current configuration, or a current-phase manifest on a candidate prefetch
 )
+
+// ReasonCandidateLease is the UNAVAILABLE reason of a prefetch whose
+// candidate manifest lease is expired or not yet valid: the promoter renews
+// it, and it is not a verdict on the candidate.
+const ReasonCandidateLease Reason = "CANDIDATE_LEASE_STALE"
 
 // Reasons for UNAVAILABLE outcomes (nothing usable was received).
 const (

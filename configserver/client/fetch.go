@@ -127,22 +127,23 @@ func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time
 	if sid := resp.Header.Get(HeaderSnapshotID); isUUID(sid) {
 		ev.SnapshotID = sid // as announced; replaced by the signed value below
 	}
-	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), ev)
+	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), "", ev)
 	if err != nil {
 		return err
 	}
 	return c.accept(v, SourceServer, now, ev)
 }
 
-// verifyResponse verifies a 200 answer (GET /configs or a historical
-// snapshot) against floor, in the order fetched describes.
-func (c *Client) verifyResponse(ctx context.Context, resp *http.Response, now time.Time, floor seenState, ev *Evidence) (*verified, error) {
+// verifyResponse verifies a 200 answer (GET /configs, a historical snapshot
+// or a candidate) against floor, in the order fetched describes; the signed
+// manifest must carry phase ("" for the current configuration).
+func (c *Client) verifyResponse(ctx context.Context, resp *http.Response, now time.Time, floor seenState, phase string, ev *Evidence) (*verified, error) {
 	h := resp.Header
 	mbytes, sig, keyID, err := manifestHeaders(h)
 	if err != nil {
 		return nil, err
 	}
-	cand := candidate{manifestBytes: mbytes, signature: sig, keyID: keyID}
+	cand := candidate{manifestBytes: mbytes, signature: sig, keyID: keyID, phase: phase}
 	sm, err := c.checkSigned(cand, now, floor, ev)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,7 @@ type spec struct {
 	signer                   *keyPair
 	keyID                    string // overrides the signer's key id
 	pad                      int    // bytes of filler in the namespace
+	phase                    string // manifest phase ("" current, bundle.PhaseCandidate)
 }
 
 // release is one rendered, signed snapshot with its delivery manifest.
@@ -258,6 +259,7 @@ func (w *world) build(s spec) *release {
 		Sequence: s.sequence, IssuedAt: rfc(s.issuedAt), ValidFrom: rfc(s.leaseFrom),
 		RefreshAfter: rfc(s.leaseFrom.Add(s.leaseTo.Sub(s.leaseFrom) / 2)), ExpiresAt: rfc(s.leaseTo),
 	}
+	m.Phase = s.phase
 	if s.manifestEpoch != 0 {
 		m.RevocationEpoch = s.manifestEpoch
 	}
@@ -347,6 +349,7 @@ type testServer struct {
 	last      http.Header                             // headers of the last request
 	evidence  [][]byte
 	history   map[string]*release // every release set, by snapshot id (GET /configs/snapshots/{id})
+	candidate *release            // served for configPhase=candidate when set
 }
 
 func newTestServer(t tb, id bundle.Identity, token string) *testServer {
@@ -391,6 +394,13 @@ func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 	} else if q := r.URL.Query(); r.URL.Path != "/configs" || q.Get("host") != s.id.Host || q.Get("serviceId") != s.id.ServiceID || q.Get("envTag") != s.id.EnvTag {
 		http.Error(w, `{"error":"forbidden"}`, http.StatusForbidden)
 		return
+	} else if q.Get("configPhase") == bundle.PhaseCandidate {
+		s.mu.Lock()
+		rel = s.candidate
+		s.mu.Unlock()
+		if rel != nil {
+			hdr, mutate = rel.headers(), nil
+		}
 	}
 	if rel == nil {
 		http.Error(w, `{"error":"no current snapshot"}`, http.StatusNotFound)
@@ -436,6 +446,13 @@ func (s *testServer) revoke(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.history, id)
+}
+
+// setCandidate serves rel for configPhase=candidate (nil: 404).
+func (s *testServer) setCandidate(rel *release) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.candidate = rel
 }
 
 func (s *testServer) setRaw(h http.HandlerFunc) {

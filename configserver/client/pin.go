@@ -198,7 +198,7 @@ func (c *Client) fetchPinned(ctx context.Context, pin Pin) (*Snapshot, error) {
 	now := c.opts.Clock.Now()
 	ev := c.newEvidence(SourceServer, now) // collects what is learned; not reported
 	floor := seenState{RevocationEpoch: c.seen.floor().RevocationEpoch}
-	v, err := c.verifyResponse(ctx, resp, now, floor, ev)
+	v, err := c.verifyResponse(ctx, resp, now, floor, "", ev)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -16,13 +17,18 @@ const OutcomeReady Outcome = bundle.ResultReady
 // Prefetch fetches the candidate snapshot of the identity's staged release
 // (GET /configs?...&configPhase=candidate), verifies it with every check of
 // a load — signature, identity, replay and epoch floor, lease, digests,
-// strict parse, envelope, activation window — and holds it without applying
+// strict parse, envelope, activation window — plus one more: the signed
+// delivery manifest must be a candidate manifest (phase "candidate") for
+// exactly the served snapshot, while a load refuses one
+// (MANIFEST_PHASE_MISMATCH). It holds the candidate without applying
 // it: the current snapshot, the seen-state and the last-known-good do not
 // change. The status endpoint then reports it in its candidate slot, READY
 // or REJECTED with the reason, which a control-plane readback records as a
 // candidate-phase receipt (two-phase activation waits for READY). The
 // evidence's outcome is READY, REJECTED or UNAVAILABLE (NOT_FOUND when
-// nothing is staged); err is nil exactly when it is READY.
+// nothing is staged; CANDIDATE_LEASE_STALE when the candidate manifest's
+// lease is expired or not yet valid, which the promoter renews and which
+// leaves the candidate slot as it was); err is nil exactly when it is READY.
 func (c *Client) Prefetch(ctx context.Context) (*Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -73,7 +79,14 @@ func (c *Client) prefetch(ctx context.Context, now time.Time, ev *Evidence) erro
 	if resp.StatusCode != http.StatusOK {
 		return unavailableStatus(resp)
 	}
-	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), ev)
+	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), bundle.PhaseCandidate, ev)
+	var ve *VerificationError
+	if errors.As(err, &ve) && strings.HasPrefix(ve.Field, "manifest.") && (ve.Reason == ReasonExpired || ve.Reason == ReasonNotYetValid) {
+		// A lease outside its window says nothing about the candidate
+		// itself: not a rejection; the next prefetch of a renewed lease
+		// decides.
+		return &UnavailableError{Reason: ReasonCandidateLease, Err: errors.New(ve.Error())}
+	}
 	if err != nil {
 		return err
 	}

@@ -7,20 +7,25 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 )
 
 // TestPrefetchHoldsACandidateWithoutApplyingIt: the current release 1 runs;
-// the staged release 2 is prefetched (configPhase=candidate), verified and
+// the staged release 2 (with a candidate delivery manifest) is prefetched
+// (configPhase=candidate), verified and
 // reported READY in the status's candidate slot (a candidate-phase
 // receipt) while release 1 stays current, last-known-good and the replay
 // floor; a tampered candidate is REJECTED there; with nothing staged the
 // prefetch is UNAVAILABLE NOT_FOUND and the slot keeps its last result.
 func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
 	w := newWorld(t)
-	r1, r2 := w.build(w.spec(1)), w.build(w.spec(2))
+	r1 := w.build(w.spec(1))
+	s2 := w.spec(2)
+	s2.phase = bundle.PhaseCandidate
+	r2 := w.build(s2)
 	var tamper, staged atomic.Bool
 	staged.Store(true)
 	w.srv.setRaw(func(rw http.ResponseWriter, r *http.Request) {
@@ -85,5 +90,69 @@ func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
 	}
 	if st := c.Status(); st.Candidate.Result != bundle.ResultRejected {
 		t.Fatalf("candidate slot after NOT_FOUND: got %+v, want the last result kept", st.Candidate)
+	}
+}
+
+// TestCandidateAndCurrentManifestsDoNotMix: the signed manifest's phase
+// separates the two paths. A candidate manifest served (or replayed) on a
+// load of the current configuration is REJECTED MANIFEST_PHASE_MISMATCH and
+// nothing changes; a current-phase manifest served for configPhase=candidate
+// is REJECTED the same way on a prefetch; a candidate manifest for another
+// snapshot than the body is REJECTED; a candidate whose lease has expired is
+// not a verdict (UNAVAILABLE CANDIDATE_LEASE_STALE, the candidate slot
+// keeps its last result) and the renewed one is READY.
+func TestCandidateAndCurrentManifestsDoNotMix(t *testing.T) {
+	w := newWorld(t)
+	r1 := w.build(w.spec(1))
+	cs := w.spec(2)
+	cs.phase = bundle.PhaseCandidate
+	cand := w.build(cs)
+	w.srv.set(r1, nil)
+	c := w.client()
+	mustLoad(t, c, client.OutcomeApplied)
+
+	// The candidate replayed on the current path.
+	w.srv.set(cand, nil)
+	ev, err := c.Load(context.Background())
+	if err == nil || ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonManifestPhase || ev.Field != "manifest.phase" {
+		t.Fatalf("candidate manifest on a load: got %+v, %v; want REJECTED %s", ev, err, client.ReasonManifestPhase)
+	}
+	if st := c.Status(); st.Current.SnapshotID != r1.Manifest.SnapshotID || st.LastKnownGood.SnapshotID != r1.Manifest.SnapshotID {
+		t.Fatalf("after a refused candidate manifest: current %+v lkg %+v, want release 1", st.Current, st.LastKnownGood)
+	}
+
+	// A current-phase manifest on the candidate path.
+	w.srv.set(r1, nil)
+	w.srv.setCandidate(w.build(w.spec(2)))
+	ev, err = c.Prefetch(context.Background())
+	if err == nil || ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonManifestPhase {
+		t.Fatalf("current-phase manifest on a prefetch: got %+v, %v; want REJECTED %s", ev, err, client.ReasonManifestPhase)
+	}
+
+	// A candidate manifest signed for another snapshot than the body.
+	other := w.spec(3)
+	other.phase = bundle.PhaseCandidate
+	mixed := *w.build(other)
+	mixed.Values = cand.Values
+	w.srv.setCandidate(&mixed)
+	if ev, err := c.Prefetch(context.Background()); err == nil || ev.Outcome != client.OutcomeRejected {
+		t.Fatalf("candidate manifest of another snapshot: got %+v, %v; want REJECTED", ev, err)
+	}
+
+	// READY, then a stale lease: not a verdict.
+	w.srv.setCandidate(cand)
+	if ev, err := c.Prefetch(context.Background()); err != nil || ev.Outcome != client.OutcomeReady {
+		t.Fatalf("candidate: got %+v, %v; want READY", ev, err)
+	}
+	stale := cs
+	stale.leaseTo = w.clock.Now().Add(-time.Hour)
+	stale.leaseFrom = stale.leaseTo.Add(-time.Hour)
+	w.srv.setCandidate(w.build(stale))
+	ev, err = c.Prefetch(context.Background())
+	if err == nil || ev.Outcome != client.OutcomeUnavailable || ev.Reason != client.ReasonCandidateLease {
+		t.Fatalf("expired candidate lease: got %+v, %v; want UNAVAILABLE %s", ev, err, client.ReasonCandidateLease)
+	}
+	if st := c.Status(); st.Candidate == nil || st.Candidate.Result != bundle.ResultReady || st.Candidate.SnapshotID != cand.Manifest.SnapshotID {
+		t.Fatalf("candidate slot after a stale lease: %+v, want the READY result kept", st.Candidate)
 	}
 }

@@ -142,8 +142,11 @@ func TestStatusEndpointReportsCurrentLastKnownGoodAndRejected(t *testing.T) {
 	if code, _, reason := statusCall(t, h, http.MethodPost, "/reload", reload); code != 401 || reason != string(client.ReasonControlTokenReplayed) {
 		t.Fatalf("replayed reload token: got %d %s, want 401 %s", code, reason, client.ReasonControlTokenReplayed)
 	}
-	// A prefetch request verifies the staged candidate (this test server
-	// serves release 2 for configPhase=candidate too) into the candidate slot.
+	// A prefetch request verifies the staged candidate (release 2's
+	// snapshot with a candidate manifest) into the candidate slot.
+	cs := w.spec(2)
+	cs.phase, cs.sequence = bundle.PhaseCandidate, 3
+	w.srv.setCandidate(w.build(cs))
 	if code, _, reason := statusCall(t, h, http.MethodPost, "/prefetch", sign(control, aud, controltoken.ScopeReload)); code != 401 || reason != string(client.ReasonControlTokenScope) {
 		t.Fatalf("reload token on /prefetch: got %d %s, want 401 %s", code, reason, client.ReasonControlTokenScope)
 	}

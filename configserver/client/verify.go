@@ -20,6 +20,10 @@ type candidate struct {
 	manifestBytes  []byte
 	signature      string
 	keyID          string
+	// phase is the manifest phase required: "" (the current configuration;
+	// loads, last-known-good, OCI, historical snapshots) or
+	// bundle.PhaseCandidate (Prefetch).
+	phase string
 }
 
 // verified is the outcome of a successful verification.
@@ -62,6 +66,9 @@ func (c *Client) checkSigned(cand candidate, now time.Time, floor seenState, ev 
 		return nil, err
 	}
 	ev.fromManifest(m)
+	if m.Phase != cand.phase {
+		return nil, reject(ReasonManifestPhase, "manifest.phase", "phase %q, want %q", m.Phase, cand.phase)
+	}
 	if err := c.checkManifestIdentity(m); err != nil {
 		return nil, err
 	}

@@ -53,6 +53,10 @@ type pointerRow struct {
 	signature, keyID                            *string
 	retired                                     bool // the identity is retired (410 Gone)
 	revoked                                     bool // the snapshot is revoked (changedPointersQuery only)
+	// phase is the manifest phase the row must carry: "" for current
+	// pointers and historical snapshots, bundle.PhaseCandidate for a
+	// candidate pointer.
+	phase string
 }
 
 func (r *pointerRow) scanArgs() []any {
@@ -90,6 +94,9 @@ func (r *pointerRow) delivery() (*configserver.Delivery, error) {
 	var m bundle.DeliveryManifest
 	if err := json.Unmarshal(r.manifest, &m); err != nil || m.Type != bundle.DeliveryManifestType {
 		return nil, integrityError("%s: stored delivery manifest is not a %s document", d.Identity, bundle.DeliveryManifestType)
+	}
+	if m.Phase != r.phase {
+		return nil, integrityError("%s: stored delivery manifest phase %q where %q belongs", d.Identity, m.Phase, r.phase)
 	}
 	for _, f := range []struct{ name, manifest, row string }{
 		{"host", m.Host, r.host},

@@ -1,0 +1,125 @@
+package promoter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
+)
+
+// signCandidates signs (or re-signs) the candidate delivery manifests of
+// the staged release envTag/version that need it at now, in tx, and stores
+// them with their candidate pointers: a pointer without a manifest (just
+// staged), one whose lease is due for refresh, one whose sequence the
+// identity's current pointer has reached since (a re-sign or another move),
+// and one whose revocation epoch is below the environment's epoch. A
+// candidate manifest is marked phase "candidate" inside the signed bytes,
+// so no runtime ever loads it as its current configuration; its sequence
+// stays above the identity's current pointer's, its activatedAt is the
+// staging time, and a renewal keeps both and issues a later lease. It
+// returns how many manifests it signed.
+func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
+			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
+			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
+			s.compatibility_generation, s.revocation_epoch, rt.refresh_after_ms, rt.expires_after_ms,
+			coalesce(p.sequence, 0), coalesce(c.sequence, 0), coalesce(c.activated_at, $3)
+		FROM configpub.candidate_pointer c
+		JOIN configpub.config_release_target rt ON rt.env_tag = c.env_tag AND rt.release_version = c.release_version
+			AND rt.host = c.host AND rt.service_id = c.service_id
+		JOIN configpub.config_snapshot s ON s.snapshot_id = c.snapshot_id
+		LEFT JOIN configpub.current_pointer p ON p.host = c.host AND p.service_id = c.service_id AND p.env_tag = c.env_tag
+		WHERE c.env_tag = $1 AND c.release_version = $2
+		  AND (c.manifest IS NULL OR c.lease_refresh_after <= $3 OR c.sequence <= coalesce(p.sequence, 0)
+			OR c.revocation_epoch < greatest(s.revocation_epoch, $4))
+		ORDER BY c.host, c.service_id
+		FOR UPDATE OF c`, envTag, version, now, epoch)
+	if err != nil {
+		return 0, dbErr("read candidate manifests", err)
+	}
+	var ps []pointerTarget
+	for rows.Next() {
+		var p pointerTarget
+		var schema int32
+		var current, seq int64
+		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
+			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
+			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &current, &seq, &p.ActivatedAt); err != nil {
+			rows.Close()
+			return 0, dbErr("read candidate manifests", err)
+		}
+		p.SchemaVersion = int(schema)
+		p.Phase = bundle.PhaseCandidate
+		p.RevocationEpoch = max(p.RevocationEpoch, epoch)
+		p.Sequence = seq
+		if seq <= current {
+			p.Sequence = nextSequence(current, now)
+		}
+		p.IssuedAt = now
+		ps = append(ps, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, dbErr("read candidate manifests", err)
+	}
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	if err := s.signAll(envTag, ps); err != nil {
+		return 0, err
+	}
+	n := len(ps)
+	hosts, svcs, seqs, acts, issued := make([]string, n), make([]string, n), make([]int64, n), make([]time.Time, n), make([]time.Time, n)
+	refresh, expires, epochs := make([]time.Time, n), make([]time.Time, n), make([]int64, n)
+	bodies, sigs := make([][]byte, n), make([]string, n)
+	for i, p := range ps {
+		hosts[i], svcs[i], seqs[i], acts[i], issued[i] = p.Host, p.ServiceID, p.Sequence, p.ActivatedAt, p.IssuedAt
+		refresh[i], expires[i], epochs[i], bodies[i], sigs[i] = p.RefreshAt, p.ExpiresAt, p.RevocationEpoch, p.Manifest, p.Signature
+	}
+	tag, err := tx.Exec(ctx, `UPDATE configpub.candidate_pointer c SET sequence = u.seq, activated_at = u.act,
+			issued_at = u.iss, lease_refresh_after = u.ref, lease_expires_at = u.exp, revocation_epoch = u.ep,
+			manifest = u.m, manifest_signature = u.sig, manifest_key_id = $3
+		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[],
+			$10::timestamptz[], $11::bigint[], $12::bytea[], $13::text[]) AS u(host, svc, seq, act, iss, ref, exp, ep, m, sig)
+		WHERE c.env_tag = $1 AND c.release_version = $2 AND c.host = u.host AND c.service_id = u.svc`,
+		envTag, version, s.keyID, hosts, svcs, seqs, acts, issued, refresh, expires, epochs, bodies, sigs)
+	if err != nil {
+		return 0, dbErr("store candidate manifests", err)
+	}
+	if int(tag.RowsAffected()) != n {
+		return 0, fmt.Errorf("environment %s release %d: %d of %d candidate pointers changed while they were signed: %w",
+			envTag, version, n-int(tag.RowsAffected()), n, ErrConflict)
+	}
+	return n, nil
+}
+
+// RenewCandidates re-signs, in one short transaction, the candidate
+// manifests of the staged release envTag/version whose lease is due for
+// refresh (or whose sequence or epoch fell behind the identity's current
+// pointer or the environment), so that a runtime prefetching the candidate
+// always gets a live lease while the release stays staged. A two-phase
+// activation calls it before every readiness check. It returns how many
+// manifests it signed; a release that is not staged has none.
+func (s *Store) RenewCandidates(ctx context.Context, envTag string, version int64) (int, error) {
+	if s.opts.Signer == nil {
+		return 0, ErrNoSigner
+	}
+	var n int
+	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		var epoch int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT revocation_epoch FROM configpub.environment
+			WHERE env_tag = $1), 0)`, envTag).Scan(&epoch); err != nil {
+			return dbErr("read revocation epoch", err)
+		}
+		var err error
+		n, err = s.signCandidates(ctx, tx, envTag, version, epoch, s.now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("renew candidate manifests of %s release %d: %w", envTag, version, err)
+	}
+	return n, nil
+}
