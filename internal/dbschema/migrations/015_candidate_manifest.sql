@@ -30,5 +30,5 @@ ALTER TABLE configpub.candidate_pointer
 		num_nulls(sequence, activated_at, issued_at, lease_refresh_after, lease_expires_at, revocation_epoch,
 			manifest, manifest_signature, manifest_key_id) IN (0, 9));
 
-GRANT UPDATE (sequence, issued_at, lease_refresh_after, lease_expires_at, revocation_epoch,
+GRANT UPDATE (sequence, activated_at, issued_at, lease_refresh_after, lease_expires_at, revocation_epoch,
 	manifest, manifest_signature, manifest_key_id) ON configpub.candidate_pointer TO configpub_promoter;
