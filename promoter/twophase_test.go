@@ -42,7 +42,11 @@ func (r *recorder) kinds() []string {
 
 // writeReceipt records a receipt through the readback collector's store
 // (readback.Store.Record), as the collector does after reading a runtime's
-// status endpoint.
+// status endpoint. The tests here use it to drive the promoter's rollout
+// logic (timeouts, journal, kill -9, integrity) precisely; the same
+// outcomes through real runtimes that prefetch and verify the signed
+// candidate from the real Config Server, with the collector recording
+// their answers, are configserver's TestTwoPhaseReal* tests.
 func (f *fixture) writeReceipt(t testing.TB, tg promoter.Target, phase, result, reason string) {
 	t.Helper()
 	added, err := readback.NewStore(f.pool).Record(context.Background(), bundle.Receipt{
