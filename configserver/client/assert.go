@@ -17,7 +17,8 @@ import (
 // list).
 const (
 	// ReasonAssertionInvalid: the assertion headers are incomplete or
-	// malformed, or the manifest is not a canonical delivery manifest.
+	// malformed, or the manifest is not a canonical delivery manifest of
+	// the current phase (a candidate manifest is never an assertion).
 	ReasonAssertionInvalid Reason = "PEER_ASSERTION_INVALID"
 	// ReasonAssertionUntrustedKey: the key id names no key the receiver
 	// trusts.
@@ -148,6 +149,11 @@ func (c *Client) VerifyPeer(r *http.Request, opts PeerOptions) (*PeerVerdict, er
 		default:
 			return refuse(ReasonAssertionInvalid)
 		}
+	}
+	if m.IsCandidate() {
+		// A candidate manifest vouches for a staged snapshot that no
+		// runtime runs: never an assertion of what the caller runs.
+		return refuse(ReasonAssertionInvalid)
 	}
 	if m.PublicationID != pid || m.PolicySnapshotID != psid || m.PolicyDigest != pd {
 		return refuse(ReasonAssertionMismatch)

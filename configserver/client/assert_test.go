@@ -53,6 +53,7 @@ func TestVerifyPeerAssertionRules(t *testing.T) {
 			return bundle.Identity{Host: w.id.Host, ServiceID: "agent-43", EnvTag: w.id.EnvTag}, nil
 		}, client.ReasonPeerSubjectMismatch},
 		{"revocation epoch below the receiver's", headers(variant(func(s *spec) { s.epoch = 2 })), self, client.ReasonAssertionStaleEpoch},
+		{"candidate manifest", headers(variant(func(s *spec) { s.phase = bundle.PhaseCandidate })), self, client.ReasonAssertionInvalid},
 		{"lease over", headers(variant(func(s *spec) { s.leaseFrom, s.leaseTo = w.clock.Now().Add(-3*time.Hour), w.clock.Now().Add(-time.Hour) })), self, client.ReasonAssertionExpired},
 		{"untrusted key", headers(variant(func(s *spec) { s.signer = &other })), self, client.ReasonAssertionUntrustedKey},
 		{"signed by the trusted key's id, not its key", headers(variant(func(s *spec) { s.signer = &other; s.keyID = w.key.trusted.ID })), self, client.ReasonAssertionForged},
