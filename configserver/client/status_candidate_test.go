@@ -13,6 +13,14 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 )
 
+// candidateSpec is release n's snapshot with a candidate manifest, as a
+// staged release is served for configPhase=candidate.
+func (w *world) candidateSpec(n int64) spec {
+	s := w.spec(n)
+	s.phase = bundle.PhaseCandidate
+	return s
+}
+
 // TestPrefetchHoldsACandidateWithoutApplyingIt: the current release 1 runs;
 // the staged release 2 (with a candidate delivery manifest) is prefetched
 // (configPhase=candidate), verified and
@@ -22,10 +30,7 @@ import (
 // prefetch is UNAVAILABLE NOT_FOUND and the slot keeps its last result.
 func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
 	w := newWorld(t)
-	r1 := w.build(w.spec(1))
-	s2 := w.spec(2)
-	s2.phase = bundle.PhaseCandidate
-	r2 := w.build(s2)
+	r1, r2 := w.build(w.spec(1)), w.build(w.candidateSpec(2))
 	var tamper, staged atomic.Bool
 	staged.Store(true)
 	w.srv.setRaw(func(rw http.ResponseWriter, r *http.Request) {
@@ -104,8 +109,7 @@ func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
 func TestCandidateAndCurrentManifestsDoNotMix(t *testing.T) {
 	w := newWorld(t)
 	r1 := w.build(w.spec(1))
-	cs := w.spec(2)
-	cs.phase = bundle.PhaseCandidate
+	cs := w.candidateSpec(2)
 	cand := w.build(cs)
 	w.srv.set(r1, nil)
 	c := w.client()
@@ -130,9 +134,7 @@ func TestCandidateAndCurrentManifestsDoNotMix(t *testing.T) {
 	}
 
 	// A candidate manifest signed for another snapshot than the body.
-	other := w.spec(3)
-	other.phase = bundle.PhaseCandidate
-	mixed := *w.build(other)
+	mixed := *w.build(w.candidateSpec(3))
 	mixed.Values = cand.Values
 	w.srv.setCandidate(&mixed)
 	if ev, err := c.Prefetch(context.Background()); err == nil || ev.Outcome != client.OutcomeRejected {

@@ -144,8 +144,8 @@ func TestStatusEndpointReportsCurrentLastKnownGoodAndRejected(t *testing.T) {
 	}
 	// A prefetch request verifies the staged candidate (release 2's
 	// snapshot with a candidate manifest) into the candidate slot.
-	cs := w.spec(2)
-	cs.phase, cs.sequence = bundle.PhaseCandidate, 3
+	cs := w.candidateSpec(2)
+	cs.sequence = 3
 	w.srv.setCandidate(w.build(cs))
 	if code, _, reason := statusCall(t, h, http.MethodPost, "/prefetch", sign(control, aud, controltoken.ScopeReload)); code != 401 || reason != string(client.ReasonControlTokenScope) {
 		t.Fatalf("reload token on /prefetch: got %d %s, want 401 %s", code, reason, client.ReasonControlTokenScope)
