@@ -25,7 +25,8 @@ import (
 // observation only and status has no receipt. Then the collector reads the
 // runtime's status endpoint with the control-plane key and records a
 // receipt naming the runtime's current and last-known-good snapshot; status
-// and history show it apart from the observation; a second readback of the
+// and history show it apart from the observation, and only the receipt
+// acknowledges the move (STATE APPLIED); a second readback of the
 // same state adds nothing; a runtime answering for another identity is
 // refused and records nothing.
 func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
@@ -63,31 +64,16 @@ func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
 	if st.LastEvidence == nil || st.LastEvidence.Kind != "observation" || st.LastReceipt != nil {
 		t.Fatalf("after a workload report: got last evidence %+v, last receipt %+v; want an observation and no receipt", st.LastEvidence, st.LastReceipt)
 	}
+	if st.State != promoter.TargetPublished || st.Running != nil || st.AcknowledgedAt != nil ||
+		st.LastObservation == nil || st.LastObservation.Outcome != bundle.ResultApplied {
+		t.Fatalf("after a workload report: got state %s running %+v acknowledged %v observation %+v; want PUBLISHED, unacknowledged, the APPLIED observation shown apart",
+			st.State, st.Running, st.AcknowledgedAt, st.LastObservation)
+	}
 
-	// The runtime's status endpoint and the collector's control key.
-	ctlKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctlTrusted, err := signing.NewTrustedKey(&ctlKey.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := c.StatusHandler(client.StatusOptions{ControlKeys: []signing.TrustedKey{ctlTrusted}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := httptest.NewServer(h)
-	defer rt.Close()
-	col, err := readback.NewCollector(readback.Options{Signer: ctlKey, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := readback.NewStore(g.e.db.PoolURL(t, g.e.db.URLFor(t, "configpub_promoter")))
-	target := readback.Target{Endpoint: rt.URL, Host: g.id.Host, ServiceID: g.id.ServiceID, EnvTag: g.id.EnvTag}
+	col, store, target := g.readbackOf(t, c)
 
 	// A workload token does not open the status endpoint either.
-	req, _ := http.NewRequest(http.MethodGet, rt.URL+"/status", nil)
+	req, _ := http.NewRequest(http.MethodGet, target.Endpoint+"/status", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
 	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("status endpoint with a workload token: got %v %v, want 401", r.StatusCode, err)
@@ -103,18 +89,23 @@ func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
 	if r == nil || r.Kind != "receipt" || r.Phase != bundle.PhaseCurrent || r.Outcome != bundle.ResultApplied ||
 		r.SnapshotID != g.target.SnapshotID || r.RunningSnapshotID != g.target.SnapshotID ||
 		r.LastKnownGoodSnapshotID != g.target.SnapshotID || r.PublicationID != g.target.PublicationID ||
-		r.Endpoint != rt.URL || r.LoadedAt == nil {
-		t.Fatalf("status receipt: got %+v, want an APPLIED receipt running and keeping %s read from %s", r, g.target.SnapshotID, rt.URL)
+		r.Endpoint != target.Endpoint || r.LoadedAt == nil {
+		t.Fatalf("status receipt: got %+v, want an APPLIED receipt running and keeping %s read from %s", r, g.target.SnapshotID, target.Endpoint)
 	}
 	if st.LastEvidence == nil || st.LastEvidence.Kind != "receipt" {
 		t.Fatalf("last evidence: got %+v, want the receipt", st.LastEvidence)
+	}
+	if st.State != promoter.TargetApplied || st.Running == nil || st.Running.SnapshotID != g.target.SnapshotID ||
+		st.AcknowledgedAt == nil || !st.AcknowledgedAt.Equal(r.ReportedAt) || st.LastObservation == nil {
+		t.Fatalf("after the readback: got state %s running %+v acknowledged %v; want APPLIED running %s, acknowledged by the receipt",
+			st.State, st.Running, st.AcknowledgedAt, g.target.SnapshotID)
 	}
 	moves, err := g.ps.History(ctx, g.id.EnvTag, promoter.HistoryFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(moves) != 1 || moves[0].ReceiptAt == nil || moves[0].AppliedAt == nil || !moves[0].AppliedAt.Before(*moves[0].ReceiptAt) {
-		t.Fatalf("history: got %+v, want the observation's appliedAt before the receipt's receiptAt", moves)
+	if len(moves) != 1 || moves[0].ReceiptAt == nil || moves[0].AppliedAt == nil || !moves[0].AppliedAt.Equal(*moves[0].ReceiptAt) {
+		t.Fatalf("history: got %+v, want appliedAt and receiptAt from the receipt (not the earlier observation)", moves)
 	}
 
 	// Reading the same state again records nothing new.
@@ -134,6 +125,33 @@ func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
 	if !errors.Is(err, readback.ErrInvalidReceipt) {
 		t.Fatalf("receipt for another identity's snapshot: got %v, want ErrInvalidReceipt", err)
 	}
+}
+
+// readbackOf serves c's status endpoint for the test's life and returns a
+// collector with a fresh control key it trusts, the promoter's receipt
+// store and the readback target of the endpoint.
+func (g *goldenRuntime) readbackOf(t *testing.T, c *client.Client) (*readback.Collector, *readback.Store, readback.Target) {
+	t.Helper()
+	ctlKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlTrusted, err := signing.NewTrustedKey(&ctlKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.StatusHandler(client.StatusOptions{ControlKeys: []signing.TrustedKey{ctlTrusted}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := httptest.NewServer(h)
+	t.Cleanup(rt.Close)
+	col, err := readback.NewCollector(readback.Options{Signer: ctlKey, Now: g.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := readback.NewStore(g.e.db.PoolURL(t, g.e.db.URLFor(t, "configpub_promoter")))
+	return col, store, readback.Target{Endpoint: rt.URL, Host: g.id.Host, ServiceID: g.id.ServiceID, EnvTag: g.id.EnvTag}
 }
 
 func targetStatus(t *testing.T, g *goldenRuntime) promoter.TargetStatus {

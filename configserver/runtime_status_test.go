@@ -21,6 +21,7 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/readback"
 )
 
 // simClock is a settable clock shared by the promoter, the Config Server's
@@ -108,10 +109,12 @@ func (g *goldenRuntime) client(t *testing.T, url, cacheDir string) *client.Clien
 
 // TestStatusKeepsRejectionApartFromWhatRuns: a runtime applies the current
 // snapshot, then rejects a tampered response (a proxy flips one body byte)
-// and keeps running it. Both reports reach the real Config Server; status
-// shows the target APPLIED, running the desired snapshot, not diverged,
-// acknowledged, with exactly one rejection recorded apart; history keeps
-// both reports with the move they are about.
+// and keeps running it. It reports both to the real Config Server with its
+// workload token (observations), and the control plane reads its status
+// endpoint back (receipts). Status shows the target APPLIED, running the
+// desired snapshot, not diverged, acknowledged, with exactly one rejection
+// (the receipt's; the observation is not counted again) recorded apart;
+// history keeps them with the move they are about.
 func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 	t.Parallel()
 	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
@@ -165,6 +168,14 @@ func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 	if err := reporter.ReportEvidence(ctx, ev); err != nil {
 		t.Fatalf("report REJECTED: %v", err)
 	}
+	if st := targetStatus(t, g); st.State != promoter.TargetPublished || st.AcknowledgedAt != nil || st.RejectionsSinceMove != 0 {
+		t.Fatalf("status from observations alone: got %s acknowledged %v rejections %d, want PUBLISHED, unacknowledged, none",
+			st.State, st.AcknowledgedAt, st.RejectionsSinceMove)
+	}
+	col, store, target := g.readbackOf(t, c)
+	if res, err := readback.Run(ctx, col, store, []readback.Target{target}); err != nil || len(res) != 1 || res[0].Recorded != 2 {
+		t.Fatalf("readback: got %+v, %v; want two receipts (APPLIED, REJECTED) recorded", res, err)
+	}
 
 	st, err := g.ps.Status(ctx, g.id.EnvTag)
 	if err != nil {
@@ -183,12 +194,12 @@ func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 	if ts.LastRejection == nil || ts.LastRejection.Reason != string(client.ReasonDigestMismatch) || ts.RejectionsSinceMove != 1 {
 		t.Fatalf("status: got last rejection %+v (%d since move), want one DIGEST_MISMATCH", ts.LastRejection, ts.RejectionsSinceMove)
 	}
-	if ts.LastRejection.Kind != "observation" || ts.LastRejection.RunningSnapshotID != g.target.SnapshotID ||
+	if ts.LastRejection.Kind != "receipt" || ts.LastRejection.RunningSnapshotID != g.target.SnapshotID ||
 		ts.LastRejection.LastKnownGoodSnapshotID != g.target.SnapshotID || ts.LastRejection.PublicationID != g.target.PublicationID {
-		t.Fatalf("rejection evidence: got %+v, want an observation naming the running and last-known-good snapshot and the publication", ts.LastRejection)
+		t.Fatalf("rejection evidence: got %+v, want a receipt naming the running and last-known-good snapshot and the publication", ts.LastRejection)
 	}
 	if ts.AcknowledgedAt == nil {
-		t.Fatal("status: the APPLIED report does not acknowledge the move")
+		t.Fatal("status: the APPLIED receipt does not acknowledge the move")
 	}
 	moves, err := g.ps.History(ctx, g.id.EnvTag, promoter.HistoryFilter{})
 	if err != nil {

@@ -11,15 +11,17 @@ import (
 )
 
 // Target states reported by Status. The state says what the runtime runs
-// relative to the desired pointer; rejections, acknowledgement lag and
-// divergence are reported apart from it (TargetStatus).
+// relative to the desired pointer, as the control plane read it back
+// (receipts); rejections, acknowledgement lag and divergence are reported
+// apart from it (TargetStatus). A runtime's own reports (observations)
+// never set a state.
 const (
 	TargetRetired      = "RETIRED"       // the active release does not contain the identity (served 410 Gone)
 	TargetRevoked      = "REVOKED"       // the current snapshot is revoked
 	TargetLeaseExpired = "LEASE_EXPIRED" // the current lease ran out (renew leases)
-	TargetApplied      = "APPLIED"       // the runtime reports running the current snapshot
-	TargetRejected     = "REJECTED"      // the runtime rejected the current snapshot and runs another (or none)
-	TargetPublished    = "PUBLISHED"     // delivered; the runtime has not reported running it
+	TargetApplied      = "APPLIED"       // a receipt reads the runtime running the current snapshot
+	TargetRejected     = "REJECTED"      // a receipt reads the runtime rejecting the current snapshot and running another (or none)
+	TargetPublished    = "PUBLISHED"     // delivered; no receipt reads the runtime running it
 )
 
 // Status is an environment's publication timeline.
@@ -50,12 +52,15 @@ type ReleaseStatus struct {
 }
 
 // TargetStatus is one identity: the desired pointer (SnapshotID and the
-// fields after it up to LeaseExpiresAt), what the runtime reports running
-// (Running), its last rejection (LastRejection, with the count since the
-// pointer moved), how long it took (or is taking) to acknowledge the desired
+// fields after it up to LeaseExpiresAt), what the runtime runs (Running),
+// its last rejection (LastRejection, with the count since the pointer
+// moved), how long it took (or is taking) to acknowledge the desired
 // snapshot, and whether what it runs diverges from the desired pointer.
-// Runtime reports are observations (unverified: a runtime reports about
-// itself), never authority.
+// All of these, and State, come from receipts: what the control plane read
+// back from the runtime's status endpoint with its own credential
+// (configpub readback). A runtime's own reports (POST /configs/evidence
+// with its workload token) are unverified observations: LastObservation
+// shows the last one, and they decide nothing.
 type TargetStatus struct {
 	Host            string    `json:"host"`
 	ServiceID       string    `json:"serviceId"`
@@ -73,23 +78,26 @@ type TargetStatus struct {
 	MovedAt         time.Time `json:"movedAt"`
 	LeaseExpiresAt  time.Time `json:"leaseExpiresAt"`
 
-	// Running is the snapshot the runtime last reported running (its last
-	// APPLIED report, or the current snapshot named by a later report).
+	// Running is the snapshot the last receipt read the runtime running
+	// (its running snapshot, or the snapshot of an APPLIED receipt).
 	Running *RunningSnapshot `json:"running,omitempty"`
-	// Diverged is true when the runtime reports running another snapshot
-	// than the desired one.
+	// Diverged is true when a receipt reads the runtime running another
+	// snapshot than the desired one.
 	Diverged bool `json:"diverged"`
-	// AcknowledgedAt is the first report of running the desired snapshot
-	// since the pointer moved; AckLagSeconds is the time from the move to
-	// it, or to now while unacknowledged.
+	// AcknowledgedAt is the first receipt of the runtime running the
+	// desired snapshot since the pointer moved; AckLagSeconds is the time
+	// from the move to it, or to now while unacknowledged.
 	AcknowledgedAt *time.Time `json:"acknowledgedAt,omitempty"`
 	AckLagSeconds  int64      `json:"ackLagSeconds"`
-	// LastRejection is the runtime's last REJECTED report, whatever it was
-	// about; RejectionsSinceMove counts those since the pointer moved.
+	// LastRejection is the last REJECTED receipt, whatever it was about;
+	// RejectionsSinceMove counts those since the pointer moved.
 	LastRejection       *Evidence `json:"lastRejection,omitempty"`
 	RejectionsSinceMove int       `json:"rejectionsSinceMove"`
-	// LastEvidence is the runtime's last report of any outcome.
+	// LastEvidence is the last receipt or observation of any outcome.
 	LastEvidence *Evidence `json:"lastEvidence,omitempty"`
+	// LastObservation is the runtime's last own report (unverified; shown,
+	// never counted).
+	LastObservation *Evidence `json:"lastObservation,omitempty"`
 	// LastReceipt is the last receipt about the runtime's current
 	// configuration: what the control plane read back from the runtime's
 	// status endpoint with its own credential (configpub readback), as
@@ -208,14 +216,16 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		return nil, dbErr("read releases", err)
 	}
 	now := s.opts.Clock()
-	// Per pointer: the last report, the last report naming what runs
-	// (running_snapshot_id, or the snapshot of an APPLIED report from
-	// before that column), the last rejection with the count since the
-	// move, and the first report of running the desired snapshot since the
-	// move.
+	// Per pointer, from the receipts about the current configuration: the
+	// last one naming what runs (running_snapshot_id, or the snapshot of an
+	// APPLIED receipt), the last rejection with the count since the move,
+	// the first receipt of running the desired snapshot since the move, and
+	// the last receipt; apart from them, the last report of any kind and
+	// the last observation.
 	rows, err = s.pool.Query(ctx, `WITH ev AS (
 			SELECT e.*, coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
-			FROM configpub.runtime_evidence e WHERE e.env_tag = $1)
+			FROM configpub.runtime_evidence e WHERE e.env_tag = $1 AND e.kind = 'receipt' AND e.phase = 'current'),
+		anyev AS (SELECT e.* FROM configpub.runtime_evidence e WHERE e.env_tag = $1)
 		SELECT p.host, p.service_id, p.env_tag, s.audience, p.snapshot_id::text, s.publication_id::text,
 			p.release_version, s.artifact_digest, s.content_digest, s.policy_digest, p.sequence, p.moved_at,
 			p.lease_expires_at, `+snapshotRevokedSQL+`,
@@ -231,6 +241,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			`+prefixed("lastev", evidenceColumns)+`,
 			`+prefixed("rejev", evidenceColumns)+`,
 			`+prefixed("rcpt", evidenceColumns)+`,
+			`+prefixed("obs", evidenceColumns)+`,
 			p.retired_at IS NOT NULL
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
@@ -238,13 +249,15 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			WHERE e.host = p.host AND e.service_id = p.service_id AND e.runs IS NOT NULL
 			ORDER BY e.evidence_id DESC LIMIT 1) run ON true
 		LEFT JOIN configpub.config_snapshot rs ON rs.snapshot_id = run.runs
-		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id
+		LEFT JOIN LATERAL (SELECT * FROM anyev e WHERE e.host = p.host AND e.service_id = p.service_id
 			ORDER BY e.evidence_id DESC LIMIT 1) lastev ON true
 		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id AND e.outcome = 'REJECTED'
 			ORDER BY e.evidence_id DESC LIMIT 1) rejev ON true
 		LEFT JOIN LATERAL (SELECT * FROM ev e WHERE e.host = p.host AND e.service_id = p.service_id
-			AND e.kind = 'receipt' AND e.phase = 'current'
 			ORDER BY e.evidence_id DESC LIMIT 1) rcpt ON true
+		LEFT JOIN LATERAL (SELECT * FROM anyev e WHERE e.host = p.host AND e.service_id = p.service_id
+			AND e.kind = 'observation'
+			ORDER BY e.evidence_id DESC LIMIT 1) obs ON true
 		WHERE p.env_tag = $1
 		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
@@ -257,16 +270,16 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		var runID, runPub *string
 		var runAt, ackAt *time.Time
 		var runRelease *int64
-		var last, rej, rcpt evidenceScan
+		var last, rej, rcpt, obs evidenceScan
 		dest := []any{&t.Host, &t.ServiceID, &t.EnvTag, &t.Audience, &t.SnapshotID, &t.PublicationID, &t.ReleaseVersion,
 			&t.ArtifactDigest, &t.ContentDigest, &t.PolicyDigest, &t.Sequence, &t.MovedAt, &t.LeaseExpiresAt,
 			&revoked, &t.PreviousRelease, &runID, &runAt, &runRelease, &runPub, &ackAt, &t.RejectionsSinceMove}
-		dest = append(append(append(append(dest, last.dest()...), rej.dest()...), rcpt.dest()...), &retired)
+		dest = append(append(append(append(append(dest, last.dest()...), rej.dest()...), rcpt.dest()...), obs.dest()...), &retired)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, dbErr("read pointers", err)
 		}
 		t.MovedAt, t.LeaseExpiresAt = t.MovedAt.UTC(), t.LeaseExpiresAt.UTC()
-		t.LastEvidence, t.LastRejection, t.LastReceipt = last.evidence(), rej.evidence(), rcpt.evidence()
+		t.LastEvidence, t.LastRejection, t.LastReceipt, t.LastObservation = last.evidence(), rej.evidence(), rcpt.evidence(), obs.evidence()
 		if runID != nil {
 			t.Running = &RunningSnapshot{SnapshotID: *runID, PublicationID: deref(runPub), ReportedAt: runAt.UTC()}
 			if runRelease != nil {
@@ -296,9 +309,9 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 }
 
 // targetState derives a target's state: revoked and lease-expired first;
-// then what the runtime runs decides, so that a rejection of a tampered
-// response by a runtime that still runs the desired snapshot leaves it
-// APPLIED (the rejection is reported apart).
+// then what the receipts read the runtime running decides, so that a
+// rejection of a tampered response by a runtime that still runs the
+// desired snapshot leaves it APPLIED (the rejection is reported apart).
 func targetState(t *TargetStatus, revoked bool, now time.Time) string {
 	switch {
 	case revoked:
@@ -355,15 +368,15 @@ type Move struct {
 	// ReleaseVersion (which does not contain it); NextSnapshotID is then the
 	// snapshot it was retired from.
 	Retired bool `json:"retired,omitempty"`
-	// AppliedAt is the first runtime report of running NextSnapshotID
-	// after this move and before the identity's next move; Rejections
-	// counts the reports rejecting it in that time. They stay with this
-	// move whatever the runtime runs later.
+	// AppliedAt is the first receipt (read back by the control plane) of
+	// the runtime running NextSnapshotID after this move and before the
+	// identity's next move; Rejections counts the receipts rejecting it in
+	// that time. They stay with this move whatever the runtime runs later;
+	// the runtime's own reports (observations) never set them.
 	AppliedAt  *time.Time `json:"appliedAt,omitempty"`
 	Rejections int        `json:"rejections"`
-	// ReceiptAt is the first receipt (read back by the control plane) of
-	// the runtime running NextSnapshotID in the same span; observations
-	// alone never set it.
+	// ReceiptAt is the first receipt that names NextSnapshotID as the
+	// runtime's running snapshot in the same span.
 	ReceiptAt *time.Time `json:"receiptAt,omitempty"`
 }
 
@@ -385,10 +398,12 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 	rows, err := s.pool.Query(ctx, `SELECT m.*,
 			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e
 				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+				AND e.kind = 'receipt' AND e.phase = 'current'
 				AND coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) = m.next_snapshot_id::uuid
 				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at)),
 			(SELECT count(*) FROM configpub.runtime_evidence e
 				WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
+				AND e.kind = 'receipt' AND e.phase = 'current'
 				AND e.outcome = 'REJECTED' AND e.snapshot_id = m.next_snapshot_id::uuid
 				AND e.reported_at >= m.moved_at AND (nm.moved_at IS NULL OR e.reported_at < nm.moved_at)),
 			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e

@@ -43,22 +43,25 @@ func addStatusCmd(root *cobra.Command) {
 and, per target, keeps apart:
   - the desired pointer: the current snapshot, the release that created it, its digests,
     sequence and lease;
-  - what the runtime runs: the snapshot its last report names as running (RUNNING), and
-    whether it diverges from the desired one (DIVERGED);
-  - the acknowledgement: when the runtime first reported running the desired snapshot
-    after the pointer moved, and the lag since the move (pending while it has not);
-  - its last rejection (reason, snapshot, time) and how many since the move.
-STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (the
-runtime runs the desired snapshot, even if it rejected a tampered response since), REJECTED
-(it rejected the desired snapshot and runs another) or PUBLISHED (not reported yet). Runtime reports are unverified observations;
-RECEIPT is apart from them: the last receipt the control plane read back from the runtime's status
-endpoint with its own credential (configpub readback), naming what it runs and its last-known-good.
+  - what the runtime runs, as the control plane read it back from the runtime's status
+    endpoint with its own credential (configpub readback receipts): the snapshot the last
+    receipt names as running (RUNNING), and whether it diverges from the desired one (DIVERGED);
+  - the acknowledgement: when a receipt first read the runtime running the desired snapshot
+    after the pointer moved, and the lag since the move (pending while none has);
+  - its last rejection receipt (reason, snapshot, time) and how many since the move;
+  - RECEIPT: the last receipt, naming what the runtime runs and its last-known-good.
+STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (a receipt
+reads the runtime running the desired snapshot, even if it rejected a tampered response since),
+REJECTED (it rejected the desired snapshot and runs another) or PUBLISHED (no receipt yet).
+UNVERIFIED is the runtime's own last report (POST /configs/evidence with its workload token):
+an observation, shown and never counted in any other column.
 An environment without releases is an error (exit 1). --output json prints
 {"envTag","currentRelease","releases":[...],"targets":[{"host","serviceId","envTag",
 "audience","snapshotId","releaseVersion","publicationId","artifactDigest","contentDigest",
 "policyDigest","state","sequence","movedAt","leaseExpiresAt","running":{"snapshotId",
 "releaseVersion","publicationId","reportedAt"},"diverged","acknowledgedAt","ackLagSeconds",
-"lastRejection":{...},"rejectionsSinceMove","lastEvidence":{...},"lastReceipt":{...}}]}; each
+"lastRejection":{...},"rejectionsSinceMove","lastEvidence":{...},"lastReceipt":{...},
+"lastObservation":{...}}]}; each
 report carries "kind" (observation or receipt) and "phase" (current or candidate).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,11 +102,11 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
-	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tLEASE EXPIRES")
+	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tUNVERIFIED\tLEASE EXPIRES")
 	for _, t := range st.Targets {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
+		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
 			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(t), yesNo(t.Diverged), acknowledged(t),
-			lastRejection(t), receipt(t), t.LeaseExpiresAt.Format(time.RFC3339))
+			lastRejection(t), receipt(t), observation(t), t.LeaseExpiresAt.Format(time.RFC3339))
 	}
 	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()
@@ -172,6 +175,21 @@ func receipt(t promoter.TargetStatus) string {
 		lkg = short(e.LastKnownGoodSnapshotID, 8)
 	}
 	return fmt.Sprintf("%s runs %s lkg %s at %s", safetext.Terminal(e.Outcome), runs, lkg, e.ReportedAt.Format(time.RFC3339))
+}
+
+// observation describes the runtime's own last report (unverified).
+func observation(t promoter.TargetStatus) string {
+	e := t.LastObservation
+	if e == nil {
+		return "-"
+	}
+	about := "-"
+	if e.SnapshotID == t.SnapshotID {
+		about = "desired"
+	} else if e.SnapshotID != "" {
+		about = short(e.SnapshotID, 8)
+	}
+	return fmt.Sprintf("%s %s at %s", safetext.Terminal(e.Outcome), about, e.ReportedAt.Format(time.RFC3339))
 }
 
 func yesNo(b bool) string {

@@ -11,11 +11,14 @@ import (
 	"github.com/configpub/configpub/promoter"
 )
 
-// TestStatusAndHistoryKeepRuntimeEvidenceApart: host-a runs its desired
-// snapshot and rejected a tampered response since (APPLIED, one rejection
-// apart); host-b still runs release 1's snapshot after release 2 moved it
-// (PUBLISHED, diverged, acknowledgement pending), and its report about
-// release 1 stays with release 1's move in history. Text and JSON.
+// TestStatusAndHistoryKeepRuntimeEvidenceApart: receipts read back by the
+// control plane say host-a runs its desired snapshot and rejected a
+// tampered response since (APPLIED, one rejection apart), and host-b still
+// runs release 1's snapshot after release 2 moved it (PUBLISHED, diverged,
+// acknowledgement pending); its report about release 1 stays with release
+// 1's move in history. host-b's own later report (an observation, workload
+// token) that it applied the desired snapshot is shown as UNVERIFIED and
+// changes none of that. Text and JSON.
 func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	db := pgtest.New(t)
 	t.Setenv(cosignkey.PasswordEnv, "pw")
@@ -33,21 +36,27 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	}
 	snaps := seedReleases(t, db, signer)
 	ctx := context.Background()
-	// Reports as the Config Server stores them, each just after the move it
-	// follows (reported_at is the server's clock).
+	// Receipts as readback records them and an observation as the Config
+	// Server stores it, each just after the first move (reported_at is the
+	// database's clock).
 	for _, r := range []struct {
-		host, outcome, reason, snapshot string
-		afterMicros                     int
+		host, outcome, reason, snapshot, kind string
+		afterMicros                           int
 	}{
-		{"host-a", "APPLIED", "NEW_SNAPSHOT", snaps[1][0], 1},
-		{"host-b", "APPLIED", "NEW_SNAPSHOT", snaps[1][1], 1},
-		{"host-a", "REJECTED", "DIGEST_MISMATCH", snaps[1][0], 2},
+		{"host-a", "APPLIED", "NEW_SNAPSHOT", snaps[1][0], "receipt", 1},
+		{"host-b", "APPLIED", "NEW_SNAPSHOT", snaps[1][1], "receipt", 1},
+		{"host-a", "REJECTED", "DIGEST_MISMATCH", snaps[1][0], "receipt", 2},
+		{"host-b", "APPLIED", "NEW_SNAPSHOT", snaps[2][1], "observation", 0},
 	} {
+		at := `(SELECT moved_at FROM configpub.pointer_move WHERE host = $1 ORDER BY move_id LIMIT 1) + $5::int * interval '1 microsecond'`
+		if r.kind == "observation" {
+			at = `now() + $5::int * interval '1 microsecond'` // after every move
+		}
 		if _, err := db.Pool(t).Exec(ctx, `INSERT INTO configpub.runtime_evidence
-			(host, service_id, env_tag, snapshot_id, outcome, reason, running_snapshot_id, lkg_snapshot_id, reported_at)
-			SELECT $1, 'svc', 'prod', $2::uuid, $3, $4, $2::uuid, $2::uuid,
-				(SELECT moved_at FROM configpub.pointer_move WHERE host = $1 ORDER BY move_id LIMIT 1) + $5::int * interval '1 microsecond'`,
-			r.host, r.snapshot, r.outcome, r.reason, r.afterMicros); err != nil {
+			(host, service_id, env_tag, snapshot_id, outcome, reason, running_snapshot_id, lkg_snapshot_id, reported_at, kind, endpoint)
+			SELECT $1, 'svc', 'prod', $2::uuid, $3, $4, $2::uuid, $2::uuid, `+at+`, $6,
+				CASE WHEN $6 = 'receipt' THEN 'http://runtime.example/status' ELSE '' END`,
+			r.host, r.snapshot, r.outcome, r.reason, r.afterMicros, r.kind); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,6 +81,10 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	if b.State != promoter.TargetPublished || b.Running == nil || b.Running.SnapshotID != snaps[1][1] || b.Running.ReleaseVersion != 1 ||
 		!b.Diverged || b.AcknowledgedAt != nil || b.LastRejection != nil || b.SnapshotID != snaps[2][1] {
 		t.Fatalf("host-b: got %+v, want PUBLISHED, desired %s, running release 1's %s, diverged, unacknowledged", b, snaps[2][1], snaps[1][1])
+	}
+	if a.LastObservation != nil || b.LastObservation == nil || b.LastObservation.Kind != "observation" || b.LastObservation.SnapshotID != snaps[2][1] ||
+		b.LastReceipt == nil || b.LastReceipt.Kind != "receipt" {
+		t.Fatalf("host-b: got last observation %+v, last receipt %+v; want its unverified APPLIED report apart from its receipt", b.LastObservation, b.LastReceipt)
 	}
 	for _, k := range []string{`"running"`, `"diverged"`, `"acknowledgedAt"`, `"ackLagSeconds"`, `"lastRejection"`, `"rejectionsSinceMove"`, `"kind": "observation"`} {
 		if !strings.Contains(out, k) {
@@ -98,7 +111,7 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 			t.Errorf("host-a row lacks %q: %q", w, rowA)
 		}
 	}
-	for _, w := range []string{"PUBLISHED", "(release 1)", " yes ", "pending "} {
+	for _, w := range []string{"PUBLISHED", "(release 1)", " yes ", "pending ", "APPLIED desired at "} {
 		if !strings.Contains(rowB, w) {
 			t.Errorf("host-b row lacks %q: %q", w, rowB)
 		}
