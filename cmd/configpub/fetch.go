@@ -91,6 +91,7 @@ unchanged load or a renewed lease; a failing hook is reported (exit 1 without --
 	fl.DurationVar(&f.interval, "interval", time.Minute, "with --watch: longest hold of one request, or the polling interval")
 	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
 	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry with a signed delivery manifest for it (attached as a referrer, or the --server's)")
+	jsonOutputFlag(cmd, "one evidence line per load")
 	fl.BoolVar(&f.report, "report", false, "report APPLIED/REJECTED evidence to the Config Server (POST /configs/evidence) as an unverified observation")
 	fl.StringVar(&f.status.listen, "status-listen", "", "with --watch: serve the runtime status endpoint (GET /status, POST /reload, GET /metrics) on ADDR")
 	fl.StringVar(&f.status.controlPub, "control-pub", "", "cosign.pub of the control plane, whose tokens open /status and /reload (required with --status-listen)")

@@ -134,6 +134,14 @@ func outputFlag(cmd *cobra.Command) {
 	_ = cmd.Flags().SetAnnotation("output", outputAnnotation, []string{"text", "json"})
 }
 
+// jsonOutputFlag adds -o/--output json to a verb whose output is always
+// JSON (one document or one line per event): a script passing -o json to
+// every verb gets what it asked for, and -o text is refused.
+func jsonOutputFlag(cmd *cobra.Command, what string) {
+	cmd.Flags().StringP("output", "o", "json", "output format: json ("+what+"; the only format)")
+	_ = cmd.Flags().SetAnnotation("output", outputAnnotation, []string{"json"})
+}
+
 const outputAnnotation = "configpub-output-formats"
 
 // checkOutput refuses an --output value the verb does not write.

@@ -19,7 +19,6 @@ var notReporting = map[string]string{
 	"configpub demo":           "a narrated walkthrough for people",
 	"configpub token":          "prints the token itself, for $(configpub token …)",
 	"configpub workflow diff":  "prints the document (a side-by-side diff)",
-	"configpub fetch":          "writes values.yml (--out) and prints nothing on success",
 }
 
 func walkCmds(c *cobra.Command, f func(*cobra.Command)) {
@@ -133,6 +132,11 @@ func TestEveryReportingVerbHasOutputJSON(t *testing.T) {
 	sort.Strings(missing)
 	if len(missing) > 0 {
 		t.Errorf("verbs without an example: %v", missing)
+	}
+	// fetch prints only JSON lines: -o json is its one format, -o text is refused.
+	if _, err := runCLI("fetch", "-o", "text", "--server", "http://127.0.0.1:1", "--host", "h", "--service-id", "s", "--env", "e",
+		"--config-audience", "agent", "--trust-key", "k", "--out", "o", "--cache-dir", t.TempDir()); exitCode(err) != exitUsage || !strings.Contains(err.Error(), "want json") {
+		t.Errorf("fetch -o text: %v", err)
 	}
 	for _, name := range []string{"verbose", "quiet"} {
 		if f := root.PersistentFlags().Lookup(name); f == nil || f.Shorthand != name[:1] {
