@@ -20,8 +20,10 @@ const (
 
 // CandidateStore is implemented by stores that serve staged candidates.
 // Candidate returns the identity's snapshot in its newest staged release
-// (ErrNotFound when none is staged), with the latest delivery manifest
-// issued for that snapshot, if any: a snapshot never delivered has none.
+// (ErrNotFound when none is staged), with the candidate delivery manifest
+// the promoter signed for it when staging (or renewed since): phase
+// "candidate" in the signed bytes, so a runtime never loads it as its
+// current configuration and a prefetch accepts nothing else.
 type CandidateStore interface {
 	Candidate(ctx context.Context, id bundle.Identity) (*Delivery, error)
 }

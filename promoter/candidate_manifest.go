@@ -123,3 +123,26 @@ func (s *Store) RenewCandidates(ctx context.Context, envTag string, version int6
 	}
 	return n, nil
 }
+
+// renewStagedCandidates re-signs the due candidate manifests of every
+// staged release of envTag in tx and returns how many it signed.
+func (s *Store) renewStagedCandidates(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT DISTINCT release_version FROM configpub.candidate_pointer
+		WHERE env_tag = $1 ORDER BY release_version`, envTag)
+	if err != nil {
+		return 0, dbErr("read staged releases", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, dbErr("read staged releases", err)
+	}
+	total := 0
+	for _, v := range versions {
+		n, err := s.signCandidates(ctx, tx, envTag, v, epoch, now)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}

@@ -64,7 +64,8 @@ func (f *fixture) candidateManifests(t testing.TB, env string, release int64) ma
 // candidate manifest per target (phase candidate, the target's snapshot, a
 // sequence above the current pointer's, activatedAt the staging time, the
 // lease profile's lease) and writes none into the current-phase manifest
-// history. Over six simulated months RenewCandidates re-signs each
+// history. `lease renew` re-signs the due candidates too. Over six
+// simulated months RenewCandidates re-signs each
 // manifest once its lease is due — same sequence and activatedAt, a later
 // lease — and nothing while it is not; a revocation epoch raised since is
 // carried into the re-signed manifest. The activation after all that moves
@@ -123,6 +124,19 @@ func TestStageSignsCandidateManifestsRenewedOverMonths(t *testing.T) {
 	// Not due: nothing is signed.
 	if n, err := f.store.RenewCandidates(ctx, "prod", 2); err != nil || n != 0 {
 		t.Fatalf("renew before the refresh time: %d, %v; want 0", n, err)
+	}
+	// `lease renew` re-signs the due candidates with the current leases.
+	f.now = t0.Add(10 * time.Minute)
+	if res, err := f.store.RenewLeases(ctx, "prod"); err != nil || res.Renewed != 3 || res.Candidates != 3 {
+		t.Fatalf("renew leases: %+v, %v; want 3 leases and 3 candidates", res, err)
+	}
+	for k, c := range f.candidateManifests(t, "prod", 2) {
+		if c.m.IssuedAt != "2026-11-29T12:10:00.000Z" || c.m.Sequence != staged[k].m.Sequence {
+			t.Fatalf("%s after lease renew: %+v, want issued at 12:10 with the staged sequence", k, c.m)
+		}
+	}
+	if n, err := f.store.RenewCandidates(ctx, "prod", 2); err != nil || n != 0 {
+		t.Fatalf("renew right after lease renew: %d, %v; want 0", n, err)
 	}
 	for month := 1; month <= 6; month++ {
 		f.now = t0.AddDate(0, month, 0)

@@ -13,6 +13,9 @@ type RenewResult struct {
 	EnvTag  string    `json:"envTag"`
 	Renewed int       `json:"renewed"`
 	At      time.Time `json:"at"`
+	// Candidates counts the candidate manifests of staged releases that
+	// were due and re-signed with the leases.
+	Candidates int `json:"candidates,omitempty"`
 	// Skipped lists identities not renewed: their snapshot is revoked, or
 	// their pointer carries no lease window.
 	Skipped []string `json:"skipped,omitempty"`
@@ -25,7 +28,9 @@ type RenewResult struct {
 // snapshots are not renewed, so their leases run out; retired identities
 // are not renewed either. A renewal is never refused by a snapshot's
 // activation window: that limits pointer moves only. An environment that
-// does not exist is ErrNotFound.
+// does not exist is ErrNotFound. In the same transaction it re-signs the
+// candidate manifests of the environment's staged releases that are due
+// (signCandidates), so a staged candidate stays fetchable.
 func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, error) {
 	if envTag == "" {
 		return nil, fmt.Errorf("renew leases: %w", invalid("envTag", "empty"))
@@ -64,7 +69,11 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 		if err := notify(ctx, tx, envTag, ps); err != nil {
 			return err
 		}
-		res = &RenewResult{EnvTag: envTag, Renewed: len(ps), At: now, Skipped: skipped}
+		cands, err := s.renewStagedCandidates(ctx, tx, envTag, e.Epoch, now)
+		if err != nil {
+			return err
+		}
+		res = &RenewResult{EnvTag: envTag, Renewed: len(ps), At: now, Skipped: skipped, Candidates: cands}
 		return nil
 	})
 	if err != nil {
