@@ -42,6 +42,12 @@ type Options struct {
 	// not hold every artifact of a large environment. Write with an
 	// output directory refuses such a result.
 	ManifestOnly bool
+	// CheckOnly: the caller only asks whether the committed release is up
+	// to date (`configpub compile --check`). When it is not, the result is
+	// the re-derivation of the committed release with Stale saying why;
+	// the next release, which only `configpub compile` writes, is not
+	// compiled.
+	CheckOnly bool
 }
 
 // PreviousRelease returns the recorded manifest bytes of release version of
@@ -175,20 +181,27 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 
 	// Re-derive the committed release N from the trusted release N-1.
-	var derived *Result
 	prev, verr := previousRelease(ctx, opts, committed)
-	if verr == nil {
+	derive := func() (*Result, error) {
 		at, _ := bundle.ParseTime(committed.CreatedAt) // Validate checked it
 		d, err := newC(prev, nil, committed.ReleaseVersion, at, false).run(ctx)
 		if err != nil {
 			return nil, err
 		}
 		d.Base, d.BaseBytes, d.Previous = committed, cbytes, prev
+		return d, nil
+	}
+	derived := false
+	if verr == nil {
+		d, err := derive()
+		if err != nil {
+			return nil, err
+		}
 		if bytes.Equal(d.ManifestBytes, cbytes) {
 			d.UpToDate = true
 			return d, nil
 		}
-		derived = d
+		derived = true
 		switch {
 		case committed.SingleFile:
 			verr = fmt.Errorf("%w: %s is a single-file release manifest; configpub compile rewrites it as a root and one shard per host under %s/", ErrStale, ManifestPath(opts.EnvTag), bundle.ShardDir(opts.EnvTag))
@@ -197,6 +210,12 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		default:
 			verr = firstDifference(committed, d.Manifest, prev)
 		}
+		if opts.CheckOnly {
+			d.stale = verr
+			return d, nil
+		}
+		// d is let go while the next release compiles: a large
+		// environment does not hold two compiled releases at once.
 	}
 
 	// Not verified: what `configpub compile` writes instead.
@@ -205,10 +224,13 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := next
-	if next.Manifest.ReleaseVersion == committed.ReleaseVersion && derived != nil {
+	if next.Manifest.ReleaseVersion == committed.ReleaseVersion && derived {
 		// The sources did not change since release N, yet N does not
 		// derive: the manifest was edited. Write release N as derived.
-		res = derived
+		next = nil
+		if res, err = derive(); err != nil {
+			return nil, err
+		}
 	}
 	res.Base, res.BaseBytes, res.Previous = committed, cbytes, prev
 	res.stale = verr
