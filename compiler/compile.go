@@ -373,6 +373,7 @@ type compilation struct {
 	inputs   files             // every input file of the targets: path -> digest
 	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
 	reissued []Reissue
+	windows  map[string]newWindow // by lease profile name
 	rollout  bundle.Rollout
 }
 

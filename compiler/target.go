@@ -140,15 +140,13 @@ func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle
 		return fmt.Errorf("compile %s: release %d: target %s/%s changed: %w", c.env, c.next, t.e.spec.Host, t.e.spec.ServiceID, ErrCreatedAtRequired)
 	}
 	sp := &t.e.spec
-	created := c.createdAt.UTC().Truncate(time.Second)
-	valid, _ := time.ParseDuration(t.profile.ValidFor)
-	refresh, _ := time.ParseDuration(t.profile.RefreshAfter)
+	w := c.window(sp.LeaseProfile, t.profile)
 	spec := &c.m.repo.spec
 	*e = bundle.TargetEntry{
 		Host: sp.Host, ServiceID: sp.ServiceID, Audience: sp.Audience,
 		SubjectKind: sp.Subject.Kind, SubjectName: sp.Subject.Name,
 		LeaseProfile: sp.LeaseProfile, LeaseProfileDigest: t.pdigest,
-		PublicationID:           bundle.PublicationID(c.env, c.next),
+		PublicationID:           w.publication,
 		PolicySnapshotID:        subj.PolicySnapshotID,
 		ReleaseVersion:          c.next,
 		PolicyVersion:           subj.PolicyVersion,
@@ -156,10 +154,10 @@ func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle
 		SchemaVersion:           bundle.SchemaVersion,
 		RevocationEpoch:         spec.RevocationEpoch,
 		CompatibilityGeneration: spec.CompatibilityGeneration,
-		CreatedAt:               formatTime(created),
-		ValidFrom:               formatTime(created),
-		RefreshAfter:            formatTime(created.Add(refresh)),
-		ExpiresAt:               formatTime(created.Add(valid)),
+		CreatedAt:               w.created,
+		ValidFrom:               w.created,
+		RefreshAfter:            w.refreshAfter,
+		ExpiresAt:               w.expiresAt,
 		DeliveryLease:           bundle.Lease{RefreshAfter: t.profile.Delivery.RefreshAfter, ExpiresAfter: t.profile.Delivery.ExpiresAfter},
 		PolicyDigest:            subj.PolicyDigest,
 		ContentDigest:           contentDigest,
@@ -170,6 +168,31 @@ func (c *compilation) newEntry(t *envTarget, b *bundle.TargetEntry, subj *bundle
 		e.Previous = &bundle.Publication{PublicationID: b.PublicationID, PolicyDigest: b.PolicyDigest}
 	}
 	return nil
+}
+
+// newWindow is the publication and activation window of a new snapshot of
+// this release under one lease profile, formatted once per compilation
+// (every new target of a large release shares the strings).
+type newWindow struct {
+	publication, created, refreshAfter, expiresAt string
+}
+
+func (c *compilation) window(name string, p leaseProfile) newWindow {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if w, ok := c.windows[name]; ok {
+		return w
+	}
+	created := c.createdAt.UTC().Truncate(time.Second)
+	valid, _ := time.ParseDuration(p.ValidFor)
+	refresh, _ := time.ParseDuration(p.RefreshAfter)
+	w := newWindow{publication: bundle.PublicationID(c.env, c.next), created: formatTime(created),
+		refreshAfter: formatTime(created.Add(refresh)), expiresAt: formatTime(created.Add(valid))}
+	if c.windows == nil {
+		c.windows = map[string]newWindow{}
+	}
+	c.windows[name] = w
+	return w
 }
 
 // boundAgents lists the distinct agent names of a policy list, sorted.
