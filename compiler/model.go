@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -54,17 +55,14 @@ type resolved struct {
 func decodeKind[T any](ss *sources, kind string) (map[string]*entry[T], error) {
 	names := ss.names(kind)
 	entries := make([]*entry[T], len(names))
-	err := parallel(len(names), func(i int) error {
-		s := ss.get(kind, names[i])
-		var d doc[T]
-		if err := s.decode(&d); err != nil {
-			return err
+	for i, n := range names {
+		s := ss.get(kind, n)
+		spec, ok := s.spec.(T)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s document decoded as %T", s.File, kind, s.spec)
 		}
-		entries[i] = &entry[T]{src: s, spec: d.Spec}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		s.spec = nil
+		entries[i] = &entry[T]{src: s, spec: spec}
 	}
 	out := make(map[string]*entry[T], len(names))
 	for i, n := range names {

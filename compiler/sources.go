@@ -61,6 +61,10 @@ type source struct {
 	// is decoded: far smaller than the parsed tree, which is dropped as
 	// soon as the document is checked.
 	canon []byte
+	// spec is the decoded spec (the T of a doc[T] of the document's kind),
+	// decoded as soon as the document is checked, so loading a large
+	// repository holds decoded specs only.
+	spec any
 }
 
 // errorf returns a *SourceError at a path inside the document.
@@ -137,6 +141,10 @@ func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 		}
 		src.fsys = fsys
 		src.index = ss
+		if err := src.decodeSpec(); err != nil {
+			errs[i] = err
+			return nil
+		}
 		parsed[i] = src
 		return nil
 	})
@@ -230,6 +238,44 @@ func (s *source) decode(v any) error {
 		return s.errorf(nil, "decode: %v", err)
 	}
 	s.release()
+	return nil
+}
+
+// decodeSpec decodes the document into the spec type of its kind.
+func (s *source) decodeSpec() error {
+	switch s.Kind {
+	case KindRepository:
+		return decodeInto[repositorySpec](s)
+	case KindEnvironment:
+		return decodeInto[environmentSpec](s)
+	case KindHost:
+		return decodeInto[hostSpec](s)
+	case KindModelAlias:
+		return decodeInto[modelSpec](s)
+	case KindTool:
+		return decodeInto[toolSpec](s)
+	case KindSkill:
+		return decodeInto[skillSpec](s)
+	case KindKnowledgeBase:
+		return decodeInto[knowledgeBaseSpec](s)
+	case KindAgent:
+		return decodeInto[agentSpec](s)
+	case KindGateway:
+		return decodeInto[gatewaySpec](s)
+	case KindWorkflow:
+		return decodeInto[workflowSpec](s)
+	case KindTarget:
+		return decodeInto[targetSpec](s)
+	}
+	return fmt.Errorf("%s: no decoder for kind %s", s.File, s.Kind)
+}
+
+func decodeInto[T any](s *source) error {
+	var d doc[T]
+	if err := s.decode(&d); err != nil {
+		return err
+	}
+	s.spec = d.Spec
 	return nil
 }
 
