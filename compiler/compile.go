@@ -35,12 +35,12 @@ type Options struct {
 	// re-derived. Nil: no history is available, so a committed release
 	// N > 1 cannot be verified (Result.Stale reports it).
 	Previous PreviousRelease
-	// ManifestOnly: the caller needs the release manifest and each
-	// target's identity, envelope and digests, not its bodies. Every
-	// target is still rendered and validated, but Target.Values,
-	// PropertySet, Namespace and InputDigests are left nil, so memory does
-	// not hold every artifact of a large environment. Write with an
-	// output directory refuses such a result.
+	// ManifestOnly: the caller needs the release manifest only (its
+	// target entries: identity, snapshot, digests, changed), not the
+	// compiled targets. Every target is still rendered and validated, host
+	// by host, but Result.Targets is nil and nothing of a target outlives
+	// its host, so memory does not hold every artifact of a large
+	// environment. Write with an output directory refuses such a result.
 	ManifestOnly bool
 	// CheckOnly: the caller only asks whether the committed release is up
 	// to date (`configpub compile --check`). When it is not, the result is
@@ -88,7 +88,7 @@ type Result struct {
 	// trusted previous release derive (byte-identical). Stale explains
 	// why not.
 	UpToDate  bool
-	Targets   []Target       // sorted by host, serviceId
+	Targets   []Target       // sorted by host, serviceId; nil with Options.ManifestOnly
 	Workflows []WorkflowView // internal Workflow views (not delivered)
 	// Base is the committed manifest (nil for the first release) and
 	// BaseBytes its exact bytes; a new release builds on it.
@@ -428,8 +428,12 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	c.agents, c.subjVer = map[string]*policy{}, map[[2]string]*bundle.Subject{}
 	c.inputs, c.inputOf = files{}, map[string]string{}
 
-	out := make([]Target, len(ts))
+	var out []Target // nil with ManifestOnly: the entries are the result
+	if !c.manifestOnly {
+		out = make([]Target, len(ts))
+	}
 	entries := make([]bundle.TargetEntry, len(ts))
+	changed := make([]bool, len(ts))
 	// Host by host, on a bounded pool of workers: a host's policy trees,
 	// projections and (with ManifestOnly) rendered artifacts are released
 	// when the host is done, so memory holds the hosts in flight, not the
@@ -439,7 +443,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return c.compileHost(hosts[i], ts, out, entries)
+		return c.compileHost(hosts[i], ts, out, entries, changed)
 	})
 	if err != nil {
 		return nil, err
@@ -448,20 +452,22 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.finish(ts, out, entries, workflows, ledger, views)
+	return c.finish(ts, out, entries, changed, workflows, ledger, views)
 }
 
 // compileHost compiles the targets of one host: its subjects, then its
 // Agent targets, then its Gateway and Knowledge targets (whose projections
 // list the accepted publications of the host's Agents). Each target writes
-// only its own slots of out and entries.
-func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry) error {
+// only its own slots of out (nil with ManifestOnly), entries and changed.
+func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool) error {
 	hm := *c.m // the host's own resolution caches
 	hm.toolCache, hm.skillCache, hm.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
 	if _, err := c.resolveHost(&hm, g, ts); err != nil {
 		return err
 	}
 	var accepted map[string][]bundle.Publication
+	inputs := files{}
+	var scratch Target
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			accepted = acceptedPublications(ts, g.idx, entries)
@@ -471,19 +477,20 @@ func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, en
 			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
 				continue
 			}
-			if err := c.compileTarget(t, accepted, &out[i], &entries[i]); err != nil {
+			o := &scratch
+			if out != nil {
+				o = &out[i]
+			}
+			if err := c.compileTarget(t, accepted, o, &entries[i]); err != nil {
 				return err
 			}
+			inputs.merge(o.InputDigests)
+			changed[i] = o.Changed
+			scratch = Target{}
 		}
 	}
-	inputs := files{}
 	for _, i := range g.idx {
 		ts[i].policy = nil
-		inputs.merge(out[i].InputDigests)
-		if c.manifestOnly {
-			o := &out[i]
-			o.Values, o.PropertySet, o.Namespace, o.InputDigests = nil, nil, nil, nil
-		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -529,17 +536,15 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
 
-func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
+func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
 	m := c.m
 	in, hostIn, all, err := c.placeInputs()
 	if err != nil {
 		return nil, err
 	}
 	anyChanged := false
-	for i := range out {
-		if out[i].Changed {
-			anyChanged = true
-		}
+	for _, ch := range changed {
+		anyChanged = anyChanged || ch
 	}
 	subjects := c.placeSubjects(ts)
 	for i := range workflows {
@@ -577,7 +582,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 			baseVer = c.base.ReleaseVersion
 		}
 		for i := range entries {
-			entries[i].Changed = out[i].Changed
+			entries[i].Changed = changed[i]
 		}
 		man = &bundle.Manifest{
 			APIVersion: bundle.ManifestAPIVersion, Kind: bundle.ManifestKind, EnvTag: c.env,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 	"github.com/configpub/configpub/internal/gen"
 )
 
-// TestManifestOnlyKeepsManifestAndDigests: a ManifestOnly compile writes the
-// same release bytes and the same per-target digests and envelopes as a
-// full compile, holds no bodies, and Write refuses to write outputs from it.
+// TestManifestOnlyKeepsManifestAndDigests: a ManifestOnly compile produces
+// the same release bytes and manifest (every target's entry) as a full
+// compile, keeps no compiled targets, and Write refuses to write outputs
+// from it.
 func TestManifestOnlyKeepsManifestAndDigests(t *testing.T) {
 	repo := gen.Repo(gen.Options{Targets: 3 * 12, AgentsPerHost: 10, EnvTag: "bench"})
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -30,20 +32,16 @@ func TestManifestOnlyKeepsManifestAndDigests(t *testing.T) {
 	if !bytes.Equal(full.ManifestBytes, lean.ManifestBytes) {
 		t.Fatal("ManifestOnly changed the release bytes")
 	}
-	if len(full.Targets) != 36 || len(lean.Targets) != len(full.Targets) {
-		t.Fatalf("%d and %d targets, want 36", len(full.Targets), len(lean.Targets))
+	if len(full.Targets) != 36 || lean.Targets != nil {
+		t.Fatalf("%d full targets (want 36), ManifestOnly kept %d targets (want none)", len(full.Targets), len(lean.Targets))
+	}
+	if !reflect.DeepEqual(full.Manifest, lean.Manifest) {
+		t.Fatal("ManifestOnly changed the manifest")
 	}
 	for i := range full.Targets {
-		f, l := &full.Targets[i], &lean.Targets[i]
-		if f.Values == nil || f.InputDigests == nil || f.Namespace == nil || f.PropertySet == nil {
-			t.Fatalf("full compile: %s has no bodies", f.Identity())
-		}
-		if l.Values != nil || l.InputDigests != nil || l.Namespace != nil || l.PropertySet != nil {
-			t.Fatalf("ManifestOnly: %s keeps its bodies", l.Identity())
-		}
-		if f.Identity() != l.Identity() || f.ArtifactDigest != l.ArtifactDigest || f.ContentDigest != l.ContentDigest ||
-			f.PropertySetDigest != l.PropertySetDigest || f.SnapshotID != l.SnapshotID || f.Envelope != l.Envelope {
-			t.Fatalf("target %d differs: %+v vs %+v", i, f, l)
+		f, e := &full.Targets[i], &lean.Manifest.Targets[i]
+		if f.Host != e.Host || f.ServiceID != e.ServiceID || f.ArtifactDigest != e.ArtifactDigest || f.Changed != e.Changed {
+			t.Fatalf("target %d: compiled %s %s changed=%v, manifest entry %s/%s %s changed=%v", i, f.Identity(), f.ArtifactDigest, f.Changed, e.Host, e.ServiceID, e.ArtifactDigest, e.Changed)
 		}
 	}
 	if err := compiler.Write(context.Background(), lean, "", t.TempDir()); err == nil {

@@ -56,7 +56,7 @@ the commit time of the policy repository's HEAD.`,
 				return err
 			}
 			sum := compileSummary{EnvTag: env, Manifest: compiler.ManifestPath(env), Release: res.Manifest.ReleaseVersion,
-				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Targets), ReleaseDigest: res.Manifest.ReleaseDigest}
+				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Manifest.Targets), ReleaseDigest: res.Manifest.ReleaseDigest}
 			if check {
 				if err := res.Stale(); err != nil {
 					return err
@@ -70,7 +70,7 @@ the commit time of the policy repository's HEAD.`,
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err
 			}
-			for _, t := range res.Targets {
+			for _, t := range res.Manifest.Targets {
 				if t.Changed {
 					sum.Changed++
 				}

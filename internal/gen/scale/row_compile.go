@@ -90,7 +90,7 @@ func compileChild(args []string) error {
 	if err := compiler.Write(context.Background(), res, args[0], ""); err != nil {
 		return err
 	}
-	fmt.Printf("%d %d\n", len(res.Targets), res.Manifest.ReleaseVersion)
+	fmt.Printf("%d %d\n", len(res.Manifest.Targets), res.Manifest.ReleaseVersion)
 	return nil
 }
 
