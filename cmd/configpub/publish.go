@@ -35,6 +35,10 @@ releases/ENV.yaml is stale, and pushes one signed OCI artifact per target
 not uploaded again. The cosign key is decrypted once with $COSIGN_PASSWORD.
 With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.
 
+It prints each artifact's reference, REPOSITORY@sha256:<hex>, and the release
+artifact's on a last line; pull and verify-oci take them as printed (-o json:
+releaseArtifact and artifacts[].ref).
+
 With --oci-layout DIR nothing is sent to a registry: each repository is written as an
 OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
 artifact tag and its cosign signature tag, signed for the repositories under --registry,
