@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -83,6 +84,28 @@ func TestOneFlagVocabulary(t *testing.T) {
 		if f == nil || f.Hidden || !strings.Contains(f.Usage, c.wantInUsage) {
 			t.Errorf("%s --%s: %+v", c.verb, c.flag, f)
 		}
+	}
+}
+
+// TestOneRepeatIntervalName: a visible duration flag that says how often a
+// verb repeats or checks is named --interval on every verb (so a flag added
+// later as --every, --poll or --period fails here).
+func TestOneRepeatIntervalName(t *testing.T) {
+	repeat := regexp.MustCompile(`(?i)how often|repeat|polling|poll `)
+	seen := 0
+	walkCmds(newRootCmd(), func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if f.Hidden || f.Value.Type() != "duration" || !repeat.MatchString(f.Usage) {
+				return
+			}
+			seen++
+			if f.Name != "interval" {
+				t.Errorf("%s --%s (%q) is a repeat interval: name it --interval", c.CommandPath(), f.Name, f.Usage)
+			}
+		})
+	})
+	if seen < 3 {
+		t.Errorf("found %d repeat-interval flags, want at least lease renew, gate and fetch", seen)
 	}
 }
 
