@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/pointernote"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -94,5 +96,38 @@ func TestCandidatePhaseServesTheStagedSnapshot(t *testing.T) {
 	waitServed(t, e, id, tg.Audience, snap2)
 	if resp, _ := e.do(t, "GET", candidatePath, tok); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("candidate after activation: got %d, want 404", resp.StatusCode)
+	}
+}
+
+// TestCandidateManifestNeverServedAsCurrent: a candidate manifest stored
+// under a current pointer (which the promoter never writes) is an
+// integrity error on the server too: 500, never served, the body saying
+// nothing.
+func TestCandidateManifestNeverServedAsCurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	owner := e.db.Pool(t)
+	sn := e.seed.publish(t, idA, "agent", 1, yamlBody("candidate-as-current"))
+	ps := e.seed.move(t, sn)
+	tok := e.token(t, idA, "agent")
+	waitServed(t, e, idA, "agent", sn.ID)
+	cand := *ps.Parsed
+	cand.Phase = bundle.PhaseCandidate
+	raw, err := cand.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `UPDATE configpub.current_pointer SET manifest = $1 WHERE host = $2 AND service_id = $3`,
+		raw, idA.Host, idA.ServiceID); err != nil {
+		t.Fatal(err)
+	}
+	moved, _ := json.Marshal(pointernote.Note{Host: idA.Host, ServiceID: idA.ServiceID, EnvTag: idA.EnvTag})
+	if _, err := owner.Exec(ctx, pointernote.SendSQL, string(moved)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, e, configsPath(idA), tok, http.StatusInternalServerError)
+	if _, body := e.do(t, "GET", configsPath(idA), tok); bytes.Contains(body, []byte("candidate-as-current")) || bytes.Contains(body, []byte("phase")) {
+		t.Fatalf("500 body %q reveals stored data", body)
 	}
 }
