@@ -381,11 +381,12 @@ func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) 
 }
 
 func (s *Store) entryFor(r *pointerRow) *entry {
+	r.share(&s.strings)
 	id := r.identity()
 	if r.retired {
 		return &entry{id: id, retired: true, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
-	d, err := r.delivery()
+	d, err := r.delivery(&s.strings)
 	if err != nil {
 		s.opts.Logger.Error("current pointer not servable", "identity", id.String(), "err", err)
 		return &entry{id: id, err: err, manifest: r.manifest, snapshotID: r.snapshotID}

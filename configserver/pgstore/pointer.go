@@ -3,6 +3,7 @@ package pgstore
 import (
 	"encoding/json"
 	"strconv"
+	"sync"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
@@ -72,7 +73,8 @@ func (r *pointerRow) identity() bundle.Identity {
 // delivery builds the servable delivery (without its body). The stored
 // manifest must parse and agree with the snapshot row on every field the
 // headers carry; otherwise the row is an integrity error and is not served.
-func (r *pointerRow) delivery() (*configserver.Delivery, error) {
+// With in set, the lease strings are shared through it.
+func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 	d := &configserver.Delivery{
 		Identity:       r.identity(),
 		Audience:       r.audience,
@@ -122,6 +124,50 @@ func (r *pointerRow) delivery() (*configserver.Delivery, error) {
 	d.ManifestSignature = *r.signature
 	d.ManifestKeyID = *r.keyID
 	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom, m.RefreshAfter, m.ExpiresAt
+	if in != nil {
+		shareLease(d, in)
+	}
 	d.Prepare()
 	return d, nil
+}
+
+// interner shares the strings many pointers repeat (environment, service,
+// audience, publication, key id, policy digest, lease times), so that a
+// store holding 100,000 identities keeps one copy of each rather than one
+// per row. It is bounded: past maxInterned strings it starts afresh.
+type interner struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxInterned = 1 << 14
+
+func (in *interner) intern(s string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= maxInterned {
+		in.m = make(map[string]string)
+	}
+	in.m[s] = s
+	return s
+}
+
+// share replaces r's repeated strings by their shared copies.
+func (r *pointerRow) share(in *interner) {
+	r.serviceID, r.envTag = in.intern(r.serviceID), in.intern(r.envTag)
+	r.audience, r.publicationID = in.intern(r.audience), in.intern(r.publicationID)
+	r.policyDigest = in.intern(r.policyDigest)
+	if r.keyID != nil {
+		k := in.intern(*r.keyID)
+		r.keyID = &k
+	}
+}
+
+// share replaces d's lease strings (the same for every pointer an
+// activation or renewal wrote) by their shared copies.
+func shareLease(d *configserver.Delivery, in *interner) {
+	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = in.intern(d.ValidFrom), in.intern(d.RefreshAfter), in.intern(d.ExpiresAt)
 }

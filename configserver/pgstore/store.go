@@ -98,6 +98,7 @@ type Store struct {
 	mu       sync.RWMutex
 	pointers map[bundle.Identity]*entry
 	wm       *watermark // what the pointers reflect; nil before the first load
+	strings  interner   // strings the pointers share
 
 	// changes wakes GET /configs?wait= requests of the identities whose
 	// entry a reload replaced or removed (configserver.Notifier).
@@ -243,7 +244,7 @@ func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID str
 		}
 		return nil, classify("snapshot "+snapshotID, err)
 	}
-	d, err := r.delivery()
+	d, err := r.delivery(nil)
 	if err != nil {
 		return nil, err
 	}
