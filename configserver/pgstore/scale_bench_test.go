@@ -383,4 +383,3 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], " ")
 }
-
