@@ -2,6 +2,7 @@ package configserver
 
 import (
 	"context"
+	"encoding/base64"
 	"net"
 	"net/http"
 	"strconv"
@@ -172,6 +173,11 @@ func (p *parked) wireDelivery(buf []byte, d *Delivery) ([]byte, []byte) {
 	p.sw.status = status
 	buf = p.appendHead(buf, status)
 	buf = append(buf, hv.wire...)
+	if len(d.Manifest) > 0 {
+		buf = append(buf, bundle.HeaderManifest+": "...)
+		buf = base64.RawURLEncoding.AppendEncode(buf, d.Manifest)
+		buf = append(buf, "\r\n"...)
+	}
 	var body []byte
 	if status == http.StatusOK {
 		buf = append(buf, "Content-Type: "+contentTypeYAML[0]+"\r\nContent-Length: "...)

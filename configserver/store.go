@@ -74,7 +74,10 @@ type Delivery struct {
 // the identifying and manifest fields are set (Body does not matter) and
 // before sharing d; d must not change afterwards. An unprepared Delivery is
 // served too, computing the values per request.
-func (d *Delivery) Prepare() { d.hv = d.headerValues() }
+func (d *Delivery) Prepare() {
+	d.hv = d.headerValues()
+	d.shareStrings()
+}
 
 // Evidence is a runtime's report of applying or rejecting a snapshot, stored
 // as an unverified observation.

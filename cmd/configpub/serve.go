@@ -17,7 +17,9 @@ func addServeCmd(root *cobra.Command) {
 		Use:   "serve --database URL --listen ADDR --jwks FILE|URL --issuer ISS --audience AUD",
 		Short: "Run the Config Server: serve current policy snapshots to authenticated workloads",
 		Long: `Run the Config Server. It reads PostgreSQL as a member of the
-configpub_server role, follows pointer moves by LISTEN/NOTIFY, and serves
+configpub_server role, follows pointer moves by LISTEN/NOTIFY (on a hot
+standby, where NOTIFY does not arrive, by reading what changed every
+--follow-interval, 200ms unless set), and serves
 GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks
 (a JWKS or PEM file, or an https URL refreshed every --jwks-refresh).
@@ -38,6 +40,8 @@ Access logs go to stderr as JSON. SIGINT/SIGTERM shut it down gracefully.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.DatabaseURL, "database", "", "PostgreSQL URL of a configpub_server member (default $CONFIGPUB_DATABASE_URL)")
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address to listen on")
+	f.DurationVar(&cfg.Store.FollowInterval, "follow-interval", 0,
+		"read pointer changes every interval instead of LISTEN/NOTIFY (automatic, 200ms, on a hot standby)")
 	f.StringVar(&cfg.JWKS, "jwks", "", "token verification keys: JWKS or PEM file, or http(s) JWKS URL (required)")
 	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "refresh interval of a JWKS URL")
 	f.StringVar(&cfg.Issuer, "issuer", "", "required token issuer (iss) (required)")

@@ -227,3 +227,23 @@ func TestMutualTLSCertificateBinding(t *testing.T) {
 		t.Fatalf("no client certificate: got status %d, want a TLS handshake failure", resp.StatusCode)
 	}
 }
+
+// A Config Server pointed at a hot standby (a streaming replica) becomes
+// ready and answers from it, following by polling since the standby
+// refuses LISTEN.
+func TestRunOnAHotStandby(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	files, err := auth.GenerateKey(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := start(t, daemon.Config{DatabaseURL: db.ReplicaURLFor(t, "configpub_server"), JWKS: files.JWKS,
+		Issuer: issuer, Audience: audience})
+	base := "http://" + addr
+	waitStatus(t, http.DefaultClient, base+"/readyz", 200)
+	// Authenticated, standby reachable, no pointer for this identity: 404.
+	if got := get(t, http.DefaultClient, base+"/configs?host=h1&serviceId=s1&envTag=dev", mint(t, files.PrivateKey, "")); got != 404 {
+		t.Fatalf("GET /configs on the standby: %d, want 404", got)
+	}
+}

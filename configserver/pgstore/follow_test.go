@@ -348,3 +348,17 @@ func TestReplicaFollowWithinOneSecondOfReplay(t *testing.T) {
 		interval, worstReplay.Round(time.Millisecond), worstVisible.Round(time.Millisecond))
 	wantOnlyFirstLoad(t, st)
 }
+
+// A store given a hot standby without FollowInterval notices it (LISTEN is
+// refused there) and follows it by polling.
+func TestStoreOnAStandbyFollowsWithoutBeingTold(t *testing.T) {
+	db, owner, sd := newSeed(t)
+	id := testIdentity(1)
+	sd.move(t, owner, sd.snapshot(t, owner, id, 1), "")
+	st := runStore(t, db.ReplicaURLFor(t, "configpub_server"), Options{})
+	next := sd.snapshot(t, owner, id, 2)
+	sd.move(t, owner, next, "")
+	db.WaitReplayed(t)
+	waitServed(t, st, id, next.snapshotID, 2*DefaultFollowInterval+time.Second)
+	wantOnlyFirstLoad(t, st)
+}

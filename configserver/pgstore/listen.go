@@ -57,7 +57,19 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		_ = conn.Close(cctx)
 	}()
 	if s.opts.FollowInterval > 0 {
-		return s.poll(ctx, conn, connected)
+		return s.poll(ctx, conn, connected, s.opts.FollowInterval)
+	}
+	// A hot standby cannot LISTEN (and would receive no notifications):
+	// follow it by polling.
+	var standby bool
+	qctx, qcancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	err = conn.QueryRow(qctx, "SELECT pg_is_in_recovery()").Scan(&standby)
+	qcancel()
+	if err != nil {
+		return fmt.Errorf("pg_is_in_recovery: %w", err)
+	}
+	if standby {
+		return s.poll(ctx, conn, connected, DefaultFollowInterval)
 	}
 	if err := s.exec(ctx, conn, "LISTEN "+pointernote.Channel); err != nil {
 		return err
@@ -113,17 +125,21 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 	}
 }
 
+// DefaultFollowInterval is how often a store reading a hot standby reads
+// what changed when Options.FollowInterval is not set.
+const DefaultFollowInterval = 200 * time.Millisecond
+
 // poll is follow without LISTEN, for a hot standby (NOTIFY is not
 // replicated): load everything, then read what changed since the watermark
-// every FollowInterval. Each successful round confirms the pointers.
-func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func()) error {
+// every interval. Each successful round confirms the pointers.
+func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), interval time.Duration) error {
 	if err := s.reconcile(ctx, conn); err != nil {
 		return err
 	}
 	s.live.Store(true)
 	connected()
-	s.opts.Logger.Info("pointer follower connected", "pointers", s.Stats().Pointers, "interval", s.opts.FollowInterval.String())
-	t := time.NewTicker(s.opts.FollowInterval)
+	s.opts.Logger.Info("pointer follower connected", "pointers", s.Stats().Pointers, "interval", interval.String())
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {

@@ -32,9 +32,11 @@ type Options struct {
 	// behind the notifications. Default 30 s.
 	ReconcileInterval time.Duration
 	// FollowInterval, when set, replaces LISTEN/NOTIFY by reading what
-	// changed since the watermark every FollowInterval: for a hot standby,
-	// where notifications do not arrive. Each round also confirms the
-	// pointers, so keep it well under StaleAfter.
+	// changed since the watermark every FollowInterval. A store connected to
+	// a hot standby (where LISTEN is refused and notifications do not
+	// arrive) does so anyway, every DefaultFollowInterval unless this is
+	// set. Each round also confirms the pointers: keep it well under
+	// StaleAfter (which defaults to at least four intervals).
 	FollowInterval time.Duration
 	// ArtifactCacheBytes bounds the artifact byte cache. Default 64 MiB.
 	ArtifactCacheBytes int64
@@ -59,7 +61,7 @@ type Options struct {
 
 func (o *Options) defaults() {
 	if o.StaleAfter <= 0 {
-		o.StaleAfter = 2 * time.Second
+		o.StaleAfter = max(2*time.Second, 4*o.FollowInterval)
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 250 * time.Millisecond
