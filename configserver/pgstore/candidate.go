@@ -44,7 +44,7 @@ func (s *Store) Candidate(ctx context.Context, id bundle.Identity) (*configserve
 		}
 		return nil, classify("candidate "+id.String(), err)
 	}
-	d, err := r.delivery()
+	d, err := r.delivery(nil)
 	if err != nil {
 		return nil, err
 	}
