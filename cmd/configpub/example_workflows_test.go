@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
 )
@@ -56,33 +57,102 @@ func TestExampleWorkflowsUseTheCLI(t *testing.T) {
 	}
 	sawWebFlow := false
 	for _, c := range commands {
-		file, line, _ := strings.Cut(c, ": ")
-		var args []string
-		for _, a := range strings.Fields(line) {
-			args = append(args, strings.Trim(a, `"'`))
-		}
-		root := newRootCmd()
-		root.SetErr(io.Discard)
-		cmd, rest, err := root.Find(args[1:])
-		if err != nil || cmd == root {
-			t.Errorf("%s: %q: no such verb", file, line)
-			continue
-		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			t.Errorf("%s: %q: %v", file, line, err)
-			continue
-		}
-		cmd.Flags().Visit(func(f *pflag.Flag) {
-			if f.Hidden || f.Deprecated != "" {
-				t.Errorf("%s: %q uses the old name --%s", file, line, f.Name)
-			}
-		})
-		if cmd.Name() == "promote" {
+		if cmd := checkCLILine(t, c); cmd != nil && cmd.Name() == "promote" {
 			v, _ := cmd.Flags().GetString("require-signed-by")
 			sawWebFlow = sawWebFlow || v == "github"
 		}
 	}
 	if len(commands) < 4 || !sawWebFlow {
 		t.Errorf("found %d configpub commands, promote --require-signed-by github: %v\n%s", len(commands), sawWebFlow, strings.Join(commands, "\n"))
+	}
+}
+
+// checkCLILine checks one "FILE: configpub VERB ARGS…" line: the verb exists
+// and only its canonical flags are used. It returns the parsed verb.
+func checkCLILine(t *testing.T, c string) *cobra.Command {
+	t.Helper()
+	file, line, _ := strings.Cut(c, ": ")
+	var args []string
+	for _, a := range strings.Fields(line) {
+		args = append(args, strings.Trim(a, `"'`))
+	}
+	root := newRootCmd()
+	root.SetErr(io.Discard)
+	cmd, rest, err := root.Find(args[1:])
+	if err != nil || (cmd == root && !strings.HasPrefix(args[1], "-")) {
+		t.Errorf("%s: %q: no such verb", file, line)
+		return nil
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Errorf("%s: %q: %v", file, line, err)
+		return nil
+	}
+	bad := false
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" {
+			t.Errorf("%s: %q uses the old name --%s", file, line, f.Name)
+			bad = true
+		}
+	})
+	if bad {
+		return nil
+	}
+	return cmd
+}
+
+// envPrefix matches the VAR=value assignments before a command.
+var envPrefix = regexp.MustCompile(`^([A-Z_]+=\S*\s+)+`)
+
+// TestDocumentedCommandsUseTheCLI: every configpub command line in a code
+// block of README.md and docs/*.md, and in every verb's help examples,
+// names a verb and only canonical flags.
+func TestDocumentedCommandsUseTheCLI(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inBlock := false
+		var lines []string
+		for _, l := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				inBlock = !inBlock
+				continue
+			}
+			if inBlock {
+				lines = append(lines, l)
+			}
+		}
+		for _, l := range lines {
+			l = strings.TrimSpace(l)
+			l = envPrefix.ReplaceAllString(strings.TrimPrefix(l, "$ "), "")
+			if !strings.HasPrefix(l, "configpub ") {
+				continue
+			}
+			if j := strings.IndexAny(l, "|>#;&"); j >= 0 {
+				l = l[:j]
+			}
+			n++
+			checkCLILine(t, filepath.Base(f)+": "+l)
+		}
+	}
+	walkCmds(newRootCmd(), func(c *cobra.Command) {
+		for _, l := range strings.Split(strings.ReplaceAll(c.Example, "\\\n", " "), "\n") {
+			l = envPrefix.ReplaceAllString(strings.TrimSpace(l), "")
+			if !strings.HasPrefix(l, "configpub ") {
+				continue
+			}
+			if j := strings.IndexAny(l, "|>#;&"); j >= 0 {
+				l = l[:j]
+			}
+			n++
+			checkCLILine(t, c.CommandPath()+" example: "+l)
+		}
+	})
+	if n < 40 {
+		t.Errorf("found only %d documented configpub commands", n)
 	}
 }
