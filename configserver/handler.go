@@ -83,6 +83,7 @@ type handler struct {
 	stopOnce    sync.Once
 	parkedMu    sync.Mutex
 	parkedSet   map[*parked]struct{}
+	wakes       wakeQueue // parked requests woken by a change, being answered
 
 	watchAnswered func(status int, written time.Time)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,8 +53,50 @@ func (h *handler) park(p *parked, wait time.Duration) {
 }
 
 // onChange is p's change subscription: it must not block. The notifier
-// dropped the subscription when it called it.
-func (p *parked) onChange() { go p.wake() }
+// dropped the subscription when it called it; p joins the wake queue.
+func (p *parked) onChange() { p.h.wakes.push(p) }
+
+// wakeQueue answers woken parked requests on at most 2 x GOMAXPROCS
+// worker goroutines (two per CPU, so that an artifact read from the
+// database does not idle a CPU), oldest first: a move that wakes thousands
+// of waiters costs a few goroutines, not one each, and the first woken are
+// answered first.
+type wakeQueue struct {
+	mu      sync.Mutex
+	queue   []*parked
+	workers int
+}
+
+func (q *wakeQueue) push(p *parked) {
+	q.mu.Lock()
+	q.queue = append(q.queue, p)
+	start := q.workers < 2*runtime.GOMAXPROCS(0)
+	if start {
+		q.workers++
+	}
+	q.mu.Unlock()
+	if start {
+		go q.work()
+	}
+}
+
+// work answers queued requests until the queue is empty.
+func (q *wakeQueue) work() {
+	for {
+		q.mu.Lock()
+		if len(q.queue) == 0 {
+			q.queue = nil // let a large burst's backing array go
+			q.workers--
+			q.mu.Unlock()
+			return
+		}
+		p := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.mu.Unlock()
+		p.wake()
+	}
+}
 
 // wake answers p with its identity's new answer. Only when the answer is
 // still the one the wait started with (a spurious wake-up) does it

@@ -103,7 +103,7 @@ func TestWatchServerProcess(t *testing.T) {
 		Visible: func(burst time.Time, n int) {
 			now := time.Now().UnixNano()
 			tl.mu.Lock()
-			tl.Burst, tl.Visible = burst.UnixNano(), append(tl.Visible, now)
+			tl.Bursts, tl.Visible = append(tl.Bursts, burst.UnixNano()), append(tl.Visible, now)
 			tl.mu.Unlock()
 		}})
 	if err != nil {
@@ -166,8 +166,8 @@ func TestWatchServerProcess(t *testing.T) {
 // nanoseconds (one machine: comparable with the benchmark's clock).
 type serverTimeline struct {
 	mu      sync.Mutex
-	Burst   int64   // the first NOTIFY of the last burst arrived
-	Visible []int64 // each group of its pointers became current
+	Bursts  []int64 // the first NOTIFY of each burst arrived
+	Visible []int64 // each burst's pointers became current
 	Written []int64 // each parked answer was written
 }
 
@@ -431,8 +431,14 @@ func runWatchers(b *testing.B, n int) {
 	}
 	slices.Sort(srv)
 	b.ReportMetric(float64(srv[n*99/100].Microseconds())/1000, "server-p99-ms")
+	firstBurst := slices.Max(tl.Bursts)
+	for _, t := range tl.Bursts {
+		if t >= called.UnixNano() {
+			firstBurst = min(firstBurst, t)
+		}
+	}
 	b.Logf("server side: COMMIT -> first NOTIFY received %s, -> every pointer current %s; COMMIT -> answer written p50 %s, p99 %s, max %s",
-		time.Duration(tl.Burst-committed.UnixNano()).Round(time.Millisecond),
+		time.Duration(firstBurst-committed.UnixNano()).Round(time.Millisecond),
 		time.Duration(slices.Max(tl.Visible)-committed.UnixNano()).Round(time.Millisecond),
 		srv[n/2].Round(time.Millisecond), srv[n*99/100].Round(time.Millisecond), srv[n-1].Round(time.Millisecond))
 	b.Logf("server memory per idle watcher: RSS %.1f KiB (%d -> %d MiB), Go heap+stacks %.1f KiB; goroutines %d -> %d",

@@ -285,6 +285,11 @@ func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string
 // cannot read) makes it read everything that changed since the watermark
 // instead.
 func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
+	if len(payloads) > maxBatch {
+		// A large burst (one activation): one read of everything that
+		// changed since the watermark beats a query per maxBatch identities.
+		return s.catchUp(ctx, conn)
+	}
 	seen := make(map[bundle.Identity]bool, len(payloads))
 	ids := make([]bundle.Identity, 0, len(payloads))
 	for _, p := range payloads {
@@ -366,6 +371,24 @@ func (s *Store) applyBatch(ctx context.Context, conn *pgx.Conn, ids []bundle.Ide
 // move wakes are answered from memory. A failure is left to Current, which
 // reads (and checks) the bytes itself.
 func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) {
+	want := s.uncached(entries)
+	if len(want) == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	rows, err := conn.Query(qctx, artifactsQuery, want)
+	if err != nil {
+		return
+	}
+	s.cacheArtifacts(rows)
+}
+
+// artifactsQuery reads the artifacts whose digests are $1.
+const artifactsQuery = `SELECT artifact_digest, bytes FROM configpub.artifact WHERE artifact_digest = ANY($1)`
+
+// uncached returns the artifact digests of entries not in the cache.
+func (s *Store) uncached(entries []*entry) []string {
 	var want []string
 	for _, e := range entries {
 		if e.d != nil {
@@ -374,15 +397,12 @@ func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) 
 			}
 		}
 	}
-	if len(want) == 0 {
-		return
-	}
-	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
-	defer cancel()
-	rows, err := conn.Query(qctx, `SELECT artifact_digest, bytes FROM configpub.artifact WHERE artifact_digest = ANY($1)`, want)
-	if err != nil {
-		return
-	}
+	return want
+}
+
+// cacheArtifacts puts the artifactsQuery rows whose bytes match their
+// digest into the cache, and closes rows.
+func (s *Store) cacheArtifacts(rows pgx.Rows) {
 	defer rows.Close()
 	for rows.Next() {
 		var dgst string
@@ -394,6 +414,52 @@ func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) 
 			s.artifact.put(dgst, b)
 		}
 	}
+}
+
+// prefetchInstall makes entries current maxBatch at a time, each chunk
+// after its artifacts are in the cache, waking its waiters. The artifact
+// queries of every chunk go out together (one pipelined round trip), and
+// each chunk is installed as soon as its own answer is read, so that a
+// burst of thousands costs one round trip and its first waiters are
+// answered while the later chunks' bytes still arrive. A failed read
+// leaves the bytes to Current, which reads (and checks) them itself.
+func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*entry) {
+	var chunks [][]*entry
+	b := &pgx.Batch{}
+	queued := make([]bool, 0, len(entries)/maxBatch+1)
+	for len(entries) > 0 {
+		chunk := entries[:min(len(entries), maxBatch)]
+		entries = entries[len(chunk):]
+		chunks = append(chunks, chunk)
+		want := s.uncached(chunk)
+		if len(want) > 0 {
+			b.Queue(artifactsQuery, want)
+		}
+		queued = append(queued, len(want) > 0)
+	}
+	if b.Len() == 0 {
+		for _, chunk := range chunks {
+			s.install(chunk, nil)
+		}
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	br := conn.SendBatch(qctx, b)
+	failed := false
+	for i, chunk := range chunks {
+		if queued[i] && !failed {
+			rows, err := br.Query()
+			if err != nil {
+				failed = true
+			} else {
+				s.cacheArtifacts(rows)
+				failed = rows.Err() != nil
+			}
+		}
+		s.install(chunk, nil)
+	}
+	_ = br.Close()
 }
 
 func (s *Store) entryFor(r *pointerRow) *entry {

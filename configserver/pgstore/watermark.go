@@ -115,12 +115,7 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}
-	for len(found) > 0 {
-		chunk := found[:min(len(found), maxBatch)]
-		found = found[len(chunk):]
-		s.prefetch(ctx, conn, chunk)
-		s.install(chunk, nil)
-	}
+	s.prefetchInstall(ctx, conn, found)
 	s.install(nil, gone)
 	s.mu.Lock()
 	s.wm = &next
