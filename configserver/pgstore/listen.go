@@ -285,11 +285,6 @@ func drain(ctx context.Context, conn *pgx.Conn, first string) (payloads []string
 // cannot read) makes it read everything that changed since the watermark
 // instead.
 func (s *Store) apply(ctx context.Context, conn *pgx.Conn, payloads []string) error {
-	if len(payloads) > maxBatch {
-		// A large burst (one activation): one read of everything that
-		// changed since the watermark beats a query per maxBatch identities.
-		return s.catchUp(ctx, conn)
-	}
 	seen := make(map[bundle.Identity]bool, len(payloads))
 	ids := make([]bundle.Identity, 0, len(payloads))
 	for _, p := range payloads {
@@ -422,7 +417,9 @@ func (s *Store) cacheArtifacts(rows pgx.Rows) {
 // each chunk is installed as soon as its own answer is read, so that a
 // burst of thousands costs one round trip and its first waiters are
 // answered while the later chunks' bytes still arrive. A failed read
-// leaves the bytes to Current, which reads (and checks) them itself.
+// leaves the bytes to Current, which reads (and checks) them itself. Each
+// chunk's read is allowed QueryTimeout: a deadline on the whole pipeline
+// that ran out mid-read would close the listener's connection.
 func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*entry) {
 	var chunks [][]*entry
 	b := &pgx.Batch{}
@@ -443,7 +440,7 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 		}
 		return
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	qctx, cancel := context.WithTimeout(ctx, time.Duration(b.Len())*s.opts.QueryTimeout)
 	defer cancel()
 	br := conn.SendBatch(qctx, b)
 	failed := false
