@@ -3,9 +3,6 @@ package configserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -30,28 +27,14 @@ func TestCandidatePhaseServesTheStagedSnapshot(t *testing.T) {
 	values, tg := readGoldenAdvisor(t)
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
-	ps, err := promoter.Open(ctx, e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps, _ := e.openPromoter(t, func() time.Time { return goldenCreatedAt })
 	id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
+	// The golden target as release `release` records it with another body.
 	target := func(release int64, snapshotID string, body []byte) promoter.Target {
-		return promoter.Target{
-			Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag, Audience: tg.Audience,
-			SubjectKind: tg.SubjectKind, SubjectName: tg.SubjectName,
-			SnapshotID: snapshotID, PublicationID: bundle.PublicationID(tg.EnvTag, release), PolicySnapshotID: tg.PolicySnapshotID,
-			ReleaseVersion: release, PolicyVersion: tg.PolicyVersion,
-			PolicyDigest: tg.PolicyDigest, ContentDigest: tg.ContentDigest, PropertySetDigest: tg.PropertySetDigest,
-			ArtifactDigest: digest.FromBytes(body).String(), CompatibilityGeneration: tg.CompatibilityGeneration,
-			SourceEventSequence: release, CreatedAt: now, ValidFrom: now, ExpiresAt: now.Add(21 * 24 * time.Hour),
-			LeaseProfile: tg.LeaseProfile, Lease: promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
-			Values: body,
-		}
+		pt := tg.promoterTarget(body)
+		pt.SnapshotID, pt.PublicationID, pt.ReleaseVersion, pt.SourceEventSequence = snapshotID, bundle.PublicationID(tg.EnvTag, release), release, release
+		pt.ArtifactDigest = digest.FromBytes(body).String()
+		return pt
 	}
 	snap1, snap2 := uuid.NewString(), uuid.NewString()
 	values2 := append(bytes.Clone(values), "# release 2\n"...)

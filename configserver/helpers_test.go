@@ -2,6 +2,10 @@ package configserver_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -10,6 +14,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/configpub/configpub/promoter"
 )
 
 // syncBuffer is a goroutine-safe log sink.
@@ -49,7 +56,14 @@ type goldenAdvisor struct {
 // target.json; a missing fixture fails the test.
 func readGoldenAdvisor(t *testing.T) ([]byte, goldenAdvisor) {
 	t.Helper()
-	dir := "../fixtures/golden/prod/dev.lightapi.net/com.networknt.agent-advisor-1.0.0"
+	return readGolden(t, "com.networknt.agent-advisor-1.0.0")
+}
+
+// readGolden returns the values.yml and target.json of the golden prod
+// target serviceID of dev.lightapi.net; a missing fixture fails the test.
+func readGolden(t *testing.T, serviceID string) ([]byte, goldenAdvisor) {
+	t.Helper()
+	dir := filepath.Join("../fixtures/golden/prod/dev.lightapi.net", serviceID)
 	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
 	if err != nil {
 		t.Fatalf("golden fixture missing: %v", err)
@@ -63,4 +77,39 @@ func readGoldenAdvisor(t *testing.T) ([]byte, goldenAdvisor) {
 		t.Fatal(err)
 	}
 	return values, f
+}
+
+// promoterTarget is f as the promoter records it with body values: the
+// golden envelope's activation window (production: three weeks from
+// goldenCreatedAt) and a lease refreshed after 5 and expiring after 15
+// minutes.
+func (f goldenAdvisor) promoterTarget(values []byte) promoter.Target {
+	return promoter.Target{
+		Host: f.Host, ServiceID: f.ServiceID, EnvTag: f.EnvTag, Audience: f.Audience,
+		SubjectKind: f.SubjectKind, SubjectName: f.SubjectName,
+		SnapshotID: f.SnapshotID, PublicationID: f.PublicationID, PolicySnapshotID: f.PolicySnapshotID,
+		ReleaseVersion: f.ReleaseVersion, PolicyVersion: f.PolicyVersion,
+		PolicyDigest: f.PolicyDigest, ContentDigest: f.ContentDigest, PropertySetDigest: f.PropertySetDigest,
+		ArtifactDigest: f.ArtifactDigest, CompatibilityGeneration: f.CompatibilityGeneration,
+		SourceEventSequence: f.SourceEventSequence, CreatedAt: goldenCreatedAt, LeaseProfile: f.LeaseProfile,
+		ValidFrom: goldenCreatedAt, ExpiresAt: goldenCreatedAt.Add(504 * time.Hour),
+		Lease:  promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
+		Values: values,
+	}
+}
+
+// openPromoter opens a promoter store on e's database as a
+// configpub_promoter member, signing with a new P-256 key and reading the
+// time from clock.
+func (e *env) openPromoter(t *testing.T, clock func() time.Time) (*promoter.Store, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := promoter.Open(context.Background(), e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps, key
 }

@@ -2,9 +2,6 @@ package configserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"fmt"
 	"net/http"
 	"sync"
@@ -27,16 +24,8 @@ type lifecycleStore struct {
 
 func newLifecycleStore(t *testing.T, e *env) *lifecycleStore {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ls := &lifecycleStore{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	ls.Store, err = promoter.Open(context.Background(), e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")),
-		promoter.Options{Signer: key, Clock: func() time.Time { ls.mu.Lock(); defer ls.mu.Unlock(); return ls.now }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls.Store, _ = e.openPromoter(t, func() time.Time { ls.mu.Lock(); defer ls.mu.Unlock(); return ls.now })
 	return ls
 }
 

@@ -3,9 +3,6 @@ package configserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/base64"
 	"net/http"
 	"sync"
@@ -30,34 +27,16 @@ func TestServesWhatThePromoterStored(t *testing.T) {
 	values, tg := readGoldenAdvisor(t)
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var mu sync.Mutex
+	now := goldenCreatedAt // inside the envelope's validity window
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ps, key := e.openPromoter(t, clock)
 	trusted, err := signing.NewTrustedKey(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	now := time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC) // inside the envelope's validity window
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	ps, err := promoter.Open(ctx, e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
 	id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
-	target := promoter.Target{
-		Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag, Audience: tg.Audience,
-		SubjectKind: tg.SubjectKind, SubjectName: tg.SubjectName,
-		SnapshotID: tg.SnapshotID, PublicationID: tg.PublicationID, PolicySnapshotID: tg.PolicySnapshotID,
-		ReleaseVersion: tg.ReleaseVersion, PolicyVersion: tg.PolicyVersion,
-		PolicyDigest: tg.PolicyDigest, ContentDigest: tg.ContentDigest, PropertySetDigest: tg.PropertySetDigest,
-		ArtifactDigest: tg.ArtifactDigest, CompatibilityGeneration: tg.CompatibilityGeneration,
-		SourceEventSequence: tg.SourceEventSequence, CreatedAt: time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC),
-		ValidFrom: time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC), ExpiresAt: time.Date(2026, 9, 3, 14, 0, 0, 0, time.UTC),
-		LeaseProfile: tg.LeaseProfile, Lease: promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
-		Values: values,
-	}
+	target := tg.promoterTarget(values)
 	if _, err := ps.RecordAndActivate(ctx, promoter.ReleaseInput{
 		CommandID: uuid.NewString(), EnvTag: tg.EnvTag, ReleaseVersion: 1, BaseReleaseVersion: 0,
 		ManifestBytes: []byte("release manifest bytes of the test\n"), Actor: "configserver-test",

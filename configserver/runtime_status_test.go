@@ -2,9 +2,6 @@ package configserver_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"io"
 	"net/http"
@@ -55,32 +52,15 @@ type goldenRuntime struct {
 func activateGolden(t *testing.T, clock *simClock, lease promoter.LeaseWindow) *goldenRuntime {
 	t.Helper()
 	values, f := readGoldenAdvisor(t)
-	tg := promoter.Target{
-		Host: f.Host, ServiceID: f.ServiceID, EnvTag: f.EnvTag, Audience: f.Audience,
-		SubjectKind: f.SubjectKind, SubjectName: f.SubjectName,
-		SnapshotID: f.SnapshotID, PublicationID: f.PublicationID, PolicySnapshotID: f.PolicySnapshotID,
-		ReleaseVersion: f.ReleaseVersion, PolicyVersion: f.PolicyVersion,
-		PolicyDigest: f.PolicyDigest, ContentDigest: f.ContentDigest, PropertySetDigest: f.PropertySetDigest,
-		ArtifactDigest: f.ArtifactDigest, CompatibilityGeneration: f.CompatibilityGeneration,
-		SourceEventSequence: f.SourceEventSequence, CreatedAt: goldenCreatedAt, LeaseProfile: f.LeaseProfile,
-		// The golden envelope's activation window (production: three weeks).
-		ValidFrom: goldenCreatedAt, ExpiresAt: goldenCreatedAt.Add(504 * time.Hour),
-	}
+	tg := f.promoterTarget(values)
+	tg.Lease = lease
 	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ps, key := e.openPromoter(t, clock.Now)
 	trusted, err := signing.NewTrustedKey(&key.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ps, err := promoter.Open(ctx, e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg.Values, tg.Lease = values, lease
 	if _, err := ps.RecordAndActivate(ctx, promoter.ReleaseInput{
 		CommandID: uuid.NewString(), EnvTag: tg.EnvTag, ReleaseVersion: 1, BaseReleaseVersion: 0,
 		ManifestBytes: []byte("release manifest bytes of the test\n"), Actor: "configserver-test",

@@ -41,31 +41,8 @@ var goldenAgents = []string{"com.networknt.agent-account-1.0.0", "com.networknt.
 // release 1 recorded it.
 func goldenTarget(t *testing.T, serviceID string) promoter.Target {
 	t.Helper()
-	dir := filepath.Join("../fixtures/golden/prod/dev.lightapi.net", serviceID)
-	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))
-	if err != nil {
-		t.Fatalf("golden fixture missing: %v", err)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f goldenAdvisor
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	return promoter.Target{
-		Host: f.Host, ServiceID: f.ServiceID, EnvTag: f.EnvTag, Audience: f.Audience,
-		SubjectKind: f.SubjectKind, SubjectName: f.SubjectName,
-		SnapshotID: f.SnapshotID, PublicationID: f.PublicationID, PolicySnapshotID: f.PolicySnapshotID,
-		ReleaseVersion: f.ReleaseVersion, PolicyVersion: f.PolicyVersion,
-		PolicyDigest: f.PolicyDigest, ContentDigest: f.ContentDigest, PropertySetDigest: f.PropertySetDigest,
-		ArtifactDigest: f.ArtifactDigest, CompatibilityGeneration: f.CompatibilityGeneration,
-		SourceEventSequence: f.SourceEventSequence, CreatedAt: goldenCreatedAt, LeaseProfile: f.LeaseProfile,
-		ValidFrom: goldenCreatedAt, ExpiresAt: goldenCreatedAt.Add(504 * time.Hour),
-		Lease:  promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute},
-		Values: values,
-	}
+	values, f := readGolden(t, serviceID)
+	return f.promoterTarget(values)
 }
 
 // asRelease2 is tg republished by release 2: the same policy content with
