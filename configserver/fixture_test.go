@@ -230,7 +230,15 @@ func newEnvTB(t testing.TB, o envOptions) *env {
 		o.owner = e.db.Pool(t)
 	}
 	e.seed = newSeeder(t, o.owner)
-	st, err := pgstore.New(o.storeURL, o.store)
+	poolCfg, err := pgstore.PoolConfig(o.storeURL, o.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.New(pool, o.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +246,7 @@ func newEnvTB(t testing.TB, o envOptions) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	t.Cleanup(func() { cancel(); <-done; pool.Close() })
 
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
@@ -99,13 +100,22 @@ func TestWatchServerProcess(t *testing.T) {
 	// first NOTIFY of the burst arrived, when the last of its pointers was
 	// current, and when each parked answer was written.
 	var tl serverTimeline
-	st, err := pgstore.New(cfg.DatabaseURL, pgstore.Options{StaleAfter: 30 * time.Second,
+	storeOpts := pgstore.Options{StaleAfter: 30 * time.Second,
 		Visible: func(burst time.Time, n int) {
 			now := time.Now().UnixNano()
 			tl.mu.Lock()
 			tl.Bursts, tl.Visible = append(tl.Bursts, burst.UnixNano()), append(tl.Visible, now)
 			tl.mu.Unlock()
-		}})
+		}}
+	poolCfg, err := pgstore.PoolConfig(cfg.DatabaseURL, storeOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pgstore.New(pool, storeOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +169,7 @@ func TestWatchServerProcess(t *testing.T) {
 	pprof.StopCPUProfile()
 	cancel()
 	<-runDone
-	st.Close()
+	pool.Close()
 }
 
 // serverTimeline is the server process's record of a move, in unix

@@ -34,14 +34,16 @@ type runtimeFleet struct {
 
 func newRuntimeFleet(t *testing.T, h *promotertest.Harness) *runtimeFleet {
 	t.Helper()
-	st, err := pgstore.New(h.DB.URLFor(t, "configpub_server"), pgstore.Options{})
+	// The pool is closed in a cleanup registered before the store's, so
+	// after Run has returned.
+	st, err := pgstore.New(h.DB.PoolURL(t, h.DB.URLFor(t, "configpub_server")), pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	t.Cleanup(func() { cancel(); <-done })
 	tokenKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -99,13 +100,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if storeOpts.Logger == nil {
 		storeOpts.Logger = cfg.Logger
 	}
-	store, err := pgstore.New(cfg.DatabaseURL, storeOpts)
+	poolCfg, err := pgstore.PoolConfig(cfg.DatabaseURL, storeOpts)
 	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("database pool: %w", err)
+	}
+	store, err := pgstore.New(pool, storeOpts)
+	if err != nil {
+		pool.Close()
 		return err
 	}
 	storeDone := make(chan struct{})
 	go func() { defer close(storeDone); _ = store.Run(ctx) }()
-	defer func() { cancel(); <-storeDone; store.Close() }()
+	defer func() { cancel(); <-storeDone; pool.Close() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

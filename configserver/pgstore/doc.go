@@ -4,7 +4,10 @@
 // delivery_manifest, artifact and revocation, and only inserts into
 // runtime_evidence.
 //
-// Current pointers are held in memory. A dedicated connection LISTENs on
+// New takes the caller's query pool (PoolConfig builds its configuration)
+// and does no I/O; Run connects and keeps reconnecting. Current pointers
+// are held in memory. A dedicated connection, dialled with a copy of the
+// pool's connection config rather than taken from the pool, LISTENs on
 // channel configpub_pointer (the promoter NOTIFYs in the transaction that
 // moves a pointer or renews a lease) and reloads the moved identity. Every
 // write of a current_pointer row records its transaction (change_xid), and

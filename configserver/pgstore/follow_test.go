@@ -125,14 +125,22 @@ func wantOnlyFirstLoad(t testing.TB, st *Store) {
 // runStore starts a Store on url and waits until it is ready.
 func runStore(t testing.TB, url string, opts Options) *Store {
 	t.Helper()
-	st, err := New(url, opts)
+	poolCfg, err := PoolConfig(url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := New(pool, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = st.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	t.Cleanup(func() { cancel(); <-done; pool.Close() })
 	deadline := time.Now().Add(30 * time.Second)
 	for st.Ready(ctx) != nil {
 		if time.Now().After(deadline) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/pgtest"
@@ -46,11 +47,20 @@ func TestScaleServerProcess(t *testing.T) {
 	if url == "" {
 		t.Skip("only run as BenchmarkServerScale's server process")
 	}
-	st, err := New(url, Options{StaleAfter: time.Minute, ReconcileInterval: time.Hour, QueryTimeout: 5 * time.Minute})
+	opts := Options{StaleAfter: time.Minute, ReconcileInterval: time.Hour, QueryTimeout: 5 * time.Minute}
+	poolCfg, err := PoolConfig(url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	st, err := New(pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); _ = st.Run(ctx) }()

@@ -47,7 +47,7 @@ type Options struct {
 	// MaxReconnectDelay caps the back-off between LISTEN reconnects.
 	// Default 1 s.
 	MaxReconnectDelay time.Duration
-	// MaxConns sizes the query pool. Default 8.
+	// MaxConns sizes the query pool PoolConfig configures. Default 8.
 	MaxConns int32
 	// Logger receives connection losses and recoveries. Default: discard.
 	Logger *slog.Logger
@@ -90,7 +90,7 @@ func (o *Options) defaults() {
 }
 
 // Store serves current pointers from memory and artifact bytes from a cache
-// backed by PostgreSQL. Call Run to keep it current; Close releases the pool.
+// backed by PostgreSQL. Call Run to keep it current.
 type Store struct {
 	opts     Options
 	connCfg  *pgx.ConnConfig
@@ -134,25 +134,36 @@ type entry struct {
 	snapshotID string
 }
 
-// New prepares a Store for connString (a configpub_server member). It does
-// not connect: Run does, and keeps reconnecting.
-func New(connString string, opts Options) (*Store, error) {
+// PoolConfig is the configuration of the query pool the Config Server
+// opens for connString (a configpub_server member): at most opts.MaxConns
+// connections (default 8), each connection attempt bounded by
+// opts.ConnectTimeout (default 2 s). Open the pool with
+// pgxpool.NewWithConfig and pass it to New.
+func PoolConfig(connString string, opts Options) (*pgxpool.Config, error) {
 	opts.defaults()
-	poolCfg, err := pgxpool.ParseConfig(connString)
+	cfg, err := pgxpool.ParseConfig(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse database url: %w", err)
 	}
-	poolCfg.MaxConns = opts.MaxConns
-	poolCfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
-	pool, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: %w", err)
+	cfg.MaxConns = opts.MaxConns
+	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	return cfg, nil
+}
+
+// New prepares a Store that runs its queries on pool, whose connections log
+// in as a member of configpub_server (see PoolConfig). The caller owns pool
+// and closes it once Run has returned. The LISTEN session holds a
+// connection for as long as it lives and is re-dialled after every loss, so
+// the Store dials that one itself, with a copy of pool's connection config
+// and opts.ConnectTimeout, instead of taking it from the pool. New does no
+// I/O: Run connects, and keeps reconnecting, so a server starts while the
+// database is down.
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgstore: nil pool")
 	}
-	connCfg, err := pgx.ParseConfig(connString)
-	if err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("pgstore: parse database url: %w", err)
-	}
+	opts.defaults()
+	connCfg := pool.Config().ConnConfig.Copy()
 	connCfg.ConnectTimeout = opts.ConnectTimeout
 	return &Store{
 		opts:     opts,
@@ -162,9 +173,6 @@ func New(connString string, opts Options) (*Store, error) {
 		pointers: make(map[bundle.Identity]*entry),
 	}, nil
 }
-
-// Close releases the query pool. Stop Run (cancel its context) first.
-func (s *Store) Close() { s.pool.Close() }
 
 // fresh reports whether the in-memory pointers are confirmed current.
 func (s *Store) fresh() error {
