@@ -105,19 +105,30 @@ const archiveSep = "--- # "
 // Archive joins the files of a release into one byte string, the form in
 // which a release is stored, hashed and handed between packages.
 func Archive(files []ReleaseFile) []byte {
-	n := len(archiveMagic)
+	n := 0
 	for _, f := range files {
 		n += len(archiveSep) + len(f.Path) + 1 + len(f.Bytes)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, archiveMagic...)
+	b := NewArchive(n)
 	for _, f := range files {
-		b = append(b, archiveSep...)
-		b = append(b, f.Path...)
-		b = append(b, '\n')
-		b = append(b, f.Bytes...)
+		b = AppendArchive(b, f.Path, f.Bytes)
 	}
 	return b
+}
+
+// NewArchive returns an empty release archive with room for size more
+// bytes; AppendArchive adds its files, root first, so a reader can build
+// an archive one file at a time without holding the files separately.
+func NewArchive(size int) []byte {
+	return append(make([]byte, 0, len(archiveMagic)+max(size, 0)), archiveMagic...)
+}
+
+// AppendArchive appends one file to a release archive.
+func AppendArchive(b []byte, path string, data []byte) []byte {
+	b = append(b, archiveSep...)
+	b = append(b, path...)
+	b = append(b, '\n')
+	return append(b, data...)
 }
 
 // IsArchive reports whether b is a release archive (else it is a
@@ -712,11 +723,22 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		}
 		m.WorkflowLedger = append(m.WorkflowLedger, e)
 	}
-	type rawTarget struct {
-		t     TargetEntry
-		extra targetExtra
+	// Rows are read into m.Targets as they are; the fields that follow
+	// from the release are derived once every subject is known. extras
+	// holds the trailing maps of the rows that have one.
+	// Capacity from the root's counts, bounded by what the shards' bytes
+	// can hold (a target row is well over 64 bytes), so a forged count
+	// allocates nothing.
+	size := int64(0)
+	for k := range refs {
+		size += int64(len(files[k+1].Bytes))
 	}
-	var raw []rawTarget
+	total := int64(0)
+	for _, ref := range refs {
+		total = min(total+min(max(ref.Targets, 0), size), size/64)
+	}
+	m.Targets = make([]TargetEntry, 0, total)
+	extras := map[int]*targetExtra{}
 	for k, ref := range refs {
 		f := files[k+1]
 		if want := ShardPath(m.EnvTag, ref.Host); f.Path != want {
@@ -751,10 +773,10 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 			return nil, fmt.Errorf("parse release manifest %s: %w: %d targets, the root records %d", f.Path, ErrInvalidManifest, len(sd.Targets), ref.Targets)
 		}
 		for n, row := range sd.Targets {
-			var rt rawTarget
+			var extra targetExtra
 			var subj string
-			t := &rt.t
-			if err := decodeRow("targets", n, row, &rt.extra, &t.ServiceID, &t.Audience, &subj, &t.LeaseProfile, &t.ReleaseVersion,
+			var t TargetEntry
+			if err := decodeRow("targets", n, row, &extra, &t.ServiceID, &t.Audience, &subj, &t.LeaseProfile, &t.ReleaseVersion,
 				&t.ContentDigest, &t.PropertySetDigest, &t.ArtifactDigest); err != nil {
 				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
 			}
@@ -763,7 +785,10 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 				return nil, fmt.Errorf("parse release manifest %s: %w: targets[%d]: subject %q is not Kind/name", f.Path, ErrInvalidManifest, n, subj)
 			}
 			t.Host = ref.Host
-			raw = append(raw, rt)
+			if len(row) > 8 {
+				extras[len(m.Targets)] = &extra
+			}
+			m.Targets = append(m.Targets, t)
 		}
 	}
 	sort.Slice(m.Subjects, func(a, b int) bool {
@@ -772,15 +797,16 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	})
 	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
 	profiles, subjects := m.index()
-	m.Targets = make([]TargetEntry, 0, len(raw))
-	for k := range raw {
-		t := &raw[k].t
+	for k := range m.Targets {
+		t := &m.Targets[k]
 		// A release missing from createdBy leaves createdAt empty, which
 		// Validate names (after the release's own fields).
 		c := created[t.ReleaseVersion]
 		d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
-		raw[k].extra.apply(&d)
-		m.Targets = append(m.Targets, d)
+		if x := extras[k]; x != nil {
+			x.apply(&d)
+		}
+		*t = d
 	}
 	if err := m.Validate(); err != nil {
 		return bad(err)

@@ -258,8 +258,14 @@ func loadCommitted(fsys fs.FS, env string) (m *bundle.Manifest, b []byte, extra 
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
-		files := make([]bundle.ReleaseFile, 0, 1+len(refs))
-		files = append(files, bundle.ReleaseFile{Path: p, Bytes: root})
+		// Each shard is read into the archive and let go: the release is
+		// held once, as the archive, and parsed from its slices.
+		type span struct {
+			path       string
+			start, end int
+		}
+		b = bundle.AppendArchive(bundle.NewArchive(0), p, root)
+		spans := []span{{p, len(b) - len(root), len(b)}}
 		listed := map[string]bool{}
 		for _, r := range refs {
 			sp := bundle.ShardPath(env, r.Host)
@@ -271,12 +277,16 @@ func loadCommitted(fsys fs.FS, env string) (m *bundle.Manifest, b []byte, extra 
 				return nil, nil, nil, fmt.Errorf("read %s: %w", sp, err)
 			}
 			listed[sp] = true
-			files = append(files, bundle.ReleaseFile{Path: sp, Bytes: sb})
+			b = bundle.AppendArchive(b, sp, sb)
+			spans = append(spans, span{sp, len(b) - len(sb), len(b)})
+		}
+		files := make([]bundle.ReleaseFile, len(spans))
+		for i, x := range spans {
+			files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
 		}
 		if m, err = bundle.ParseFiles(files); err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
-		b = bundle.Archive(files)
 		extra, err = unlistedShards(fsys, env, listed)
 		if err != nil {
 			return nil, nil, nil, err
