@@ -7,9 +7,8 @@
 // header) and review trailers in the commit message (the git-interpret-trailers
 // format: "Token: value" lines in the last paragraph).
 //
-// The package also exposes a commit's tree as an fs.FS, so the compiler can
-// run at a commit without a checkout, and reads single files at a revision
-// (used by `configpub plan --base-ref`).
+// CommitFS exposes the reviewed commit's tree as an fs.FS (through
+// internal/gitfs), so the compiler runs at that commit without a checkout.
 //
 // Everything here reads a go-git repository; nothing writes to it.
 package review
