@@ -99,40 +99,8 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 		}
 		return activateOutcome{refused: w}, nil
 	}
-	ps, err := loadMoves(ctx, tx, envTag, version)
+	moved, err := s.moveAll(ctx, tx, a, e, now)
 	if err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.fault(ctx, "activate:read", tx); err != nil {
-		return activateOutcome{}, err
-	}
-	var unsigned []pointerTarget
-	var at []int
-	for i := range ps {
-		ps[i].RevocationEpoch = max(ps[i].RevocationEpoch, e.Epoch)
-		if a.pre.take(&ps[i], now) {
-			continue
-		}
-		ps[i].Sequence = nextSequence(ps[i].PrevSequence, now)
-		ps[i].IssuedAt, ps[i].ActivatedAt = now, now
-		unsigned = append(unsigned, ps[i])
-		at = append(at, i)
-	}
-	if len(unsigned) > 0 {
-		if err := s.signAll(envTag, unsigned); err != nil {
-			return activateOutcome{}, err
-		}
-		for k, i := range at {
-			ps[i] = unsigned[k]
-		}
-	}
-	if err := s.fault(ctx, "activate:signed", tx); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.writePointers(ctx, tx, envTag, ps, now, writeMove); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.fault(ctx, "activate:pointers", tx); err != nil {
 		return activateOutcome{}, err
 	}
 	retired, err := retireOthers(ctx, tx, envTag, a, e.Current, now)
@@ -142,24 +110,12 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 	if err := s.fault(ctx, "activate:retire", tx); err != nil {
 		return activateOutcome{}, err
 	}
-	if err := s.insertManifests(ctx, tx, envTag, ps, "move", a.cmd.ID); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.fault(ctx, "activate:manifests", tx); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := insertMoves(ctx, tx, envTag, ps, a, e.Current, now); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.fault(ctx, "activate:pointer_move", tx); err != nil {
-		return activateOutcome{}, err
-	}
 	if err := recordWorkflowViews(ctx, tx, envTag, version, a.cmd.ID, now); err != nil {
 		return activateOutcome{}, err
 	}
 	res := &ActivationResult{
 		CommandID: a.cmd.ID, Action: a.cmd.Action, EnvTag: envTag, ReleaseVersion: version,
-		PreviousRelease: e.Current, Moved: len(ps), Unchanged: r.TargetCount - len(ps), Retired: retired,
+		PreviousRelease: e.Current, Moved: moved, Unchanged: r.TargetCount - moved, Retired: retired,
 		Outcome: OutcomeApplied, ActivatedAt: now,
 	}
 	if e.Current != 0 && e.Current != version {
@@ -197,13 +153,89 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 	if err := s.fault(ctx, "activate:environment", tx); err != nil {
 		return activateOutcome{}, err
 	}
-	if err := notify(ctx, tx, envTag, ps); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := s.fault(ctx, "activate:notify", tx); err != nil {
-		return activateOutcome{}, err
-	}
 	return activateOutcome{res: res}, nil
+}
+
+// defaultMoveBatch is Options.MoveBatch's default: one notification's
+// worth of identities.
+const defaultMoveBatch = pointernote.BatchSize
+
+// moveAll moves every target of the release whose pointer is elsewhere,
+// s.opts.MoveBatch targets at a time in (host, service_id) order, inside
+// the activation transaction: each batch is read, signed (or taken from the
+// speculative manifests), written as pointers, delivery manifests and
+// pointer_move rows, and notified with one payload per
+// pointernote.BatchSize identities. Memory holds one batch, whatever the
+// size of the release. It returns the number of pointers moved.
+func (s *Store) moveAll(ctx context.Context, tx pgx.Tx, a activation, e *env, now time.Time) (int, error) {
+	envTag, version := a.cmd.EnvTag, a.cmd.Release
+	moved := 0
+	var after *[2]string
+	for {
+		ps, err := loadMoves(ctx, tx, envTag, version, after, s.opts.MoveBatch)
+		if err != nil {
+			return 0, err
+		}
+		if len(ps) == 0 {
+			return moved, nil
+		}
+		if err := s.fault(ctx, "activate:read", tx); err != nil {
+			return 0, err
+		}
+		var unsigned []pointerTarget
+		var at []int
+		for i := range ps {
+			ps[i].RevocationEpoch = max(ps[i].RevocationEpoch, e.Epoch)
+			if a.pre.take(&ps[i], now) {
+				continue
+			}
+			ps[i].Sequence = nextSequence(ps[i].PrevSequence, now)
+			ps[i].IssuedAt, ps[i].ActivatedAt = now, now
+			unsigned = append(unsigned, ps[i])
+			at = append(at, i)
+		}
+		if len(unsigned) > 0 {
+			if err := s.signAll(envTag, unsigned); err != nil {
+				return 0, err
+			}
+			for k, i := range at {
+				ps[i] = unsigned[k]
+			}
+		}
+		if err := s.fault(ctx, "activate:signed", tx); err != nil {
+			return 0, err
+		}
+		if err := s.writePointers(ctx, tx, envTag, ps, now, writeMove); err != nil {
+			return 0, err
+		}
+		if err := s.fault(ctx, "activate:pointers", tx); err != nil {
+			return 0, err
+		}
+		if err := s.insertManifests(ctx, tx, envTag, ps, "move", a.cmd.ID); err != nil {
+			return 0, err
+		}
+		if err := s.fault(ctx, "activate:manifests", tx); err != nil {
+			return 0, err
+		}
+		if err := insertMoves(ctx, tx, envTag, ps, a, e.Current, now); err != nil {
+			return 0, err
+		}
+		if err := s.fault(ctx, "activate:pointer_move", tx); err != nil {
+			return 0, err
+		}
+		if err := notify(ctx, tx, envTag, ps); err != nil {
+			return 0, err
+		}
+		if err := s.fault(ctx, "activate:notify", tx); err != nil {
+			return 0, err
+		}
+		moved += len(ps)
+		last := ps[len(ps)-1]
+		after = &[2]string{last.Host, last.ServiceID}
+		if len(ps) < s.opts.MoveBatch {
+			return moved, nil
+		}
+	}
 }
 
 // refuseActivation settles an activation that definitely did not happen
@@ -240,10 +272,15 @@ func revokedTarget(ctx context.Context, q querier, envTag string, version int64)
 	return id, nil
 }
 
-// loadMoves returns the targets of a release whose current pointer is not
-// at the release's snapshot (or is retired), with what their manifests
-// need.
-func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]pointerTarget, error) {
+// loadMoves returns, in (host, service_id) order, up to limit targets of a
+// release after the identity after (nil: from the first) whose current
+// pointer is not at the release's snapshot (or is retired), with what
+// their manifests need.
+func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64, after *[2]string, limit int) ([]pointerTarget, error) {
+	var afterHost, afterService *string
+	if after != nil {
+		afterHost, afterService = &after[0], &after[1]
+	}
 	rows, err := tx.Query(ctx, `SELECT rt.host, rt.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
@@ -254,12 +291,14 @@ func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64) ([]
 		LEFT JOIN configpub.current_pointer p
 			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
 		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets+`
-		ORDER BY rt.host, rt.service_id`, envTag, version)
+		  AND ($3::text IS NULL OR (rt.host, rt.service_id) > ($3::text, $4::text))
+		ORDER BY rt.host, rt.service_id
+		LIMIT $5`, envTag, version, afterHost, afterService, limit)
 	if err != nil {
 		return nil, dbErr("read moves", err)
 	}
 	defer rows.Close()
-	var ps []pointerTarget
+	ps := make([]pointerTarget, 0, limit)
 	for rows.Next() {
 		var p pointerTarget
 		var schema int32
@@ -407,21 +446,20 @@ func insertMoves(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarg
 	return nil
 }
 
-// notify sends one 'configpub_pointer' notification per pointer, delivered
-// when (and only if) the transaction commits.
+// notify sends the pointer changes of ps on the pointernote channel, one
+// payload per pointernote.BatchSize identities (ranges in the database's
+// order), delivered when (and only if) the transaction commits.
 func notify(ctx context.Context, tx pgx.Tx, envTag string, ps []pointerTarget) error {
 	if len(ps) == 0 {
 		return nil
 	}
 	n := len(ps)
-	hosts, svcs, ids := mk(n), mk(n), mk(n)
-	seqs := make([]int64, n)
+	hosts, svcs := mk(n), mk(n)
 	for i := range ps {
-		hosts[i], svcs[i], ids[i], seqs[i] = ps[i].Host, ps[i].ServiceID, ps[i].SnapshotID, ps[i].Sequence
+		hosts[i], svcs[i] = ps[i].Host, ps[i].ServiceID
 	}
-	_, err := tx.Exec(ctx, `SELECT count(`+pointernote.MoveExpr("h", "sv", "$1::text", "sid", "seq", false)+`)
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[]) AS x(h, sv, sid, seq)`,
-		envTag, hosts, svcs, ids, seqs)
+	_, err := tx.Exec(ctx, pointernote.BatchesSQL("$1::text", "h", "sv", "unnest($2::text[], $3::text[]) AS x(h, sv)"),
+		envTag, hosts, svcs)
 	if err != nil {
 		return dbErr("notify", err)
 	}

@@ -2,48 +2,77 @@ package promoter_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/pointernote"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 )
 
-const benchTargets = 10000
+// scaleTargets enables BenchmarkActivationScale (`-args
+// -activation.targets=100000`): setting up two releases of that size takes
+// minutes, too long for `make bench`. make scale runs it.
+var scaleTargets = flag.Int("activation.targets", 0, "targets of BenchmarkActivationScale (0: skip it)")
 
-// BenchmarkActivation10k measures, on one database, interleaved in every
+// BenchmarkActivation10k measures activation at 10,000 targets; see
+// benchActivation.
+func BenchmarkActivation10k(b *testing.B) { benchActivation(b, 10000) }
+
+// BenchmarkActivationScale is BenchmarkActivation10k at
+// -activation.targets targets (`go test -run '^$' -bench
+// ActivationScale -benchtime 1x ./promoter -args -activation.targets=100000`).
+func BenchmarkActivationScale(b *testing.B) {
+	if *scaleTargets <= 0 {
+		b.Skip("set -activation.targets (e.g. 100000) to run")
+	}
+	benchActivation(b, *scaleTargets)
+}
+
+// benchActivation measures, on one database, interleaved in every
 // iteration so that machine load affects all of them alike:
 //
 //   - baseline: a hand-written two-statement transaction that moves the
-//     same 10,000 pointers (UPDATE … FROM unnest) and inserts their audit
-//     rows (INSERT … SELECT FROM unnest), plus signing 10,000 manifests
+//     same n pointers (UPDATE … FROM unnest) and inserts their audit
+//     rows (INSERT … SELECT FROM unnest), plus signing n manifests
 //     serially with the same in-memory key;
-//   - promote: RecordAndActivate of a new 10,000-target release, every
+//   - same-work baseline: hand-written statements that write what an
+//     activation writes (every pointer column, full pointer_move rows,
+//     the signed delivery_manifest rows, one NOTIFY per 2,000) after
+//     signing n manifests serially — still no journal, no lock, no CAS;
+//   - promote: RecordAndActivate of a new n-target release, every
 //     target changed (artifacts, snapshots, release, targets, journal,
 //     pointer moves, signed and stored delivery manifests, NOTIFY);
 //   - activate: a Rollback or forward Activate between two recorded
-//     10,000-target releases (pointer moves only);
+//     n-target releases (pointer moves only);
 //   - replay: RecordAndActivate of the release just applied.
 //
-// It reports each as ms/op and the ratios the issue bars:
-// promote/baseline <= 3, replay/promote <= 0.1.
-func BenchmarkActivation10k(b *testing.B) {
+// It reports each as ms/op, the ratios the issue bars (promote/baseline
+// and activate/baseline <= 3, replay/promote <= 0.1), and the peak Go heap
+// growth during the baseline and during the activation (sampled every
+// 5 ms): the activation works in batches, so its peak does not grow with n.
+func benchActivation(b *testing.B, n int) {
 	f := newFixture(b, nil)
 	ctx := context.Background()
-	f.promote(b, release("bench", 1, 0, benchTargets, nil, nil))
-	f.promote(b, release("bench", 2, 1, benchTargets, nil, nil))
+	f.promote(b, release("bench", 1, 0, n, nil, nil))
+	f.promote(b, release("bench", 2, 1, n, nil, nil))
 	next := int64(3)
-	// The baseline toggles pointers between the snapshots of releases 1 and 2.
-	bodies := make([][]byte, benchTargets)
+	// The baselines toggle pointers between the snapshots of releases 1 and 2.
+	bodies := make([][]byte, n)
 	for i := range bodies {
 		m := bundle.DeliveryManifest{Type: bundle.DeliveryManifestType, Host: fmt.Sprintf("host-%05d", i), ServiceID: "svc",
 			EnvTag: "bench", Audience: "agent", SnapshotID: id("snap", "bench", i, 1), Sequence: 7,
 			IssuedAt: "2026-11-29T12:00:00.000Z"}
 		bodies[i], _ = m.Marshal()
 	}
-	var baseT, promoteT, activateT, replayT time.Duration
+	var baseT, sameT, promoteT, activateT, replayT time.Duration
+	var baseHeap, activateHeap uint64
 	timed := func(d *time.Duration, fn func()) {
 		start := time.Now()
 		fn()
@@ -51,23 +80,27 @@ func BenchmarkActivation10k(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		// The baseline moves the pointers behind the store's back (to the
+		// The baselines move the pointers behind the store's back (to the
 		// snapshots of release 1 or 2, sequence+1); every target changes
-		// in every release, so the store moves all 10,000 regardless.
-		timed(&baseT, func() { baseline(b, f, 1+int64(i%2), bodies) })
-		in := release("bench", next, next-1, benchTargets, nil, nil)
+		// in every release, so the store moves all n regardless.
+		baseHeap = max(baseHeap, peakHeap(func() { timed(&baseT, func() { baseline(b, f, n, 1+int64(i%2), bodies) }) }))
+		timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) })
+		in := release("bench", next, next-1, n, nil, nil)
 		next++
 		timed(&promoteT, func() {
 			if _, err := f.store.RecordAndActivate(ctx, in); err != nil {
 				b.Fatal(err)
 			}
 		})
-		timed(&activateT, func() {
-			if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("bench rb", i), EnvTag: "bench",
-				ToRelease: next - 2, Actor: "bench", Reason: "bench"}); err != nil {
-				b.Fatal(err)
-			}
-		})
+		activateHeap = max(activateHeap, peakHeap(func() {
+			timed(&activateT, func() {
+				res, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("bench rb", i), EnvTag: "bench",
+					ToRelease: next - 2, Actor: "bench", Reason: "bench"})
+				if err != nil || res.Moved != n {
+					b.Fatalf("rollback: %+v %v, want %d moved", res, err, n)
+				}
+			})
+		}))
 		if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("bench fwd", i), EnvTag: "bench",
 			Release: next - 1, Actor: "bench", Reason: "bench"}); err != nil {
 			b.Fatal(err)
@@ -79,28 +112,64 @@ func BenchmarkActivation10k(b *testing.B) {
 			}
 		})
 	}
-	n := float64(b.N)
-	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / n }
+	k := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / k }
 	b.ReportMetric(ms(baseT), "baseline-ms/op")
+	b.ReportMetric(ms(sameT), "same-work-baseline-ms/op")
 	b.ReportMetric(ms(promoteT), "promote-ms/op")
 	b.ReportMetric(ms(activateT), "activate-ms/op")
 	b.ReportMetric(ms(replayT), "replay-ms/op")
 	b.ReportMetric(float64(promoteT)/float64(baseT), "promote/baseline")
 	b.ReportMetric(float64(activateT)/float64(baseT), "activate/baseline")
+	b.ReportMetric(float64(activateT)/float64(sameT), "activate/same-work")
 	b.ReportMetric(float64(replayT)/float64(promoteT), "replay/promote")
+	b.ReportMetric(float64(baseHeap)/(1<<20), "baseline-peak-heap-MiB")
+	b.ReportMetric(float64(activateHeap)/(1<<20), "activate-peak-heap-MiB")
 }
 
-// baseline is the hand-written reference: two statements in one
-// transaction plus serial signing.
-func baseline(b *testing.B, f *fixture, to int64, bodies [][]byte) {
-	ctx := context.Background()
-	b.StopTimer()
-	hosts, svcs, ids := make([]string, benchTargets), make([]string, benchTargets), make([]string, benchTargets)
-	for i := 0; i < benchTargets; i++ {
+// peakHeap runs fn and returns how far the live Go heap rose above its
+// level before fn, sampled every 5 ms.
+func peakHeap(fn func()) uint64 {
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	base := read()
+	peak := base
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				peak = max(peak, read())
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	wg.Wait()
+	return max(peak, read()) - base
+}
+
+// idsTo returns the host, service and snapshot arrays of n pointers at the
+// snapshots of release to.
+func idsTo(n int, to int64) (hosts, svcs, ids []string) {
+	hosts, svcs, ids = make([]string, n), make([]string, n), make([]string, n)
+	for i := 0; i < n; i++ {
 		hosts[i], svcs[i], ids[i] = fmt.Sprintf("host-%05d", i), "svc", id("snap", "bench", i, to)
 	}
-	b.StartTimer()
-	sigs := make([]string, benchTargets)
+	return hosts, svcs, ids
+}
+
+// signSerially signs bodies one after the other with the fixture's key.
+func signSerially(b *testing.B, f *fixture, bodies [][]byte) []string {
+	sigs := make([]string, len(bodies))
 	for i, body := range bodies {
 		s, err := signing.SignBlob(f.key, body)
 		if err != nil {
@@ -108,6 +177,17 @@ func baseline(b *testing.B, f *fixture, to int64, bodies [][]byte) {
 		}
 		sigs[i] = s
 	}
+	return sigs
+}
+
+// baseline is the hand-written reference: two statements in one
+// transaction plus serial signing.
+func baseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
+	ctx := context.Background()
+	b.StopTimer()
+	hosts, svcs, ids := idsTo(n, to)
+	b.StartTimer()
+	sigs := signSerially(b, f, bodies)
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -123,6 +203,56 @@ func baseline(b *testing.B, f *fixture, to int64, bodies [][]byte) {
 			publication_id, release_version, sequence, action, actor, reason, command_id, moved_at)
 		SELECT h, sv, 'bench', sid::uuid, sid::uuid, $4, 1, 'activate', 'baseline', 'baseline', gen_random_uuid(), now()
 		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, hosts, svcs, ids, to); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// sameWorkBaseline is a hand-written transaction writing the rows an
+// activation writes: every pointer column, full pointer_move rows, the
+// signed delivery_manifest rows and one NOTIFY per 2,000 identities, after
+// serial signing; it has no lock, compare-and-swap, journal or command
+// ledger.
+func sameWorkBaseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
+	ctx := context.Background()
+	b.StopTimer()
+	hosts, svcs, ids := idsTo(n, to)
+	b.StartTimer()
+	sigs := signSerially(b, f, bodies)
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `UPDATE configpub.current_pointer p
+		SET snapshot_id = x.sid::uuid, release_version = $6, sequence = p.sequence + 1, manifest = x.m,
+			manifest_signature = x.sig, manifest_key_id = 'baseline', lease_valid_from = now(),
+			lease_refresh_after = now() + interval '5 minutes', lease_expires_at = now() + interval '15 minutes',
+			lease_refresh_after_ms = 300000, lease_expires_after_ms = 900000, moved_at = now(), updated_at = now(),
+			retired_at = NULL, retired_release_version = NULL
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)
+		WHERE p.host = x.h AND p.service_id = x.sv AND p.env_tag = 'bench'`, hosts, svcs, ids, bodies, sigs, to); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id,
+			next_snapshot_id, publication_id, release_version, previous_release_version, sequence, action, actor,
+			reviewers, reason, command_id, moved_at)
+		SELECT h, sv, 'bench', sid::uuid, sid::uuid, sid::uuid, $4, $4, 1, 'activate', 'baseline', '{}', 'baseline',
+			gen_random_uuid(), now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, hosts, svcs, ids, to); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, issued_at,
+			snapshot_id, manifest, signature, key_id, expires_at, kind)
+		SELECT h, sv, 'bench', 1, now(), sid::uuid, m, sig, 'baseline', now() + interval '15 minutes', 'move'
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)`,
+		hosts, svcs, ids, bodies, sigs); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, pointernote.BatchesSQL("'bench'::text", "h", "sv", "unnest($1::text[], $2::text[]) AS x(h, sv)"),
+		hosts, svcs); err != nil {
 		b.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

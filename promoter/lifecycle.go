@@ -54,9 +54,9 @@ func outsideWindow(ctx context.Context, q querier, envTag string, version int64,
 // retireOthers retires every current pointer of envTag whose identity the
 // release does not contain: the pointer keeps its snapshot and sequence,
 // is marked retired (the Config Server answers 410 Gone, lease renewal
-// skips it), and gets a pointer_move audit row with retired = true and a
-// 'configpub_pointer' notification with "retired": true. It returns the
-// number of identities retired.
+// skips it), and gets a pointer_move audit row with retired = true; the
+// retirements are notified in batches (internal/pointernote). It returns
+// the number of identities retired.
 func retireOthers(ctx context.Context, tx pgx.Tx, envTag string, a activation, prevRelease int64, now time.Time) (int, error) {
 	reviewers := a.reviewers
 	if reviewers == nil {
@@ -78,10 +78,9 @@ func retireOthers(ctx context.Context, tx pgx.Tx, envTag string, a activation, p
 			SELECT r.host, r.service_id, $1, r.snapshot_id, r.snapshot_id, s.publication_id, $2, nullif($4, 0),
 				r.sequence, $5, $6, $7, $8, $9::text::uuid, $3, true
 			FROM r JOIN configpub.config_snapshot s ON s.snapshot_id = r.snapshot_id
-			RETURNING host, service_id, next_snapshot_id, sequence
-		)
-		SELECT count(`+pointernote.MoveExpr("host", "service_id", "$1::text", "next_snapshot_id", "sequence", true)+`)
-		FROM m`,
+			RETURNING host, service_id
+		), n AS (`+pointernote.BatchesSQL("$1::text", "host", "service_id", "m")+`)
+		SELECT (SELECT count(*) FROM m) FROM n`,
 		envTag, a.cmd.Release, now, prevRelease, a.cmd.Action, a.actor, reviewers, a.reason, a.cmd.ID).Scan(&n)
 	if err != nil {
 		return 0, dbErr("retire identities", err)

@@ -20,10 +20,19 @@ type presigned struct {
 // maxPresignAge bounds how old a speculative manifest may be when used.
 const maxPresignAge = 30 * time.Second
 
+// maxPresign is the largest release whose manifests are signed
+// speculatively: the speculative set is held in memory whole, so a larger
+// release is signed batch by batch under the lock instead (bounded memory).
+const maxPresign = 10000
+
 // presign reads envTag's current pointers (without locking) and signs a
 // manifest for every target whose pointer would move. Errors are not
-// reported: the activation signs whatever is missing.
+// reported: the activation signs whatever is missing. A release of more
+// than maxPresign targets is not presigned.
 func (s *Store) presign(ctx context.Context, in *ReleaseInput) *presigned {
+	if len(in.Targets) > maxPresign {
+		return nil
+	}
 	var epoch int64
 	if err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT revocation_epoch FROM configpub.environment
 		WHERE env_tag = $1), 0)`, in.EnvTag).Scan(&epoch); err != nil {

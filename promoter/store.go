@@ -31,6 +31,10 @@ type Options struct {
 	// SignWorkers is the number of goroutines signing manifests. 0 =
 	// GOMAXPROCS.
 	SignWorkers int
+	// MoveBatch is the number of pointers an activation reads, signs and
+	// writes at a time inside its one transaction, which bounds its
+	// memory whatever the size of the release. 0 = 2,000.
+	MoveBatch int
 	// Notifier receives release state changes, rollbacks, rejections and
 	// unconfirmed outcomes (webhooks). nil: none.
 	Notifier Notifier
@@ -62,6 +66,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	if s.opts.MaxRetries <= 0 {
 		s.opts.MaxRetries = 5
+	}
+	if s.opts.MoveBatch <= 0 {
+		s.opts.MoveBatch = defaultMoveBatch
 	}
 	if s.opts.SignWorkers <= 0 {
 		s.opts.SignWorkers = runtime.GOMAXPROCS(0)

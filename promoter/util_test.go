@@ -7,19 +7,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 const minute = time.Minute
 
 func containsStr(s, sub string) bool { return strings.Contains(s, sub) }
 
-type pointerNote struct {
-	Host       string `json:"host"`
-	ServiceID  string `json:"serviceId"`
-	EnvTag     string `json:"envTag"`
-	SnapshotID string `json:"snapshotId"`
-	Sequence   int64  `json:"sequence"`
-}
+type pointerNote = pointernote.Note
 
 func waitNotification(ctx context.Context, conn *pgx.Conn) (pointerNote, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

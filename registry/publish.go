@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -56,8 +57,9 @@ type Result struct {
 // Ref returns "<repository>@<digest>".
 func (r Result) Ref() string { return r.Repository + "@" + r.Digest }
 
-// Summary totals a publication. Results are in request order (targets,
-// then the release); only artifacts that completed are listed.
+// Summary totals a publication. Publish lists Results in request order
+// (targets, then the release), only artifacts that completed; PublishSeq
+// counts them without listing them.
 type Summary struct {
 	Results        []Result
 	Pushed         int   // artifacts for which something was uploaded
@@ -70,7 +72,9 @@ type Summary struct {
 // manifest costs one request (a HEAD) and uploads nothing. The first
 // failure cancels the rest and is returned together with the summary of
 // what completed before it; a Result is only listed once its blobs,
-// signature, manifest and tag are all in the registry.
+// signature, manifest and tag are all in the registry. Every artifact is
+// checked before anything is pushed. For a large publication, PublishSeq
+// streams instead.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, error) {
 	if req.Signer == nil {
 		return nil, fmt.Errorf("publish: %w: no signer", ErrInvalid)
@@ -96,42 +100,118 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 		}
 		packs = append(packs, p)
 	}
-
-	cfg := &configHome{}
 	results := make([]*Result, len(packs))
+	sum := &Summary{}
+	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
+		for _, p := range packs {
+			if !yield(p) {
+				break
+			}
+		}
+		return nil
+	}, func(i int, r Result) { results[i] = &r })
+	for _, r := range results {
+		if r != nil {
+			sum.Results = append(sum.Results, *r)
+		}
+	}
+	return sum, err
+}
+
+// PublishSeq pushes and signs the artifacts that artifacts yields, in a
+// bounded stream: each is packed when the one before it has been handed to
+// a pusher, at most Concurrency are in flight, and nothing is kept once
+// pushed, so memory does not grow with the number of artifacts. The
+// release artifact of req (if any) is pushed after every target; req's
+// Artifacts must be empty. It is idempotent like Publish (an artifact
+// already in place costs one HEAD); req.Progress sees every Result, and the
+// returned Summary counts them but does not list them. The first failure
+// (of the registry, an invalid artifact, or an error yielded by
+// artifacts) stops the stream: what completed before it is in the
+// registry, complete and signed, and a re-run finishes the rest. Two
+// artifacts of the same repository and tag are refused when they differ
+// (ErrConflict at the tag) and published once when they are equal.
+func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts iter.Seq2[Artifact, error]) (*Summary, error) {
+	if req.Signer == nil {
+		return nil, fmt.Errorf("publish: %w: no signer", ErrInvalid)
+	}
+	if len(req.Artifacts) > 0 {
+		return nil, fmt.Errorf("publish: %w: PublishSeq takes its artifacts from the sequence, not the request", ErrInvalid)
+	}
+	sum := &Summary{}
+	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
+		i := 0
+		for a, err := range artifacts {
+			if err != nil {
+				return fmt.Errorf("publish: artifact %d: %w", i, err)
+			}
+			p, err := packArtifact(req.Prefix, a)
+			if err != nil {
+				return fmt.Errorf("publish: artifact %d: %w", i, err)
+			}
+			i++
+			if !yield(p) {
+				return nil
+			}
+		}
+		if req.Release != nil {
+			p, err := packRelease(req.Prefix, *req.Release)
+			if err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+			yield(p)
+		}
+		return nil
+	}, nil)
+	return sum, err
+}
+
+// run publishes the packs that packs yields, at most c.concurrency at a
+// time: yield blocks while that many are in flight and returns false once
+// one has failed. Each completed Result is counted in sum, passed to
+// req.Progress and to record (when set) with its position.
+func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, packs func(yield func(*packed) bool) error, record func(int, Result)) error {
+	cfg := &configHome{}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.concurrency)
-	for i, p := range packs {
+	i := 0
+	err := packs(func(p *packed) bool {
+		if gctx.Err() != nil {
+			return false
+		}
+		n := i
+		i++
 		g.Go(func() error {
 			res, err := c.publishOne(gctx, p, req.Signer, cfg, req.EnsureSignatures)
 			if err != nil {
 				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 			}
 			mu.Lock()
-			results[i] = &res
+			defer mu.Unlock()
+			sum.Bytes += res.Bytes
+			if res.Pushed {
+				sum.Pushed++
+			} else {
+				sum.AlreadyPresent++
+			}
+			if record != nil {
+				record(n, res)
+			}
 			if req.Progress != nil {
 				req.Progress(res)
 			}
-			mu.Unlock()
 			return nil
 		})
+		return true
+	})
+	if werr := g.Wait(); werr != nil {
+		return werr
 	}
-	err := g.Wait()
-	sum := &Summary{}
-	for _, r := range results {
-		if r == nil {
-			continue
-		}
-		sum.Results = append(sum.Results, *r)
-		sum.Bytes += r.Bytes
-		if r.Pushed {
-			sum.Pushed++
-		} else {
-			sum.AlreadyPresent++
-		}
+	if err == nil {
+		err = ctx.Err() // a cancelled stream is not a complete one
 	}
-	return sum, err
+	return err
 }
 
 // publishOne makes p present, signed and tagged in its repository. The tag

@@ -106,6 +106,8 @@ func child(name string, args []string) error {
 		return compileChild(args)
 	case "hash":
 		return hashChild(args)
+	case "publish":
+		return publishChild(args)
 	}
 	return fmt.Errorf("unknown child step %q", name)
 }
