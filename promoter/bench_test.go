@@ -180,9 +180,13 @@ func signSerially(b *testing.B, f *fixture, bodies [][]byte) []string {
 	return sigs
 }
 
-// baseline is the hand-written reference: two statements in one
-// transaction plus serial signing.
-func baseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
+// stmt is one statement of a hand-written baseline, given the pointers'
+// hosts, services, snapshot ids and signatures.
+type stmt func(hosts, svcs, ids, sigs []string) (sql string, args []any)
+
+// handWritten signs bodies serially with the fixture's key and runs stmts
+// in one transaction, moving n pointers to release to's snapshots.
+func handWritten(b *testing.B, f *fixture, n int, to int64, bodies [][]byte, stmts ...stmt) {
 	ctx := context.Background()
 	b.StopTimer()
 	hosts, svcs, ids := idsTo(n, to)
@@ -193,21 +197,31 @@ func baseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
 		b.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `UPDATE configpub.current_pointer p
-		SET snapshot_id = x.sid::uuid, sequence = p.sequence + 1, manifest = x.m, manifest_signature = x.sig, updated_at = now()
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)
-		WHERE p.host = x.h AND p.service_id = x.sv AND p.env_tag = 'bench'`, hosts, svcs, ids, bodies, sigs); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO configpub.pointer_move (host, service_id, env_tag, next_snapshot_id,
-			publication_id, release_version, sequence, action, actor, reason, command_id, moved_at)
-		SELECT h, sv, 'bench', sid::uuid, sid::uuid, $4, 1, 'activate', 'baseline', 'baseline', gen_random_uuid(), now()
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, hosts, svcs, ids, to); err != nil {
-		b.Fatal(err)
+	for _, st := range stmts {
+		sql, args := st(hosts, svcs, ids, sigs)
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// baseline is the hand-written reference: two statements in one
+// transaction plus serial signing.
+func baseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
+	handWritten(b, f, n, to, bodies, func(hosts, svcs, ids, sigs []string) (string, []any) {
+		return `UPDATE configpub.current_pointer p
+		SET snapshot_id = x.sid::uuid, sequence = p.sequence + 1, manifest = x.m, manifest_signature = x.sig, updated_at = now()
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)
+		WHERE p.host = x.h AND p.service_id = x.sv AND p.env_tag = 'bench'`, []any{hosts, svcs, ids, bodies, sigs}
+	}, func(hosts, svcs, ids, _ []string) (string, []any) {
+		return `INSERT INTO configpub.pointer_move (host, service_id, env_tag, next_snapshot_id,
+			publication_id, release_version, sequence, action, actor, reason, command_id, moved_at)
+		SELECT h, sv, 'bench', sid::uuid, sid::uuid, $4, 1, 'activate', 'baseline', 'baseline', gen_random_uuid(), now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, []any{hosts, svcs, ids, to}
+	})
 }
 
 // sameWorkBaseline is a hand-written transaction writing the rows an
@@ -216,46 +230,29 @@ func baseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
 // serial signing; it has no lock, compare-and-swap, journal or command
 // ledger.
 func sameWorkBaseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte) {
-	ctx := context.Background()
-	b.StopTimer()
-	hosts, svcs, ids := idsTo(n, to)
-	b.StartTimer()
-	sigs := signSerially(b, f, bodies)
-	tx, err := f.pool.Begin(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `UPDATE configpub.current_pointer p
+	handWritten(b, f, n, to, bodies, func(hosts, svcs, ids, sigs []string) (string, []any) {
+		return `UPDATE configpub.current_pointer p
 		SET snapshot_id = x.sid::uuid, release_version = $6, sequence = p.sequence + 1, manifest = x.m,
 			manifest_signature = x.sig, manifest_key_id = 'baseline', lease_valid_from = now(),
 			lease_refresh_after = now() + interval '5 minutes', lease_expires_at = now() + interval '15 minutes',
 			lease_refresh_after_ms = 300000, lease_expires_after_ms = 900000, moved_at = now(), updated_at = now(),
 			retired_at = NULL, retired_release_version = NULL
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)
-		WHERE p.host = x.h AND p.service_id = x.sv AND p.env_tag = 'bench'`, hosts, svcs, ids, bodies, sigs, to); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id,
+		WHERE p.host = x.h AND p.service_id = x.sv AND p.env_tag = 'bench'`, []any{hosts, svcs, ids, bodies, sigs, to}
+	}, func(hosts, svcs, ids, _ []string) (string, []any) {
+		return `INSERT INTO configpub.pointer_move (host, service_id, env_tag, previous_snapshot_id,
 			next_snapshot_id, publication_id, release_version, previous_release_version, sequence, action, actor,
 			reviewers, reason, command_id, moved_at)
 		SELECT h, sv, 'bench', sid::uuid, sid::uuid, sid::uuid, $4, $4, 1, 'activate', 'baseline', '{}', 'baseline',
 			gen_random_uuid(), now()
-		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, hosts, svcs, ids, to); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, issued_at,
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(h, sv, sid)`, []any{hosts, svcs, ids, to}
+	}, func(hosts, svcs, ids, sigs []string) (string, []any) {
+		return `INSERT INTO configpub.delivery_manifest (host, service_id, env_tag, sequence, issued_at,
 			snapshot_id, manifest, signature, key_id, expires_at, kind)
 		SELECT h, sv, 'bench', 1, now(), sid::uuid, m, sig, 'baseline', now() + interval '15 minutes', 'move'
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[]) AS x(h, sv, sid, m, sig)`,
-		hosts, svcs, ids, bodies, sigs); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, pointernote.BatchesSQL("'bench'::text", "h", "sv", "unnest($1::text[], $2::text[]) AS x(h, sv)"),
-		hosts, svcs); err != nil {
-		b.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
+			[]any{hosts, svcs, ids, bodies, sigs}
+	}, func(hosts, svcs, _, _ []string) (string, []any) {
+		return pointernote.BatchesSQL("'bench'::text", "h", "sv", "unnest($1::text[], $2::text[]) AS x(h, sv)"), []any{hosts, svcs}
+	})
 }
