@@ -238,7 +238,7 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 		kind = "e.kind"
 	}
 	rows, err = r.q.Query(ctx, `SELECT e.evidence_id, `+kind+`, e.outcome, e.reason, coalesce(e.snapshot_id::text, ''),
-			coalesce(s.release_version, 0), e.artifact_digest, e.reported_at
+			coalesce(s.release_version, 0), e.artifact_digest, e.reported_at, `+r.receiptsOnly("e")+`
 		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
 		WHERE e.env_tag = $1 AND e.host = $2 AND e.service_id = $3 ORDER BY e.evidence_id DESC LIMIT $4`, env, host, svc, movesListed)
 	if err != nil {
@@ -246,7 +246,7 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 	}
 	t.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Evidence, error) {
 		var e Evidence
-		err := row.Scan(&e.EvidenceID, &e.Kind, &e.Outcome, &e.Reason, &e.SnapshotID, &e.SnapshotRelease, &e.ArtifactDigest, &e.ReportedAt)
+		err := row.Scan(&e.EvidenceID, &e.Kind, &e.Outcome, &e.Reason, &e.SnapshotID, &e.SnapshotRelease, &e.ArtifactDigest, &e.ReportedAt, &e.currentReceipt)
 		e.ReportedAt = e.ReportedAt.UTC()
 		return e, err
 	})
@@ -265,7 +265,16 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 	return t, nil
 }
 
+// pointerState derives a pointer's state; of the runtime's reports (newest
+// first) only the last receipt about the current configuration counts.
 func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string {
+	var receipt *Evidence
+	for i := range ev {
+		if ev[i].currentReceipt {
+			receipt = &ev[i]
+			break
+		}
+	}
 	switch {
 	case p.RetiredAt != nil:
 		return StateRetired
@@ -273,8 +282,8 @@ func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string
 		return StateRevoked
 	case !now.Before(p.ExpiresAt):
 		return StateLeaseExpired
-	case len(ev) > 0 && ev[0].SnapshotID == p.SnapshotID:
-		return ev[0].Outcome
+	case receipt != nil && receipt.SnapshotID == p.SnapshotID:
+		return receipt.Outcome
 	default:
 		return StatePublished
 	}

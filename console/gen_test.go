@@ -97,11 +97,19 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 	if g.rollback && g.releases > 1 {
 		g.activate(t, exec, g.releases-1, g.releases, "rollback", releaseAt(g.releases).Add(30*time.Minute))
 	}
-	// One APPLIED report per current pointer.
-	exec(`INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, artifact_digest, reported_at)
-		SELECT p.host, p.service_id, p.env_tag, p.snapshot_id, 'APPLIED', s.artifact_digest, p.moved_at + interval '5 seconds'
+	// One APPLIED receipt per current pointer (read back by the control
+	// plane), and a later REJECTED observation by h0.example/svc-0 about
+	// its current snapshot: an unverified report that changes no state.
+	exec(`INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, artifact_digest, reported_at,
+			kind, endpoint, running_snapshot_id)
+		SELECT p.host, p.service_id, p.env_tag, p.snapshot_id, 'APPLIED', s.artifact_digest, p.moved_at + interval '5 seconds',
+			'receipt', 'https://' || p.host || '/status', p.snapshot_id
 		FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		WHERE p.env_tag = $1`, g.env)
+	exec(`INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, reported_at)
+		SELECT p.host, p.service_id, p.env_tag, p.snapshot_id, 'REJECTED', 'DIGEST_MISMATCH', s.artifact_digest, p.moved_at + interval '10 seconds'
+		FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+		WHERE p.env_tag = $1 AND p.host = 'h0.example' AND p.service_id = 'svc-0'`, g.env)
 }
 
 // activate moves every pointer whose snapshot differs to release r's

@@ -157,7 +157,7 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	rows, err := q.Query(ctx, `SELECT p.env_tag, extract(epoch FROM (
 			SELECT min(e.reported_at) FROM configpub.runtime_evidence e
 			WHERE e.env_tag = p.env_tag AND e.host = p.host AND e.service_id = p.service_id
-				AND e.snapshot_id = p.snapshot_id AND e.outcome IN ('APPLIED', 'REJECTED')) - p.moved_at)::float8
+				AND e.snapshot_id = p.snapshot_id AND e.outcome IN ('APPLIED', 'REJECTED') AND `+p.rd.receiptsOnly("e")+`) - p.moved_at)::float8
 		FROM configpub.current_pointer p ORDER BY 1`)
 	if err != nil {
 		return err

@@ -228,6 +228,7 @@ type Move struct {
 type Evidence struct {
 	EvidenceID      int64     `json:"evidenceId"`
 	Kind            string    `json:"kind"` // observation (reported by the runtime, unverified) or receipt
+	currentReceipt  bool      // a receipt about the current configuration (sets the state)
 	Outcome         string    `json:"outcome"`
 	Reason          string    `json:"reason,omitempty"`
 	SnapshotID      string    `json:"snapshotId,omitempty"`

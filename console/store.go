@@ -22,6 +22,7 @@ type querier interface {
 type features struct {
 	retired     bool // current_pointer.retired_at, pointer_move.retired
 	evidenceKnd bool // runtime_evidence.kind
+	receipts    bool // runtime_evidence.phase (receipts read back by the control plane)
 	summary     bool // release_target_summary (changed and kept counts per release)
 	workflow    bool // configpub_workflow.workflow_view_summary, readable
 	releaseCnt  bool // release_target_release_count (a mapping's targets by snapshot release)
@@ -33,10 +34,11 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'current_pointer' AND column_name = 'retired_at')
 		AND EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'pointer_move' AND column_name = 'retired'),
 		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'kind'),
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'phase'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_summary'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_release_count')`).
-		Scan(&f.retired, &f.evidenceKnd, &f.summary, &f.workflow, &f.releaseCnt)
+		Scan(&f.retired, &f.evidenceKnd, &f.receipts, &f.summary, &f.workflow, &f.releaseCnt)
 	if err != nil {
 		return f, fmt.Errorf("read schema columns: %w", err)
 	}
@@ -51,6 +53,19 @@ type reader struct {
 	leaseHorizon time.Duration
 	showValues   bool
 	repository   string // Options.RepositoryURL, checked
+}
+
+// receiptsOnly is the condition on runtime_evidence row alias that keeps
+// the receipts about the current configuration: what the control plane
+// read back from a runtime with its own credential. Only they set a
+// target's state, applied counts and acknowledgement (as in configpub
+// status); a runtime's own reports (observations) are listed, never
+// counted. A database without receipts has none.
+func (r *reader) receiptsOnly(alias string) string {
+	if r.f.receipts {
+		return alias + ".kind = 'receipt' AND " + alias + ".phase = 'current'"
+	}
+	return "false"
 }
 
 func (r *reader) retiredAtCol(alias string) string {
@@ -96,7 +111,7 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 func (r *reader) overviewSQL() string {
 	return `WITH ev AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
-			FROM configpub.runtime_evidence WHERE env_tag = $1
+			FROM configpub.runtime_evidence WHERE env_tag = $1 AND ` + r.receiptsOnly("runtime_evidence") + `
 			ORDER BY host, service_id, evidence_id DESC),
 		st AS MATERIALIZED (
 			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
@@ -277,7 +292,7 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 	rows, err := r.q.Query(ctx, `WITH ev AS (
 			SELECT snapshot_id, bool_or(outcome = 'APPLIED') AS applied, bool_or(outcome = 'REJECTED') AS rejected
 			FROM configpub.runtime_evidence WHERE snapshot_id IN (SELECT snapshot_id FROM configpub.config_snapshot
-				WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3)
+				WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3) AND `+r.receiptsOnly("runtime_evidence")+`
 			GROUP BY snapshot_id)
 		SELECT s.release_version, s.audience, count(*),
 			count(*) FILTER (WHERE ev.applied), count(*) FILTER (WHERE ev.rejected),
