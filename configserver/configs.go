@@ -327,7 +327,9 @@ func (d *Delivery) headerValues() *headerValues {
 		add(&hv.keyID, bundle.HeaderManifestKeyID, d.ManifestKeyID)
 		add(&hv.signature, bundle.HeaderManifestSignature, d.ManifestSignature)
 	}
-	hv.wire = b.String()
+	// An exact-size copy: the builder's buffer has grown by doubling, and
+	// a server holds one of these per identity.
+	hv.wire = strings.Clone(b.String())
 	for _, f := range fields {
 		*f.dst = []string{hv.wire[f.start:f.end]}
 	}

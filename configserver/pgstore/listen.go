@@ -470,7 +470,7 @@ func (s *Store) entryFor(r *pointerRow) *entry {
 		s.opts.Logger.Error("current pointer not servable", "identity", id.String(), "err", err)
 		return &entry{id: id, err: err, manifest: r.manifest, snapshotID: r.snapshotID}
 	}
-	return &entry{id: d.Identity, d: d, manifest: r.manifest, snapshotID: r.snapshotID}
+	return &entry{id: d.Identity, d: d, manifest: d.Manifest, snapshotID: d.SnapshotID} // d.SnapshotID shares the header lines
 }
 
 // sameEntry reports whether o was built from the same row as e.
