@@ -15,6 +15,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
 )
@@ -31,11 +32,11 @@ import (
 // refused and records nothing.
 func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
 	t.Parallel()
-	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	g := activateGolden(t, clock, promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute})
 	ctx := context.Background()
 	c := g.client(t, g.e.srv.URL, t.TempDir())
-	clock.set(clock.Now().Add(time.Second))
+	clock.Set(clock.Now().Add(time.Second))
 	ev, err := c.Load(ctx)
 	if err != nil || ev.Outcome != client.OutcomeApplied {
 		t.Fatalf("load: %v (%+v)", err, ev)
@@ -79,7 +80,7 @@ func TestWorkloadTokenCannotCreateAReceiptReadbackRecordsOne(t *testing.T) {
 		t.Fatalf("status endpoint with a workload token: got %v %v, want 401", r.StatusCode, err)
 	}
 
-	clock.set(clock.Now().Add(2 * time.Second))
+	clock.Set(clock.Now().Add(2 * time.Second))
 	res, err := readback.Run(ctx, col, store, []readback.Target{target})
 	if err != nil || len(res) != 1 || res[0].Recorded != 1 {
 		t.Fatalf("readback: got %+v, %v; want one receipt recorded", res, err)

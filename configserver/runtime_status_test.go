@@ -17,19 +17,10 @@ import (
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
 )
-
-// simClock is a settable clock shared by the promoter, the Config Server's
-// evidence checks and the runtime client.
-type simClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *simClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *simClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // goldenCreatedAt is the golden prod target's createdAt: its activation
 // window (the prod lease profile, 504 h) starts here.
@@ -40,7 +31,7 @@ var goldenCreatedAt = time.Date(2026, 8, 13, 14, 0, 0, 0, time.UTC)
 type goldenRuntime struct {
 	e       *env
 	ps      *promoter.Store
-	clock   *simClock
+	clock   *simclock.Clock
 	trusted signing.TrustedKey
 	id      bundle.Identity
 	aud     string
@@ -49,7 +40,7 @@ type goldenRuntime struct {
 
 // activateGolden records and activates the golden prod advisor target at
 // the clock's time with lease, as the promoter does.
-func activateGolden(t *testing.T, clock *simClock, lease promoter.LeaseWindow) *goldenRuntime {
+func activateGolden(t *testing.T, clock *simclock.Clock, lease promoter.LeaseWindow) *goldenRuntime {
 	t.Helper()
 	values, f := readGoldenAdvisor(t)
 	tg := f.promoterTarget(values)
@@ -97,7 +88,7 @@ func (g *goldenRuntime) client(t *testing.T, url, cacheDir string) *client.Clien
 // history keeps them with the move they are about.
 func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 	t.Parallel()
-	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	g := activateGolden(t, clock, promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute})
 	ctx := context.Background()
 
@@ -130,7 +121,7 @@ func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 
 	c := g.client(t, proxy.URL, t.TempDir())
 	reporter := g.client(t, g.e.srv.URL, "")
-	clock.set(clock.Now().Add(time.Second))
+	clock.Set(clock.Now().Add(time.Second))
 	ev, err := c.Load(ctx)
 	if err != nil || ev.Outcome != client.OutcomeApplied {
 		t.Fatalf("first load: %v (%+v)", err, ev)
@@ -198,7 +189,7 @@ func TestStatusKeepsRejectionApartFromWhatRuns(t *testing.T) {
 // lease's expiresAt and then fails closed, restarted or not.
 func TestUnchangedTargetRunsForAYearOnRenewedLeases(t *testing.T) {
 	t.Parallel()
-	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	lease := promoter.LeaseWindow{RefreshAfter: 12 * time.Hour, ExpiresAfter: 36 * time.Hour}
 	g := activateGolden(t, clock, lease)
 	ctx := context.Background()
@@ -209,7 +200,7 @@ func TestUnchangedTargetRunsForAYearOnRenewedLeases(t *testing.T) {
 	}
 	tok := g.e.token(t, g.id, g.aud)
 	for day := 1; day <= 365; day++ {
-		clock.set(clock.Now().Add(24 * time.Hour))
+		clock.Set(clock.Now().Add(24 * time.Hour))
 		if _, err := g.ps.RenewLeases(ctx, g.id.EnvTag); err != nil {
 			t.Fatalf("day %d: renew: %v", day, err)
 		}
@@ -226,14 +217,14 @@ func TestUnchangedTargetRunsForAYearOnRenewedLeases(t *testing.T) {
 
 	// Renewals stop. The last-known-good holds until the lease's expiresAt
 	// (plus the 30 s skew), in the running runtime and after a restart.
-	clock.set(expires.Add(-time.Minute))
+	clock.Set(expires.Add(-time.Minute))
 	if ev, err := c.Load(ctx); err != nil || ev.FailedClosed {
 		t.Fatalf("a minute before the lease ends: %v (%+v)", err, ev)
 	}
 	if ev, err := g.client(t, g.e.srv.URL, cache).Restore(ctx); err != nil || ev.Reason != client.ReasonRestored {
 		t.Fatalf("restart a minute before the lease ends: %v (%+v)", err, ev)
 	}
-	clock.set(expires.Add(30 * time.Second))
+	clock.Set(expires.Add(30 * time.Second))
 	ev, err := c.Load(ctx)
 	if !ev.FailedClosed || !errors.Is(err, client.ErrExpired) || ev.Reason != client.ReasonExpired {
 		t.Fatalf("at the lease's end: got %s %s failedClosed %v (%v), want REJECTED EXPIRED and failed closed", ev.Outcome, ev.Reason, ev.FailedClosed, err)

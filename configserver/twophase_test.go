@@ -28,6 +28,7 @@ import (
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
 	"github.com/configpub/configpub/webhook"
@@ -83,7 +84,7 @@ type runtimeProc struct {
 type rollout struct {
 	e          *env
 	ps         *promoter.Store
-	clock      *simClock
+	clock      *simclock.Clock
 	r1, r2     []promoter.Target
 	runtimes   []*runtimeProc
 	col        *readback.Collector
@@ -104,7 +105,7 @@ type rolloutOptions struct {
 func newRollout(t *testing.T, o rolloutOptions) *rollout {
 	t.Helper()
 	ctx := context.Background()
-	clock := &simClock{now: goldenCreatedAt.Add(time.Hour)}
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	r := &rollout{clock: clock, password: "two-phase"}
 	r.e = newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
 	kp, err := cosignkey.GenerateKeyPair([]byte(r.password))

@@ -3,7 +3,6 @@ package promoter_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,27 +13,10 @@ import (
 	"github.com/configpub/configpub/configserver/client/ocipull"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/registry"
 )
-
-// clock is a settable clock shared by the promoter and the runtime client.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
 
 // TestOCIPathNeedsACurrentDeliveryManifest runs the OCI path end to end
 // against a real registry and database: release 1 is promoted and its
@@ -48,7 +30,7 @@ func (c *clock) set(t time.Time) {
 func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	ctx := context.Background()
 	h := promotertest.New(t)
-	clk := &clock{now: time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC)} // after every fixture snapshot's validFrom
+	clk := simclock.New(time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC)) // after every fixture snapshot's validFrom
 	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: clk.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +96,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+	clk.Set(clk.Now().Add(40 * 24 * time.Hour))
 	ref2 := promote(h.Repo.R2.String())
 	if ref2 == ref1 {
 		t.Fatal("release 2 did not change the agent artifact")
@@ -133,23 +115,23 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 
 	// Within release 1's lease, a runtime that has seen release 2 refuses
 	// release 1's old manifest: a replay.
-	clk.set(clk.Now().Add(-40 * 24 * time.Hour))
+	clk.Set(clk.Now().Add(-40 * 24 * time.Hour))
 	if ev, err := early.LoadOCI(ctx, puller, ref2); err == nil {
 		t.Fatalf("release 2's manifest is signed 40 days in the future: %+v", ev)
 	}
-	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+	clk.Set(clk.Now().Add(40 * 24 * time.Hour))
 	if _, err := early.LoadOCI(ctx, puller, ref2); err != nil {
 		t.Fatal(err)
 	}
-	clk.set(clk.Now().Add(-40 * 24 * time.Hour))
+	clk.Set(clk.Now().Add(-40 * 24 * time.Hour))
 	ev, err = early.LoadOCI(ctx, puller, ref1)
 	if err == nil || ev.Reason != client.ReasonSequenceRegression {
 		t.Fatalf("release 1 replayed after release 2: got %s %s (%v), want REJECTED SEQUENCE_REGRESSION", ev.Outcome, ev.Reason, err)
 	}
-	clk.set(clk.Now().Add(40 * 24 * time.Hour))
+	clk.Set(clk.Now().Add(40 * 24 * time.Hour))
 
 	// A rollback signs release 1 a current manifest; attached, it applies.
-	clk.set(clk.Now().Add(time.Minute))
+	clk.Set(clk.Now().Add(time.Minute))
 	if _, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: promotertest.Env, ToRelease: 1, Actor: "test", Reason: "oci rollback"}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/configpub/configpub/internal/jcs"
 	canon "github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
 )
 
 // tb is the part of testing.TB the helpers use, so that Example functions
@@ -32,25 +33,6 @@ type tb interface {
 	Fatal(args ...any)
 	TempDir() string
 	Cleanup(func())
-}
-
-// fakeClock is an injected clock: a lease of hours cannot be waited out for
-// real in a test.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // t0 is the fixed "now" every world starts at.
@@ -144,7 +126,7 @@ type world struct {
 	t     tb
 	id    bundle.Identity
 	aud   string
-	clock *fakeClock
+	clock *simclock.Clock
 	key   keyPair
 	srv   *testServer
 	dir   string
@@ -156,7 +138,7 @@ func newWorld(t tb) *world {
 		t:     t,
 		id:    bundle.Identity{Host: "payments.example", ServiceID: "agent-42", EnvTag: "prod"},
 		aud:   bundle.AudienceAgent,
-		clock: &fakeClock{now: t0},
+		clock: simclock.New(t0),
 		key:   newKeyPair(t),
 		dir:   t.TempDir(),
 	}
