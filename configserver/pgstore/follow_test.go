@@ -370,3 +370,34 @@ func TestStoreOnAStandbyFollowsWithoutBeingTold(t *testing.T) {
 	waitServed(t, st, id, next.snapshotID, 2*DefaultFollowInterval+time.Second)
 	wantOnlyFirstLoad(t, st)
 }
+
+// QueryTimeout bounds how long the database may keep the store waiting,
+// not how long loading every pointer may take: a start-up load and a
+// catch-up that stream far longer than it still complete.
+func TestLoadStreamsLongerThanQueryTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 5,000 identities")
+	}
+	db := pgtest.New(t)
+	const n = 5000
+	renew := scaleSeed(t, db, n)
+	const timeout = 300 * time.Millisecond
+	t0 := time.Now()
+	st := runStore(t, db.URLFor(t, "configpub_server"), Options{QueryTimeout: timeout, ReconcileInterval: time.Hour, StaleAfter: time.Minute})
+	loaded := time.Since(t0)
+	if got := st.Stats().Pointers; got != n {
+		t.Fatalf("loaded %d pointers, want %d", got, n)
+	}
+	renew()
+	conn, err := pgx.Connect(context.Background(), db.URLFor(t, "configpub_server"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	t0 = time.Now()
+	if err := st.catchUp(context.Background(), conn); err != nil {
+		t.Fatalf("catch-up of %d re-signed pointers with a %s query timeout: %v", n, timeout, err)
+	}
+	t.Logf("%d pointers loaded in %s, caught up after a re-sign of all in %s, query timeout %s",
+		n, loaded.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), timeout)
+}

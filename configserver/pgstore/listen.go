@@ -168,7 +168,7 @@ func (s *Store) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
 // replaces the in-memory set; an unchanged row keeps its entry (no
 // re-parse). It records the watermark read just before the rows.
 func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
-	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	qctx, progress, cancel := streamContext(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	started := time.Now()
 	b := &pgx.Batch{}
@@ -190,6 +190,7 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	next := make(map[bundle.Identity]*entry, len(prev))
 	var fresh []*entry
 	for rows.Next() {
+		progress()
 		var r pointerRow
 		if err := rows.Scan(r.scanArgs()...); err != nil {
 			rows.Close()

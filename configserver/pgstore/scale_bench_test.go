@@ -47,7 +47,7 @@ func TestScaleServerProcess(t *testing.T) {
 	if url == "" {
 		t.Skip("only run as BenchmarkServerScale's server process")
 	}
-	opts := Options{StaleAfter: time.Minute, ReconcileInterval: time.Hour, QueryTimeout: 5 * time.Minute}
+	opts := Options{StaleAfter: time.Minute, ReconcileInterval: time.Hour}
 	poolCfg, err := PoolConfig(url, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func (c *scaleChild) stop() {
 // (with real, signed delivery manifests of the promoter's shape) by COPY,
 // then returns a function that re-signs every pointer with a later lease in
 // one transaction (what a lease renewal of the whole environment writes).
-func scaleSeed(b *testing.B, db *pgtest.DB, n int) (renew func()) {
+func scaleSeed(b testing.TB, db *pgtest.DB, n int) (renew func()) {
 	b.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, db.URL)

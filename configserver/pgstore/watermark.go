@@ -59,7 +59,7 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	if wm == nil {
 		return s.reconcile(ctx, conn)
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	qctx, progress, cancel := streamContext(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	started := time.Now()
 	b := &pgx.Batch{}
@@ -92,6 +92,7 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	var found []*entry
 	var gone []bundle.Identity
 	for rows.Next() {
+		progress()
 		var r pointerRow
 		if err := rows.Scan(append(r.scanArgs(), &r.revoked)...); err != nil {
 			rows.Close()
@@ -157,4 +158,20 @@ func (s *Store) install(entries []*entry, gone []bundle.Identity) {
 	s.mu.Unlock()
 	s.changes.Notify(changed...)
 	s.refreshes.Add(uint64(len(changed)))
+}
+
+// streamContext bounds a streamed read by its progress rather than in
+// total: the context ends when d passes without a call to progress (made
+// per row), so that reading 100,000 rows takes as long as it needs while a
+// database that stops answering is still given up on after d.
+func streamContext(ctx context.Context, d time.Duration) (context.Context, func(), context.CancelFunc) {
+	sctx, cancel := context.WithCancel(ctx)
+	t := time.AfterFunc(d, cancel)
+	n := 0
+	progress := func() {
+		if n++; n%128 == 0 {
+			t.Reset(d)
+		}
+	}
+	return sctx, progress, func() { t.Stop(); cancel() }
 }
