@@ -619,12 +619,9 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 // every input, sorted by path.
 func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input, err error) {
 	m := c.m
-	digests := files{}
-	digests.merge(c.inputs)
-	owner := map[string]string{} // path -> host, "" when shared
-	for p, h := range c.inputOf {
-		owner[p] = h
-	}
+	// The compilation's own maps (it is finished): every input's digest,
+	// and the one host that reads it ("" when shared).
+	digests, owner := c.inputs, c.inputOf
 	digests.add(m.repo.src)
 	digests.add(c.envDoc.src)
 	owner[m.repo.src.File] = ""

@@ -232,9 +232,13 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 			changed = append(changed, id)
 		}
 	}
+	// Confirmed and live before the waiters are woken: a watch woken by
+	// the reconcile after a reconnect must read the new pointers, not an
+	// unavailable store (503).
+	s.confirmedAt.Store(started.UnixNano())
+	s.live.Store(true)
 	s.changes.Notify(changed...)
 	s.reconciles.Add(1)
-	s.confirmedAt.Store(started.UnixNano())
 	return nil
 }
 
