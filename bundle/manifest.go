@@ -20,17 +20,7 @@ const (
 // It holds everything a recompile at the same commit needs to reproduce the
 // release byte for byte. Field order is the order written.
 type Manifest struct {
-	APIVersion              string `json:"apiVersion"`
-	Kind                    string `json:"kind"`
-	EnvTag                  string `json:"envTag"`
-	ReleaseVersion          int64  `json:"releaseVersion"`
-	BaseReleaseVersion      int64  `json:"baseReleaseVersion"`
-	CreatedAt               string `json:"createdAt"`
-	SourceEventSequence     int64  `json:"sourceEventSequence"`
-	CompatibilityGeneration int64  `json:"compatibilityGeneration"`
-	RevocationEpoch         int64  `json:"revocationEpoch"`
-	SchemaVersion           int    `json:"schemaVersion"`
-	Renderer                string `json:"renderer"`
+	ReleaseHeader
 	// Inputs are the input files of the release that are not one host's
 	// alone (the repository and environment documents always); the inputs
 	// of one host are digested per host in HostInputs.
@@ -55,6 +45,23 @@ type Manifest struct {
 	// SingleFile: the manifest was read from the single-file layout of
 	// releases before shards (the next compile rewrites it sharded).
 	SingleFile bool `json:"-"`
+}
+
+// ReleaseHeader is the release-wide part a release manifest states once,
+// first, in this order: in the single file, and in the root file of the
+// sharded layout.
+type ReleaseHeader struct {
+	APIVersion              string `json:"apiVersion"`
+	Kind                    string `json:"kind"`
+	EnvTag                  string `json:"envTag"`
+	ReleaseVersion          int64  `json:"releaseVersion"`
+	BaseReleaseVersion      int64  `json:"baseReleaseVersion"`
+	CreatedAt               string `json:"createdAt"`
+	SourceEventSequence     int64  `json:"sourceEventSequence"`
+	CompatibilityGeneration int64  `json:"compatibilityGeneration"`
+	RevocationEpoch         int64  `json:"revocationEpoch"`
+	SchemaVersion           int    `json:"schemaVersion"`
+	Renderer                string `json:"renderer"`
 }
 
 // LeaseProfile is a named lease profile as Go duration strings: the

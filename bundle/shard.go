@@ -513,25 +513,15 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 
 // rootDoc is the root file as decoded.
 type rootDoc struct {
-	APIVersion              string              `json:"apiVersion"`
-	Kind                    string              `json:"kind"`
-	EnvTag                  string              `json:"envTag"`
-	ReleaseVersion          int64               `json:"releaseVersion"`
-	BaseReleaseVersion      int64               `json:"baseReleaseVersion"`
-	CreatedAt               string              `json:"createdAt"`
-	SourceEventSequence     int64               `json:"sourceEventSequence"`
-	CompatibilityGeneration int64               `json:"compatibilityGeneration"`
-	RevocationEpoch         int64               `json:"revocationEpoch"`
-	SchemaVersion           int                 `json:"schemaVersion"`
-	Renderer                string              `json:"renderer"`
-	Inputs                  []Input             `json:"inputs"`
-	LeaseProfiles           []LeaseProfile      `json:"leaseProfiles"`
-	CreatedBy               [][]json.RawMessage `json:"createdBy"`
-	Subjects                [][]json.RawMessage `json:"subjects"`
-	Workflows               [][]json.RawMessage `json:"workflows"`
-	WorkflowLedger          [][]json.RawMessage `json:"workflowLedger"`
-	Shards                  [][]json.RawMessage `json:"shards"`
-	ReleaseDigest           string              `json:"releaseDigest"`
+	ReleaseHeader
+	Inputs         []Input             `json:"inputs"`
+	LeaseProfiles  []LeaseProfile      `json:"leaseProfiles"`
+	CreatedBy      [][]json.RawMessage `json:"createdBy"`
+	Subjects       [][]json.RawMessage `json:"subjects"`
+	Workflows      [][]json.RawMessage `json:"workflows"`
+	WorkflowLedger [][]json.RawMessage `json:"workflowLedger"`
+	Shards         [][]json.RawMessage `json:"shards"`
+	ReleaseDigest  string              `json:"releaseDigest"`
 }
 
 type shardDoc struct {
@@ -650,10 +640,7 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		return nil, fmt.Errorf("parse release manifest %s: %w: the root lists %d shards, %d were given", rootFile, ErrInvalidManifest, len(refs), len(files)-1)
 	}
 	m := &Manifest{
-		APIVersion: r.APIVersion, Kind: r.Kind, EnvTag: r.EnvTag, ReleaseVersion: r.ReleaseVersion,
-		BaseReleaseVersion: r.BaseReleaseVersion, CreatedAt: r.CreatedAt, SourceEventSequence: r.SourceEventSequence,
-		CompatibilityGeneration: r.CompatibilityGeneration, RevocationEpoch: r.RevocationEpoch,
-		SchemaVersion: r.SchemaVersion, Renderer: r.Renderer, Inputs: r.Inputs, LeaseProfiles: r.LeaseProfiles,
+		ReleaseHeader: r.ReleaseHeader, Inputs: r.Inputs, LeaseProfiles: r.LeaseProfiles,
 		Subjects: []Subject{}, Workflows: []WorkflowVersion{}, WorkflowLedger: []LedgerEntry{}, Targets: []TargetEntry{},
 		ReleaseDigest: r.ReleaseDigest,
 	}

@@ -595,10 +595,12 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 			entries[i].Changed = changed[i]
 		}
 		man = &bundle.Manifest{
-			APIVersion: bundle.ManifestAPIVersion, Kind: bundle.ManifestKind, EnvTag: c.env,
-			ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
-			SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
-			RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
+			ReleaseHeader: bundle.ReleaseHeader{
+				APIVersion: bundle.ManifestAPIVersion, Kind: bundle.ManifestKind, EnvTag: c.env,
+				ReleaseVersion: c.next, BaseReleaseVersion: baseVer, CreatedAt: formatTime(c.createdAt),
+				SourceEventSequence: c.next, CompatibilityGeneration: spec.CompatibilityGeneration,
+				RevocationEpoch: spec.RevocationEpoch, SchemaVersion: bundle.SchemaVersion, Renderer: render.Profile,
+			},
 			Inputs: in, HostInputs: hostIn, LeaseProfiles: profiles, Subjects: subjects, Workflows: workflows, WorkflowLedger: ledger, Targets: entries,
 		}
 	}

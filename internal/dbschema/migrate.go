@@ -2,9 +2,7 @@ package dbschema
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/digest"
 )
 
 //go:embed migrations/*.sql
@@ -57,12 +57,11 @@ func ReadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", base, err)
 		}
-		sum := sha256.Sum256(b)
 		out = append(out, Migration{
 			Version:  v,
 			Name:     strings.TrimSuffix(rest, ".sql"),
 			SQL:      string(b),
-			Checksum: "sha256:" + hex.EncodeToString(sum[:]),
+			Checksum: digest.FromBytes(b).String(),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })

@@ -21,7 +21,7 @@ func TestArtifactsOf(t *testing.T) {
 		ReleaseVersion: 4, Values: []byte("v: 1\n"),
 	}
 	tg.Envelope.CreatedAt = "2026-08-13T14:00:00Z"
-	m := &bundle.Manifest{EnvTag: "prod", ReleaseVersion: 5, CreatedAt: "2026-08-14T09:30:00Z"}
+	m := &bundle.Manifest{ReleaseHeader: bundle.ReleaseHeader{EnvTag: "prod", ReleaseVersion: 5, CreatedAt: "2026-08-14T09:30:00Z"}}
 	arts, rel, err := compiled.Artifacts(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}})
 	if err != nil {
 		t.Fatal(err)
