@@ -73,33 +73,34 @@ type Options struct {
 
 // Result is the outcome of a promotion.
 type Result struct {
-	Review         *review.Review
-	EnvTag         string
-	ReleaseVersion int64
-	BaseRelease    int64
-	ReleaseDigest  string
-	CommandID      string
-	Published      []registry.Result // every target artifact, then the release artifact
+	Review         *review.Review    `json:"review"`
+	EnvTag         string            `json:"envTag"`
+	ReleaseVersion int64             `json:"releaseVersion"`
+	BaseRelease    int64             `json:"baseRelease"`
+	ReleaseDigest  string            `json:"releaseDigest"`
+	CommandID      string            `json:"commandId"`
+	Published      []registry.Result `json:"published"` // every target artifact, then the release artifact
 	// Activation is the store's result; Replayed is true when this command
 	// had already been applied. Nil when AlreadyActiveFrom is set or the
 	// release was staged.
-	Activation *promoter.ActivationResult
+	Activation *promoter.ActivationResult `json:"activation,omitempty"`
 	// Staged is the store's result when the release was staged (--stage,
 	// or an environment with two-phase activation).
-	Staged *promoter.StageResult
+	Staged *promoter.StageResult `json:"staged,omitempty"`
 	// AlreadyActiveFrom is set when the environment's current release is
 	// already this exact release (byte-identical manifest), activated from
 	// the named other commit; nothing was written.
-	AlreadyActiveFrom string
+	AlreadyActiveFrom string `json:"alreadyActiveFrom,omitempty"`
 	// AlreadyRecordedFrom is set when this exact release (byte-identical
 	// manifest) is the environment's latest recorded release, recorded from
 	// the named other commit, but is not active (it was rolled back):
 	// RecordedState and ActiveRelease say where things stand; nothing was
 	// written, and `activate` is the explicit way back to it.
-	AlreadyRecordedFrom string
-	RecordedState       string
-	ActiveRelease       int64
-	Duration            time.Duration
+	AlreadyRecordedFrom string `json:"alreadyRecordedFrom,omitempty"`
+	RecordedState       string `json:"recordedState,omitempty"`
+	ActiveRelease       int64  `json:"activeRelease,omitempty"`
+	// Duration is how long the promotion took (JSON: nanoseconds).
+	Duration time.Duration `json:"durationNs"`
 }
 
 // Run promotes a reviewed commit to an environment: it

@@ -40,18 +40,18 @@ type PublishRequest struct {
 
 // Result is the outcome for one artifact.
 type Result struct {
-	Kind       string // "values" or "release"
-	Repository string // "registry[:port]/path"
-	Tag        string // "r<releaseVersion>"
-	Digest     string // manifest digest "sha256:<hex>"
-	Size       int64  // manifest size
+	Kind       string `json:"kind"`       // "values" or "release"
+	Repository string `json:"repository"` // "registry[:port]/path"
+	Tag        string `json:"tag"`        // "r<releaseVersion>"
+	Digest     string `json:"digest"`     // manifest digest "sha256:<hex>"
+	Size       int64  `json:"size"`       // manifest size
 	// Pushed is true when this run uploaded the manifest, a blob or the
 	// signature; false means everything was already present.
-	Pushed bool
+	Pushed bool `json:"pushed"`
 	// Signed is true when this run uploaded a signature.
-	Signed bool
-	Blobs  int   // artifact blobs (config, layer) uploaded
-	Bytes  int64 // bytes uploaded: blobs, signature and manifests
+	Signed bool  `json:"signed"`
+	Blobs  int   `json:"blobs"` // artifact blobs (config, layer) uploaded
+	Bytes  int64 `json:"bytes"` // bytes uploaded: blobs, signature and manifests
 }
 
 // Ref returns "<repository>@<digest>".

@@ -5,6 +5,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/configpub/configpub/promote"
+	"github.com/configpub/configpub/promote/review"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/registry"
 )
 
 // TestCLIOutputDocumented: every JSON field of the reports these verbs
@@ -19,6 +24,13 @@ func TestCLIOutputDocumented(t *testing.T) {
 		heading string
 		report  any
 	}{
+		{"## promote", promote.Result{}},
+		{"## promote", review.Review{}},
+		{"## promote", review.Actor{}},
+		{"## promote", review.Trailer{}},
+		{"## promote", registry.Result{}},
+		{"## promote", promoter.StageResult{}},
+		{"## promote", promoter.ActivationResult{}},
 		{"## publish", publishReport{}},
 		{"## publish", publishedArtifact{}},
 		{"## pull", pullReport{}},
@@ -43,6 +55,9 @@ func TestCLIOutputDocumented(t *testing.T) {
 		rt := reflect.TypeOf(v)
 		for k := 0; k < rt.NumField(); k++ {
 			name, _, _ := strings.Cut(rt.Field(k).Tag.Get("json"), ",")
+			if name == "-" {
+				continue // not printed
+			}
 			if !strings.Contains(section, "`"+name+"`") {
 				t.Errorf("%s: field %q of %s is not documented", heading, name, rt.Name())
 			}

@@ -52,9 +52,9 @@ type Options struct {
 
 // Actor is a commit author or committer.
 type Actor struct {
-	Name  string
-	Email string
-	When  time.Time
+	Name  string    `json:"name"`
+	Email string    `json:"email"`
+	When  time.Time `json:"when"`
 }
 
 // String formats the actor as Git does: "Name <email>".
@@ -62,17 +62,17 @@ func (a Actor) String() string { return a.Name + " <" + a.Email + ">" }
 
 // Review is the evidence that a commit may be promoted.
 type Review struct {
-	Commit    string    // full hex commit hash
-	Ref       string    // protected ref the commit was found on
-	Tip       string    // tip of Ref at the time of the check
-	Depth     int       // first-parent distance from Tip (0 = the tip itself)
-	Subject   string    // first line of the commit message
-	Author    Actor     // commit author
-	Committer Actor     // commit committer
-	Reviewers []string  // values of the reviewer trailers, in message order, deduplicated
-	Trailers  []Trailer // every trailer of the commit message
-	SignedBy  string    // upper-case hex fingerprint of the verifying key; empty when not required
-	Time      time.Time // committer time (UTC)
+	Commit    string    `json:"commit"`             // full hex commit hash
+	Ref       string    `json:"ref"`                // protected ref the commit was found on
+	Tip       string    `json:"tip"`                // tip of Ref at the time of the check
+	Depth     int       `json:"depth"`              // first-parent distance from Tip (0 = the tip itself)
+	Subject   string    `json:"subject"`            // first line of the commit message
+	Author    Actor     `json:"author"`             // commit author
+	Committer Actor     `json:"committer"`          // commit committer
+	Reviewers []string  `json:"reviewers"`          // values of the reviewer trailers, in message order, deduplicated
+	Trailers  []Trailer `json:"trailers"`           // every trailer of the commit message
+	SignedBy  string    `json:"signedBy,omitempty"` // upper-case hex fingerprint of the verifying key; empty when not required
+	Time      time.Time `json:"time"`               // committer time (UTC)
 }
 
 // Check decides whether the commit in opts is reviewed. A refusal is a

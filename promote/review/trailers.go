@@ -4,8 +4,8 @@ import "strings"
 
 // Trailer is one "Key: value" line of a commit message's trailer block.
 type Trailer struct {
-	Key   string
-	Value string
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // ParseTrailers returns the trailers of a commit message the way
