@@ -166,6 +166,9 @@ func run(ctx context.Context, sizes, only, dir string) (failed bool, err error) 
 			rows, err := st.run(ctx, s)
 			if err != nil {
 				failed = true
+				// The table keeps one line; the whole error (the tail of
+				// the child's output) goes to the log as soon as it happens.
+				logf("%d targets: %s FAILED: %v", n, st.name, err)
 				rows = append(rows, row{figure: st.name, value: "FAILED", note: oneLine(err.Error())})
 			}
 			logf("%d targets: %s done in %s", n, st.name, time.Since(t0).Round(time.Millisecond))
