@@ -128,9 +128,9 @@ check_registry() { # name host keydir
 	"$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$keys/cosign.key" \
 		--plain-http --out "$out" >"$log" || { cat "$log" >&2; fail "$name: publish"; }
 	local n=0 values=0
-	while read -r _ repotag digest _; do
-		local repo=${repotag%:*} path ref
-		ref="$repo@$digest"
+	# Each artifact line: "pushed  REPOSITORY@sha256:<hex> (r<N>, <bytes> bytes uploaded)".
+	while read -r _ ref _; do
+		local repo=${ref%@*} path
 		path=${repo#"$prefix/"}
 		cosign verify --key "$keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry \
 			"$ref" >"$work/cosign.out" 2>"$work/cosign.err" ||
@@ -190,7 +190,7 @@ check_registry embedded "127.0.0.1:$port" "$work/keys"
 
 # A signature appended by `cosign sign` (another key) verifies with configpub
 # when both keys are trusted (rotation), and configpub's still verifies.
-ref=$(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release:' | head -1 | awk '{print substr($2, 1, index($2, ":r") - 1) "@" $3}')
+ref=$(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release@' | head -1 | awk '{print $2}')
 cosign sign --key "$work/cosignkeys/cosign.key" --tlog-upload=false --allow-insecure-registry -y "$ref" \
 	>/dev/null 2>"$work/cosign.err" || { cat "$work/cosign.err" >&2; fail "cosign sign $ref"; }
 "$cp" verify-oci "$ref" --trust-key "$work/cosignkeys/cosign.pub" --plain-http >/dev/null || fail "verify-oci of a cosign signature"
@@ -199,8 +199,8 @@ cat "$work/keys/cosign.pub" "$work/cosignkeys/cosign.pub" >"$work/both.pub"
 echo "compat: ok: a signature added by cosign sign verifies with configpub verify-oci"
 
 # A signature copied from another artifact fails, in cosign and in configpub.
-mapfile -t refs < <(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release:' | head -2 |
-	awk '{print substr($2, 1, index($2, ":r") - 1) "@" $3}')
+mapfile -t refs < <(grep -E '^(pushed|present) ' "$work/publish-embedded.log" | grep -v '/release@' | head -2 |
+	awk '{print $2}')
 src=${refs[0]} dst=${refs[1]}
 crane copy --insecure "${src%@*}:$(echo "${src#*@}" | tr : -).sig" "${dst%@*}:$(echo "${dst#*@}" | tr : -).sig" >/dev/null 2>&1 ||
 	fail "crane copy of a signature"
@@ -221,8 +221,8 @@ layout="$work/layout" prefix="127.0.0.1:$port/airgap" log="$work/publish-layout.
 "$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$work/keys/cosign.key" \
 	--oci-layout "$layout" >"$log" || { cat "$log" >&2; fail "layout: publish --oci-layout"; }
 n=0
-while read -r _ repotag digest _; do
-	repo=${repotag%:*} tag=${repotag##*:}
+while read -r _ ref tag _; do
+	repo=${ref%@*} digest=${ref#*@} tag=${tag#(} tag=${tag%,}
 	path=${repo#"$prefix/"} sig="$(echo "$digest" | tr : -).sig"
 	[[ -f "$layout/$path/index.json" ]] || fail "layout: no OCI layout at $layout/$path"
 	for t in "$tag" "$sig"; do
