@@ -78,7 +78,6 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 	if err := s.reconcile(ctx, conn); err != nil {
 		return err
 	}
-	s.live.Store(true)
 	connected()
 	s.opts.Logger.Info("pointer listener connected", "pointers", s.Stats().Pointers)
 	nextReconcile := time.Now().Add(s.opts.ReconcileInterval)
@@ -136,7 +135,6 @@ func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), inte
 	if err := s.reconcile(ctx, conn); err != nil {
 		return err
 	}
-	s.live.Store(true)
 	connected()
 	s.opts.Logger.Info("pointer follower connected", "pointers", s.Stats().Pointers, "interval", interval.String())
 	t := time.NewTicker(interval)
@@ -166,7 +164,8 @@ func (s *Store) exec(ctx context.Context, conn *pgx.Conn, sql string) error {
 
 // reconcile reloads every current pointer, streaming the rows, and
 // replaces the in-memory set; an unchanged row keeps its entry (no
-// re-parse). It records the watermark read just before the rows.
+// re-parse). It records the watermark read just before the rows, and marks
+// the store live.
 func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	qctx, progress, cancel := streamContext(ctx, s.opts.QueryTimeout)
 	defer cancel()
@@ -423,8 +422,9 @@ func (s *Store) cacheArtifacts(rows pgx.Rows) {
 // burst of thousands costs one round trip and its first waiters are
 // answered while the later chunks' bytes still arrive. A failed read
 // leaves the bytes to Current, which reads (and checks) them itself. Each
-// chunk's read is allowed QueryTimeout: a deadline on the whole pipeline
-// that ran out mid-read would close the listener's connection.
+// chunk's read is allowed QueryTimeout (streamContext): a deadline on the
+// whole pipeline that ran out mid-read would close the listener's
+// connection.
 func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*entry) {
 	var chunks [][]*entry
 	b := &pgx.Batch{}
@@ -445,12 +445,13 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 		}
 		return
 	}
-	qctx, cancel := context.WithTimeout(ctx, time.Duration(b.Len())*s.opts.QueryTimeout)
+	qctx, progress, cancel := streamContext(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	br := conn.SendBatch(qctx, b)
 	failed := false
 	for i, chunk := range chunks {
 		if queued[i] && !failed {
+			progress()
 			rows, err := br.Query()
 			if err != nil {
 				failed = true

@@ -162,16 +162,11 @@ func (s *Store) install(entries []*entry, gone []bundle.Identity) {
 
 // streamContext bounds a streamed read by its progress rather than in
 // total: the context ends when d passes without a call to progress (made
-// per row), so that reading 100,000 rows takes as long as it needs while a
-// database that stops answering is still given up on after d.
+// per row or per answer read), so that reading 100,000 rows takes as long
+// as it needs while a database that stops answering is still given up on
+// after d.
 func streamContext(ctx context.Context, d time.Duration) (context.Context, func(), context.CancelFunc) {
 	sctx, cancel := context.WithCancel(ctx)
 	t := time.AfterFunc(d, cancel)
-	n := 0
-	progress := func() {
-		if n++; n%128 == 0 {
-			t.Reset(d)
-		}
-	}
-	return sctx, progress, func() { t.Stop(); cancel() }
+	return sctx, func() { t.Reset(d) }, func() { t.Stop(); cancel() }
 }
