@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/configpub/configpub/internal/render"
@@ -90,11 +91,15 @@ type FieldDifference struct {
 // targets matched by identity (a target only one side has is reported as the
 // whole entry), then the remaining lists in manifest order.
 func FirstDifference(a, b *Manifest) (*FieldDifference, error) {
-	av, err := a.value()
+	// The release-level fields as documents; the targets are compared
+	// pair by pair below, so a large release is never held as a tree.
+	ha, hb := *a, *b
+	ha.Targets, hb.Targets = nil, nil
+	av, err := ha.value()
 	if err != nil {
 		return nil, err
 	}
-	bv, err := b.value()
+	bv, err := hb.value()
 	if err != nil {
 		return nil, err
 	}
@@ -115,14 +120,15 @@ func FirstDifference(a, b *Manifest) (*FieldDifference, error) {
 			return d, nil
 		}
 	}
-	ta, tb := map[string]*render.Value{}, map[string]*render.Value{}
+	ta, tb := map[string]*TargetEntry{}, map[string]*TargetEntry{}
 	var order []string
 	for _, side := range []struct {
-		list *render.Value
-		into map[string]*render.Value
-	}{{av.Get("targets"), ta}, {bv.Get("targets"), tb}} {
-		for _, t := range side.list.Items {
-			id := t.Get("host").Str + "/" + t.Get("serviceId").Str + "/" + a.EnvTag
+		list []TargetEntry
+		into map[string]*TargetEntry
+	}{{a.Targets, ta}, {b.Targets, tb}} {
+		for i := range side.list {
+			t := &side.list[i]
+			id := t.Host + "/" + t.ServiceID + "/" + a.EnvTag
 			if _, seen := ta[id]; !seen {
 				if _, seen := tb[id]; !seen {
 					order = append(order, id)
@@ -132,12 +138,23 @@ func FirstDifference(a, b *Manifest) (*FieldDifference, error) {
 		}
 	}
 	for _, id := range order {
-		x, y := ta[id], tb[id]
-		if x == nil || y == nil {
+		ea, eb := ta[id], tb[id]
+		if ea == nil || eb == nil {
+			var x, y *render.Value
+			if ea != nil {
+				x = ea.value()
+			}
+			if eb != nil {
+				y = eb.value()
+			}
 			d := firstDiff("", x, y)
 			d.Target, d.Field = id, "(entry)"
 			return d, nil
 		}
+		if reflect.DeepEqual(ea, eb) {
+			continue
+		}
+		x, y := ea.value(), eb.value()
 		// What the sources decide first, then every other field in order.
 		for _, k := range []string{"audience", "subjectKind", "subjectName", "policyDigest", "contentDigest", "propertySetDigest", "leaseProfile"} {
 			if d := firstDiff(k, x.Get(k), y.Get(k)); d != nil {

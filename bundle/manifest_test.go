@@ -2,6 +2,7 @@ package bundle_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -173,5 +174,70 @@ func TestEnvelopeEpochIsAMinimum(t *testing.T) {
 	}
 	if env := back.Targets[0].Envelope("dev"); env.RevocationEpoch != 2 {
 		t.Fatalf("envelope epoch %d, want 2", env.RevocationEpoch)
+	}
+}
+
+// TestFirstDifference: release-level fields first, then targets matched by
+// identity (a deciding field before the others, a target only one side has
+// as the whole entry), then the other lists; equal manifests have none.
+func TestFirstDifference(t *testing.T) {
+	b, err := readRelease(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func() *bundle.Manifest {
+		m, err := bundle.ParseManifest("dev.yaml", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	zero := "sha256:" + strings.Repeat("0", 64)
+	tests := []struct {
+		name              string
+		edit              func(m *bundle.Manifest)
+		target, field, to string
+	}{
+		{"equal", func(m *bundle.Manifest) {}, "", "", ""},
+		{"release field before targets", func(m *bundle.Manifest) {
+			m.CreatedAt = "2030-01-01T00:00:00Z"
+			m.Targets[0].ArtifactDigest = zero
+		}, "", "createdAt", `"2030-01-01T00:00:00Z"`},
+		{"deciding field first", func(m *bundle.Manifest) {
+			m.Targets[1].ExpiresAt = "2030-01-01T00:00:00Z"
+			m.Targets[1].ContentDigest = zero
+		}, "1", "contentDigest", `"` + zero + `"`},
+		{"other field", func(m *bundle.Manifest) { m.Targets[2].DeliveryLease.ExpiresAfter = "9h" }, "2", "deliveryLease.expiresAfter", `"9h"`},
+		{"target missing", func(m *bundle.Manifest) { m.Targets = m.Targets[1:] }, "0", "(entry)", ""},
+		{"subjects after targets", func(m *bundle.Manifest) { m.Subjects[0].PolicyVersion = 99 }, "", "subjects[0].policyVersion", "99"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, c := parse(), parse()
+			tt.edit(c)
+			d, err := bundle.FirstDifference(a, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.field == "" {
+				if d != nil {
+					t.Fatalf("got %+v, want no difference", d)
+				}
+				return
+			}
+			if d == nil {
+				t.Fatalf("got no difference, want %s", tt.field)
+			}
+			wantTarget := ""
+			if tt.target != "" {
+				var i int
+				fmt.Sscan(tt.target, &i)
+				x := a.Targets[i]
+				wantTarget = x.Host + "/" + x.ServiceID + "/" + a.EnvTag
+			}
+			if d.Target != wantTarget || d.Field != tt.field || d.B != tt.to {
+				t.Errorf("got target %q field %q B %q, want %q %q %q", d.Target, d.Field, d.B, wantTarget, tt.field, tt.to)
+			}
+		})
 	}
 }

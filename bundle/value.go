@@ -31,32 +31,7 @@ func (m *Manifest) value() (*render.Value, error) {
 	targets := render.List()
 	targets.Items = make([]*render.Value, 0, len(m.Targets))
 	for k := range m.Targets {
-		t := &m.Targets[k]
-		v := render.Map().
-			Add("host", s(t.Host)).Add("serviceId", s(t.ServiceID)).Add("audience", s(t.Audience)).
-			Add("subjectKind", s(t.SubjectKind)).Add("subjectName", s(t.SubjectName)).
-			Add("leaseProfile", s(t.LeaseProfile)).Add("leaseProfileDigest", s(t.LeaseProfileDigest)).
-			Add("snapshotId", s(t.SnapshotID)).Add("publicationId", s(t.PublicationID)).
-			Add("policySnapshotId", s(t.PolicySnapshotID)).Add("releaseVersion", i(t.ReleaseVersion)).
-			Add("policyVersion", i(t.PolicyVersion)).Add("sourceEventSequence", i(t.SourceEventSequence)).
-			Add("schemaVersion", i(int64(t.SchemaVersion))).Add("revocationEpoch", i(t.RevocationEpoch)).
-			Add("compatibilityGeneration", i(t.CompatibilityGeneration)).
-			Add("createdAt", s(t.CreatedAt)).Add("validFrom", s(t.ValidFrom)).
-			Add("refreshAfter", s(t.RefreshAfter)).Add("expiresAt", s(t.ExpiresAt)).
-			Add("deliveryLease", render.Map().Add("refreshAfter", s(t.DeliveryLease.RefreshAfter)).Add("expiresAfter", s(t.DeliveryLease.ExpiresAfter))).
-			Add("policyDigest", s(t.PolicyDigest)).Add("contentDigest", s(t.ContentDigest)).
-			Add("propertySetDigest", s(t.PropertySetDigest)).Add("artifactDigest", s(t.ArtifactDigest)).
-			Add("changed", render.Bool(t.Changed))
-		if t.Previous != nil {
-			v.Add("previous", render.Map().Add("publicationId", s(t.Previous.PublicationID)).Add("policyDigest", s(t.Previous.PolicyDigest)))
-		}
-		if len(t.Inventory) > 0 {
-			v.Add("inventory", items(t.Inventory))
-		}
-		if len(t.Tombstones) > 0 {
-			v.Add("tombstones", items(t.Tombstones))
-		}
-		targets.Items = append(targets.Items, v)
+		targets.Items = append(targets.Items, m.Targets[k].value())
 	}
 	return render.Map().
 		Add("apiVersion", s(m.APIVersion)).Add("kind", s(m.Kind)).Add("envTag", s(m.EnvTag)).
@@ -65,6 +40,36 @@ func (m *Manifest) value() (*render.Value, error) {
 		Add("compatibilityGeneration", i(m.CompatibilityGeneration)).Add("revocationEpoch", i(m.RevocationEpoch)).
 		Add("schemaVersion", i(int64(m.SchemaVersion))).Add("renderer", s(m.Renderer)).
 		Add("inputs", inputs).Add("leaseProfiles", profiles).Add("subjects", subjects).Add("workflows", workflows).Add("workflowLedger", ledger).Add("targets", targets), nil
+}
+
+// value is the target entry as a document, members in manifest order.
+func (t *TargetEntry) value() *render.Value {
+	s, i := render.String, render.Int
+	v := render.Map().
+		Add("host", s(t.Host)).Add("serviceId", s(t.ServiceID)).Add("audience", s(t.Audience)).
+		Add("subjectKind", s(t.SubjectKind)).Add("subjectName", s(t.SubjectName)).
+		Add("leaseProfile", s(t.LeaseProfile)).Add("leaseProfileDigest", s(t.LeaseProfileDigest)).
+		Add("snapshotId", s(t.SnapshotID)).Add("publicationId", s(t.PublicationID)).
+		Add("policySnapshotId", s(t.PolicySnapshotID)).Add("releaseVersion", i(t.ReleaseVersion)).
+		Add("policyVersion", i(t.PolicyVersion)).Add("sourceEventSequence", i(t.SourceEventSequence)).
+		Add("schemaVersion", i(int64(t.SchemaVersion))).Add("revocationEpoch", i(t.RevocationEpoch)).
+		Add("compatibilityGeneration", i(t.CompatibilityGeneration)).
+		Add("createdAt", s(t.CreatedAt)).Add("validFrom", s(t.ValidFrom)).
+		Add("refreshAfter", s(t.RefreshAfter)).Add("expiresAt", s(t.ExpiresAt)).
+		Add("deliveryLease", render.Map().Add("refreshAfter", s(t.DeliveryLease.RefreshAfter)).Add("expiresAfter", s(t.DeliveryLease.ExpiresAfter))).
+		Add("policyDigest", s(t.PolicyDigest)).Add("contentDigest", s(t.ContentDigest)).
+		Add("propertySetDigest", s(t.PropertySetDigest)).Add("artifactDigest", s(t.ArtifactDigest)).
+		Add("changed", render.Bool(t.Changed))
+	if t.Previous != nil {
+		v.Add("previous", render.Map().Add("publicationId", s(t.Previous.PublicationID)).Add("policyDigest", s(t.Previous.PolicyDigest)))
+	}
+	if len(t.Inventory) > 0 {
+		v.Add("inventory", items(t.Inventory))
+	}
+	if len(t.Tombstones) > 0 {
+		v.Add("tombstones", items(t.Tombstones))
+	}
+	return v
 }
 
 // inputsValue is the [{path, digest}] list of inputs.
