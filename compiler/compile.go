@@ -112,6 +112,59 @@ type Result struct {
 
 	stale        error
 	manifestOnly bool
+	// again makes a fresh compilation of this result's release (set with
+	// ManifestOnly, for EachTarget). It keeps the parsed sources alive.
+	again func() *compilation
+}
+
+// EachTarget calls fn with every target of the release, in manifest order
+// (host, serviceId), one call at a time; fn owns the target it is given.
+// For a result compiled with Options.ManifestOnly the release is compiled
+// again, host by host, so that memory holds the hosts in flight and never
+// every artifact; each target is then checked against the manifest entry it
+// must reproduce (identity, snapshot, artifact digest), and a mismatch is
+// an error (the compile would not be deterministic). The first error, of fn
+// or of the compile, stops the stream and is returned.
+func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
+	if !r.manifestOnly {
+		for i := range r.Targets {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(&r.Targets[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.again == nil {
+		return errors.New("compile: this result cannot compile its targets again")
+	}
+	want := r.Manifest.Targets
+	n := 0
+	c := r.again()
+	c.manifestOnly = true
+	c.emit = func(t *Target) error {
+		if n >= len(want) {
+			return fmt.Errorf("compile %s: %w: target %s/%s is not in release %d", r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, r.Manifest.ReleaseVersion)
+		}
+		e := &want[n]
+		if t.Host != e.Host || t.ServiceID != e.ServiceID || t.SnapshotID != e.SnapshotID || t.ArtifactDigest != e.ArtifactDigest {
+			return fmt.Errorf("compile %s: %w: target %s/%s snapshot %s artifact %s, release %d lists %s/%s snapshot %s artifact %s",
+				r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, t.SnapshotID, t.ArtifactDigest,
+				r.Manifest.ReleaseVersion, e.Host, e.ServiceID, e.SnapshotID, e.ArtifactDigest)
+		}
+		t.Changed = e.Changed // as the release states it (see finish)
+		n++
+		return fn(t)
+	}
+	if _, err := c.run(ctx); err != nil {
+		return err
+	}
+	if n != len(want) {
+		return fmt.Errorf("compile %s: %w: compiled %d targets, release %d lists %d", r.Manifest.EnvTag, ErrNotReproduced, n, r.Manifest.ReleaseVersion, len(want))
+	}
+	return nil
 }
 
 // Reissue explains why an unchanged target got a new snapshot.
@@ -171,8 +224,21 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base, baseBytes: baseBytes,
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}
 	}
+	// start runs one derivation; a ManifestOnly result keeps how to run it
+	// again, for EachTarget.
+	start := func(base *bundle.Manifest, baseBytes []byte, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
+		again := func() *compilation { return newC(base, baseBytes, release, createdAt, reproduce) }
+		res, err := again().run(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if opts.ManifestOnly {
+			res.again = again
+		}
+		return res, nil
+	}
 	if committed == nil {
-		res, err := newC(nil, nil, 1, opts.CreatedAt, false).run(ctx)
+		res, err := start(nil, nil, 1, opts.CreatedAt, false)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +250,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	prev, verr := previousRelease(ctx, opts, committed)
 	derive := func() (*Result, error) {
 		at, _ := bundle.ParseTime(committed.CreatedAt) // Validate checked it
-		d, err := newC(prev, nil, committed.ReleaseVersion, at, false).run(ctx)
+		d, err := start(prev, nil, committed.ReleaseVersion, at, false)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +285,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 
 	// Not verified: what `configpub compile` writes instead.
-	next, err := newC(committed, cbytes, committed.ReleaseVersion+1, opts.CreatedAt, true).run(ctx)
+	next, err := start(committed, cbytes, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +441,14 @@ type compilation struct {
 	// Options.ManifestOnly).
 	manifestOnly bool
 
+	// emit, when set, receives the targets host by host in manifest
+	// order (Result.EachTarget); run then stops before finish.
+	emit      func(*Target) error
+	emitMu    sync.Mutex
+	emitTurn  *sync.Cond // signalled when emitted or emitErr changes
+	emitted   int        // hosts emitted so far
+	emitErr   error      // the first failure: waiting hosts give up
+
 	proj     map[string]*projector
 	val      *validator
 	mu       sync.Mutex         // guards the fields below, filled host by host
@@ -449,14 +523,24 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	// when the host is done, so memory holds the hosts in flight, not the
 	// whole environment.
 	hosts := c.hostGroups(ts)
+	if c.emit != nil {
+		c.emitTurn = sync.NewCond(&c.emitMu)
+	}
 	err = parallel(len(hosts), func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
+		err := ctx.Err()
+		if err == nil {
+			err = c.compileHost(i, hosts[i], ts, out, entries, changed)
 		}
-		return c.compileHost(hosts[i], ts, out, entries, changed)
+		if err != nil && c.emit != nil {
+			c.stopEmitting(err)
+		}
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if c.emit != nil {
+		return nil, nil
 	}
 	views, err := m.workflowViews(c.agents, m.repo.spec.CompatibilityGeneration)
 	if err != nil {
@@ -465,11 +549,13 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	return c.finish(ts, out, entries, changed, workflows, ledger, views)
 }
 
-// compileHost compiles the targets of one host: its subjects, then its
+// compileHost compiles the targets of host number hi: its subjects, then its
 // Agent targets, then its Gateway and Knowledge targets (whose projections
 // list the accepted publications of the host's Agents). Each target writes
 // only its own slots of out (nil with ManifestOnly), entries and changed.
-func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool) error {
+// With emit set, the host's targets are kept until it is the host's turn
+// to hand them over (see emitHost).
+func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool) error {
 	hm := *c.m // the host's own resolution caches
 	hm.toolCache, hm.skillCache, hm.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
 	if _, err := c.resolveHost(&hm, g, ts); err != nil {
@@ -478,18 +564,25 @@ func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, en
 	var accepted map[string][]bundle.Publication
 	inputs := files{}
 	var scratch Target
+	var kept []Target // with emit: the host's targets, in g.idx order
+	if c.emit != nil {
+		kept = make([]Target, len(g.idx))
+	}
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			accepted = acceptedPublications(ts, g.idx, entries)
 		}
-		for _, i := range g.idx {
+		for k, i := range g.idx {
 			t := ts[i]
 			if (t.e.spec.Audience == bundle.AudienceAgent) != (pass == 0) {
 				continue
 			}
 			o := &scratch
-			if out != nil {
+			switch {
+			case out != nil:
 				o = &out[i]
+			case kept != nil:
+				o = &kept[k]
 			}
 			if err := c.compileTarget(t, accepted, o, &entries[i]); err != nil {
 				return err
@@ -502,6 +595,14 @@ func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, en
 	for _, i := range g.idx {
 		ts[i].policy = nil
 	}
+	if c.emit != nil {
+		if err := c.emitHost(hi, kept); err != nil {
+			return err
+		}
+		for _, i := range g.idx {
+			entries[i] = bundle.TargetEntry{} // finish does not run
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for p, d := range inputs {
@@ -513,6 +614,42 @@ func (c *compilation) compileHost(g hostGroup, ts []*envTarget, out []Target, en
 		}
 	}
 	return nil
+}
+
+// emitHost waits for host hi's turn (every host before it handed over),
+// then hands its targets to c.emit one by one, in order. Hosts are compiled
+// on several workers but emitted in manifest order; a worker waits here
+// at most for the hosts in flight before its own.
+func (c *compilation) emitHost(hi int, ts []Target) error {
+	c.emitMu.Lock()
+	defer c.emitMu.Unlock()
+	for c.emitted != hi && c.emitErr == nil {
+		c.emitTurn.Wait()
+	}
+	if c.emitErr != nil {
+		return c.emitErr
+	}
+	for k := range ts {
+		if err := c.emit(&ts[k]); err != nil {
+			c.emitErr = err
+			c.emitTurn.Broadcast()
+			return err
+		}
+	}
+	c.emitted++
+	c.emitTurn.Broadcast()
+	return nil
+}
+
+// stopEmitting records the first failure and wakes the hosts waiting for
+// their turn, which then give up.
+func (c *compilation) stopEmitting(err error) {
+	c.emitMu.Lock()
+	if c.emitErr == nil {
+		c.emitErr = err
+	}
+	c.emitTurn.Broadcast()
+	c.emitMu.Unlock()
 }
 
 // acceptedPublications lists, per Agent, the {publicationId, policyDigest}

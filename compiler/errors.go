@@ -20,6 +20,9 @@ var (
 	// ErrCreatedAtRequired: a new release is needed but Options.CreatedAt is
 	// zero.
 	ErrCreatedAtRequired = errors.New("createdAt is required for a new release")
+	// ErrNotReproduced: compiling a release again (Result.EachTarget) gave
+	// a target its manifest does not list as it is.
+	ErrNotReproduced = errors.New("compiling the release again did not reproduce it")
 )
 
 // SourceError is a refusal of policy input at file:line:field.

@@ -88,3 +88,70 @@ func TestCheckOnlyStopsAtTheDerivation(t *testing.T) {
 		t.Fatalf("without CheckOnly: release %d, Stale %v; want release 2 and the same reason as %v", next.Manifest.ReleaseVersion, next.Stale(), res.Stale())
 	}
 }
+
+// TestEachTargetStreamsTheRelease: EachTarget on a ManifestOnly result
+// compiles the release again host by host and hands over exactly the
+// targets of a full compile, in manifest order, byte for byte; it does so
+// for a re-derived committed release too; fn's error stops it; a manifest
+// that no longer matches what compiles is refused.
+func TestEachTargetStreamsTheRelease(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 7 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	compile := func(lean bool) *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at, ManifestOnly: lean})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	check := func(name string) {
+		t.Helper()
+		full, lean := compile(false), compile(true)
+		var got []compiler.Target
+		if err := lean.EachTarget(ctx, func(x *compiler.Target) error { got = append(got, *x); return nil }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != len(full.Targets) || len(got) != 84 {
+			t.Fatalf("%s: streamed %d targets, a full compile has %d (want 84)", name, len(got), len(full.Targets))
+		}
+		for i := range got {
+			if !reflect.DeepEqual(got[i], full.Targets[i]) {
+				t.Fatalf("%s: target %d: streamed %s %s, full compile %s %s", name, i, got[i].Identity(), got[i].ArtifactDigest, full.Targets[i].Identity(), full.Targets[i].ArtifactDigest)
+			}
+		}
+		// A full result streams its own targets.
+		n := 0
+		if err := full.EachTarget(ctx, func(*compiler.Target) error { n++; return nil }); err != nil || n != 84 {
+			t.Fatalf("%s: full result streamed %d targets, %v", name, n, err)
+		}
+	}
+	check("release 1 from nothing")
+	if err := compiler.Write(ctx, compile(true), dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	check("committed release 1, re-derived")
+
+	lean := compile(true)
+	stop := errors.New("stop here")
+	n := 0
+	err := lean.EachTarget(ctx, func(*compiler.Target) error {
+		if n++; n == 30 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 30 {
+		t.Fatalf("fn failed at target 30: EachTarget returned %v after %d calls", err, n)
+	}
+	lean.Manifest.Targets[40].ArtifactDigest = "sha256:" + string(bytes.Repeat([]byte("0"), 64))
+	n = 0
+	err = lean.EachTarget(ctx, func(*compiler.Target) error { n++; return nil })
+	if !errors.Is(err, compiler.ErrNotReproduced) || n != 40 {
+		t.Fatalf("manifest entry 40 edited: EachTarget returned %v after %d targets, want ErrNotReproduced after 40", err, n)
+	}
+}

@@ -75,7 +75,7 @@ var pathComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$`
 type packed struct {
 	repository string
 	tag        string
-	kind       string // "values" or "release"
+	kind       string // KindValues or KindRelease
 	layer      ocispec.Descriptor
 	layerData  []byte
 	manifest   ocispec.Descriptor
@@ -143,7 +143,7 @@ func packArtifact(prefix string, a Artifact) (*packed, error) {
 		Size:        int64(len(a.Values)),
 		Annotations: map[string]string{ocispec.AnnotationTitle: ValuesTitle},
 	}
-	return pack(Repository(prefix, a), Tag(a.ReleaseVersion), "values", ValuesArtifactType, layer, a.Values, a.Annotations())
+	return pack(Repository(prefix, a), Tag(a.ReleaseVersion), KindValues, ValuesArtifactType, layer, a.Values, a.Annotations())
 }
 
 func packRelease(prefix string, r Release) (*packed, error) {
@@ -169,7 +169,7 @@ func packRelease(prefix string, r Release) (*packed, error) {
 	if !r.CreatedAt.IsZero() {
 		ann[ocispec.AnnotationCreated] = r.CreatedAt.UTC().Format(time.RFC3339)
 	}
-	return pack(ReleaseRepository(prefix, r.EnvTag), Tag(r.ReleaseVersion), "release", ReleaseArtifactType, layer, r.Manifest, ann)
+	return pack(ReleaseRepository(prefix, r.EnvTag), Tag(r.ReleaseVersion), KindRelease, ReleaseArtifactType, layer, r.Manifest, ann)
 }
 
 // emptyConfig is the OCI 1.1 empty config descriptor, without inline data.

@@ -38,9 +38,15 @@ type PublishRequest struct {
 	EnsureSignatures bool
 }
 
+// The kinds of artifact a Result reports.
+const (
+	KindValues  = "values"  // a target's values.yml
+	KindRelease = "release" // the release manifest
+)
+
 // Result is the outcome for one artifact.
 type Result struct {
-	Kind       string `json:"kind"`       // "values" or "release"
+	Kind       string `json:"kind"`       // KindValues or KindRelease
 	Repository string `json:"repository"` // "registry[:port]/path"
 	Tag        string `json:"tag"`        // "r<releaseVersion>"
 	Digest     string `json:"digest"`     // manifest digest "sha256:<hex>"

@@ -62,7 +62,11 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(), Previous: gitfs.ReleaseHistory(repo, "HEAD")})
+			// Without --out nothing needs every target at once: the release
+			// is compiled for its manifest, then again host by host while
+			// its artifacts are pushed (compiled.Stream).
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
+				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: out == ""})
 			if err != nil {
 				return err
 			}
@@ -74,7 +78,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					return err
 				}
 			}
-			arts, rel, err := compiled.Artifacts(res)
+			rel, err := compiled.Release(res.Manifest)
 			if err != nil {
 				return err
 			}
@@ -91,19 +95,28 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			}
 			w := cmd.OutOrStdout()
 			jsonOut := outputJSON(cmd)
-			progress := newProgress(w, len(arts)+1)
+			total := len(res.Manifest.Targets) + 1
+			progress := newProgress(w, total)
 			if jsonOut {
-				progress = newProgress(io.Discard, len(arts)+1)
+				progress = newProgress(io.Discard, total)
 			}
-			sum, err := c.Publish(cmd.Context(), registry.PublishRequest{
-				Prefix: prefix, Artifacts: arts, Release: rel, Signer: signer, Progress: progress.report,
-				EnsureSignatures: ensureSigs,
-			})
+			// The report lists every artifact only for -o json; the text
+			// report needs the release artifact's line.
+			var results []registry.Result
+			sum, err := c.PublishSeq(cmd.Context(), registry.PublishRequest{
+				Prefix: prefix, Release: rel, Signer: signer, EnsureSignatures: ensureSigs,
+				Progress: func(r registry.Result) {
+					progress.report(r)
+					if jsonOut || r.Kind == registry.KindRelease {
+						results = append(results, r)
+					}
+				},
+			}, compiled.Stream(cmd.Context(), res))
 			progress.done()
 			if sum == nil {
 				return err
 			}
-			rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), sum)
+			rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), sum, results)
 			if perr := report(cmd, rep, rep.text); perr != nil && err == nil {
 				err = perr
 			}

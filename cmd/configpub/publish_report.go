@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/spf13/cobra"
 
@@ -39,13 +40,21 @@ type publishedArtifact struct {
 	BytesUploaded int64  `json:"bytesUploaded"`
 }
 
-func newPublishReport(env string, release int64, prefix, keyID string, sum *registry.Summary) *publishReport {
+func newPublishReport(env string, release int64, prefix, keyID string, sum *registry.Summary, results []registry.Result) *publishReport {
+	// Published in no fixed order: listed by repository, the release last.
+	sort.Slice(results, func(i, j int) bool {
+		a, b := results[i], results[j]
+		if (a.Kind == registry.KindRelease) != (b.Kind == registry.KindRelease) {
+			return b.Kind == registry.KindRelease
+		}
+		return a.Repository < b.Repository
+	})
 	r := &publishReport{EnvTag: env, Release: release, Registry: prefix, KeyID: keyID,
 		Pushed: sum.Pushed, AlreadyPresent: sum.AlreadyPresent, BytesUploaded: sum.Bytes,
-		Artifacts: make([]publishedArtifact, 0, len(sum.Results))}
-	for _, res := range sum.Results {
+		Artifacts: make([]publishedArtifact, 0, len(results))}
+	for _, res := range results {
 		r.Artifacts = append(r.Artifacts, publishedArtifact{Kind: res.Kind, Ref: res.Ref(), Tag: res.Tag, Pushed: res.Pushed, BytesUploaded: res.Bytes})
-		if res.Kind == "release" {
+		if res.Kind == registry.KindRelease {
 			r.ReleaseArtifact = res.Ref()
 		}
 	}
@@ -54,7 +63,7 @@ func newPublishReport(env string, release int64, prefix, keyID string, sum *regi
 
 func (r *publishReport) text(w io.Writer) error {
 	if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
-		r.EnvTag, r.Release, len(r.Artifacts), r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID); err != nil {
+		r.EnvTag, r.Release, r.Pushed+r.AlreadyPresent, r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID); err != nil {
 		return err
 	}
 	if r.ReleaseArtifact == "" {

@@ -7,7 +7,9 @@
 package compiled
 
 import (
+	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -90,4 +92,56 @@ func Artifacts(res *compiler.Result) ([]registry.Artifact, *registry.Release, er
 		return nil, nil, err
 	}
 	return arts, rel, nil
+}
+
+// Stream yields the values artifact of every target of res, in manifest
+// order, for registry.Client.PublishSeq. A result compiled with
+// compiler.Options.ManifestOnly is compiled again host by host while the
+// stream is consumed (compiler.Result.EachTarget), so that neither side
+// holds every artifact; the compile runs one artifact ahead of the
+// consumer. A failure is yielded as the sequence's last error. Stopping the
+// range early stops the compile.
+func Stream(ctx context.Context, res *compiler.Result) iter.Seq2[registry.Artifact, error] {
+	type item struct {
+		a   registry.Artifact
+		err error
+	}
+	return func(yield func(registry.Artifact, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		ch := make(chan item, 1)
+		go func() {
+			defer close(ch)
+			send := func(it item) error {
+				select {
+				case ch <- it:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			err := res.EachTarget(ctx, func(t *compiler.Target) error {
+				a, err := Artifact(t)
+				if err != nil {
+					return err
+				}
+				return send(item{a: a})
+			})
+			if err != nil && ctx.Err() == nil {
+				_ = send(item{err: err})
+			}
+		}()
+		defer func() {
+			cancel()
+			for range ch { // let the compile see the cancellation and end
+			}
+		}()
+		for it := range ch {
+			if !yield(it.a, it.err) || it.err != nil {
+				return
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			yield(registry.Artifact{}, err) // the compile stopped because ctx ended
+		}
+	}
 }

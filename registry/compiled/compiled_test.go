@@ -1,6 +1,7 @@
 package compiled_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
@@ -66,5 +68,59 @@ func TestArtifactsOf(t *testing.T) {
 	m.CreatedAt = ""
 	if _, err := compiled.Release(m); !errors.Is(err, registry.ErrInvalid) {
 		t.Fatalf("bad release createdAt: got %v, want ErrInvalid", err)
+	}
+}
+
+// TestStreamYieldsWhatArtifactsLists: streaming a ManifestOnly result yields
+// the artifacts of a full compile, in order; a cancelled context and an
+// early stop end the stream and its compile.
+func TestStreamYieldsWhatArtifactsLists(t *testing.T) {
+	ctx := context.Background()
+	repo := gen.Repo(gen.Options{Targets: 5 * 12, AgentsPerHost: 10, EnvTag: "bench"})
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	full, err := compiler.Compile(ctx, repo, compiler.Options{EnvTag: "bench", CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := compiler.Compile(ctx, repo, compiler.Options{EnvTag: "bench", CreatedAt: at, ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, err := compiled.Artifacts(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []registry.Artifact
+	for a, err := range compiled.Stream(ctx, lean) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	if len(got) != 60 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("streamed %d artifacts, want the %d of a full compile, equal", len(got), len(want))
+	}
+
+	n := 0
+	for range compiled.Stream(ctx, lean) {
+		if n++; n == 7 {
+			break
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n = 0
+	var last error
+	for _, err := range compiled.Stream(cctx, lean) {
+		if err != nil {
+			last = err
+			break
+		}
+		if n++; n == 3 {
+			cancel()
+		}
+	}
+	if !errors.Is(last, context.Canceled) || n >= 60 {
+		t.Fatalf("cancelled after 3: stream ended with %v after %d artifacts, want context.Canceled", last, n)
 	}
 }
