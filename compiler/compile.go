@@ -443,11 +443,11 @@ type compilation struct {
 
 	// emit, when set, receives the targets host by host in manifest
 	// order (Result.EachTarget); run then stops before finish.
-	emit      func(*Target) error
-	emitMu    sync.Mutex
-	emitTurn  *sync.Cond // signalled when emitted or emitErr changes
-	emitted   int        // hosts emitted so far
-	emitErr   error      // the first failure: waiting hosts give up
+	emit     func(*Target) error
+	emitMu   sync.Mutex
+	emitTurn *sync.Cond // signalled when emitted or emitErr changes
+	emitted  int        // hosts emitted so far
+	emitErr  error      // the first failure: waiting hosts give up
 
 	proj     map[string]*projector
 	val      *validator
