@@ -98,9 +98,6 @@ type Result struct {
 	// it declares none. The promoter refuses a repository that declares
 	// another ref than the one it is configured with.
 	ProtectedRef string
-	// Previous is the trusted previous release the committed one was
-	// re-derived from (nil for release 1 or when unavailable).
-	Previous *bundle.Manifest
 	// Rollout is the Environment's rollout policy (activation mode, freeze
 	// windows, health gate); it is recorded with the release, not
 	// delivered.
@@ -254,7 +251,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.Base, d.BaseBytes, d.Previous = committed, cbytes, prev
+		d.Base, d.BaseBytes = committed, cbytes
 		return d, nil
 	}
 	derived := false
@@ -264,6 +261,8 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 		if bytes.Equal(d.ManifestBytes, cbytes) {
+			// The committed release is what derives: hold it once.
+			d.Manifest, d.ManifestBytes = committed, cbytes
 			d.UpToDate = true
 			return d, nil
 		}
@@ -298,7 +297,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.Base, res.BaseBytes, res.Previous = committed, cbytes, prev
+	res.Base, res.BaseBytes = committed, cbytes
 	res.stale = verr
 	return res, nil
 }

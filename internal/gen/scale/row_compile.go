@@ -77,17 +77,25 @@ func compileRows(ctx context.Context, s *size) ([]row, error) {
 }
 
 // compileChild is "compile DIR CREATEDAT": compile and write the release
-// manifest.
+// manifest, verifying the committed one against the release before it as
+// `configpub compile` does with Git history, and keep the written release
+// (savedRelease) as that history.
 func compileChild(args []string) error {
 	at, err := time.Parse(time.RFC3339, args[1])
 	if err != nil {
 		return err
 	}
-	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true})
+	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true,
+		Previous: func(_ context.Context, _ string, version int64) ([]byte, error) {
+			return os.ReadFile(savedRelease(args[0], version))
+		}})
 	if err != nil {
 		return err
 	}
 	if err := compiler.Write(context.Background(), res, args[0], ""); err != nil {
+		return err
+	}
+	if err := os.WriteFile(savedRelease(args[0], res.Manifest.ReleaseVersion), res.ManifestBytes, 0o644); err != nil {
 		return err
 	}
 	fmt.Printf("%d %d\n", len(res.Manifest.Targets), res.Manifest.ReleaseVersion)
