@@ -79,8 +79,9 @@ type Summary struct {
 // failure cancels the rest and is returned together with the summary of
 // what completed before it; a Result is only listed once its blobs,
 // signature, manifest and tag are all in the registry. Every artifact is
-// checked before anything is pushed. For a large publication, PublishSeq
-// streams instead.
+// checked before anything is pushed. The release artifact is pushed last,
+// once every target is complete: it is the publication's commit point (see
+// Published). For a large publication, PublishSeq streams instead.
 func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, error) {
 	if req.Signer == nil {
 		return nil, fmt.Errorf("publish: %w: no signer", ErrInvalid)
@@ -99,14 +100,15 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 		seen[key] = i
 		packs = append(packs, p)
 	}
+	var release *packed
 	if req.Release != nil {
 		p, err := packRelease(req.Prefix, *req.Release)
 		if err != nil {
 			return nil, fmt.Errorf("publish: %w", err)
 		}
-		packs = append(packs, p)
+		release = p
 	}
-	results := make([]*Result, len(packs))
+	results := make([]*Result, len(packs)+1)
 	sum := &Summary{}
 	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
 		for _, p := range packs {
@@ -115,7 +117,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 			}
 		}
 		return nil
-	}, func(i int, r Result) { results[i] = &r })
+	}, func() (*packed, error) { return release, nil }, func(i int, r Result) { results[i] = &r })
 	for _, r := range results {
 		if r != nil {
 			sum.Results = append(sum.Results, *r)
@@ -128,7 +130,8 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 // bounded stream: each is packed when the one before it has been handed to
 // a pusher, at most Concurrency are in flight, and nothing is kept once
 // pushed, so memory does not grow with the number of artifacts. The
-// release artifact of req (if any) is pushed after every target; req's
+// release artifact of req (if any) is pushed once every target is
+// complete, as the publication's commit point (see Published); req's
 // Artifacts must be empty. It is idempotent like Publish (an artifact
 // already in place costs one HEAD); req.Progress sees every Result, and the
 // returned Summary counts them but does not list them. The first failure
@@ -160,25 +163,47 @@ func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts i
 				return nil
 			}
 		}
-		if req.Release != nil {
-			p, err := packRelease(req.Prefix, *req.Release)
-			if err != nil {
-				return fmt.Errorf("publish: %w", err)
-			}
-			yield(p)
-		}
 		return nil
+	}, func() (*packed, error) {
+		if req.Release == nil {
+			return nil, nil
+		}
+		p, err := packRelease(req.Prefix, *req.Release)
+		if err != nil {
+			return nil, fmt.Errorf("publish: %w", err)
+		}
+		return p, nil
 	}, nil)
 	return sum, err
 }
 
 // run publishes the packs that packs yields, at most c.concurrency at a
 // time: yield blocks while that many are in flight and returns false once
-// one has failed. Each completed Result is counted in sum, passed to
-// req.Progress and to record (when set) with its position.
-func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, packs func(yield func(*packed) bool) error, record func(int, Result)) error {
+// one has failed. Then, once every one of them is complete, it publishes
+// the release pack (when release returns one): the release artifact is the
+// publication's commit point (see Published). Each completed Result is
+// counted in sum, passed to req.Progress and to record (when set) with its
+// position.
+func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, packs func(yield func(*packed) bool) error,
+	release func() (*packed, error), record func(int, Result)) error {
 	cfg := &configHome{}
 	var mu sync.Mutex
+	done := func(n int, res Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		sum.Bytes += res.Bytes
+		if res.Pushed {
+			sum.Pushed++
+		} else {
+			sum.AlreadyPresent++
+		}
+		if record != nil {
+			record(n, res)
+		}
+		if req.Progress != nil {
+			req.Progress(res)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(c.concurrency)
 	i := 0
@@ -193,20 +218,7 @@ func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, pack
 			if err != nil {
 				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			sum.Bytes += res.Bytes
-			if res.Pushed {
-				sum.Pushed++
-			} else {
-				sum.AlreadyPresent++
-			}
-			if record != nil {
-				record(n, res)
-			}
-			if req.Progress != nil {
-				req.Progress(res)
-			}
+			done(n, res)
 			return nil
 		})
 		return true
@@ -217,7 +229,49 @@ func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, pack
 	if err == nil {
 		err = ctx.Err() // a cancelled stream is not a complete one
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	p, err := release()
+	if err != nil || p == nil {
+		return err
+	}
+	res, err := c.publishOne(ctx, p, req.Signer, cfg, req.EnsureSignatures)
+	if err != nil {
+		return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
+	}
+	done(i, res)
+	return nil
+}
+
+// Published reports whether the release artifact of rel is in place under
+// prefix: its tag names the manifest that publishing rel would push. The
+// release artifact is pushed only once every target artifact of its
+// publication is complete (blobs, signature, manifest, tag), so true means
+// an earlier run published the whole release; a re-publish can stop there
+// (one request) instead of checking every artifact. It does not look at the
+// target artifacts: something that removed one from the registry since is
+// only repaired by publishing again without this shortcut.
+func (c *Client) Published(ctx context.Context, prefix string, rel Release) (Result, bool, error) {
+	p, err := packRelease(prefix, rel)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("publish: %w", err)
+	}
+	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
+	repo, err := c.repository(ctx, p.repository)
+	if err != nil {
+		return res, false, err
+	}
+	desc, err := repo.Resolve(ctx, p.tag)
+	switch {
+	case errors.Is(err, errdef.ErrNotFound):
+		return res, false, nil
+	case err != nil:
+		return res, false, fmt.Errorf("resolve %s:%s: %w", p.repository, p.tag, err)
+	case desc.Digest != p.manifest.Digest:
+		return res, false, fmt.Errorf("%s:%s: %w: tag names %s, want %s", p.repository, p.tag, ErrConflict, desc.Digest, p.manifest.Digest)
+	}
+	return res, true, nil
 }
 
 // publishOne makes p present, signed and tagged in its repository. The tag

@@ -7,6 +7,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"flag"
 	"os"
 	"path/filepath"
@@ -347,5 +348,67 @@ func TestInvalidArtifacts(t *testing.T) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestReleaseIsTheCommitPoint: the release artifact is pushed only once
+// every target artifact is complete. A publication whose last target fails
+// (its tag names other content) leaves no release tag, for Publish and
+// PublishSeq alike; Published then reports the release missing, and true
+// once a publication completes; a release tag naming other content is a
+// conflict.
+func TestReleaseIsTheCommitPoint(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{Concurrency: 8})
+	key := newKey(t)
+	ctx := context.Background()
+	for _, streamed := range []bool{false, true} {
+		prefix := fmt.Sprintf("%s/commit%v", reg.Host, streamed)
+		arts := registrytest.Artifacts(12, "prod", 1)
+		// The last target's tag already names other content.
+		other := arts[11]
+		other.Values = []byte("agentPolicy: {}\n")
+		other.ArtifactDigest = "sha256:" + sha256hex(other.Values)
+		if _, err := c.Publish(ctx, registry.PublishRequest{Prefix: prefix, Artifacts: []registry.Artifact{other}, Signer: key}); err != nil {
+			t.Fatal(err)
+		}
+		rel := registry.Release{EnvTag: "prod", ReleaseVersion: 1, Manifest: []byte(`{"release":1}`)}
+		publish := func(arts []registry.Artifact) error {
+			req := registry.PublishRequest{Prefix: prefix, Signer: key, Release: &rel}
+			if !streamed {
+				req.Artifacts = arts
+				_, err := c.Publish(ctx, req)
+				return err
+			}
+			_, err := c.PublishSeq(ctx, req, func(yield func(registry.Artifact, error) bool) {
+				for _, a := range arts {
+					if !yield(a, nil) {
+						return
+					}
+				}
+			})
+			return err
+		}
+		if err := publish(arts); !errors.Is(err, registry.ErrConflict) {
+			t.Fatalf("streamed=%v: got %v, want ErrConflict", streamed, err)
+		}
+		res, ok, err := c.Published(ctx, prefix, rel)
+		if err != nil || ok {
+			t.Fatalf("streamed=%v: after a failed target the release is published=%v (%v), want false", streamed, ok, err)
+		}
+		if err := publish(arts[:11]); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := c.Published(ctx, prefix, rel); err != nil || !ok {
+			t.Fatalf("streamed=%v: after a complete publication Published = %v, %v; want true", streamed, ok, err)
+		}
+		if _, err := c.Verify(ctx, res.Ref(), registry.VerifyOptions{Keys: trusted(t, key)}); err != nil {
+			t.Fatalf("streamed=%v: the release artifact %s: %v", streamed, res.Ref(), err)
+		}
+		changed := rel
+		changed.Manifest = []byte(`{"release":"1b"}`)
+		if _, _, err := c.Published(ctx, prefix, changed); !errors.Is(err, registry.ErrConflict) {
+			t.Fatalf("streamed=%v: a release tag naming other content: got %v, want ErrConflict", streamed, err)
+		}
 	}
 }

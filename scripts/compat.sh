@@ -14,7 +14,8 @@
 #   - key interop both ways: a configpub key signs with `cosign sign-blob`,
 #     a `cosign generate-key-pair` key publishes with configpub, a cosign
 #     signature appended by `cosign sign` verifies with configpub;
-#   - a re-publish uploads nothing; a signature copied from another artifact
+#   - a re-publish stops at the release artifact and, with --recheck,
+#     uploads nothing; a signature copied from another artifact
 #     fails both `cosign verify` and `configpub verify-oci`;
 #   - `publish --oci-layout` output copied to the registry with `oras cp
 #     --from-oci-layout` passes `cosign verify` and `configpub verify-oci`.
@@ -176,9 +177,13 @@ check_registry() { # name host keydir
 
 	"$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$keys/cosign.key" \
 		--plain-http >"$log" || fail "$name: re-publish"
+	grep -q "is already published to $prefix" "$log" ||
+		{ tail -1 "$log" >&2; fail "$name: re-publish did not stop at the release artifact"; }
+	"$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$keys/cosign.key" \
+		--plain-http --recheck >"$log" || fail "$name: re-publish --recheck"
 	grep -q ": 0 pushed, $n already present, 0 bytes uploaded" "$log" ||
-		{ tail -1 "$log" >&2; fail "$name: re-publish uploaded something"; }
-	echo "compat: ok: $name: re-publish uploaded nothing"
+		{ tail -1 "$log" >&2; fail "$name: re-publish --recheck uploaded something"; }
+	echo "compat: ok: $name: re-publish stops at the release artifact; --recheck finds every artifact present"
 }
 
 # --- embedded registry, configpub key -------------------------------------------

@@ -23,7 +23,7 @@ func addPublishCmd(root *cobra.Command) {
 	var (
 		rf                                  registryFlags
 		repo, env, prefix, key, out, layout string
-		ensureSigs                          bool
+		ensureSigs, recheck                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "publish --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -38,6 +38,16 @@ With --out it also writes OUT/ENV/HOST/SERVICEID/values.yml.
 It prints each artifact's reference, REPOSITORY@sha256:<hex>, and the release
 artifact's on a last line; pull and verify-oci take them as printed (-o json:
 releaseArtifact and artifacts[].ref).
+
+The release artifact is pushed last, once every target artifact is complete, so
+it marks a whole publication: when it is already in place, publish checks nothing
+else and says the release is already published (one request). --recheck checks
+every artifact anyway (one request each) and pushes what is missing, for example
+after something removed an artifact from the registry; --ensure-signatures does too.
+
+Without --out the release is compiled twice: once for its manifest, which must
+be up to date, then host by host while its artifacts are pushed, so memory does
+not hold every artifact.
 
 With --oci-layout DIR nothing is sent to a registry: each repository is written as an
 OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
@@ -95,6 +105,19 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			}
 			w := cmd.OutOrStdout()
 			jsonOut := outputJSON(cmd)
+			if !ensureSigs && !recheck {
+				// The release artifact is pushed last, once every target
+				// is complete: in place, it says this release was published.
+				r, ok, err := c.Published(cmd.Context(), prefix, *rel)
+				if err != nil {
+					return fmt.Errorf("publish %s: %w", env, err)
+				}
+				if ok {
+					rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
+					rep.AlreadyPublished = true
+					return report(cmd, rep, rep.text)
+				}
+			}
 			total := len(res.Manifest.Targets) + 1
 			progress := newProgress(w, total)
 			if jsonOut {
@@ -132,6 +155,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 	f.IntVar(&rf.concurrency, "concurrency", 8, "artifacts pushed at once")
 	f.StringVar(&layout, "oci-layout", "", "write OCI image layout directories under this directory instead of pushing (copy them with oras cp --from-oci-layout)")
 	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
+	f.BoolVar(&recheck, "recheck", false, "check every artifact even when the release artifact shows the release is already published")
 	rf.add(cmd)
 	outputFlag(cmd)
 	root.AddCommand(cmd)

@@ -20,15 +20,18 @@ func outputJSON(cmd *cobra.Command) bool {
 // stable; docs/cli-output.md lists them). Every ref is a pasteable
 // REPOSITORY@sha256:<hex> reference that pull and verify-oci accept.
 type publishReport struct {
-	EnvTag          string              `json:"envTag"`
-	Release         int64               `json:"release"`
-	Registry        string              `json:"registry"`
-	KeyID           string              `json:"keyId"`
-	ReleaseArtifact string              `json:"releaseArtifact,omitempty"`
-	Pushed          int                 `json:"pushed"`
-	AlreadyPresent  int                 `json:"alreadyPresent"`
-	BytesUploaded   int64               `json:"bytesUploaded"`
-	Artifacts       []publishedArtifact `json:"artifacts"`
+	EnvTag          string `json:"envTag"`
+	Release         int64  `json:"release"`
+	Registry        string `json:"registry"`
+	KeyID           string `json:"keyId"`
+	ReleaseArtifact string `json:"releaseArtifact,omitempty"`
+	// AlreadyPublished: the release artifact was in place, so nothing else
+	// was checked (see --recheck).
+	AlreadyPublished bool                `json:"alreadyPublished,omitempty"`
+	Pushed           int                 `json:"pushed"`
+	AlreadyPresent   int                 `json:"alreadyPresent"`
+	BytesUploaded    int64               `json:"bytesUploaded"`
+	Artifacts        []publishedArtifact `json:"artifacts"`
 }
 
 // publishedArtifact is one artifact of a publishReport.
@@ -62,6 +65,11 @@ func newPublishReport(env string, release int64, prefix, keyID string, sum *regi
 }
 
 func (r *publishReport) text(w io.Writer) error {
+	if r.AlreadyPublished {
+		_, err := fmt.Fprintf(w, "release %s/%d is already published to %s: %s (nothing checked but the release artifact; --recheck checks every artifact)\n",
+			r.EnvTag, r.Release, r.Registry, r.ReleaseArtifact)
+		return err
+	}
 	if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
 		r.EnvTag, r.Release, r.Pushed+r.AlreadyPresent, r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -178,5 +179,53 @@ func decodeStrict(t *testing.T, out string, v any) {
 	}
 	if dec.More() {
 		t.Fatalf("more than one JSON document:\n%s", out)
+	}
+}
+
+// TestRepublishStopsAtTheReleaseArtifact: publishing a release again finds
+// its release artifact in place and stops there, saying so (text and -o
+// json); --recheck checks every artifact and finds them all present.
+func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := copyDir(t, "../../fixtures/policy-repo")
+	publish := func(extra ...string) string {
+		t.Helper()
+		out, err := runCLI(append([]string{"publish", "--repo", repo, "--env", "dev", "--registry", reg.Host + "/configpub",
+			"--key", keyPath, "--plain-http"}, extra...)...)
+		if err != nil {
+			t.Fatalf("publish %v: %v\n%s", extra, err, out)
+		}
+		return out
+	}
+	first := publish()
+	m := regexp.MustCompile(`: (\d+) artifacts published to .*: (\d+) pushed, 0 already present`).FindStringSubmatch(first)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("first publish did not push every artifact:\n%s", first)
+	}
+	rel := regexp.MustCompile(`release artifact: (\S+)`).FindStringSubmatch(first)
+	again := publish()
+	if !strings.Contains(again, "release dev/1 is already published to "+reg.Host+"/configpub: "+rel[1]) || strings.Contains(again, "present ") {
+		t.Fatalf("re-publish did not stop at the release artifact %s:\n%s", rel[1], again)
+	}
+	var rep struct {
+		AlreadyPublished bool   `json:"alreadyPublished"`
+		ReleaseArtifact  string `json:"releaseArtifact"`
+		AlreadyPresent   int    `json:"alreadyPresent"`
+	}
+	if err := json.Unmarshal([]byte(publish("-o", "json")), &rep); err != nil || !rep.AlreadyPublished || rep.ReleaseArtifact != rel[1] || rep.AlreadyPresent != 1 {
+		t.Fatalf("re-publish -o json: %+v, %v", rep, err)
+	}
+	checked := publish("--recheck")
+	if !strings.Contains(checked, ": 0 pushed, "+m[1]+" already present, 0 bytes uploaded") {
+		t.Fatalf("--recheck did not check every artifact:\n%s", checked)
 	}
 }
