@@ -214,7 +214,7 @@ func (c *converter) scalar(n *yaml.Node, path []string) (*render.Value, error) {
 			// yaml.v3 reads a float literal that overflows float64 (1e400,
 			// -1.5e999) as a string; it is a number that has no JSON
 			// equivalent, refused like .inf.
-			if _, err := strconv.ParseFloat(n.Value, 64); errors.Is(err, strconv.ErrRange) {
+			if numberLike(n.Value) && overflows(n.Value) {
 				return nil, c.fail(n, path, "number %q overflows a 64-bit float and has no JSON equivalent; quote it if it is a string", n.Value)
 			}
 		}
@@ -312,4 +312,21 @@ func indexSegment(i int) string {
 		return smallIndexes[i]
 	}
 	return "[" + strconv.Itoa(i) + "]"
+}
+
+// numberLike reports whether s could be a YAML float literal: it starts
+// with a digit, a sign or a point. Only those need the parse below, which
+// most plain strings would fail at some cost.
+func numberLike(s string) bool {
+	if s == "" {
+		return false
+	}
+	c := s[0]
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.'
+}
+
+// overflows reports whether s is a float literal beyond float64's range.
+func overflows(s string) bool {
+	_, err := strconv.ParseFloat(s, 64)
+	return errors.Is(err, strconv.ErrRange)
 }

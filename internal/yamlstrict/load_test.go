@@ -27,6 +27,8 @@ func TestParseRefuses(t *testing.T) {
 		{"overflowing float", "a: 1e400\n", 1, "a", "overflows a 64-bit float"},
 		{"overflowing negative float", "a:\n  b: [-1.5E999]\n", 2, "a.b[0]", "overflows a 64-bit float"},
 		{"overflowing float beyond max", "a: 1.7976931348623157e309\n", 1, "a", "overflows a 64-bit float"},
+		{"overflowing float with a plus sign", "a: +1e400\n", 1, "a", "overflows a 64-bit float"},
+		{"overflowing float with a leading point", "a: .5e999\n", 1, "a", "overflows a 64-bit float"},
 		{"underflowing float", "a: 1e-400\n", 1, "a", "would be read as 0"},
 		{"beyond 2^53", "a: 9007199254740993\n", 1, "a", "beyond ±2^53"},
 		{"octal", "a: [010]\n", 1, "a[0]", "not plain decimal"},
