@@ -12,10 +12,11 @@ import (
 	"github.com/configpub/configpub/internal/registrytest"
 )
 
-// publishFixture publishes the dev release of the fixture policy repository
-// to an in-process registry and returns the publish arguments' registry
-// prefix, the cosign.pub path and publish's output.
-func publishFixture(t *testing.T, extra ...string) (keyPub, out string) {
+// publisher returns a function that runs publish, with extra arguments,
+// on the dev release of a copy of the fixture policy repository, to one
+// in-process registry with one new cosign key; the registry prefix and the
+// cosign.pub path.
+func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyPub string) {
 	t.Helper()
 	reg := registrytest.New(t, registrytest.Options{})
 	t.Setenv(cosignkey.PasswordEnv, "pw")
@@ -28,13 +29,25 @@ func publishFixture(t *testing.T, extra ...string) (keyPub, out string) {
 		t.Fatal(err)
 	}
 	repo := copyDir(t, "../../fixtures/policy-repo")
-	args := append([]string{"publish", "--repo", repo, "--env", "dev", "--registry", reg.Host + "/configpub",
-		"--key", keyPath, "--plain-http"}, extra...)
-	out, err = runCLI(args...)
-	if err != nil {
-		t.Fatalf("publish: %v\n%s", err, out)
-	}
-	return pubPath, out
+	prefix = reg.Host + "/configpub"
+	return func(extra ...string) string {
+		t.Helper()
+		out, err := runCLI(append([]string{"publish", "--repo", repo, "--env", "dev", "--registry", prefix,
+			"--key", keyPath, "--plain-http"}, extra...)...)
+		if err != nil {
+			t.Fatalf("publish %v: %v\n%s", extra, err, out)
+		}
+		return out
+	}, prefix, pubPath
+}
+
+// publishFixture publishes the dev release of the fixture policy repository
+// to an in-process registry and returns the cosign.pub path and publish's
+// output.
+func publishFixture(t *testing.T, extra ...string) (keyPub, out string) {
+	t.Helper()
+	publish, _, pub := publisher(t)
+	return pub, publish(extra...)
 }
 
 // TestPublishPrintsPasteableReferences: every reference publish prints
@@ -186,26 +199,7 @@ func decodeStrict(t *testing.T, out string, v any) {
 // its release artifact in place and stops there, saying so (text and -o
 // json); --recheck checks every artifact and finds them all present.
 func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
-	reg := registrytest.New(t, registrytest.Options{})
-	t.Setenv(cosignkey.PasswordEnv, "pw")
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo := copyDir(t, "../../fixtures/policy-repo")
-	publish := func(extra ...string) string {
-		t.Helper()
-		out, err := runCLI(append([]string{"publish", "--repo", repo, "--env", "dev", "--registry", reg.Host + "/configpub",
-			"--key", keyPath, "--plain-http"}, extra...)...)
-		if err != nil {
-			t.Fatalf("publish %v: %v\n%s", extra, err, out)
-		}
-		return out
-	}
+	publish, prefix, _ := publisher(t)
 	first := publish()
 	m := regexp.MustCompile(`: (\d+) artifacts published to .*: (\d+) pushed, 0 already present`).FindStringSubmatch(first)
 	if m == nil || m[1] != m[2] {
@@ -213,7 +207,7 @@ func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
 	}
 	rel := regexp.MustCompile(`release artifact: (\S+)`).FindStringSubmatch(first)
 	again := publish()
-	if !strings.Contains(again, "release dev/1 is already published to "+reg.Host+"/configpub: "+rel[1]) || strings.Contains(again, "present ") {
+	if !strings.Contains(again, "release dev/1 is already published to "+prefix+": "+rel[1]) || strings.Contains(again, "present ") {
 		t.Fatalf("re-publish did not stop at the release artifact %s:\n%s", rel[1], again)
 	}
 	var rep struct {
