@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"sync"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
@@ -74,17 +77,63 @@ type pointerRow struct {
 	manifest                                    []byte
 	signature, keyID                            *string
 	retired                                     bool // the identity is retired (410 Gone)
-	revoked                                     bool // the snapshot is revoked (changedPointersQuery only)
 	// phase is the manifest phase the row must carry: "" for current
 	// pointers and historical snapshots, bundle.PhaseCandidate for a
 	// candidate pointer.
 	phase string
 }
 
-func (r *pointerRow) scanArgs() []any {
-	return []any{&r.host, &r.serviceID, &r.envTag, &r.snapshotID,
+// rawPointer is one pointerQuery or changedPointersQuery row as the driver
+// holds it: its byte fields are valid only until the next row is read.
+// Scanning into it allocates nothing, so that a reload compares a row with
+// the entry it already holds before copying anything, and then copies only
+// what a new entry keeps (row), sharing the repeated strings.
+type rawPointer struct {
+	host, serviceID, envTag, snapshotID         pgtype.DriverBytes
+	audience, publicationID                     pgtype.DriverBytes
+	policyDigest, contentDigest, artifactDigest pgtype.DriverBytes
+	releaseVersion                              int64
+	manifest, signature, keyID                  pgtype.DriverBytes
+	retired                                     bool // the identity is retired (410 Gone)
+	revoked                                     bool // the snapshot is revoked (changedPointersQuery only)
+}
+
+// scanArgs returns the scan targets of a pointerQuery row, with revoked
+// for a changedPointersQuery row.
+func (r *rawPointer) scanArgs(revoked bool) []any {
+	args := []any{&r.host, &r.serviceID, &r.envTag, &r.snapshotID,
 		&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest, &r.releaseVersion,
 		&r.manifest, &r.signature, &r.keyID, &r.retired}
+	if revoked {
+		args = append(args, &r.revoked)
+	}
+	return args
+}
+
+// identity returns the row's identity: a copy of the host, and the service
+// and environment shared through in.
+func (r *rawPointer) identity(in *interner) bundle.Identity {
+	return bundle.Identity{Host: string(r.host), ServiceID: in.internBytes(r.serviceID), EnvTag: in.internBytes(r.envTag)}
+}
+
+// row copies r, whose identity is id, into a pointerRow: the strings many
+// pointers repeat (audience, publication, policy digest, key id) shared
+// through in, the others copied once.
+func (r *rawPointer) row(id bundle.Identity, in *interner) *pointerRow {
+	p := &pointerRow{host: id.Host, serviceID: id.ServiceID, envTag: id.EnvTag, snapshotID: string(r.snapshotID),
+		audience: in.internBytes(r.audience), publicationID: in.internBytes(r.publicationID),
+		policyDigest: in.internBytes(r.policyDigest), contentDigest: string(r.contentDigest),
+		artifactDigest: string(r.artifactDigest), releaseVersion: r.releaseVersion,
+		manifest: bytes.Clone(r.manifest), retired: r.retired}
+	if r.signature != nil {
+		sig := string(r.signature)
+		p.signature = &sig
+	}
+	if r.keyID != nil {
+		k := in.internBytes(r.keyID)
+		p.keyID = &k
+	}
+	return p
 }
 
 func (r *pointerRow) identity() bundle.Identity {
@@ -155,7 +204,9 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 // interner shares the strings many pointers repeat (environment, service,
 // audience, publication, key id, policy digest, lease times), so that a
 // store holding 100,000 identities keeps one copy of each rather than one
-// per row. It is bounded: past maxInterned strings it starts afresh.
+// per row. It is bounded: past maxInterned strings it starts afresh. It
+// always returns a string equal to its argument, and never one that
+// aliases a byte slice it was given.
 type interner struct {
 	mu sync.Mutex
 	m  map[string]string
@@ -163,31 +214,38 @@ type interner struct {
 
 const maxInterned = 1 << 14
 
+// intern returns the shared copy of s, adding s when there is none.
 func (in *interner) intern(s string) string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if v, ok := in.m[s]; ok {
 		return v
 	}
+	in.addLocked(s)
+	return s
+}
+
+// internBytes returns the shared copy of string(b), adding a copy of b
+// when there is none: it allocates only then.
+func (in *interner) internBytes(b []byte) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	s := string(b)
+	in.addLocked(s)
+	return s
+}
+
+func (in *interner) addLocked(s string) {
 	if in.m == nil || len(in.m) >= maxInterned {
 		in.m = make(map[string]string)
 	}
 	in.m[s] = s
-	return s
 }
 
-// share replaces r's repeated strings by their shared copies.
-func (r *pointerRow) share(in *interner) {
-	r.serviceID, r.envTag = in.intern(r.serviceID), in.intern(r.envTag)
-	r.audience, r.publicationID = in.intern(r.audience), in.intern(r.publicationID)
-	r.policyDigest = in.intern(r.policyDigest)
-	if r.keyID != nil {
-		k := in.intern(*r.keyID)
-		r.keyID = &k
-	}
-}
-
-// share replaces d's lease strings (the same for every pointer an
+// shareLease replaces d's lease strings (the same for every pointer an
 // activation or renewal wrote) by their shared copies.
 func shareLease(d *configserver.Delivery, in *interner) {
 	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = in.intern(d.ValidFrom), in.intern(d.RefreshAfter), in.intern(d.ExpiresAt)

@@ -122,17 +122,18 @@ func (s *Store) Subscribe(id bundle.Identity, fn func()) (cancel func() bool) {
 	return s.changes.Subscribe(id, fn)
 }
 
-// entry is one current pointer: the delivery without its body, or the
-// integrity error that keeps it from being served.
+// entry is one current pointer: the prepared delivery without its body,
+// or the integrity error that keeps it from being served. d is always set:
+// for a retired or unservable pointer it holds only the identity, snapshot
+// id and manifest of the row it was built from (to skip an unchanged row).
 type entry struct {
-	id      bundle.Identity
 	d       *configserver.Delivery
 	err     error
 	retired bool // the identity is retired: configserver.ErrGone
-
-	manifest   []byte // the row it was built from, to skip unchanged rows
-	snapshotID string
 }
+
+// servable reports whether e.d is a delivery to serve.
+func (e *entry) servable() bool { return e.err == nil && !e.retired }
 
 // PoolConfig is the configuration of the query pool the Config Server
 // opens for connString (a configpub_server member): at most opts.MaxConns

@@ -91,22 +91,24 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	}
 	var found []*entry
 	var gone []bundle.Identity
+	var r rawPointer
+	args := r.scanArgs(true)
 	for rows.Next() {
 		progress()
-		var r pointerRow
-		if err := rows.Scan(append(r.scanArgs(), &r.revoked)...); err != nil {
+		if err := rows.Scan(args...); err != nil {
 			rows.Close()
 			br.Close()
 			return fmt.Errorf("catch up: %w", err)
 		}
+		id := r.identity(&s.strings)
 		if r.revoked {
-			gone = append(gone, r.identity())
+			gone = append(gone, id)
 			continue
 		}
-		if old := s.lookup(r.identity()); old != nil && old.same(&r) {
+		if old := s.lookup(id); old != nil && old.same(&r) {
 			continue // re-read (a notification already applied it): nothing to wake
 		}
-		found = append(found, s.entryFor(&r))
+		found = append(found, s.entryFor(r.row(id, &s.strings)))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -142,7 +144,7 @@ func (s *Store) install(entries []*entry, gone []bundle.Identity) {
 	changed := make([]bundle.Identity, 0, len(entries)+len(gone))
 	s.mu.Lock()
 	for _, e := range entries {
-		id := e.id
+		id := e.d.Identity
 		if old := s.pointers[id]; old != nil && old.sameEntry(e) {
 			continue
 		}
