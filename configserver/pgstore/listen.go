@@ -203,7 +203,8 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 			next[old.d.Identity] = old // unchanged since the last load: no copy, no re-parse
 			continue
 		}
-		e := s.entryFor(r.row(id, &s.strings))
+		p := r.row(id, &s.strings)
+		e := s.entryFor(&p)
 		next[id] = e
 		fresh = append(fresh, e)
 	}
@@ -339,7 +340,8 @@ func (s *Store) applyBatch(ctx context.Context, conn *pgx.Conn, ids []bundle.Ide
 			return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
 		}
 		id := r.identity(&s.strings)
-		found[id] = s.entryFor(r.row(id, &s.strings))
+		p := r.row(id, &s.strings)
+		found[id] = s.entryFor(&p)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)

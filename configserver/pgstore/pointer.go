@@ -3,8 +3,10 @@ package pgstore
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -49,23 +51,86 @@ WHERE s.snapshot_id = $1 AND s.host = $2 AND s.service_id = $3 AND s.env_tag = $
 
 // servedManifest is the part of a bundle.DeliveryManifest the server
 // cross-checks and serves: decoding only these fields (the others are
-// skipped unallocated) keeps loading 100,000 pointers cheap.
+// skipped unallocated), each string as a view of the stored bytes
+// (jsonString), keeps loading 100,000 pointers cheap.
 type servedManifest struct {
-	Type           string `json:"type"`
-	Host           string `json:"host"`
-	ServiceID      string `json:"serviceId"`
-	EnvTag         string `json:"envTag"`
-	Audience       string `json:"audience"`
-	SnapshotID     string `json:"snapshotId"`
-	PublicationID  string `json:"publicationId"`
-	ReleaseVersion int64  `json:"releaseVersion"`
-	ArtifactDigest string `json:"artifactDigest"`
-	ContentDigest  string `json:"contentDigest"`
-	PolicyDigest   string `json:"policyDigest"`
-	ValidFrom      string `json:"validFrom"`
-	RefreshAfter   string `json:"refreshAfter"`
-	ExpiresAt      string `json:"expiresAt"`
-	Phase          string `json:"phase,omitempty"`
+	Type           jsonString `json:"type"`
+	Host           jsonString `json:"host"`
+	ServiceID      jsonString `json:"serviceId"`
+	EnvTag         jsonString `json:"envTag"`
+	Audience       jsonString `json:"audience"`
+	SnapshotID     jsonString `json:"snapshotId"`
+	PublicationID  jsonString `json:"publicationId"`
+	ReleaseVersion int64      `json:"releaseVersion"`
+	ArtifactDigest jsonString `json:"artifactDigest"`
+	ContentDigest  jsonString `json:"contentDigest"`
+	PolicyDigest   jsonString `json:"policyDigest"`
+	ValidFrom      jsonString `json:"validFrom"`
+	RefreshAfter   jsonString `json:"refreshAfter"`
+	ExpiresAt      jsonString `json:"expiresAt"`
+	Phase          jsonString `json:"phase,omitempty"`
+}
+
+// jsonString is a JSON string member decoded without allocating: the
+// member's token as it appears in the document (quotes included), so only
+// valid while the document's bytes are. nil stands for an absent member or
+// null, whose value is "" (as when decoding into a string).
+type jsonString []byte
+
+// UnmarshalJSON keeps a view of b, a string token of the document being
+// decoded (encoding/json has checked the document is valid JSON).
+func (s *jsonString) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*s = nil
+	case len(b) >= 2 && b[0] == '"':
+		*s = b
+	default:
+		return fmt.Errorf("JSON value %.20s is not a string", b)
+	}
+	return nil
+}
+
+// plain returns the string's bytes, when they are its value: no escape
+// and valid UTF-8 (which decoding into a string would replace).
+func (s jsonString) plain() ([]byte, bool) {
+	if s == nil {
+		return nil, true
+	}
+	v := s[1 : len(s)-1]
+	return v, bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v)
+}
+
+// String returns the string's value.
+func (s jsonString) String() string {
+	if v, ok := s.plain(); ok {
+		return string(v)
+	}
+	var v string
+	_ = json.Unmarshal(s, &v) // a token the decoder accepted
+	return v
+}
+
+// is reports whether the string's value is v, without allocating for a
+// plain string.
+func (s jsonString) is(v string) bool {
+	if b, ok := s.plain(); ok {
+		return string(b) == v
+	}
+	return s.String() == v
+}
+
+// shared returns the string's value, the copy shared through in when in
+// is set.
+func (s jsonString) shared(in *interner) string {
+	switch b, ok := s.plain(); {
+	case in == nil:
+		return s.String()
+	case ok:
+		return in.internBytes(b)
+	default:
+		return in.intern(s.String())
+	}
 }
 
 // pointerRow is one scanned pointer or snapshot row.
@@ -119,8 +184,8 @@ func (r *rawPointer) identity(in *interner) bundle.Identity {
 // row copies r, whose identity is id, into a pointerRow: the strings many
 // pointers repeat (audience, publication, policy digest, key id) shared
 // through in, the others copied once.
-func (r *rawPointer) row(id bundle.Identity, in *interner) *pointerRow {
-	p := &pointerRow{host: id.Host, serviceID: id.ServiceID, envTag: id.EnvTag, snapshotID: string(r.snapshotID),
+func (r *rawPointer) row(id bundle.Identity, in *interner) pointerRow {
+	p := pointerRow{host: id.Host, serviceID: id.ServiceID, envTag: id.EnvTag, snapshotID: string(r.snapshotID),
 		audience: in.internBytes(r.audience), publicationID: in.internBytes(r.publicationID),
 		policyDigest: in.internBytes(r.policyDigest), contentDigest: string(r.contentDigest),
 		artifactDigest: string(r.artifactDigest), releaseVersion: r.releaseVersion,
@@ -164,13 +229,17 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 	// headers carry (and is several times cheaper than a canonical re-check,
 	// which matters when a large activation reloads thousands of pointers).
 	var m servedManifest
-	if err := json.Unmarshal(r.manifest, &m); err != nil || m.Type != bundle.DeliveryManifestType {
+	if err := json.Unmarshal(r.manifest, &m); err != nil || !m.Type.is(bundle.DeliveryManifestType) {
 		return nil, integrityError("%s: stored delivery manifest is not a %s document", d.Identity, bundle.DeliveryManifestType)
 	}
-	if m.Phase != r.phase {
+	if !m.Phase.is(r.phase) {
 		return nil, integrityError("%s: stored delivery manifest phase %q where %q belongs", d.Identity, m.Phase, r.phase)
 	}
-	for _, f := range []struct{ name, manifest, row string }{
+	for _, f := range []struct {
+		name     string
+		manifest jsonString
+		row      string
+	}{
 		{"host", m.Host, r.host},
 		{"serviceId", m.ServiceID, r.serviceID},
 		{"envTag", m.EnvTag, r.envTag},
@@ -180,12 +249,15 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 		{"policyDigest", m.PolicyDigest, r.policyDigest},
 		{"contentDigest", m.ContentDigest, r.contentDigest},
 		{"artifactDigest", m.ArtifactDigest, r.artifactDigest},
-		{"releaseVersion", strconv.FormatInt(m.ReleaseVersion, 10), strconv.FormatInt(r.releaseVersion, 10)},
 	} {
-		if f.manifest != f.row {
+		if !f.manifest.is(f.row) {
 			return nil, integrityError("%s: delivery manifest %s %q differs from the snapshot's %q",
 				d.Identity, f.name, f.manifest, f.row)
 		}
+	}
+	if m.ReleaseVersion != r.releaseVersion {
+		return nil, integrityError("%s: delivery manifest releaseVersion %q differs from the snapshot's %q",
+			d.Identity, strconv.FormatInt(m.ReleaseVersion, 10), strconv.FormatInt(r.releaseVersion, 10))
 	}
 	if r.signature == nil || r.keyID == nil || *r.signature == "" || *r.keyID == "" {
 		return nil, integrityError("%s: delivery manifest stored without signature or key id", d.Identity)
@@ -193,10 +265,9 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 	d.Manifest = r.manifest
 	d.ManifestSignature = *r.signature
 	d.ManifestKeyID = *r.keyID
-	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom, m.RefreshAfter, m.ExpiresAt
-	if in != nil {
-		shareLease(d, in)
-	}
+	// The lease strings: the same for every pointer an activation or
+	// renewal wrote.
+	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom.shared(in), m.RefreshAfter.shared(in), m.ExpiresAt.shared(in)
 	d.Prepare()
 	return d, nil
 }
@@ -243,10 +314,4 @@ func (in *interner) addLocked(s string) {
 		in.m = make(map[string]string)
 	}
 	in.m[s] = s
-}
-
-// shareLease replaces d's lease strings (the same for every pointer an
-// activation or renewal wrote) by their shared copies.
-func shareLease(d *configserver.Delivery, in *interner) {
-	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = in.intern(d.ValidFrom), in.intern(d.RefreshAfter), in.intern(d.ExpiresAt)
 }

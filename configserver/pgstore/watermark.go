@@ -108,7 +108,8 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 		if old := s.lookup(id); old != nil && old.same(&r) {
 			continue // re-read (a notification already applied it): nothing to wake
 		}
-		found = append(found, s.entryFor(r.row(id, &s.strings)))
+		p := r.row(id, &s.strings)
+		found = append(found, s.entryFor(&p))
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
