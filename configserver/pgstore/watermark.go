@@ -50,7 +50,8 @@ WHERE ` + changedSince("p.change_xid")
 
 // catchUp reloads the pointers written since the last watermark, in chunks
 // of maxBatch (each made current and its waiters woken as soon as it is
-// loaded), and advances the watermark. A revocation since the watermark, or
+// loaded: while the rows still stream when its artifacts are cached), and
+// advances the watermark. A revocation since the watermark, or
 // no watermark yet, makes it a full reconcile.
 func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	s.mu.RLock()
@@ -110,6 +111,13 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 		}
 		p := r.row(id, &s.strings)
 		found = append(found, s.entryFor(&p))
+		if len(found) == maxBatch && len(s.uncached(found)) == 0 {
+			// Nothing to read for this chunk (a renewal re-signs pointers
+			// whose bytes are cached): make it current now, so that a
+			// reload of every pointer does not hold two versions of each.
+			s.install(found, nil)
+			found = found[:0]
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
