@@ -406,8 +406,12 @@ func TestLoadStreamsLongerThanQueryTimeout(t *testing.T) {
 	// current while the rows still streamed).
 	for i := range n {
 		d, err := st.Current(context.Background(), testIdentity(i))
-		if err != nil || d.ValidFrom == first.ValidFrom || d.Identity != testIdentity(i) {
-			t.Fatalf("%s after the catch-up: %+v, %v; want its re-signed lease", testIdentity(i), d, err)
+		if err != nil {
+			t.Fatalf("%s after the catch-up: %v", testIdentity(i), err)
+		}
+		if d.ValidFrom == first.ValidFrom || d.Identity != testIdentity(i) {
+			t.Fatalf("%s after the catch-up: serves %s with the lease from %s; want its re-signed lease",
+				testIdentity(i), d.Identity, d.ValidFrom)
 		}
 	}
 	if got := st.Stats().Pointers; got != n {

@@ -501,7 +501,7 @@ func (s *Store) entryFor(r *pointerRow) *entry {
 	if r.retired {
 		return &entry{d: &configserver.Delivery{Identity: id, SnapshotID: r.snapshotID, Manifest: r.manifest}, retired: true}
 	}
-	d, err := r.delivery(&s.strings)
+	d, err := r.delivery(&s.strings, &s.manifests)
 	if err != nil {
 		s.opts.Logger.Error("current pointer not servable", "identity", id.String(), "err", err)
 		return &entry{d: &configserver.Delivery{Identity: id, SnapshotID: r.snapshotID, Manifest: r.manifest}, err: err}

@@ -140,8 +140,8 @@ type pointerRow struct {
 	policyDigest, contentDigest, artifactDigest string
 	releaseVersion                              int64
 	manifest                                    []byte
-	signature, keyID                            *string
-	retired                                     bool // the identity is retired (410 Gone)
+	signature, keyID                            string // "" when NULL
+	retired                                     bool   // the identity is retired (410 Gone)
 	// phase is the manifest phase the row must carry: "" for current
 	// pointers and historical snapshots, bundle.PhaseCandidate for a
 	// candidate pointer.
@@ -190,14 +190,7 @@ func (r *rawPointer) row(id bundle.Identity, in *interner) pointerRow {
 		policyDigest: in.internBytes(r.policyDigest), contentDigest: string(r.contentDigest),
 		artifactDigest: string(r.artifactDigest), releaseVersion: r.releaseVersion,
 		manifest: bytes.Clone(r.manifest), retired: r.retired}
-	if r.signature != nil {
-		sig := string(r.signature)
-		p.signature = &sig
-	}
-	if r.keyID != nil {
-		k := in.internBytes(r.keyID)
-		p.keyID = &k
-	}
+	p.signature, p.keyID = string(r.signature), in.internBytes(r.keyID)
 	return p
 }
 
@@ -208,8 +201,10 @@ func (r *pointerRow) identity() bundle.Identity {
 // delivery builds the servable delivery (without its body). The stored
 // manifest must parse and agree with the snapshot row on every field the
 // headers carry; otherwise the row is an integrity error and is not served.
-// With in set, the lease strings are shared through it.
-func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
+// With in set, the lease strings are shared through it; with decoded set,
+// the decode target comes from it and returns to it (a load of many rows
+// then does not leave one behind per row).
+func (r *pointerRow) delivery(in *interner, decoded *sync.Pool) (*configserver.Delivery, error) {
 	d := &configserver.Delivery{
 		Identity:       r.identity(),
 		Audience:       r.audience,
@@ -228,8 +223,20 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 	// signature; here a plain decode suffices to cross-check the fields the
 	// headers carry (and is several times cheaper than a canonical re-check,
 	// which matters when a large activation reloads thousands of pointers).
-	var m servedManifest
-	if err := json.Unmarshal(r.manifest, &m); err != nil || !m.Type.is(bundle.DeliveryManifestType) {
+	var m *servedManifest
+	if decoded != nil {
+		m, _ = decoded.Get().(*servedManifest)
+	}
+	if m == nil {
+		m = new(servedManifest)
+	}
+	defer func() {
+		if decoded != nil {
+			*m = servedManifest{} // no view of r.manifest stays behind
+			decoded.Put(m)
+		}
+	}()
+	if err := json.Unmarshal(r.manifest, m); err != nil || !m.Type.is(bundle.DeliveryManifestType) {
 		return nil, integrityError("%s: stored delivery manifest is not a %s document", d.Identity, bundle.DeliveryManifestType)
 	}
 	if !m.Phase.is(r.phase) {
@@ -259,12 +266,12 @@ func (r *pointerRow) delivery(in *interner) (*configserver.Delivery, error) {
 		return nil, integrityError("%s: delivery manifest releaseVersion %q differs from the snapshot's %q",
 			d.Identity, strconv.FormatInt(m.ReleaseVersion, 10), strconv.FormatInt(r.releaseVersion, 10))
 	}
-	if r.signature == nil || r.keyID == nil || *r.signature == "" || *r.keyID == "" {
+	if r.signature == "" || r.keyID == "" {
 		return nil, integrityError("%s: delivery manifest stored without signature or key id", d.Identity)
 	}
 	d.Manifest = r.manifest
-	d.ManifestSignature = *r.signature
-	d.ManifestKeyID = *r.keyID
+	d.ManifestSignature = r.signature
+	d.ManifestKeyID = r.keyID
 	// The lease strings: the same for every pointer an activation or
 	// renewal wrote.
 	d.ValidFrom, d.RefreshAfter, d.ExpiresAt = m.ValidFrom.shared(in), m.RefreshAfter.shared(in), m.ExpiresAt.shared(in)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
@@ -101,6 +102,10 @@ type Store struct {
 	pointers map[bundle.Identity]*entry
 	wm       *watermark // what the pointers reflect; nil before the first load
 	strings  interner   // strings the pointers share
+
+	// manifests recycles the *servedManifest a reload decodes each stored
+	// manifest into.
+	manifests sync.Pool
 
 	// changes wakes GET /configs?wait= requests of the identities whose
 	// entry a reload replaced or removed (configserver.Notifier).
@@ -246,16 +251,18 @@ func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID str
 	defer cancel()
 	row := s.pool.QueryRow(ctx, snapshotQuery, snapshotID, id.Host, id.ServiceID, id.EnvTag)
 	var r pointerRow
+	var sig, keyID pgtype.Text
 	r.host, r.serviceID, r.envTag, r.snapshotID = id.Host, id.ServiceID, id.EnvTag, snapshotID
 	err := row.Scan(&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest,
-		&r.releaseVersion, &r.manifest, &r.signature, &r.keyID)
+		&r.releaseVersion, &r.manifest, &sig, &keyID)
 	if err != nil {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			s.dbErrors.Add(1)
 		}
 		return nil, classify("snapshot "+snapshotID, err)
 	}
-	d, err := r.delivery(nil)
+	r.signature, r.keyID = sig.String, keyID.String
+	d, err := r.delivery(nil, nil)
 	if err != nil {
 		return nil, err
 	}
