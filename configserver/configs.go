@@ -201,17 +201,11 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 	return nil
 }
 
-// reprDigest turns "sha256:<hex>" into the RFC 9530 Repr-Digest value.
-func reprDigest(digest string) (string, bool) {
-	var buf [reprDigestLen]byte
-	b, ok := appendReprDigest(buf[:0], digest)
-	return string(b), ok
-}
-
 // reprDigestLen is the length of a Repr-Digest value of a SHA-256 digest.
 const reprDigestLen = len("sha-256=::") + 44
 
-// appendReprDigest appends the Repr-Digest value of "sha256:<hex>" to dst.
+// appendReprDigest appends the RFC 9530 Repr-Digest value of
+// "sha256:<hex>" to dst.
 // It reports false, appending nothing, for any other digest.
 func appendReprDigest(dst []byte, digest string) ([]byte, bool) {
 	hexPart, ok := strings.CutPrefix(digest, "sha256:")
