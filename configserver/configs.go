@@ -172,31 +172,21 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 	rl.snapshotID = d.SnapshotID
 	hv := d.hv
 	if hv == nil {
-		hv = d.headerValues()
+		hv = d.headerValues(false)
 	}
 	hdr := w.Header()
-	hdr[etagKey] = hv.etag
 	hdr["Cache-Control"] = cacheControl
 	hdr["Vary"] = varyAuthorization
 	hdr["X-Content-Type-Options"] = noSniff
-	if hv.reprDigest != nil {
-		hdr[bundle.HeaderReprDigest] = hv.reprDigest
+	for i := range hv.vals {
+		if v := hv.value(i); v != nil {
+			hdr[headerKeys[i]] = v
+		}
 	}
-	hdr[bundle.HeaderSnapshotID] = hv.snapshotID
-	hdr[bundle.HeaderPublicationID] = hv.publicationID
-	hdr[bundle.HeaderPolicyDigest] = hv.policyDigest
-	hdr[bundle.HeaderContentDigest] = hv.contentDigest
-	hdr[bundle.HeaderArtifactDigest] = hv.artifactDigest
-	hdr[bundle.HeaderReleaseVersion] = hv.releaseVersion
-	if hv.validFrom != nil { // a delivery with a manifest
-		hdr[bundle.HeaderValidFrom] = hv.validFrom
-		hdr[bundle.HeaderRefreshAfter] = hv.refreshAfter
-		hdr[bundle.HeaderExpiresAt] = hv.expiresAt
+	if hv.has(hvValidFrom) { // a delivery with a manifest
 		hdr[bundle.HeaderManifest] = []string{base64.RawURLEncoding.EncodeToString(d.Manifest)}
-		hdr[bundle.HeaderManifestKeyID] = hv.keyID
-		hdr[bundle.HeaderManifestSignature] = hv.signature
 	}
-	etag := hv.etag[0]
+	etag := hv.vals[hvETag]
 	if ifNoneMatch(r.Header["If-None-Match"], etag) {
 		w.WriteHeader(http.StatusNotModified)
 		rl.notModified = true
@@ -211,17 +201,26 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 	return nil
 }
 
-// reprDigest turns "sha256:<hex>" into the RFC 9530 Repr-Digest value.
-func reprDigest(digest string) (string, bool) {
+// reprDigestLen is the length of a Repr-Digest value of a SHA-256 digest.
+const reprDigestLen = len("sha-256=::") + 44
+
+// appendReprDigest appends the RFC 9530 Repr-Digest value of
+// "sha256:<hex>" to dst.
+// It reports false, appending nothing, for any other digest.
+func appendReprDigest(dst []byte, digest string) ([]byte, bool) {
 	hexPart, ok := strings.CutPrefix(digest, "sha256:")
 	if !ok || len(hexPart) != 64 {
-		return "", false
+		return dst, false
 	}
+	var hx [64]byte
 	var raw [32]byte
-	if _, err := hex.Decode(raw[:], []byte(hexPart)); err != nil {
-		return "", false
+	copy(hx[:], hexPart)
+	if _, err := hex.Decode(raw[:], hx[:]); err != nil {
+		return dst, false
 	}
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(raw[:]) + ":", true
+	dst = append(dst, "sha-256=:"...)
+	dst = base64.StdEncoding.AppendEncode(dst, raw[:])
+	return append(dst, ':'), true
 }
 
 // etagKey is the canonical header map key of ETag.
@@ -252,86 +251,133 @@ var (
 	contentTypeYAML   = []string{"application/yaml"}
 )
 
-// headerValues are the response header values of one delivery,
-// computed once (Delivery.Prepare) and shared read-only by responses. wire
-// is the same fields as HTTP/1.1 header lines ("Key: value\r\n", the
-// values cleaned as net/http writes them), so that an answer written
-// directly on a connection (a parked watch) copies them in one piece; the
-// values are substrings of it. The manifest header is not among them: its
-// base64 form is encoded per response (about a microsecond, appended to
-// the same buffer), so that a server holding 100,000 identities keeps each
-// manifest once, as the stored bytes.
-type headerValues struct {
-	etag, reprDigest, snapshotID, publicationID, policyDigest, contentDigest []string
-	artifactDigest, releaseVersion                                           []string
-	validFrom, refreshAfter, expiresAt, keyID, signature                     []string
-	wire                                                                     string
+// The response headers a delivery's prepared values carry, in the order
+// they are written on a parked answer's connection (Cache-Control, Vary and
+// X-Content-Type-Options follow the ETag; the manifest follows the rest).
+const (
+	hvETag = iota
+	hvReprDigest
+	hvSnapshotID
+	hvPublicationID
+	hvPolicyDigest
+	hvContentDigest
+	hvArtifactDigest
+	hvReleaseVersion
+	hvValidFrom // this and the rest: only with a manifest
+	hvRefreshAfter
+	hvExpiresAt
+	hvKeyID
+	hvSignature
+	hvCount
+)
+
+// headerKeys are the header map keys of the prepared values.
+var headerKeys = [hvCount]string{
+	hvETag: etagKey, hvReprDigest: bundle.HeaderReprDigest, hvSnapshotID: bundle.HeaderSnapshotID,
+	hvPublicationID: bundle.HeaderPublicationID, hvPolicyDigest: bundle.HeaderPolicyDigest,
+	hvContentDigest: bundle.HeaderContentDigest, hvArtifactDigest: bundle.HeaderArtifactDigest,
+	hvReleaseVersion: bundle.HeaderReleaseVersion, hvValidFrom: bundle.HeaderValidFrom,
+	hvRefreshAfter: bundle.HeaderRefreshAfter, hvExpiresAt: bundle.HeaderExpiresAt,
+	hvKeyID: bundle.HeaderManifestKeyID, hvSignature: bundle.HeaderManifestSignature,
 }
 
-// shareStrings points d's string fields at the equal substrings of its
-// prepared header lines, so that a server holding many deliveries keeps
-// each value once (the content does not change).
-func (d *Delivery) shareStrings() {
-	for _, f := range []struct {
-		field *string
-		hv    []string
-	}{
-		{&d.SnapshotID, d.hv.snapshotID}, {&d.PublicationID, d.hv.publicationID}, {&d.PolicyDigest, d.hv.policyDigest},
-		{&d.ContentDigest, d.hv.contentDigest}, {&d.ArtifactDigest, d.hv.artifactDigest},
-		{&d.ManifestSignature, d.hv.signature}, {&d.ManifestKeyID, d.hv.keyID},
-	} {
-		if len(f.hv) == 1 && f.hv[0] == *f.field {
-			*f.field = f.hv[0]
+// headerValues are the response header values of one delivery, cleaned as
+// net/http writes them, computed once (Delivery.Prepare) and shared
+// read-only by responses. A value is the delivery's own string whenever
+// cleaning leaves it unchanged (so a server holding 100,000 identities
+// keeps each value once, and the repeated ones as the store shares them);
+// only the ETag and Repr-Digest, which the fields do not hold, are new, in
+// one string. A response takes each value as a one-element slice of vals
+// (no allocation), and a parked answer appends them as header lines
+// (appendWire). The manifest header is not among them: its base64 form is
+// encoded per response (about a microsecond), so that the manifest is kept
+// once, as the stored bytes.
+type headerValues struct {
+	vals    [hvCount]string
+	present uint16 // bit i: vals[i] is sent (it may be empty)
+}
+
+// has reports whether the value i is sent.
+func (hv *headerValues) has(i int) bool { return hv.present&(1<<i) != 0 }
+
+// value returns the value i as a header map value, or nil when it is not
+// sent. The slice has capacity 1, so an append by a caller copies.
+func (hv *headerValues) value(i int) []string {
+	if !hv.has(i) {
+		return nil
+	}
+	return hv.vals[i : i+1 : i+1]
+}
+
+// appendWire appends the values as HTTP/1.1 header lines ("Key: value\r\n"),
+// with the constant Cache-Control, Vary and X-Content-Type-Options lines
+// after the ETag.
+func (hv *headerValues) appendWire(buf []byte) []byte {
+	for i, v := range hv.vals {
+		if !hv.has(i) {
+			continue
+		}
+		buf = append(buf, headerKeys[i]...)
+		buf = append(buf, ": "...)
+		buf = append(buf, v...)
+		buf = append(buf, "\r\n"...)
+		if i == hvETag {
+			buf = append(buf, constantWire...)
 		}
 	}
+	return buf
 }
+
+// constantWire is the header lines every delivery answer carries.
+var constantWire = "Cache-Control: " + cacheControl[0] + "\r\nVary: " + varyAuthorization[0] +
+	"\r\nX-Content-Type-Options: " + noSniff[0] + "\r\n"
 
 // headerValueCleaner does what net/http does to a header value on the wire.
 var headerValueCleaner = strings.NewReplacer("\n", " ", "\r", " ")
 
-func (d *Delivery) headerValues() *headerValues {
+// cleanHeaderValue returns v as net/http writes it; v itself (no copy) when
+// it needs no cleaning.
+func cleanHeaderValue(v string) string {
+	return headerValueCleaner.Replace(strings.TrimSpace(v))
+}
+
+// headerValues computes d's header values. With share set it also points
+// d.ArtifactDigest at the equal substring of the ETag, so that the digest
+// is kept once.
+func (d *Delivery) headerValues(share bool) *headerValues {
 	hv := &headerValues{}
-	type field struct {
-		dst        *[]string
-		start, end int
+	set := func(i int, v string) {
+		hv.vals[i] = cleanHeaderValue(v)
+		hv.present |= 1 << i
 	}
-	var (
-		b      strings.Builder
-		fields []field
-	)
-	b.Grow(640)
-	add := func(dst *[]string, key, val string) {
-		b.WriteString(key)
-		b.WriteString(": ")
-		start := b.Len()
-		b.WriteString(headerValueCleaner.Replace(strings.TrimSpace(val)))
-		fields = append(fields, field{dst, start, b.Len()})
-		b.WriteString("\r\n")
+	// A SHA-256 digest (the only kind stored) needs no cleaning: its ETag,
+	// Repr-Digest and own value are substrings of one string.
+	var buf [len(`"sha256:"`) + 64 + reprDigestLen]byte
+	b := append(append(append(buf[:0], '"'), d.ArtifactDigest...), '"')
+	if b, ok := appendReprDigest(b, d.ArtifactDigest); ok {
+		n := len(d.ArtifactDigest) + 2
+		both := string(b)
+		set(hvETag, both[:n])
+		set(hvReprDigest, both[n:])
+		set(hvArtifactDigest, both[1:n-1])
+		if share {
+			d.ArtifactDigest = hv.vals[hvArtifactDigest]
+		}
+	} else {
+		set(hvETag, `"`+d.ArtifactDigest+`"`)
+		set(hvArtifactDigest, d.ArtifactDigest)
 	}
-	add(&hv.etag, etagKey, `"`+d.ArtifactDigest+`"`)
-	b.WriteString("Cache-Control: " + cacheControl[0] + "\r\nVary: " + varyAuthorization[0] +
-		"\r\nX-Content-Type-Options: " + noSniff[0] + "\r\n")
-	if rd, ok := reprDigest(d.ArtifactDigest); ok {
-		add(&hv.reprDigest, bundle.HeaderReprDigest, rd)
-	}
-	add(&hv.snapshotID, bundle.HeaderSnapshotID, d.SnapshotID)
-	add(&hv.publicationID, bundle.HeaderPublicationID, d.PublicationID)
-	add(&hv.policyDigest, bundle.HeaderPolicyDigest, d.PolicyDigest)
-	add(&hv.contentDigest, bundle.HeaderContentDigest, d.ContentDigest)
-	add(&hv.artifactDigest, bundle.HeaderArtifactDigest, d.ArtifactDigest)
-	add(&hv.releaseVersion, bundle.HeaderReleaseVersion, strconv.FormatInt(d.ReleaseVersion, 10))
+	set(hvSnapshotID, d.SnapshotID)
+	set(hvPublicationID, d.PublicationID)
+	set(hvPolicyDigest, d.PolicyDigest)
+	set(hvContentDigest, d.ContentDigest)
+	set(hvReleaseVersion, strconv.FormatInt(d.ReleaseVersion, 10))
 	if len(d.Manifest) > 0 {
-		add(&hv.validFrom, bundle.HeaderValidFrom, d.ValidFrom)
-		add(&hv.refreshAfter, bundle.HeaderRefreshAfter, d.RefreshAfter)
-		add(&hv.expiresAt, bundle.HeaderExpiresAt, d.ExpiresAt)
-		add(&hv.keyID, bundle.HeaderManifestKeyID, d.ManifestKeyID)
-		add(&hv.signature, bundle.HeaderManifestSignature, d.ManifestSignature)
-	}
-	// An exact-size copy: the builder's buffer has grown by doubling, and
-	// a server holds one of these per identity.
-	hv.wire = strings.Clone(b.String())
-	for _, f := range fields {
-		*f.dst = []string{hv.wire[f.start:f.end]}
+		set(hvValidFrom, d.ValidFrom)
+		set(hvRefreshAfter, d.RefreshAfter)
+		set(hvExpiresAt, d.ExpiresAt)
+		set(hvKeyID, d.ManifestKeyID)
+		set(hvSignature, d.ManifestSignature)
 	}
 	return hv
 }

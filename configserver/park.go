@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -208,14 +207,14 @@ const maxWireBuf = 64 << 10
 func (p *parked) wireDelivery(buf []byte, d *Delivery) ([]byte, []byte) {
 	hv := d.hv
 	status := http.StatusOK
-	if ifNoneMatch(p.r.Header["If-None-Match"], hv.etag[0]) {
+	if ifNoneMatch(p.r.Header["If-None-Match"], hv.vals[hvETag]) {
 		status = http.StatusNotModified
 		p.rl.notModified = true
 	}
 	p.rl.snapshotID = d.SnapshotID
 	p.sw.status = status
 	buf = p.appendHead(buf, status)
-	buf = append(buf, hv.wire...)
+	buf = hv.appendWire(buf)
 	if len(d.Manifest) > 0 {
 		buf = append(buf, bundle.HeaderManifest+": "...)
 		buf = base64.RawURLEncoding.AppendEncode(buf, d.Manifest)
@@ -278,7 +277,7 @@ func appendHeader(buf []byte, k string, vs []string) []byte {
 	for _, v := range vs {
 		buf = append(buf, k...)
 		buf = append(buf, ": "...)
-		buf = append(buf, headerValueCleaner.Replace(strings.TrimSpace(v))...)
+		buf = append(buf, cleanHeaderValue(v)...)
 		buf = append(buf, "\r\n"...)
 	}
 	return buf

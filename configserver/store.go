@@ -75,8 +75,7 @@ type Delivery struct {
 // before sharing d; d must not change afterwards. An unprepared Delivery is
 // served too, computing the values per request.
 func (d *Delivery) Prepare() {
-	d.hv = d.headerValues()
-	d.shareStrings()
+	d.hv = d.headerValues(true)
 }
 
 // Evidence is a runtime's report of applying or rejecting a snapshot, stored

@@ -138,7 +138,7 @@ func queryValues(rawQuery, key string) []string {
 // etagOf returns d's ETag value.
 func etagOf(d *Delivery) string {
 	if d.hv != nil {
-		return d.hv.etag[0]
+		return d.hv.vals[hvETag]
 	}
 	return `"` + d.ArtifactDigest + `"`
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
@@ -35,16 +36,18 @@ func (s *Store) Candidate(ctx context.Context, id bundle.Identity) (*configserve
 	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
 	r := pointerRow{host: id.Host, serviceID: id.ServiceID, envTag: id.EnvTag, phase: bundle.PhaseCandidate}
+	var sig, keyID pgtype.Text
 	err := s.pool.QueryRow(qctx, candidateQuery, id.Host, id.ServiceID, id.EnvTag).Scan(&r.snapshotID, &r.audience,
 		&r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest, &r.releaseVersion,
-		&r.manifest, &r.signature, &r.keyID)
+		&r.manifest, &sig, &keyID)
 	if err != nil {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			s.dbErrors.Add(1)
 		}
 		return nil, classify("candidate "+id.String(), err)
 	}
-	d, err := r.delivery(nil)
+	r.signature, r.keyID = sig.String, keyID.String
+	d, err := r.delivery(nil, nil)
 	if err != nil {
 		return nil, err
 	}

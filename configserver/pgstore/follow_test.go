@@ -388,6 +388,10 @@ func TestLoadStreamsLongerThanQueryTimeout(t *testing.T) {
 	if got := st.Stats().Pointers; got != n {
 		t.Fatalf("loaded %d pointers, want %d", got, n)
 	}
+	first, err := st.Current(context.Background(), testIdentity(0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	renew()
 	conn, err := pgx.Connect(context.Background(), db.URLFor(t, "configpub_server"))
 	if err != nil {
@@ -397,6 +401,21 @@ func TestLoadStreamsLongerThanQueryTimeout(t *testing.T) {
 	t0 = time.Now()
 	if err := st.catchUp(context.Background(), conn); err != nil {
 		t.Fatalf("catch-up of %d re-signed pointers with a %s query timeout: %v", n, timeout, err)
+	}
+	// Every pointer serves its re-signed lease (most chunks were made
+	// current while the rows still streamed).
+	for i := range n {
+		d, err := st.Current(context.Background(), testIdentity(i))
+		if err != nil {
+			t.Fatalf("%s after the catch-up: %v", testIdentity(i), err)
+		}
+		if d.ValidFrom == first.ValidFrom || d.Identity != testIdentity(i) {
+			t.Fatalf("%s after the catch-up: serves %s with the lease from %s; want its re-signed lease",
+				testIdentity(i), d.Identity, d.ValidFrom)
+		}
+	}
+	if got := st.Stats().Pointers; got != n {
+		t.Fatalf("%d pointers after the catch-up, want %d", got, n)
 	}
 	t.Logf("%d pointers loaded in %s, caught up after a re-sign of all in %s, query timeout %s",
 		n, loaded.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), timeout)

@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/pointernote"
 )
@@ -188,20 +191,22 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	s.mu.RUnlock()
 	next := make(map[bundle.Identity]*entry, len(prev))
 	var fresh []*entry
+	var r rawPointer
+	args := r.scanArgs(false)
 	for rows.Next() {
 		progress()
-		var r pointerRow
-		if err := rows.Scan(r.scanArgs()...); err != nil {
+		if err := rows.Scan(args...); err != nil {
 			rows.Close()
 			return fmt.Errorf("reconcile pointers: %w", err)
 		}
-		id := r.identity()
+		id := r.identity(&s.strings)
 		if old := prev[id]; old != nil && old.same(&r) {
-			next[old.id] = old // unchanged since the last load: no re-parse
+			next[old.d.Identity] = old // unchanged since the last load: no copy, no re-parse
 			continue
 		}
-		e := s.entryFor(&r)
-		next[e.id] = e
+		p := r.row(id, &s.strings)
+		e := s.entryFor(&p)
+		next[id] = e
 		fresh = append(fresh, e)
 	}
 	rows.Close()
@@ -211,6 +216,7 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("reconcile pointers: %w", err)
 	}
+	built := len(fresh)
 	for len(fresh) > 0 {
 		chunk := fresh[:min(len(fresh), maxBatch)]
 		fresh = fresh[len(chunk):]
@@ -231,6 +237,16 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 			changed = append(changed, id)
 		}
 	}
+	prev = nil
+	if built >= releaseAfter {
+		// Go lets the heap grow to about twice what was live at the last
+		// collection before it collects again, and keeps what it grew to:
+		// a load that built this many entries would leave up to as much
+		// again resident (the replaced entries, the decoding scratch).
+		// Collect it and hand it back before serving (a collection of the
+		// live pointers: some tens of milliseconds per 100,000).
+		debug.FreeOSMemory()
+	}
 	// Confirmed and live before the waiters are woken: a watch woken by
 	// the reconcile after a reconnect must read the new pointers, not an
 	// unavailable store (503).
@@ -240,6 +256,11 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	s.reconciles.Add(1)
 	return nil
 }
+
+// releaseAfter is the number of entries a full reconcile builds from
+// which it returns the memory the load used to the operating system
+// before the store goes live.
+const releaseAfter = 10000
 
 // maxBatch is the most identities reloaded by one query: a large burst (a
 // big activation) is reloaded in chunks of maxBatch, each made current and
@@ -328,13 +349,16 @@ func (s *Store) applyBatch(ctx context.Context, conn *pgx.Conn, ids []bundle.Ide
 		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
 	}
 	found := make(map[bundle.Identity]*entry, len(ids))
+	var r rawPointer
+	args := r.scanArgs(false)
 	for rows.Next() {
-		var r pointerRow
-		if err := rows.Scan(r.scanArgs()...); err != nil {
+		if err := rows.Scan(args...); err != nil {
 			rows.Close()
 			return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
 		}
-		found[r.identity()] = s.entryFor(&r)
+		id := r.identity(&s.strings)
+		p := r.row(id, &s.strings)
+		found[id] = s.entryFor(&p)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("refresh %d pointers: %w", len(ids), err)
@@ -380,7 +404,7 @@ func (s *Store) prefetch(ctx context.Context, conn *pgx.Conn, entries []*entry) 
 	if err != nil {
 		return
 	}
-	s.cacheArtifacts(rows)
+	s.cacheArtifacts(rows, want)
 }
 
 // artifactsQuery reads the artifacts whose digests are $1.
@@ -390,7 +414,7 @@ const artifactsQuery = `SELECT artifact_digest, bytes FROM configpub.artifact WH
 func (s *Store) uncached(entries []*entry) []string {
 	var want []string
 	for _, e := range entries {
-		if e.d != nil {
+		if e.servable() {
 			if _, ok := s.artifact.get(e.d.ArtifactDigest); !ok {
 				want = append(want, e.d.ArtifactDigest)
 			}
@@ -399,18 +423,24 @@ func (s *Store) uncached(entries []*entry) []string {
 	return want
 }
 
-// cacheArtifacts puts the artifactsQuery rows whose bytes match their
-// digest into the cache, and closes rows.
-func (s *Store) cacheArtifacts(rows pgx.Rows) {
+// cacheArtifacts puts the rows of the artifactsQuery for want whose bytes
+// match their digest into the cache, and closes rows. The cache is keyed
+// by the digest strings of want (those the entries hold), not by copies.
+func (s *Store) cacheArtifacts(rows pgx.Rows, want []string) {
 	defer rows.Close()
+	keys := make(map[string]string, len(want))
+	for _, k := range want {
+		keys[k] = k
+	}
+	var dgst pgtype.DriverBytes
 	for rows.Next() {
-		var dgst string
 		var b []byte
 		if rows.Scan(&dgst, &b) != nil {
 			return
 		}
-		if digest.FromBytes(b).String() == dgst {
-			s.artifact.put(dgst, b)
+		key, ok := keys[string(dgst)]
+		if ok && digest.FromBytes(b).String() == key {
+			s.artifact.put(key, b)
 		}
 	}
 }
@@ -428,7 +458,7 @@ func (s *Store) cacheArtifacts(rows pgx.Rows) {
 func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*entry) {
 	var chunks [][]*entry
 	b := &pgx.Batch{}
-	queued := make([]bool, 0, len(entries)/maxBatch+1)
+	wants := make([][]string, 0, len(entries)/maxBatch+1) // nil: nothing queued
 	for len(entries) > 0 {
 		chunk := entries[:min(len(entries), maxBatch)]
 		entries = entries[len(chunk):]
@@ -437,7 +467,7 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 		if len(want) > 0 {
 			b.Queue(artifactsQuery, want)
 		}
-		queued = append(queued, len(want) > 0)
+		wants = append(wants, want)
 	}
 	if b.Len() == 0 {
 		for _, chunk := range chunks {
@@ -450,13 +480,13 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 	br := conn.SendBatch(qctx, b)
 	failed := false
 	for i, chunk := range chunks {
-		if queued[i] && !failed {
+		if len(wants[i]) > 0 && !failed {
 			progress()
 			rows, err := br.Query()
 			if err != nil {
 				failed = true
 			} else {
-				s.cacheArtifacts(rows)
+				s.cacheArtifacts(rows, wants[i])
 				failed = rows.Err() != nil
 			}
 		}
@@ -465,27 +495,27 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 	_ = br.Close()
 }
 
+// entryFor builds the entry of a copied row.
 func (s *Store) entryFor(r *pointerRow) *entry {
-	r.share(&s.strings)
 	id := r.identity()
 	if r.retired {
-		return &entry{id: id, retired: true, manifest: r.manifest, snapshotID: r.snapshotID}
+		return &entry{d: &configserver.Delivery{Identity: id, SnapshotID: r.snapshotID, Manifest: r.manifest}, retired: true}
 	}
-	d, err := r.delivery(&s.strings)
+	d, err := r.delivery(&s.strings, &s.manifests)
 	if err != nil {
 		s.opts.Logger.Error("current pointer not servable", "identity", id.String(), "err", err)
-		return &entry{id: id, err: err, manifest: r.manifest, snapshotID: r.snapshotID}
+		return &entry{d: &configserver.Delivery{Identity: id, SnapshotID: r.snapshotID, Manifest: r.manifest}, err: err}
 	}
-	return &entry{id: d.Identity, d: d, manifest: d.Manifest, snapshotID: d.SnapshotID} // d.SnapshotID shares the header lines
+	return &entry{d: d}
 }
 
 // sameEntry reports whether o was built from the same row as e.
 func (e *entry) sameEntry(o *entry) bool {
-	return e.snapshotID == o.snapshotID && e.retired == o.retired && bytes.Equal(e.manifest, o.manifest)
+	return e.d.SnapshotID == o.d.SnapshotID && e.retired == o.retired && bytes.Equal(e.d.Manifest, o.d.Manifest)
 }
 
 // same reports whether r is the row e was built from: the same snapshot
 // and byte-identical signed manifest (which names every served field).
-func (e *entry) same(r *pointerRow) bool {
-	return e.snapshotID == r.snapshotID && e.retired == r.retired && bytes.Equal(e.manifest, r.manifest)
+func (e *entry) same(r *rawPointer) bool {
+	return e.d.SnapshotID == string(r.snapshotID) && e.retired == r.retired && bytes.Equal(e.d.Manifest, r.manifest)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
@@ -102,6 +103,10 @@ type Store struct {
 	wm       *watermark // what the pointers reflect; nil before the first load
 	strings  interner   // strings the pointers share
 
+	// manifests recycles the *servedManifest a reload decodes each stored
+	// manifest into.
+	manifests sync.Pool
+
 	// changes wakes GET /configs?wait= requests of the identities whose
 	// entry a reload replaced or removed (configserver.Notifier).
 	changes configserver.Changes
@@ -122,17 +127,18 @@ func (s *Store) Subscribe(id bundle.Identity, fn func()) (cancel func() bool) {
 	return s.changes.Subscribe(id, fn)
 }
 
-// entry is one current pointer: the delivery without its body, or the
-// integrity error that keeps it from being served.
+// entry is one current pointer: the prepared delivery without its body,
+// or the integrity error that keeps it from being served. d is always set:
+// for a retired or unservable pointer it holds only the identity, snapshot
+// id and manifest of the row it was built from (to skip an unchanged row).
 type entry struct {
-	id      bundle.Identity
 	d       *configserver.Delivery
 	err     error
 	retired bool // the identity is retired: configserver.ErrGone
-
-	manifest   []byte // the row it was built from, to skip unchanged rows
-	snapshotID string
 }
+
+// servable reports whether e.d is a delivery to serve.
+func (e *entry) servable() bool { return e.err == nil && !e.retired }
 
 // PoolConfig is the configuration of the query pool the Config Server
 // opens for connString (a configpub_server member): at most opts.MaxConns
@@ -245,16 +251,18 @@ func (s *Store) Snapshot(ctx context.Context, id bundle.Identity, snapshotID str
 	defer cancel()
 	row := s.pool.QueryRow(ctx, snapshotQuery, snapshotID, id.Host, id.ServiceID, id.EnvTag)
 	var r pointerRow
+	var sig, keyID pgtype.Text
 	r.host, r.serviceID, r.envTag, r.snapshotID = id.Host, id.ServiceID, id.EnvTag, snapshotID
 	err := row.Scan(&r.audience, &r.publicationID, &r.policyDigest, &r.contentDigest, &r.artifactDigest,
-		&r.releaseVersion, &r.manifest, &r.signature, &r.keyID)
+		&r.releaseVersion, &r.manifest, &sig, &keyID)
 	if err != nil {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			s.dbErrors.Add(1)
 		}
 		return nil, classify("snapshot "+snapshotID, err)
 	}
-	d, err := r.delivery(nil)
+	r.signature, r.keyID = sig.String, keyID.String
+	d, err := r.delivery(nil, nil)
 	if err != nil {
 		return nil, err
 	}

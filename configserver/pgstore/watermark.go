@@ -50,7 +50,8 @@ WHERE ` + changedSince("p.change_xid")
 
 // catchUp reloads the pointers written since the last watermark, in chunks
 // of maxBatch (each made current and its waiters woken as soon as it is
-// loaded), and advances the watermark. A revocation since the watermark, or
+// loaded: while the rows still stream when its artifacts are cached), and
+// advances the watermark. A revocation since the watermark, or
 // no watermark yet, makes it a full reconcile.
 func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	s.mu.RLock()
@@ -91,22 +92,32 @@ func (s *Store) catchUp(ctx context.Context, conn *pgx.Conn) error {
 	}
 	var found []*entry
 	var gone []bundle.Identity
+	var r rawPointer
+	args := r.scanArgs(true)
 	for rows.Next() {
 		progress()
-		var r pointerRow
-		if err := rows.Scan(append(r.scanArgs(), &r.revoked)...); err != nil {
+		if err := rows.Scan(args...); err != nil {
 			rows.Close()
 			br.Close()
 			return fmt.Errorf("catch up: %w", err)
 		}
+		id := r.identity(&s.strings)
 		if r.revoked {
-			gone = append(gone, r.identity())
+			gone = append(gone, id)
 			continue
 		}
-		if old := s.lookup(r.identity()); old != nil && old.same(&r) {
+		if old := s.lookup(id); old != nil && old.same(&r) {
 			continue // re-read (a notification already applied it): nothing to wake
 		}
-		found = append(found, s.entryFor(&r))
+		p := r.row(id, &s.strings)
+		found = append(found, s.entryFor(&p))
+		if len(found) == maxBatch && len(s.uncached(found)) == 0 {
+			// Nothing to read for this chunk (a renewal re-signs pointers
+			// whose bytes are cached): make it current now, so that a
+			// reload of every pointer does not hold two versions of each.
+			s.install(found, nil)
+			found = found[:0]
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -142,7 +153,7 @@ func (s *Store) install(entries []*entry, gone []bundle.Identity) {
 	changed := make([]bundle.Identity, 0, len(entries)+len(gone))
 	s.mu.Lock()
 	for _, e := range entries {
-		id := e.id
+		id := e.d.Identity
 		if old := s.pointers[id]; old != nil && old.sameEntry(e) {
 			continue
 		}
