@@ -61,9 +61,10 @@ func StagedTarget(t *Target) ([]byte, error) {
 }
 
 // Write makes a compile visible on disk. When outDir is non-empty it writes
-// OUT/<env>/<host>/<serviceId>/values.yml and target.json for every target:
-// everything is staged in a temporary directory next to OUT/<env> and
-// renamed into place, so readers see the old tree or the new one, never a
+// OUT/<env>/<host>/<serviceId>/values.yml and target.json for every target
+// (through Result.EachTarget: a ManifestOnly result compiles them again
+// host by host, so memory does not hold every artifact): everything is
+// staged in a temporary directory next to OUT/<env> and renamed into place, so readers see the old tree or the new one, never a
 // mix; directories are created 0755 and files 0644. When repoDir is
 // non-empty and the release manifest changed, it rewrites the release
 // manifest under repoDir: every shard releases/<env>/<host>.yaml whose bytes
@@ -75,9 +76,6 @@ func StagedTarget(t *Target) ([]byte, error) {
 // rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	env := res.Manifest.EnvTag
-	if outDir != "" && res.manifestOnly {
-		return fmt.Errorf("write outputs: the result was compiled with ManifestOnly and holds no artifacts")
-	}
 	if outDir != "" {
 		if err := writeOutputs(ctx, res, outDir, env); err != nil {
 			return err
@@ -163,11 +161,7 @@ func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
 	if err := os.Chmod(stage, 0o755); err != nil {
 		return fmt.Errorf("write outputs: %w", err)
 	}
-	for i := range res.Targets {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t := &res.Targets[i]
+	err = res.EachTarget(ctx, func(t *Target) error {
 		if !localName(t.Host) || !localName(t.ServiceID) {
 			return fmt.Errorf("write outputs: target %s/%s is not a pair of single path components", t.Host, t.ServiceID)
 		}
@@ -185,6 +179,10 @@ func writeOutputs(ctx context.Context, res *Result, outDir, env string) error {
 		if err := writeSynced(filepath.Join(dir, "target.json"), staged); err != nil {
 			return fmt.Errorf("write outputs: %w", err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	final := filepath.Join(outDir, env)
 	old := stage + ".old"

@@ -45,9 +45,9 @@ else and says the release is already published (one request). --recheck checks
 every artifact anyway (one request each) and pushes what is missing, for example
 after something removed an artifact from the registry; --ensure-signatures does too.
 
-Without --out the release is compiled twice: once for its manifest, which must
-be up to date, then host by host while its artifacts are pushed, so memory does
-not hold every artifact.
+The release is compiled once for its manifest, which must be up to date, then
+again host by host while its artifacts are pushed (and once more for --out), so
+memory does not hold every artifact.
 
 With --oci-layout DIR nothing is sent to a registry: each repository is written as an
 OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
@@ -72,11 +72,11 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				return err
 			}
 			defer tree.Close()
-			// Without --out nothing needs every target at once: the release
-			// is compiled for its manifest, then again host by host while
-			// its artifacts are pushed (compiled.Stream).
+			// Nothing needs every target at once: the release is compiled
+			// for its manifest, then again host by host while --out is
+			// written and while its artifacts are pushed (compiled.Stream).
 			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
-				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: out == ""})
+				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: true})
 			if err != nil {
 				return err
 			}
