@@ -599,8 +599,9 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			return err
 		}
 		for _, i := range g.idx {
-			entries[i] = bundle.TargetEntry{} // finish does not run
+			entries[i] = bundle.TargetEntry{}
 		}
+		return nil // finish, which reads what follows, does not run
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
