@@ -107,8 +107,7 @@ type Result struct {
 	// became a new snapshot of this release.
 	Reissued []Reissue
 
-	stale        error
-	manifestOnly bool
+	stale error
 	// again makes a fresh compilation of this result's release (set with
 	// ManifestOnly, for EachTarget). It keeps the parsed sources alive.
 	again func() *compilation
@@ -123,7 +122,7 @@ type Result struct {
 // an error (the compile would not be deterministic). The first error, of fn
 // or of the compile, stops the stream and is returned.
 func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
-	if !r.manifestOnly {
+	if r.again == nil { // compiled with every target
 		for i := range r.Targets {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -134,13 +133,9 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 		}
 		return nil
 	}
-	if r.again == nil {
-		return errors.New("compile: this result cannot compile its targets again")
-	}
 	want := r.Manifest.Targets
 	n := 0
 	c := r.again()
-	c.manifestOnly = true
 	c.emit = func(t *Target) error {
 		if n >= len(want) {
 			return fmt.Errorf("compile %s: %w: target %s/%s is not in release %d", r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, r.Manifest.ReleaseVersion)
@@ -708,7 +703,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		a, b := c.reissued[i], c.reissued[j]
 		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
 	})
-	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout, manifestOnly: c.manifestOnly}
+	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout}
 	var man *bundle.Manifest
 	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&

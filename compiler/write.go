@@ -64,8 +64,9 @@ func StagedTarget(t *Target) ([]byte, error) {
 // OUT/<env>/<host>/<serviceId>/values.yml and target.json for every target
 // (through Result.EachTarget: a ManifestOnly result compiles them again
 // host by host, so memory does not hold every artifact): everything is
-// staged in a temporary directory next to OUT/<env> and renamed into place, so readers see the old tree or the new one, never a
-// mix; directories are created 0755 and files 0644. When repoDir is
+// staged in a temporary directory next to OUT/<env> and renamed into
+// place, so readers see the old tree or the new one, never a mix;
+// directories are created 0755 and files 0644. When repoDir is
 // non-empty and the release manifest changed, it rewrites the release
 // manifest under repoDir: every shard releases/<env>/<host>.yaml whose bytes
 // changed, then the root releases/<env>.yaml, each atomically (temp file,

@@ -257,21 +257,37 @@ func (c *Client) Published(ctx context.Context, prefix string, rel Release) (Res
 	if err != nil {
 		return Result{}, false, fmt.Errorf("publish: %w", err)
 	}
-	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
+	res := p.result()
 	repo, err := c.repository(ctx, p.repository)
 	if err != nil {
 		return res, false, err
 	}
+	ok, err := tagged(ctx, repo, p)
+	if err != nil {
+		return res, false, fmt.Errorf("%s: %w", p.repository, err)
+	}
+	return res, ok, nil
+}
+
+// result is what publishing p reports before anything is done.
+func (p *packed) result() Result {
+	return Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
+}
+
+// tagged resolves p's tag in repo, the commit point of an artifact: true
+// when it names p's manifest, false when it does not exist, ErrConflict
+// when it names another manifest.
+func tagged(ctx context.Context, repo *repo, p *packed) (bool, error) {
 	desc, err := repo.Resolve(ctx, p.tag)
 	switch {
 	case errors.Is(err, errdef.ErrNotFound):
-		return res, false, nil
+		return false, nil
 	case err != nil:
-		return res, false, fmt.Errorf("resolve %s:%s: %w", p.repository, p.tag, err)
+		return false, fmt.Errorf("resolve tag %s: %w", p.tag, err)
 	case desc.Digest != p.manifest.Digest:
-		return res, false, fmt.Errorf("%s:%s: %w: tag names %s, want %s", p.repository, p.tag, ErrConflict, desc.Digest, p.manifest.Digest)
+		return false, fmt.Errorf("%w: tag %s names %s, want %s", ErrConflict, p.tag, desc.Digest, p.manifest.Digest)
 	}
-	return res, true, nil
+	return true, nil
 }
 
 // publishOne makes p present, signed and tagged in its repository. The tag
@@ -282,15 +298,17 @@ func (c *Client) Published(ctx context.Context, prefix string, rel Release) (Res
 // of an unchanged re-publish; an interrupted publish leaves no tag and is
 // finished by the next run.
 func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome, ensureSig bool) (Result, error) {
-	res := Result{Kind: p.kind, Repository: p.repository, Tag: p.tag, Digest: p.manifest.Digest.String(), Size: p.manifest.Size}
+	res := p.result()
 	repo, err := c.repository(ctx, p.repository)
 	if err != nil {
 		return res, err
 	}
 	// The one resolution of the tag; everything after works by digest.
-	desc, err := repo.Resolve(ctx, p.tag)
-	switch {
-	case err == nil && desc.Digest == p.manifest.Digest:
+	done, err := tagged(ctx, repo, p)
+	if err != nil {
+		return res, err
+	}
+	if done {
 		if ensureSig {
 			n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer)
 			if err != nil {
@@ -299,10 +317,6 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 			res.Signed, res.Pushed, res.Bytes = n > 0, n > 0, n
 		}
 		return res, nil
-	case err == nil:
-		return res, fmt.Errorf("%w: tag %s names %s, want %s", ErrConflict, p.tag, desc.Digest, p.manifest.Digest)
-	case !errors.Is(err, errdef.ErrNotFound):
-		return res, fmt.Errorf("resolve tag %s: %w", p.tag, err)
 	}
 	up, err := cfg.ensure(ctx, repo)
 	if err != nil {

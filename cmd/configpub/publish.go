@@ -88,10 +88,6 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					return err
 				}
 			}
-			rel, err := compiled.Release(res.Manifest)
-			if err != nil {
-				return err
-			}
 			signer, err := cosignkey.LoadPrivateKeyFile(key, password)
 			if err != nil {
 				return err
@@ -105,19 +101,6 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			}
 			w := cmd.OutOrStdout()
 			jsonOut := outputJSON(cmd)
-			if !ensureSigs && !recheck {
-				// The release artifact is pushed last, once every target
-				// is complete: in place, it says this release was published.
-				r, ok, err := c.Published(cmd.Context(), prefix, *rel)
-				if err != nil {
-					return fmt.Errorf("publish %s: %w", env, err)
-				}
-				if ok {
-					rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
-					rep.AlreadyPublished = true
-					return report(cmd, rep, rep.text)
-				}
-			}
 			total := len(res.Manifest.Targets) + 1
 			progress := newProgress(w, total)
 			if jsonOut {
@@ -126,20 +109,25 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			// The report lists every artifact only for -o json; the text
 			// report needs the release artifact's line.
 			var results []registry.Result
-			sum, err := c.PublishSeq(cmd.Context(), registry.PublishRequest{
-				Prefix: prefix, Release: rel, Signer: signer, EnsureSignatures: ensureSigs,
+			sum, present, err := compiled.PublishRelease(cmd.Context(), c, res, registry.PublishRequest{
+				Prefix: prefix, Signer: signer, EnsureSignatures: ensureSigs,
 				Progress: func(r registry.Result) {
 					progress.report(r)
 					if jsonOut || r.Kind == registry.KindRelease {
 						results = append(results, r)
 					}
 				},
-			}, compiled.Stream(cmd.Context(), res))
+			}, recheck)
+			if present != nil {
+				rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, []registry.Result{*present})
+				rep.AlreadyPublished = true
+				return report(cmd, rep, rep.text)
+			}
 			progress.done()
 			if sum == nil {
 				return err
 			}
-			rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), sum, results)
+			rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, results)
 			if perr := report(cmd, rep, rep.text); perr != nil && err == nil {
 				err = perr
 			}

@@ -145,3 +145,30 @@ func Stream(ctx context.Context, res *compiler.Result) iter.Seq2[registry.Artifa
 		}
 	}
 }
+
+// PublishRelease publishes the release of res the way `configpub publish`
+// does. Unless recheck or req.EnsureSignatures is set, a release artifact
+// already in place ends it: the release artifact is pushed last, once
+// every target is complete, so it says the whole release was published;
+// that Result is returned as present and nothing else is checked.
+// Otherwise every target streams from res (Stream) into c.PublishSeq,
+// the release artifact last. req.Release is set from res; req.Artifacts
+// must be empty.
+func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
+	rel, err := Release(res.Manifest)
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Release = rel
+	if !recheck && !req.EnsureSignatures {
+		r, ok, err := c.Published(ctx, req.Prefix, *rel)
+		if err != nil {
+			return nil, nil, fmt.Errorf("publish %s: %w", res.Manifest.EnvTag, err)
+		}
+		if ok {
+			return &registry.Summary{AlreadyPresent: 1}, &r, nil
+		}
+	}
+	sum, err = c.PublishSeq(ctx, req, Stream(ctx, res))
+	return sum, nil, err
+}

@@ -2,15 +2,21 @@ package compiled_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
 	"time"
 
+	"oras.land/oras-go/v2/registry/remote/credentials"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
+	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
@@ -122,5 +128,46 @@ func TestStreamYieldsWhatArtifactsLists(t *testing.T) {
 	}
 	if !errors.Is(last, context.Canceled) || n >= 60 {
 		t.Fatalf("cancelled after 3: stream ended with %v after %d artifacts, want context.Canceled", last, n)
+	}
+}
+
+// TestPublishReleaseStopsAtTheReleaseArtifact: the first publication
+// pushes every target and the release; the next stops at the release
+// artifact (nothing else checked); with recheck every artifact is found
+// present.
+func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	c, err := registry.New(registry.Options{PlainHTTP: true, Credentials: credentials.NewMemoryStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := gen.Repo(gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"})
+	res, err := compiler.Compile(ctx, repo, compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := registry.PublishRequest{Prefix: reg.Host + "/p", Signer: key}
+	publish := func(recheck bool) (*registry.Summary, *registry.Result) {
+		t.Helper()
+		sum, present, err := compiled.PublishRelease(ctx, c, res, req, recheck)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, present
+	}
+	if sum, present := publish(false); present != nil || sum.Pushed != 25 || sum.AlreadyPresent != 0 {
+		t.Fatalf("first publication: %+v, present %v; want 25 pushed", sum, present)
+	}
+	sum, present := publish(false)
+	if present == nil || present.Kind != registry.KindRelease || sum.Pushed != 0 || sum.AlreadyPresent != 1 {
+		t.Fatalf("second publication: %+v, present %+v; want it stopped at the release artifact", sum, present)
+	}
+	if sum, present := publish(true); present != nil || sum.Pushed != 0 || sum.AlreadyPresent != 25 {
+		t.Fatalf("recheck: %+v, present %v; want 25 present", sum, present)
 	}
 }

@@ -19,19 +19,26 @@ import (
 // time and maximum resident set size), writes the sharded release manifest
 // and measures its files, then changes one Agent, compiles again and counts
 // the release files that changed, then compiles the now up-to-date release
-// once more (the verification every later reader pays). The baseline is a child that only reads
-// and hashes every source file (the floor of any compile).
+// once more (the verification every later reader pays). The baseline is a
+// child that only reads and hashes every source file (the floor of any
+// compile).
 func compileRows(ctx context.Context, s *size) ([]row, error) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base, err := measure(ctx, "hash", s.repo)
 	if err != nil {
 		return nil, err
 	}
-	c, err := measure(ctx, "compile", s.repo, at.Format(time.RFC3339))
-	if err != nil {
-		return nil, err
+	// compile compiles with createdAt days after at and reads the release
+	// files it leaves.
+	compile := func(days int) (measured, map[string][]byte, error) {
+		m, err := measure(ctx, "compile", s.repo, at.AddDate(0, 0, days).Format(time.RFC3339))
+		if err != nil {
+			return m, nil, err
+		}
+		files, err := gen.ReleaseFiles(s.repo)
+		return m, files, err
 	}
-	v1, err := gen.ReleaseFiles(s.repo)
+	c, v1, err := compile(0)
 	if err != nil {
 		return nil, err
 	}
@@ -48,21 +55,13 @@ func compileRows(ctx context.Context, s *size) ([]row, error) {
 	if err := os.WriteFile(agent, bytes.Replace(b, []byte("temperature: 0.2"), []byte("temperature: 0.3"), 1), 0o644); err != nil {
 		return nil, err
 	}
-	rc, err := measure(ctx, "compile", s.repo, at.Add(24*time.Hour).Format(time.RFC3339))
-	if err != nil {
-		return nil, err
-	}
-	v2, err := gen.ReleaseFiles(s.repo)
+	rc, v2, err := compile(1)
 	if err != nil {
 		return nil, err
 	}
 	// What compile --check, publish and the promoter's gate pay: the
 	// committed release is up to date and is re-derived from the one before.
-	vc, err := measure(ctx, "compile", s.repo, at.Add(48*time.Hour).Format(time.RFC3339))
-	if err != nil {
-		return nil, err
-	}
-	v3, err := gen.ReleaseFiles(s.repo)
+	vc, v3, err := compile(2)
 	if err != nil {
 		return nil, err
 	}

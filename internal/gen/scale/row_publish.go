@@ -172,27 +172,18 @@ func publishChild(args []string) error {
 	if err := res.Stale(); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	rel, err := compiled.Release(res.Manifest)
-	if err != nil {
-		return err
-	}
 	c, err := registry.New(registry.Options{PlainHTTP: true, Concurrency: conc, Credentials: credentials.NewMemoryStore()})
 	if err != nil {
 		return err
 	}
-	prefix := args[0] + "/scale"
-	if len(args) == 4 {
-		if _, ok, err := c.Published(ctx, prefix, *rel); err != nil {
-			return err
-		} else if ok {
-			// What the release artifact, pushed last, says.
-			fmt.Printf("0 %d 0 (release artifact in place)\n", len(res.Manifest.Targets)+1)
-			return nil
-		}
-	}
 	progress := registry.NewProgress(os.Stderr, len(res.Manifest.Targets)+1, 10*time.Second, nil)
-	sum, err := c.PublishSeq(ctx, registry.PublishRequest{Prefix: prefix, Release: rel, Signer: key, Progress: progress.Report},
-		compiled.Stream(ctx, res))
+	sum, present, err := compiled.PublishRelease(ctx, c, res,
+		registry.PublishRequest{Prefix: args[0] + "/scale", Signer: key, Progress: progress.Report}, len(args) == 5)
+	if present != nil {
+		// What the release artifact, pushed last, says.
+		fmt.Printf("0 %d 0 (release artifact in place)\n", len(res.Manifest.Targets)+1)
+		return nil
+	}
 	progress.Finish()
 	if err != nil {
 		return err
