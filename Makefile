@@ -104,15 +104,16 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-## fuzz: each fuzz target for a short fixed budget.
+## fuzz: each fuzz target for a short fixed budget (scripts/fuzz.sh: one retry of the Go
+## fuzzing coordinator's deadline race, never of a failing input).
 FUZZTIME ?= 15s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/yamlstrict
-	$(GO) test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
-	$(GO) test -run '^$$' -fuzz '^FuzzCompileSource$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./compiler
-	$(GO) test -run '^$$' -fuzz '^FuzzMarshalMatchesReference$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/render
-	$(GO) test -run '^$$' -fuzz '^FuzzValue$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/secretscan
-	$(GO) test -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./bundle
+	GO=$(GO) bash scripts/fuzz.sh ./internal/yamlstrict FuzzParse $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzCanonical $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileSource $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzMarshalMatchesReference $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./internal/secretscan FuzzValue $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseManifest $(FUZZTIME)
 
 clean:
 	rm -rf bin .configpub dist
