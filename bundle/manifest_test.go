@@ -241,3 +241,51 @@ func TestFirstDifference(t *testing.T) {
 		})
 	}
 }
+
+// TestParseRoot: the root alone gives what ParseFiles finds for the release
+// parameters, the shards and the release digest; a root with bad release
+// parameters is refused naming the field.
+func TestParseRoot(t *testing.T) {
+	b, err := readRelease(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := bundle.SplitArchive(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := bundle.ParseRoot(files[0].Path, files[0].Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if root.ReleaseHeader != m.ReleaseHeader || root.ReleaseDigest != m.ReleaseDigest || len(root.Shards) != len(files)-1 {
+		t.Fatalf("root %+v, %s, %d shards; ParseFiles: %+v, %s, %d shard files", root.ReleaseHeader, root.ReleaseDigest, len(root.Shards), m.ReleaseHeader, m.ReleaseDigest, len(files)-1)
+	}
+	var n int64
+	for i, s := range root.Shards {
+		if files[i+1].Path != bundle.ShardPath(m.EnvTag, s.Host) {
+			t.Errorf("shard %d: %s, file %s", i, s.Host, files[i+1].Path)
+		}
+		n += s.Targets
+	}
+	if n != int64(len(m.Targets)) {
+		t.Errorf("the shards count %d targets, the release has %d", n, len(m.Targets))
+	}
+	for _, c := range []struct{ from, to, field string }{
+		{"\nbaseReleaseVersion: 0\n", "\nbaseReleaseVersion: 3\n", "baseReleaseVersion"},
+		{"\ncreatedAt: \"", "\ncreatedAt: \"x", "createdAt"},
+		{"\nsourceEventSequence: 1\n", "\nsourceEventSequence: 2\n", "sourceEventSequence"},
+	} {
+		bad := strings.Replace(string(files[0].Bytes), c.from, c.to, 1)
+		if bad == string(files[0].Bytes) {
+			t.Fatalf("%s: %q is not in the root", c.field, c.from)
+		}
+		if _, err := bundle.ParseRoot(files[0].Path, []byte(bad)); !errors.Is(err, bundle.ErrInvalidManifest) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: %v, want ErrInvalidManifest naming it", c.field, err)
+		}
+	}
+}

@@ -590,6 +590,38 @@ func ShardRefs(file string, root []byte) ([]ShardRef, error) {
 	return r.shardRefs()
 }
 
+// Root is what a sharded release's root file states on its own: the
+// release parameters, the shard entries and the release digest.
+type Root struct {
+	ReleaseHeader
+	Shards        []ShardRef
+	ReleaseDigest string
+}
+
+// ParseRoot reads a sharded release's root file strictly, without its
+// shards: the release parameters (checked as ReleaseHeader.Validate does),
+// the shard entries and the release digest (not checked: it covers the
+// shards). It is what a reader needs to tell which release the files are
+// and to compare them with another release by their bytes, without
+// parsing every target; ParseFiles checks the whole release.
+func ParseRoot(file string, root []byte) (*Root, error) {
+	var r rootDoc
+	if _, err := decodeStrict(file, root, &r); err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	if err := r.ReleaseHeader.Validate(); err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
+	}
+	refs, err := r.shardRefs()
+	if err != nil {
+		return nil, fmt.Errorf("parse release manifest %s: %w", file, err)
+	}
+	if !digest.Valid(r.ReleaseDigest) {
+		return nil, fmt.Errorf("parse release manifest %s: %w: releaseDigest %q is not sha256:<64 hex>", file, ErrInvalidManifest, r.ReleaseDigest)
+	}
+	return &Root{ReleaseHeader: r.ReleaseHeader, Shards: refs, ReleaseDigest: r.ReleaseDigest}, nil
+}
+
 func (r *rootDoc) shardRefs() ([]ShardRef, error) {
 	out := make([]ShardRef, 0, len(r.Shards))
 	for n, row := range r.Shards {

@@ -46,34 +46,10 @@ func invalidf(field, format string, args ...any) error {
 // delivery lease the profile's, and changed exactly when this release
 // created it. It does not check releaseDigest (ParseManifest does).
 func (m *Manifest) Validate() error {
-	if m.APIVersion != ManifestAPIVersion || m.Kind != ManifestKind {
-		return invalidf("apiVersion/kind", "%s/%s, want %s/%s", m.APIVersion, m.Kind, ManifestAPIVersion, ManifestKind)
+	if err := m.ReleaseHeader.Validate(); err != nil {
+		return err
 	}
-	if err := CheckEnvTag(m.EnvTag); err != nil {
-		return invalidf("envTag", "%v", err)
-	}
-	if m.ReleaseVersion < 1 || m.ReleaseVersion > maxVersion {
-		return invalidf("releaseVersion", "%d: want 1 to 2^53-1", m.ReleaseVersion)
-	}
-	if m.BaseReleaseVersion != m.ReleaseVersion-1 {
-		return invalidf("baseReleaseVersion", "%d on release %d: want %d (a release builds on the one before it; 0 only for release 1)", m.BaseReleaseVersion, m.ReleaseVersion, m.ReleaseVersion-1)
-	}
-	created, err := ParseTime(m.CreatedAt)
-	if err != nil {
-		return invalidf("createdAt", "%v", err)
-	}
-	if m.SourceEventSequence != m.ReleaseVersion {
-		return invalidf("sourceEventSequence", "%d on release %d: want the release version", m.SourceEventSequence, m.ReleaseVersion)
-	}
-	if m.CompatibilityGeneration < 0 || m.RevocationEpoch < 0 {
-		return invalidf("compatibilityGeneration/revocationEpoch", "%d/%d: want >= 0", m.CompatibilityGeneration, m.RevocationEpoch)
-	}
-	if m.SchemaVersion != SchemaVersion {
-		return invalidf("schemaVersion", "%d, want %d", m.SchemaVersion, SchemaVersion)
-	}
-	if m.Renderer != render.Profile {
-		return invalidf("renderer", "%q, want %q", m.Renderer, render.Profile)
-	}
+	created, _ := ParseTime(m.CreatedAt) // checked above
 	for i, in := range m.Inputs {
 		f := fmt.Sprintf("inputs[%d]", i)
 		if in.Path == "" || (i > 0 && in.Path <= m.Inputs[i-1].Path) {
@@ -158,6 +134,42 @@ func (p *LeaseProfile) check() error {
 	}
 	if p.Digest != want {
 		return fmt.Errorf("digest %s, the profile digests to %s: %w", p.Digest, want, ErrDigestMismatch)
+	}
+	return nil
+}
+
+// Validate checks the release parameters alone: apiVersion and kind, the
+// envTag grammar, 1 <= releaseVersion <= 2^53-1, baseReleaseVersion =
+// releaseVersion-1, createdAt in RFC 3339 UTC, sourceEventSequence =
+// releaseVersion, non-negative compatibilityGeneration and revocationEpoch,
+// this schema version and renderer profile.
+func (h *ReleaseHeader) Validate() error {
+	if h.APIVersion != ManifestAPIVersion || h.Kind != ManifestKind {
+		return invalidf("apiVersion/kind", "%s/%s, want %s/%s", h.APIVersion, h.Kind, ManifestAPIVersion, ManifestKind)
+	}
+	if err := CheckEnvTag(h.EnvTag); err != nil {
+		return invalidf("envTag", "%v", err)
+	}
+	if h.ReleaseVersion < 1 || h.ReleaseVersion > maxVersion {
+		return invalidf("releaseVersion", "%d: want 1 to 2^53-1", h.ReleaseVersion)
+	}
+	if h.BaseReleaseVersion != h.ReleaseVersion-1 {
+		return invalidf("baseReleaseVersion", "%d on release %d: want %d (a release builds on the one before it; 0 only for release 1)", h.BaseReleaseVersion, h.ReleaseVersion, h.ReleaseVersion-1)
+	}
+	if _, err := ParseTime(h.CreatedAt); err != nil {
+		return invalidf("createdAt", "%v", err)
+	}
+	if h.SourceEventSequence != h.ReleaseVersion {
+		return invalidf("sourceEventSequence", "%d on release %d: want the release version", h.SourceEventSequence, h.ReleaseVersion)
+	}
+	if h.CompatibilityGeneration < 0 || h.RevocationEpoch < 0 {
+		return invalidf("compatibilityGeneration/revocationEpoch", "%d/%d: want >= 0", h.CompatibilityGeneration, h.RevocationEpoch)
+	}
+	if h.SchemaVersion != SchemaVersion {
+		return invalidf("schemaVersion", "%d, want %d", h.SchemaVersion, SchemaVersion)
+	}
+	if h.Renderer != render.Profile {
+		return invalidf("renderer", "%q, want %q", h.Renderer, render.Profile)
 	}
 	return nil
 }

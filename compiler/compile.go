@@ -208,7 +208,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	committed, cbytes, unlisted, err := loadCommitted(fsys, opts.EnvTag)
+	cr, err := loadCommitted(fsys, opts.EnvTag)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 		return res, nil
 	}
-	if committed == nil {
+	if cr == nil {
 		res, err := start(nil, nil, 1, opts.CreatedAt, false)
 		if err != nil {
 			return nil, err
@@ -239,15 +239,10 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 
 	// Re-derive the committed release N from the trusted release N-1.
-	prev, verr := previousRelease(ctx, opts, committed)
+	prev, verr := previousRelease(ctx, opts, cr.header.ReleaseVersion)
 	derive := func() (*Result, error) {
-		at, _ := bundle.ParseTime(committed.CreatedAt) // Validate checked it
-		d, err := start(prev, nil, committed.ReleaseVersion, at, false)
-		if err != nil {
-			return nil, err
-		}
-		d.Base, d.BaseBytes = committed, cbytes
-		return d, nil
+		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
+		return start(prev, nil, cr.header.ReleaseVersion, at, false)
 	}
 	derived := false
 	if verr == nil {
@@ -255,18 +250,25 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(d.ManifestBytes, cbytes) {
-			// The committed release is what derives: hold it once.
-			d.Manifest, d.ManifestBytes = committed, cbytes
+		if bytes.Equal(d.ManifestBytes, cr.bytes) {
+			// The committed release is what derives, byte for byte: it is
+			// not parsed at all (the derivation is its parse), and the
+			// result holds it once.
+			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
 			d.UpToDate = true
 			return d, nil
 		}
+		committed, err := cr.manifest()
+		if err != nil {
+			return nil, err
+		}
+		d.Base, d.BaseBytes = committed, cr.bytes
 		derived = true
 		switch {
 		case committed.SingleFile:
 			verr = fmt.Errorf("%w: %s is a single-file release manifest; configpub compile rewrites it as a root and one shard per host under %s/", ErrStale, ManifestPath(opts.EnvTag), bundle.ShardDir(opts.EnvTag))
-		case len(unlisted) > 0:
-			verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, unlisted[0], ManifestPath(opts.EnvTag))
+		case len(cr.unlisted) > 0:
+			verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, cr.unlisted[0], ManifestPath(opts.EnvTag))
 		default:
 			verr = firstDifference(committed, d.Manifest, prev)
 		}
@@ -279,7 +281,11 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 
 	// Not verified: what `configpub compile` writes instead.
-	next, err := start(committed, cbytes, committed.ReleaseVersion+1, opts.CreatedAt, true)
+	committed, err := cr.manifest()
+	if err != nil {
+		return nil, err
+	}
+	next, err := start(committed, cr.bytes, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -292,78 +298,103 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.Base, res.BaseBytes = committed, cbytes
+	res.Base, res.BaseBytes = committed, cr.bytes
 	res.stale = verr
 	return res, nil
 }
 
-// loadCommitted reads and checks the committed release (nil when absent):
-// the root releases/<env>.yaml and every shard it lists, as one release
-// archive; a root of the single-file layout is read as it is. A manifest
-// that breaks its own invariants is stale. extra names the files in
-// releases/<env>/ that the root does not list (they make the release
-// stale; compile removes them); their bytes are appended to the returned
-// bytes so that those never equal a derived release.
-func loadCommitted(fsys fs.FS, env string) (m *bundle.Manifest, b []byte, extra []string, err error) {
+// committedRelease is the release committed in the policy repository, as
+// read: its bytes and its root's release parameters. The manifest is parsed
+// only when it is needed (a release that derives byte for byte never is).
+type committedRelease struct {
+	header *bundle.ReleaseHeader
+	// bytes is the release archive (root, then every shard the root
+	// lists), or the root of a single-file manifest; a marker per unlisted
+	// shard is appended, so that it never equals a derived release.
+	bytes    []byte
+	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
+	unlisted []string             // files in releases/<env>/ the root does not list
+	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
+}
+
+// manifest parses the committed release (once); one that breaks its own
+// invariants is stale.
+func (c *committedRelease) manifest() (*bundle.Manifest, error) {
+	if c.m == nil {
+		m, err := bundle.ParseFiles(c.files)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStale, err)
+		}
+		c.m = m
+	}
+	return c.m, nil
+}
+
+// loadCommitted reads the committed release (nil when absent): the root
+// releases/<env>.yaml, whose release parameters are checked, and every
+// shard it lists, as one release archive, or a root of the single-file
+// layout, parsed as it is. Files in releases/<env>/ that the root does not
+// list make the release stale (compile removes them).
+func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
 	p := ManifestPath(env)
 	root, err := fs.ReadFile(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
+	c := &committedRelease{}
 	if bundle.IsSharded(root) {
-		refs, err := bundle.ShardRefs(p, root)
+		r, err := bundle.ParseRoot(p, root)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+			return nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
+		c.header = &r.ReleaseHeader
 		// Each shard is read into the archive and let go: the release is
-		// held once, as the archive, and parsed from its slices.
+		// held once, as the archive, and parsed (if at all) from its
+		// slices.
 		type span struct {
 			path       string
 			start, end int
 		}
-		b = bundle.AppendArchive(bundle.NewArchive(0), p, root)
+		b := bundle.AppendArchive(bundle.NewArchive(0), p, root)
 		spans := []span{{p, len(b) - len(root), len(b)}}
 		listed := map[string]bool{}
-		for _, r := range refs {
-			sp := bundle.ShardPath(env, r.Host)
+		for _, ref := range r.Shards {
+			sp := bundle.ShardPath(env, ref.Host)
 			sb, err := fs.ReadFile(fsys, sp)
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, nil, nil, fmt.Errorf("%w: %s lists shard %s, which does not exist", ErrStale, p, sp)
+				return nil, fmt.Errorf("%w: %s lists shard %s, which does not exist", ErrStale, p, sp)
 			}
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("read %s: %w", sp, err)
+				return nil, fmt.Errorf("read %s: %w", sp, err)
 			}
 			listed[sp] = true
 			b = bundle.AppendArchive(b, sp, sb)
 			spans = append(spans, span{sp, len(b) - len(sb), len(b)})
 		}
-		files := make([]bundle.ReleaseFile, len(spans))
+		c.files = make([]bundle.ReleaseFile, len(spans))
 		for i, x := range spans {
-			files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
+			c.files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
 		}
-		if m, err = bundle.ParseFiles(files); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+		if c.unlisted, err = unlistedShards(fsys, env, listed); err != nil {
+			return nil, err
 		}
-		extra, err = unlistedShards(fsys, env, listed)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		for _, x := range extra {
+		for _, x := range c.unlisted {
 			b = append(b, "--- # "+x+"\n"...)
 		}
+		c.bytes = b
 	} else {
-		if m, err = bundle.ParseManifest(p, root); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: %w", ErrStale, err)
+		if c.m, err = bundle.ParseManifest(p, root); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
-		b = root
+		c.header, c.bytes = &c.m.ReleaseHeader, root
 	}
-	if m.EnvTag != env {
-		return nil, nil, nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", m.EnvTag, env)}
+	if c.header.EnvTag != env {
+		return nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", c.header.EnvTag, env)}
 	}
-	return m, b, extra, nil
+	return c, nil
 }
 
 // unlistedShards lists the entries of releases/<env>/ the root does not
@@ -388,8 +419,7 @@ func unlistedShards(fsys fs.FS, env string, listed map[string]bool) ([]string, e
 
 // previousRelease returns the trusted release N-1 for the committed release
 // N (nil for release 1), or an ErrStale error saying why it is unavailable.
-func previousRelease(ctx context.Context, opts Options, committed *bundle.Manifest) (*bundle.Manifest, error) {
-	n := committed.ReleaseVersion
+func previousRelease(ctx context.Context, opts Options, n int64) (*bundle.Manifest, error) {
 	if n == 1 {
 		return nil, nil
 	}

@@ -222,10 +222,14 @@ func writeSynced(path string, data []byte) error {
 // CommittedRelease returns the release committed in the policy repository
 // fsys for env as one release archive (root and every shard it lists, as
 // Result.ManifestBytes holds it; a single-file manifest as it is), or nil
-// when there is none.
+// when there is none. Only the root's release parameters are checked;
+// bundle.ParseManifest checks the whole release.
 func CommittedRelease(fsys fs.FS, env string) ([]byte, error) {
-	_, b, _, err := loadCommitted(policytree.New(fsys, policytree.Limits{}), env)
-	return b, err
+	c, err := loadCommitted(policytree.New(fsys, policytree.Limits{}), env)
+	if c == nil {
+		return nil, err
+	}
+	return c.bytes, nil
 }
 
 // WriteReleaseFiles writes a release archive's files into the policy

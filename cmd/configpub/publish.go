@@ -40,14 +40,16 @@ artifact's on a last line; pull and verify-oci take them as printed (-o json:
 releaseArtifact and artifacts[].ref).
 
 The release artifact is pushed last, once every target artifact is complete, so
-it marks a whole publication: when it is already in place, publish checks nothing
-else and says the release is already published (one request). --recheck checks
-every artifact anyway (one request each) and pushes what is missing, for example
-after something removed an artifact from the registry; --ensure-signatures does too.
+it marks a whole publication. publish looks it up first, from the committed
+release's files: when it is in place, publish compiles nothing, checks nothing
+else and says the release is already published (one request). Use compile
+--check to verify the sources. --recheck compiles the release and checks every
+artifact (one request each), pushing what is missing, for example after
+something removed an artifact from the registry; --ensure-signatures does too.
 
-The release is compiled once for its manifest, which must be up to date, then
-again host by host while its artifacts are pushed (and once more for --out), so
-memory does not hold every artifact.
+Otherwise the release is compiled once for its manifest, which must be up to
+date, then again host by host while its artifacts are pushed (and once more for
+--out), so memory does not hold every artifact.
 
 With --oci-layout DIR nothing is sent to a registry: each repository is written as an
 OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
@@ -65,16 +67,41 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			if err != nil {
 				return err
 			}
-			// Compile only compares here: a stale release is refused below, so
-			// the createdAt of a new release never matters.
 			tree, err := policytree.Dir(repo, policytree.Limits{})
 			if err != nil {
 				return err
 			}
 			defer tree.Close()
-			// Nothing needs every target at once: the release is compiled
-			// for its manifest, then again host by host while --out is
-			// written and while its artifacts are pushed (compiled.Stream).
+			c, err := rf.client()
+			if layout != "" {
+				c, err = registry.New(registry.Options{Concurrency: rf.concurrency, Storage: registry.OCILayout(layout, prefix)})
+			}
+			if err != nil {
+				return err
+			}
+			// The committed release's files name its release artifact:
+			// when it is in place, nothing is compiled (unless --out needs
+			// the targets, or every artifact is to be checked).
+			if out == "" && !recheck && !ensureSigs {
+				committed, err := compiler.CommittedRelease(tree, env)
+				if err != nil {
+					return err
+				}
+				if r, rel, ok := compiled.FindPublished(cmd.Context(), c, prefix, committed); ok {
+					signer, err := cosignkey.LoadPrivateKeyFile(key, password)
+					if err != nil {
+						return err
+					}
+					rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
+					rep.AlreadyPublished = true
+					return report(cmd, rep, rep.text)
+				}
+			}
+			// Compile only compares here: a stale release is refused below, so
+			// the createdAt of a new release never matters. Nothing needs
+			// every target at once: the release is compiled for its
+			// manifest, then again host by host while --out is written and
+			// while its artifacts are pushed (compiled.Stream).
 			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
 				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: true})
 			if err != nil {
@@ -89,13 +116,6 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				}
 			}
 			signer, err := cosignkey.LoadPrivateKeyFile(key, password)
-			if err != nil {
-				return err
-			}
-			c, err := rf.client()
-			if layout != "" {
-				c, err = registry.New(registry.Options{Concurrency: rf.concurrency, Storage: registry.OCILayout(layout, prefix)})
-			}
 			if err != nil {
 				return err
 			}
@@ -120,7 +140,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			}, recheck)
 			if present != nil {
 				rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, []registry.Result{*present})
-				rep.AlreadyPublished = true
+				rep.AlreadyPublished, rep.Compiled = true, true
 				return report(cmd, rep, rep.text)
 			}
 			progress.done()
@@ -128,6 +148,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				return err
 			}
 			rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, results)
+			rep.Compiled = true
 			if perr := report(cmd, rep, rep.text); perr != nil && err == nil {
 				err = perr
 			}
@@ -143,7 +164,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 	f.IntVar(&rf.concurrency, "concurrency", 8, "artifacts pushed at once")
 	f.StringVar(&layout, "oci-layout", "", "write OCI image layout directories under this directory instead of pushing (copy them with oras cp --from-oci-layout)")
 	f.BoolVar(&ensureSigs, "ensure-signatures", false, "also add this key's signature to artifacts already published (after a key rotation)")
-	f.BoolVar(&recheck, "recheck", false, "check every artifact even when the release artifact shows the release is already published")
+	f.BoolVar(&recheck, "recheck", false, "compile and check every artifact even when the release artifact shows the release is already published")
 	rf.add(cmd)
 	outputFlag(cmd)
 	root.AddCommand(cmd)

@@ -27,11 +27,14 @@ type publishReport struct {
 	ReleaseArtifact string `json:"releaseArtifact,omitempty"`
 	// AlreadyPublished: the release artifact was in place, so nothing else
 	// was checked (see --recheck).
-	AlreadyPublished bool                `json:"alreadyPublished,omitempty"`
-	Pushed           int                 `json:"pushed"`
-	AlreadyPresent   int                 `json:"alreadyPresent"`
-	BytesUploaded    int64               `json:"bytesUploaded"`
-	Artifacts        []publishedArtifact `json:"artifacts"`
+	AlreadyPublished bool `json:"alreadyPublished,omitempty"`
+	// Compiled: the release was compiled (and found up to date). False when
+	// its artifact was found in place from the committed files first.
+	Compiled       bool                `json:"compiled"`
+	Pushed         int                 `json:"pushed"`
+	AlreadyPresent int                 `json:"alreadyPresent"`
+	BytesUploaded  int64               `json:"bytesUploaded"`
+	Artifacts      []publishedArtifact `json:"artifacts"`
 }
 
 // publishedArtifact is one artifact of a publishReport.
@@ -66,8 +69,12 @@ func newPublishReport(env string, release int64, prefix, keyID string, sum *regi
 
 func (r *publishReport) text(w io.Writer) error {
 	if r.AlreadyPublished {
-		_, err := fmt.Fprintf(w, "release %s/%d is already published to %s: %s (nothing checked but the release artifact; --recheck checks every artifact)\n",
-			r.EnvTag, r.Release, r.Registry, r.ReleaseArtifact)
+		what := "nothing checked but the release artifact"
+		if !r.Compiled {
+			what = "found from the committed release's files: nothing compiled or checked but the release artifact"
+		}
+		_, err := fmt.Fprintf(w, "release %s/%d is already published to %s: %s (%s; --recheck checks every artifact)\n",
+			r.EnvTag, r.Release, r.Registry, r.ReleaseArtifact, what)
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",

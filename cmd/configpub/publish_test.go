@@ -16,7 +16,7 @@ import (
 // on the dev release of a copy of the fixture policy repository, to one
 // in-process registry with one new cosign key; the registry prefix and the
 // cosign.pub path.
-func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyPub string) {
+func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyPub, repo string) {
 	t.Helper()
 	reg := registrytest.New(t, registrytest.Options{})
 	t.Setenv(cosignkey.PasswordEnv, "pw")
@@ -28,7 +28,7 @@ func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyP
 	if err != nil {
 		t.Fatal(err)
 	}
-	repo := copyDir(t, "../../fixtures/policy-repo")
+	repo = copyDir(t, "../../fixtures/policy-repo")
 	prefix = reg.Host + "/configpub"
 	return func(extra ...string) string {
 		t.Helper()
@@ -38,7 +38,7 @@ func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyP
 			t.Fatalf("publish %v: %v\n%s", extra, err, out)
 		}
 		return out
-	}, prefix, pubPath
+	}, prefix, pubPath, repo
 }
 
 // publishFixture publishes the dev release of the fixture policy repository
@@ -46,7 +46,7 @@ func publisher(t *testing.T) (publish func(extra ...string) string, prefix, keyP
 // output.
 func publishFixture(t *testing.T, extra ...string) (keyPub, out string) {
 	t.Helper()
-	publish, _, pub := publisher(t)
+	publish, _, pub, _ := publisher(t)
 	return pub, publish(extra...)
 }
 
@@ -95,6 +95,7 @@ func TestRegistryVerbsOutputJSON(t *testing.T) {
 		Registry        string `json:"registry"`
 		KeyID           string `json:"keyId"`
 		ReleaseArtifact string `json:"releaseArtifact"`
+		Compiled        bool   `json:"compiled"`
 		Pushed          int    `json:"pushed"`
 		AlreadyPresent  int    `json:"alreadyPresent"`
 		BytesUploaded   int64  `json:"bytesUploaded"`
@@ -107,7 +108,7 @@ func TestRegistryVerbsOutputJSON(t *testing.T) {
 		} `json:"artifacts"`
 	}
 	decodeStrict(t, out, &p)
-	if p.EnvTag != "dev" || p.Release != 1 || p.Pushed != len(p.Artifacts) || len(p.Artifacts) < 2 || !strings.Contains(p.ReleaseArtifact, "/dev/release@sha256:") {
+	if p.EnvTag != "dev" || p.Release != 1 || !p.Compiled || p.Pushed != len(p.Artifacts) || len(p.Artifacts) < 2 || !strings.Contains(p.ReleaseArtifact, "/dev/release@sha256:") {
 		t.Fatalf("publish -o json: %+v", p)
 	}
 	values := 0
@@ -196,10 +197,14 @@ func decodeStrict(t *testing.T, out string, v any) {
 }
 
 // TestRepublishStopsAtTheReleaseArtifact: publishing a release again finds
-// its release artifact in place and stops there, saying so (text and -o
-// json); --recheck checks every artifact and finds them all present.
+// its release artifact in place from the committed files and stops there,
+// compiling nothing, and says so (text and -o json); with --out it compiles
+// (the targets are needed) and then stops at the release artifact;
+// --recheck checks every artifact and finds them all present. A source
+// edited after the publication is not compiled by a plain re-publish (the
+// committed release is published); --recheck compiles and refuses it.
 func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
-	publish, prefix, _ := publisher(t)
+	publish, prefix, keyPub, repo := publisher(t)
 	first := publish()
 	m := regexp.MustCompile(`: (\d+) artifacts published to .*: (\d+) pushed, 0 already present`).FindStringSubmatch(first)
 	if m == nil || m[1] != m[2] {
@@ -207,19 +212,47 @@ func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
 	}
 	rel := regexp.MustCompile(`release artifact: (\S+)`).FindStringSubmatch(first)
 	again := publish()
-	if !strings.Contains(again, "release dev/1 is already published to "+prefix+": "+rel[1]) || strings.Contains(again, "present ") {
-		t.Fatalf("re-publish did not stop at the release artifact %s:\n%s", rel[1], again)
+	if !strings.Contains(again, "release dev/1 is already published to "+prefix+": "+rel[1]+" (found from the committed release's files: nothing compiled") ||
+		strings.Contains(again, "present ") {
+		t.Fatalf("re-publish did not stop at the release artifact %s before compiling:\n%s", rel[1], again)
 	}
-	var rep struct {
+	type report struct {
 		AlreadyPublished bool   `json:"alreadyPublished"`
+		Compiled         bool   `json:"compiled"`
 		ReleaseArtifact  string `json:"releaseArtifact"`
 		AlreadyPresent   int    `json:"alreadyPresent"`
 	}
-	if err := json.Unmarshal([]byte(publish("-o", "json")), &rep); err != nil || !rep.AlreadyPublished || rep.ReleaseArtifact != rel[1] || rep.AlreadyPresent != 1 {
+	var rep report
+	if err := json.Unmarshal([]byte(publish("-o", "json")), &rep); err != nil || !rep.AlreadyPublished || rep.Compiled || rep.ReleaseArtifact != rel[1] || rep.AlreadyPresent != 1 {
 		t.Fatalf("re-publish -o json: %+v, %v", rep, err)
+	}
+	out := t.TempDir()
+	rep = report{}
+	if err := json.Unmarshal([]byte(publish("-o", "json", "--out", out)), &rep); err != nil || !rep.AlreadyPublished || !rep.Compiled || rep.ReleaseArtifact != rel[1] {
+		t.Fatalf("re-publish --out -o json: %+v, %v", rep, err)
+	}
+	if vs, _ := filepath.Glob(filepath.Join(out, "dev", "*", "*", "values.yml")); len(vs) == 0 {
+		t.Fatalf("re-publish --out wrote no values.yml under %s", out)
 	}
 	checked := publish("--recheck")
 	if !strings.Contains(checked, ": 0 pushed, "+m[1]+" already present, 0 bytes uploaded") {
 		t.Fatalf("--recheck did not check every artifact:\n%s", checked)
+	}
+	// A source changed after the publication, the release not recompiled.
+	agent := filepath.Join(repo, "agents", "advisor.yaml")
+	b, err := os.ReadFile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(agent, append(b, []byte("# edited after the publication\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if again := publish(); !strings.Contains(again, "release dev/1 is already published to ") {
+		t.Fatalf("re-publish of the committed release with an edited source:\n%s", again)
+	}
+	if out, err := runCLI("publish", "--repo", repo, "--env", "dev", "--registry", prefix,
+		"--key", filepath.Join(filepath.Dir(keyPub), cosignkey.PrivateKeyFile), "--plain-http", "--recheck"); err == nil ||
+		!strings.Contains(out+err.Error(), "stale") {
+		t.Fatalf("--recheck with an edited source: %v\n%s; want the stale release refused", err, out)
 	}
 }

@@ -60,20 +60,50 @@ func Release(m *bundle.Manifest) (*registry.Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	doc := releaseDocument{APIVersion: m.APIVersion, Kind: m.Kind, EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, ReleaseDigest: m.ReleaseDigest,
+	return release(&m.ReleaseHeader, m.ReleaseDigest, files)
+}
+
+// committedRelease maps a release archive as committed (root, then every
+// shard it lists: compiler.CommittedRelease) to the release artifact, from
+// its root's parameters and its files' bytes, without parsing or compiling
+// the release. For a release that is up to date it equals Release of the
+// compiled manifest, byte for byte. Nil when the archive is not of a
+// sharded release whose root reads: only a compile can say what is wrong.
+func committedRelease(archive []byte) *registry.Release {
+	if !bundle.IsArchive(archive) {
+		return nil
+	}
+	files, err := bundle.SplitArchive(archive)
+	if err != nil || len(files) == 0 {
+		return nil
+	}
+	root, err := bundle.ParseRoot(files[0].Path, files[0].Bytes)
+	if err != nil {
+		return nil
+	}
+	rel, err := release(&root.ReleaseHeader, root.ReleaseDigest, files)
+	if err != nil {
+		return nil
+	}
+	return rel
+}
+
+// release builds the release artifact's document from a release's files.
+func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) (*registry.Release, error) {
+	doc := releaseDocument{APIVersion: h.APIVersion, Kind: h.Kind, EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, ReleaseDigest: releaseDigest,
 		Files: make([]releaseFile, 0, len(files))}
 	for _, f := range files {
 		doc.Files = append(doc.Files, releaseFile{Path: f.Path, Digest: render.BytesDigest(f.Bytes), Content: string(f.Bytes)})
 	}
 	b, err := render.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", m.EnvTag, m.ReleaseVersion, err)
+		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
 	}
-	created, err := time.Parse(time.RFC3339, m.CreatedAt)
+	created, err := time.Parse(time.RFC3339, h.CreatedAt)
 	if err != nil {
-		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, m.EnvTag, m.ReleaseVersion, m.CreatedAt, err)
+		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
-	return &registry.Release{EnvTag: m.EnvTag, ReleaseVersion: m.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
+	return &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
 }
 
 // Artifacts maps a compile result to what a publication pushes: one values
@@ -146,14 +176,36 @@ func Stream(ctx context.Context, res *compiler.Result) iter.Seq2[registry.Artifa
 	}
 }
 
+// FindPublished looks up the release artifact of a policy repository's
+// committed release from its files as committed (compiler.CommittedRelease:
+// root, then every shard), without parsing or compiling the release, and
+// returns it when it is in place: the release artifact is pushed last, once
+// every target is complete, so the whole release is published and nothing
+// needs compiling. False when it is not in place, and when the files or the
+// registry cannot tell (another release N in place, a registry that does
+// not answer): a compile then says whether the committed release is stale,
+// and PublishRelease reports the registry's answer.
+func FindPublished(ctx context.Context, c *registry.Client, prefix string, committed []byte) (registry.Result, *registry.Release, bool) {
+	rel := committedRelease(committed)
+	if rel == nil {
+		return registry.Result{}, nil, false
+	}
+	r, ok, err := c.Published(ctx, prefix, *rel)
+	if err != nil || !ok {
+		return registry.Result{}, nil, false
+	}
+	return r, rel, true
+}
+
 // PublishRelease publishes the release of res the way `configpub publish`
 // does. Unless recheck or req.EnsureSignatures is set, a release artifact
 // already in place ends it: the release artifact is pushed last, once
 // every target is complete, so it says the whole release was published;
-// that Result is returned as present and nothing else is checked.
-// Otherwise every target streams from res (Stream) into c.PublishSeq,
-// the release artifact last. req.Release is set from res; req.Artifacts
-// must be empty.
+// that Result is returned as present and nothing else is checked (callers
+// that have the committed files look it up before compiling:
+// FindPublished). Otherwise every target streams from res (Stream) into
+// c.PublishSeq, the release artifact last. req.Release is set from res;
+// req.Artifacts must be empty.
 func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
 	rel, err := Release(res.Manifest)
 	if err != nil {

@@ -1,6 +1,7 @@
 package compiled_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"oras.land/oras-go/v2/registry/remote/credentials"
@@ -133,8 +135,10 @@ func TestStreamYieldsWhatArtifactsLists(t *testing.T) {
 
 // TestPublishReleaseStopsAtTheReleaseArtifact: the first publication
 // pushes every target and the release; the next stops at the release
-// artifact (nothing else checked); with recheck every artifact is found
-// present.
+// artifact (nothing else checked), which FindPublished finds from the
+// committed files alone, before any compile; committed files that differ
+// from the published release are not found (a compile must decide); with
+// recheck every artifact is found present.
 func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.New(t, registrytest.Options{})
@@ -151,7 +155,19 @@ func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := registry.PublishRequest{Prefix: reg.Host + "/p", Signer: key}
+	files, err := bundle.SplitArchive(res.ManifestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files { // committed
+		repo[f.Path] = &fstest.MapFile{Data: f.Bytes}
+	}
+	committed, err := compiler.CommittedRelease(repo, "bench")
+	if err != nil || !bytes.Equal(committed, res.ManifestBytes) {
+		t.Fatalf("committed release: %v, equal to the compiled one: %v", err, bytes.Equal(committed, res.ManifestBytes))
+	}
+	prefix := reg.Host + "/p"
+	req := registry.PublishRequest{Prefix: prefix, Signer: key}
 	publish := func(recheck bool) (*registry.Summary, *registry.Result) {
 		t.Helper()
 		sum, present, err := compiled.PublishRelease(ctx, c, res, req, recheck)
@@ -160,12 +176,31 @@ func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
 		}
 		return sum, present
 	}
+	if _, _, ok := compiled.FindPublished(ctx, c, prefix, committed); ok {
+		t.Fatal("FindPublished found a release artifact before the first publication")
+	}
 	if sum, present := publish(false); present != nil || sum.Pushed != 25 || sum.AlreadyPresent != 0 {
 		t.Fatalf("first publication: %+v, present %v; want 25 pushed", sum, present)
 	}
 	sum, present := publish(false)
 	if present == nil || present.Kind != registry.KindRelease || sum.Pushed != 0 || sum.AlreadyPresent != 1 {
 		t.Fatalf("second publication: %+v, present %+v; want it stopped at the release artifact", sum, present)
+	}
+	found, rel, ok := compiled.FindPublished(ctx, c, prefix, committed)
+	if !ok || found != *present || rel.ReleaseVersion != 1 || rel.EnvTag != "bench" {
+		t.Fatalf("FindPublished from the committed files: %+v, %+v, %v; want %+v", found, rel, ok, *present)
+	}
+	// A hand edit (a comment) in the root: files of another release
+	// artifact than the one in place (its tag conflicts), not found.
+	edited := bytes.Replace(committed, []byte("\nkind: "), []byte("\n# edited\nkind: "), 1)
+	if bytes.Equal(edited, committed) {
+		t.Fatal("the edit changed nothing")
+	}
+	if _, _, ok := compiled.FindPublished(ctx, c, prefix, edited); ok {
+		t.Fatal("FindPublished found edited committed files published")
+	}
+	if _, _, ok := compiled.FindPublished(ctx, c, prefix, files[0].Bytes); ok {
+		t.Fatal("FindPublished found a root without its shards published")
 	}
 	if sum, present := publish(true); present != nil || sum.Pushed != 0 || sum.AlreadyPresent != 25 {
 		t.Fatalf("recheck: %+v, present %v; want 25 present", sum, present)
