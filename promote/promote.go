@@ -140,9 +140,9 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		return nil, err
 	}
 	m := res.Manifest
-	log.InfoContext(ctx, "release manifest up to date", "env", opts.EnvTag, "release", m.ReleaseVersion, "base", m.BaseReleaseVersion, "targets", len(res.Targets))
+	log.InfoContext(ctx, "release manifest up to date", "env", opts.EnvTag, "release", m.ReleaseVersion, "base", m.BaseReleaseVersion, "targets", len(m.Targets))
 
-	in, artifacts, err := releaseInput(rev, res, opts.EnvTag)
+	in, artifacts, err := releaseInput(ctx, rev, res, opts.EnvTag)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,8 @@ func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, en
 	}
 	// CreatedAt only matters for a new release, which Run refuses as
 	// stale; the commit time keeps even that path deterministic.
-	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev})
+	// ManifestOnly: releaseInput takes the targets host by host.
+	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev, ManifestOnly: true})
 	if err != nil {
 		if errors.Is(err, compiler.ErrStale) {
 			return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}

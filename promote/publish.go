@@ -41,8 +41,11 @@ func short(h string) string {
 }
 
 // releaseInput maps a compile result and its review to the store input and
-// the registry artifacts, target by target in the same order.
-func releaseInput(rev *review.Review, res *compiler.Result, env string) (promoter.ReleaseInput, []registry.Artifact, error) {
+// the registry artifacts, target by target in the same order. The targets
+// come from res.EachTarget: a result compiled ManifestOnly is compiled
+// again host by host, and only what the store and the registry take of each
+// target (its bytes and identity, digests, window and inputs) is kept.
+func releaseInput(ctx context.Context, rev *review.Review, res *compiler.Result, env string) (promoter.ReleaseInput, []registry.Artifact, error) {
 	m := res.Manifest
 	in := promoter.ReleaseInput{
 		CommandID:          CommandID(rev.Commit, env),
@@ -56,24 +59,23 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (promote
 		Actor:              rev.Author.String(),
 		Reviewers:          rev.Reviewers,
 		Reason:             rev.Subject,
-		Targets:            make([]promoter.Target, 0, len(res.Targets)),
+		Targets:            make([]promoter.Target, 0, len(m.Targets)),
 		Rollout:            res.Rollout,
 	}
-	artifacts := make([]registry.Artifact, 0, len(res.Targets))
-	for i := range res.Targets {
-		t := &res.Targets[i]
+	artifacts := make([]registry.Artifact, 0, len(m.Targets))
+	err := res.EachTarget(ctx, func(t *compiler.Target) error {
 		e := &t.Envelope
 		created, err := time.Parse(time.RFC3339, e.CreatedAt)
 		if err != nil {
-			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
+			return fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
 		}
 		validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
 		if err != nil {
-			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
+			return fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
 		}
 		expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
 		if err != nil {
-			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
+			return fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
 		}
 		in.Targets = append(in.Targets, promoter.Target{
 			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
@@ -92,9 +94,13 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) (promote
 		})
 		a, err := compiled.Artifact(t)
 		if err != nil {
-			return promoter.ReleaseInput{}, nil, fmt.Errorf("promote %s: %w: %w", env, promoter.ErrInvalid, err)
+			return fmt.Errorf("promote %s: %w: %w", env, promoter.ErrInvalid, err)
 		}
 		artifacts = append(artifacts, a)
+		return nil
+	})
+	if err != nil {
+		return promoter.ReleaseInput{}, nil, err
 	}
 	return in, artifacts, nil
 }

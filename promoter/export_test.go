@@ -13,3 +13,7 @@ import (
 func SetFaultInjector(opts *Options, fi func(ctx context.Context, step string, tx pgx.Tx) error) {
 	opts.faultInjector = fi
 }
+
+// SetArtifactBatchBytes sets how many bytes of artifacts one statement of
+// a recording sends at most (test-only; the default is 16 MiB).
+func SetArtifactBatchBytes(opts *Options, n int) { opts.artifactBatchBytes = n }

@@ -192,7 +192,7 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	if err := s.fault(ctx, "record:environment", tx); err != nil {
 		return 0, nil, err
 	}
-	if err := insertArtifacts(ctx, tx, in.Targets); err != nil {
+	if err := insertArtifacts(ctx, tx, in.Targets, s.opts.artifactBatchBytes); err != nil {
 		return 0, nil, err
 	}
 	if err := s.fault(ctx, "record:artifacts", tx); err != nil {
@@ -259,7 +259,31 @@ func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, cmd command, actor, 
 	return setEnv(ctx, tx, e, e.Current, cmd.Release, cmd.ID, now)
 }
 
-func insertArtifacts(ctx context.Context, tx pgx.Tx, ts []Target) error {
+// defaultArtifactBatchBytes is how many bytes of artifacts one statement
+// of insertArtifacts sends at most (a single artifact larger than that
+// goes alone): the release's bytes go to the database in statements of
+// bounded size, never as one array of every artifact (which PostgreSQL
+// could not take past 1 GB, and which the client would build whole).
+const defaultArtifactBatchBytes = 16 << 20
+
+// insertArtifacts stores the targets' bytes, content-addressed, in
+// statements of at most maxBytes of artifacts each, inside tx.
+func insertArtifacts(ctx context.Context, tx pgx.Tx, ts []Target, maxBytes int) error {
+	for len(ts) > 0 {
+		n, size := 1, len(ts[0].Values)
+		for n < len(ts) && size+len(ts[n].Values) <= maxBytes {
+			size += len(ts[n].Values)
+			n++
+		}
+		if err := insertArtifactBatch(ctx, tx, ts[:n]); err != nil {
+			return err
+		}
+		ts = ts[n:]
+	}
+	return nil
+}
+
+func insertArtifactBatch(ctx context.Context, tx pgx.Tx, ts []Target) error {
 	n := len(ts)
 	digests, types, bodies := make([]string, n), make([]string, n), make([][]byte, n)
 	for i := range ts {

@@ -44,6 +44,9 @@ type Options struct {
 	// "activate:pointers", "commit") with the open transaction; a non-nil
 	// error aborts the transaction there.
 	faultInjector func(ctx context.Context, step string, tx pgx.Tx) error
+	// artifactBatchBytes bounds the artifact bytes one statement records
+	// (defaultArtifactBatchBytes; tests set it smaller).
+	artifactBatchBytes int
 }
 
 // Store is the release store on one PostgreSQL database.
@@ -69,6 +72,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	if s.opts.MoveBatch <= 0 {
 		s.opts.MoveBatch = defaultMoveBatch
+	}
+	if s.opts.artifactBatchBytes <= 0 {
+		s.opts.artifactBatchBytes = defaultArtifactBatchBytes
 	}
 	if s.opts.SignWorkers <= 0 {
 		s.opts.SignWorkers = runtime.GOMAXPROCS(0)
