@@ -10,10 +10,13 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
 )
@@ -32,24 +35,6 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 		PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest, ArtifactDigest: t.ArtifactDigest,
 		ReleaseVersion: t.ReleaseVersion, CreatedAt: created, Values: t.Values,
 	}, nil
-}
-
-// releaseDocument is the release artifact's layer: the release manifest's
-// files (root first, then one shard per host) with their exact bytes, as
-// RFC 8785 JSON.
-type releaseDocument struct {
-	APIVersion     string        `json:"apiVersion"`
-	Kind           string        `json:"kind"`
-	EnvTag         string        `json:"envTag"`
-	ReleaseVersion int64         `json:"releaseVersion"`
-	ReleaseDigest  string        `json:"releaseDigest"`
-	Files          []releaseFile `json:"files"`
-}
-
-type releaseFile struct {
-	Path    string `json:"path"`
-	Digest  string `json:"digest"`
-	Content string `json:"content"`
 }
 
 // Release maps a release manifest to the release artifact: its files (the
@@ -90,12 +75,7 @@ func committedRelease(archive []byte) *registry.Release {
 
 // release builds the release artifact's document from a release's files.
 func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) (*registry.Release, error) {
-	doc := releaseDocument{APIVersion: h.APIVersion, Kind: h.Kind, EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, ReleaseDigest: releaseDigest,
-		Files: make([]releaseFile, 0, len(files))}
-	for _, f := range files {
-		doc.Files = append(doc.Files, releaseFile{Path: f.Path, Digest: render.BytesDigest(f.Bytes), Content: string(f.Bytes)})
-	}
-	b, err := render.Marshal(doc)
+	b, err := appendReleaseDocument(nil, h, releaseDigest, files)
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
 	}
@@ -104,6 +84,64 @@ func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.Relea
 		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
 	return &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
+}
+
+// appendReleaseDocument appends the release artifact's layer: the release
+// manifest's files (root first, then one shard per host) with their exact
+// bytes, as the RFC 8785 JSON document {apiVersion, envTag, files: [{content,
+// digest, path}], kind, releaseDigest, releaseVersion}: members in JCS
+// order, strings as jcs.AppendString writes them, the version an integer. Written directly rather than
+// through render.Marshal, which holds the document several times over (a
+// release of 100,000 targets has 65 MB of files); the bytes are the same
+// (TestReleaseDocumentIsCanonical).
+func appendReleaseDocument(dst []byte, h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) ([]byte, error) {
+	size := 256 + len(h.APIVersion) + len(h.EnvTag) + len(h.Kind) + len(releaseDigest)
+	for _, f := range files {
+		size += 128 + len(f.Path) + len(f.Bytes) + len(f.Bytes)/16 // newlines and quotes are escaped
+	}
+	dst = slices.Grow(dst, size)
+	str := func(s string) (err error) {
+		dst, err = jcs.AppendString(dst, s)
+		return err
+	}
+	dst = append(dst, `{"apiVersion":`...)
+	if err := str(h.APIVersion); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"envTag":`...)
+	if err := str(h.EnvTag); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"files":[`...)
+	for i, f := range files {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"content":`...)
+		if err := str(string(f.Bytes)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		dst = append(dst, `,"digest":`...)
+		if err := str(render.BytesDigest(f.Bytes)); err != nil {
+			return nil, err
+		}
+		dst = append(dst, `,"path":`...)
+		if err := str(f.Path); err != nil {
+			return nil, err
+		}
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"kind":`...)
+	if err := str(h.Kind); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"releaseDigest":`...)
+	if err := str(releaseDigest); err != nil {
+		return nil, err
+	}
+	dst = append(dst, `,"releaseVersion":`...)
+	dst = strconv.AppendInt(dst, h.ReleaseVersion, 10)
+	return append(dst, '}'), nil
 }
 
 // Artifacts maps a compile result to what a publication pushes: one values
