@@ -28,8 +28,9 @@ func addPublishCmd(root *cobra.Command) {
 	cmd := &cobra.Command{
 		Use:   "publish --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
 		Short: "Compile the committed release and push every target and the release as signed OCI artifacts",
-		Long: `publish compiles ENV from the policy repository, refuses when the committed
-releases/ENV.yaml is stale, and pushes one signed OCI artifact per target
+		Long: `publish compiles ENV from the policy repository (unless its release is already
+published, below), refuses when the committed releases/ENV.yaml is stale, and
+pushes one signed OCI artifact per target
 (PREFIX/ENV/HOST/SERVICEID:r<releaseVersion>) plus the release artifact
 (PREFIX/ENV/release:r<releaseVersion>). Artifacts already in the registry are
 not uploaded again. The cosign key is decrypted once with $COSIGN_PASSWORD.
