@@ -3,7 +3,10 @@
 // body with a Slack-compatible "text" field, signed with HMAC-SHA256,
 // retried with exponential back-off, each attempt bounded by a timeout and
 // recorded in a delivery log. Delivery runs in the background: a slow,
-// failing or dead receiver never blocks or fails a promotion.
+// failing or dead receiver never blocks or fails a promotion. Each event is
+// delivered on its own, so a receiver may get events in another order than
+// they happened (a retried one after later ones): order them by the event's
+// "at" time, and drop duplicates by its id.
 package webhook
 
 import (
