@@ -158,7 +158,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
 	stage := opts.Stage || res.Rollout.TwoPhase()
-	published, err := publish(ctx, opts, m, artifacts)
+	published, err := publish(ctx, opts, res, artifacts)
 	if err != nil {
 		return nil, err
 	}

@@ -108,8 +108,9 @@ func releaseInput(ctx context.Context, rev *review.Review, res *compiler.Result,
 // publish makes every target artifact and the release artifact present and
 // signed, then verifies each by digest against the trusted keys. It returns
 // one registry.Result per target artifact, in order, then the release's.
-func publish(ctx context.Context, opts Options, m *bundle.Manifest, artifacts []registry.Artifact) ([]registry.Result, error) {
-	rel, err := compiled.Release(m)
+func publish(ctx context.Context, opts Options, res *compiler.Result, artifacts []registry.Artifact) ([]registry.Result, error) {
+	m := res.Manifest
+	rel, err := compiled.Release(res)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}

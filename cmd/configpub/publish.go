@@ -93,9 +93,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					if err != nil {
 						return err
 					}
-					rep := newPublishReport(env, rel.ReleaseVersion, prefix, signer.KeyID(), &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
-					rep.AlreadyPublished = true
-					return report(cmd, rep, rep.text)
+					return reportPublished(cmd, env, rel.ReleaseVersion, prefix, signer.KeyID(), r, false)
 				}
 			}
 			// Compile only compares here: a stale release is refused below, so
@@ -140,9 +138,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				},
 			}, recheck)
 			if present != nil {
-				rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, []registry.Result{*present})
-				rep.AlreadyPublished, rep.Compiled = true, true
-				return report(cmd, rep, rep.text)
+				return reportPublished(cmd, env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), *present, true)
 			}
 			progress.done()
 			if sum == nil {

@@ -67,6 +67,15 @@ func newPublishReport(env string, release int64, prefix, keyID string, sum *regi
 	return r
 }
 
+// reportPublished reports a release whose release artifact r was found in
+// place (nothing else checked), found before (compiled false) or after the
+// compile.
+func reportPublished(cmd *cobra.Command, env string, release int64, prefix, keyID string, r registry.Result, compiled bool) error {
+	rep := newPublishReport(env, release, prefix, keyID, &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
+	rep.AlreadyPublished, rep.Compiled = true, compiled
+	return report(cmd, rep, rep.text)
+}
+
 func (r *publishReport) text(w io.Writer) error {
 	if r.AlreadyPublished {
 		what := "nothing checked but the release artifact"

@@ -37,11 +37,13 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 	}, nil
 }
 
-// Release maps a release manifest to the release artifact: its files (the
-// root releases/<env>.yaml and every shard, exact bytes) in one RFC 8785
+// Release maps a compile result to the release artifact: the release's
+// files (the root releases/<env>.yaml and every shard, exact bytes, taken
+// from res.ManifestBytes as compiled, not rendered again) in one RFC 8785
 // JSON document, stamped with the release's createdAt.
-func Release(m *bundle.Manifest) (*registry.Release, error) {
-	files, err := m.Files()
+func Release(res *compiler.Result) (*registry.Release, error) {
+	m := res.Manifest
+	files, err := bundle.SplitArchive(res.ManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
@@ -51,8 +53,8 @@ func Release(m *bundle.Manifest) (*registry.Release, error) {
 // committedRelease maps a release archive as committed (root, then every
 // shard it lists: compiler.CommittedRelease) to the release artifact, from
 // its root's parameters and its files' bytes, without parsing or compiling
-// the release. For a release that is up to date it equals Release of the
-// compiled manifest, byte for byte. Nil when the archive is not of a
+// the release. For a release that is up to date it equals Release of its
+// compile, byte for byte. Nil when the archive is not of a
 // sharded release whose root reads: only a compile can say what is wrong.
 func committedRelease(archive []byte) *registry.Release {
 	if !bundle.IsArchive(archive) {
@@ -155,7 +157,7 @@ func Artifacts(res *compiler.Result) ([]registry.Artifact, *registry.Release, er
 		}
 		arts = append(arts, a)
 	}
-	rel, err := Release(res.Manifest)
+	rel, err := Release(res)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -245,7 +247,7 @@ func FindPublished(ctx context.Context, c *registry.Client, prefix string, commi
 // c.PublishSeq, the release artifact last. req.Release is set from res;
 // req.Artifacts must be empty.
 func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
-	rel, err := Release(res.Manifest)
+	rel, err := Release(res)
 	if err != nil {
 		return nil, nil, err
 	}

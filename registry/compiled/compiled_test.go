@@ -32,7 +32,11 @@ func TestArtifactsOf(t *testing.T) {
 	}
 	tg.Envelope.CreatedAt = "2026-08-13T14:00:00Z"
 	m := &bundle.Manifest{ReleaseHeader: bundle.ReleaseHeader{EnvTag: "prod", ReleaseVersion: 5, CreatedAt: "2026-08-14T09:30:00Z"}}
-	arts, rel, err := compiled.Artifacts(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}})
+	archive, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts, rel, err := compiled.Artifacts(&compiler.Result{Manifest: m, ManifestBytes: archive, Targets: []compiler.Target{tg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +74,11 @@ func TestArtifactsOf(t *testing.T) {
 	}
 
 	tg.Envelope.CreatedAt = "yesterday"
-	if _, _, err := compiled.Artifacts(&compiler.Result{Manifest: m, Targets: []compiler.Target{tg}}); !errors.Is(err, registry.ErrInvalid) {
+	if _, _, err := compiled.Artifacts(&compiler.Result{Manifest: m, ManifestBytes: archive, Targets: []compiler.Target{tg}}); !errors.Is(err, registry.ErrInvalid) {
 		t.Fatalf("bad target createdAt: got %v, want ErrInvalid", err)
 	}
 	m.CreatedAt = ""
-	if _, err := compiled.Release(m); !errors.Is(err, registry.ErrInvalid) {
+	if _, err := compiled.Release(&compiler.Result{Manifest: m, ManifestBytes: archive}); !errors.Is(err, registry.ErrInvalid) {
 		t.Fatalf("bad release createdAt: got %v, want ErrInvalid", err)
 	}
 }
