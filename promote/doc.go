@@ -12,14 +12,18 @@
 //     to be exactly what its sources compile to; otherwise a
 //     *StaleManifestError (matches promoter.ErrStale) and nothing is written
 //     anywhere.
-//  3. Publish and sign every target artifact and the release artifact
-//     (idempotent; a registry tag r<N> already naming other content is
-//     promoter.ErrConflict), then verify each by digest against the trusted keys
-//     (default: the signer's public key).
+//  3. Take the targets host by host and publish and sign every target
+//     artifact, then the release artifact (registry.Client.PublishSeq:
+//     idempotent; a registry tag r<N> already naming other content is
+//     promoter.ErrConflict), handing each target's bytes to the store in
+//     batches as they stream (promoter.Store.StoreArtifacts, when the
+//     environment's head is the release's base); then verify each artifact
+//     by digest against the trusted keys (default: the signer's public key).
 //  4. promoter.Store.RecordAndActivate under the command CommandID(commit,
 //     envTag), a UUIDv8 derived from the commit and environment, so that
 //     re-running the same promotion replays its recorded result instead of
-//     acting twice.
+//     acting twice. The input carries the targets without their bytes
+//     (ArtifactsStored), so no step holds every artifact of the release.
 //
 // A lost compare-and-swap whose winner is this very release (same version,
 // byte-identical manifest, recorded from another commit) is not an error:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"time"
 
@@ -27,7 +28,7 @@ type Recorder interface {
 // Publisher publishes and verifies OCI artifacts; *registry.Client
 // satisfies it.
 type Publisher interface {
-	Publish(ctx context.Context, req registry.PublishRequest) (*registry.Summary, error)
+	PublishSeq(ctx context.Context, req registry.PublishRequest, artifacts iter.Seq2[registry.Artifact, error]) (*registry.Summary, error)
 	Verify(ctx context.Context, ref string, opts registry.VerifyOptions) (*registry.Verified, error)
 }
 
@@ -108,8 +109,9 @@ type Result struct {
 // commit's tree and requires the committed release manifest to be exactly
 // what its sources compile to (*StaleManifestError, matching promoter.ErrStale,
 // otherwise; nothing is written anywhere), publishes and signs every target
-// artifact and the release artifact (idempotent) and verifies each by
-// digest against the trusted keys, then records and activates the release
+// artifact and the release artifact (idempotent), storing the artifacts'
+// bytes in the store as they stream, and verifies each by digest against
+// the trusted keys, then records and activates the release
 // in the store under the command CommandID(commit, env). Re-running
 // the same promotion replays the recorded result; promoting another commit
 // whose release manifest is byte-identical to the active release's is a
@@ -142,10 +144,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	m := res.Manifest
 	log.InfoContext(ctx, "release manifest up to date", "env", opts.EnvTag, "release", m.ReleaseVersion, "base", m.BaseReleaseVersion, "targets", len(m.Targets))
 
-	in, artifacts, err := releaseInput(ctx, rev, res, opts.EnvTag)
-	if err != nil {
-		return nil, err
-	}
+	in := releaseInput(rev, res, opts.EnvTag)
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
 	}
@@ -158,16 +157,9 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
 	stage := opts.Stage || res.Rollout.TwoPhase()
-	published, err := publish(ctx, opts, res, artifacts)
+	published, err := publishAndStore(ctx, opts, res, &in)
 	if err != nil {
 		return nil, err
-	}
-	for i := range in.Targets {
-		in.Targets[i].OCIReference = published[i].Ref()
-		in.Targets[i].OCIManifestDigest = published[i].Digest
-		// The signature itself is randomised (ECDSA); its location is
-		// deterministic, so a re-run hashes to the same command.
-		in.Targets[i].OCISignature = published[i].Repository + ":" + registry.SignatureTag(digest.Digest(published[i].Digest))
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
 

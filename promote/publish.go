@@ -5,6 +5,8 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -40,14 +42,11 @@ func short(h string) string {
 	return h
 }
 
-// releaseInput maps a compile result and its review to the store input and
-// the registry artifacts, target by target in the same order. The targets
-// come from res.EachTarget: a result compiled ManifestOnly is compiled
-// again host by host, and only what the store and the registry take of each
-// target (its bytes and identity, digests, window and inputs) is kept.
-func releaseInput(ctx context.Context, rev *review.Review, res *compiler.Result, env string) (promoter.ReleaseInput, []registry.Artifact, error) {
+// releaseInput maps a compile result and its review to the store input;
+// its targets are added as they stream (publishAndStore).
+func releaseInput(rev *review.Review, res *compiler.Result, env string) promoter.ReleaseInput {
 	m := res.Manifest
-	in := promoter.ReleaseInput{
+	return promoter.ReleaseInput{
 		CommandID:          CommandID(rev.Commit, env),
 		EnvTag:             env,
 		ReleaseVersion:     m.ReleaseVersion,
@@ -59,67 +58,159 @@ func releaseInput(ctx context.Context, rev *review.Review, res *compiler.Result,
 		Actor:              rev.Author.String(),
 		Reviewers:          rev.Reviewers,
 		Reason:             rev.Subject,
-		Targets:            make([]promoter.Target, 0, len(m.Targets)),
 		Rollout:            res.Rollout,
 	}
-	artifacts := make([]registry.Artifact, 0, len(m.Targets))
-	err := res.EachTarget(ctx, func(t *compiler.Target) error {
-		e := &t.Envelope
-		created, err := time.Parse(time.RFC3339, e.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
-		}
-		validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
-		if err != nil {
-			return fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
-		}
-		expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
-		if err != nil {
-			return fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
-		}
-		in.Targets = append(in.Targets, promoter.Target{
-			Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
-			SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
-			SnapshotID: t.SnapshotID, PublicationID: t.PublicationID, PolicySnapshotID: t.PolicySnapshotID,
-			ReleaseVersion: t.ReleaseVersion, PolicyVersion: t.PolicyVersion,
-			PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest,
-			PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
-			SchemaVersion: e.SchemaVersion, CompatibilityGeneration: e.CompatibilityGeneration,
-			RevocationEpoch: e.RevocationEpoch, SourceEventSequence: e.SourceEventSequence,
-			CreatedAt: created, ValidFrom: validFrom, ExpiresAt: expiresAt,
-			Changed: t.Changed, LeaseProfile: t.LeaseProfile,
-			Lease:        t.DeliveryLease,
-			InputDigests: t.InputDigests,
-			Values:       t.Values,
-		})
-		a, err := compiled.Artifact(t)
-		if err != nil {
-			return fmt.Errorf("promote %s: %w: %w", env, promoter.ErrInvalid, err)
-		}
-		artifacts = append(artifacts, a)
-		return nil
-	})
-	if err != nil {
-		return promoter.ReleaseInput{}, nil, err
-	}
-	return in, artifacts, nil
 }
 
-// publish makes every target artifact and the release artifact present and
-// signed, then verifies each by digest against the trusted keys. It returns
-// one registry.Result per target artifact, in order, then the release's.
-func publish(ctx context.Context, opts Options, res *compiler.Result, artifacts []registry.Artifact) ([]registry.Result, error) {
+// storeTarget maps one compiled target to the store's: its identity,
+// digests, window, inputs and bytes.
+func storeTarget(env string, t *compiler.Target) (promoter.Target, error) {
+	e := &t.Envelope
+	created, err := time.Parse(time.RFC3339, e.CreatedAt)
+	if err != nil {
+		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
+	}
+	validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
+	if err != nil {
+		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
+	}
+	expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
+	if err != nil {
+		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
+	}
+	return promoter.Target{
+		Host: t.Host, ServiceID: t.ServiceID, EnvTag: t.EnvTag, Audience: t.Audience,
+		SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
+		SnapshotID: t.SnapshotID, PublicationID: t.PublicationID, PolicySnapshotID: t.PolicySnapshotID,
+		ReleaseVersion: t.ReleaseVersion, PolicyVersion: t.PolicyVersion,
+		PolicyDigest: t.PolicyDigest, ContentDigest: t.ContentDigest,
+		PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
+		SchemaVersion: e.SchemaVersion, CompatibilityGeneration: e.CompatibilityGeneration,
+		RevocationEpoch: e.RevocationEpoch, SourceEventSequence: e.SourceEventSequence,
+		CreatedAt: created, ValidFrom: validFrom, ExpiresAt: expiresAt,
+		Changed: t.Changed, LeaseProfile: t.LeaseProfile,
+		Lease:        t.DeliveryLease,
+		InputDigests: t.InputDigests,
+		Values:       t.Values,
+	}, nil
+}
+
+// artifactStorer is the part of the store that takes a release's bytes
+// ahead of its recording; *promoter.Store has it. With a store that lacks
+// it, every target carries its bytes into the recording.
+type artifactStorer interface {
+	Head(ctx context.Context, envTag string) (head, pending int64, err error)
+	StoreArtifacts(ctx context.Context, arts []promoter.Artifact) error
+}
+
+var _ artifactStorer = (*promoter.Store)(nil)
+
+// artifactBatchBytes is how many bytes of artifacts publishAndStore hands
+// the store at once.
+const artifactBatchBytes = 16 << 20
+
+// errStopped ends a target stream whose consumer stopped taking targets.
+var errStopped = errors.New("stream stopped")
+
+// publishAndStore takes the release's targets one at a time
+// (res.EachTarget: a result compiled ManifestOnly is compiled again, host by
+// host) and hands each to the registry (PublishSeq: bounded, idempotent) and
+// its bytes to the store in batches of about artifactBatchBytes, ahead of
+// the recording, keeping only the target's metadata in in.Targets: memory
+// holds the artifacts in flight, never every artifact of the release. The
+// bytes are stored ahead only when the environment's head is the
+// release's base (otherwise the recording replays or loses its
+// compare-and-swap, and needs none). Then it verifies every artifact by
+// digest against the trusted keys. It returns one registry.Result per
+// target artifact, in order, then the release's.
+func publishAndStore(ctx context.Context, opts Options, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
 	m := res.Manifest
 	rel, err := compiled.Release(res)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
-	sum, err := opts.Registry.Publish(ctx, registry.PublishRequest{
-		Prefix:    opts.RegistryPrefix,
-		Artifacts: artifacts,
-		Release:   rel,
-		Signer:    opts.Signer,
-	})
+	storer, canStore := opts.Store.(artifactStorer)
+	ahead := false
+	if canStore {
+		head, pending, err := storer.Head(ctx, opts.EnvTag)
+		if err != nil {
+			return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+		}
+		in.ArtifactsStored = true
+		ahead = head == in.BaseReleaseVersion && pending == 0
+	}
+	var (
+		batch     []promoter.Artifact
+		batchSize int
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := storer.StoreArtifacts(ctx, batch)
+		clear(batch)
+		batch, batchSize = batch[:0], 0
+		if err != nil {
+			return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
+		}
+		return nil
+	}
+	var (
+		mu      sync.Mutex
+		results = make(map[string]registry.Result, len(m.Targets)) // by repository
+		release *registry.Result
+	)
+	req := registry.PublishRequest{Prefix: opts.RegistryPrefix, Release: rel, Signer: opts.Signer, Progress: func(r registry.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Kind == registry.KindRelease {
+			release = &r
+			return
+		}
+		results[r.Repository] = r
+	}}
+	in.Targets = make([]promoter.Target, 0, len(m.Targets))
+	targets := func(yield func(registry.Artifact, error) bool) {
+		err := res.EachTarget(ctx, func(t *compiler.Target) error {
+			st, err := storeTarget(opts.EnvTag, t)
+			if err != nil {
+				return err
+			}
+			a, err := compiled.Artifact(t)
+			if err != nil {
+				return fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
+			}
+			want, err := registry.ManifestDigest(a)
+			if err != nil {
+				return fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+			}
+			repo := registry.Repository(opts.RegistryPrefix, a)
+			st.OCIReference, st.OCIManifestDigest = repo+"@"+want.String(), want.String()
+			// The signature itself is randomised (ECDSA); its location is
+			// deterministic, so a re-run hashes to the same command.
+			st.OCISignature = repo + ":" + registry.SignatureTag(want)
+			if canStore {
+				st.Values = nil
+			}
+			if ahead {
+				batch = append(batch, promoter.Artifact{Digest: st.ArtifactDigest, MediaType: st.MediaType, Bytes: t.Values})
+				if batchSize += len(t.Values); batchSize >= artifactBatchBytes {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+			in.Targets = append(in.Targets, st)
+			if !yield(a, nil) {
+				return errStopped
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(registry.Artifact{}, err)
+		}
+	}
+	_, err = opts.Registry.PublishSeq(ctx, req, targets)
 	if errors.Is(err, registry.ErrConflict) {
 		// A tag r<N> already names other content: another release N was
 		// published first. That is a lost compare-and-swap too.
@@ -128,40 +219,56 @@ func publish(ctx context.Context, opts Options, res *compiler.Result, artifacts 
 	if err != nil {
 		return nil, fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
 	}
-	if len(sum.Results) != len(artifacts)+1 {
-		return nil, fmt.Errorf("promote %s release %d: published %d artifacts, want %d: %w", opts.EnvTag, m.ReleaseVersion, len(sum.Results), len(artifacts)+1, promoter.ErrIntegrity)
+	if err := flush(); err != nil {
+		return nil, err
 	}
+	published := make([]registry.Result, 0, len(in.Targets)+1)
+	for i := range in.Targets {
+		t := &in.Targets[i]
+		repo, _, _ := strings.Cut(t.OCIReference, "@")
+		r, ok := results[repo]
+		if !ok || r.Digest != t.OCIManifestDigest {
+			return nil, fmt.Errorf("promote %s: published %q for %s/%s, want manifest %s: %w", opts.EnvTag, r.Ref(), t.Host, t.ServiceID, t.OCIManifestDigest, promoter.ErrIntegrity)
+		}
+		published = append(published, r)
+	}
+	if release == nil {
+		return nil, fmt.Errorf("promote %s release %d: the release artifact was not published: %w", opts.EnvTag, m.ReleaseVersion, promoter.ErrIntegrity)
+	}
+	published = append(published, *release)
+	if err := verifyPublished(ctx, opts, m.ReleaseVersion, published, in.Targets); err != nil {
+		return nil, err
+	}
+	return published, nil
+}
+
+// verifyPublished verifies every published artifact by digest against the
+// trusted keys (the Signer's public key by default); published[i] is the
+// artifact of targets[i], the release artifact comes last.
+func verifyPublished(ctx context.Context, opts Options, release int64, published []registry.Result, targets []promoter.Target) error {
 	keys := opts.TrustedKeys
 	if len(keys) == 0 {
 		pub, ok := opts.Signer.Public().(*ecdsa.PublicKey)
 		if !ok {
-			return nil, fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, promoter.ErrInvalid)
+			return fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, promoter.ErrInvalid)
 		}
 		k, err := signing.NewTrustedKey(pub)
 		if err != nil {
-			return nil, fmt.Errorf("promote %s: signer: %w", opts.EnvTag, err)
+			return fmt.Errorf("promote %s: signer: %w", opts.EnvTag, err)
 		}
 		keys = []signing.TrustedKey{k}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(verifyConcurrency)
-	for i, r := range sum.Results {
+	for i, r := range published {
 		var id *bundle.Identity
-		if i < len(artifacts) {
-			a := &artifacts[i]
-			want, err := registry.ManifestDigest(*a)
-			if err != nil {
-				return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
-			}
-			if r.Digest != want.String() {
-				return nil, fmt.Errorf("promote %s: published %s for %s/%s, want manifest %s: %w", opts.EnvTag, r.Ref(), a.Host, a.ServiceID, want, promoter.ErrIntegrity)
-			}
-			id = &bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
+		if i < len(targets) {
+			id = &bundle.Identity{Host: targets[i].Host, ServiceID: targets[i].ServiceID, EnvTag: targets[i].EnvTag}
 		}
 		g.Go(func() error {
 			v, err := opts.Registry.Verify(gctx, r.Ref(), registry.VerifyOptions{Keys: keys, Identity: id})
 			if err != nil {
-				return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, m.ReleaseVersion, err)
+				return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, release, err)
 			}
 			if v.Digest != r.Digest {
 				return fmt.Errorf("promote %s: verified %s, want %s: %w", opts.EnvTag, v.Ref(), r.Ref(), promoter.ErrIntegrity)
@@ -169,10 +276,7 @@ func publish(ctx context.Context, opts Options, res *compiler.Result, artifacts 
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return sum.Results, nil
+	return g.Wait()
 }
 
 // verifyConcurrency bounds the artifacts verified at once.

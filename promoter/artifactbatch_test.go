@@ -105,3 +105,148 @@ func TestRecordsArtifactsInBoundedStatements(t *testing.T) {
 		t.Fatalf("release 3 recorded %d times after the refusal (%v), want 0", n, err)
 	}
 }
+
+// TestRecordsArtifactsStoredAhead: StoreArtifacts stores a release's bytes
+// in bounded statements before the recording, which then takes targets
+// without bytes (ArtifactsStored) and references the rows; storing again is
+// a no-op; a release naming an artifact that was not stored is refused
+// naming the target and digest, with nothing recorded; bytes that do not
+// hash to their digest, and a media type other than the stored one, are
+// refused; an input that both says its artifacts are stored and carries
+// bytes is invalid; and the same release recorded with its bytes inline is
+// the same command (a replay).
+func TestRecordsArtifactsStoredAhead(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.New(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts artifactStatements
+	cfg.ConnConfig.Tracer = &stmts
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	now := t0
+	in := release("prod", 1, 0, 40, nil, nil)
+	size := len(in.Targets[0].Values)
+	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return now }}
+	promoter.SetArtifactBatchBytes(&opts, 4*size+size/2)
+	store, err := promoter.Open(ctx, pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM configpub."+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	arts := func(in promoter.ReleaseInput) []promoter.Artifact {
+		out := make([]promoter.Artifact, len(in.Targets))
+		for i, tg := range in.Targets {
+			out[i] = promoter.Artifact{Digest: tg.ArtifactDigest, MediaType: tg.MediaType, Bytes: tg.Values}
+		}
+		return out
+	}
+	headless := func(in promoter.ReleaseInput) promoter.ReleaseInput {
+		out := in
+		out.Targets = append([]promoter.Target(nil), in.Targets...)
+		for i := range out.Targets {
+			out.Targets[i].Values = nil
+		}
+		out.ArtifactsStored = true
+		return out
+	}
+
+	// Half the artifacts stored: the recording names the first missing one.
+	if err := store.StoreArtifacts(ctx, arts(in)[:20]); err != nil {
+		t.Fatal(err)
+	}
+	_, err = store.RecordAndActivate(ctx, headless(in))
+	if !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), in.Targets[20].ArtifactDigest) ||
+		!strings.Contains(err.Error(), in.Targets[20].Host) || !strings.Contains(err.Error(), "not stored") {
+		t.Fatalf("recording with 20 of 40 artifacts stored: %v, want ErrInvalid naming target 20 and its artifact", err)
+	}
+	if n := count("config_release"); n != 0 {
+		t.Fatalf("%d releases recorded after the refusal, want 0", n)
+	}
+
+	before := stmts.n.Load()
+	if err := store.StoreArtifacts(ctx, arts(in)); err != nil {
+		t.Fatal(err)
+	}
+	if got := stmts.n.Load() - before; got < 40/5 || got > 40/3 {
+		t.Errorf("stored 40 artifacts in %d statements of at most %d bytes, want about 10", got, 4*size+size/2)
+	}
+	if err := store.StoreArtifacts(ctx, arts(in)); err != nil {
+		t.Fatalf("storing the same artifacts again: %v", err)
+	}
+	if n := count("artifact"); n != 40 {
+		t.Fatalf("%d artifacts stored, want 40", n)
+	}
+	before = stmts.n.Load()
+	res, err := store.RecordAndActivate(ctx, headless(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stmts.n.Load() - before; got != 0 {
+		t.Errorf("the recording of stored artifacts inserted artifacts in %d statements, want none", got)
+	}
+	if res.Moved != 40 {
+		t.Fatalf("moved %d pointers, want 40", res.Moved)
+	}
+	for _, tg := range in.Targets {
+		var b []byte
+		if err := pool.QueryRow(ctx, `SELECT a.bytes FROM configpub.current_pointer p
+			JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
+			JOIN configpub.artifact a ON a.artifact_digest = s.artifact_digest
+			WHERE p.host = $1 AND p.service_id = $2`, tg.Host, tg.ServiceID).Scan(&b); err != nil || string(b) != string(tg.Values) {
+			t.Fatalf("served bytes of %s: %q, %v; want its artifact", tg.Host, b, err)
+		}
+	}
+	// The same release with its bytes inline is the same command.
+	again, err := store.RecordAndActivate(ctx, in)
+	if err != nil || !again.Replayed {
+		t.Fatalf("re-recording with the bytes inline: %+v, %v; want a replay", again, err)
+	}
+
+	// Bad artifacts are refused before anything is stored.
+	bad := arts(in)[:1]
+	bad[0].Bytes = []byte("tampered: true\n")
+	if err := store.StoreArtifacts(ctx, bad); !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), in.Targets[0].ArtifactDigest) {
+		t.Errorf("storing bytes under another digest: %v, want ErrIntegrity naming %s", err, in.Targets[0].ArtifactDigest)
+	}
+	other := arts(in)[:1]
+	other[0].MediaType = "application/vnd.example.other"
+	if err := store.StoreArtifacts(ctx, other); !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), "application/vnd.example.other") && !strings.Contains(err.Error(), "media type") {
+		t.Errorf("storing an artifact under another media type: %v, want ErrIntegrity", err)
+	}
+	if n := count("artifact"); n != 40 {
+		t.Fatalf("%d artifacts stored after the refusals, want 40", n)
+	}
+
+	// Release 2 names a stored artifact under another media type.
+	in2 := release("prod", 2, 1, 40, func(i int) bool { return i == 39 }, func(int) int64 { return 1 })
+	if err := store.StoreArtifacts(ctx, arts(in2)[:39]); err != nil {
+		t.Fatal(err)
+	}
+	h2 := headless(in2)
+	h2.Targets[39].ArtifactDigest, h2.Targets[39].MediaType = in.Targets[0].ArtifactDigest, "application/vnd.example.other"
+	if _, err := store.RecordAndActivate(ctx, h2); !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), "media type") {
+		t.Fatalf("recording a stored artifact under another media type: %v, want ErrIntegrity", err)
+	}
+	// Bytes and ArtifactsStored together are refused.
+	mixed := headless(in2)
+	mixed.Targets[3].Values = in2.Targets[3].Values
+	if _, err := store.RecordAndActivate(ctx, mixed); !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), "artifactsStored") {
+		t.Fatalf("recording stored artifacts with bytes: %v, want ErrInvalid naming artifactsStored", err)
+	}
+	if n := count("config_release"); n != 1 {
+		t.Fatalf("%d releases recorded after the refusals, want 1", n)
+	}
+}

@@ -6,6 +6,10 @@
 //
 // # Store
 //
+//   - StoreArtifacts stores a release's artifact bytes ahead of its
+//     recording, content-addressed, in bounded statements, as an OCI client
+//     uploads blobs before the manifest; a ReleaseInput with ArtifactsStored
+//     then references them instead of carrying the bytes.
 //   - RecordAndActivate records a compiled release (artifacts, immutable
 //     snapshots, the release row and its targets) under a compare-and-swap on
 //     the environment's head, the latest recorded release, then activates

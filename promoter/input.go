@@ -55,7 +55,9 @@ type Target struct {
 	OCIReference, OCIManifestDigest, OCISignature string
 
 	MediaType string // of Values; "" = registry.ValuesArtifactType
-	Values    []byte // exact values.yml bytes; sha256(Values) must equal ArtifactDigest
+	// Values is the exact values.yml bytes; sha256(Values) must equal
+	// ArtifactDigest. Nil when the input's ArtifactsStored is set.
+	Values []byte
 }
 
 // Identity returns the target's runtime identity.
@@ -78,6 +80,13 @@ type ReleaseInput struct {
 	Reviewers                          []string
 	Reason                             string
 	Targets                            []Target
+	// ArtifactsStored: the targets' artifacts were stored with
+	// Store.StoreArtifacts beforehand, so the targets carry no Values; the
+	// recording checks that every artifact is stored and references it.
+	// A caller that streams a large release sets it and never holds every
+	// artifact's bytes at once. It is not part of the command: the same
+	// release recorded either way is the same command.
+	ArtifactsStored bool
 	// Rollout is the environment's rollout policy as compiled with the
 	// release (activation mode, freeze windows, health gate), recorded
 	// with it and never changed.
@@ -128,7 +137,7 @@ func (in *ReleaseInput) validate() error {
 	snaps := make(map[string]bundle.Identity, len(in.Targets))
 	for i := range in.Targets {
 		t := &in.Targets[i]
-		if err := t.validate(in.EnvTag, in.ReleaseVersion); err != nil {
+		if err := t.validate(in.EnvTag, in.ReleaseVersion, in.ArtifactsStored); err != nil {
 			return fmt.Errorf("target %d (%s): %w", i, t.Identity(), err)
 		}
 		if seen[t.Identity()] {
@@ -143,7 +152,7 @@ func (in *ReleaseInput) validate() error {
 	return nil
 }
 
-func (t *Target) validate(env string, release int64) error {
+func (t *Target) validate(env string, release int64, stored bool) error {
 	if t.Host == "" || t.ServiceID == "" {
 		return invalid("host/serviceId", "empty")
 	}
@@ -184,14 +193,22 @@ func (t *Target) validate(env string, release int64) error {
 		return invalid("validFrom/expiresAt", "activation window %s..%s: want validFrom < expiresAt",
 			formatTime(t.ValidFrom), formatTime(t.ExpiresAt))
 	}
-	if len(t.Values) == 0 {
+	switch {
+	case stored && t.Values != nil:
+		return invalid("values", "set although the input's artifacts are stored ahead (artifactsStored)")
+	case !stored && len(t.Values) == 0:
 		return invalid("values", "empty")
 	}
 	return nil
 }
 
-// verifyArtifacts checks sha256(Values) == ArtifactDigest for every target.
+// verifyArtifacts checks sha256(Values) == ArtifactDigest for every target
+// that carries its bytes (stored artifacts were checked by StoreArtifacts,
+// and the table ties every digest to its bytes).
 func (in *ReleaseInput) verifyArtifacts() error {
+	if in.ArtifactsStored {
+		return nil
+	}
 	for i := range in.Targets {
 		t := &in.Targets[i]
 		if got := digest.FromBytes(t.Values).String(); got != t.ArtifactDigest {

@@ -192,7 +192,7 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	if err := s.fault(ctx, "record:environment", tx); err != nil {
 		return 0, nil, err
 	}
-	if err := insertArtifacts(ctx, tx, in.Targets, s.opts.artifactBatchBytes); err != nil {
+	if err := s.recordArtifacts(ctx, tx, in); err != nil {
 		return 0, nil, err
 	}
 	if err := s.fault(ctx, "record:artifacts", tx); err != nil {
@@ -257,58 +257,6 @@ func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, cmd command, actor, 
 		return err
 	}
 	return setEnv(ctx, tx, e, e.Current, cmd.Release, cmd.ID, now)
-}
-
-// defaultArtifactBatchBytes is how many bytes of artifacts one statement
-// of insertArtifacts sends at most (a single artifact larger than that
-// goes alone): the release's bytes go to the database in statements of
-// bounded size, never as one array of every artifact (which PostgreSQL
-// could not take past 1 GB, and which the client would build whole).
-const defaultArtifactBatchBytes = 16 << 20
-
-// insertArtifacts stores the targets' bytes, content-addressed, in
-// statements of at most maxBytes of artifacts each, inside tx.
-func insertArtifacts(ctx context.Context, tx pgx.Tx, ts []Target, maxBytes int) error {
-	for len(ts) > 0 {
-		n, size := 1, len(ts[0].Values)
-		for n < len(ts) && size+len(ts[n].Values) <= maxBytes {
-			size += len(ts[n].Values)
-			n++
-		}
-		if err := insertArtifactBatch(ctx, tx, ts[:n]); err != nil {
-			return err
-		}
-		ts = ts[n:]
-	}
-	return nil
-}
-
-func insertArtifactBatch(ctx context.Context, tx pgx.Tx, ts []Target) error {
-	n := len(ts)
-	digests, types, bodies := make([]string, n), make([]string, n), make([][]byte, n)
-	for i := range ts {
-		digests[i], types[i], bodies[i] = ts[i].ArtifactDigest, ts[i].mediaType(), ts[i].Values
-	}
-	// The table's CHECK ties every digest to its bytes, so an existing row
-	// with the same digest has the same bytes; only the media type can
-	// disagree.
-	var bad, badType string
-	err := tx.QueryRow(ctx, `WITH input AS (
-			SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) AS x(d, mt, b)
-		), ins AS (
-			INSERT INTO configpub.artifact (artifact_digest, media_type, bytes, size)
-			SELECT DISTINCT ON (d) d, mt, b, octet_length(b) FROM input
-			ON CONFLICT (artifact_digest) DO NOTHING
-		)
-		SELECT i.d, a.media_type FROM input i JOIN configpub.artifact a ON a.artifact_digest = i.d
-		WHERE a.media_type <> i.mt LIMIT 1`, digests, types, bodies).Scan(&bad, &badType)
-	if err == nil {
-		return fmt.Errorf("artifact %s is stored with media type %q: %w", bad, badType, ErrIntegrity)
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return dbErr("insert artifacts", err)
-	}
-	return nil
 }
 
 // snapshotColumns are compared when a snapshot id already exists.

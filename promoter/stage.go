@@ -75,7 +75,7 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
 			return &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 		}
-		if err := insertArtifacts(ctx, tx, in.Targets, s.opts.artifactBatchBytes); err != nil {
+		if err := s.recordArtifacts(ctx, tx, in); err != nil {
 			return err
 		}
 		if err := insertSnapshots(ctx, tx, in.Targets); err != nil {
