@@ -10,10 +10,15 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
+
 	"github.com/configpub/configpub/internal/safetext"
 )
 
 func main() {
+	// A container's memory limit bounds the heap (see setMemoryLimit); a
+	// limit that cannot be read leaves the runtime's default.
+	_, _ = setMemoryLimit(memlimit.FromCgroup)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)

@@ -26,6 +26,9 @@ type buildVersion struct {
 	Commit    string `json:"commit"`
 	GoVersion string `json:"goVersion"`
 	Modified  bool   `json:"modified"`
+	// MemoryLimit is the Go runtime's soft memory limit in bytes (from
+	// GOMEMLIMIT or the container's memory limit), omitted when none.
+	MemoryLimit int64 `json:"memoryLimit,omitempty"`
 }
 
 func (v buildVersion) String() string {
@@ -80,6 +83,7 @@ func addVersionCmd(root *cobra.Command) {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := currentVersion()
+			v.MemoryLimit = memoryLimit()
 			return report(cmd, v, func(w io.Writer) error { _, err := fmt.Fprintf(w, "configpub %s\n", v); return err })
 		},
 	}
