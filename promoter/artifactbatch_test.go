@@ -27,6 +27,33 @@ func (a *artifactStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d
 
 func (a *artifactStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// artifactStore is a store on a fresh database whose pool counts the
+// statements that insert artifacts, with a bound of about 4 artifacts of
+// release 1 (40 targets, in) per statement.
+func artifactStore(t *testing.T) (store *promoter.Store, pool *pgxpool.Pool, stmts *artifactStatements, in promoter.ReleaseInput, size int) {
+	t.Helper()
+	db := pgtest.New(t)
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts = &artifactStatements{}
+	cfg.ConnConfig.Tracer = stmts
+	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	in = release("prod", 1, 0, 40, nil, nil)
+	size = len(in.Targets[0].Values) // every fixture artifact is about this size
+	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return t0 }}
+	promoter.SetArtifactBatchBytes(&opts, 4*size+size/2) // 4 artifacts per statement
+	if store, err = promoter.Open(context.Background(), pool, opts); err != nil {
+		t.Fatal(err)
+	}
+	return store, pool, stmts, in, size
+}
+
 // TestRecordsArtifactsInBoundedStatements: a release whose artifacts
 // exceed the statement bound is recorded in several statements (one per
 // bound's worth of bytes; an artifact larger than the bound alone), every
@@ -36,27 +63,7 @@ func (a *artifactStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.Trace
 // nothing of that release recorded.
 func TestRecordsArtifactsInBoundedStatements(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.New(t)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts artifactStatements
-	cfg.ConnConfig.Tracer = &stmts
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	now := t0
-	in := release("prod", 1, 0, 40, nil, nil)
-	size := len(in.Targets[0].Values) // every fixture artifact is about this size
-	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return now }}
-	promoter.SetArtifactBatchBytes(&opts, 4*size+size/2) // 4 artifacts per statement
-	store, err := promoter.Open(ctx, pool, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, pool, stmts, in, size := artifactStore(t)
 	if _, err := store.RecordAndActivate(ctx, in); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +104,7 @@ func TestRecordsArtifactsInBoundedStatements(t *testing.T) {
 	in3 := release("prod", 3, 2, 40, func(i int) bool { return i == 39 }, func(int) int64 { return 1 })
 	last := &in3.Targets[39]
 	last.Values, last.ArtifactDigest, last.MediaType = in.Targets[0].Values, in.Targets[0].ArtifactDigest, "application/vnd.example.other"
-	_, err = store.RecordAndActivate(ctx, in3)
+	_, err := store.RecordAndActivate(ctx, in3)
 	if !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), in.Targets[0].ArtifactDigest) {
 		t.Fatalf("release 3 with an artifact under another media type: %v, want ErrIntegrity naming %s", err, in.Targets[0].ArtifactDigest)
 	}
@@ -117,27 +124,7 @@ func TestRecordsArtifactsInBoundedStatements(t *testing.T) {
 // the same command (a replay).
 func TestRecordsArtifactsStoredAhead(t *testing.T) {
 	ctx := context.Background()
-	db := pgtest.New(t)
-	cfg, err := pgxpool.ParseConfig(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts artifactStatements
-	cfg.ConnConfig.Tracer = &stmts
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	now := t0
-	in := release("prod", 1, 0, 40, nil, nil)
-	size := len(in.Targets[0].Values)
-	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return now }}
-	promoter.SetArtifactBatchBytes(&opts, 4*size+size/2)
-	store, err := promoter.Open(ctx, pool, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, pool, stmts, in, size := artifactStore(t)
 	count := func(table string) int {
 		t.Helper()
 		var n int
@@ -167,7 +154,7 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 	if err := store.StoreArtifacts(ctx, arts(in)[:20]); err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.RecordAndActivate(ctx, headless(in))
+	_, err := store.RecordAndActivate(ctx, headless(in))
 	if !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), in.Targets[20].ArtifactDigest) ||
 		!strings.Contains(err.Error(), in.Targets[20].Host) || !strings.Contains(err.Error(), "not stored") {
 		t.Fatalf("recording with 20 of 40 artifacts stored: %v, want ErrInvalid naming target 20 and its artifact", err)
