@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -109,6 +110,10 @@ var _ artifactStorer = (*promoter.Store)(nil)
 // the store at once.
 const artifactBatchBytes = 16 << 20
 
+// progressInterval is how often a promotion logs its publication's
+// progress (and once when every artifact is published).
+const progressInterval = 5 * time.Second
+
 // errStopped ends a target stream whose consumer stopped taking targets.
 var errStopped = errors.New("stream stopped")
 
@@ -123,7 +128,7 @@ var errStopped = errors.New("stream stopped")
 // compare-and-swap, and needs none). Then it verifies every artifact by
 // digest against the trusted keys. It returns one registry.Result per
 // target artifact, in order, then the release's.
-func publishAndStore(ctx context.Context, opts Options, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
+func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
 	m := res.Manifest
 	rel, err := compiled.Release(res)
 	if err != nil {
@@ -159,15 +164,27 @@ func publishAndStore(ctx context.Context, opts Options, res *compiler.Result, in
 		mu      sync.Mutex
 		results = make(map[string]registry.Result, len(m.Targets)) // by repository
 		release *registry.Result
+		done    int // artifacts published, the release's included
+		pushed  int
+		last    = clock()
 	)
+	total := len(m.Targets) + 1
 	req := registry.PublishRequest{Prefix: opts.RegistryPrefix, Release: rel, Signer: opts.Signer, Progress: func(r registry.Result) {
 		mu.Lock()
 		defer mu.Unlock()
+		done++
+		if r.Pushed {
+			pushed++
+		}
 		if r.Kind == registry.KindRelease {
 			release = &r
-			return
+		} else {
+			results[r.Repository] = r
 		}
-		results[r.Repository] = r
+		if done == total || clock().Sub(last) >= progressInterval {
+			last = clock()
+			log.InfoContext(ctx, "publishing", "artifacts", done, "of", total, "pushed", pushed)
+		}
 	}}
 	in.Targets = make([]promoter.Target, 0, len(m.Targets))
 	targets := func(yield func(registry.Artifact, error) bool) {

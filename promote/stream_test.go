@@ -1,7 +1,11 @@
 package promote_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,15 +67,23 @@ func (i *inlineStore) Status(ctx context.Context, env string) (*promoter.Status,
 // (ArtifactsStored); the store serves the exact artifacts the registry
 // holds. Re-running the promotion stores nothing (the head is no longer
 // the release's base) and replays. A store that cannot take artifacts
-// ahead gets every target's bytes in the recording instead.
+// ahead gets every target's bytes in the recording instead. The promotion
+// logs its publication's progress.
 func TestPromoteStoresArtifactsAheadOfTheRecording(t *testing.T) {
 	h := promotertest.New(t)
 	w := &watchedStore{Store: h.Store, stored: map[string][]byte{}}
 	o := h.Options(h.Repo.R1)
 	o.Store = w
+	var logged bytes.Buffer
+	o.Logger = slog.New(slog.NewTextHandler(&logged, nil))
 	res, err := h.Promote(t, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Progress: the last record counts every artifact, the release's too.
+	n := len(h.Repo.Snapshots[h.Repo.R1]) + 1
+	if want := fmt.Sprintf("msg=publishing artifacts=%d of=%d pushed=%d", n, n, n); !strings.Contains(logged.String(), want) {
+		t.Errorf("promotion log has no %q:\n%s", want, logged.String())
 	}
 	if len(w.recorded) != 1 {
 		t.Fatalf("recorded %d times, want once", len(w.recorded))
