@@ -82,7 +82,7 @@ func commitAll(t *testing.T, dir string, files map[string]string) plumbing.Hash 
 
 // commitFiles writes files into the worktree of dir and commits them by a
 // fixed author at at.
-func commitFiles(t *testing.T, dir string, files map[string]string, msg string, at time.Time) plumbing.Hash {
+func commitFiles(t testing.TB, dir string, files map[string]string, msg string, at time.Time) plumbing.Hash {
 	t.Helper()
 	r, err := git.PlainOpen(dir)
 	if err != nil {

@@ -23,20 +23,22 @@ var errSymlink = errors.New("symbolic links in a commit tree are not followed")
 // touching any worktree. Every file reports c's committer time (UTC) as its
 // ModTime. Regular and executable files can be opened; symbolic links and
 // submodules are listed but refuse Open. Files are read lazily. The FS is
-// safe for concurrent use.
+// safe for concurrent use. Each directory's tree object is decoded once
+// and every lookup in it is a map lookup, so reading every file of a
+// directory of n entries costs O(n), not O(n²).
 func Tree(c *object.Commit) (fs.FS, error) {
 	tree, err := c.Tree()
 	if err != nil {
 		return nil, fmt.Errorf("read tree of commit %s: %w", c.Hash, err)
 	}
-	return &treeFS{root: tree, modTime: c.Committer.When.UTC()}, nil
+	return &treeFS{dirs: map[string]*object.Tree{".": tree}, modTime: c.Committer.When.UTC()}, nil
 }
 
 // treeFS implements fs.FS, fs.ReadFileFS, fs.ReadDirFS and fs.StatFS over a
 // go-git tree. go-git trees cache lookups internally, hence the mutex.
 type treeFS struct {
 	mu      sync.Mutex
-	root    *object.Tree
+	dirs    map[string]*object.Tree // decoded directories by path, "." the root
 	modTime time.Time
 }
 
@@ -46,29 +48,53 @@ var (
 	_ fs.StatFS     = (*treeFS)(nil)
 )
 
-func (f *treeFS) lookup(op, name string) (*object.TreeEntry, error) {
+// dir returns the decoded tree of directory name, decoding it (and its
+// parents) the first time.
+func (f *treeFS) dir(name string) (*object.Tree, error) {
+	if t, ok := f.dirs[name]; ok {
+		return t, nil
+	}
+	parent, err := f.dir(path.Dir(name))
+	if err != nil {
+		return nil, err
+	}
+	t, err := parent.Tree(path.Base(name)) // one path element: the parent's entry map
+	if err != nil {
+		return nil, err
+	}
+	f.dirs[name] = t
+	return t, nil
+}
+
+// lookup finds the entry at name and the tree of the directory holding it
+// (nil for ".").
+func (f *treeFS) lookup(op, name string) (*object.TreeEntry, *object.Tree, error) {
 	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+		return nil, nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
 	if name == "." {
-		return &object.TreeEntry{Name: ".", Mode: filemode.Dir, Hash: f.root.Hash}, nil
+		return &object.TreeEntry{Name: ".", Mode: filemode.Dir, Hash: f.dirs["."].Hash}, nil, nil
 	}
-	e, err := f.root.FindEntry(name)
+	parent, err := f.dir(path.Dir(name))
 	if err != nil {
-		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+		return nil, nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
-	return e, nil
+	e, err := parent.FindEntry(path.Base(name))
+	if err != nil {
+		return nil, nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	return e, parent, nil
 }
 
 // Open opens a file or directory of the tree.
 func (f *treeFS) Open(name string) (fs.File, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, err := f.lookup("open", name)
+	e, parent, err := f.lookup("open", name)
 	if err != nil {
 		return nil, err
 	}
-	info := f.info(name, e)
+	info := f.info(name, parent, e)
 	switch {
 	case e.Mode == filemode.Dir:
 		entries, err := f.readDir(name)
@@ -77,10 +103,11 @@ func (f *treeFS) Open(name string) (fs.File, error) {
 		}
 		return &dirFile{info: info, entries: entries}, nil
 	case e.Mode.IsFile() && e.Mode != filemode.Symlink:
-		b, err := f.readBlob(name)
+		b, err := readEntry(name, parent, e)
 		if err != nil {
 			return nil, err
 		}
+		info.setSize(int64(len(b)))
 		return &file{info: info, r: bytes.NewReader(b)}, nil
 	case e.Mode == filemode.Symlink:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errSymlink}
@@ -106,7 +133,7 @@ func (f *treeFS) ReadFile(name string) ([]byte, error) {
 func (f *treeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, err := f.lookup("readdir", name)
+	e, _, err := f.lookup("readdir", name)
 	if err != nil {
 		return nil, err
 	}
@@ -120,31 +147,29 @@ func (f *treeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 func (f *treeFS) Stat(name string) (fs.FileInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	e, err := f.lookup("stat", name)
+	e, parent, err := f.lookup("stat", name)
 	if err != nil {
 		return nil, err
 	}
-	return f.info(name, e), nil
+	return f.info(name, parent, e), nil
 }
 
 func (f *treeFS) readDir(name string) ([]fs.DirEntry, error) {
-	t := f.root
-	if name != "." {
-		var err error
-		if t, err = f.root.Tree(name); err != nil {
-			return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
-		}
+	t, err := f.dir(name)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: err}
 	}
 	out := make([]fs.DirEntry, 0, len(t.Entries))
 	for i := range t.Entries {
-		out = append(out, fs.FileInfoToDirEntry(f.info(path.Join(name, t.Entries[i].Name), &t.Entries[i])))
+		out = append(out, fs.FileInfoToDirEntry(f.info(path.Join(name, t.Entries[i].Name), t, &t.Entries[i])))
 	}
 	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
 }
 
-func (f *treeFS) readBlob(name string) ([]byte, error) {
-	file, err := f.root.File(name)
+// readEntry reads the blob of entry e of directory tree parent.
+func readEntry(name string, parent *object.Tree, e *object.TreeEntry) ([]byte, error) {
+	file, err := parent.TreeEntryFile(e)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
@@ -160,8 +185,10 @@ func (f *treeFS) readBlob(name string) ([]byte, error) {
 	return b, nil
 }
 
-// info describes the entry e found at the slash-separated path name.
-func (f *treeFS) info(name string, e *object.TreeEntry) *fileInfo {
+// info describes the entry e of directory tree parent found at the
+// slash-separated path name. A file's size is read from its blob when first
+// asked for (listing a directory reads no blob).
+func (f *treeFS) info(name string, parent *object.Tree, e *object.TreeEntry) *fileInfo {
 	fi := &fileInfo{name: path.Base(name), modTime: f.modTime}
 	switch e.Mode {
 	case filemode.Dir:
@@ -176,8 +203,15 @@ func (f *treeFS) info(name string, e *object.TreeEntry) *fileInfo {
 		fi.mode = 0o444
 	}
 	if e.Mode.IsFile() && e.Mode != filemode.Symlink {
-		if size, err := f.root.Size(name); err == nil {
-			fi.size = size
+		entry := *e
+		fi.sizeOf = func() int64 {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			file, err := parent.TreeEntryFile(&entry)
+			if err != nil {
+				return 0
+			}
+			return file.Size
 		}
 	}
 	return fi

@@ -5,19 +5,37 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"sync"
 	"time"
 )
 
 // fileInfo implements fs.FileInfo for tree entries.
 type fileInfo struct {
 	name    string
-	size    int64
 	mode    fs.FileMode
 	modTime time.Time
+
+	once   sync.Once
+	size   int64
+	sizeOf func() int64 // reads the size the first time it is asked for; nil: size is known
 }
 
-func (i *fileInfo) Name() string       { return i.name }
-func (i *fileInfo) Size() int64        { return i.size }
+func (i *fileInfo) Name() string { return i.name }
+
+// Size is the size of a file's blob, 0 for a directory or when the blob
+// cannot be read (opening the file then reports the error).
+func (i *fileInfo) Size() int64 {
+	i.once.Do(func() {
+		if i.sizeOf != nil {
+			i.size, i.sizeOf = i.sizeOf(), nil
+		}
+	})
+	return i.size
+}
+
+// setSize records a size already known (the blob was read).
+func (i *fileInfo) setSize(n int64) { i.once.Do(func() { i.size, i.sizeOf = n, nil }) }
+
 func (i *fileInfo) Mode() fs.FileMode  { return i.mode }
 func (i *fileInfo) ModTime() time.Time { return i.modTime }
 func (i *fileInfo) IsDir() bool        { return i.mode.IsDir() }
