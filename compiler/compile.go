@@ -197,7 +197,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: schemas: %w", err)
 	}
-	ss, err := loadSources(fsys, set)
+	ss, err := loadSources(ctx, fsys, set)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,8 +108,8 @@ func (ss *sources) names(kind string) []string {
 }
 
 // loadSources reads every *.yaml/*.yml file of fsys except hidden paths and
-// the releases directory, strictly.
-func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
+// the releases directory, strictly. A cancelled ctx stops it between files.
+func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, error) {
 	ss := &sources{byKind: map[string]map[string]*source{}}
 	// Hidden entries and the releases directory are not sources; any other
 	// symbolic link or special file is refused by the tree reader.
@@ -129,6 +130,9 @@ func loadSources(fsys fs.FS, set *schemas.Set) (*sources, error) {
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
 	err = parallel(len(paths), func(i int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		b, err := fs.ReadFile(fsys, paths[i])
 		if err != nil {
 			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)

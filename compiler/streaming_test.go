@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,5 +165,37 @@ func TestEachTargetStreamsTheRelease(t *testing.T) {
 	err = lean.EachTarget(ctx, func(*compiler.Target) error { n++; return nil })
 	if !errors.Is(err, compiler.ErrNotReproduced) || n != 40 {
 		t.Fatalf("manifest entry 40 edited: EachTarget returned %v after %d targets, want ErrNotReproduced after 40", err, n)
+	}
+}
+
+// readCounter counts the files read from an fs.FS.
+type readCounter struct {
+	fs.FS
+	n atomic.Int64
+}
+
+func (r *readCounter) Open(name string) (fs.File, error) {
+	f, err := r.FS.Open(name)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && !st.IsDir() {
+			r.n.Add(1)
+		}
+	}
+	return f, err
+}
+
+// TestCompileStopsWhenCancelled: a compile whose context is cancelled
+// (SIGTERM, Ctrl-C) stops between files while loading the sources instead
+// of reading the whole repository first.
+func TestCompileStopsWhenCancelled(t *testing.T) {
+	repo := &readCounter{FS: gen.Repo(gen.Options{Targets: 2000, EnvTag: "bench"})}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := compiler.Compile(ctx, repo, compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("compile with a cancelled context: %v, want context.Canceled", err)
+	}
+	if n := repo.n.Load(); n > 0 {
+		t.Errorf("opened files %d times after the cancellation, want none", n)
 	}
 }
