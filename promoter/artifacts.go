@@ -19,11 +19,15 @@ type Artifact struct {
 	Bytes     []byte
 }
 
-func (a *Artifact) mediaType() string {
-	if a.MediaType == "" {
+func (a *Artifact) mediaType() string { return mediaTypeOr(a.MediaType) }
+
+// mediaTypeOr is an artifact's media type, registry.ValuesArtifactType
+// when mt is "".
+func mediaTypeOr(mt string) string {
+	if mt == "" {
 		return registry.ValuesArtifactType
 	}
-	return a.MediaType
+	return mt
 }
 
 // defaultArtifactBatchBytes is how many bytes of artifacts one statement

@@ -16,7 +16,6 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/digest"
-	"github.com/configpub/configpub/registry"
 )
 
 // LeaseWindow is a rolling delivery lease: offsets from a manifest's
@@ -294,12 +293,7 @@ func (in *ReleaseInput) commandHash() string {
 	return h.sum()
 }
 
-func (t *Target) mediaType() string {
-	if t.MediaType == "" {
-		return registry.ValuesArtifactType
-	}
-	return t.MediaType
-}
+func (t *Target) mediaType() string { return mediaTypeOr(t.MediaType) }
 
 func (t *Target) schemaVersion() int {
 	if t.SchemaVersion == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -32,7 +33,7 @@ func setMemoryLimit(limit memlimit.Provider) (int64, error) {
 // memoryLimit is the Go runtime's soft memory limit, 0 when there is none.
 func memoryLimit() int64 {
 	n := debug.SetMemoryLimit(-1)
-	if n == 1<<63-1 {
+	if n == math.MaxInt64 {
 		return 0
 	}
 	return n
