@@ -3,6 +3,7 @@ package compiler
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -212,14 +213,14 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	newC := func(base *bundle.Manifest, baseBytes []byte, release int64, createdAt time.Time, reproduce bool) *compilation {
-		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base, baseBytes: baseBytes,
+	newC := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) *compilation {
+		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}
 	}
 	// start runs one derivation; a ManifestOnly result keeps how to run it
 	// again, for EachTarget.
-	start := func(base *bundle.Manifest, baseBytes []byte, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
-		again := func() *compilation { return newC(base, baseBytes, release, createdAt, reproduce) }
+	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
+		again := func() *compilation { return newC(base, release, createdAt, reproduce) }
 		res, err := again().run(ctx)
 		if err != nil {
 			return nil, err
@@ -230,7 +231,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return res, nil
 	}
 	if cr == nil {
-		res, err := start(nil, nil, 1, opts.CreatedAt, false)
+		res, err := start(nil, 1, opts.CreatedAt, false)
 		if err != nil {
 			return nil, err
 		}
@@ -242,21 +243,28 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	prev, verr := previousRelease(ctx, opts, cr.header.ReleaseVersion)
 	derive := func() (*Result, error) {
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
-		return start(prev, nil, cr.header.ReleaseVersion, at, false)
+		return start(prev, cr.header.ReleaseVersion, at, false)
 	}
 	derived := false
 	if verr == nil {
+		// While release N derives, the committed release is held by its
+		// digest only (a large release is tens of megabytes), and read
+		// again if it turns out to differ.
+		cr.letGo()
 		d, err := derive()
 		if err != nil {
 			return nil, err
 		}
-		if bytes.Equal(d.ManifestBytes, cr.bytes) {
+		if cr.matches(d.ManifestBytes) {
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the
 			// result holds it once.
 			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
 			d.UpToDate = true
 			return d, nil
+		}
+		if err := cr.reload(fsys, opts.EnvTag); err != nil {
+			return nil, err
 		}
 		committed, err := cr.manifest()
 		if err != nil {
@@ -285,7 +293,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := start(committed, cr.bytes, committed.ReleaseVersion+1, opts.CreatedAt, true)
+	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -315,6 +323,42 @@ type committedRelease struct {
 	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
 	unlisted []string             // files in releases/<env>/ the root does not list
 	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
+	// sum is the SHA-256 of bytes, which letGo drops (reload reads them
+	// again).
+	sum [sha256.Size]byte
+}
+
+// letGo drops the bytes of a sharded release, keeping their digest: a
+// compile that derives the same release never needs them (matches).
+func (c *committedRelease) letGo() {
+	if c.m == nil && c.bytes != nil {
+		c.sum = sha256.Sum256(c.bytes)
+		c.bytes, c.files = nil, nil
+	}
+}
+
+// matches reports whether b is the committed release, byte for byte.
+func (c *committedRelease) matches(b []byte) bool {
+	if c.bytes != nil {
+		return bytes.Equal(b, c.bytes)
+	}
+	return sha256.Sum256(b) == c.sum
+}
+
+// reload reads the bytes letGo dropped, which must not have changed since.
+func (c *committedRelease) reload(fsys fs.FS, env string) error {
+	if c.bytes != nil {
+		return nil
+	}
+	again, err := loadCommitted(fsys, env)
+	if err != nil {
+		return err
+	}
+	if again == nil || again.m != nil || sha256.Sum256(again.bytes) != c.sum {
+		return fmt.Errorf("compile %s: %s changed while it was compiled", env, ManifestPath(env))
+	}
+	c.bytes, c.files, c.unlisted = again.bytes, again.files, again.unlisted
+	return nil
 }
 
 // manifest parses the committed release (once); one that breaks its own
@@ -454,7 +498,6 @@ type compilation struct {
 	// against base, the result is base itself (how `compile` leaves an
 	// up-to-date release alone).
 	base      *bundle.Manifest
-	baseBytes []byte
 	baseIdx   map[[2]string]*bundle.TargetEntry
 	next      int64
 	reproduce bool

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -187,4 +188,73 @@ func keys(m map[string][]byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// rereadFS is the fixture directory through os.DirFS, counting the opens of
+// the release files; before the root is opened a second time it calls
+// onReread (a test edits the release on disk there, as a concurrent writer
+// would while it is compiled).
+type rereadFS struct {
+	fs.FS
+	opens    map[string]int
+	onReread func()
+}
+
+func (f *rereadFS) Open(name string) (fs.File, error) {
+	if strings.HasPrefix(name, compiler.ReleasesDir+"/") {
+		f.opens[name]++
+		if name == compiler.ManifestPath("dev") && f.opens[name] == 2 && f.onReread != nil {
+			f.onReread()
+		}
+	}
+	return f.FS.Open(name)
+}
+
+// Stat does not count as a read.
+func (f *rereadFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(f.FS, name) }
+
+// TestCommittedReleaseHeldByDigest: while release N derives, the committed
+// release is held by its digest only. Up to date, its files are read once;
+// when it differs they are read again to be parsed, and a release that
+// changed in between is refused rather than compared half old, half new.
+func TestCommittedReleaseHeldByDigest(t *testing.T) {
+	dir := copyRepo(t)
+	root := filepath.Join(dir, compiler.ManifestPath("dev"))
+
+	f := &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}}
+	res, err := compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.UpToDate || f.opens[compiler.ManifestPath("dev")] != 1 {
+		t.Fatalf("up to date %v (%v), root opened %d times, want up to date, once", res.UpToDate, res.Stale(), f.opens[compiler.ManifestPath("dev")])
+	}
+	if !bytes.Equal(res.BaseBytes, res.ManifestBytes) {
+		t.Fatal("an up-to-date result's base is not the derived release")
+	}
+
+	// Stale (an unlisted shard): read again, parsed, reported as before.
+	if err := os.WriteFile(filepath.Join(dir, "releases", "dev", "old.example.yaml"), []byte("apiVersion: \"configpub.dev/v1\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f = &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}}
+	res, err = compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.UpToDate || !errors.Is(res.Stale(), compiler.ErrStale) || f.opens[compiler.ManifestPath("dev")] != 2 {
+		t.Fatalf("stale: up to date %v, %v, root opened %d times, want 2", res.UpToDate, res.Stale(), f.opens[compiler.ManifestPath("dev")])
+	}
+	if res.Base == nil || !bytes.HasPrefix(res.BaseBytes, []byte(bundle.NewArchive(0))) {
+		t.Fatal("a stale result lost the committed release")
+	}
+
+	// Edited between the two reads: refused, naming the file.
+	f = &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}, onReread: func() {
+		edit(t, root, "releaseVersion: 1\n", "releaseVersion: 1 # edited\n")
+	}}
+	_, err = compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "dev"})
+	if err == nil || !strings.Contains(err.Error(), "releases/dev.yaml changed while it was compiled") {
+		t.Fatalf("release edited while compiled: %v", err)
+	}
 }
