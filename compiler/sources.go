@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
@@ -279,6 +280,9 @@ func decodeInto[T any](s *source) error {
 	if err := s.decode(&d); err != nil {
 		return err
 	}
+	// A large repository repeats most of its names in every document:
+	// hold each once.
+	intern.Strings(&d.Spec)
 	s.spec = d.Spec
 	return nil
 }
