@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -125,18 +126,19 @@ var errStopped = errors.New("stream stopped")
 // holds the artifacts in flight, never every artifact of the release. The
 // bytes are stored ahead only when the environment's head is the
 // release's base (otherwise the recording replays or loses its
-// compare-and-swap, and needs none). Then it verifies every artifact by
-// digest against the trusted keys. It returns one registry.Result per
-// target artifact, in order, then the release's.
+// compare-and-swap, and needs none). Every artifact is verified by digest
+// against the trusted keys as soon as it is published, while the
+// publication goes on (a verification that fails stops it). It returns one
+// registry.Result per target artifact, in order, then the release's.
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
 	m := res.Manifest
 	rel, err := compiled.Release(res)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
-	storer, canStore := opts.Store.(artifactStorer)
+	storer, _ := opts.Store.(artifactStorer)
 	ahead := false
-	if canStore {
+	if storer != nil {
 		head, pending, err := storer.Head(ctx, opts.EnvTag)
 		if err != nil {
 			return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
@@ -144,6 +146,26 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 		in.ArtifactsStored = true
 		ahead = head == in.BaseReleaseVersion && pending == 0
 	}
+	v, err := startVerifier(ctx, opts, m.ReleaseVersion)
+	if err != nil {
+		return nil, err
+	}
+	published, err := publishVerified(v.ctx, opts, log, clock, res, rel, in, storer, ahead, v)
+	if verr := v.wait(); verr != nil {
+		return nil, verr // the cause, when the publication stopped for it
+	}
+	if err != nil {
+		return nil, err
+	}
+	return published, nil
+}
+
+// publishVerified is publishAndStore's publication, handing each completed
+// artifact to v. storer is nil when the store takes every target's bytes in
+// the recording; ahead: hand them to storer now.
+func publishVerified(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, rel *registry.Release,
+	in *promoter.ReleaseInput, storer artifactStorer, ahead bool, v *verifier) ([]registry.Result, error) {
+	m := res.Manifest
 	var (
 		batch     []promoter.Artifact
 		batchSize int
@@ -163,6 +185,7 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 	var (
 		mu      sync.Mutex
 		results = make(map[string]registry.Result, len(m.Targets)) // by repository
+		ids     = map[string]bundle.Identity{}                     // by repository, until verification is queued
 		release *registry.Result
 		done    int // artifacts published, the release's included
 		pushed  int
@@ -171,20 +194,25 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 	total := len(m.Targets) + 1
 	req := registry.PublishRequest{Prefix: opts.RegistryPrefix, Release: rel, Signer: opts.Signer, Progress: func(r registry.Result) {
 		mu.Lock()
-		defer mu.Unlock()
 		done++
 		if r.Pushed {
 			pushed++
 		}
+		job := verifyJob{r: r}
 		if r.Kind == registry.KindRelease {
 			release = &r
 		} else {
 			results[r.Repository] = r
+			id, ok := ids[r.Repository]
+			job.id, job.unknown = &id, !ok
+			delete(ids, r.Repository)
 		}
 		if done == total || clock().Sub(last) >= progressInterval {
 			last = clock()
-			log.InfoContext(ctx, "publishing", "artifacts", done, "of", total, "pushed", pushed)
+			log.InfoContext(ctx, "publishing", "artifacts", done, "of", total, "pushed", pushed, "verified", v.verified.Load())
 		}
+		mu.Unlock()
+		v.add(job) // waits while the verifications fall behind
 	}}
 	in.Targets = make([]promoter.Target, 0, len(m.Targets))
 	targets := func(yield func(registry.Artifact, error) bool) {
@@ -206,9 +234,12 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 			// The signature itself is randomised (ECDSA); its location is
 			// deterministic, so a re-run hashes to the same command.
 			st.OCISignature = repo + ":" + registry.SignatureTag(want)
-			if canStore {
+			if storer != nil {
 				st.Values = nil
 			}
+			mu.Lock()
+			ids[repo] = bundle.Identity{Host: st.Host, ServiceID: st.ServiceID, EnvTag: st.EnvTag}
+			mu.Unlock()
 			if ahead {
 				batch = append(batch, promoter.Artifact{Digest: st.ArtifactDigest, MediaType: st.MediaType, Bytes: t.Values})
 				if batchSize += len(t.Values); batchSize >= artifactBatchBytes {
@@ -227,7 +258,7 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 			yield(registry.Artifact{}, err)
 		}
 	}
-	_, err = opts.Registry.PublishSeq(ctx, req, targets)
+	_, err := opts.Registry.PublishSeq(ctx, req, targets)
 	if errors.Is(err, registry.ErrConflict) {
 		// A tag r<N> already names other content: another release N was
 		// published first. That is a lost compare-and-swap too.
@@ -253,48 +284,95 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 		return nil, fmt.Errorf("promote %s release %d: the release artifact was not published: %w", opts.EnvTag, m.ReleaseVersion, promoter.ErrIntegrity)
 	}
 	published = append(published, *release)
-	if err := verifyPublished(ctx, opts, m.ReleaseVersion, published, in.Targets); err != nil {
-		return nil, err
-	}
 	return published, nil
 }
 
-// verifyPublished verifies every published artifact by digest against the
-// trusted keys (the Signer's public key by default); published[i] is the
-// artifact of targets[i], the release artifact comes last.
-func verifyPublished(ctx context.Context, opts Options, release int64, published []registry.Result, targets []promoter.Target) error {
+// verifier verifies published artifacts by digest against the trusted
+// keys (the Signer's public key by default) while the publication goes on:
+// each as soon as it is published, on verifyConcurrency workers, so that
+// a large release is read back while the registry has it at hand rather
+// than in a second pass after the last push.
+type verifier struct {
+	opts     Options
+	release  int64
+	keys     []signing.TrustedKey
+	queue    chan verifyJob
+	g        *errgroup.Group
+	ctx      context.Context // cancelled once a verification fails
+	verified atomic.Int64
+}
+
+// verifyJob is one published artifact to verify: a target's, with the
+// identity its envelope must name (unknown: the publication reported an
+// artifact no target asked for), or the release artifact (id nil).
+type verifyJob struct {
+	r       registry.Result
+	id      *bundle.Identity
+	unknown bool
+}
+
+func startVerifier(ctx context.Context, opts Options, release int64) (*verifier, error) {
 	keys := opts.TrustedKeys
 	if len(keys) == 0 {
 		pub, ok := opts.Signer.Public().(*ecdsa.PublicKey)
 		if !ok {
-			return fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, promoter.ErrInvalid)
+			return nil, fmt.Errorf("promote %s: signer is not an ECDSA key: %w", opts.EnvTag, promoter.ErrInvalid)
 		}
 		k, err := signing.NewTrustedKey(pub)
 		if err != nil {
-			return fmt.Errorf("promote %s: signer: %w", opts.EnvTag, err)
+			return nil, fmt.Errorf("promote %s: signer: %w", opts.EnvTag, err)
 		}
 		keys = []signing.TrustedKey{k}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(verifyConcurrency)
-	for i, r := range published {
-		var id *bundle.Identity
-		if i < len(targets) {
-			id = &bundle.Identity{Host: targets[i].Host, ServiceID: targets[i].ServiceID, EnvTag: targets[i].EnvTag}
-		}
+	v := &verifier{opts: opts, release: release, keys: keys, queue: make(chan verifyJob, verifyQueue), g: g, ctx: gctx}
+	for range verifyConcurrency {
 		g.Go(func() error {
-			v, err := opts.Registry.Verify(gctx, r.Ref(), registry.VerifyOptions{Keys: keys, Identity: id})
-			if err != nil {
-				return fmt.Errorf("promote %s release %d: %w", opts.EnvTag, release, err)
-			}
-			if v.Digest != r.Digest {
-				return fmt.Errorf("promote %s: verified %s, want %s: %w", opts.EnvTag, v.Ref(), r.Ref(), promoter.ErrIntegrity)
+			for j := range v.queue {
+				if err := v.verify(gctx, j); err != nil {
+					return err
+				}
+				v.verified.Add(1)
 			}
 			return nil
 		})
 	}
-	return g.Wait()
+	return v, nil
 }
 
-// verifyConcurrency bounds the artifacts verified at once.
-const verifyConcurrency = 8
+// add queues a published artifact for verification, waiting while
+// verifyQueue artifacts wait; after a verification failed it drops it.
+func (v *verifier) add(j verifyJob) {
+	select {
+	case v.queue <- j:
+	case <-v.ctx.Done():
+	}
+}
+
+// wait verifies what is queued and returns the first failure.
+func (v *verifier) wait() error {
+	close(v.queue)
+	return v.g.Wait()
+}
+
+func (v *verifier) verify(ctx context.Context, j verifyJob) error {
+	if j.unknown {
+		return fmt.Errorf("promote %s: published %s, which no target of release %d names: %w", v.opts.EnvTag, j.r.Ref(), v.release, promoter.ErrIntegrity)
+	}
+	got, err := v.opts.Registry.Verify(ctx, j.r.Ref(), registry.VerifyOptions{Keys: v.keys, Identity: j.id})
+	if err != nil {
+		return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, err)
+	}
+	if got.Digest != j.r.Digest {
+		return fmt.Errorf("promote %s: verified %s, want %s: %w", v.opts.EnvTag, got.Ref(), j.r.Ref(), promoter.ErrIntegrity)
+	}
+	return nil
+}
+
+// verifyConcurrency bounds the artifacts verified at once; verifyQueue how
+// many published artifacts wait for a verifier before the publication
+// waits for them.
+const (
+	verifyConcurrency = 8
+	verifyQueue       = 1024
+)
