@@ -412,3 +412,33 @@ func TestReleaseIsTheCommitPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeReleaseArtifactVerifies: a release artifact larger than any
+// values artifact may be (a release of 100,000 targets is about 69 MB)
+// publishes, pulls and verifies; it was refused as "out of range" past
+// 64 MiB, so a promotion of 100,000 targets failed at its last
+// verification.
+func TestLargeReleaseArtifactVerifies(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	key := newKey(t)
+	ctx := context.Background()
+	doc := append([]byte(`{"envTag":"prod","releaseVersion":1,"pad":"`), bytes.Repeat([]byte("x"), 64<<20)...)
+	doc = append(doc, `"}`...)
+	rel := &registry.Release{EnvTag: "prod", ReleaseVersion: 1, Manifest: doc, CreatedAt: registrytest.GeneratedCreatedAt}
+	sum, err := c.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Release: rel, Signer: key})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	r := sum.Results[len(sum.Results)-1]
+	if r.Kind != registry.KindRelease {
+		t.Fatalf("last result is a %s artifact, want the release", r.Kind)
+	}
+	v, err := c.Verify(ctx, r.Ref(), registry.VerifyOptions{Keys: trusted(t, key)})
+	if err != nil {
+		t.Fatalf("verify a %d-byte release: %v", len(doc), err)
+	}
+	if !bytes.Equal(v.Content, doc) {
+		t.Fatalf("verified %d bytes, want the %d published", len(v.Content), len(doc))
+	}
+}

@@ -75,7 +75,7 @@ func pull(ctx context.Context, repo *repo, dgst digest.Digest) (*Pulled, error) 
 		return nil, fmt.Errorf("pull %s@%s: %w", repoName, dgst, err)
 	}
 	desc.Digest = dgst // check against what we asked for, not what the registry said
-	mb, err := readVerified(rc, desc)
+	mb, err := readVerified(rc, desc, maxManifestBytes)
 	rc.Close()
 	if err != nil {
 		var mm *mismatch
@@ -103,7 +103,7 @@ func pull(ctx context.Context, repo *repo, dgst digest.Digest) (*Pulled, error) 
 		}
 		return nil, fmt.Errorf("pull %s@%s: layer %s: %w", repoName, dgst, layer.Digest, err)
 	}
-	content, err := readVerified(brc, layer)
+	content, err := readVerified(brc, layer, layerLimit(layer.MediaType))
 	brc.Close()
 	if err != nil {
 		var mm *mismatch

@@ -178,7 +178,7 @@ func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor)
 	if err != nil {
 		return SignedDeliveryManifest{}, err
 	}
-	mb, err := readVerified(rc, d)
+	mb, err := readVerified(rc, d, maxManifestBytes)
 	rc.Close()
 	if err != nil {
 		return SignedDeliveryManifest{}, err
@@ -191,7 +191,7 @@ func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor)
 	if err != nil {
 		return SignedDeliveryManifest{}, err
 	}
-	lb, err := readVerified(lrc, m.Layers[0])
+	lb, err := readVerified(lrc, m.Layers[0], maxManifestBytes)
 	lrc.Close()
 	if err != nil {
 		return SignedDeliveryManifest{}, err

@@ -152,7 +152,7 @@ func fetchSignatureManifest(ctx context.Context, repo *repo, tag string, headFir
 		return nil, fmt.Errorf("fetch signature %s: %w", tag, err)
 	}
 	defer rc.Close()
-	b, err := readVerified(rc, desc)
+	b, err := readVerified(rc, desc, maxManifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("signature %s: %w", tag, err)
 	}
@@ -163,10 +163,27 @@ func fetchSignatureManifest(ctx context.Context, repo *repo, tag string, headFir
 	return &m, nil
 }
 
-// readVerified reads exactly desc.Size bytes from r and checks that they
-// hash to desc.Digest.
-func readVerified(r io.Reader, desc ocispec.Descriptor) ([]byte, error) {
-	if desc.Size < 0 || desc.Size > maxManifestBytes*16 {
+// maxLayerBytes bounds a values artifact's layer read from a registry;
+// maxReleaseLayerBytes the release artifact's, which holds a whole release
+// (about 69 MB at 100,000 targets), as much as configpub reads of a release
+// from Git history.
+const (
+	maxLayerBytes        = 64 << 20
+	maxReleaseLayerBytes = 1 << 30
+)
+
+// layerLimit is the bound for a layer of the given media type.
+func layerLimit(mediaType string) int64 {
+	if mediaType == ReleaseLayerType {
+		return maxReleaseLayerBytes
+	}
+	return maxLayerBytes
+}
+
+// readVerified reads exactly desc.Size bytes (at most limit) from r and
+// checks that they hash to desc.Digest.
+func readVerified(r io.Reader, desc ocispec.Descriptor, limit int64) ([]byte, error) {
+	if desc.Size < 0 || desc.Size > limit {
 		return nil, fmt.Errorf("%w: %s: size %d out of range", ErrInvalid, desc.Digest, desc.Size)
 	}
 	b, err := io.ReadAll(io.LimitReader(r, desc.Size+1))

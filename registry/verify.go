@@ -144,7 +144,7 @@ func checkSignatures(ctx context.Context, repo content.Fetcher, man *ocispec.Man
 		if err != nil {
 			return "", "", fmt.Errorf("fetch signature payload %s: %w", l.Digest, err)
 		}
-		pl, err := readVerified(rc, l)
+		pl, err := readVerified(rc, l, maxManifestBytes)
 		rc.Close()
 		if err != nil {
 			if !copied {
