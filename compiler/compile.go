@@ -635,6 +635,10 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	if c.emit != nil {
 		kept = make([]Target, len(g.idx))
 	}
+	var bufs *renderBufs // when every target is rendered into scratch
+	if out == nil && kept == nil {
+		bufs = &renderBufs{}
+	}
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			accepted = acceptedPublications(ts, g.idx, entries)
@@ -651,7 +655,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			case kept != nil:
 				o = &kept[k]
 			}
-			if err := c.compileTarget(t, accepted, o, &entries[i]); err != nil {
+			if err := c.compileTarget(t, accepted, o, &entries[i], bufs); err != nil {
 				return err
 			}
 			inputs.merge(o.InputDigests)

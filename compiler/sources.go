@@ -1,7 +1,6 @@
 package compiler
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,7 +238,7 @@ func (s *source) decode(v any) error {
 			return s.errorf(nil, "%v", err)
 		}
 	}
-	if err := json.NewDecoder(bytes.NewReader(canon)).Decode(v); err != nil {
+	if err := json.Unmarshal(canon, v); err != nil {
 		return s.errorf(nil, "decode: %v", err)
 	}
 	s.release()

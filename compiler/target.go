@@ -8,16 +8,51 @@ import (
 	"github.com/configpub/configpub/internal/render"
 )
 
+// renderBufs are the byte buffers of targets whose rendered bytes are
+// hashed and let go (a ManifestOnly compile keeps only the entries): one
+// host's worker renders target after target into the same buffers instead
+// of allocating the property set, namespace and values.yml bytes of each
+// (≈ 19 KB a target, an eighth of what a compile allocates).
+type renderBufs struct{ propSet, ns, values []byte }
+
+// canonicalInto returns the RFC 8785 form of v, rendered into *buf (and
+// kept there for the next use) when buf is not nil.
+func canonicalInto(buf *[]byte, v *render.Value) ([]byte, error) {
+	if buf == nil {
+		return render.Canonical(v)
+	}
+	b, err := render.AppendCanonical((*buf)[:0], v)
+	*buf = b
+	return b, err
+}
+
+// yamlInto returns the configpub-yaml/1 rendering of doc, rendered into
+// *buf when buf is not nil.
+func yamlInto(buf *[]byte, doc *render.Value) ([]byte, error) {
+	if buf == nil {
+		return render.YAML(doc)
+	}
+	b, err := render.AppendYAML((*buf)[:0], doc)
+	*buf = b
+	return b, err
+}
+
 // compileTarget settles one target: settings, projection, digests, the
 // change decision against the base release, envelope, rendering and
-// validation. accepted is nil for Agent targets.
-func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.Publication, out *Target, entry *bundle.TargetEntry) error {
+// validation. accepted is nil for Agent targets. With bufs, out's Values,
+// PropertySet and Namespace are bufs' bytes, valid until the next target
+// rendered into them.
+func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.Publication, out *Target, entry *bundle.TargetEntry, bufs *renderBufs) error {
 	m := c.m
 	sp := &t.e.spec
 	aud := sp.Audience
 	p := t.policy
 	subj := t.subj
 	id := sp.Host + "/" + sp.ServiceID + "/" + c.env
+	var propBuf, nsBuf, valuesBuf *[]byte
+	if bufs != nil {
+		propBuf, nsBuf, valuesBuf = &bufs.propSet, &bufs.ns, &bufs.values
+	}
 	var b *bundle.TargetEntry
 	if c.baseIdx != nil {
 		b = c.baseIdx[[2]string{sp.Host, sp.ServiceID}]
@@ -25,7 +60,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 
 	// Settings: environment settings for the audience, then the target's.
 	flat := flatten(mergeSettings(c.envDoc.spec.Settings[aud], sp.Settings))
-	propSet, err := render.Canonical(flat)
+	propSet, err := canonicalInto(propBuf, flat)
 	if err != nil {
 		return t.e.src.errorf([]string{"spec", "settings"}, "%v", err)
 	}
@@ -50,7 +85,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 		}
 		ns.Add("inventory", iv.Add("digest", render.String(d)))
 	}
-	nsBytes, err := render.Canonical(ns)
+	nsBytes, err := canonicalInto(nsBuf, ns)
 	if err != nil {
 		return err
 	}
@@ -88,7 +123,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 	entry.Inventory, entry.Tombstones = inv, tombs
 
 	doc := artifactTree(&env, bundle.Namespace(aud), ns, flat)
-	values, err := render.YAML(doc)
+	values, err := yamlInto(valuesBuf, doc)
 	if err != nil {
 		return err
 	}
@@ -102,7 +137,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 		entry.Inventory, entry.Tombstones = inv, tombs
 		env = entry.Envelope(c.env)
 		doc = artifactTree(&env, bundle.Namespace(aud), ns, flat)
-		if values, err = render.YAML(doc); err != nil {
+		if values, err = yamlInto(valuesBuf, doc); err != nil {
 			return err
 		}
 		artifactDigest = render.BytesDigest(values)

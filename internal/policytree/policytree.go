@@ -240,7 +240,9 @@ func (f *FS) ReadFile(name string) ([]byte, error) {
 	if !ok {
 		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
 	}
-	b := make([]byte, 0, bf.left)
+	// One byte more than announced, so the read that finds the end (or
+	// that the file grew) needs no larger buffer.
+	b := make([]byte, 0, bf.left+1)
 	for {
 		if len(b) == cap(b) {
 			b = append(b, 0)[:len(b)]

@@ -24,11 +24,19 @@ type measured struct {
 // time, maximum resident set size (the kernel's accounting of that child)
 // and standard output.
 func measure(ctx context.Context, args ...string) (measured, error) {
+	return measureWith(ctx, nil, args...)
+}
+
+// measureWith is measure with env added to the child's environment.
+func measureWith(ctx context.Context, env []string, args ...string) (measured, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return measured{}, err
 	}
 	cmd := exec.CommandContext(ctx, self, append([]string{"-child"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	t0 := time.Now()

@@ -19,25 +19,27 @@ import (
 // time and maximum resident set size), writes the sharded release manifest
 // and measures its files, then changes one Agent, compiles again and counts
 // the release files that changed, then compiles the now up-to-date release
-// once more (the verification every later reader pays). The baseline is a
-// child that only reads and hashes every source file (the floor of any
-// compile).
+// once more (the verification every later reader pays), and again under
+// the soft memory limit configpub sets in a container of 1 GiB. The
+// baseline is a child that only reads and hashes every source file (the
+// floor of any compile).
 func compileRows(ctx context.Context, s *size) ([]row, error) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	base, err := measure(ctx, "hash", s.repo)
 	if err != nil {
 		return nil, err
 	}
-	// compile compiles with createdAt days after at and reads the release
-	// files it leaves.
-	compile := func(days int) (measured, map[string][]byte, error) {
-		m, err := measure(ctx, "compile", s.repo, at.AddDate(0, 0, days).Format(time.RFC3339))
+	// compile compiles with createdAt days after at (env added to the
+	// child's environment) and reads the release files it leaves.
+	compileWith := func(env []string, days int) (measured, map[string][]byte, error) {
+		m, err := measureWith(ctx, env, "compile", s.repo, at.AddDate(0, 0, days).Format(time.RFC3339))
 		if err != nil {
 			return m, nil, err
 		}
 		files, err := gen.ReleaseFiles(s.repo)
 		return m, files, err
 	}
+	compile := func(days int) (measured, map[string][]byte, error) { return compileWith(nil, days) }
 	c, v1, err := compile(0)
 	if err != nil {
 		return nil, err
@@ -68,6 +70,16 @@ func compileRows(ctx context.Context, s *size) ([]row, error) {
 	if n := len(gen.Changed(v2, v3)); n != 0 {
 		return nil, fmt.Errorf("compiling an up-to-date release changed %d release files", n)
 	}
+	// The same in a container of 1 GiB: configpub sets Go's soft memory
+	// limit to 90% of its cgroup's limit; the child gets that limit
+	// through GOMEMLIMIT (no cgroup needed to measure it).
+	lc, v4, err := compileWith([]string{fmt.Sprintf("GOMEMLIMIT=%d", containerLimit*9/10)}, 2)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(gen.Changed(v3, v4)); n != 0 {
+		return nil, fmt.Errorf("compiling an up-to-date release under a memory limit changed %d release files", n)
+	}
 	baseWhat := "read+hash sources"
 	rows := []row{
 		{figure: "compile wall", value: secs(c.wall), baseline: secs(base.wall) + " " + baseWhat,
@@ -87,9 +99,16 @@ func compileRows(ctx context.Context, s *size) ([]row, error) {
 			note: fmt.Sprintf("%d release files changed (want 2: root and one shard)", len(gen.Changed(v1, v2)))},
 		row{figure: "compile, up to date (verify against the previous)", value: secs(vc.wall) + ", " + mib(vc.maxRSS),
 			note: "what compile --check, publish and the promoter's gate pay"},
+		row{figure: "compile, up to date, in 1 GiB", value: secs(lc.wall) + ", " + mib(lc.maxRSS),
+			baseline: secs(vc.wall) + " without a limit", ratio: ratio(lc.wall.Seconds(), vc.wall.Seconds()),
+			note: fmt.Sprintf("soft memory limit %s (90%% of a 1 GiB container)", mib(containerLimit*9/10))},
 	)
 	return rows, nil
 }
+
+// containerLimit is the memory limit of the container the limited compile
+// row stands for: the bar of the compile's maximum resident set size.
+const containerLimit = 1 << 30
 
 // compileChild is "compile DIR CREATEDAT": compile and write the release
 // manifest, verifying the committed one against the release before it as
