@@ -9,6 +9,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/policytree"
@@ -145,10 +146,12 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 		}
 		src.fsys = fsys
 		src.index = ss
+		canon := src.canon
 		if err := src.decodeSpec(); err != nil {
 			errs[i] = err
 			return nil
 		}
+		putCanonBuf(canon)
 		parsed[i] = src
 		return nil
 	})
@@ -221,12 +224,30 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	src.Name = doc.Value.Get("metadata").Get("name").Str
-	canon, err := render.Canonical(doc.Value)
+	canon, err := render.AppendCanonical(getCanonBuf(), doc.Value)
 	if err != nil {
 		return nil, src.errorf(nil, "%v", err)
 	}
 	src.canon, src.Doc = canon, nil
 	return src, nil
+}
+
+// canonBufs recycles the buffers that hold a source's RFC 8785 bytes from
+// parsing to decoding: loading a repository decodes each document as soon
+// as it is checked, so a few buffers serve every document.
+var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// maxCanonBuf is the largest buffer canonBufs keeps.
+const maxCanonBuf = 64 << 10
+
+func getCanonBuf() []byte { return (*canonBufs.Get().(*[]byte))[:0] }
+
+// putCanonBuf hands b back to canonBufs; nothing may use b afterwards
+// (decoding copies what it keeps).
+func putCanonBuf(b []byte) {
+	if cap(b) <= maxCanonBuf {
+		canonBufs.Put(&b)
+	}
 }
 
 // decode decodes a schema-checked document into v (a *doc[T]).
