@@ -16,6 +16,7 @@ import (
 type projector struct {
 	list *schemas.Allowlist
 	root *trie
+	bad  map[string]bool // the allowlist's forbidden member names
 }
 
 type trie struct {
@@ -52,7 +53,11 @@ func newProjector(audience string) (*projector, error) {
 		}
 		n.keep = true
 	}
-	return &projector{list: l, root: root}, nil
+	bad := map[string]bool{}
+	for _, f := range l.Forbidden {
+		bad[f] = true
+	}
+	return &projector{list: l, root: root, bad: bad}, nil
 }
 
 // project returns the allowlisted copy of v; nil when nothing is allowed.
@@ -69,7 +74,7 @@ func projectNode(v *render.Value, t *trie) *render.Value {
 	}
 	switch v.Kind {
 	case render.KindMap:
-		out := render.Map()
+		out := &render.Value{Kind: render.KindMap, Keys: make([]string, 0, len(v.Keys)), Vals: make([]*render.Value, 0, len(v.Keys))}
 		for i, k := range v.Keys {
 			ct := t.children[k]
 			if ct == nil {
@@ -87,7 +92,7 @@ func projectNode(v *render.Value, t *trie) *render.Value {
 		if t.any == nil {
 			return nil
 		}
-		out := render.List()
+		out := render.List(make([]*render.Value, 0, len(v.Items))...)
 		for _, it := range v.Items {
 			if c := projectNode(it, t.any); c != nil {
 				out.Items = append(out.Items, c)
@@ -99,34 +104,49 @@ func projectNode(v *render.Value, t *trie) *render.Value {
 }
 
 // forbidden returns the path of the first member named in the allowlist's
-// forbidden list, or "".
+// forbidden list, or "". The path is only built for a member found.
 func (p *projector) forbidden(v *render.Value) string {
-	bad := map[string]bool{}
-	for _, f := range p.list.Forbidden {
-		bad[f] = true
+	type segment struct {
+		key   string
+		index int // of a list item
+		item  bool
 	}
-	var walk func(v *render.Value, path string) string
-	walk = func(v *render.Value, path string) string {
+	var path []segment
+	var walk func(v *render.Value) bool
+	walk = func(v *render.Value) bool {
 		switch v.Kind {
 		case render.KindMap:
 			for i, k := range v.Keys {
-				if bad[k] {
-					return path + "/" + k
+				path = append(path, segment{key: k})
+				if p.bad[k] || walk(v.Vals[i]) {
+					return true
 				}
-				if r := walk(v.Vals[i], path+"/"+k); r != "" {
-					return r
-				}
+				path = path[:len(path)-1]
 			}
 		case render.KindList:
 			for i, it := range v.Items {
-				if r := walk(it, path+"/"+itoa(i)); r != "" {
-					return r
+				path = append(path, segment{index: i, item: true})
+				if walk(it) {
+					return true
 				}
+				path = path[:len(path)-1]
 			}
 		}
+		return false
+	}
+	if !walk(v) {
 		return ""
 	}
-	return walk(v, "")
+	var b strings.Builder
+	for _, s := range path {
+		b.WriteByte('/')
+		if s.item {
+			b.WriteString(itoa(s.index))
+		} else {
+			b.WriteString(s.key)
+		}
+	}
+	return b.String()
 }
 
 // inventoryItem is one Knowledge control replica.
