@@ -19,6 +19,8 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 	m := c.m
 	var out []*envTarget
 	seen := map[[2]string]*source{}
+	profDigests := map[string]string{} // by lease profile name
+	subjectKinds := map[string]string{bundle.AudienceAgent: KindAgent, bundle.AudienceGateway: KindGateway, bundle.AudienceKnowledge: KindHost}
 	for _, name := range sortedKeys(m.targets) {
 		t := m.targets[name]
 		sp := &t.spec
@@ -47,7 +49,7 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 		if !ok {
 			return nil, errUnknown(s, []string{"spec", "leaseProfile"}, "lease profile", sp.LeaseProfile)
 		}
-		want := map[string]string{bundle.AudienceAgent: KindAgent, bundle.AudienceGateway: KindGateway, bundle.AudienceKnowledge: KindHost}[sp.Audience]
+		want := subjectKinds[sp.Audience]
 		if sp.Subject.Kind != want {
 			return nil, s.errorf([]string{"spec", "subject", "kind"}, "audience %s needs a subject of kind %s, not %s", sp.Audience, want, sp.Subject.Kind)
 		}
@@ -75,11 +77,15 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 		if err := checkSettingKeys(s, []string{"spec", "settings"}, sp.Settings, true); err != nil {
 			return nil, err
 		}
-		bp := bundle.LeaseProfile{ValidFor: prof.ValidFor, RefreshAfter: prof.RefreshAfter,
-			Delivery: bundle.Lease{RefreshAfter: prof.Delivery.RefreshAfter, ExpiresAfter: prof.Delivery.ExpiresAfter}}
-		pd, err := bp.ComputeDigest()
-		if err != nil {
-			return nil, err
+		pd, ok := profDigests[sp.LeaseProfile]
+		if !ok {
+			bp := bundle.LeaseProfile{ValidFor: prof.ValidFor, RefreshAfter: prof.RefreshAfter,
+				Delivery: bundle.Lease{RefreshAfter: prof.Delivery.RefreshAfter, ExpiresAfter: prof.Delivery.ExpiresAfter}}
+			var err error
+			if pd, err = bp.ComputeDigest(); err != nil {
+				return nil, err
+			}
+			profDigests[sp.LeaseProfile] = pd
 		}
 		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd})
 	}
