@@ -36,35 +36,42 @@ type Finding struct {
 
 // Scan walks v depth-first in document order and returns the first
 // finding, or nil.
-func Scan(v *render.Value) *Finding { return scan(v, nil) }
+func Scan(v *render.Value) *Finding { return scan(v, make([]string, 0, 16)) }
 
 func scan(v *render.Value, path []string) *Finding {
+	// path is one stack for the whole walk (each level appends its member
+	// and takes it off again); a finding gets its own copy.
 	switch v.Kind {
 	case render.KindMap:
 		for i, k := range v.Keys {
-			p := append(path[:len(path):len(path)], k)
+			path = append(path, k)
 			if rule := Value(k); rule != "" {
-				return &Finding{Path: p, InKey: true, Rule: rule}
+				return finding(path, rule, true)
 			}
 			if rule := Field(k, v.Vals[i]); rule != "" {
-				return &Finding{Path: p, Rule: rule}
+				return finding(path, rule, false)
 			}
-			if f := scan(v.Vals[i], p); f != nil {
+			if f := scan(v.Vals[i], path); f != nil {
 				return f
 			}
+			path = path[:len(path)-1]
 		}
 	case render.KindList:
 		for i, it := range v.Items {
-			if f := scan(it, append(path[:len(path):len(path)], "["+itoa(i)+"]")); f != nil {
+			if f := scan(it, append(path, "["+itoa(i)+"]")); f != nil {
 				return f
 			}
 		}
 	case render.KindString:
 		if rule := Value(v.Str); rule != "" {
-			return &Finding{Path: path, Rule: rule}
+			return finding(path, rule, false)
 		}
 	}
 	return nil
+}
+
+func finding(path []string, rule string, inKey bool) *Finding {
+	return &Finding{Path: append([]string(nil), path...), InKey: inKey, Rule: rule}
 }
 
 // Field checks the value of member name against what the name says it

@@ -101,3 +101,35 @@ func BenchmarkValue(b *testing.B) {
 		}
 	}
 }
+
+// TestScanPath: a finding names the full member path, list items as
+// "[i]", whether it is deep in the document or after siblings that were
+// walked and left, and whether the credential is a key or a value.
+func TestScanPath(t *testing.T) {
+	s := render.String
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlc2lnbmF0dXJlc2ln"
+	clean := func() *render.Value {
+		return render.Map().Add("a", render.Map().Add("b", render.List(s("x"), s("y")))).Add("c", s("plain text"))
+	}
+	for _, tc := range []struct {
+		doc   *render.Value
+		path  string
+		inKey bool
+	}{
+		{clean().Add("d", render.Map().Add("e", render.List(s("ok"), render.Map().Add("f", s(jwt))))), "d/e/[1]/f", false},
+		{clean().Add("db", render.Map().Add("password", s("hunter2hunter2"))), "db/password", false},
+		{clean().Add("g", render.Map().Add(jwt, s("x"))), "g/" + jwt, true},
+		{render.List(s("ok"), s(jwt)), "[1]", false},
+	} {
+		f := Scan(tc.doc)
+		if f == nil {
+			t.Fatalf("no finding, want one at %s", tc.path)
+		}
+		if got := strings.Join(f.Path, "/"); got != tc.path || f.InKey != tc.inKey {
+			t.Errorf("finding at %s (in key %v), want %s (in key %v)", got, f.InKey, tc.path, tc.inKey)
+		}
+	}
+	if f := Scan(clean()); f != nil {
+		t.Fatalf("clean document: finding %v", f)
+	}
+}
