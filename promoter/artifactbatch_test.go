@@ -15,40 +15,52 @@ import (
 	"github.com/configpub/configpub/promoter"
 )
 
-// artifactStatements counts the statements that insert artifacts.
-type artifactStatements struct{ n atomic.Int64 }
+// statementCounter counts the statements whose SQL contains match.
+type statementCounter struct {
+	match string
+	n     atomic.Int64
+}
 
-func (a *artifactStatements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "INSERT INTO configpub.artifact ") {
+func (a *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, a.match) {
 		a.n.Add(1)
 	}
 	return ctx
 }
 
-func (a *artifactStatements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (a *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// artifactStore is a store on a fresh database whose pool counts the
-// statements that insert artifacts, with a bound of about 4 artifacts of
-// release 1 (40 targets, in) per statement.
-func artifactStore(t *testing.T) (store *promoter.Store, pool *pgxpool.Pool, stmts *artifactStatements, in promoter.ReleaseInput, size int) {
+// countingPool is a pool on a fresh database that counts the statements
+// whose SQL contains match.
+func countingPool(t *testing.T, match string) (*pgxpool.Pool, *statementCounter) {
 	t.Helper()
 	db := pgtest.New(t)
 	cfg, err := pgxpool.ParseConfig(db.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts = &artifactStatements{}
+	stmts := &statementCounter{match: match}
 	cfg.ConnConfig.Tracer = stmts
-	pool, err = pgxpool.NewWithConfig(context.Background(), cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	return pool, stmts
+}
+
+// artifactStore is a store on a fresh database whose pool counts the
+// statements that insert artifacts, with a bound of about 4 artifacts of
+// release 1 (40 targets, in) per statement.
+func artifactStore(t *testing.T) (store *promoter.Store, pool *pgxpool.Pool, stmts *statementCounter, in promoter.ReleaseInput, size int) {
+	t.Helper()
+	pool, stmts = countingPool(t, "INSERT INTO configpub.artifact ")
 	in = release("prod", 1, 0, 40, nil, nil)
 	size = len(in.Targets[0].Values) // every fixture artifact is about this size
 	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return t0 }}
 	promoter.SetArtifactBatchBytes(&opts, 4*size+size/2) // 4 artifacts per statement
-	if store, err = promoter.Open(context.Background(), pool, opts); err != nil {
+	store, err := promoter.Open(context.Background(), pool, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return store, pool, stmts, in, size
@@ -235,5 +247,70 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 	}
 	if n := count("config_release"); n != 1 {
 		t.Fatalf("%d releases recorded after the refusals, want 1", n)
+	}
+}
+
+// TestRecordsSnapshotsInBatches: with 3 snapshots per statement, a release
+// of 10 targets is recorded in 4 statements inside its one transaction;
+// a later release whose third batch holds a snapshot claimed by another
+// identity, or one stored with other content, is refused whole: no
+// snapshot of its earlier batches stays, no release row, pointers unmoved.
+func TestRecordsSnapshotsInBatches(t *testing.T) {
+	ctx := context.Background()
+	pool, stmts := countingPool(t, "INSERT INTO configpub.config_snapshot ")
+	opts := promoter.Options{Signer: newKey(t), Clock: func() time.Time { return t0 }}
+	promoter.SetSnapshotBatch(&opts, 3)
+	store, err := promoter.Open(ctx, pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := release("prod", 1, 0, 10, nil, nil)
+	if res, err := store.RecordAndActivate(ctx, r1); err != nil || res.Moved != 10 {
+		t.Fatalf("release 1: %+v, %v; want 10 moved", res, err)
+	}
+	if got := stmts.n.Load(); got != 4 {
+		t.Errorf("recorded 10 snapshots in %d statements, want 4 (3 per statement)", got)
+	}
+	count := func(sql string) int {
+		t.Helper()
+		var n int
+		if err := pool.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM configpub.config_snapshot WHERE release_version = 1`); n != 10 {
+		t.Fatalf("%d snapshots of release 1, want 10", n)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(in *promoter.ReleaseInput)
+		want  error
+	}{
+		{"another identity's snapshot", func(in *promoter.ReleaseInput) {
+			stolen := r1.Targets[1]
+			stolen.Host, stolen.ServiceID = in.Targets[8].Host, in.Targets[8].ServiceID
+			in.Targets[8] = stolen
+		}, promoter.ErrIdentityMismatch},
+		{"a stored snapshot with other content", func(in *promoter.ReleaseInput) {
+			other := r1.Targets[8]
+			other.ContentDigest = digest([]byte("other content"))
+			in.Targets[8] = other
+		}, promoter.ErrIntegrity},
+	} {
+		r2 := release("prod", 2, 1, 10, nil, nil)
+		tc.spoil(&r2)
+		if _, err := store.RecordAndActivate(ctx, r2); !errors.Is(err, tc.want) {
+			t.Fatalf("%s in the third batch: %v, want %v", tc.name, err, tc.want)
+		}
+		if n := count(`SELECT count(*) FROM configpub.config_snapshot WHERE release_version = 2`); n != 0 {
+			t.Fatalf("%s: %d snapshots of the refused release stayed, want 0", tc.name, n)
+		}
+		if n := count(`SELECT count(*) FROM configpub.config_release WHERE release_version = 2`); n != 0 {
+			t.Fatalf("%s: the refused release was recorded", tc.name)
+		}
+		if n := count(`SELECT count(*) FROM configpub.current_pointer p JOIN configpub.config_snapshot s USING (snapshot_id) WHERE s.release_version = 1`); n != 10 {
+			t.Fatalf("%s: %d pointers at release 1, want 10", tc.name, n)
+		}
 	}
 }

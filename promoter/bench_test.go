@@ -21,6 +21,11 @@ import (
 // minutes, too long for `make bench`. make scale runs it.
 var scaleTargets = flag.Int("activation.targets", 0, "targets of BenchmarkActivationScale (0: skip it)")
 
+// snapshotBatch, when set, is how many snapshots one statement of the
+// recording holds (`-args -activation.snapshot-batch=100000`: the whole
+// release in one statement, as before it was batched).
+var snapshotBatch = flag.Int("activation.snapshot-batch", 0, "snapshots per statement of the recording (0: the store's default)")
+
 // BenchmarkActivation10k measures activation at 10,000 targets; see
 // benchActivation.
 func BenchmarkActivation10k(b *testing.B) { benchActivation(b, 10000) }
@@ -55,10 +60,11 @@ func BenchmarkActivationScale(b *testing.B) {
 //
 // It reports each as ms/op, the ratios the issue bars (promote/baseline
 // and activate/baseline <= 3, replay/promote <= 0.1), and the peak Go heap
-// growth during the baseline and during the activation (sampled every
-// 5 ms): the activation works in batches, so its peak does not grow with n.
+// growth during the baseline, the promotion (record and activate) and the
+// activation (sampled every 5 ms): the last two work in batches, so their
+// peaks do not grow with n beyond the release's own input.
 func benchActivation(b *testing.B, n int) {
-	f := newFixture(b, nil)
+	f := newFixture(b, func(o *promoter.Options) { promoter.SetSnapshotBatch(o, *snapshotBatch) })
 	ctx := context.Background()
 	f.promote(b, release("bench", 1, 0, n, nil, nil))
 	f.promote(b, release("bench", 2, 1, n, nil, nil))
@@ -72,7 +78,7 @@ func benchActivation(b *testing.B, n int) {
 		bodies[i], _ = m.Marshal()
 	}
 	var baseT, sameT, promoteT, activateT, replayT time.Duration
-	var baseHeap, activateHeap uint64
+	var baseHeap, promoteHeap, activateHeap uint64
 	timed := func(d *time.Duration, fn func()) {
 		start := time.Now()
 		fn()
@@ -87,11 +93,13 @@ func benchActivation(b *testing.B, n int) {
 		timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) })
 		in := release("bench", next, next-1, n, nil, nil)
 		next++
-		timed(&promoteT, func() {
-			if _, err := f.store.RecordAndActivate(ctx, in); err != nil {
-				b.Fatal(err)
-			}
-		})
+		promoteHeap = max(promoteHeap, peakHeap(func() {
+			timed(&promoteT, func() {
+				if _, err := f.store.RecordAndActivate(ctx, in); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}))
 		activateHeap = max(activateHeap, peakHeap(func() {
 			timed(&activateT, func() {
 				res, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("bench rb", i), EnvTag: "bench",
@@ -124,6 +132,7 @@ func benchActivation(b *testing.B, n int) {
 	b.ReportMetric(float64(activateT)/float64(sameT), "activate/same-work")
 	b.ReportMetric(float64(replayT)/float64(promoteT), "replay/promote")
 	b.ReportMetric(float64(baseHeap)/(1<<20), "baseline-peak-heap-MiB")
+	b.ReportMetric(float64(promoteHeap)/(1<<20), "promote-peak-heap-MiB")
 	b.ReportMetric(float64(activateHeap)/(1<<20), "activate-peak-heap-MiB")
 }
 

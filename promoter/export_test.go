@@ -17,3 +17,6 @@ func SetFaultInjector(opts *Options, fi func(ctx context.Context, step string, t
 // SetArtifactBatchBytes sets how many bytes of artifacts one statement of
 // a recording sends at most (test-only; the default is 16 MiB).
 func SetArtifactBatchBytes(opts *Options, n int) { opts.artifactBatchBytes = n }
+
+// SetSnapshotBatch sets how many snapshots one statement records.
+func SetSnapshotBatch(opts *Options, n int) { opts.snapshotBatch = n }

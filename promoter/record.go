@@ -198,7 +198,7 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	if err := s.fault(ctx, "record:artifacts", tx); err != nil {
 		return 0, nil, err
 	}
-	if err := insertSnapshots(ctx, tx, in.Targets); err != nil {
+	if err := insertSnapshots(ctx, tx, in.Targets, s.opts.snapshotBatch); err != nil {
 		return 0, nil, err
 	}
 	if err := s.fault(ctx, "record:snapshots", tx); err != nil {
@@ -271,7 +271,27 @@ const snapshotCompare = `(s.host, s.service_id, s.env_tag, s.audience, s.subject
 	i.revocation_epoch, i.source_event_sequence, i.created_at)
 	OR (s.valid_from IS NOT NULL AND (s.valid_from, s.expires_at) IS DISTINCT FROM (i.valid_from, i.expires_at))`
 
-func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target) error {
+// defaultSnapshotBatch is how many snapshots one statement records: about
+// 2 KB each encoded (digests, ids, the OCI reference and signature, the
+// input digests), so a statement of a few MB.
+const defaultSnapshotBatch = 5000
+
+// insertSnapshots records the snapshots of ts, batch targets per statement
+// (all inside tx): a release of 100,000 targets is not one statement of
+// 27 arrays of 100,000 values each, so the memory it takes to encode does
+// not grow with the release.
+func insertSnapshots(ctx context.Context, tx pgx.Tx, ts []Target, batch int) error {
+	for len(ts) > 0 {
+		n := min(batch, len(ts))
+		if err := insertSnapshotBatch(ctx, tx, ts[:n]); err != nil {
+			return err
+		}
+		ts = ts[n:]
+	}
+	return nil
+}
+
+func insertSnapshotBatch(ctx context.Context, tx pgx.Tx, ts []Target) error {
 	n := len(ts)
 	var (
 		ids, hosts, svcs, envs, auds, sk, sn, pubs, pols = mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n), mk(n)

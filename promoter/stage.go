@@ -78,7 +78,7 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		if err := s.recordArtifacts(ctx, tx, in); err != nil {
 			return err
 		}
-		if err := insertSnapshots(ctx, tx, in.Targets); err != nil {
+		if err := insertSnapshots(ctx, tx, in.Targets, s.opts.snapshotBatch); err != nil {
 			return err
 		}
 		if err := insertRelease(ctx, tx, in, cmd, now); err != nil {

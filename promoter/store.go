@@ -47,6 +47,9 @@ type Options struct {
 	// artifactBatchBytes bounds the artifact bytes one statement records
 	// (defaultArtifactBatchBytes; tests set it smaller).
 	artifactBatchBytes int
+	// snapshotBatch is the number of snapshots one statement records
+	// (defaultSnapshotBatch; tests set it smaller).
+	snapshotBatch int
 }
 
 // Store is the release store on one PostgreSQL database.
@@ -75,6 +78,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	if s.opts.artifactBatchBytes <= 0 {
 		s.opts.artifactBatchBytes = defaultArtifactBatchBytes
+	}
+	if s.opts.snapshotBatch <= 0 {
+		s.opts.snapshotBatch = defaultSnapshotBatch
 	}
 	if s.opts.SignWorkers <= 0 {
 		s.opts.SignWorkers = runtime.GOMAXPROCS(0)
