@@ -5,7 +5,7 @@ PKGS    := ./...
 GOFLAGS += -buildvcs=false
 export GOFLAGS
 
-.PHONY: all build release image test demo bench bench-watch bench-server bench-publish scale lint fuzz compat e2e ensure-postgres ensure-chromium clean
+.PHONY: all build release image test demo bench bench-smoke bench-watch bench-server bench-publish scale lint fuzz compat e2e ensure-postgres ensure-chromium clean
 
 all: build
 
@@ -54,6 +54,12 @@ demo: ensure-postgres build
 ## bench: Go benchmarks with their in-run baselines.
 bench: ensure-postgres
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+
+## bench-smoke: every benchmark once (-benchtime 1x) at the small sizes it picks under
+## -short, so that a benchmark that fails, panics or no longer builds fails CI. oras from
+## .configpub/tools/bin when installed (make compat or bench-publish), else its baseline is skipped.
+bench-smoke: ensure-postgres
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -short -run '^$$' -bench . -benchtime 1x -benchmem -timeout 15m $(PKGS)
 
 ## bench-watch: 10,000 watchers holding GET /configs?wait= on one Config Server process (a
 ## child of the benchmark, so its memory is its own); one activation moves every pointer;

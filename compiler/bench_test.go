@@ -72,7 +72,17 @@ func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
 // (load, resolve, project, digest, render, validate) of generated
 // repositories.
 func BenchmarkCompile1k(b *testing.B)  { benchCompile(b, 1000, false) }
-func BenchmarkCompile10k(b *testing.B) { benchCompile(b, 10000, false) }
+func BenchmarkCompile10k(b *testing.B) { benchCompile(b, shortTargets(b, 10000), false) }
+
+// shortTargets is n, or 1,000 under `go test -short` (make bench-smoke runs
+// every benchmark once; BenchmarkCompileManifestOnly10k keeps 10,000).
+func shortTargets(b *testing.B, n int) int {
+	if !testing.Short() {
+		return n
+	}
+	b.Logf("-short: %d targets instead of %d", 1000, n)
+	return 1000
+}
 
 // BenchmarkCompileManifestOnly10k is the compile of `configpub compile`
 // without --out: every target rendered and validated, only the manifest
@@ -80,9 +90,9 @@ func BenchmarkCompile10k(b *testing.B) { benchCompile(b, 10000, false) }
 func BenchmarkCompileManifestOnly10k(b *testing.B) { benchCompile(b, 10000, true) }
 
 // BenchmarkBaselineYAMLMarshal is the in-run baseline: yaml.v3 Marshal of
-// the same 10,000 rendered documents and nothing else.
+// the same 10,000 rendered documents and nothing else (1,000 under -short).
 func BenchmarkBaselineYAMLMarshal(b *testing.B) {
-	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 10000}), compiler.Options{EnvTag: "bench", CreatedAt: benchEpoch})
+	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: shortTargets(b, 10000)}), compiler.Options{EnvTag: "bench", CreatedAt: benchEpoch})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -219,9 +219,13 @@ func serveOn(b *testing.B, h http.Handler, accepted *atomic.Int64) string {
 // verified-token cache, PostgreSQL store with in-memory pointers, access log
 // to a JSON handler, metrics) for many identities, and, in the same run, a
 // minimal net/http server returning the same bytes from memory. Each case
-// runs for -load.duration; run it with -benchtime=1x.
+// runs for -load.duration; run it with -benchtime=1x. Under -short (make
+// bench-smoke), 100 identities and 500ms per case in 2 rounds, each unless
+// its flag is given.
 func BenchmarkServerLoad(b *testing.B) {
-	n := *loadIdentities
+	n := sizeFlag("load.identities", loadIdentities, 100)
+	duration := sizeFlag("load.duration", loadDuration, 500*time.Millisecond)
+	rounds := sizeFlag("load.rounds", loadRounds, 2)
 	e := newBenchEnv(b)
 	samples := goldenBodies(b)
 	targets := make([]loadTarget, n)
@@ -276,11 +280,11 @@ func BenchmarkServerLoad(b *testing.B) {
 	for _, c := range cases {
 		results[c.name] = &loadResult{}
 	}
-	slice := *loadDuration / time.Duration(*loadRounds)
-	for round := range *loadRounds {
+	slice := duration / time.Duration(rounds)
+	for round := range rounds {
 		for _, c := range cases {
 			stop := func() {}
-			if *loadProfile != "" && round == *loadRounds-1 {
+			if *loadProfile != "" && round == rounds-1 {
 				stop = startProfile(b, *loadProfile+"-"+c.name+".pprof")
 			}
 			results[c.name].add(runLoad(b, c.base, targets, *loadConcurrency, slice, c.conditional))
@@ -319,7 +323,7 @@ func BenchmarkServerLoad(b *testing.B) {
 		serverConns.Load(), baselineConns.Load(), hits, verifications)
 	st := e.store.Stats()
 	b.Logf("identities %d (bodies %d..%d bytes), concurrency %d, %s per case in %d interleaved rounds, artifact cache hits %d misses %d",
-		n, minLen(samples), maxLen(samples), *loadConcurrency, *loadDuration, *loadRounds, st.ArtifactCacheHits, st.ArtifactCacheMisses)
+		n, minLen(samples), maxLen(samples), *loadConcurrency, duration, rounds, st.ArtifactCacheHits, st.ArtifactCacheMisses)
 }
 
 // goldenBodies returns the compiled values.yml files of the prod golden

@@ -42,6 +42,26 @@ import (
 
 var watchN = flag.Int("watch.n", 10000, "BenchmarkWatchers: concurrent watchers, one identity each")
 
+// shortWatchers is BenchmarkWatchers' size under `go test -short` (make
+// bench-smoke) unless -watch.n is given: large enough that the RSS per
+// watcher is not the noise of a few pages.
+const shortWatchers = 1000
+
+// sizeFlag is *v, or small when the benchmark runs under `go test -short`
+// (make bench-smoke runs every benchmark once) and the flag name was not
+// set on the command line: an explicit -args -name=... always wins.
+func sizeFlag[T any](name string, v *T, small T) T {
+	if !testing.Short() {
+		return *v
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	if set {
+		return *v
+	}
+	return small
+}
+
 // watchServerEnv names the configuration file of a Config Server child
 // process started by BenchmarkWatchers (see TestWatchServerProcess).
 const watchServerEnv = "CONFIGPUB_WATCH_SERVER_CONFIG"
@@ -189,8 +209,9 @@ type serverTimeline struct {
 // independent LISTEN connection) to each watcher's 200, and the server's
 // memory per idle watcher (RSS, and Go heap plus stacks, before and after
 // the watchers connect). Bars: p99 <= 1 s, <= 16 KiB per idle watcher.
+// Under -short, 1,000 watchers unless -watch.n is given.
 func BenchmarkWatchers(b *testing.B) {
-	n := *watchN
+	n := sizeFlag("watch.n", watchN, shortWatchers)
 	if limit := raiseNoFile(); limit < uint64(n)+512 {
 		b.Skipf("RLIMIT_NOFILE hard limit %d is too low for %d watchers", limit, n)
 	}

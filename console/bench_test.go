@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -19,17 +20,24 @@ import (
 // until the next change notice, as the console serves it; primed with one
 // request per page), per page and overall (target: p99 <= 100 ms), and
 // the Go process's CPU per page (PostgreSQL's own CPU is not included).
+// Under -short (make bench-smoke runs every benchmark once): 1,000 targets,
+// 10 releases of 50 changed targets, 5 requests per page.
 //
 //	go test -run '^$' -bench BenchmarkPageRender10k -benchtime 1x ./console/
 func BenchmarkPageRender10k(b *testing.B) {
+	g := generated{env: "big", targets: 10000, releases: 50, changed: 200, rollback: true}
+	rounds := 30
+	if testing.Short() {
+		g.targets, g.releases, g.changed, rounds = 1000, 10, 50, 5
+	}
 	db := pgtest.New(b)
 	start := time.Now()
-	generate(b, db.Pool(b), generated{env: "big", targets: 10000, releases: 50, changed: 200, rollback: true})
-	b.Logf("generated 10,000 targets x 50 releases in %v", time.Since(start).Round(time.Millisecond))
+	generate(b, db.Pool(b), g)
+	b.Logf("generated %d targets x %d releases in %v", g.targets, g.releases, time.Since(start).Round(time.Millisecond))
 	if _, err := db.Pool(b).Exec(context.Background(), "ANALYZE"); err != nil {
 		b.Fatal(err)
 	}
-	now := releaseAt(50).Add(time.Hour)
+	now := releaseAt(g.releases).Add(time.Hour)
 	pool := viewerPool(b, db, true)
 	cold, err := New(context.Background(), pool, Options{ShowValues: true, CacheTTL: -1, Now: func() time.Time { return now }})
 	if err != nil {
@@ -39,14 +47,16 @@ func BenchmarkPageRender10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mid := releaseAt(25).Add(30 * time.Minute).Format(time.RFC3339)
+	// At full size: releases 50, 25 and before 30; target 4242 (h42.example).
+	last, half, tg := g.releases, g.releases/2, g.targets*4242/10000
+	mid := releaseAt(half).Add(30 * time.Minute).Format(time.RFC3339)
+	host, svc := fmt.Sprintf("h%d.example", tg/100), fmt.Sprintf("svc-%d", tg)
 	pages := []string{
-		"/", "/env/big", "/env/big?before=30", "/env/big/releases/50", "/env/big/releases/1",
-		"/env/big/releases/25", "/env/big/targets/h42.example/svc-4242", "/env/big/at?t=" + mid,
-		"/env/big/at?t=" + mid + "&host=h42.example&service=svc-4242",
-		"/api/environments", "/api/environments/big/timeline", "/api/environments/big/releases/50",
+		"/", "/env/big", fmt.Sprintf("/env/big?before=%d", g.releases*3/5), fmt.Sprintf("/env/big/releases/%d", last), "/env/big/releases/1",
+		fmt.Sprintf("/env/big/releases/%d", half), "/env/big/targets/" + host + "/" + svc, "/env/big/at?t=" + mid,
+		"/env/big/at?t=" + mid + "&host=" + host + "&service=" + svc,
+		"/api/environments", "/api/environments/big/timeline", fmt.Sprintf("/api/environments/big/releases/%d", last),
 	}
-	const rounds = 30
 	measure := func(name string, h http.Handler, prime bool) ([]time.Duration, time.Duration) {
 		var all []time.Duration
 		cpu0 := cpuTime()
@@ -84,7 +94,7 @@ func BenchmarkPageRender10k(b *testing.B) {
 		b.ReportMetric(ms(pct(w, 50)), "warm-p50-ms")
 		b.ReportMetric(ms(pct(w, 99)), "warm-p99-ms")
 		if p99 := pct(w, 99); p99 > 100*time.Millisecond {
-			b.Errorf("page render p99 (data cached between changes) %v over 10,000 targets and 50 releases, want <= 100 ms", p99)
+			b.Errorf("page render p99 (data cached between changes) %v over %d targets and %d releases, want <= 100 ms", p99, g.targets, g.releases)
 		}
 	}
 }

@@ -26,9 +26,17 @@ var scaleTargets = flag.Int("activation.targets", 0, "targets of BenchmarkActiva
 // release in one statement, as before it was batched).
 var snapshotBatch = flag.Int("activation.snapshot-batch", 0, "snapshots per statement of the recording (0: the store's default)")
 
-// BenchmarkActivation10k measures activation at 10,000 targets; see
+// BenchmarkActivation10k measures activation at 10,000 targets (1,000
+// under -short: make bench-smoke runs every benchmark once); see
 // benchActivation.
-func BenchmarkActivation10k(b *testing.B) { benchActivation(b, 10000) }
+func BenchmarkActivation10k(b *testing.B) {
+	n := 10000
+	if testing.Short() {
+		n = 1000
+		b.Logf("-short: %d targets instead of 10,000", n)
+	}
+	benchActivation(b, n)
+}
 
 // BenchmarkActivationScale is BenchmarkActivation10k at
 // -activation.targets targets (`go test -run '^$' -bench

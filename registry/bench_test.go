@@ -22,6 +22,10 @@ const (
 	// shared machine hits every series alike. Over the rounds the oras
 	// loop pushes each target exactly once.
 	benchRounds = 4
+	// Under -short (make bench-smoke runs every benchmark once): 20
+	// targets in 2 rounds (the filesystem registry's writes and clean-up
+	// are disk-bound, slow on a busy disk).
+	shortTargets, shortRounds = 20, 2
 )
 
 // BenchmarkPublish1000 publishes 1,000 generated targets to a loopback
@@ -40,9 +44,15 @@ const (
 // sides are charged for the registry's work), the oras/configpub ratios,
 // the re-publish as a percentage of the first publish, and the registry
 // requests per artifact. The oras figures are scaled from the 1,000
-// single-target invocations (each invocation is independent).
+// single-target invocations (each invocation is independent). Without
+// oras on $PATH the oras baseline is skipped (logged), the rest runs.
 func BenchmarkPublish1000(b *testing.B) {
-	arts := registrytest.Artifacts(benchTargets, "prod", 1)
+	targets, rounds := benchTargets, benchRounds
+	if testing.Short() {
+		targets, rounds = shortTargets, shortRounds
+		b.Logf("-short: %d targets in %d rounds instead of %d in %d", targets, rounds, benchTargets, benchRounds)
+	}
+	arts := registrytest.Artifacts(targets, "prod", 1)
 	key := newKey(b)
 	oras, orasErr := exec.LookPath("oras")
 	var files string
@@ -61,7 +71,7 @@ func BenchmarkPublish1000(b *testing.B) {
 			var first, again, loop series
 			var requests, conns, loopTargets int
 			for b.Loop() {
-				for round := range benchRounds {
+				for round := range rounds {
 					reg := newReg(b)
 					c := newClient(b, registry.Options{})
 					req := registry.PublishRequest{Prefix: reg.Host + "/bench", Artifacts: arts, Signer: key}
@@ -70,8 +80,8 @@ func BenchmarkPublish1000(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						if sum.Pushed != benchTargets {
-							b.Fatalf("first publish: got %d pushed, want %d", sum.Pushed, benchTargets)
+						if sum.Pushed != targets {
+							b.Fatalf("first publish: got %d pushed, want %d", sum.Pushed, targets)
 						}
 					})
 					requests += reg.Total()
@@ -82,8 +92,8 @@ func BenchmarkPublish1000(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						if sum.AlreadyPresent != benchTargets {
-							b.Fatalf("re-publish: got %d already present, want %d", sum.AlreadyPresent, benchTargets)
+						if sum.AlreadyPresent != targets {
+							b.Fatalf("re-publish: got %d already present, want %d", sum.AlreadyPresent, targets)
 						}
 					})
 					if w := reg.Writes(); w != 0 {
@@ -92,7 +102,7 @@ func BenchmarkPublish1000(b *testing.B) {
 					if orasErr != nil {
 						continue
 					}
-					share := arts[round*benchTargets/benchRounds : (round+1)*benchTargets/benchRounds]
+					share := arts[round*targets/rounds : (round+1)*targets/rounds]
 					oreg := newReg(b)
 					loop.measure(b, func() {
 						for _, a := range share {
@@ -102,29 +112,29 @@ func BenchmarkPublish1000(b *testing.B) {
 					loopTargets += len(share)
 				}
 			}
-			n := benchRounds * b.N
-			first.report(b, "first", n*benchTargets)
-			again.report(b, "republish", n*benchTargets)
-			b.ReportMetric(float64(requests)/float64(n*benchTargets), "requests/artifact")
+			n := rounds * b.N
+			first.report(b, "first", n*targets)
+			again.report(b, "republish", n*targets)
+			b.ReportMetric(float64(requests)/float64(n*targets), "requests/artifact")
 			b.ReportMetric(float64(conns)/float64(n), "conns/publish")
 			b.ReportMetric(100*again.wall.Seconds()/first.wall.Seconds(), "republish-%-wall")
 			b.ReportMetric(100*again.cpu.Seconds()/first.cpu.Seconds(), "republish-%-cpu")
 			b.Logf("%s: configpub first publish of %d targets: %v wall, %v cpu (%.0f artifacts/s, %.1f requests/artifact on %d connections); unchanged re-publish: %v wall (%.1f%%), %v cpu (%.1f%%)",
-				storage, benchTargets, first.per(n), first.cpuPer(n), float64(n*benchTargets)/first.wall.Seconds(), float64(requests)/float64(n*benchTargets), conns/n,
+				storage, targets, first.per(n), first.cpuPer(n), float64(n*targets)/first.wall.Seconds(), float64(requests)/float64(n*targets), conns/n,
 				again.per(n), 100*again.wall.Seconds()/first.wall.Seconds(), again.cpuPer(n), 100*again.cpu.Seconds()/first.cpu.Seconds())
 			if orasErr != nil {
 				b.Logf("%s: oras push loop skipped: the baseline needs the oras CLI on $PATH (make bench-publish installs the pinned one)", storage)
 				return
 			}
-			// Scale the oras loop to 1,000 targets per op, like the publishes.
-			scale := float64(n*benchTargets) / float64(loopTargets)
+			// Scale the oras loop to the publishes' targets per op.
+			scale := float64(n*targets) / float64(loopTargets)
 			loop.wall = time.Duration(float64(loop.wall) * scale)
 			loop.cpu = time.Duration(float64(loop.cpu) * scale)
-			loop.report(b, "oras", n*benchTargets)
+			loop.report(b, "oras", n*targets)
 			b.ReportMetric(loop.wall.Seconds()/first.wall.Seconds(), "speedup-wall-x")
 			b.ReportMetric(loop.cpu.Seconds()/first.cpu.Seconds(), "speedup-cpu-x")
 			b.Logf("%s: oras push loop (%d invocations, scaled to %d): %v wall, %v cpu (%.0f artifacts/s); configpub is %.1fx faster by wall time, %.1fx less cpu",
-				storage, loopTargets, benchTargets, loop.per(n), loop.cpuPer(n), float64(n*benchTargets)/loop.wall.Seconds(),
+				storage, loopTargets, targets, loop.per(n), loop.cpuPer(n), float64(n*targets)/loop.wall.Seconds(),
 				loop.wall.Seconds()/first.wall.Seconds(), loop.cpu.Seconds()/first.cpu.Seconds())
 		})
 	}

@@ -314,9 +314,13 @@ func scaleSeed(b testing.TB, db *pgtest.DB, n int) (renew func()) {
 // re-signed) against the full reload it replaces; then the start-up again
 // under a soft memory limit (-scale.gomemlimit), whose peak it reports.
 // Bars: RSS <= 512 MiB once loaded, and peak <= 512 MiB with no memory
-// limit and under the limit.
+// limit and under the limit. Under -short (make bench-smoke), 1,000
+// identities unless -scale.identities is given.
 func BenchmarkServerScale(b *testing.B) {
 	n := *scaleIdentities
+	if testing.Short() && !flagSet("scale.identities") {
+		n = 1000
+	}
 	for range b.N {
 		ctx := context.Background()
 		empty := pgtest.New(b)
@@ -412,6 +416,13 @@ func BenchmarkServerScale(b *testing.B) {
 			b.Errorf("peak RSS %d MiB under GOMEMLIMIT=%s exceeds the 512 MiB bar", limitedPeak>>20, *scaleMemLimit)
 		}
 	}
+}
+
+// flagSet reports whether the flag name was set on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func loadAverage() string {
