@@ -175,6 +175,19 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	if err := stageWorkflowViews(ctx, opts.Store, res); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
+	// Nothing of the compile result is used from here on (in holds the
+	// manifest's bytes and every target's store fields): record in a
+	// function of its own so that the result — a large release's parsed
+	// sources, model and manifests, hundreds of megabytes at 100,000
+	// targets — can be collected while the release is recorded.
+	return record(ctx, opts, log, clock, start, stage, in, result)
+}
+
+// record records the published release (staged, or recorded and
+// activated) and completes result.
+func record(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, start time.Time, stage bool,
+	in promoter.ReleaseInput, result *Result) (*Result, error) {
+	rev := result.Review
 	if stage {
 		st, ok := opts.Store.(releaseStager)
 		if !ok {
@@ -193,7 +206,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	}
 	act, err := opts.Store.RecordAndActivate(ctx, in)
 	if err != nil {
-		rec, serr := alreadyRecorded(ctx, opts.Store, err, opts.EnvTag, m.ReleaseVersion, res.ManifestBytes)
+		rec, serr := alreadyRecorded(ctx, opts.Store, err, opts.EnvTag, in.ReleaseVersion, in.ManifestBytes)
 		if serr != nil {
 			return nil, fmt.Errorf("promote %s@%s: %w (and reading the store's status: %v)", opts.EnvTag, short(rev.Commit), err, serr)
 		}
@@ -201,10 +214,10 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 		}
 		if rec.State == promoter.StateActive {
-			log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", m.ReleaseVersion, "from", rec.SourceCommit)
+			log.InfoContext(ctx, "release already active", "env", opts.EnvTag, "release", in.ReleaseVersion, "from", rec.SourceCommit)
 			result.AlreadyActiveFrom = rec.SourceCommit
 		} else {
-			log.InfoContext(ctx, "release already recorded, not active", "env", opts.EnvTag, "release", m.ReleaseVersion,
+			log.InfoContext(ctx, "release already recorded, not active", "env", opts.EnvTag, "release", in.ReleaseVersion,
 				"from", rec.SourceCommit, "state", rec.State, "active", rec.Active)
 			result.AlreadyRecordedFrom, result.RecordedState, result.ActiveRelease = rec.SourceCommit, rec.State, rec.Active
 		}
