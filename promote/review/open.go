@@ -3,13 +3,35 @@ package review
 import (
 	"fmt"
 
+	"github.com/go-git/go-billy/v5"
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
+
+// objectCacheSize bounds the decoded objects an opened repository keeps.
+// A promotion reads each policy file's blob twice in a row (its size, then
+// its bytes) and each directory's tree once, so a small cache serves it;
+// go-git's default (96 MiB) holds most of a large repository's blobs for
+// as long as the repository is open.
+const objectCacheSize = 16 * cache.MiByte
 
 // Open opens the Git repository at dir (a worktree or a bare repository;
 // parent directories are not searched).
 func Open(dir string) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
+	}
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	var wt billy.Filesystem // nil for a bare repository
+	if w, err := repo.Worktree(); err == nil {
+		wt = w.Filesystem
+	}
+	repo, err = git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(objectCacheSize)), wt)
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}

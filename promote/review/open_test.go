@@ -1,0 +1,52 @@
+package review_test
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"testing"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/internal/gittest"
+	"github.com/configpub/configpub/promote/review"
+)
+
+// TestOpen opens a repository with a worktree and a bare clone of it: both
+// read the same commit and file, and only the first has a worktree.
+func TestOpen(t *testing.T) {
+	r := gittest.New(t)
+	tip := r.Commit(gittest.Commit{Files: map[string][]byte{"configpub.yaml": []byte("kind: Repository\n")}, Message: "one"})
+	bare := filepath.Join(t.TempDir(), "bare.git")
+	if _, err := git.PlainClone(bare, true, &git.CloneOptions{URL: r.Dir}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  string
+		bare bool
+	}{{r.Dir, false}, {bare, true}} {
+		repo, err := review.Open(c.dir)
+		if err != nil {
+			t.Fatalf("%s: %v", c.dir, err)
+		}
+		ref, err := repo.Reference(plumbing.NewBranchReferenceName(gittest.Main), true)
+		if err != nil || ref.Hash() != tip {
+			t.Fatalf("%s: main is %v (%v), want %s", c.dir, ref, err, tip)
+		}
+		fsys, _, err := review.CommitFS(repo, tip.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := fs.ReadFile(fsys, "configpub.yaml"); err != nil || string(b) != "kind: Repository\n" {
+			t.Errorf("%s: read %q, %v", c.dir, b, err)
+		}
+		_, err = repo.Worktree()
+		if c.bare != errors.Is(err, git.ErrIsBareRepository) {
+			t.Errorf("%s: worktree: %v, want bare %v", c.dir, err, c.bare)
+		}
+	}
+	if _, err := review.Open(t.TempDir()); err == nil {
+		t.Error("opened a directory that is not a repository")
+	}
+}
