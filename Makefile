@@ -51,9 +51,10 @@ test: ensure-postgres
 demo: ensure-postgres build
 	./$(BIN) demo
 
-## bench: Go benchmarks with their in-run baselines.
+## bench: Go benchmarks with their in-run baselines (oras from .configpub/tools/bin when
+## installed by make compat or bench-publish, else the publish benchmark skips its oras baseline).
 bench: ensure-postgres
-	$(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
+	PATH="$(CURDIR)/.configpub/tools/bin:$$PATH" $(GO) test -run '^$$' -bench . -benchmem -timeout 30m $(PKGS)
 
 ## bench-smoke: every benchmark once (-benchtime 1x) at the small sizes it picks under
 ## -short, so that a benchmark that fails, panics or no longer builds fails CI. oras from
