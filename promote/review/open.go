@@ -16,6 +16,12 @@ import (
 // as long as the repository is open.
 const objectCacheSize = 16 * cache.MiByte
 
+// maxOpenPacks is how many pack files an opened repository keeps open,
+// with their parsed indexes. Without it go-git opens a pack file again for
+// every object it reads from it: twice per policy file of a promotion.
+// The last ones opened stay open until the repository is collected.
+const maxOpenPacks = 8
+
 // Open opens the Git repository at dir (a worktree or a bare repository;
 // parent directories are not searched).
 func Open(dir string) (*git.Repository, error) {
@@ -31,7 +37,9 @@ func Open(dir string) (*git.Repository, error) {
 	if w, err := repo.Worktree(); err == nil {
 		wt = w.Filesystem
 	}
-	repo, err = git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(objectCacheSize)), wt)
+	s := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(objectCacheSize),
+		filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	repo, err = git.Open(s, wt)
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
