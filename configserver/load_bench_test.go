@@ -21,6 +21,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/internal/benchsize"
 )
 
 var (
@@ -223,9 +224,9 @@ func serveOn(b *testing.B, h http.Handler, accepted *atomic.Int64) string {
 // bench-smoke), 100 identities and 500ms per case in 2 rounds, each unless
 // its flag is given.
 func BenchmarkServerLoad(b *testing.B) {
-	n := sizeFlag("load.identities", loadIdentities, 100)
-	duration := sizeFlag("load.duration", loadDuration, 500*time.Millisecond)
-	rounds := sizeFlag("load.rounds", loadRounds, 2)
+	n := benchsize.Flag("load.identities", loadIdentities, 100)
+	duration := benchsize.Flag("load.duration", loadDuration, 500*time.Millisecond)
+	rounds := benchsize.Flag("load.rounds", loadRounds, 2)
 	e := newBenchEnv(b)
 	samples := goldenBodies(b)
 	targets := make([]loadTarget, n)

@@ -36,6 +36,7 @@ import (
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/configserver/pgstore"
+	"github.com/configpub/configpub/internal/benchsize"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/promoter"
 )
@@ -46,21 +47,6 @@ var watchN = flag.Int("watch.n", 10000, "BenchmarkWatchers: concurrent watchers,
 // bench-smoke) unless -watch.n is given: large enough that the RSS per
 // watcher is not the noise of a few pages.
 const shortWatchers = 1000
-
-// sizeFlag is *v, or small when the benchmark runs under `go test -short`
-// (make bench-smoke runs every benchmark once) and the flag name was not
-// set on the command line: an explicit -args -name=... always wins.
-func sizeFlag[T any](name string, v *T, small T) T {
-	if !testing.Short() {
-		return *v
-	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	if set {
-		return *v
-	}
-	return small
-}
 
 // watchServerEnv names the configuration file of a Config Server child
 // process started by BenchmarkWatchers (see TestWatchServerProcess).
@@ -211,7 +197,7 @@ type serverTimeline struct {
 // the watchers connect). Bars: p99 <= 1 s, <= 16 KiB per idle watcher.
 // Under -short, 1,000 watchers unless -watch.n is given.
 func BenchmarkWatchers(b *testing.B) {
-	n := sizeFlag("watch.n", watchN, shortWatchers)
+	n := benchsize.Flag("watch.n", watchN, shortWatchers)
 	if limit := raiseNoFile(); limit < uint64(n)+512 {
 		b.Skipf("RLIMIT_NOFILE hard limit %d is too low for %d watchers", limit, n)
 	}

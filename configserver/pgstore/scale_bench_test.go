@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/benchsize"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/signing"
 )
@@ -317,10 +318,7 @@ func scaleSeed(b testing.TB, db *pgtest.DB, n int) (renew func()) {
 // limit and under the limit. Under -short (make bench-smoke), 1,000
 // identities unless -scale.identities is given.
 func BenchmarkServerScale(b *testing.B) {
-	n := *scaleIdentities
-	if testing.Short() && !flagSet("scale.identities") {
-		n = 1000
-	}
+	n := benchsize.Flag("scale.identities", scaleIdentities, 1000)
 	for range b.N {
 		ctx := context.Background()
 		empty := pgtest.New(b)
@@ -416,13 +414,6 @@ func BenchmarkServerScale(b *testing.B) {
 			b.Errorf("peak RSS %d MiB under GOMEMLIMIT=%s exceeds the 512 MiB bar", limitedPeak>>20, *scaleMemLimit)
 		}
 	}
-}
-
-// flagSet reports whether the flag name was set on the command line.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 func loadAverage() string {
