@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
 )
@@ -76,8 +78,33 @@ type HostInputs struct {
 }
 
 // InputsDigest returns the digest of a list of inputs (see HostInputs).
+// The canonical bytes are written directly, member names in RFC 8785
+// order ("digest" before "path"), not through a value tree: a large
+// release digests a few hundred thousand inputs at its end.
 func InputsDigest(in []Input) (string, error) {
-	return render.Digest(inputsValue(in))
+	h := sha256.New()
+	b := make([]byte, 0, 256)
+	b = append(b, '[')
+	var err error
+	for i, x := range in {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"digest":`...)
+		if b, err = jcs.AppendString(b, x.Digest); err != nil {
+			return "", fmt.Errorf("input %d digest: %w", i, err)
+		}
+		b = append(b, `,"path":`...)
+		if b, err = jcs.AppendString(b, x.Path); err != nil {
+			return "", fmt.Errorf("input %d path: %w", i, err)
+		}
+		b = append(b, '}')
+		h.Write(b)
+		b = b[:0]
+	}
+	b = append(b, ']')
+	h.Write(b)
+	return digest.FromSum([sha256.Size]byte(h.Sum(nil))).String(), nil
 }
 
 // ShardRef is one shard entry of the root: host, number of targets and the
@@ -180,6 +207,15 @@ type field struct {
 func block(k string, v *render.Value) field      { return field{key: k, val: v} }
 func rows(k string, r []*render.Value) field     { return field{key: k, rows: r, row: true} }
 func rowOf(items ...*render.Value) *render.Value { return render.List(items...) }
+
+// rowsAt builds the row of each index.
+func rowsAt(idx []int32, row func(int32) *render.Value) []*render.Value {
+	out := make([]*render.Value, len(idx))
+	for i, k := range idx {
+		out[i] = row(k)
+	}
+	return out
+}
 func withExtra(r *render.Value, x *render.Value) *render.Value {
 	if x != nil && len(x.Keys) > 0 {
 		r.Items = append(r.Items, x)
@@ -419,15 +455,18 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 	workflowRow := func(w *WorkflowVersion) *render.Value {
 		return rowOf(s(w.Name), s(w.WfDefID), s(w.Version), s(w.State), s(w.Digest))
 	}
+	// A host's subject and workflow rows are built when its shard is
+	// rendered (a large release has a subject per target): the maps hold
+	// indexes.
 	var rootSubjects, rootWorkflows []*render.Value
-	hostSubjects := map[string][]*render.Value{}
-	hostWorkflows := map[string][]*render.Value{}
+	hostSubjects := map[string][]int32{}
+	hostWorkflows := map[string][]int32{}
 	for k := range m.Subjects {
 		x := &m.Subjects[k]
 		if x.Host == "" {
 			rootSubjects = append(rootSubjects, subjectRow(x))
 		} else {
-			hostSubjects[x.Host] = append(hostSubjects[x.Host], subjectRow(x))
+			hostSubjects[x.Host] = append(hostSubjects[x.Host], int32(k))
 		}
 	}
 	for k := range m.Workflows {
@@ -435,7 +474,7 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 		if w.Host == "" {
 			rootWorkflows = append(rootWorkflows, workflowRow(w))
 		} else {
-			hostWorkflows[w.Host] = append(hostWorkflows[w.Host], workflowRow(w))
+			hostWorkflows[w.Host] = append(hostWorkflows[w.Host], int32(k))
 		}
 	}
 
@@ -464,7 +503,9 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 		b, _, err := renderFile([]field{
 			block("apiVersion", s(m.APIVersion)), block("kind", s(ShardKind)), block("envTag", s(m.EnvTag)), block("host", s(h)),
 			block("inputsDigest", s(in)),
-			rows("subjects", hostSubjects[h]), rows("workflows", hostWorkflows[h]), rows("targets", trows),
+			rows("subjects", rowsAt(hostSubjects[h], func(k int32) *render.Value { return subjectRow(&m.Subjects[k]) })),
+			rows("workflows", rowsAt(hostWorkflows[h], func(k int32) *render.Value { return workflowRow(&m.Workflows[k]) })),
+			rows("targets", trows),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("render release shard %s: %w", h, err)

@@ -838,6 +838,7 @@ func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInp
 	owner[m.repo.src.File] = ""
 	owner[c.envDoc.src.File] = ""
 	perHost := map[string][]bundle.Input{}
+	all = make([]bundle.Input, 0, len(digests))
 	for _, p := range sortedKeys(digests) {
 		x := bundle.Input{Path: p, Digest: digests[p]}
 		all = append(all, x)
