@@ -145,25 +145,9 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 		}
 		return n
 	}
-	arts := func(in promoter.ReleaseInput) []promoter.Artifact {
-		out := make([]promoter.Artifact, len(in.Targets))
-		for i, tg := range in.Targets {
-			out[i] = promoter.Artifact{Digest: tg.ArtifactDigest, MediaType: tg.MediaType, Bytes: tg.Values}
-		}
-		return out
-	}
-	headless := func(in promoter.ReleaseInput) promoter.ReleaseInput {
-		out := in
-		out.Targets = append([]promoter.Target(nil), in.Targets...)
-		for i := range out.Targets {
-			out.Targets[i].Values = nil
-		}
-		out.ArtifactsStored = true
-		return out
-	}
 
 	// Half the artifacts stored: the recording names the first missing one.
-	if err := store.StoreArtifacts(ctx, arts(in)[:20]); err != nil {
+	if err := store.StoreArtifacts(ctx, storedArtifacts(in)[:20]); err != nil {
 		t.Fatal(err)
 	}
 	_, err := store.RecordAndActivate(ctx, headless(in))
@@ -176,13 +160,13 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 	}
 
 	before := stmts.n.Load()
-	if err := store.StoreArtifacts(ctx, arts(in)); err != nil {
+	if err := store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
 		t.Fatal(err)
 	}
 	if got := stmts.n.Load() - before; got < 40/5 || got > 40/3 {
 		t.Errorf("stored 40 artifacts in %d statements of at most %d bytes, want about 10", got, 4*size+size/2)
 	}
-	if err := store.StoreArtifacts(ctx, arts(in)); err != nil {
+	if err := store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
 		t.Fatalf("storing the same artifacts again: %v", err)
 	}
 	if n := count("artifact"); n != 40 {
@@ -215,12 +199,12 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 	}
 
 	// Bad artifacts are refused before anything is stored.
-	bad := arts(in)[:1]
+	bad := storedArtifacts(in)[:1]
 	bad[0].Bytes = []byte("tampered: true\n")
 	if err := store.StoreArtifacts(ctx, bad); !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), in.Targets[0].ArtifactDigest) {
 		t.Errorf("storing bytes under another digest: %v, want ErrIntegrity naming %s", err, in.Targets[0].ArtifactDigest)
 	}
-	other := arts(in)[:1]
+	other := storedArtifacts(in)[:1]
 	other[0].MediaType = "application/vnd.example.other"
 	if err := store.StoreArtifacts(ctx, other); !errors.Is(err, promoter.ErrIntegrity) || !strings.Contains(err.Error(), "application/vnd.example.other") && !strings.Contains(err.Error(), "media type") {
 		t.Errorf("storing an artifact under another media type: %v, want ErrIntegrity", err)
@@ -231,7 +215,7 @@ func TestRecordsArtifactsStoredAhead(t *testing.T) {
 
 	// Release 2 names a stored artifact under another media type.
 	in2 := release("prod", 2, 1, 40, func(i int) bool { return i == 39 }, func(int) int64 { return 1 })
-	if err := store.StoreArtifacts(ctx, arts(in2)[:39]); err != nil {
+	if err := store.StoreArtifacts(ctx, storedArtifacts(in2)[:39]); err != nil {
 		t.Fatal(err)
 	}
 	h2 := headless(in2)

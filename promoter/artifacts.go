@@ -51,7 +51,8 @@ const artifactCheckBatch = 10000
 // ReleaseInput.ArtifactsStored then references the rows instead of carrying
 // the bytes. Rows that no release ends up referencing (the recording lost
 // its compare-and-swap, the run stopped) change nothing that is served,
-// and the next attempt finds them in place.
+// and the next attempt finds them in place; CollectArtifacts removes them
+// once they are old.
 func (s *Store) StoreArtifacts(ctx context.Context, arts []Artifact) error {
 	for i := range arts {
 		a := &arts[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -133,8 +134,96 @@ the schema owner (a role that may create roles).`,
 	}
 	sf.add(migrate, false)
 	outputFlag(migrate)
-	db.AddCommand(migrate)
+	db.AddCommand(migrate, newDBGCCmd())
 	root.AddCommand(db)
+}
+
+// newDBGCCmd is `configpub db gc`: collect the artifacts no snapshot
+// references.
+func newDBGCCmd() *cobra.Command {
+	var (
+		sf     storeFlags
+		minAge time.Duration
+		batch  int
+		dryRun bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Delete stored artifacts that no release references (left by promotions that stopped)",
+		Long: `gc deletes from the release store the artifacts no snapshot of any release
+references and that were stored more than --min-age ago. A promotion of a large
+release stores its artifacts before it records the release; one that stops in
+between, or loses its compare-and-swap and is not run again, leaves such
+artifacts behind. They are never served; gc only returns their space.
+
+An artifact that any release references, the current one or any earlier one a
+rollback may return to, is never deleted (the database refuses it), and a
+promotion recording while gc runs keeps its artifacts or, at worst, fails and
+stores them again when run again. Each artifact deleted is recorded in
+configpub.collected_artifact (digest, media type, size, when it was stored and
+deleted, and the database user). --dry-run counts what would be deleted.
+Run it as the promoter's database user, for example daily.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if minAge <= 0 {
+				return usageError{fmt.Errorf("--min-age must be positive, got %s", minAge)}
+			}
+			if batch <= 0 {
+				return usageError{fmt.Errorf("--batch must be positive, got %d", batch)}
+			}
+			ctx := cmd.Context()
+			store, closeFn, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			c, err := store.CollectArtifacts(ctx, promoter.CollectOptions{MinAge: minAge, Batch: batch, DryRun: dryRun})
+			rep := gcReport{DryRun: dryRun, MinAge: minAge.String(), StoredBefore: c.StoredBefore.UTC().Format(time.RFC3339),
+				Artifacts: c.Artifacts, Bytes: c.Bytes}
+			if c.Artifacts > 0 {
+				rep.OldestStoredAt, rep.NewestStoredAt = c.Oldest.Format(time.RFC3339), c.Newest.Format(time.RFC3339)
+			}
+			if err != nil {
+				if c.Artifacts > 0 {
+					// What earlier batches deleted stays deleted: say so.
+					return fmt.Errorf("%w (deleted %d artifact(s), %d bytes, before the failure)", err, c.Artifacts, c.Bytes)
+				}
+				return err
+			}
+			return report(cmd, rep, rep.text)
+		},
+	}
+	sf.add(cmd, false)
+	cmd.Flags().DurationVar(&minAge, "min-age", promoter.DefaultCollectMinAge, "delete only artifacts stored at least this long ago (longer than any promotion runs)")
+	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts deleted per statement (each commits on its own)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
+	outputFlag(cmd)
+	return cmd
+}
+
+// gcReport is what db gc prints with --output json.
+type gcReport struct {
+	DryRun         bool   `json:"dryRun"`                   // counted only, nothing deleted
+	MinAge         string `json:"minAge"`                   // --min-age, as a Go duration
+	StoredBefore   string `json:"storedBefore"`             // the cutoff: artifacts stored before it were eligible (RFC 3339, UTC)
+	Artifacts      int    `json:"artifacts"`                // artifacts deleted (or, with dryRun, that would be)
+	Bytes          int64  `json:"bytes"`                    // their total size
+	OldestStoredAt string `json:"oldestStoredAt,omitempty"` // when the oldest of them was stored
+	NewestStoredAt string `json:"newestStoredAt,omitempty"` // when the newest of them was stored
+}
+
+func (r gcReport) text(w io.Writer) error {
+	verb := "deleted"
+	if r.DryRun {
+		verb = "would delete"
+	}
+	if r.Artifacts == 0 {
+		_, err := fmt.Fprintf(w, "nothing to delete: every artifact stored before %s is referenced by a release\n", r.StoredBefore)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s %d unreferenced artifact(s), %d bytes, stored %s to %s (cutoff %s)\n",
+		verb, r.Artifacts, r.Bytes, r.OldestStoredAt, r.NewestStoredAt, r.StoredBefore)
+	return err
 }
 
 // migrateReport is what db migrate prints with --output json.

@@ -45,6 +45,7 @@ var verbExamples = map[string]string{
 	"configpub gate":        "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
 	"configpub lease renew": "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
 	"configpub db migrate":  `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
+	"configpub db gc":       "  configpub db gc --database postgres://promoter:…@db:5432/configpub --dry-run\n  configpub db gc --min-age 72h",
 	"configpub serve":       `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
 	"configpub fetch": `  configpub fetch --server https://config.example.com --token-file /var/run/token --host app.example.com \
       --service-id com.example.assistant --env prod --config-audience agent --trust-key cosign.pub \

@@ -44,6 +44,7 @@ var jsonReports = map[string][]any{
 	"configpub keygen":          {keyFilesReport{}},
 	"configpub token keygen":    {keyFilesReport{}},
 	"configpub db migrate":      {migrateReport{}},
+	"configpub db gc":           {gcReport{}},
 	"configpub registry attach": {attachReport{}},
 	"configpub fetch":           {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
 }

@@ -40,6 +40,7 @@ func TestCLIOutputDocumented(t *testing.T) {
 		{"## init", initReport{}},
 		{"## keygen and token keygen", keyFilesReport{}},
 		{"## db migrate", migrateReport{}},
+		{"## db gc", gcReport{}},
 		{"## registry attach", attachReport{}},
 	} {
 		heading, v := c.heading, c.report

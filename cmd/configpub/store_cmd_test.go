@@ -100,6 +100,16 @@ func TestStoreVerbs(t *testing.T) {
 	}
 	snaps := seedReleases(t, db, signer)
 	d := "--database=" + db.URL
+	// An artifact stored ahead by a promotion that never recorded.
+	orphan := []byte("host: host-c\nrelease: 3\n")
+	store, err := promoter.Open(context.Background(), db.Pool(t), promoter.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.StoreArtifacts(context.Background(), []promoter.Artifact{{Digest: sum(orphan), Bytes: orphan}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // older than the store clock's millisecond
 
 	tests := []struct {
 		name     string
@@ -108,6 +118,12 @@ func TestStoreVerbs(t *testing.T) {
 		want     []string
 	}{
 		{"migrate again is a no-op", []string{"db", "migrate", d}, 0, []string{"applied 0 migration(s)"}},
+		{"gc keeps a day's artifacts", []string{"db", "gc", d}, 0, []string{"nothing to delete"}},
+		{"gc dry run", []string{"db", "gc", "--min-age", "1ms", "--dry-run", d}, 0,
+			[]string{fmt.Sprintf("would delete 1 unreferenced artifact(s), %d bytes", len(orphan))}},
+		{"gc", []string{"db", "gc", "--min-age", "1ms", "-o", "json", d}, 0, []string{`"artifacts": 1,`, fmt.Sprintf(`"bytes": %d,`, len(orphan)), `"dryRun": false`}},
+		{"gc again", []string{"db", "gc", "--min-age", "1ms", d}, 0, []string{"nothing to delete"}},
+		{"gc needs a positive age", []string{"db", "gc", "--min-age", "0s", d}, 2, []string{"--min-age must be positive"}},
 		{"gate -o json needs --once", []string{"gate", "--env", "prod", "--key", keyPath, "-o", "json", d}, 2, []string{"--output json needs --once"}},
 		{"gate --once -o json", []string{"gate", "--env", "prod", "--key", keyPath, "--once", "-o", "json", d}, 0, []string{`"envTag": "prod"`, `"release": 2`, `"verdict": "`}},
 		{"gate's old --poll sets --interval", []string{"gate", "--env", "prod", "--key", keyPath, "--poll", "0s", d}, 2, []string{"--interval must be positive"}},

@@ -64,6 +64,8 @@ INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id
 	'[]', '00000000-0000-4000-8000-000000000009', now());
 INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
 	VALUES ('h1', 's1', 'prod', 1, '00000000-0000-8000-8000-000000000001', now());
+INSERT INTO configpub.collected_artifact (artifact_digest, media_type, size, stored_at)
+	VALUES ('sha256:' || repeat('f', 64), 'application/yaml', 4, now());
 INSERT INTO configpub.webhook_delivery (event_id, event_kind, env_tag, release_version, receiver, attempt, delivered,
 	http_status, attempted_at, duration_ms)
 	VALUES (gen_random_uuid(), 'release.activated', 'prod', 1, 'https://hooks.example/x', 1, true, 200, now(), 3);
@@ -84,6 +86,7 @@ var appendOnly = []struct {
 	{"workflow_view_stage", "version = 'x'"},
 	{"workflow_release_view", "publication_id = gen_random_uuid()"},
 	{"webhook_delivery", "delivered = false"},
+	{"collected_artifact", "size = 0"},
 }
 
 func seeded(t *testing.T) *pgtest.DB {

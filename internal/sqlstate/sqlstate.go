@@ -14,6 +14,7 @@ const (
 	SerializationFailure         = "40001"
 	DeadlockDetected             = "40P01"
 	InsufficientPrivilege        = "42501"
+	UndefinedFunction            = "42883"
 	WrongObjectType              = "42809"
 	UndefinedTable               = "42P01"
 	InvalidSchemaName            = "3F000"
