@@ -2,9 +2,12 @@ package gitfs
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -181,5 +184,49 @@ func TestTreeFSRevisions(t *testing.T) {
 func TestTreeFSOutsideRepository(t *testing.T) {
 	if _, err := TreeFS(t.TempDir(), "HEAD"); !errors.Is(err, ErrNotRepository) {
 		t.Fatalf("got %v, want ErrNotRepository", err)
+	}
+}
+
+// TestReadsBlobsOfEverySize reads blobs around the read buffer sizes and
+// past the size allocated up front: every byte, nothing more, through
+// ReadFile and Open alike.
+func TestReadsBlobsOfEverySize(t *testing.T) {
+	files := map[string]string{}
+	for _, n := range []int{0, 1, 511, 512, 513, 4096, 64<<10 + 3, exactSizeLimit, exactSizeLimit + 1} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + (i*7+n)%26)
+		}
+		files[fmt.Sprintf("f%d.txt", n)] = string(b)
+	}
+	dir := makeRepo(t, files)
+	if err := os.Symlink("f1.txt", filepath.Join(dir, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, dir, map[string]string{"sub/x.txt": "x"})
+	fsys, err := TreeFS(dir, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.ReadFile(fsys, "sub"); err == nil || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("ReadFile of a directory: %v, want is a directory", err)
+	}
+	if _, err := fs.ReadFile(fsys, "link.txt"); !errors.Is(err, errSymlink) {
+		t.Errorf("ReadFile of a symbolic link: %v, want %v", err, errSymlink)
+	}
+	for name, want := range files {
+		got, err := fs.ReadFile(fsys, name)
+		if err != nil || string(got) != want {
+			t.Errorf("ReadFile(%s): %d bytes, %v; want %d bytes as committed", name, len(got), err, len(want))
+		}
+		f, err := fsys.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(f)
+		f.Close()
+		if err != nil || string(got) != want {
+			t.Errorf("Open(%s): %d bytes, %v; want %d bytes as committed", name, len(got), err, len(want))
+		}
 	}
 }

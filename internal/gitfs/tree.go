@@ -117,16 +117,24 @@ func (f *treeFS) Open(name string) (fs.File, error) {
 }
 
 // ReadFile returns the contents of a regular file.
+// The blob's bytes are returned as read, not copied from an opened file.
 func (f *treeFS) ReadFile(name string) ([]byte, error) {
-	opened, err := f.Open(name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, parent, err := f.lookup("open", name)
 	if err != nil {
 		return nil, err
 	}
-	defer opened.Close()
-	if ff, ok := opened.(*file); ok {
-		return ff.bytes(), nil
+	switch {
+	case e.Mode == filemode.Dir:
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	case e.Mode.IsFile() && e.Mode != filemode.Symlink:
+		return readEntry(name, parent, e)
+	case e.Mode == filemode.Symlink:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: errSymlink}
+	default:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("unsupported tree entry mode %s", e.Mode)}
 	}
-	return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
 }
 
 // ReadDir lists a directory sorted by name.
@@ -167,6 +175,11 @@ func (f *treeFS) readDir(name string) ([]fs.DirEntry, error) {
 	return out, nil
 }
 
+// exactSizeLimit is the largest stated blob size readEntry allocates at
+// once: a policy file is far smaller, and a header claiming more is read
+// as it comes.
+const exactSizeLimit = 1 << 20
+
 // readEntry reads the blob of entry e of directory tree parent.
 func readEntry(name string, parent *object.Tree, e *object.TreeEntry) ([]byte, error) {
 	file, err := parent.TreeEntryFile(e)
@@ -178,9 +191,24 @@ func readEntry(name string, parent *object.Tree, e *object.TreeEntry) ([]byte, e
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+	// The blob's header states its size: read into a buffer of exactly
+	// that size (io.ReadAll would grow one from 512 bytes, and a compile
+	// reads every file of the policy tree), then make sure nothing follows.
+	// A size beyond exactSizeLimit is not trusted to allocate up front.
+	if file.Size < 0 || file.Size > exactSizeLimit {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		return b, nil
+	}
+	b := make([]byte, file.Size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("blob shorter than its stated %d bytes: %w", file.Size, err)}
+	}
+	var one [1]byte
+	if n, _ := r.Read(one[:]); n > 0 {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("blob longer than its stated %d bytes", file.Size)}
 	}
 	return b, nil
 }

@@ -52,11 +52,6 @@ func (f *file) Read(p []byte) (int, error)                { return f.r.Read(p) }
 func (f *file) Seek(off int64, whence int) (int64, error) { return f.r.Seek(off, whence) }
 func (f *file) ReadAt(p []byte, off int64) (int, error)   { return f.r.ReadAt(p, off) }
 func (f *file) Close() error                              { return nil }
-func (f *file) bytes() []byte {
-	b := make([]byte, f.r.Size())
-	n, _ := f.r.ReadAt(b, 0)
-	return b[:n]
-}
 
 // dirFile is an open directory.
 type dirFile struct {
