@@ -290,3 +290,50 @@ func sqlStateOf(err error) string {
 	}
 	return ""
 }
+
+// TestRecordingWhoseArtifactsWereCollectedInBetween: a collection that runs
+// after a recording checked its stored artifacts and before it writes the
+// snapshots (a --min-age shorter than the promotion) makes the recording
+// fail with ErrConflict saying so, with nothing recorded; the next
+// attempt stores the artifacts again and records.
+func TestRecordingWhoseArtifactsWereCollectedInBetween(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	collector, err := promoter.Open(ctx, f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter")), promoter.Options{
+		Clock: func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := release("prod", 1, 0, 5, nil, nil)
+	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
+		t.Fatal(err)
+	}
+	collected := 0
+	recorder := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, _ pgx.Tx) error {
+			if step != "record:artifacts" || collected > 0 {
+				return nil
+			}
+			c, err := collector.CollectArtifacts(ctx, promoter.CollectOptions{})
+			collected = c.Artifacts
+			return err
+		})
+	})
+	_, err = recorder.RecordAndActivate(ctx, headless(in))
+	if collected != 5 {
+		t.Fatalf("the collection inside the recording removed %d artifacts, want 5", collected)
+	}
+	if !errors.Is(err, promoter.ErrConflict) || !strings.Contains(err.Error(), "deleted while it recorded") {
+		t.Fatalf("recording after its artifacts were collected: %v, want ErrConflict saying an artifact was deleted while it recorded", err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.config_release"); n != 0 {
+		t.Fatalf("%d releases recorded, want none", n)
+	}
+	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := recorder.RecordAndActivate(ctx, headless(in)); err != nil {
+		t.Fatalf("the next attempt: %v", err)
+	}
+	f.wantPointersAt(t, in)
+}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // ActivationResult is the recorded result of a pointer-moving command. A
@@ -352,6 +355,11 @@ func insertSnapshotBatch(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		Scan(&badID, &badHost, &badSvc, &badEnv)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == sqlstate.ForeignKeyViolation && pgErr.ConstraintName == "config_snapshot_artifact_digest_fkey" {
+		// Checked as stored, then gone: collected in between.
+		return fmt.Errorf("insert snapshots: %w: an artifact of this release was deleted while it recorded (by configpub db gc with a --min-age shorter than the promotion?); nothing was recorded: run the promotion again, which stores it again: %w", ErrConflict, err)
 	}
 	if err != nil {
 		return dbErr("insert snapshots", err)
