@@ -224,20 +224,36 @@ func TestKustomization(t *testing.T) {
 	if got := command(job); !reflect.DeepEqual(got, []string{"/usr/local/bin/configpub", "db", "migrate"}) {
 		t.Errorf("migration Job runs %v", got)
 	}
-	cron := k["CronJob"][0]
-	renew := container(t, cron, "spec", "jobTemplate", "spec", "template", "spec")
-	if got := strings.Join(command(renew), " "); !strings.HasPrefix(got, "/usr/local/bin/configpub lease renew --env ") {
-		t.Errorf("lease CronJob runs %q", got)
+	// The CronJobs: lease renewal, and the collection of unreferenced
+	// artifacts, neither overlapping itself.
+	var renew, gc map[string]any
+	for _, cron := range k["CronJob"] {
+		c := container(t, cron, "spec", "jobTemplate", "spec", "template", "spec")
+		got := strings.Join(command(c), " ")
+		switch {
+		case strings.HasPrefix(got, "/usr/local/bin/configpub lease renew --env "):
+			renew = c
+		case strings.HasPrefix(got, "/usr/local/bin/configpub db gc"):
+			gc = c
+			if _, ok := c["volumeMounts"]; ok {
+				t.Error("the artifact collection CronJob mounts a volume: it needs no signing key")
+			}
+		default:
+			t.Errorf("CronJob %v runs %q", get(cron, "metadata", "name"), got)
+		}
+		if get(cron, "spec", "concurrencyPolicy") != "Forbid" {
+			t.Errorf("CronJob %v may overlap itself", get(cron, "metadata", "name"))
+		}
 	}
-	if get(cron, "spec", "concurrencyPolicy") != "Forbid" {
-		t.Error("lease CronJob may overlap itself")
+	if renew == nil || gc == nil {
+		t.Fatalf("want a lease renewal and an artifact collection CronJob, got %d CronJobs", len(k["CronJob"]))
 	}
 	server := container(t, k["Deployment"][0], "spec", "template", "spec")
 	if got := command(server); len(got) < 2 || got[0] != "/usr/local/bin/configpub" || got[1] != "serve" {
 		t.Errorf("server runs %v", got)
 	}
 	// Every database URL comes from a Secret, never a literal.
-	for _, c := range []map[string]any{job, renew, server} {
+	for _, c := range []map[string]any{job, renew, gc, server} {
 		env, _ := c["env"].([]any)
 		found := false
 		for _, e := range env {
