@@ -402,22 +402,7 @@ func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
 			path       string
 			start, end int
 		}
-		// The archive is sized from the files' sizes first: grown shard
-		// by shard, a large release's archive (65 MB at 100,000
-		// targets) would be copied a dozen times.
-		size := len(p) + len(root) + 16
-		for _, ref := range r.Shards {
-			sp := bundle.ShardPath(env, ref.Host)
-			fi, err := fs.Stat(fsys, sp)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%w: %s lists shard %s, which does not exist", ErrStale, p, sp)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", sp, err)
-			}
-			size += len(sp) + int(fi.Size()) + 16
-		}
-		b := bundle.AppendArchive(bundle.NewArchive(size), p, root)
+		b := bundle.AppendArchive(bundle.NewArchive(0), p, root)
 		spans := []span{{p, len(b) - len(root), len(b)}}
 		listed := map[string]bool{}
 		for _, ref := range r.Shards {
