@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/sqlstate"
 	"github.com/configpub/configpub/promoter"
@@ -36,6 +37,33 @@ func headless(in promoter.ReleaseInput) promoter.ReleaseInput {
 	return out
 }
 
+// collector opens a store on f's database as the promoter role, whose
+// clock is the real time (the database stamps each artifact with its own
+// now()) moved on as later says, and returns it with its pool.
+func (f *fixture) collector(t *testing.T, later func() time.Duration) (*promoter.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter"))
+	s, err := promoter.Open(context.Background(), pool, promoter.Options{Clock: func() time.Time { return time.Now().Add(later()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pool
+}
+
+// storedAhead is release 1 of prod with n targets, its artifacts stored
+// ahead and nothing recorded.
+func (f *fixture) storedAhead(t *testing.T, n int) promoter.ReleaseInput {
+	t.Helper()
+	in := release("prod", 1, 0, n, nil, nil)
+	if err := f.store.StoreArtifacts(context.Background(), storedArtifacts(in)); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// aMonthOn is a collector clock's offset of 30 days.
+func aMonthOn() time.Duration { return 30 * 24 * time.Hour }
+
 // TestCollectArtifactsOverMonths: the artifacts of a promotion that stored
 // them ahead and never recorded are kept while they are young and removed
 // once older than the minimum age, in bounded statements, each one
@@ -47,20 +75,11 @@ func headless(in promoter.ReleaseInput) promoter.ReleaseInput {
 func TestCollectArtifactsOverMonths(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
-	// The collector's clock: the real time (the database stamps each
-	// artifact with its own now()) moved on by a simulated offset.
+	// The collector's clock moves on by a simulated offset.
 	var mu sync.Mutex
 	offset := time.Duration(0)
 	later := func(d time.Duration) { mu.Lock(); offset = d; mu.Unlock() }
-	collectorPool := f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter"))
-	collector, err := promoter.Open(ctx, collectorPool, promoter.Options{Clock: func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return time.Now().Add(offset)
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	collector, collectorPool := f.collector(t, func() time.Duration { mu.Lock(); defer mu.Unlock(); return offset })
 	collect := func(opts promoter.CollectOptions) promoter.Collection {
 		t.Helper()
 		c, err := collector.CollectArtifacts(ctx, opts)
@@ -236,15 +255,8 @@ func TestCollectArtifactsOverMonths(t *testing.T) {
 func TestCollectArtifactsSkipsAReleaseBeingRecorded(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
-	collector, err := promoter.Open(ctx, f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter")), promoter.Options{
-		Clock: func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := release("prod", 1, 0, 5, nil, nil)
-	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
-		t.Fatal(err)
-	}
+	collector, _ := f.collector(t, aMonthOn)
+	in := f.storedAhead(t, 5)
 	var during []promoter.Collection
 	recorder := f.open(t, func(o *promoter.Options) {
 		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
@@ -299,15 +311,8 @@ func sqlStateOf(err error) string {
 func TestRecordingWhoseArtifactsWereCollectedInBetween(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, nil)
-	collector, err := promoter.Open(ctx, f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter")), promoter.Options{
-		Clock: func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := release("prod", 1, 0, 5, nil, nil)
-	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
-		t.Fatal(err)
-	}
+	collector, _ := f.collector(t, aMonthOn)
+	in := f.storedAhead(t, 5)
 	collected := 0
 	recorder := f.open(t, func(o *promoter.Options) {
 		promoter.SetFaultInjector(o, func(ctx context.Context, step string, _ pgx.Tx) error {
@@ -319,7 +324,7 @@ func TestRecordingWhoseArtifactsWereCollectedInBetween(t *testing.T) {
 			return err
 		})
 	})
-	_, err = recorder.RecordAndActivate(ctx, headless(in))
+	_, err := recorder.RecordAndActivate(ctx, headless(in))
 	if collected != 5 {
 		t.Fatalf("the collection inside the recording removed %d artifacts, want 5", collected)
 	}
