@@ -119,6 +119,7 @@ fuzz:
 	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzCanonical $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileSource $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzMarshalMatchesReference $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzDecode $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/secretscan FuzzValue $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseManifest $(FUZZTIME)
 

@@ -2,14 +2,12 @@ package compiler
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/policytree"
@@ -57,12 +55,8 @@ type source struct {
 	File       string
 	Digest     string // sha256 of the file bytes
 	fsys       fs.FS
-	index      *sources // every document, for did-you-mean suggestions
-	Doc        *yamlstrict.Doc
-	// canon is the document's RFC 8785 bytes, kept from parsing until it
-	// is decoded: far smaller than the parsed tree, which is dropped as
-	// soon as the document is checked.
-	canon []byte
+	index      *sources        // every document, for did-you-mean suggestions
+	Doc        *yamlstrict.Doc // from parsing until the document is decoded
 	// spec is the decoded spec (the T of a doc[T] of the document's kind),
 	// decoded as soon as the document is checked, so loading a large
 	// repository holds decoded specs only.
@@ -87,8 +81,8 @@ func (s *source) errorf(path []string, format string, args ...any) error {
 	return &SourceError{File: e.File, Line: e.Line, Field: e.Field, Err: errors.New(e.Msg)}
 }
 
-// release drops the parsed tree and the canonical bytes.
-func (s *source) release() { s.Doc, s.canon = nil, nil }
+// release drops the parsed tree.
+func (s *source) release() { s.Doc = nil }
 
 // sources indexes every document of a policy repository by kind and name.
 type sources struct {
@@ -146,12 +140,10 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 		}
 		src.fsys = fsys
 		src.index = ss
-		canon := src.canon
 		if err := src.decodeSpec(); err != nil {
 			errs[i] = err
 			return nil
 		}
-		putCanonBuf(canon)
 		parsed[i] = src
 		return nil
 	})
@@ -224,42 +216,13 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	src.Name = doc.Value.Get("metadata").Get("name").Str
-	canon, err := render.AppendCanonical(getCanonBuf(), doc.Value)
-	if err != nil {
-		return nil, src.errorf(nil, "%v", err)
-	}
-	src.canon, src.Doc = canon, nil
 	return src, nil
 }
 
-// canonBufs recycles the buffers that hold a source's RFC 8785 bytes from
-// parsing to decoding: loading a repository decodes each document as soon
-// as it is checked, so a few buffers serve every document.
-var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
-// maxCanonBuf is the largest buffer canonBufs keeps.
-const maxCanonBuf = 64 << 10
-
-func getCanonBuf() []byte { return (*canonBufs.Get().(*[]byte))[:0] }
-
-// putCanonBuf hands b back to canonBufs; nothing may use b afterwards
-// (decoding copies what it keeps).
-func putCanonBuf(b []byte) {
-	if cap(b) <= maxCanonBuf {
-		canonBufs.Put(&b)
-	}
-}
-
-// decode decodes a schema-checked document into v (a *doc[T]).
+// decode decodes a schema-checked document into v (a *doc[T]) and drops
+// the parsed tree: the decoded spec is all a compile keeps.
 func (s *source) decode(v any) error {
-	canon := s.canon
-	if canon == nil {
-		var err error
-		if canon, err = render.Canonical(s.Doc.Value); err != nil {
-			return s.errorf(nil, "%v", err)
-		}
-	}
-	if err := json.Unmarshal(canon, v); err != nil {
+	if err := render.Decode(s.Doc.Value, v); err != nil {
 		return s.errorf(nil, "decode: %v", err)
 	}
 	s.release()
