@@ -216,12 +216,13 @@ func Value(s string) string {
 		return ""
 	}
 	lower := strings.ToLower(s)
-	for _, r := range valueRules {
-		if containsAny(lower, r.anchors) && r.re.MatchString(s) {
+	hits := ruleAnchors.find(lower)
+	for i, r := range valueRules {
+		if hits&(1<<i) != 0 && r.re.MatchString(s) {
 			return r.name
 		}
 	}
-	if containsAny(lower, []string{"bearer", "basic"}) {
+	if hits&authSchemeBit != 0 {
 		for _, m := range authScheme.FindAllStringSubmatch(s, 8) {
 			if authCredential(strings.ToLower(m[1]), m[2]) {
 				return "Authorization " + m[1] + " credential"
@@ -366,13 +367,55 @@ func entropy(s string) float64 {
 	return h
 }
 
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
+// anchorIndex finds in one pass over a lower-cased string which rules'
+// anchors it contains: bit i of the result is valueRules[i], authSchemeBit
+// the Authorization schemes. It lists, by first byte, the anchors that
+// start with it.
+type anchorIndex [256][]anchor
+
+type anchor struct {
+	text string
+	bit  uint64
+}
+
+// authSchemeBit marks "bearer" and "basic", which authScheme then reads.
+const authSchemeBit = 1 << 63
+
+// ruleAnchors is the index of valueRules' anchors and the schemes'.
+var ruleAnchors = newAnchorIndex()
+
+func newAnchorIndex() *anchorIndex {
+	if len(valueRules) >= 63 {
+		panic("secretscan: more value rules than anchor bits")
+	}
+	var x anchorIndex
+	add := func(text string, bit uint64) {
+		if len(text) < 2 || strings.ToLower(text) != text {
+			panic("secretscan: anchor " + text + " is not two or more lower-case bytes")
+		}
+		x[text[0]] = append(x[text[0]], anchor{text, bit})
+	}
+	for i, r := range valueRules {
+		for _, a := range r.anchors {
+			add(a, 1<<i)
 		}
 	}
-	return false
+	add("bearer", authSchemeBit)
+	add("basic", authSchemeBit)
+	return &x
+}
+
+func (x *anchorIndex) find(lower string) uint64 {
+	var hits uint64
+	for i := 0; i+1 < len(lower); i++ {
+		for _, a := range x[lower[i]] {
+			// Every anchor has a second byte: most candidates end there.
+			if a.text[1] == lower[i+1] && hits&a.bit == 0 && strings.HasPrefix(lower[i:], a.text) {
+				hits |= a.bit
+			}
+		}
+	}
+	return hits
 }
 
 func itoa(i int) string {

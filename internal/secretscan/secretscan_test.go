@@ -1,6 +1,7 @@
 package secretscan
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -131,5 +132,47 @@ func TestScanPath(t *testing.T) {
 	}
 	if f := Scan(clean()); f != nil {
 		t.Fatalf("clean document: finding %v", f)
+	}
+}
+
+// TestAnchorIndex: the one-pass index reports exactly the anchors
+// strings.Contains finds, on strings built from anchor pieces, overlaps and
+// noise.
+func TestAnchorIndex(t *testing.T) {
+	var all []anchor
+	for _, list := range ruleAnchors {
+		all = append(all, list...)
+	}
+	want := func(lower string) uint64 {
+		var m uint64
+		for _, a := range all {
+			if strings.Contains(lower, a.text) {
+				m |= a.bit
+			}
+		}
+		return m
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	pieces := []string{"a", "s", "k", "-", "_", ".", "=", ":", "/", " ", "x", "o", "e", "y", "j", "p"}
+	for _, a := range all {
+		pieces = append(pieces, a.text, a.text[:len(a.text)-1], a.text[1:])
+	}
+	found := 0
+	for i := range 50000 {
+		var b strings.Builder
+		for range r.IntN(12) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		got, exp := ruleAnchors.find(s), want(s)
+		if got != exp {
+			t.Fatalf("case %d %q: index %b, strings.Contains %b", i, s, got, exp)
+		}
+		if got != 0 {
+			found++
+		}
+	}
+	if found < 10000 {
+		t.Fatalf("only %d of 50,000 cases held an anchor: the test does not exercise the index", found)
 	}
 }
