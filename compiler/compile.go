@@ -426,7 +426,7 @@ func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
 			return nil, err
 		}
 		for _, x := range c.unlisted {
-			b = append(b, "--- # "+x+"\n"...)
+			b = bundle.AppendArchive(b, x, nil) // an empty entry: never a derived release
 		}
 		c.bytes = b
 	} else {
