@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
@@ -49,6 +50,7 @@ type validator struct {
 	set   *schemas.Set
 	rules map[string]*schemas.Rules
 	proj  map[string]*projector
+	plain sync.Pool // of *render.AnyBuffer: each worker's artifacts in turn reuse one
 }
 
 func newValidator(set *schemas.Set, proj map[string]*projector) (*validator, error) {
@@ -109,7 +111,12 @@ func (e *ArtifactError) Error() string {
 func (e *ArtifactError) Unwrap() error { return ErrInvalidArtifact }
 
 func (v *validator) check(target, audience string, doc *render.Value) error {
-	plain := doc.ToAny()
+	buf, _ := v.plain.Get().(*render.AnyBuffer)
+	if buf == nil {
+		buf = new(render.AnyBuffer)
+	}
+	defer v.plain.Put(buf) // nothing below keeps plain: problems are strings
+	plain := buf.ToAny(doc)
 	var probs []schemas.Problem
 	omitted := 0
 	if err := v.set.Validate("artifact/"+audience, plain); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/schemas"
 )
 
@@ -154,7 +155,7 @@ func TestSecretDetectorTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = parseSource("environments/dev.yaml", b, set)
+			_, err = parseSource("environments/dev.yaml", b, set, new(render.AnyBuffer))
 			wantRefused := c.secret != "" || c.name == "empty password" || c.name == "empty vault ref"
 			if !wantRefused {
 				if err != nil {

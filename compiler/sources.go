@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/policytree"
@@ -124,6 +125,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
+	var plain sync.Pool // of *render.AnyBuffer, for schema validation
 	err = parallel(len(paths), func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -133,7 +135,12 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)
 			return nil
 		}
-		src, err := parseSource(paths[i], b, set)
+		buf, _ := plain.Get().(*render.AnyBuffer)
+		if buf == nil {
+			buf = new(render.AnyBuffer)
+		}
+		src, err := parseSource(paths[i], b, set, buf)
+		plain.Put(buf)
 		if err != nil {
 			errs[i] = err
 			return nil
@@ -176,7 +183,8 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 }
 
 // parseSource parses, schema-checks and secret-checks one document.
-func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
+// buf holds the document's plain form while the schema checks it.
+func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer) (*source, error) {
 	doc, err := yamlstrict.Parse(file, b)
 	if err != nil {
 		return nil, fromStrict(err)
@@ -201,7 +209,7 @@ func parseSource(file string, b []byte, set *schemas.Set) (*source, error) {
 	if err := checkSecrets(src, doc.Value, nil); err != nil {
 		return nil, err
 	}
-	if err := set.Validate(schemaName, doc.Value.ToAny()); err != nil {
+	if err := set.Validate(schemaName, buf.ToAny(doc.Value)); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) && len(ve.Problems) > 0 {
 			all := make([]error, len(ve.Problems))

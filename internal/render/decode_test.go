@@ -230,3 +230,46 @@ func FuzzDecode(f *testing.F) {
 		sameDecode[decodeTarget](t, "fuzz", &v)
 	})
 }
+
+// TestAnyBufferReuse: a buffer converting one value after another, of
+// growing, shrinking and different shapes, returns each time what ToAny
+// returns, and reuses its containers.
+func TestAnyBufferReuse(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var gen func(depth int) *Value
+	gen = func(depth int) *Value {
+		switch r.IntN(6) {
+		case 0:
+			return Int(r.Int64N(1000))
+		case 1:
+			return String("s" + strconv.Itoa(r.IntN(9)))
+		case 2:
+			if depth < 4 {
+				l := List()
+				for range r.IntN(6) {
+					l.Items = append(l.Items, gen(depth+1))
+				}
+				return l
+			}
+		case 3, 4:
+			if depth < 4 {
+				m := Map()
+				for i := range r.IntN(12) {
+					m.Add("k"+strconv.Itoa(i), gen(depth+1))
+				}
+				return m
+			}
+		}
+		return Null()
+	}
+	var b AnyBuffer
+	for i := range 2000 {
+		v := gen(0)
+		if got, want := b.ToAny(v), v.ToAny(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("value %d: buffer %#v, ToAny %#v", i, got, want)
+		}
+	}
+	if len(b.maps) == 0 || len(b.lists) == 0 {
+		t.Fatalf("buffer kept %d maps and %d lists: nothing reused", len(b.maps), len(b.lists))
+	}
+}

@@ -70,7 +70,33 @@ func decodeJSON(dec *json.Decoder) (*Value, error) {
 
 // ToAny converts v to the plain Go form encoding/json produces (map[string]any,
 // []any, string, bool, nil, json.Number), the input JSON Schema validators take.
-func (v *Value) ToAny() any {
+func (v *Value) ToAny() any { return (&AnyBuffer{once: true}).plain(v) }
+
+// AnyBuffer converts values to their plain Go form (see Value.ToAny) into
+// the maps and lists of its previous conversion, cleared: a caller that
+// validates one document after another and keeps none of their plain forms
+// allocates the containers once. The zero AnyBuffer is ready to use; it is
+// not safe for concurrent use.
+type AnyBuffer struct {
+	maps  []map[string]any
+	lists [][]any
+	nm    int  // maps handed out by the conversion in progress
+	nl    int  // lists handed out
+	once  bool // converting once (Value.ToAny): nothing kept
+}
+
+// maxReusedMap is the largest map an AnyBuffer clears for reuse: clearing
+// costs its capacity, so a larger one is left to the collector.
+const maxReusedMap = 64
+
+// ToAny converts v as v.ToAny() does. The result, and every map and list in
+// it, is valid until the next call.
+func (b *AnyBuffer) ToAny(v *Value) any {
+	b.nm, b.nl = 0, 0
+	return b.plain(v)
+}
+
+func (b *AnyBuffer) plain(v *Value) any {
 	if v == nil {
 		return nil
 	}
@@ -84,17 +110,54 @@ func (v *Value) ToAny() any {
 	case KindString:
 		return v.Str
 	case KindMap:
-		m := make(map[string]any, len(v.Keys))
+		m := b.nextMap(len(v.Keys))
 		for i, k := range v.Keys {
-			m[k] = v.Vals[i].ToAny()
+			m[k] = b.plain(v.Vals[i])
 		}
 		return m
 	case KindList:
-		l := make([]any, len(v.Items))
+		l := b.nextList(len(v.Items))
 		for i, it := range v.Items {
-			l[i] = it.ToAny()
+			l[i] = b.plain(it)
 		}
 		return l
 	}
 	return nil
+}
+
+// nextMap returns an empty map, reused when the buffer has one.
+func (b *AnyBuffer) nextMap(size int) map[string]any {
+	if b.nm < len(b.maps) {
+		m := b.maps[b.nm]
+		b.nm++
+		clear(m)
+		return m
+	}
+	m := make(map[string]any, size)
+	if !b.once && size <= maxReusedMap {
+		b.maps = append(b.maps, m)
+		b.nm++
+	}
+	return m
+}
+
+// nextList returns a list of n items for the caller to set, reused when
+// the buffer has one large enough.
+func (b *AnyBuffer) nextList(n int) []any {
+	if b.nl < len(b.lists) && cap(b.lists[b.nl]) >= n {
+		l := b.lists[b.nl][:n]
+		b.nl++
+		return l
+	}
+	l := make([]any, n)
+	if b.once {
+		return l
+	}
+	if b.nl < len(b.lists) {
+		b.lists[b.nl] = l
+	} else {
+		b.lists = append(b.lists, l)
+	}
+	b.nl++
+	return l
 }
