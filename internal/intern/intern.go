@@ -9,11 +9,16 @@ import (
 	"unique"
 )
 
-// Strings interns, in place, every string reachable from ptr (a pointer)
-// through pointers, interfaces holding pointers, exported struct fields,
-// slices and arrays. Map keys and values are left as they are (they cannot
-// be set in place). Interned strings are released by the garbage collector
-// once nothing refers to them.
+// MaxLen is the longest string interned. Names are short; what is longer
+// (prompts, descriptions) is nearly always written once, and hashing it into
+// the table would cost time and a table entry for nothing.
+const MaxLen = 128
+
+// Strings interns, in place, every string of 1 to MaxLen bytes reachable
+// from ptr (a pointer) through pointers, interfaces holding pointers,
+// exported struct fields, slices and arrays. Map keys and values are left
+// as they are (they cannot be set in place). Interned strings are released
+// by the garbage collector once nothing refers to them.
 func Strings(ptr any) {
 	v := reflect.ValueOf(ptr)
 	if v.Kind() != reflect.Pointer || v.IsNil() {
@@ -25,7 +30,7 @@ func Strings(ptr any) {
 func walk(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
-		if v.CanSet() && v.Len() > 0 {
+		if v.CanSet() && v.Len() > 0 && v.Len() <= MaxLen {
 			v.SetString(unique.Make(v.String()).Value())
 		}
 	case reflect.Pointer:

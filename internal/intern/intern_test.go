@@ -71,3 +71,19 @@ func TestStringsSharesEqualStrings(t *testing.T) {
 	intern.Strings(nil)
 	intern.Strings(*a) // not a pointer: nothing to set, no panic
 }
+
+// TestStringsLeavesLongStrings: a string longer than MaxLen keeps its own
+// copy; one of exactly MaxLen bytes is interned.
+func TestStringsLeavesLongStrings(t *testing.T) {
+	atMax, long := strings.Repeat("n", intern.MaxLen), strings.Repeat("p", intern.MaxLen+1)
+	a := &inner{Region: fresh(atMax), Tenants: []string{fresh(long)}}
+	b := &inner{Region: fresh(atMax), Tenants: []string{fresh(long)}}
+	intern.Strings(a)
+	intern.Strings(b)
+	if !same(a.Region, b.Region) {
+		t.Errorf("a string of %d bytes was not interned", intern.MaxLen)
+	}
+	if same(a.Tenants[0], b.Tenants[0]) || a.Tenants[0] != long {
+		t.Errorf("a string of %d bytes was interned or changed", intern.MaxLen+1)
+	}
+}
