@@ -17,12 +17,12 @@ import (
 // RFC 8785 form, json.Unmarshal(Canonical(v), dst): the same fields set and
 // the same refusals of what JSON cannot carry (integers beyond ±2^53,
 // non-finite numbers, strings that are not UTF-8, a key twice in a map),
-// without writing and
-// parsing the JSON text. Struct members match fields by json tag, exactly
-// and then case-insensitively; unknown members are ignored; null empties a
-// pointer, slice, map or interface and leaves anything else alone. Types
-// that decode themselves (json.Unmarshaler, encoding.TextUnmarshaler) and
-// interface values take the JSON route for their part of v.
+// without writing and parsing the JSON text. Struct members match fields by
+// json tag, exactly and then case-insensitively; unknown members are
+// ignored; null empties a pointer, slice, map or interface and leaves
+// anything else alone. Types that decode themselves (json.Unmarshaler,
+// encoding.TextUnmarshaler) and interface values take the JSON route for
+// their part of v.
 func Decode(v *Value, dst any) error {
 	rv := reflect.ValueOf(dst)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -234,7 +234,7 @@ func (d *decoder) object(v *Value, rv reflect.Value) error {
 // mapOf decodes a map into a Go map with string keys.
 func (d *decoder) mapOf(v *Value, rv reflect.Value) error {
 	t := rv.Type()
-	if t.Key().Kind() != reflect.String || t.Key().Implements(textUnmarshaler) {
+	if kt := t.Key(); kt.Kind() != reflect.String || reflect.PointerTo(kt).Implements(textUnmarshaler) {
 		return d.viaJSON(v, rv)
 	}
 	if v.Kind != KindMap {

@@ -273,3 +273,20 @@ func TestAnyBufferReuse(t *testing.T) {
 		t.Fatalf("buffer kept %d maps and %d lists: nothing reused", len(b.maps), len(b.lists))
 	}
 }
+
+// upperKey is a map key that decodes itself from text.
+type upperKey string
+
+func (k *upperKey) UnmarshalText(b []byte) error {
+	*k = upperKey(strings.ToUpper(string(b)))
+	return nil
+}
+
+func TestDecodeTextUnmarshalerKeys(t *testing.T) {
+	v := Map().Add("a", Int(1)).Add("b", Int(2))
+	sameDecode[map[upperKey]int64](t, "text keys", v)
+	var got map[upperKey]int64
+	if err := Decode(v, &got); err != nil || got["A"] != 1 || got["B"] != 2 {
+		t.Fatalf("got %v, %v; want keys decoded by UnmarshalText", got, err)
+	}
+}
