@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/schemas"
@@ -593,7 +594,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if c.emit != nil {
 		c.emitTurn = sync.NewCond(&c.emitMu)
 	}
-	err = parallel(len(hosts), func(i int) error {
+	err = parallel.Do(len(hosts), func(i int) error {
 		err := ctx.Err()
 		if err == nil {
 			err = c.compileHost(i, hosts[i], ts, out, entries, changed)

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/configpub/configpub/internal/intern"
+	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
@@ -126,7 +127,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
 	var plain sync.Pool // of *render.AnyBuffer, for schema validation
-	err = parallel(len(paths), func(i int) error {
+	err = parallel.Do(len(paths), func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -1,16 +1,19 @@
-package compiler
+// Package parallel runs the items of a list on a bounded pool of
+// goroutines with a sequential loop's outcome: the same results, and on
+// failure the error of the first item in order that failed.
+package parallel
 
 import (
 	"runtime"
 	"sync"
 )
 
-// parallel runs fn(0..n-1) on up to GOMAXPROCS goroutines. Each fn writes
+// Do runs fn(0..n-1) on up to GOMAXPROCS goroutines. Each fn writes
 // only its own slot of a caller's slice, so results do not depend on
 // scheduling. On failure it returns the error of the smallest index, which
 // is the one a sequential loop would have returned: indexes are handed out in
 // order, so every smaller index has been started and is allowed to finish.
-func parallel(n int, fn func(i int) error) error {
+func Do(n int, fn func(i int) error) error {
 	workers := runtime.GOMAXPROCS(0)
 	if workers > n {
 		workers = n
