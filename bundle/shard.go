@@ -11,6 +11,7 @@ import (
 
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/jcs"
+	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/yamlstrict"
 )
@@ -737,44 +738,19 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		}
 		created[t.ReleaseVersion] = t.CreatedAt
 	}
-	subject := func(list string, n int, row []json.RawMessage, host string) error {
-		var key string
-		var x Subject
-		var extra struct {
-			PolicySnapshotID *string `json:"policySnapshotId"`
-		}
-		if err := decodeRow(list, n, row, &extra, &key, &x.PolicyVersion, &x.PolicyDigest); err != nil {
-			return err
-		}
-		var ok bool
-		if x.Kind, x.Name, ok = splitSubject(key); !ok {
-			return fmt.Errorf("%w: %s[%d]: subject %q is not Kind/name", ErrInvalidManifest, list, n, key)
-		}
-		x.PolicySnapshotID = PolicySnapshotID(x.Kind, x.Name, x.PolicyDigest)
-		if extra.PolicySnapshotID != nil {
-			x.PolicySnapshotID = *extra.PolicySnapshotID
-		}
-		x.Host = host
-		m.Subjects = append(m.Subjects, x)
-		return nil
-	}
-	workflow := func(list string, n int, row []json.RawMessage, host string) error {
-		w := WorkflowVersion{Host: host}
-		if err := decodeRow(list, n, row, nil, &w.Name, &w.WfDefID, &w.Version, &w.State, &w.Digest); err != nil {
-			return err
-		}
-		m.Workflows = append(m.Workflows, w)
-		return nil
-	}
 	for n, row := range r.Subjects {
-		if err := subject("subjects", n, row, ""); err != nil {
+		x, err := decodeSubject("subjects", n, row, "")
+		if err != nil {
 			return bad(err)
 		}
+		m.Subjects = append(m.Subjects, x)
 	}
 	for n, row := range r.Workflows {
-		if err := workflow("workflows", n, row, ""); err != nil {
+		w, err := decodeWorkflow("workflows", n, row, "")
+		if err != nil {
 			return bad(err)
 		}
+		m.Workflows = append(m.Workflows, w)
 	}
 	for n, row := range r.WorkflowLedger {
 		var e LedgerEntry
@@ -783,73 +759,35 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		}
 		m.WorkflowLedger = append(m.WorkflowLedger, e)
 	}
+	// The shards are checked and decoded on every core, then joined in the
+	// root's order (the first bad shard in that order is the error).
+	shards := make([]*parsedShard, len(refs))
+	err = parallel.Do(len(refs), func(k int) error {
+		var err error
+		shards[k], err = parseShard(m.ReleaseHeader, refs[k], files[k+1])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	// Rows are read into m.Targets as they are; the fields that follow
 	// from the release are derived once every subject is known. extras
 	// holds the trailing maps of the rows that have one.
-	// Capacity from the root's counts, bounded by what the shards' bytes
-	// can hold (a target row is well over 64 bytes), so a forged count
-	// allocates nothing.
-	size := int64(0)
-	for k := range refs {
-		size += int64(len(files[k+1].Bytes))
-	}
-	total := int64(0)
-	for _, ref := range refs {
-		total = min(total+min(max(ref.Targets, 0), size), size/64)
+	total := 0
+	for _, sh := range shards {
+		total += len(sh.targets)
 	}
 	m.Targets = make([]TargetEntry, 0, total)
 	extras := map[int]*targetExtra{}
-	for k, ref := range refs {
-		f := files[k+1]
-		if want := ShardPath(m.EnvTag, ref.Host); f.Path != want {
-			return bad(fmt.Errorf("%w: shard %d is %s, want %s", ErrInvalidManifest, k, f.Path, want))
+	for k, sh := range shards {
+		m.HostInputs = append(m.HostInputs, HostInputs{Host: refs[k].Host, Digest: sh.inputsDigest})
+		m.Subjects = append(m.Subjects, sh.subjects...)
+		m.Workflows = append(m.Workflows, sh.workflows...)
+		for n, x := range sh.extras {
+			extras[len(m.Targets)+n] = x
 		}
-		if got := render.BytesDigest(f.Bytes); got != ref.Digest {
-			return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s", ErrDigestMismatch, f.Path, got, ref.Digest))
-		}
-		var sd shardDoc
-		if _, err := decodeStrict(f.Path, f.Bytes, &sd); err != nil {
-			return nil, fmt.Errorf("parse release manifest: %w", err)
-		}
-		if sd.APIVersion != m.APIVersion || sd.Kind != ShardKind || sd.EnvTag != m.EnvTag || sd.Host != ref.Host {
-			return nil, fmt.Errorf("parse release manifest %s: %w: %s/%s of %s host %s, want %s/%s of %s host %s", f.Path, ErrInvalidManifest,
-				sd.APIVersion, sd.Kind, sd.EnvTag, sd.Host, m.APIVersion, ShardKind, m.EnvTag, ref.Host)
-		}
-		if !digest.Valid(sd.InputsDigest) {
-			return nil, fmt.Errorf("parse release manifest %s: %w: inputsDigest %q is not sha256:<64 hex>", f.Path, ErrInvalidManifest, sd.InputsDigest)
-		}
-		m.HostInputs = append(m.HostInputs, HostInputs{Host: ref.Host, Digest: sd.InputsDigest})
-		for n, row := range sd.Subjects {
-			if err := subject("subjects", n, row, ref.Host); err != nil {
-				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
-			}
-		}
-		for n, row := range sd.Workflows {
-			if err := workflow("workflows", n, row, ref.Host); err != nil {
-				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
-			}
-		}
-		if int64(len(sd.Targets)) != ref.Targets {
-			return nil, fmt.Errorf("parse release manifest %s: %w: %d targets, the root records %d", f.Path, ErrInvalidManifest, len(sd.Targets), ref.Targets)
-		}
-		for n, row := range sd.Targets {
-			var extra targetExtra
-			var subj string
-			var t TargetEntry
-			if err := decodeRow("targets", n, row, &extra, &t.ServiceID, &t.Audience, &subj, &t.LeaseProfile, &t.ReleaseVersion,
-				&t.ContentDigest, &t.PropertySetDigest, &t.ArtifactDigest); err != nil {
-				return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
-			}
-			var ok bool
-			if t.SubjectKind, t.SubjectName, ok = splitSubject(subj); !ok {
-				return nil, fmt.Errorf("parse release manifest %s: %w: targets[%d]: subject %q is not Kind/name", f.Path, ErrInvalidManifest, n, subj)
-			}
-			t.Host = ref.Host
-			if len(row) > 8 {
-				extras[len(m.Targets)] = &extra
-			}
-			m.Targets = append(m.Targets, t)
-		}
+		m.Targets = append(m.Targets, sh.targets...)
+		shards[k] = nil
 	}
 	sort.Slice(m.Subjects, func(a, b int) bool {
 		x, y := &m.Subjects[a], &m.Subjects[b]
@@ -891,6 +829,110 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 		return bad(fmt.Errorf("%w: releaseDigest %s, content digests to %s", ErrDigestMismatch, r.ReleaseDigest, want))
 	}
 	return m, nil
+}
+
+// parsedShard is one shard of a release, checked against the root and
+// decoded, before the release is joined.
+type parsedShard struct {
+	inputsDigest string
+	subjects     []Subject
+	workflows    []WorkflowVersion
+	targets      []TargetEntry
+	extras       map[int]*targetExtra // by index in targets
+}
+
+// parseShard checks shard file f against the root's entry ref (path,
+// digest, header, target count) and decodes its rows.
+func parseShard(h ReleaseHeader, ref ShardRef, f ReleaseFile) (*parsedShard, error) {
+	bad := func(err error) (*parsedShard, error) {
+		return nil, fmt.Errorf("parse release manifest %s: %w", f.Path, err)
+	}
+	if want := ShardPath(h.EnvTag, ref.Host); f.Path != want {
+		return nil, fmt.Errorf("parse release manifest: %w: the shard of %s is %s, want %s", ErrInvalidManifest, ref.Host, f.Path, want)
+	}
+	if got := render.BytesDigest(f.Bytes); got != ref.Digest {
+		return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s", ErrDigestMismatch, f.Path, got, ref.Digest))
+	}
+	var sd shardDoc
+	if _, err := decodeStrict(f.Path, f.Bytes, &sd); err != nil {
+		return nil, fmt.Errorf("parse release manifest: %w", err)
+	}
+	if sd.APIVersion != h.APIVersion || sd.Kind != ShardKind || sd.EnvTag != h.EnvTag || sd.Host != ref.Host {
+		return bad(fmt.Errorf("%w: %s/%s of %s host %s, want %s/%s of %s host %s", ErrInvalidManifest,
+			sd.APIVersion, sd.Kind, sd.EnvTag, sd.Host, h.APIVersion, ShardKind, h.EnvTag, ref.Host))
+	}
+	if !digest.Valid(sd.InputsDigest) {
+		return bad(fmt.Errorf("%w: inputsDigest %q is not sha256:<64 hex>", ErrInvalidManifest, sd.InputsDigest))
+	}
+	if int64(len(sd.Targets)) != ref.Targets {
+		return bad(fmt.Errorf("%w: %d targets, the root records %d", ErrInvalidManifest, len(sd.Targets), ref.Targets))
+	}
+	sh := &parsedShard{inputsDigest: sd.InputsDigest, targets: make([]TargetEntry, 0, len(sd.Targets))}
+	for n, row := range sd.Subjects {
+		x, err := decodeSubject("subjects", n, row, ref.Host)
+		if err != nil {
+			return bad(err)
+		}
+		sh.subjects = append(sh.subjects, x)
+	}
+	for n, row := range sd.Workflows {
+		w, err := decodeWorkflow("workflows", n, row, ref.Host)
+		if err != nil {
+			return bad(err)
+		}
+		sh.workflows = append(sh.workflows, w)
+	}
+	for n, row := range sd.Targets {
+		var extra targetExtra
+		var subj string
+		t := TargetEntry{Host: ref.Host}
+		if err := decodeRow("targets", n, row, &extra, &t.ServiceID, &t.Audience, &subj, &t.LeaseProfile, &t.ReleaseVersion,
+			&t.ContentDigest, &t.PropertySetDigest, &t.ArtifactDigest); err != nil {
+			return bad(err)
+		}
+		var ok bool
+		if t.SubjectKind, t.SubjectName, ok = splitSubject(subj); !ok {
+			return bad(fmt.Errorf("%w: targets[%d]: subject %q is not Kind/name", ErrInvalidManifest, n, subj))
+		}
+		if len(row) > 8 {
+			if sh.extras == nil {
+				sh.extras = map[int]*targetExtra{}
+			}
+			sh.extras[len(sh.targets)] = &extra
+		}
+		sh.targets = append(sh.targets, t)
+	}
+	return sh, nil
+}
+
+// decodeSubject decodes row n of a subjects list of host ("" in the root).
+func decodeSubject(list string, n int, row []json.RawMessage, host string) (Subject, error) {
+	var key string
+	var x Subject
+	var extra struct {
+		PolicySnapshotID *string `json:"policySnapshotId"`
+	}
+	if err := decodeRow(list, n, row, &extra, &key, &x.PolicyVersion, &x.PolicyDigest); err != nil {
+		return x, err
+	}
+	var ok bool
+	if x.Kind, x.Name, ok = splitSubject(key); !ok {
+		return x, fmt.Errorf("%w: %s[%d]: subject %q is not Kind/name", ErrInvalidManifest, list, n, key)
+	}
+	x.PolicySnapshotID = PolicySnapshotID(x.Kind, x.Name, x.PolicyDigest)
+	if extra.PolicySnapshotID != nil {
+		x.PolicySnapshotID = *extra.PolicySnapshotID
+	}
+	x.Host = host
+	return x, nil
+}
+
+// decodeWorkflow decodes row n of a workflows list of host ("" in the
+// root).
+func decodeWorkflow(list string, n int, row []json.RawMessage, host string) (WorkflowVersion, error) {
+	w := WorkflowVersion{Host: host}
+	err := decodeRow(list, n, row, nil, &w.Name, &w.WfDefID, &w.Version, &w.State, &w.Digest)
+	return w, err
 }
 
 // clone returns a shallow copy whose ReleaseDigest can be set without
