@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
@@ -50,7 +49,7 @@ type validator struct {
 	set   *schemas.Set
 	rules map[string]*schemas.Rules
 	proj  map[string]*projector
-	plain sync.Pool // of *render.AnyBuffer: each worker's artifacts in turn reuse one
+	plain render.AnyBufferPool // each worker's artifacts in turn reuse one
 }
 
 func newValidator(set *schemas.Set, proj map[string]*projector) (*validator, error) {
@@ -111,10 +110,7 @@ func (e *ArtifactError) Error() string {
 func (e *ArtifactError) Unwrap() error { return ErrInvalidArtifact }
 
 func (v *validator) check(target, audience string, doc *render.Value) error {
-	buf, _ := v.plain.Get().(*render.AnyBuffer)
-	if buf == nil {
-		buf = new(render.AnyBuffer)
-	}
+	buf := v.plain.Get()
 	defer v.plain.Put(buf) // nothing below keeps plain: problems are strings
 	plain := buf.ToAny(doc)
 	var probs []schemas.Problem

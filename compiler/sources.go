@@ -8,7 +8,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/parallel"
@@ -126,7 +125,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
-	var plain sync.Pool // of *render.AnyBuffer, for schema validation
+	var plain render.AnyBufferPool // for schema validation
 	err = parallel.Do(len(paths), func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -136,10 +135,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)
 			return nil
 		}
-		buf, _ := plain.Get().(*render.AnyBuffer)
-		if buf == nil {
-			buf = new(render.AnyBuffer)
-		}
+		buf := plain.Get()
 		src, err := parseSource(paths[i], b, set, buf)
 		plain.Put(buf)
 		if err != nil {

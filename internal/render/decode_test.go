@@ -2,11 +2,13 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -288,5 +290,33 @@ func TestDecodeTextUnmarshalerKeys(t *testing.T) {
 	var got map[upperKey]int64
 	if err := Decode(v, &got); err != nil || got["A"] != 1 || got["B"] != 2 {
 		t.Fatalf("got %v, %v; want keys decoded by UnmarshalText", got, err)
+	}
+}
+
+// TestAnyBufferPool converts from many goroutines through one pool: every
+// conversion must equal ToAny's although buffers pass between goroutines.
+func TestAnyBufferPool(t *testing.T) {
+	var pool AnyBufferPool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				v := Map().Add("g", Int(int64(g))).Add("i", Int(int64(i))).Add("l", List(String("x"), Map().Add("n", Int(int64(i%7)))))
+				b := pool.Get()
+				got := b.ToAny(v)
+				if want := v.ToAny(); !reflect.DeepEqual(got, want) {
+					errs <- fmt.Errorf("goroutine %d value %d: pooled %#v, ToAny %#v", g, i, got, want)
+				}
+				pool.Put(b)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

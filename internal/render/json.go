@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // MarshalJSON returns the canonical JSON form of v, so a *Value can sit in
@@ -84,6 +85,23 @@ type AnyBuffer struct {
 	nl    int  // lists handed out
 	once  bool // converting once (Value.ToAny): nothing kept
 }
+
+// AnyBufferPool shares AnyBuffers between goroutines that convert values
+// concurrently: each Gets a buffer, converts with it, and Puts it back once
+// nothing refers to the plain form any more. The zero AnyBufferPool is
+// ready to use and safe for concurrent use.
+type AnyBufferPool struct{ p sync.Pool }
+
+// Get returns a buffer of the pool, or a new one.
+func (p *AnyBufferPool) Get() *AnyBuffer {
+	if b, _ := p.p.Get().(*AnyBuffer); b != nil {
+		return b
+	}
+	return new(AnyBuffer)
+}
+
+// Put returns b to the pool; the plain forms it made are invalid from now.
+func (p *AnyBufferPool) Put(b *AnyBuffer) { p.p.Put(b) }
 
 // maxReusedMap is the largest map an AnyBuffer clears for reuse: clearing
 // costs its capacity, so a larger one is left to the collector.
