@@ -16,14 +16,10 @@ func (m *model) resolveAgent(name string) (*policy, error) {
 	}
 	s, sp := a.src, &a.spec
 	host := sp.Host
-	fs := files{}
-	fs.add(s)
-	fs.add(m.repo.src)
-	tenant, hfs, err := m.hostTenant(s, host)
+	tenant, fs, err := m.subjectFiles(s, host)
 	if err != nil {
 		return nil, err
 	}
-	fs.merge(hfs)
 
 	// Model alias and action limits.
 	ma := m.models[sp.Model.Alias]

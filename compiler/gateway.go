@@ -14,14 +14,10 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 	}
 	s, sp := g.src, &g.spec
 	host := sp.Host
-	fs := files{}
-	fs.add(s)
-	fs.add(m.repo.src)
-	tenant, hfs, err := m.hostTenant(s, host)
+	tenant, fs, err := m.subjectFiles(s, host)
 	if err != nil {
 		return nil, err
 	}
-	fs.merge(hfs)
 
 	issuers := render.List()
 	for _, is := range sp.Issuers {

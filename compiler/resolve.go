@@ -202,6 +202,21 @@ func sortedInts(in []int64) []int64 {
 	return out
 }
 
+// subjectFiles starts the policy of the subject defined by src on host:
+// the files every such policy reads (its own document, the Repository
+// document and the host's Host document) and the host's tenant.
+func (m *model) subjectFiles(src *source, host string) (tenant string, fs files, err error) {
+	tenant, hfs, err := m.hostTenant(src, host)
+	if err != nil {
+		return "", nil, err
+	}
+	fs = files{}
+	fs.add(src)
+	fs.add(m.repo.src)
+	fs.merge(hfs)
+	return tenant, fs, nil
+}
+
 // hostTenant resolves the Host document an object belongs to.
 func (m *model) hostTenant(src *source, host string) (string, files, error) {
 	h := m.hosts[host]
