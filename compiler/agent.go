@@ -24,7 +24,7 @@ func (m *model) resolveAgent(name string) (*policy, error) {
 	// Model alias and action limits.
 	ma := m.models[sp.Model.Alias]
 	if ma == nil {
-		return nil, errUnknown(s, []string{"spec", "model", "alias"}, KindModelAlias, sp.Model.Alias)
+		return nil, m.missing(s, []string{"spec", "model", "alias"}, host, KindModelAlias, sp.Model.Alias)
 	}
 	if err := sameHost(s, []string{"spec", "model", "alias"}, host, KindModelAlias, sp.Model.Alias, ma.spec.Host); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (m *model) resolveAgent(name string) (*policy, error) {
 	// Gateway delegation.
 	gw := m.gateways[sp.Gateway.Name]
 	if gw == nil {
-		return nil, errUnknown(s, []string{"spec", "gateway", "name"}, KindGateway, sp.Gateway.Name)
+		return nil, m.missing(s, []string{"spec", "gateway", "name"}, host, KindGateway, sp.Gateway.Name)
 	}
 	if err := sameHost(s, []string{"spec", "gateway", "name"}, host, KindGateway, sp.Gateway.Name, gw.spec.Host); err != nil {
 		return nil, err

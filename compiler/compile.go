@@ -111,8 +111,8 @@ type Result struct {
 
 	stale error
 	// again makes a fresh compilation of this result's release (set with
-	// ManifestOnly, for EachTarget). It keeps the parsed sources alive.
-	again func() *compilation
+	// ManifestOnly, for EachTarget), from the sources read again.
+	again func(context.Context) (*compilation, error)
 }
 
 // EachTarget calls fn with every target of the release, in manifest order
@@ -137,7 +137,10 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 	}
 	want := r.Manifest.Targets
 	n := 0
-	c := r.again()
+	c, err := r.again(ctx)
+	if err != nil {
+		return err
+	}
 	c.emit = func(t *Target) error {
 		if n >= len(want) {
 			return fmt.Errorf("compile %s: %w: target %s/%s is not in release %d", r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, r.Manifest.ReleaseVersion)
@@ -206,23 +209,52 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	m, err := buildModel(ss)
+	loaded, err := buildModel(ss)
 	if err != nil {
 		return nil, err
+	}
+	// A derivation consumes its model: each host's documents are let go
+	// once the host is compiled (model.partition). The first derivation
+	// takes the model just built; any other (the next release after the
+	// committed one is verified, EachTarget) reads the sources again, which
+	// must be the ones read first.
+	sum := ss.digest
+	ss = nil
+	load := func(ctx context.Context) (*model, error) {
+		if m := loaded; m != nil {
+			loaded = nil
+			return m, nil
+		}
+		again, err := loadSources(ctx, fsys, set)
+		if err != nil {
+			return nil, err
+		}
+		if again.digest != sum {
+			return nil, fmt.Errorf("compile %s: the policy repository changed while it was compiled; compile again", opts.EnvTag)
+		}
+		return buildModel(again)
 	}
 	cr, err := loadCommitted(fsys, opts.EnvTag)
 	if err != nil {
 		return nil, err
 	}
-	newC := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) *compilation {
+	newC := func(ctx context.Context, base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*compilation, error) {
+		m, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
-			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}
+			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}, nil
 	}
 	// start runs one derivation; a ManifestOnly result keeps how to run it
 	// again, for EachTarget.
 	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
-		again := func() *compilation { return newC(base, release, createdAt, reproduce) }
-		res, err := again().run(ctx)
+		again := func(ctx context.Context) (*compilation, error) { return newC(ctx, base, release, createdAt, reproduce) }
+		c, err := again(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.run(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +275,12 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	// Re-derive the committed release N from the trusted release N-1.
 	prev, verr := previousRelease(ctx, opts, cr.header.ReleaseVersion)
 	derive := func() (*Result, error) {
+		if prev == nil && cr.header.ReleaseVersion > 1 { // let go while the next release compiled
+			var err error
+			if prev, err = previousRelease(ctx, opts, cr.header.ReleaseVersion); err != nil {
+				return nil, err
+			}
+		}
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
 		return start(prev, cr.header.ReleaseVersion, at, false)
 	}
@@ -294,6 +332,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	prev = nil // release N-1 is not the next release's base: read again if N is derived again
 	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
@@ -517,7 +556,10 @@ type compilation struct {
 	emitted  int        // hosts emitted so far
 	emitErr  error      // the first failure: waiting hosts give up
 
-	proj     map[string]*projector
+	proj map[string]*projector
+	// parts holds each host's part of the model (model.partition) until
+	// the host is compiled.
+	parts    []*model
 	val      *validator
 	mu       sync.Mutex         // guards the fields below, filled host by host
 	agents   map[string]*policy // digests only (no trees)
@@ -591,6 +633,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	// when the host is done, so memory holds the hosts in flight, not the
 	// whole environment.
 	hosts := c.hostGroups(ts)
+	c.parts = m.partition(hosts)
 	if c.emit != nil {
 		c.emitTurn = sync.NewCond(&c.emitMu)
 	}
@@ -624,9 +667,11 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 // With emit set, the host's targets are kept until it is the host's turn
 // to hand them over (see emitHost).
 func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool) error {
-	hm := *c.m // the host's own resolution caches
-	hm.toolCache, hm.skillCache, hm.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
-	if _, err := c.resolveHost(&hm, g, ts); err != nil {
+	// The host's part of the model: its documents are freed with the
+	// host's policies, below.
+	hm := c.parts[hi]
+	c.parts[hi] = nil
+	if _, err := c.resolveHost(hm, g, ts); err != nil {
 		return err
 	}
 	var accepted map[string][]bundle.Publication
@@ -666,6 +711,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	}
 	for _, i := range g.idx {
 		ts[i].policy = nil
+		ts[i].e.spec.Settings = nil // read by compileTarget only
 	}
 	if c.emit != nil {
 		if err := c.emitHost(hi, kept); err != nil {

@@ -44,7 +44,7 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 	aliases := map[string]bool{}
 	for _, an := range m.agentsByGateway[name] {
 		a := m.agents[an]
-		if a.spec.Host != host {
+		if a == nil || a.spec.Host != host { // another host's Agent (it fails its own resolution)
 			continue
 		}
 		ap := agents[an]
@@ -80,7 +80,7 @@ func (m *model) resolveGateway(name string, agents map[string]*policy) (*policy,
 	tools := render.List()
 	for _, tn := range m.toolsByGateway[name] {
 		t := m.tools[tn]
-		if t.spec.Host != host {
+		if t == nil || t.spec.Host != host { // another host's tool
 			continue
 		}
 		tv, tfs, err := m.toolTree(t.src, []string{"spec", "gateway"}, host, tn)

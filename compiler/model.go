@@ -38,6 +38,11 @@ type model struct {
 	toolsByWorkflow map[string][]string // "name@version" -> tools bound to it
 	kbsByHost       map[string][]string
 
+	// owner names, by kind, the host of every host-scoped object once the
+	// model is partitioned (see partition): a host's part tells a
+	// reference to another host's object from a reference to nothing.
+	owner map[string]map[string]string
+
 	// Memoized resolutions shared by every subject that references them.
 	// Cached trees are never mutated; callers that edit one clone it.
 	toolCache     map[string]*resolved
@@ -189,6 +194,93 @@ func (m *model) ceilingDuration(s *source, path []string, name string, v string)
 		return s.errorf(path, "platform ceiling exceeded: %s > %s %s (%s)", v, name, c.Str, RepositoryFile)
 	}
 	return nil
+}
+
+// partition splits the host-scoped objects of m (Agents, Gateways, tools,
+// skills, model aliases and knowledge bases) into one model per host of
+// hosts, each holding its host's objects only (and its own resolution
+// caches), and lets go of them in m, which keeps what the release as a
+// whole needs: the Repository, Environment, Host and Workflow documents,
+// the Agents that workflows allow, the indexes, and the names of every
+// document. Hosts are independent (every reference of a subject is on its
+// host), so a host compiles against its part alone, and the part, with the
+// documents only it holds, is freed once the host is compiled: a large
+// environment does not hold every host's documents until the end.
+// Targets are let go in m too (the caller holds the selected ones). After
+// partition, m cannot be compiled again.
+func (m *model) partition(hosts []hostGroup) []*model {
+	at := make(map[string]int, len(hosts))
+	parts := make([]*model, len(hosts))
+	for i, g := range hosts {
+		at[g.host] = i
+		p := *m
+		p.models, p.tools, p.skills, p.kbs, p.agents, p.gateways, p.targets = nil, nil, nil, nil, nil, nil, nil
+		p.toolCache, p.skillCache, p.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
+		parts[i] = &p
+	}
+	m.owner = map[string]map[string]string{
+		KindModelAlias:    split(m.models, func(s *modelSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[modelSpec] { return &p.models }),
+		KindTool:          split(m.tools, func(s *toolSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[toolSpec] { return &p.tools }),
+		KindSkill:         split(m.skills, func(s *skillSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[skillSpec] { return &p.skills }),
+		KindKnowledgeBase: split(m.kbs, func(s *knowledgeBaseSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[knowledgeBaseSpec] { return &p.kbs }),
+		KindAgent:         split(m.agents, func(s *agentSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[agentSpec] { return &p.agents }),
+		KindGateway:       split(m.gateways, func(s *gatewaySpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[gatewaySpec] { return &p.gateways }),
+	}
+	for _, p := range parts {
+		p.owner = m.owner
+	}
+	allowed := map[string]*entry[agentSpec]{}
+	for _, w := range m.workflows {
+		for i := range w.spec.Versions {
+			for _, a := range w.spec.Versions[i].Agents {
+				if e := m.agents[a]; e != nil {
+					allowed[a] = e
+				}
+			}
+		}
+	}
+	m.models, m.tools, m.skills, m.kbs, m.gateways, m.targets = nil, nil, nil, nil, nil, nil
+	m.agents = allowed
+	m.src.letGo()
+	return parts
+}
+
+// split puts each object of all into the part of its host (parts[at[host]];
+// an object of a host without targets or Agents is in none: nothing
+// compiles it) and returns every object's host by name.
+func split[T any](all map[string]*entry[T], hostOf func(*T) string, at map[string]int, parts []*model, field func(*model) *map[string]*entry[T]) map[string]string {
+	owner := make(map[string]string, len(all))
+	for n, e := range all {
+		h := hostOf(&e.spec)
+		owner[n] = h
+		if i, ok := at[h]; ok {
+			f := field(parts[i])
+			if *f == nil {
+				*f = map[string]*entry[T]{}
+			}
+			(*f)[n] = e
+		}
+	}
+	return owner
+}
+
+// missing is the error for a reference from src (owned by host) at path to
+// the object name of kind that m does not hold: a cross-host reference when
+// another host owns it (m is a host's part), else an unresolved one.
+func (m *model) missing(src *source, path []string, host, kind, name string) error {
+	if other, ok := m.owner[kind][name]; ok && other != host {
+		return sameHost(src, path, host, kind, name, other)
+	}
+	return errUnknown(src, path, kind, name)
+}
+
+// toolDefined reports whether a tool of that name exists on any host.
+func (m *model) toolDefined(name string) bool {
+	if m.owner != nil {
+		_, ok := m.owner[KindTool][name]
+		return ok
+	}
+	return m.tools[name] != nil
 }
 
 // sameHost refuses a reference from src (owned by host) to an object of

@@ -20,7 +20,7 @@ type policy struct {
 func (m *model) toolTree(src *source, path []string, host, name string) (*render.Value, files, error) {
 	t := m.tools[name]
 	if t == nil {
-		return nil, nil, errUnknown(src, path, KindTool, name)
+		return nil, nil, m.missing(src, path, host, KindTool, name)
 	}
 	if err := sameHost(src, path, host, KindTool, name, t.spec.Host); err != nil {
 		return nil, nil, err
@@ -108,13 +108,13 @@ func (m *model) publishedVersion(src *source, path []string, host, name, version
 func (m *model) skillTree(src *source, path []string, host, name string, granted map[string]bool) (*render.Value, files, error) {
 	s := m.skills[name]
 	if s == nil {
-		return nil, nil, errUnknown(src, path, KindSkill, name)
+		return nil, nil, m.missing(src, path, host, KindSkill, name)
 	}
 	if err := sameHost(src, path, host, KindSkill, name, s.spec.Host); err != nil {
 		return nil, nil, err
 	}
 	for i, t := range s.spec.Tools {
-		if m.tools[t] == nil {
+		if !m.toolDefined(t) {
 			return nil, nil, errUnknown(s.src, []string{"spec", "tools", idx(i)}, KindTool, t)
 		}
 		if !granted[t] {
@@ -163,7 +163,7 @@ func profileTree(p *retrievalProfile) (*render.Value, error) {
 func (m *model) retrievalContract(src *source, path []string, host, kb, profile string) (string, *entry[knowledgeBaseSpec], error) {
 	k := m.kbs[kb]
 	if k == nil {
-		return "", nil, errUnknown(src, append(path, "knowledgeBase"), KindKnowledgeBase, kb)
+		return "", nil, m.missing(src, append(path, "knowledgeBase"), host, KindKnowledgeBase, kb)
 	}
 	if err := sameHost(src, append(path, "knowledgeBase"), host, KindKnowledgeBase, kb, k.spec.Host); err != nil {
 		return "", nil, err

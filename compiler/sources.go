@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -87,14 +88,37 @@ func (s *source) release() { s.Doc = nil }
 
 // sources indexes every document of a policy repository by kind and name.
 type sources struct {
-	all    []*source
 	byKind map[string]map[string]*source
+	// sorted holds the sorted names of every kind once the documents are
+	// let go (letGo); nil before.
+	sorted map[string][]string
+	// digest is the SHA-256 over every document's path and digest, in path
+	// order: two loads of the same tree have the same digest.
+	digest [sha256.Size]byte
 }
 
 func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name] }
 
-// names returns the sorted names of a kind.
+// letGo drops the index of the documents, keeping the sorted names of every
+// kind (did-you-mean suggestions need nothing else), so that a document is
+// freed as soon as the model no longer holds it.
+func (ss *sources) letGo() {
+	if ss.sorted != nil {
+		return
+	}
+	sorted := make(map[string][]string, len(ss.byKind))
+	for k := range ss.byKind {
+		sorted[k] = ss.names(k)
+	}
+	ss.sorted, ss.byKind = sorted, nil
+}
+
+// names returns the sorted names of a kind; the caller must not modify
+// the list.
 func (ss *sources) names(kind string) []string {
+	if ss.sorted != nil {
+		return ss.sorted[kind]
+	}
 	out := make([]string, 0, len(ss.byKind[kind]))
 	for n := range ss.byKind[kind] {
 		out = append(out, n)
@@ -157,7 +181,9 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	if err := joinSourceErrors(errs); err != nil {
 		return nil, err
 	}
+	sum := sha256.New()
 	for _, src := range parsed {
+		sum.Write([]byte(src.File + "\x00" + src.Digest + "\n"))
 		if ss.byKind[src.Kind] == nil {
 			ss.byKind[src.Kind] = map[string]*source{}
 		}
@@ -165,8 +191,8 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 			return nil, src.errorf([]string{"metadata", "name"}, "%s %q is already defined in %s", src.Kind, src.Name, prev.File)
 		}
 		ss.byKind[src.Kind][src.Name] = src
-		ss.all = append(ss.all, src)
 	}
+	sum.Sum(ss.digest[:0])
 	repos := ss.byKind[KindRepository]
 	if len(repos) != 1 {
 		return nil, &SourceError{File: RepositoryFile, Line: 1, Err: fmt.Errorf("want exactly one Repository document, found %d", len(repos))}

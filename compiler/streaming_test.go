@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,5 +198,41 @@ func TestCompileStopsWhenCancelled(t *testing.T) {
 	}
 	if n := repo.n.Load(); n > 0 {
 		t.Errorf("opened files %d times after the cancellation, want none", n)
+	}
+}
+
+// TestEachTargetReadsTheSourcesAgain: a compile lets go of the sources as
+// it goes, so EachTarget reads them again; sources that changed since the
+// compile are refused, not streamed as the release the manifest states.
+func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func() (int, error) {
+		n := 0
+		err := res.EachTarget(ctx, func(*compiler.Target) error { n++; return nil })
+		return n, err
+	}
+	if n, err := count(); err != nil || n != 24 {
+		t.Fatalf("EachTarget: %d targets, %v; want 24", n, err)
+	}
+	agents, err := filepath.Glob(filepath.Join(dir, "agents", "*.yaml"))
+	if err != nil || len(agents) == 0 {
+		t.Fatalf("no Agent documents in the generated repository: %v", err)
+	}
+	orig := readFile(t, agents[0])
+	edit(t, agents[0], "maxToolCallsPerTurn: 8", "maxToolCallsPerTurn: 7")
+	if n, err := count(); err == nil || !strings.Contains(err.Error(), "changed while it was compiled") || n != 0 {
+		t.Fatalf("EachTarget after an Agent changed: %d targets, %v; want none and an error saying the repository changed", n, err)
+	}
+	writeFile(t, agents[0], orig)
+	if n, err := count(); err != nil || n != 24 {
+		t.Fatalf("EachTarget with the Agent restored: %d targets, %v; want 24", n, err)
 	}
 }

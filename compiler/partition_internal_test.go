@@ -1,0 +1,104 @@
+package compiler
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+	"weak"
+
+	"github.com/configpub/configpub/internal/policytree"
+	"github.com/configpub/configpub/schemas"
+)
+
+// TestCompileLetsGoOfEachHostsDocuments: once a derivation has compiled a
+// host, nothing holds that host's documents any more; the compilation
+// keeps only what the release as a whole needs (the Agents workflows
+// allow, for the workflow views), so compiling a large environment does
+// not hold every host's documents until the end. Weak pointers to every
+// tool, skill, model alias, knowledge base, Gateway and Agent tell which
+// documents are still reachable after the compile.
+func TestCompileLetsGoOfEachHostsDocuments(t *testing.T) {
+	ctx := context.Background()
+	set, err := schemas.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := loadSources(ctx, policytree.New(os.DirFS("../fixtures/policy-repo"), policytree.Limits{}), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := buildModel(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]func() bool{} // kind/name -> still reachable
+	watch(held, KindTool, m.tools)
+	watch(held, KindSkill, m.skills)
+	watch(held, KindModelAlias, m.models)
+	watch(held, KindKnowledgeBase, m.kbs)
+	watch(held, KindGateway, m.gateways)
+	watch(held, KindAgent, m.agents)
+	allowed := map[string]bool{} // Agents some workflow version allows
+	for _, w := range m.workflows {
+		for _, v := range w.spec.Versions {
+			for _, a := range v.Agents {
+				allowed[KindAgent+"/"+a] = true
+			}
+		}
+	}
+	if len(allowed) == 0 || len(allowed) == len(m.agents) {
+		t.Fatalf("the fixture's workflows allow %d of %d Agents: the test needs some allowed and some not", len(allowed), len(m.agents))
+	}
+
+	c := &compilation{m: m, env: "prod", set: set, createdAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), next: 1, manifestOnly: true}
+	res, err := c.run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = nil
+	runtime.GC()
+	runtime.GC()
+	var kept, freed []string
+	for name, reachable := range held {
+		if reachable() {
+			kept = append(kept, name)
+		} else {
+			freed = append(freed, name)
+		}
+	}
+	sort.Strings(kept)
+	for _, name := range kept {
+		if !allowed[name] {
+			t.Errorf("%s is still held after the compile", name)
+		}
+	}
+	for _, name := range freed {
+		if allowed[name] {
+			t.Errorf("%s, which a workflow allows, was let go before the workflow views", name)
+		}
+	}
+	if len(freed) < len(held)/2 {
+		t.Errorf("let go of %d of %d documents", len(freed), len(held))
+	}
+	for i, p := range c.parts {
+		if p != nil {
+			t.Errorf("host %d's part of the model is still held", i)
+		}
+	}
+	if c.m.src.byKind != nil {
+		t.Error("the documents' index is still held")
+	}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(res)
+}
+
+// watch records, for every entry of a kind, whether it is still reachable.
+func watch[T any](held map[string]func() bool, kind string, all map[string]*entry[T]) {
+	for name, e := range all {
+		p := weak.Make(e)
+		held[kind+"/"+name] = func() bool { return p.Value() != nil }
+	}
+}
