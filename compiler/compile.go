@@ -118,10 +118,12 @@ type Result struct {
 // EachTarget calls fn with every target of the release, in manifest order
 // (host, serviceId), one call at a time; fn owns the target it is given.
 // For a result compiled with Options.ManifestOnly the release is compiled
-// again, host by host, so that memory holds the hosts in flight and never
-// every artifact; each target is then checked against the manifest entry it
-// must reproduce (identity, snapshot, artifact digest), and a mismatch is
-// an error (the compile would not be deterministic). The first error, of fn
+// again, host by host, from the sources read again (Compile let go of
+// them; sources that changed since are an error), so that memory holds the
+// hosts in flight and never every artifact; each target is then checked
+// against the manifest entry it must reproduce (identity, snapshot,
+// artifact digest), and a mismatch is an error (the compile would not be
+// deterministic). The first error, of fn
 // or of the compile, stops the stream and is returned.
 func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 	if r.again == nil { // compiled with every target
@@ -225,7 +227,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			loaded = nil
 			return m, nil
 		}
-		again, err := loadSources(ctx, fsys, set)
+		again, err := loadSources(ctx, policytree.New(fsys, policytree.Limits{}), set) // a read budget per pass
 		if err != nil {
 			return nil, err
 		}
