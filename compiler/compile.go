@@ -575,6 +575,9 @@ type compilation struct {
 
 func (c *compilation) run(ctx context.Context) (*Result, error) {
 	m := c.m
+	if m.owner != nil { // partitioned: a run let go of its documents
+		return nil, fmt.Errorf("compile %s: internal error: a model compiles once", c.env)
+	}
 	env := m.envs[c.env]
 	if env == nil {
 		return nil, unknownEnvironment(c.env, sortedKeys(m.envs))

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 	"weak"
@@ -91,7 +92,10 @@ func TestCompileLetsGoOfEachHostsDocuments(t *testing.T) {
 	if c.m.src.byKind != nil {
 		t.Error("the documents' index is still held")
 	}
-	runtime.KeepAlive(c)
+	again := &compilation{m: c.m, env: "prod", set: set, createdAt: c.createdAt, next: 1, manifestOnly: true}
+	if _, err := again.run(ctx); err == nil || !strings.Contains(err.Error(), "a model compiles once") {
+		t.Errorf("compiling the let-go model again: %v, want an error saying a model compiles once", err)
+	}
 	runtime.KeepAlive(res)
 }
 
