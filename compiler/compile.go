@@ -123,8 +123,8 @@ type Result struct {
 // hosts in flight and never every artifact; each target is then checked
 // against the manifest entry it must reproduce (identity, snapshot,
 // artifact digest), and a mismatch is an error (the compile would not be
-// deterministic). The first error, of fn
-// or of the compile, stops the stream and is returned.
+// deterministic). The first error, of fn or of the compile, stops the
+// stream and is returned.
 func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 	if r.again == nil { // compiled with every target
 		for i := range r.Targets {
@@ -558,10 +558,8 @@ type compilation struct {
 	emitted  int        // hosts emitted so far
 	emitErr  error      // the first failure: waiting hosts give up
 
-	proj map[string]*projector
-	// parts holds each host's part of the model (model.partition) until
-	// the host is compiled.
-	parts    []*model
+	proj     map[string]*projector
+	parts    []*model // each host's part of the model (model.partition), until the host is compiled
 	val      *validator
 	mu       sync.Mutex         // guards the fields below, filled host by host
 	agents   map[string]*policy // digests only (no trees)
