@@ -221,7 +221,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	// committed one is verified, EachTarget) reads the sources again, which
 	// must be the ones read first.
 	sum := ss.digest
-	ss = nil
 	load := func(ctx context.Context) (*model, error) {
 		if m := loaded; m != nil {
 			loaded = nil

@@ -89,8 +89,8 @@ func (s *source) release() { s.Doc = nil }
 // sources indexes every document of a policy repository by kind and name.
 type sources struct {
 	byKind map[string]map[string]*source
-	// sorted holds the sorted names of every kind once the documents are
-	// let go (letGo); nil before.
+	// sorted holds the sorted names of a kind once asked for (names), and
+	// of every kind once the documents are let go (letGo).
 	sorted map[string][]string
 	// digest is the SHA-256 over every document's path and digest, in path
 	// order: two loads of the same tree have the same digest.
@@ -101,29 +101,30 @@ func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name]
 
 // letGo drops the index of the documents, keeping the sorted names of every
 // kind (did-you-mean suggestions need nothing else), so that a document is
-// freed as soon as the model no longer holds it.
+// freed as soon as the model no longer holds it. Afterwards names only
+// reads, so it is safe for concurrent use.
 func (ss *sources) letGo() {
-	if ss.sorted != nil {
-		return
-	}
-	sorted := make(map[string][]string, len(ss.byKind))
 	for k := range ss.byKind {
-		sorted[k] = ss.names(k)
+		ss.names(k)
 	}
-	ss.sorted, ss.byKind = sorted, nil
+	ss.byKind = nil
 }
 
-// names returns the sorted names of a kind; the caller must not modify
-// the list.
+// names returns the sorted names of a kind, sorting them once; the caller
+// must not modify the list.
 func (ss *sources) names(kind string) []string {
-	if ss.sorted != nil {
-		return ss.sorted[kind]
+	if out, ok := ss.sorted[kind]; ok || ss.byKind == nil {
+		return out
 	}
 	out := make([]string, 0, len(ss.byKind[kind]))
 	for n := range ss.byKind[kind] {
 		out = append(out, n)
 	}
 	sort.Strings(out)
+	if ss.sorted == nil {
+		ss.sorted = map[string][]string{}
+	}
+	ss.sorted[kind] = out
 	return out
 }
 
