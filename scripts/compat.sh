@@ -83,10 +83,13 @@ fi
 REPO="$ROOT/fixtures/policy-repo"
 ENV=prod
 
+# Ports below Linux's ephemeral range (32768-60999 by default), so that an
+# outgoing connection of another process cannot take the port between this
+# check and the registry's bind.
 free_port() {
 	local p
 	for _ in $(seq 1 50); do
-		p=$((20000 + RANDOM % 20000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -95,14 +98,19 @@ free_port() {
 	fail "no free port"
 }
 
-wait_ready() { # url
+wait_ready() { # url pid log
 	for _ in $(seq 1 300); do # 30 s: a loaded shared machine starts slowly
 		if curl -fs -o /dev/null "$1"; then
 			return
 		fi
+		if ! kill -0 "$2" 2>/dev/null; then
+			tail -5 "$3" >&2
+			fail "registry for $1 exited before it came up (its log above)"
+		fi
 		sleep 0.1
 	done
-	fail "registry at $1 did not come up"
+	tail -5 "$3" >&2
+	fail "registry at $1 did not come up (its log above)"
 }
 
 # --- keys, both directions ---------------------------------------------------
@@ -190,7 +198,7 @@ check_registry() { # name host keydir
 port=$(free_port)
 "$cp" registry serve --dir "$work/embedded" --listen "127.0.0.1:$port" >"$work/embedded.log" 2>&1 &
 pids+=($!)
-wait_ready "http://127.0.0.1:$port/v2/"
+wait_ready "http://127.0.0.1:$port/v2/" "$!" "$work/embedded.log"
 check_registry embedded "127.0.0.1:$port" "$work/keys"
 
 # A signature appended by `cosign sign` (another key) verifies with configpub
@@ -262,7 +270,7 @@ http:
 YAML
 registry serve "$work/distribution.yml" >"$work/distribution.log" 2>&1 &
 pids+=($!)
-wait_ready "http://127.0.0.1:$port/v2/"
+wait_ready "http://127.0.0.1:$port/v2/" "$!" "$work/distribution.log"
 check_registry distribution "127.0.0.1:$port" "$work/cosignkeys"
 
 echo "compat: all checks passed ($(cosign version 2>/dev/null | awk '/GitVersion/{print "cosign " $2}'), $(oras version | awk '/^Version/{print "oras " $2}'), crane $(crane version), $(registry --version | awk '{print "registry " $3}'))"
