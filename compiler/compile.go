@@ -288,9 +288,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	derived := false
 	if verr == nil {
 		// While release N derives, the committed release is held by its
-		// digest only (a large release is tens of megabytes), and read
-		// again if it turns out to differ.
-		cr.letGo()
+		// digest only, and read again if it turns out to differ.
 		d, err := derive()
 		if err != nil {
 			return nil, err
@@ -302,9 +300,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
 			d.UpToDate = true
 			return d, nil
-		}
-		if err := cr.reload(fsys, opts.EnvTag); err != nil {
-			return nil, err
 		}
 		committed, err := cr.manifest()
 		if err != nil {
@@ -353,29 +348,25 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 }
 
 // committedRelease is the release committed in the policy repository, as
-// read: its bytes and its root's release parameters. The manifest is parsed
-// only when it is needed (a release that derives byte for byte never is).
+// read: its root's release parameters and the SHA-256 of its bytes. The
+// bytes of a sharded release are held, and the manifest parsed, only when
+// they are needed (a release that derives byte for byte never is): a
+// large release is tens of megabytes, read again rather than held while
+// the sources compile.
 type committedRelease struct {
+	fsys fs.FS
+	env  string
+
 	header *bundle.ReleaseHeader
-	// bytes is the release archive (root, then every shard the root
-	// lists), or the root of a single-file manifest; a marker per unlisted
-	// shard is appended, so that it never equals a derived release.
+	// sum is the SHA-256 of the release archive (root, then every shard the
+	// root lists, then a marker per unlisted shard, so that it never equals
+	// a derived release), or of the root of a single-file manifest.
+	sum [sha256.Size]byte
+	// bytes is the archive, or the single-file root; nil until held.
 	bytes    []byte
 	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
 	unlisted []string             // files in releases/<env>/ the root does not list
 	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
-	// sum is the SHA-256 of bytes, which letGo drops (reload reads them
-	// again).
-	sum [sha256.Size]byte
-}
-
-// letGo drops the bytes of a sharded release, keeping their digest: a
-// compile that derives the same release never needs them (matches).
-func (c *committedRelease) letGo() {
-	if c.m == nil && c.bytes != nil {
-		c.sum = sha256.Sum256(c.bytes)
-		c.bytes, c.files = nil, nil
-	}
 }
 
 // matches reports whether b is the committed release, byte for byte.
@@ -386,17 +377,18 @@ func (c *committedRelease) matches(b []byte) bool {
 	return sha256.Sum256(b) == c.sum
 }
 
-// reload reads the bytes letGo dropped, which must not have changed since.
-func (c *committedRelease) reload(fsys fs.FS, env string) error {
+// hold reads the release's bytes, which must not have changed since they
+// were first read.
+func (c *committedRelease) hold() error {
 	if c.bytes != nil {
 		return nil
 	}
-	again, err := loadCommitted(fsys, env)
+	again, err := readCommitted(c.fsys, c.env, true)
 	if err != nil {
 		return err
 	}
-	if again == nil || again.m != nil || sha256.Sum256(again.bytes) != c.sum {
-		return fmt.Errorf("compile %s: %s changed while it was compiled", env, ManifestPath(env))
+	if again == nil || again.m != nil || again.sum != c.sum {
+		return fmt.Errorf("compile %s: %s changed while it was compiled", c.env, ManifestPath(c.env))
 	}
 	c.bytes, c.files, c.unlisted = again.bytes, again.files, again.unlisted
 	return nil
@@ -406,6 +398,9 @@ func (c *committedRelease) reload(fsys fs.FS, env string) error {
 // invariants is stale.
 func (c *committedRelease) manifest() (*bundle.Manifest, error) {
 	if c.m == nil {
+		if err := c.hold(); err != nil {
+			return nil, err
+		}
 		m, err := bundle.ParseFiles(c.files)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStale, err)
@@ -415,12 +410,19 @@ func (c *committedRelease) manifest() (*bundle.Manifest, error) {
 	return c.m, nil
 }
 
-// loadCommitted reads the committed release (nil when absent): the root
-// releases/<env>.yaml, whose release parameters are checked, and every
-// shard it lists, as one release archive, or a root of the single-file
-// layout, parsed as it is. Files in releases/<env>/ that the root does not
-// list make the release stale (compile removes them).
+// loadCommitted reads the committed release (nil when absent), holding
+// only its digest and its root's release parameters (see readCommitted).
 func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
+	return readCommitted(fsys, env, false)
+}
+
+// readCommitted reads the committed release (nil when absent): the root
+// releases/<env>.yaml, whose release parameters are checked, and every
+// shard it lists, one at a time, into the SHA-256 of their release archive
+// and, when hold, into the archive itself; or a root of the single-file
+// layout, held and parsed as it is. Files in releases/<env>/ that the root
+// does not list make the release stale (compile removes them).
+func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error) {
 	p := ManifestPath(env)
 	root, err := fs.ReadFile(fsys, p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -429,22 +431,40 @@ func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	c := &committedRelease{}
+	c := &committedRelease{fsys: fsys, env: env}
 	if bundle.IsSharded(root) {
 		r, err := bundle.ParseRoot(p, root)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
 		c.header = &r.ReleaseHeader
-		// Each shard is read into the archive and let go: the release is
-		// held once, as the archive, and parsed (if at all) from its
-		// slices.
+		// The archive is built (hold) or hashed one file at a time: each
+		// shard is read and let go.
 		type span struct {
 			path       string
 			start, end int
 		}
-		b := bundle.AppendArchive(bundle.NewArchive(0), p, root)
-		spans := []span{{p, len(b) - len(root), len(b)}}
+		var (
+			b     []byte
+			spans []span
+			h     = sha256.New()
+			head  []byte
+		)
+		add := func(path string, data []byte) {
+			head = bundle.AppendArchive(head[:0], path, nil)
+			h.Write(head)
+			h.Write(data)
+			if hold {
+				b = bundle.AppendArchive(b, path, data)
+				spans = append(spans, span{path, len(b) - len(data), len(b)})
+			}
+		}
+		magic := bundle.NewArchive(0)
+		h.Write(magic)
+		if hold {
+			b = magic
+		}
+		add(p, root)
 		listed := map[string]bool{}
 		for _, ref := range r.Shards {
 			sp := bundle.ShardPath(env, ref.Host)
@@ -456,25 +476,27 @@ func loadCommitted(fsys fs.FS, env string) (*committedRelease, error) {
 				return nil, fmt.Errorf("read %s: %w", sp, err)
 			}
 			listed[sp] = true
-			b = bundle.AppendArchive(b, sp, sb)
-			spans = append(spans, span{sp, len(b) - len(sb), len(b)})
+			add(sp, sb)
 		}
-		c.files = make([]bundle.ReleaseFile, len(spans))
-		for i, x := range spans {
-			c.files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
+		if hold {
+			c.files = make([]bundle.ReleaseFile, len(spans))
+			for i, x := range spans {
+				c.files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
+			}
 		}
 		if c.unlisted, err = unlistedShards(fsys, env, listed); err != nil {
 			return nil, err
 		}
 		for _, x := range c.unlisted {
-			b = bundle.AppendArchive(b, x, nil) // an empty entry: never a derived release
+			add(x, nil) // an empty entry: never a derived release
 		}
+		h.Sum(c.sum[:0])
 		c.bytes = b
 	} else {
 		if c.m, err = bundle.ParseManifest(p, root); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
-		c.header, c.bytes = &c.m.ReleaseHeader, root
+		c.header, c.bytes, c.sum = &c.m.ReleaseHeader, root, sha256.Sum256(root)
 	}
 	if c.header.EnvTag != env {
 		return nil, &SourceError{File: p, Line: 1, Field: "envTag", Err: fmt.Errorf("envTag %q, want %q", c.header.EnvTag, env)}

@@ -225,7 +225,7 @@ func writeSynced(path string, data []byte) error {
 // when there is none. Only the root's release parameters are checked;
 // bundle.ParseManifest checks the whole release.
 func CommittedRelease(fsys fs.FS, env string) ([]byte, error) {
-	c, err := loadCommitted(policytree.New(fsys, policytree.Limits{}), env)
+	c, err := readCommitted(policytree.New(fsys, policytree.Limits{}), env, true)
 	if c == nil {
 		return nil, err
 	}
