@@ -1,8 +1,10 @@
 package bundle_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,6 +276,21 @@ func TestParseRoot(t *testing.T) {
 	}
 	if n != int64(len(m.Targets)) {
 		t.Errorf("the shards count %d targets, the release has %d", n, len(m.Targets))
+	}
+	if !slices.Equal(root.Inputs, m.Inputs) {
+		t.Errorf("root inputs %v, ParseFiles: %v", root.Inputs, m.Inputs)
+	}
+	// Each shard's header states the inputs digest ParseFiles reads.
+	for i, h := range m.HostInputs {
+		if got := bundle.ShardInputsDigest(files[i+1].Bytes); got != h.Digest || h.Host != root.Shards[i].Host {
+			t.Errorf("shard %s: ShardInputsDigest %q, ParseFiles %s: %q", root.Shards[i].Host, got, h.Host, h.Digest)
+		}
+	}
+	if got := bundle.ShardInputsDigest(files[0].Bytes); got != "" {
+		t.Errorf("ShardInputsDigest of the root: %q, want none", got)
+	}
+	if got := bundle.ShardInputsDigest(bytes.Replace(files[1].Bytes, []byte("\ninputsDigest: \"sha256:"), []byte("\ninputsDigest: \"sha256:x"), 1)); got != "" {
+		t.Errorf("ShardInputsDigest of a shard with a malformed digest: %q, want none", got)
 	}
 	for _, c := range []struct{ from, to, field string }{
 		{"\nbaseReleaseVersion: 0\n", "\nbaseReleaseVersion: 3\n", "baseReleaseVersion"},

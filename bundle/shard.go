@@ -633,9 +633,12 @@ func ShardRefs(file string, root []byte) ([]ShardRef, error) {
 }
 
 // Root is what a sharded release's root file states on its own: the
-// release parameters, the shard entries and the release digest.
+// release parameters, the inputs listed in the root (those more than one
+// host reads, and the repository and environment documents), the shard
+// entries and the release digest.
 type Root struct {
 	ReleaseHeader
+	Inputs        []Input
 	Shards        []ShardRef
 	ReleaseDigest string
 }
@@ -661,7 +664,30 @@ func ParseRoot(file string, root []byte) (*Root, error) {
 	if !digest.Valid(r.ReleaseDigest) {
 		return nil, fmt.Errorf("parse release manifest %s: %w: releaseDigest %q is not sha256:<64 hex>", file, ErrInvalidManifest, r.ReleaseDigest)
 	}
-	return &Root{ReleaseHeader: r.ReleaseHeader, Shards: refs, ReleaseDigest: r.ReleaseDigest}, nil
+	return &Root{ReleaseHeader: r.ReleaseHeader, Inputs: r.Inputs, Shards: refs, ReleaseDigest: r.ReleaseDigest}, nil
+}
+
+// shardInputsLine starts the line of a shard that states its inputs
+// digest, as Files writes it.
+const shardInputsLine = "\ninputsDigest: \""
+
+// ShardInputsDigest returns the inputsDigest a shard's header states,
+// read from its bytes without parsing the shard (Files writes it on the
+// header's fifth line), or "" when b has no such line in its header. A
+// shard that is not in the form Files writes may state another value than
+// ParseFiles would read: the result tells only what the bytes say.
+func ShardInputsDigest(b []byte) string {
+	head := b[:min(len(b), 512)]
+	i := bytes.Index(head, []byte(shardInputsLine))
+	if i < 0 {
+		return ""
+	}
+	rest := head[i+len(shardInputsLine):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || !digest.Valid(string(rest[:j])) {
+		return ""
+	}
+	return string(rest[:j])
 }
 
 func (r *rootDoc) shardRefs() ([]ShardRef, error) {

@@ -247,14 +247,16 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}, nil
 	}
-	// start runs one derivation; a ManifestOnly result keeps how to run it
-	// again, for EachTarget.
-	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
+	// start runs one derivation, which check (if not nil) stops at the
+	// first host whose inputs differ from it; a ManifestOnly result keeps
+	// how to run it again, for EachTarget.
+	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool, check *inputCheck) (*Result, error) {
 		again := func(ctx context.Context) (*compilation, error) { return newC(ctx, base, release, createdAt, reproduce) }
 		c, err := again(ctx)
 		if err != nil {
 			return nil, err
 		}
+		c.check = check
 		res, err := c.run(ctx)
 		if err != nil {
 			return nil, err
@@ -265,7 +267,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return res, nil
 	}
 	if cr == nil {
-		res, err := start(nil, 1, opts.CreatedAt, false)
+		res, err := start(nil, 1, opts.CreatedAt, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -273,9 +275,24 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return res, nil
 	}
 
-	// Re-derive the committed release N from the trusted release N-1.
-	prev, verr := previousRelease(ctx, opts, cr.header.ReleaseVersion)
-	derive := func() (*Result, error) {
+	// Re-derive the committed release N from the trusted release N-1 —
+	// unless N is known not to derive (an input the root lists changed)
+	// and the next release is compiled anyway: then the model just built
+	// is the next release's.
+	var (
+		prev    *bundle.Manifest
+		verr    error
+		derived bool
+	)
+	if !opts.CheckOnly && cr.check != nil {
+		if err := cr.check.sharedInputs(loaded); err != nil {
+			verr, derived = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err), true
+		}
+	}
+	if verr == nil {
+		prev, verr = previousRelease(ctx, opts, cr.header.ReleaseVersion)
+	}
+	derive := func(check *inputCheck) (*Result, error) {
 		if prev == nil && cr.header.ReleaseVersion > 1 { // let go while the next release compiled
 			var err error
 			if prev, err = previousRelease(ctx, opts, cr.header.ReleaseVersion); err != nil {
@@ -283,41 +300,52 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			}
 		}
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
-		return start(prev, cr.header.ReleaseVersion, at, false)
+		return start(prev, cr.header.ReleaseVersion, at, false, check)
 	}
-	derived := false
 	if verr == nil {
 		// While release N derives, the committed release is held by its
-		// digest only, and read again if it turns out to differ.
-		d, err := derive()
-		if err != nil {
-			return nil, err
+		// digest only, and read again if it turns out to differ. Unless
+		// asked only whether N is up to date (which names the first
+		// differing target), the derivation stops at the first host whose
+		// inputs changed: the next release is compiled anyway.
+		var check *inputCheck
+		if !opts.CheckOnly {
+			check = cr.check
 		}
-		if cr.matches(d.ManifestBytes) {
+		d, err := derive(check)
+		var changed *errInputsChanged
+		switch {
+		case errors.As(err, &changed):
+			derived = true
+			verr = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err)
+		case err != nil:
+			return nil, err
+		case cr.matches(d.ManifestBytes):
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the
 			// result holds it once.
 			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
 			d.UpToDate = true
 			return d, nil
-		}
-		committed, err := cr.manifest()
-		if err != nil {
-			return nil, err
-		}
-		d.Base, d.BaseBytes = committed, cr.bytes
-		derived = true
-		switch {
-		case committed.SingleFile:
-			verr = fmt.Errorf("%w: %s is a single-file release manifest; configpub compile rewrites it as a root and one shard per host under %s/", ErrStale, ManifestPath(opts.EnvTag), bundle.ShardDir(opts.EnvTag))
-		case len(cr.unlisted) > 0:
-			verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, cr.unlisted[0], ManifestPath(opts.EnvTag))
 		default:
-			verr = firstDifference(committed, d.Manifest, prev)
-		}
-		if opts.CheckOnly {
-			d.stale = verr
-			return d, nil
+			committed, err := cr.manifest()
+			if err != nil {
+				return nil, err
+			}
+			d.Base, d.BaseBytes = committed, cr.bytes
+			derived = true
+			switch {
+			case committed.SingleFile:
+				verr = fmt.Errorf("%w: %s is a single-file release manifest; configpub compile rewrites it as a root and one shard per host under %s/", ErrStale, ManifestPath(opts.EnvTag), bundle.ShardDir(opts.EnvTag))
+			case len(cr.unlisted) > 0:
+				verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, cr.unlisted[0], ManifestPath(opts.EnvTag))
+			default:
+				verr = firstDifference(committed, d.Manifest, prev)
+			}
+			if opts.CheckOnly {
+				d.stale = verr
+				return d, nil
+			}
 		}
 		// d is let go while the next release compiles: a large
 		// environment does not hold two compiled releases at once.
@@ -329,7 +357,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return nil, err
 	}
 	prev = nil // release N-1 is not the next release's base: read again if N is derived again
-	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true)
+	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +366,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		// The sources did not change since release N, yet N does not
 		// derive: the manifest was edited. Write release N as derived.
 		next = nil
-		if res, err = derive(); err != nil {
+		if res, err = derive(nil); err != nil {
 			return nil, err
 		}
 	}
@@ -367,6 +395,9 @@ type committedRelease struct {
 	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
 	unlisted []string             // files in releases/<env>/ the root does not list
 	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
+	// check is what a sharded release records of its inputs (nil for a
+	// single file).
+	check *inputCheck
 }
 
 // matches reports whether b is the committed release, byte for byte.
@@ -438,6 +469,10 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			return nil, fmt.Errorf("%w: %w", ErrStale, err)
 		}
 		c.header = &r.ReleaseHeader
+		c.check = &inputCheck{env: env, release: r.ReleaseVersion, shared: make(map[string]string, len(r.Inputs)), hosts: make(map[string]string, len(r.Shards))}
+		for _, x := range r.Inputs {
+			c.check.shared[x.Path] = x.Digest
+		}
 		// The archive is built (hold) or hashed one file at a time: each
 		// shard is read and let go.
 		type span struct {
@@ -476,6 +511,7 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 				return nil, fmt.Errorf("read %s: %w", sp, err)
 			}
 			listed[sp] = true
+			c.check.hosts[ref.Host] = bundle.ShardInputsDigest(sb)
 			add(sp, sb)
 		}
 		if hold {
@@ -589,7 +625,10 @@ type compilation struct {
 	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
-	rollout  bundle.Rollout
+	// check, when set, stops the derivation at the first host whose
+	// inputs differ from the committed release's record (errInputsChanged).
+	check   *inputCheck
+	rollout bundle.Rollout
 }
 
 func (c *compilation) run(ctx context.Context) (*Result, error) {
@@ -736,6 +775,11 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	for _, i := range g.idx {
 		ts[i].policy = nil
 		ts[i].e.spec.Settings = nil // read by compileTarget only
+	}
+	if c.check != nil {
+		if err := c.check.host(g.host, inputs); err != nil {
+			return err
+		}
 	}
 	if c.emit != nil {
 		if err := c.emitHost(hi, kept); err != nil {

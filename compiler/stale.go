@@ -48,3 +48,72 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// inputCheck tells, host by host while release N derives, whether N can
+// still derive byte for byte: what the committed release records of the
+// inputs it was compiled from. A host whose inputs differ from the record
+// makes N stale, so that a compile that will write release N+1 anyway
+// stops deriving N at the first such host instead of after the last.
+type inputCheck struct {
+	env     string
+	release int64             // N
+	shared  map[string]string // the root's inputs: path -> digest
+	hosts   map[string]string // each shard's inputsDigest by host; "" when unreadable
+}
+
+// errInputsChanged ends a derivation of the committed release that
+// inputCheck found stale.
+type errInputsChanged struct{ reason string }
+
+func (e *errInputsChanged) Error() string { return e.reason }
+
+// host checks the inputs one host's targets read (path -> digest) against
+// the record. Were release N what they derive, the root would list every
+// input it shares with other hosts under its current digest, and the
+// host's shard would state the digest of the rest (InputsDigest); any
+// other finding means N does not derive, and says which input or host
+// changed. A shard whose inputsDigest cannot be read from its header
+// (not in the form compile writes it) is left to the comparison of the
+// whole release.
+func (k *inputCheck) host(h string, in files) error {
+	want, ok := k.hosts[h]
+	if !ok {
+		return &errInputsChanged{fmt.Sprintf("host %s has targets but no shard in release %d", h, k.release)}
+	}
+	var own []bundle.Input
+	for _, p := range sortedKeys(in) {
+		d, shared := k.shared[p]
+		switch {
+		case !shared:
+			own = append(own, bundle.Input{Path: p, Digest: in[p]})
+		case d != in[p]:
+			return &errInputsChanged{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, d, in[p])}
+		}
+	}
+	got, err := bundle.InputsDigest(own)
+	if err != nil {
+		return err
+	}
+	if want != "" && got != want {
+		return &errInputsChanged{fmt.Sprintf("the inputs of host %s changed since release %d (%s states inputsDigest %s, the sources %s)",
+			h, k.release, bundle.ShardPath(k.env, h), want, got)}
+	}
+	return nil
+}
+
+// sharedInputs checks the inputs the root lists (those every host may read)
+// against m, before any host compiles: one that is gone or changed means
+// release N does not derive. m must not be partitioned yet.
+func (k *inputCheck) sharedInputs(m *model) error {
+	now := m.digestsOf(k.shared)
+	for _, p := range sortedKeys(k.shared) {
+		d, ok := now[p]
+		switch {
+		case !ok:
+			return &errInputsChanged{fmt.Sprintf("%s, an input of release %d, is gone", p, k.release)}
+		case d != k.shared[p]:
+			return &errInputsChanged{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, k.shared[p], d)}
+		}
+	}
+	return nil
+}

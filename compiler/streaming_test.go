@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
 )
@@ -63,8 +65,11 @@ func TestManifestOnlyKeepsManifestAndDigests(t *testing.T) {
 }
 
 // TestCheckOnlyStopsAtTheDerivation: with CheckOnly, a stale committed
-// release yields its re-derivation (same release version, Stale set), not
-// the next release.
+// release yields its re-derivation (same release version, Stale set, the
+// first differing target named), not the next release. Without it, the
+// derivation of the committed release stops at the first host whose
+// inputs changed, named with the shard that records them, and the next
+// release is compiled; an input every host reads is named itself.
 func TestCheckOnlyStopsAtTheDerivation(t *testing.T) {
 	dir := t.TempDir()
 	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
@@ -92,13 +97,35 @@ func TestCheckOnlyStopsAtTheDerivation(t *testing.T) {
 	if res.Manifest.ReleaseVersion != 1 {
 		t.Fatalf("CheckOnly compiled release %d, want the re-derived release 1", res.Manifest.ReleaseVersion)
 	}
+	if !strings.Contains(res.Stale().Error(), "target h0001.bench.lightapi.net/com.networknt.agent-0001-002-1.0.0/bench: policyDigest is") {
+		t.Fatalf("CheckOnly: %v, want the first differing target named", res.Stale())
+	}
 	opts.CheckOnly = false
 	next, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next.Manifest.ReleaseVersion != 2 || next.Stale() == nil || next.Stale().Error() != res.Stale().Error() {
-		t.Fatalf("without CheckOnly: release %d, Stale %v; want release 2 and the same reason as %v", next.Manifest.ReleaseVersion, next.Stale(), res.Stale())
+	want := "releases/bench.yaml: the inputs of host h0001.bench.lightapi.net changed since release 1 (releases/bench/h0001.bench.lightapi.net.yaml states inputsDigest sha256:"
+	if next.Manifest.ReleaseVersion != 2 || !errors.Is(next.Stale(), compiler.ErrStale) || !strings.Contains(next.Stale().Error(), want) {
+		t.Fatalf("without CheckOnly: release %d, Stale %v; want release 2 and %q", next.Manifest.ReleaseVersion, next.Stale(), want)
+	}
+
+	edit(t, agent, "temperature: 0.3", "temperature: 0.2")
+	env := filepath.Join(dir, "environments", "bench.yaml")
+	b, err := os.ReadFile(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(env, append(b, "# a comment changes the file's digest\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next, err = compiler.Compile(context.Background(), os.DirFS(dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "releases/bench.yaml: environments/bench.yaml changed since release 1 (sha256:"
+	if next.Manifest.ReleaseVersion != 2 || !strings.Contains(next.Stale().Error(), want) {
+		t.Fatalf("changed environment: release %d, Stale %v; want release 2 and %q", next.Manifest.ReleaseVersion, next.Stale(), want)
 	}
 }
 
@@ -235,4 +262,59 @@ func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
 	if n, err := count(); err != nil || n != 24 {
 		t.Fatalf("EachTarget with the Agent restored: %d targets, %v; want 24", n, err)
 	}
+}
+
+// TestChangedInputSkipsTheDerivation: a compile that will write the next
+// release does not derive the committed one when an input its root lists
+// changed (release N-1, which that derivation needs, is never asked for),
+// and stops deriving it at the first host whose own inputs changed (N-1
+// is asked for); both name the change. With CheckOnly the committed
+// release is derived whatever changed.
+func TestChangedInputSkipsTheDerivation(t *testing.T) {
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r1 := compileWrite(t, dir, "bench", at).ManifestBytes
+	agent := filepath.Join(dir, "agents", "h0001.bench.lightapi.net-a002.yaml")
+	edit(t, agent, "temperature: 0.2", "temperature: 0.3")
+	if v := compileWrite(t, dir, "bench", at.Add(time.Hour)).Manifest.ReleaseVersion; v != 2 {
+		t.Fatalf("release %d, want 2", v)
+	}
+	asked := 0
+	opts := compiler.Options{EnvTag: "bench", CreatedAt: at.Add(2 * time.Hour), ManifestOnly: true,
+		Previous: func(_ context.Context, env string, v int64) ([]byte, error) {
+			asked++
+			if env != "bench" || v != 1 {
+				return nil, fmt.Errorf("release %d of %s: %w", v, env, bundle.ErrReleaseNotRecorded)
+			}
+			return r1, nil
+		}}
+	compile := func(name, want string, wantAsked bool) {
+		t.Helper()
+		asked = 0
+		res, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		wantV := int64(3) // the next release
+		if opts.CheckOnly {
+			wantV = 2 // the committed one, re-derived
+		}
+		if res.Manifest.ReleaseVersion != wantV || !errors.Is(res.Stale(), compiler.ErrStale) || !strings.Contains(res.Stale().Error(), want) {
+			t.Fatalf("%s: release %d, Stale %v; want release %d and %q", name, res.Manifest.ReleaseVersion, res.Stale(), wantV, want)
+		}
+		if (asked > 0) != wantAsked {
+			t.Fatalf("%s: release 1 asked for %d times; want asked: %v", name, asked, wantAsked)
+		}
+	}
+	edit(t, agent, "temperature: 0.3", "temperature: 0.4")
+	compile("changed Agent", "the inputs of host h0001.bench.lightapi.net changed since release 2", true)
+	edit(t, agent, "temperature: 0.4", "temperature: 0.3")
+	env := filepath.Join(dir, "environments", "bench.yaml")
+	writeFile(t, env, readFile(t, env)+"# a comment changes the file's digest\n")
+	compile("changed environment", "releases/bench.yaml: environments/bench.yaml changed since release 2 (sha256:", false)
+	opts.CheckOnly = true
+	compile("changed environment, CheckOnly", "releases/bench.yaml: ", true)
 }
