@@ -301,10 +301,12 @@ func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, en
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", env, short(rev.Commit), err)
 	}
-	// CreatedAt only matters for a new release, which Run refuses as
-	// stale; the commit time keeps even that path deterministic.
-	// ManifestOnly: releaseInput takes the targets host by host.
-	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev, ManifestOnly: true})
+	// CheckOnly: a stale release is refused, so no next release is
+	// compiled (CreatedAt only matters for one, which a committed release
+	// that cannot be verified still compiles; the commit time keeps that
+	// path deterministic). ManifestOnly: releaseInput takes the targets
+	// host by host.
+	res, err := compiler.Compile(ctx, fsys, compiler.Options{EnvTag: env, CreatedAt: commitTime, Previous: prev, ManifestOnly: true, CheckOnly: true})
 	if err != nil {
 		if errors.Is(err, compiler.ErrStale) {
 			return nil, &StaleManifestError{Commit: rev.Commit, EnvTag: env, Err: err}

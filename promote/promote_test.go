@@ -3,6 +3,7 @@ package promote_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -226,6 +227,11 @@ func TestPromoteStale(t *testing.T) {
 	}
 	if se.Commit != stale.String() || se.EnvTag != promotertest.Env {
 		t.Errorf("got stale commit %s env %s, want %s %s", se.Commit, se.EnvTag, stale, promotertest.Env)
+	}
+	// Compared, not compiled anew: the committed release is derived whole
+	// and its first difference named.
+	if !strings.Contains(err.Error(), "but the sources and recorded release 1 derive") {
+		t.Errorf("got %v, want the first difference from the derived release named", err)
 	}
 	if n := h.Registry.Total(); n != 0 {
 		t.Errorf("got %d registry requests, want 0", n)

@@ -96,13 +96,13 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					return reportPublished(cmd, env, rel.ReleaseVersion, prefix, signer.KeyID(), r, false)
 				}
 			}
-			// Compile only compares here: a stale release is refused below, so
-			// the createdAt of a new release never matters. Nothing needs
+			// Compile only compares here (CheckOnly): a stale release is
+			// refused below, and no next release is compiled. Nothing needs
 			// every target at once: the release is compiled for its
 			// manifest, then again host by host while --out is written and
 			// while its artifacts are pushed (compiled.Stream).
 			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
-				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: true})
+				Previous: gitfs.ReleaseHistory(repo, "HEAD"), ManifestOnly: true, CheckOnly: true})
 			if err != nil {
 				return err
 			}

@@ -252,7 +252,7 @@ func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
 	}
 	if out, err := runCLI("publish", "--repo", repo, "--env", "dev", "--registry", prefix,
 		"--key", filepath.Join(filepath.Dir(keyPub), cosignkey.PrivateKeyFile), "--plain-http", "--recheck"); err == nil ||
-		!strings.Contains(out+err.Error(), "stale") {
-		t.Fatalf("--recheck with an edited source: %v\n%s; want the stale release refused", err, out)
+		!strings.Contains(out+err.Error(), "stale") || !strings.Contains(err.Error(), "but the sources derive") {
+		t.Fatalf("--recheck with an edited source: %v\n%s; want the stale release refused, its first difference named", err, out)
 	}
 }

@@ -186,7 +186,7 @@ func publishChild(args []string) error {
 			return nil
 		}
 	}
-	res, err := compiler.Compile(ctx, os.DirFS(repo), compiler.Options{EnvTag: env, ManifestOnly: true,
+	res, err := compiler.Compile(ctx, os.DirFS(repo), compiler.Options{EnvTag: env, ManifestOnly: true, CheckOnly: true, // as configpub publish
 		Previous: func(_ context.Context, _ string, version int64) ([]byte, error) {
 			return os.ReadFile(savedRelease(repo, version))
 		}})
