@@ -318,3 +318,29 @@ func TestChangedInputSkipsTheDerivation(t *testing.T) {
 	opts.CheckOnly = true
 	compile("changed environment, CheckOnly", "releases/bench.yaml: ", true)
 }
+
+// TestHostWithoutTargetsIsNotAChange: a host whose Agents have no targets
+// in the environment (they compile for workflow views only) reads no
+// inputs; compiling the unchanged repository again keeps the committed
+// release. (Its shard, here for its workflow, states the digest of no
+// inputs; a host without one is TestHostInputs's.)
+func TestHostWithoutTargetsIsNotAChange(t *testing.T) {
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "targets", "h0001.bench.lightapi.net")); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if v := compileWrite(t, dir, "bench", at).Manifest.ReleaseVersion; v != 1 {
+		t.Fatalf("release %d, want 1", v)
+	}
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at.Add(time.Hour), ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.UpToDate || res.Manifest.ReleaseVersion != 1 {
+		t.Fatalf("unchanged repository: release %d, UpToDate %v, Stale %v; want release 1 up to date", res.Manifest.ReleaseVersion, res.UpToDate, res.Stale())
+	}
+}
