@@ -247,9 +247,10 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}, nil
 	}
-	// start runs one derivation, which check (if not nil) stops at the
-	// first host whose inputs differ from it; a ManifestOnly result keeps
-	// how to run it again, for EachTarget.
+	// start runs one derivation, which check (if not nil) refuses before
+	// any host compiles when a host's inputs differ from it, handing its
+	// model to the next; a ManifestOnly result keeps how to run it again,
+	// for EachTarget.
 	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool, check *inputCheck) (*Result, error) {
 		again := func(ctx context.Context) (*compilation, error) { return newC(ctx, base, release, createdAt, reproduce) }
 		c, err := again(ctx)
@@ -258,6 +259,10 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 		c.check = check
 		res, err := c.run(ctx)
+		var changed *errInputsChanged
+		if errors.As(err, &changed) && c.m.owner == nil {
+			loaded = c.m // not partitioned: the next derivation takes it
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -306,8 +311,9 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		// While release N derives, the committed release is held by its
 		// digest only, and read again if it turns out to differ. Unless
 		// asked only whether N is up to date (which names the first
-		// differing target), the derivation stops at the first host whose
-		// inputs changed: the next release is compiled anyway.
+		// differing target), the derivation does not start when a host's
+		// inputs changed (checkInputs): the next release is compiled
+		// anyway, from the model already read.
 		var check *inputCheck
 		if !opts.CheckOnly {
 			check = cr.check
@@ -625,8 +631,9 @@ type compilation struct {
 	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
-	// check, when set, stops the derivation at the first host whose
-	// inputs differ from the committed release's record (errInputsChanged).
+	// check, when set, is checked before any host compiles: the
+	// derivation does not start when a host's inputs differ from the
+	// committed release's record (errInputsChanged; see checkInputs).
 	check   *inputCheck
 	rollout bundle.Rollout
 }
@@ -696,6 +703,13 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	// when the host is done, so memory holds the hosts in flight, not the
 	// whole environment.
 	hosts := c.hostGroups(ts)
+	if c.check != nil {
+		// Before the model is partitioned: when the check fails, the model
+		// compiles the next release as it is.
+		if err := c.checkInputs(hosts, ts); err != nil {
+			return nil, err
+		}
+	}
 	c.parts = m.partition(hosts)
 	if c.emit != nil {
 		c.emitTurn = sync.NewCond(&c.emitMu)
@@ -776,11 +790,6 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 		ts[i].policy = nil
 		ts[i].e.spec.Settings = nil // read by compileTarget only
 	}
-	if c.check != nil {
-		if err := c.check.host(g.host, inputs); err != nil {
-			return err
-		}
-	}
 	if c.emit != nil {
 		if err := c.emitHost(hi, kept); err != nil {
 			return err
@@ -798,6 +807,41 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			c.inputOf[p] = g.host
 		} else if h != g.host {
 			c.inputOf[p] = ""
+		}
+	}
+	return nil
+}
+
+// checkInputs resolves the subjects of every host's targets — nothing is
+// rendered, and the model is not partitioned — and checks the files they
+// read against c.check, host by host in order. A host whose subjects do
+// not resolve is left to the derivation, which reports it.
+func (c *compilation) checkInputs(hosts []hostGroup, ts []*envTarget) error {
+	errs := make([]error, len(hosts))
+	err := parallel.Do(len(hosts), func(i int) error {
+		g := hosts[i]
+		_, subjects, err := resolveSubjects(c.m.view(), g, ts)
+		if err != nil {
+			return nil
+		}
+		in := files{}
+		for _, t := range g.idx {
+			sp := &ts[t].e.spec
+			p := subjects[[2]string{sp.Subject.Kind, sp.Subject.Name}]
+			if p == nil {
+				return nil // unresolved: the derivation reports it
+			}
+			c.addInputs(in, ts[t], p)
+		}
+		errs[i] = c.check.host(g.host, in)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -213,10 +213,9 @@ func (m *model) partition(hosts []hostGroup) []*model {
 	parts := make([]*model, len(hosts))
 	for i, g := range hosts {
 		at[g.host] = i
-		p := *m
+		p := m.view()
 		p.models, p.tools, p.skills, p.kbs, p.agents, p.gateways, p.targets = nil, nil, nil, nil, nil, nil, nil
-		p.toolCache, p.skillCache, p.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
-		parts[i] = &p
+		parts[i] = p
 	}
 	m.owner = map[string]map[string]string{
 		KindModelAlias:    split(m.models, func(s *modelSpec) string { return s.Host }, at, parts, func(p *model) *map[string]*entry[modelSpec] { return &p.models }),
@@ -379,4 +378,12 @@ func eachSource[T any](all map[string]*entry[T], fn func(*source)) {
 	for _, e := range all {
 		fn(e.src)
 	}
+}
+
+// view returns a shallow copy of m with its own (empty) resolution caches:
+// resolution writes only those, so views resolve concurrently.
+func (m *model) view() *model {
+	v := *m
+	v.toolCache, v.skillCache, v.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
+	return &v
 }

@@ -49,11 +49,11 @@ func orNone(s string) string {
 	return s
 }
 
-// inputCheck tells, host by host while release N derives, whether N can
+// inputCheck tells, host by host before release N derives, whether N can
 // still derive byte for byte: what the committed release records of the
 // inputs it was compiled from. A host whose inputs differ from the record
 // makes N stale, so that a compile that will write release N+1 anyway
-// stops deriving N at the first such host instead of after the last.
+// does not derive N at all.
 type inputCheck struct {
 	env     string
 	release int64             // N

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -267,9 +268,10 @@ func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
 // TestChangedInputSkipsTheDerivation: a compile that will write the next
 // release does not derive the committed one when an input its root lists
 // changed (release N-1, which that derivation needs, is never asked for),
-// and stops deriving it at the first host whose own inputs changed (N-1
-// is asked for); both name the change. With CheckOnly the committed
-// release is derived whatever changed.
+// nor when a host's own inputs changed (N-1 is asked for, the subjects
+// resolved, no host compiled: the sources are read once); both name the
+// change. With CheckOnly the committed release is derived whatever
+// changed.
 func TestChangedInputSkipsTheDerivation(t *testing.T) {
 	dir := t.TempDir()
 	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
@@ -311,6 +313,21 @@ func TestChangedInputSkipsTheDerivation(t *testing.T) {
 	}
 	edit(t, agent, "temperature: 0.3", "temperature: 0.4")
 	compile("changed Agent", "the inputs of host h0001.bench.lightapi.net changed since release 2", true)
+	// The derivation stopped before compiling a host: the sources it read
+	// compile the next release, not read a second time (as many opens of
+	// the Agent's file as CheckOnly, which reads the sources once).
+	opened := func(checkOnly bool) int {
+		counted := &openCounter{FS: os.DirFS(dir), opened: map[string]int{}}
+		o := opts
+		o.CheckOnly = checkOnly
+		if _, err := compiler.Compile(context.Background(), counted, o); err != nil {
+			t.Fatal(err)
+		}
+		return counted.opened["agents/h0001.bench.lightapi.net-a002.yaml"]
+	}
+	if once, n := opened(true), opened(false); n != once || n == 0 {
+		t.Fatalf("the changed Agent's file was opened %d times, want %d as by one read of the sources", n, once)
+	}
 	edit(t, agent, "temperature: 0.4", "temperature: 0.3")
 	env := filepath.Join(dir, "environments", "bench.yaml")
 	writeFile(t, env, readFile(t, env)+"# a comment changes the file's digest\n")
@@ -343,4 +360,18 @@ func TestHostWithoutTargetsIsNotAChange(t *testing.T) {
 	if !res.UpToDate || res.Manifest.ReleaseVersion != 1 {
 		t.Fatalf("unchanged repository: release %d, UpToDate %v, Stale %v; want release 1 up to date", res.Manifest.ReleaseVersion, res.UpToDate, res.Stale())
 	}
+}
+
+// openCounter counts the files opened through it.
+type openCounter struct {
+	fs.FS
+	mu     sync.Mutex
+	opened map[string]int
+}
+
+func (c *openCounter) Open(name string) (fs.File, error) {
+	c.mu.Lock()
+	c.opened[name]++
+	c.mu.Unlock()
+	return c.FS.Open(name)
 }

@@ -131,40 +131,58 @@ func (c *compilation) hostGroups(ts []*envTarget) []hostGroup {
 	return out
 }
 
+// resolveSubjects resolves the Agent policies of host g and the policy of
+// each subject its targets serve, by subject (kind, name). m is the host's
+// view of the model: resolution writes only its caches.
+func resolveSubjects(m *model, g hostGroup, ts []*envTarget) (agents map[string]*policy, subjects map[[2]string]*policy, err error) {
+	agents = map[string]*policy{}
+	for _, n := range m.agentsByHost[g.host] {
+		p, err := m.resolveAgent(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		agents[n] = p
+	}
+	subjects = map[[2]string]*policy{}
+	for _, i := range g.idx {
+		sp := &ts[i].e.spec
+		k := [2]string{sp.Subject.Kind, sp.Subject.Name}
+		if subjects[k] != nil {
+			continue
+		}
+		var p *policy
+		switch sp.Subject.Kind {
+		case KindAgent:
+			p = agents[sp.Subject.Name]
+		case KindGateway:
+			p, err = m.resolveGateway(sp.Subject.Name, agents)
+		case KindHost:
+			p, err = m.resolveKnowledge(sp.Subject.Name, agents)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		subjects[k] = p
+	}
+	return agents, subjects, nil
+}
+
 // resolveHost freezes the Agent policies of one host and the policy of
 // each subject its targets serve, and assigns policy snapshot ids and
 // versions against the base. m is the host's view of the model (its own
 // resolution caches). It returns the host's Agent policies.
 func (c *compilation) resolveHost(m *model, g hostGroup, ts []*envTarget) (map[string]*policy, error) {
-	agents := map[string]*policy{}
-	for _, n := range m.agentsByHost[g.host] {
-		p, err := m.resolveAgent(n)
-		if err != nil {
-			return nil, err
-		}
-		agents[n] = p
+	agents, subjects, err := resolveSubjects(m, g, ts)
+	if err != nil {
+		return nil, err
 	}
-	subjects := map[[2]string]*policy{}
 	vers := map[[2]string]*bundle.Subject{}
 	for _, i := range g.idx {
 		t := ts[i]
 		sp := &t.e.spec
 		k := [2]string{sp.Subject.Kind, sp.Subject.Name}
 		p := subjects[k]
-		if p == nil {
-			var err error
-			switch sp.Subject.Kind {
-			case KindAgent:
-				p = agents[sp.Subject.Name]
-			case KindGateway:
-				p, err = m.resolveGateway(sp.Subject.Name, agents)
-			case KindHost:
-				p, err = m.resolveKnowledge(sp.Subject.Name, agents)
-			}
-			if err != nil {
-				return nil, err
-			}
-			subjects[k] = p
+		if vers[k] == nil {
 			ver := int64(1)
 			if b := c.baseSubj[k]; b != nil {
 				ver = b.PolicyVersion

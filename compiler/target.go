@@ -149,10 +149,7 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 	entry.SnapshotID = bundle.SnapshotID(sp.Host, sp.ServiceID, c.env, artifactDigest)
 
 	inputs := files{}
-	inputs.merge(p.Files)
-	inputs.add(t.e.src)
-	inputs.add(c.envDoc.src)
-	inputs.add(m.repo.src)
+	c.addInputs(inputs, t, p)
 	dr, _ := time.ParseDuration(t.profile.Delivery.RefreshAfter)
 	de, _ := time.ParseDuration(t.profile.Delivery.ExpiresAfter)
 	*out = Target{
@@ -279,4 +276,13 @@ func outsideWindow(b *bundle.TargetEntry, createdAt time.Time) string {
 			b.ReleaseVersion, b.ExpiresAt, b.LeaseProfile, formatTime(at))
 	}
 	return ""
+}
+
+// addInputs adds to in the files target t reads: its subject's policy p,
+// its own document, the environment's and the repository's.
+func (c *compilation) addInputs(in files, t *envTarget, p *policy) {
+	in.merge(p.Files)
+	in.add(t.e.src)
+	in.add(c.envDoc.src)
+	in.add(c.m.repo.src)
 }
