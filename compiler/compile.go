@@ -820,6 +820,9 @@ func (c *compilation) checkInputs(hosts []hostGroup, ts []*envTarget) error {
 	errs := make([]error, len(hosts))
 	err := parallel.Do(len(hosts), func(i int) error {
 		g := hosts[i]
+		if len(g.idx) == 0 {
+			return nil // no targets: nothing read (inputCheck.host)
+		}
 		_, subjects, err := resolveSubjects(c.m.view(), g, ts)
 		if err != nil {
 			return nil
