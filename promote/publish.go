@@ -132,8 +132,9 @@ var errStopped = errors.New("stream stopped")
 // registry.Result per target artifact, in order, then the release's.
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
 	m := res.Manifest
-	rel, err := compiled.Release(res)
-	if err != nil {
+	// The release artifact is checked now and built again when it is
+	// pushed, after every target (not held while they stream).
+	if _, err := compiled.Release(res); err != nil {
 		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
 	storer, _ := opts.Store.(artifactStorer)
@@ -150,7 +151,7 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 	if err != nil {
 		return nil, err
 	}
-	published, err := publishVerified(v.ctx, opts, log, clock, res, rel, in, storer, ahead, v)
+	published, err := publishVerified(v.ctx, opts, log, clock, res, in, storer, ahead, v)
 	if verr := v.wait(); verr != nil {
 		return nil, verr // the cause, when the publication stopped for it
 	}
@@ -163,7 +164,7 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 // publishVerified is publishAndStore's publication, handing each completed
 // artifact to v. storer is nil when the store takes every target's bytes in
 // the recording; ahead: hand them to storer now.
-func publishVerified(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, rel *registry.Release,
+func publishVerified(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
 	in *promoter.ReleaseInput, storer artifactStorer, ahead bool, v *verifier) ([]registry.Result, error) {
 	m := res.Manifest
 	var (
@@ -192,7 +193,8 @@ func publishVerified(ctx context.Context, opts Options, log *slog.Logger, clock 
 		last    = clock()
 	)
 	total := len(m.Targets) + 1
-	req := registry.PublishRequest{Prefix: opts.RegistryPrefix, Release: rel, Signer: opts.Signer, Progress: func(r registry.Result) {
+	buildRelease := func() (*registry.Release, error) { return compiled.Release(res) }
+	req := registry.PublishRequest{Prefix: opts.RegistryPrefix, ReleaseFrom: buildRelease, Signer: opts.Signer, Progress: func(r registry.Result) {
 		mu.Lock()
 		done++
 		if r.Pushed {

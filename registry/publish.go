@@ -25,6 +25,10 @@ type PublishRequest struct {
 	Artifacts []Artifact
 	// Release is the release artifact; nil publishes targets only.
 	Release *Release
+	// ReleaseFrom, instead of Release, builds the release artifact when it
+	// is pushed, once every target is complete: a large release's document
+	// (tens of megabytes) is not held while the targets stream.
+	ReleaseFrom func() (*Release, error)
 	// Signer signs every manifest; an ECDSA P-256 key such as a loaded
 	// cosign.key (cosignkey.LoadPrivateKey). Load it once per publication.
 	Signer crypto.Signer
@@ -101,8 +105,12 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 		packs = append(packs, p)
 	}
 	var release *packed
-	if req.Release != nil {
-		p, err := packRelease(req.Prefix, *req.Release)
+	rel, err := req.release()
+	if err != nil {
+		return nil, err
+	}
+	if rel != nil {
+		p, err := packRelease(req.Prefix, *rel)
 		if err != nil {
 			return nil, fmt.Errorf("publish: %w", err)
 		}
@@ -110,7 +118,7 @@ func (c *Client) Publish(ctx context.Context, req PublishRequest) (*Summary, err
 	}
 	results := make([]*Result, len(packs)+1)
 	sum := &Summary{}
-	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
+	err = c.run(ctx, req, sum, func(yield func(*packed) bool) error {
 		for _, p := range packs {
 			if !yield(p) {
 				break
@@ -147,6 +155,9 @@ func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts i
 	if len(req.Artifacts) > 0 {
 		return nil, fmt.Errorf("publish: %w: PublishSeq takes its artifacts from the sequence, not the request", ErrInvalid)
 	}
+	if req.Release != nil && req.ReleaseFrom != nil {
+		return nil, fmt.Errorf("publish: %w: both Release and ReleaseFrom are set", ErrInvalid)
+	}
 	sum := &Summary{}
 	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
 		i := 0
@@ -165,16 +176,33 @@ func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts i
 		}
 		return nil
 	}, func() (*packed, error) {
-		if req.Release == nil {
-			return nil, nil
+		rel, err := req.release()
+		if rel == nil || err != nil {
+			return nil, err
 		}
-		p, err := packRelease(req.Prefix, *req.Release)
+		p, err := packRelease(req.Prefix, *rel)
 		if err != nil {
 			return nil, fmt.Errorf("publish: %w", err)
 		}
 		return p, nil
 	}, nil)
 	return sum, err
+}
+
+// release returns the request's release artifact (nil for none), built by
+// ReleaseFrom when that is set.
+func (req *PublishRequest) release() (*Release, error) {
+	switch {
+	case req.ReleaseFrom == nil:
+		return req.Release, nil
+	case req.Release != nil:
+		return nil, fmt.Errorf("publish: %w: both Release and ReleaseFrom are set", ErrInvalid)
+	}
+	rel, err := req.ReleaseFrom()
+	if err != nil {
+		return nil, fmt.Errorf("publish: release artifact: %w", err)
+	}
+	return rel, nil
 }
 
 // run publishes the packs that packs yields, at most c.concurrency at a

@@ -206,3 +206,45 @@ func TestProgressPrintsAtMostOncePerInterval(t *testing.T) {
 		t.Fatalf("got final line %q, want %q", lines[5], want)
 	}
 }
+
+// TestPublishSeqBuildsTheReleaseLast: with ReleaseFrom, the release
+// artifact is built once, when every target is complete, and published
+// as the one Release would give; a request with both Release and
+// ReleaseFrom is refused before anything is pushed.
+func TestPublishSeqBuildsTheReleaseLast(t *testing.T) {
+	t.Parallel()
+	reg := registrytest.New(t, registrytest.Options{})
+	const n = 12
+	c := newClient(t, registry.Options{Concurrency: 3})
+	key := newKey(t)
+	ctx := context.Background()
+	rel := &registry.Release{EnvTag: "prod", ReleaseVersion: 1, Manifest: []byte(`{"release":1}`), CreatedAt: time.Unix(0, 0).UTC()}
+	var mu sync.Mutex
+	done, built, doneWhenBuilt := 0, 0, -1
+	req := registry.PublishRequest{Prefix: reg.Host + "/later", Signer: key,
+		ReleaseFrom: func() (*registry.Release, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			built++
+			doneWhenBuilt = done
+			return rel, nil
+		},
+		Progress: func(registry.Result) { mu.Lock(); done++; mu.Unlock() }}
+	sum, err := c.PublishSeq(ctx, req, registrytest.ArtifactSeq(n, "prod", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if built != 1 || doneWhenBuilt != n || sum.Pushed != n+1 {
+		t.Fatalf("release built %d times, after %d of %d targets; %d pushed; want once, after all, %d pushed", built, doneWhenBuilt, n, sum.Pushed, n+1)
+	}
+	r, ok, err := c.Published(ctx, reg.Host+"/later", *rel)
+	if err != nil || !ok || r.Kind != registry.KindRelease {
+		t.Fatalf("release artifact built last: published %v (%+v), %v", ok, r, err)
+	}
+
+	reg.Reset()
+	req.Release, req.Prefix = rel, reg.Host+"/both"
+	if _, err := c.PublishSeq(ctx, req, registrytest.ArtifactSeq(n, "prod", 1)); !errors.Is(err, registry.ErrInvalid) || reg.Writes() != 0 {
+		t.Fatalf("Release and ReleaseFrom: %v, %d writes; want ErrInvalid and nothing written", err, reg.Writes())
+	}
+}

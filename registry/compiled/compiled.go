@@ -244,14 +244,13 @@ func FindPublished(ctx context.Context, c *registry.Client, prefix string, commi
 // that Result is returned as present and nothing else is checked (callers
 // that have the committed files look it up before compiling:
 // FindPublished). Otherwise every target streams from res (Stream) into
-// c.PublishSeq, the release artifact last. req.Release is set from res;
-// req.Artifacts must be empty.
+// c.PublishSeq, the release artifact last, built from res again when it
+// is pushed (req.ReleaseFrom). req.Release and req.Artifacts must be empty.
 func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
 	rel, err := Release(res)
 	if err != nil {
 		return nil, nil, err
 	}
-	req.Release = rel
 	if !recheck && !req.EnsureSignatures {
 		r, ok, err := c.Published(ctx, req.Prefix, *rel)
 		if err != nil {
@@ -261,6 +260,10 @@ func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Resul
 			return &registry.Summary{AlreadyPresent: 1}, &r, nil
 		}
 	}
+	// The release document (every release file, tens of megabytes for a
+	// large release) is built again when it is pushed, after every target,
+	// rather than held while they stream.
+	req.Release, req.ReleaseFrom = nil, func() (*registry.Release, error) { return Release(res) }
 	sum, err = c.PublishSeq(ctx, req, Stream(ctx, res))
 	return sum, nil, err
 }
