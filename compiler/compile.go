@@ -113,6 +113,47 @@ type Result struct {
 	// again makes a fresh compilation of this result's release (set with
 	// ManifestOnly, for EachTarget), from the sources read again.
 	again func(context.Context) (*compilation, error)
+	// want is what EachTarget checks each target against once
+	// ForStreaming let go of the manifest's entries.
+	want []wantTarget
+}
+
+// wantTarget is what a re-derived target must reproduce of its entry.
+type wantTarget struct {
+	host, serviceID, snapshotID, artifactDigest string
+	changed                                     bool
+}
+
+// ForStreaming prepares a ManifestOnly result that is only streamed
+// (EachTarget) and reported from here on, as a publication does: it keeps
+// the release header, releaseDigest, ManifestBytes and, per target, what
+// EachTarget checks the re-derived target against, and lets go of the rest
+// of the manifest — subjects, inputs, workflows and every entry, which a
+// large release holds by the hundred megabytes while its sources are read
+// again. Afterwards Manifest.Targets and Base are nil; TargetCount still
+// counts the targets. A result with every target compiled is left as it
+// is.
+func (r *Result) ForStreaming() {
+	if r.again == nil || r.want != nil {
+		return
+	}
+	m := r.Manifest
+	want := make([]wantTarget, len(m.Targets))
+	for i := range m.Targets {
+		e := &m.Targets[i]
+		want[i] = wantTarget{host: e.Host, serviceID: e.ServiceID, snapshotID: e.SnapshotID, artifactDigest: e.ArtifactDigest, changed: e.Changed}
+	}
+	r.want = want
+	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
+	r.Base = nil
+}
+
+// TargetCount returns the number of targets of the release.
+func (r *Result) TargetCount() int {
+	if r.want != nil {
+		return len(r.want)
+	}
+	return len(r.Manifest.Targets)
 }
 
 // EachTarget calls fn with every target of the release, in manifest order
@@ -137,7 +178,14 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 		}
 		return nil
 	}
-	want := r.Manifest.Targets
+	want := r.want
+	if want == nil {
+		want = make([]wantTarget, len(r.Manifest.Targets))
+		for i := range r.Manifest.Targets {
+			e := &r.Manifest.Targets[i]
+			want[i] = wantTarget{host: e.Host, serviceID: e.ServiceID, snapshotID: e.SnapshotID, artifactDigest: e.ArtifactDigest, changed: e.Changed}
+		}
+	}
 	n := 0
 	c, err := r.again(ctx)
 	if err != nil {
@@ -148,12 +196,12 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 			return fmt.Errorf("compile %s: %w: target %s/%s is not in release %d", r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, r.Manifest.ReleaseVersion)
 		}
 		e := &want[n]
-		if t.Host != e.Host || t.ServiceID != e.ServiceID || t.SnapshotID != e.SnapshotID || t.ArtifactDigest != e.ArtifactDigest {
+		if t.Host != e.host || t.ServiceID != e.serviceID || t.SnapshotID != e.snapshotID || t.ArtifactDigest != e.artifactDigest {
 			return fmt.Errorf("compile %s: %w: target %s/%s snapshot %s artifact %s, release %d lists %s/%s snapshot %s artifact %s",
 				r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, t.SnapshotID, t.ArtifactDigest,
-				r.Manifest.ReleaseVersion, e.Host, e.ServiceID, e.SnapshotID, e.ArtifactDigest)
+				r.Manifest.ReleaseVersion, e.host, e.serviceID, e.snapshotID, e.artifactDigest)
 		}
-		t.Changed = e.Changed // as the release states it (see finish)
+		t.Changed = e.changed // as the release states it (see finish)
 		n++
 		return fn(t)
 	}

@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
@@ -374,4 +376,60 @@ func (c *openCounter) Open(name string) (fs.File, error) {
 	c.opened[name]++
 	c.mu.Unlock()
 	return c.FS.Open(name)
+}
+
+// TestForStreaming: a ManifestOnly result prepared for streaming lets go
+// of its manifest's entries (collected once nothing else holds them),
+// keeps the release header, digest, bytes and target count, and streams
+// exactly the targets it streamed before; sources changed since the
+// compile are still refused.
+func TestForStreaming(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 3 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	compileWrite(t, dir, "bench", at)
+	compile := func() *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at, ManifestOnly: true, CheckOnly: true})
+		if err != nil || !res.UpToDate {
+			t.Fatalf("compile: %v (up to date %v)", err, res != nil && res.UpToDate)
+		}
+		return res
+	}
+	stream := func(res *compiler.Result) ([]compiler.Target, error) {
+		var got []compiler.Target
+		err := res.EachTarget(ctx, func(x *compiler.Target) error { got = append(got, *x); return nil })
+		return got, err
+	}
+	want, err := stream(compile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := compile()
+	header, digest, b, n := res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, res.ManifestBytes, len(res.Manifest.Targets)
+	entries := weak.Make(&res.Manifest.Targets[0])
+	res.ForStreaming()
+	runtime.GC()
+	if entries.Value() != nil {
+		t.Fatal("the manifest's entries are still held after ForStreaming")
+	}
+	if res.Manifest.ReleaseHeader != header || res.Manifest.ReleaseDigest != digest || !bytes.Equal(res.ManifestBytes, b) ||
+		res.Manifest.Targets != nil || res.Base != nil || res.TargetCount() != n || n != 36 {
+		t.Fatalf("after ForStreaming: header %v, digest %s, %d bytes, %d entries, TargetCount %d; want the release's, no entries, %d",
+			res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, len(res.ManifestBytes), len(res.Manifest.Targets), res.TargetCount(), n)
+	}
+	got, err := stream(res)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("streamed after ForStreaming: %d targets, %v; want the %d streamed before", len(got), err, len(want))
+	}
+	// A changed Agent: the stream refuses the sources.
+	res = compile()
+	res.ForStreaming()
+	edit(t, filepath.Join(dir, "agents", "h0001.bench.lightapi.net-a002.yaml"), "temperature: 0.2", "temperature: 0.3")
+	if _, err := stream(res); err == nil {
+		t.Fatal("a release whose sources changed streamed after ForStreaming")
+	}
 }

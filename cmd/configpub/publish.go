@@ -120,7 +120,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			}
 			w := cmd.OutOrStdout()
 			jsonOut := outputJSON(cmd)
-			total := len(res.Manifest.Targets) + 1
+			total := res.TargetCount() + 1
 			progress := newProgress(w, total)
 			if jsonOut {
 				progress = newProgress(io.Discard, total)

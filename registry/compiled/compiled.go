@@ -245,7 +245,9 @@ func FindPublished(ctx context.Context, c *registry.Client, prefix string, commi
 // that have the committed files look it up before compiling:
 // FindPublished). Otherwise every target streams from res (Stream) into
 // c.PublishSeq, the release artifact last, built from res again when it
-// is pushed (req.ReleaseFrom). req.Release and req.Artifacts must be empty.
+// is pushed (req.ReleaseFrom); res is then prepared for streaming only
+// (compiler.Result.ForStreaming: its manifest keeps the release header and
+// no entries). req.Release and req.Artifacts must be empty.
 func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
 	rel, err := Release(res)
 	if err != nil {
@@ -262,7 +264,9 @@ func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Resul
 	}
 	// The release document (every release file, tens of megabytes for a
 	// large release) is built again when it is pushed, after every target,
-	// rather than held while they stream.
+	// rather than held while they stream; and the release is only streamed
+	// from here on, so the manifest's entries go too (ForStreaming).
+	res.ForStreaming()
 	req.Release, req.ReleaseFrom = nil, func() (*registry.Release, error) { return Release(res) }
 	sum, err = c.PublishSeq(ctx, req, Stream(ctx, res))
 	return sum, nil, err

@@ -196,11 +196,11 @@ func publishChild(args []string) error {
 	if err := res.Stale(); err != nil {
 		return fmt.Errorf("publish: %w", err)
 	}
-	progress := registry.NewProgress(os.Stderr, len(res.Manifest.Targets)+1, 10*time.Second, nil)
+	progress := registry.NewProgress(os.Stderr, res.TargetCount()+1, 10*time.Second, nil)
 	sum, present, err := compiled.PublishRelease(ctx, c, res,
 		registry.PublishRequest{Prefix: prefix, Signer: key, Progress: progress.Report}, recheck)
 	if present != nil {
-		fmt.Printf("0 %d 0 (release artifact in place, found after the compile)\n", len(res.Manifest.Targets)+1)
+		fmt.Printf("0 %d 0 (release artifact in place, found after the compile)\n", res.TargetCount()+1)
 		return nil
 	}
 	progress.Finish()
