@@ -124,6 +124,16 @@ type wantTarget struct {
 	changed                                     bool
 }
 
+// wantOf returns what each of entries' targets must reproduce.
+func wantOf(entries []bundle.TargetEntry) []wantTarget {
+	want := make([]wantTarget, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		want[i] = wantTarget{host: e.Host, serviceID: e.ServiceID, snapshotID: e.SnapshotID, artifactDigest: e.ArtifactDigest, changed: e.Changed}
+	}
+	return want
+}
+
 // ForStreaming prepares a ManifestOnly result that is only streamed
 // (EachTarget) and reported from here on, as a publication does: it keeps
 // the release header, releaseDigest, ManifestBytes and, per target, what
@@ -138,12 +148,7 @@ func (r *Result) ForStreaming() {
 		return
 	}
 	m := r.Manifest
-	want := make([]wantTarget, len(m.Targets))
-	for i := range m.Targets {
-		e := &m.Targets[i]
-		want[i] = wantTarget{host: e.Host, serviceID: e.ServiceID, snapshotID: e.SnapshotID, artifactDigest: e.ArtifactDigest, changed: e.Changed}
-	}
-	r.want = want
+	r.want = wantOf(m.Targets)
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	r.Base = nil
 }
@@ -180,11 +185,7 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 	}
 	want := r.want
 	if want == nil {
-		want = make([]wantTarget, len(r.Manifest.Targets))
-		for i := range r.Manifest.Targets {
-			e := &r.Manifest.Targets[i]
-			want[i] = wantTarget{host: e.Host, serviceID: e.ServiceID, snapshotID: e.SnapshotID, artifactDigest: e.ArtifactDigest, changed: e.Changed}
-		}
+		want = wantOf(r.Manifest.Targets)
 	}
 	n := 0
 	c, err := r.again(ctx)
@@ -307,7 +308,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 		c.check = check
 		res, err := c.run(ctx)
-		var changed *errInputsChanged
+		var changed *inputsChangedError
 		if errors.As(err, &changed) && c.m.owner == nil {
 			loaded = c.m // not partitioned: the next derivation takes it
 		}
@@ -338,7 +339,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		derived bool
 	)
 	if !opts.CheckOnly && cr.check != nil {
-		if err := cr.check.sharedInputs(loaded); err != nil {
+		if err := cr.check.sharedInputs(loaded.src); err != nil {
 			verr, derived = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err), true
 		}
 	}
@@ -367,7 +368,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			check = cr.check
 		}
 		d, err := derive(check)
-		var changed *errInputsChanged
+		var changed *inputsChangedError
 		switch {
 		case errors.As(err, &changed):
 			derived = true
@@ -681,7 +682,7 @@ type compilation struct {
 	windows  map[string]newWindow // by lease profile name
 	// check, when set, is checked before any host compiles: the
 	// derivation does not start when a host's inputs differ from the
-	// committed release's record (errInputsChanged; see checkInputs).
+	// committed release's record (inputsChangedError; see checkInputs).
 	check   *inputCheck
 	rollout bundle.Rollout
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
 )
 
 // copyRepo copies the fixture policy repository into a temporary directory.
@@ -99,4 +100,16 @@ func (h *history) release(t *testing.T, createdAt time.Time) *compiler.Result {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// benchRepo generates a policy repository of environment "bench" with the
+// given number of hosts, 12 targets (10 Agents) each, in a temporary
+// directory.
+func benchRepo(t *testing.T, hosts int) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: hosts * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

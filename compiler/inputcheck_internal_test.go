@@ -7,16 +7,18 @@ import (
 	"github.com/configpub/configpub/bundle"
 )
 
-// TestSharedInputs: the inputs a root lists are found among the model's
-// documents by path; the first one (in path order) that is gone or has
-// another digest is named with both digests.
+// TestSharedInputs: the inputs a root lists are found among the documents
+// read by path; the first one (in path order) that is gone or has another
+// digest is named with both digests. Sources whose index was let go
+// cannot tell and pass.
 func TestSharedInputs(t *testing.T) {
-	m := &model{
-		repo: &entry[repositorySpec]{src: &source{File: "configpub.yaml", Digest: "sha256:a"}},
-		envs: map[string]*entry[environmentSpec]{"dev": {src: &source{File: "environments/dev.yaml", Digest: "sha256:b"}}},
-	}
+	ss := &sources{byKind: map[string]map[string]*source{
+		KindRepository:  {"repo": {File: "configpub.yaml", Digest: "sha256:a"}},
+		KindEnvironment: {"dev": {File: "environments/dev.yaml", Digest: "sha256:b"}},
+		KindAgent:       {"a": {File: "agents/a.yaml", Digest: "sha256:d"}},
+	}}
 	k := &inputCheck{env: "dev", release: 4, shared: map[string]string{"configpub.yaml": "sha256:a", "environments/dev.yaml": "sha256:b"}}
-	if err := k.sharedInputs(m); err != nil {
+	if err := k.sharedInputs(ss); err != nil {
 		t.Fatalf("unchanged inputs: %v", err)
 	}
 	for _, c := range []struct{ path, digest, want string }{
@@ -24,9 +26,13 @@ func TestSharedInputs(t *testing.T) {
 		{"environments/dev.yaml", "sha256:x", "environments/dev.yaml changed since release 4 (sha256:x, now sha256:b)"},
 	} {
 		k.shared[c.path] = c.digest
-		if err := k.sharedInputs(m); err == nil || err.Error() != c.want {
+		if err := k.sharedInputs(ss); err == nil || err.Error() != c.want {
 			t.Errorf("%s listed as %s: %v, want %q", c.path, c.digest, err, c.want)
 		}
+	}
+	ss.letGo()
+	if err := k.sharedInputs(ss); err != nil {
+		t.Errorf("sources let go: %v, want no finding", err)
 	}
 }
 

@@ -351,35 +351,6 @@ func (m *model) index() {
 	}
 }
 
-// digestsOf returns the digest of each file of paths that holds one of the
-// model's documents (a model not yet partitioned holds every document).
-func (m *model) digestsOf(paths map[string]string) files {
-	out := files{}
-	add := func(s *source) {
-		if _, ok := paths[s.File]; ok {
-			out[s.File] = s.Digest
-		}
-	}
-	add(m.repo.src)
-	eachSource(m.envs, add)
-	eachSource(m.hosts, add)
-	eachSource(m.models, add)
-	eachSource(m.tools, add)
-	eachSource(m.skills, add)
-	eachSource(m.kbs, add)
-	eachSource(m.agents, add)
-	eachSource(m.gateways, add)
-	eachSource(m.workflows, add)
-	eachSource(m.targets, add)
-	return out
-}
-
-func eachSource[T any](all map[string]*entry[T], fn func(*source)) {
-	for _, e := range all {
-		fn(e.src)
-	}
-}
-
 // view returns a shallow copy of m with its own (empty) resolution caches:
 // resolution writes only those, so views resolve concurrently.
 func (m *model) view() *model {

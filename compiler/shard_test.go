@@ -46,10 +46,7 @@ func compileWrite(t *testing.T, dir, env string, at time.Time) *compiler.Result 
 // host's shard; every file stays in the canonical form the next compile
 // reproduces.
 func TestOneAgentChangesRootAndOneShard(t *testing.T) {
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 5 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 5)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	res1 := compileWrite(t, dir, "bench", at)
 	v1 := releaseFiles(t, dir)

@@ -61,11 +61,11 @@ type inputCheck struct {
 	hosts   map[string]string // each shard's inputsDigest by host; "" when unreadable
 }
 
-// errInputsChanged ends a derivation of the committed release that
+// inputsChangedError ends a derivation of the committed release that
 // inputCheck found stale.
-type errInputsChanged struct{ reason string }
+type inputsChangedError struct{ reason string }
 
-func (e *errInputsChanged) Error() string { return e.reason }
+func (e *inputsChangedError) Error() string { return e.reason }
 
 // host checks the inputs one host's targets read (path -> digest) against
 // the record. Were release N what they derive, the root would list every
@@ -81,7 +81,7 @@ func (k *inputCheck) host(h string, in files) error {
 	}
 	want, ok := k.hosts[h]
 	if !ok {
-		return &errInputsChanged{fmt.Sprintf("host %s has targets but no shard in release %d", h, k.release)}
+		return &inputsChangedError{fmt.Sprintf("host %s has targets but no shard in release %d", h, k.release)}
 	}
 	var own []bundle.Input
 	for _, p := range sortedKeys(in) {
@@ -90,7 +90,7 @@ func (k *inputCheck) host(h string, in files) error {
 		case !shared:
 			own = append(own, bundle.Input{Path: p, Digest: in[p]})
 		case d != in[p]:
-			return &errInputsChanged{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, d, in[p])}
+			return &inputsChangedError{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, d, in[p])}
 		}
 	}
 	got, err := bundle.InputsDigest(own)
@@ -98,24 +98,35 @@ func (k *inputCheck) host(h string, in files) error {
 		return err
 	}
 	if want != "" && got != want {
-		return &errInputsChanged{fmt.Sprintf("the inputs of host %s changed since release %d (%s states inputsDigest %s, the sources %s)",
+		return &inputsChangedError{fmt.Sprintf("the inputs of host %s changed since release %d (%s states inputsDigest %s, the sources %s)",
 			h, k.release, bundle.ShardPath(k.env, h), want, got)}
 	}
 	return nil
 }
 
 // sharedInputs checks the inputs the root lists (those every host may read)
-// against m, before any host compiles: one that is gone or changed means
-// release N does not derive. m must not be partitioned yet.
-func (k *inputCheck) sharedInputs(m *model) error {
-	now := m.digestsOf(k.shared)
+// against the documents read, before any host compiles: one that is gone
+// or changed means release N does not derive. Sources whose index was let
+// go (a partitioned model's) cannot tell, and pass.
+func (k *inputCheck) sharedInputs(ss *sources) error {
+	if ss.byKind == nil {
+		return nil
+	}
+	now := files{}
+	for _, docs := range ss.byKind {
+		for _, s := range docs {
+			if _, ok := k.shared[s.File]; ok {
+				now.add(s)
+			}
+		}
+	}
 	for _, p := range sortedKeys(k.shared) {
 		d, ok := now[p]
 		switch {
 		case !ok:
-			return &errInputsChanged{fmt.Sprintf("%s, an input of release %d, is gone", p, k.release)}
+			return &inputsChangedError{fmt.Sprintf("%s, an input of release %d, is gone", p, k.release)}
 		case d != k.shared[p]:
-			return &errInputsChanged{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, k.shared[p], d)}
+			return &inputsChangedError{fmt.Sprintf("%s changed since release %d (%s, now %s)", p, k.release, k.shared[p], d)}
 		}
 	}
 	return nil

@@ -74,10 +74,7 @@ func TestManifestOnlyKeepsManifestAndDigests(t *testing.T) {
 // inputs changed, named with the shard that records them, and the next
 // release is compiled; an input every host reads is named itself.
 func TestCheckOnlyStopsAtTheDerivation(t *testing.T) {
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 2)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	compileWrite(t, dir, "bench", at)
 	opts := compiler.Options{EnvTag: "bench", CreatedAt: at.Add(time.Hour), ManifestOnly: true, CheckOnly: true}
@@ -139,10 +136,7 @@ func TestCheckOnlyStopsAtTheDerivation(t *testing.T) {
 // that no longer matches what compiles is refused.
 func TestEachTargetStreamsTheRelease(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 7 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 7)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	compile := func(lean bool) *compiler.Result {
 		t.Helper()
@@ -236,10 +230,7 @@ func TestCompileStopsWhenCancelled(t *testing.T) {
 // compile are refused, not streamed as the release the manifest states.
 func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 2)
 	res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -275,10 +266,7 @@ func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
 // change. With CheckOnly the committed release is derived whatever
 // changed.
 func TestChangedInputSkipsTheDerivation(t *testing.T) {
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 2)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r1 := compileWrite(t, dir, "bench", at).ManifestBytes
 	agent := filepath.Join(dir, "agents", "h0001.bench.lightapi.net-a002.yaml")
@@ -344,10 +332,7 @@ func TestChangedInputSkipsTheDerivation(t *testing.T) {
 // release. (Its shard, here for its workflow, states the digest of no
 // inputs; a host without one is TestHostInputs's.)
 func TestHostWithoutTargetsIsNotAChange(t *testing.T) {
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 2 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 2)
 	if err := os.RemoveAll(filepath.Join(dir, "targets", "h0001.bench.lightapi.net")); err != nil {
 		t.Fatal(err)
 	}
@@ -385,10 +370,7 @@ func (c *openCounter) Open(name string) (fs.File, error) {
 // compile are still refused.
 func TestForStreaming(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	if err := gen.Write(dir, gen.Options{Targets: 3 * 12, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
-		t.Fatal(err)
-	}
+	dir := benchRepo(t, 3)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	compileWrite(t, dir, "bench", at)
 	compile := func() *compiler.Result {
