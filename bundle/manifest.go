@@ -228,7 +228,7 @@ func (m *Manifest) Subject(kind, name string) *Subject {
 // without changing m.
 func (m *Manifest) Digest() (string, error) {
 	c := m.clone()
-	if _, err := c.Files(); err != nil {
+	if err := c.eachFile(true, func(string, []byte, bool) {}); err != nil {
 		return "", err
 	}
 	return c.ReleaseDigest, nil
@@ -255,13 +255,7 @@ func digestOf(v *render.Value) (string, error) {
 // Marshal sets ReleaseDigest and returns the release as one release
 // archive (Archive of Files): the form in which releases are stored,
 // hashed, compared and recorded.
-func (m *Manifest) Marshal() ([]byte, error) {
-	files, err := m.Files()
-	if err != nil {
-		return nil, err
-	}
-	return Archive(files), nil
-}
+func (m *Manifest) Marshal() ([]byte, error) { return m.MarshalSize(0) }
 
 // ParseManifest reads a release strictly from a release archive (see
 // ParseFiles) or, for releases written before the sharded layout, from a

@@ -306,3 +306,55 @@ func TestParseRoot(t *testing.T) {
 		}
 	}
 }
+
+// MarshalSize renders the same archive as Archive(Files()), whatever room
+// it is given, and with the room of an earlier archive allocates it once.
+func TestMarshalSize(t *testing.T) {
+	b, err := readRelease(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseManifest("dev.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second and a third host, so that the root moves two shards up.
+	for _, h := range []string{"y.example.net", "z.example.net"} {
+		for _, x := range m.Targets[:len(m.Targets):len(m.Targets)] {
+			if x.Host < "y" {
+				x.Host = h
+				m.Targets = append(m.Targets, x)
+			}
+		}
+	}
+	files, err := m.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 {
+		t.Fatalf("%d files; the test needs a root and three shards", len(files))
+	}
+	want, digest := bundle.Archive(files), m.ReleaseDigest
+	for _, size := range []int{0, 1, len(want) / 2, len(want), 4 * len(want)} {
+		c := *m
+		c.ReleaseDigest = ""
+		got, err := c.MarshalSize(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("MarshalSize(%d) differs from Archive(Files())", size)
+		}
+		if c.ReleaseDigest != digest {
+			t.Errorf("MarshalSize(%d) set releaseDigest %s, want %s", size, c.ReleaseDigest, digest)
+		}
+		// Room for the archive is allocated once (a regrown buffer would
+		// have a quarter more than it needed at least).
+		if size >= len(want) && (cap(got) < size || cap(got) > size+size/16+8192) {
+			t.Errorf("MarshalSize(%d): capacity %d, want about the room asked for", size, cap(got))
+		}
+	}
+	if d, err := m.Digest(); err != nil || d != digest {
+		t.Errorf("Digest() = %s, %v; want %s", d, err, digest)
+	}
+}

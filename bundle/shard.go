@@ -225,10 +225,9 @@ func withExtra(r *render.Value, x *render.Value) *render.Value {
 }
 
 // renderFile renders fields as a configpub-yaml/1 document (rows as JSON
-// arrays, which are YAML flow sequences) and returns the bytes and the
-// value the document denotes.
-func renderFile(fields []field) ([]byte, *render.Value, error) {
-	var b []byte
+// arrays, which are YAML flow sequences), appended to b, and returns the
+// bytes and the value the document denotes.
+func renderFile(b []byte, fields []field) ([]byte, *render.Value, error) {
 	v := render.Map()
 	var err error
 	for _, f := range fields {
@@ -405,6 +404,53 @@ func subjectKey(kind, name string) string { return kind + "/" + name }
 // bytes of the root without its releaseDigest (the root names every shard's
 // digest, so the release digest covers the shards too).
 func (m *Manifest) Files() ([]ReleaseFile, error) {
+	files := make([]ReleaseFile, 1, 1+len(m.HostInputs))
+	err := m.eachFile(false, func(path string, b []byte, root bool) {
+		if root {
+			files[0] = ReleaseFile{Path: path, Bytes: b}
+			return
+		}
+		files = append(files, ReleaseFile{Path: path, Bytes: b})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// MarshalSize is Marshal with room for size bytes, and a 32nd more: the
+// size of an earlier archive of the environment's release, so that a large
+// archive is allocated once. The shards are rendered one at a time into the archive
+// (not held as files first), and the root, rendered last since it names
+// every shard's digest, is put in front.
+func (m *Manifest) MarshalSize(size int) ([]byte, error) {
+	if size > 0 {
+		size += size/32 + 4096 // a release a little larger than the last
+	}
+	b := NewArchive(size)
+	err := m.eachFile(true, func(path string, data []byte, root bool) {
+		if !root {
+			b = AppendArchive(b, path, data)
+			return
+		}
+		// The root goes first: move the shards up by its entry.
+		at := len(archiveMagic)
+		n := len(archiveSep) + len(path) + 1 + len(data)
+		b = append(b, make([]byte, n)...)
+		copy(b[at+n:], b[at:len(b)-n])
+		AppendArchive(b[:at], path, data)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// eachFile renders the release's files, calling emit with each shard in
+// host order and then with the root, and sets ReleaseDigest. With reuse,
+// every shard is rendered into the same buffer: emit must copy what it
+// keeps of one.
+func (m *Manifest) eachFile(reuse bool, emit func(path string, b []byte, root bool)) error {
 	s, i := render.String, render.Int
 	profiles, subjects := m.index()
 	hostInputs := map[string]string{}
@@ -479,8 +525,8 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 		}
 	}
 
-	files := make([]ReleaseFile, 1, 1+len(hosts))
 	shardRows := make([]*render.Value, 0, len(hosts))
+	var scratch []byte
 	k := 0
 	for _, h := range hosts {
 		var trows []*render.Value
@@ -491,17 +537,21 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 				i(t.ReleaseVersion), s(t.ContentDigest), s(t.PropertySetDigest), s(t.ArtifactDigest)), extraValue(t, &d)))
 		}
 		if k < len(m.Targets) && m.Targets[k].Host < h {
-			return nil, fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
+			return fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
 		}
 		in := hostInputs[h]
 		if in == "" {
 			d, err := InputsDigest(nil)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			in = d
 		}
-		b, _, err := renderFile([]field{
+		var dst []byte
+		if reuse {
+			dst = scratch[:0]
+		}
+		b, _, err := renderFile(dst, []field{
 			block("apiVersion", s(m.APIVersion)), block("kind", s(ShardKind)), block("envTag", s(m.EnvTag)), block("host", s(h)),
 			block("inputsDigest", s(in)),
 			rows("subjects", rowsAt(hostSubjects[h], func(k int32) *render.Value { return subjectRow(&m.Subjects[k]) })),
@@ -509,13 +559,16 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 			rows("targets", trows),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("render release shard %s: %w", h, err)
+			return fmt.Errorf("render release shard %s: %w", h, err)
 		}
-		files = append(files, ReleaseFile{Path: ShardPath(m.EnvTag, h), Bytes: b})
+		if reuse {
+			scratch = b
+		}
 		shardRows = append(shardRows, rowOf(s(h), i(int64(len(trows))), s(render.BytesDigest(b))))
+		emit(ShardPath(m.EnvTag, h), b, false)
 	}
 	if k != len(m.Targets) {
-		return nil, fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
+		return fmt.Errorf("%w: targets are not sorted by host", ErrInvalidManifest)
 	}
 
 	inputs, profs := inputsValue(m.Inputs), profilesValue(m.LeaseProfiles)
@@ -537,20 +590,20 @@ func (m *Manifest) Files() ([]ReleaseFile, error) {
 		rows("createdBy", trows), rows("subjects", rootSubjects), rows("workflows", rootWorkflows),
 		rows("workflowLedger", ledger), rows("shards", shardRows),
 	}
-	b, v, err := renderFile(head)
+	b, v, err := renderFile(nil, head)
 	if err != nil {
-		return nil, fmt.Errorf("render release manifest: %w", err)
+		return fmt.Errorf("render release manifest: %w", err)
 	}
 	d, err := digestOf(v)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.ReleaseDigest = d
 	if b, err = render.AppendYAML(b, render.Map().Add("releaseDigest", s(d))); err != nil {
-		return nil, fmt.Errorf("render release manifest: %w", err)
+		return fmt.Errorf("render release manifest: %w", err)
 	}
-	files[0] = ReleaseFile{Path: RootPath(m.EnvTag), Bytes: b}
-	return files, nil
+	emit(RootPath(m.EnvTag), b, true)
+	return nil
 }
 
 // rootDoc is the root file as decoded.

@@ -288,13 +288,17 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var archiveSize int
+	if cr != nil {
+		archiveSize = cr.size
+	}
 	newC := func(ctx context.Context, base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*compilation, error) {
 		m, err := load(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
-			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly}, nil
+			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, archiveSize: archiveSize}, nil
 	}
 	// start runs one derivation, which check (if not nil) refuses before
 	// any host compiles when a host's inputs differ from it, handing its
@@ -446,7 +450,10 @@ type committedRelease struct {
 	// a derived release), or of the root of a single-file manifest.
 	sum [sha256.Size]byte
 	// bytes is the archive, or the single-file root; nil until held.
-	bytes    []byte
+	bytes []byte
+	// size is the length of the archive of a sharded release (0 for a
+	// single file, whose size says nothing of a sharded one's).
+	size     int
 	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
 	unlisted []string             // files in releases/<env>/ the root does not list
 	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
@@ -544,6 +551,7 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			head = bundle.AppendArchive(head[:0], path, nil)
 			h.Write(head)
 			h.Write(data)
+			c.size += len(head) + len(data)
 			if hold {
 				b = bundle.AppendArchive(b, path, data)
 				spans = append(spans, span{path, len(b) - len(data), len(b)})
@@ -551,6 +559,7 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 		}
 		magic := bundle.NewArchive(0)
 		h.Write(magic)
+		c.size = len(magic)
 		if hold {
 			b = magic
 		}
@@ -661,6 +670,9 @@ type compilation struct {
 	// manifestOnly: drop each target's bodies once digested (see
 	// Options.ManifestOnly).
 	manifestOnly bool
+	// archiveSize is the size of the committed release archive (0: none):
+	// room for the release's own archive, allocated once.
+	archiveSize int
 
 	// emit, when set, receives the targets host by host in manifest
 	// order (Result.EachTarget); run then stops before finish.
@@ -1027,7 +1039,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	for i := range out {
 		out[i].Changed = entries[i].Changed
 	}
-	b, err := man.Marshal()
+	b, err := man.MarshalSize(c.archiveSize)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,29 @@ func compileWrite(t *testing.T, dir, env string, at time.Time) *compiler.Result 
 	return res
 }
 
+// TestArchiveRoomFromTheCommittedRelease: the derived release's archive is
+// rendered into one buffer, of the committed release's size and a little
+// more, not grown while the shards are appended.
+func TestArchiveRoomFromTheCommittedRelease(t *testing.T) {
+	dir := benchRepo(t, 36)
+	compileWrite(t, dir, "bench", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench", CheckOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.UpToDate {
+		t.Fatalf("release 1 is not up to date: %v", res.Stale())
+	}
+	n := len(res.ManifestBytes)
+	if n < 256<<10 {
+		t.Fatalf("a release archive of %d bytes; the test needs one over 256 KiB", n)
+	}
+	// MarshalSize leaves a 32nd more room, for a larger next release.
+	if c := cap(res.ManifestBytes); c < n+n/32 || c > n+n/16+8192 {
+		t.Errorf("release archive of %d bytes in a buffer of %d, want %d to %d", n, c, n+n/32, n+n/16+8192)
+	}
+}
+
 // TestOneAgentChangesRootAndOneShard: on a generated repository of five
 // hosts, a change to one Agent's policy rewrites exactly the root and that
 // host's shard; every file stays in the canonical form the next compile
