@@ -692,6 +692,9 @@ type compilation struct {
 	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
+	// entries holds each host's target entries (by host index) from when
+	// the host is compiled until finish joins them.
+	entries [][]bundle.TargetEntry
 	// check, when set, is checked before any host compiles: the
 	// derivation does not start when a host's inputs differ from the
 	// committed release's record (inputsChangedError; see checkInputs).
@@ -757,7 +760,6 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if !c.manifestOnly {
 		out = make([]Target, len(ts))
 	}
-	entries := make([]bundle.TargetEntry, len(ts))
 	changed := make([]bool, len(ts))
 	// Host by host, on a bounded pool of workers: a host's policy trees,
 	// projections and (with ManifestOnly) rendered artifacts are released
@@ -772,13 +774,14 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	c.parts = m.partition(hosts)
+	c.entries = make([][]bundle.TargetEntry, len(hosts))
 	if c.emit != nil {
 		c.emitTurn = sync.NewCond(&c.emitMu)
 	}
 	err = parallel.Do(len(hosts), func(i int) error {
 		err := ctx.Err()
 		if err == nil {
-			err = c.compileHost(i, hosts[i], ts, out, entries, changed)
+			err = c.compileHost(i, hosts[i], ts, out, changed)
 		}
 		if err != nil && c.emit != nil {
 			c.stopEmitting(err)
@@ -795,16 +798,30 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.finish(ts, out, entries, changed, workflows, ledger, views)
+	return c.finish(ts, out, c.gatherEntries(hosts, len(ts)), changed, workflows, ledger, views)
+}
+
+// gatherEntries joins the hosts' target entries in manifest order, letting
+// go of each host's as it is copied.
+func (c *compilation) gatherEntries(hosts []hostGroup, n int) []bundle.TargetEntry {
+	entries := make([]bundle.TargetEntry, n)
+	for hi, g := range hosts {
+		for k, i := range g.idx {
+			entries[i] = c.entries[hi][k]
+		}
+		c.entries[hi] = nil
+	}
+	return entries
 }
 
 // compileHost compiles the targets of host number hi: its subjects, then its
 // Agent targets, then its Gateway and Knowledge targets (whose projections
 // list the accepted publications of the host's Agents). Each target writes
-// only its own slots of out (nil with ManifestOnly), entries and changed.
+// only its own slots of out (nil with ManifestOnly) and changed, and its
+// target entries (c.entries[hi], in g.idx order).
 // With emit set, the host's targets are kept until it is the host's turn
 // to hand them over (see emitHost).
-func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool) error {
+func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Target, changed []bool) error {
 	// The host's part of the model: its documents are freed with the
 	// host's policies, below.
 	hm := c.parts[hi]
@@ -819,6 +836,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	if c.emit != nil {
 		kept = make([]Target, len(g.idx))
 	}
+	entries := make([]bundle.TargetEntry, len(g.idx))
 	var bufs *renderBufs // when every target is rendered into scratch
 	if out == nil && kept == nil {
 		bufs = &renderBufs{}
@@ -839,7 +857,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			case kept != nil:
 				o = &kept[k]
 			}
-			if err := c.compileTarget(t, accepted, o, &entries[i], bufs); err != nil {
+			if err := c.compileTarget(t, accepted, o, &entries[k], bufs); err != nil {
 				return err
 			}
 			inputs.merge(o.InputDigests)
@@ -848,18 +866,19 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 		}
 	}
 	for _, i := range g.idx {
+		// compileTarget alone reads the target's policy, settings and
+		// document: what finish reads is the spec's other fields.
 		ts[i].policy = nil
-		ts[i].e.spec.Settings = nil // read by compileTarget only
+		ts[i].e.spec.Settings = nil
+		ts[i].e.src = nil
 	}
 	if c.emit != nil {
 		if err := c.emitHost(hi, kept); err != nil {
 			return err
 		}
-		for _, i := range g.idx {
-			entries[i] = bundle.TargetEntry{}
-		}
 		return nil // finish, which reads what follows, does not run
 	}
+	c.entries[hi] = entries
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for p, d := range inputs {
@@ -948,18 +967,18 @@ func (c *compilation) stopEmitting(err error) {
 }
 
 // acceptedPublications lists, per Agent, the {publicationId, policyDigest}
-// pairs of its targets (those of ts at idx) in this release and the ones
-// they replaced.
+// pairs of its targets (those of ts at idx, whose entries are in idx
+// order) in this release and the ones they replaced.
 func acceptedPublications(ts []*envTarget, idx []int, entries []bundle.TargetEntry) map[string][]bundle.Publication {
 	out := map[string][]bundle.Publication{}
 	seen := map[string]bool{}
-	for _, i := range idx {
+	for k, i := range idx {
 		t := ts[i]
 		if t.e.spec.Audience != bundle.AudienceAgent {
 			continue
 		}
 		n := t.e.spec.Subject.Name
-		e := &entries[i]
+		e := &entries[k]
 		for _, p := range []*bundle.Publication{{PublicationID: e.PublicationID, PolicyDigest: e.PolicyDigest}, e.Previous} {
 			if p == nil || seen[n+"\x00"+p.PublicationID] {
 				continue
@@ -984,11 +1003,15 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	if err != nil {
 		return nil, err
 	}
+	// What the hosts gathered is placed: let go of it before the release
+	// is rendered (a large environment's archive is tens of megabytes).
+	c.inputs, c.inputOf, c.agents = nil, nil, nil
 	anyChanged := false
 	for _, ch := range changed {
 		anyChanged = anyChanged || ch
 	}
 	subjects := c.placeSubjects(ts)
+	c.subjVer = nil
 	for i := range workflows {
 		if w := m.workflows[workflows[i].Name]; w != nil {
 			workflows[i].Host = w.spec.Host

@@ -10,6 +10,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/configpub/configpub/internal/gen"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/schemas"
 )
@@ -104,5 +105,72 @@ func watch[T any](held map[string]func() bool, kind string, all map[string]*entr
 	for name, e := range all {
 		p := weak.Make(e)
 		held[kind+"/"+name] = func() bool { return p.Value() != nil }
+	}
+}
+
+// TestTargetDocumentsLetGoAsTheirHostCompiles: a target's document is read
+// while its host compiles; what the release's root needs of it stays in
+// the spec, and the document is let go with the host (not held to the end
+// of a large environment). Weak pointers to every Target document tell,
+// when the last host hands over its first target, that none of an earlier
+// host is held.
+func TestTargetDocumentsLetGoAsTheirHostCompiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := gen.Write(dir, gen.Options{Targets: 36, AgentsPerHost: 10, EnvTag: "bench"}); err != nil {
+		t.Fatal(err)
+	}
+	set, err := schemas.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := loadSources(ctx, policytree.New(os.DirFS(dir), policytree.Limits{}), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := buildModel(ss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type watched struct {
+		name, host string
+		held       func() bool
+	}
+	var docs []watched
+	last := ""
+	for name, e := range m.targets {
+		p := weak.Make(e.src)
+		docs = append(docs, watched{name, e.spec.Host, func() bool { return p.Value() != nil }})
+		last = max(last, e.spec.Host)
+	}
+	hosts := map[string]bool{}
+	for _, d := range docs {
+		hosts[d.host] = true
+	}
+	if len(hosts) < 3 {
+		t.Fatalf("%d hosts; the test needs three", len(hosts))
+	}
+	c := &compilation{m: m, env: "bench", set: set, createdAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), next: 1, manifestOnly: true}
+	m = nil
+	checked := false
+	c.emit = func(tg *Target) error {
+		if tg.Host != last || checked {
+			return nil
+		}
+		checked = true
+		runtime.GC()
+		runtime.GC()
+		for _, d := range docs {
+			if d.host != last && d.held() {
+				t.Errorf("target %s of host %s is still held when host %s hands over its targets", d.name, d.host, last)
+			}
+		}
+		return nil
+	}
+	if _, err := c.run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !checked {
+		t.Fatalf("host %s handed over no target", last)
 	}
 }
