@@ -2,11 +2,14 @@ package compiler
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
@@ -683,13 +687,13 @@ type compilation struct {
 	emitErr  error      // the first failure: waiting hosts give up
 
 	proj     map[string]*projector
-	parts    []*model // each host's part of the model (model.partition), until the host is compiled
+	hosts    []hostGroup // the hosts, in order, with their targets
+	parts    []*model    // each host's part of the model (model.partition), until the host is compiled
 	val      *validator
 	mu       sync.Mutex         // guards the fields below, filled host by host
 	agents   map[string]*policy // digests only (no trees)
 	subjVer  map[[2]string]*bundle.Subject
-	inputs   files             // every input file of the targets: path -> digest
-	inputOf  map[string]string // input path -> the one host whose targets read it, "" when several
+	inputs   map[string]readInput // every input file of the targets, by path
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
 	// entries holds each host's target entries (by host index) from when
@@ -754,7 +758,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	c.agents, c.subjVer = map[string]*policy{}, map[[2]string]*bundle.Subject{}
-	c.inputs, c.inputOf = files{}, map[string]string{}
+	c.inputs = map[string]readInput{}
 
 	var out []Target // nil with ManifestOnly: the entries are the result
 	if !c.manifestOnly {
@@ -766,6 +770,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	// when the host is done, so memory holds the hosts in flight, not the
 	// whole environment.
 	hosts := c.hostGroups(ts)
+	c.hosts = hosts
 	if c.check != nil {
 		// Before the model is partitioned: when the check fails, the model
 		// compiles the next release as it is.
@@ -879,17 +884,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 		return nil // finish, which reads what follows, does not run
 	}
 	c.entries[hi] = entries
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for p, d := range inputs {
-		c.inputs[p] = d
-		if h, ok := c.inputOf[p]; !ok {
-			c.inputOf[p] = g.host
-		} else if h != g.host {
-			c.inputOf[p] = ""
-		}
-	}
-	return nil
+	return c.readInputs(hi, inputs)
 }
 
 // checkInputs resolves the subjects of every host's targets — nothing is
@@ -1005,7 +1000,7 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	}
 	// What the hosts gathered is placed: let go of it before the release
 	// is rendered (a large environment's archive is tens of megabytes).
-	c.inputs, c.inputOf, c.agents = nil, nil, nil
+	c.inputs, c.agents = nil, nil
 	anyChanged := false
 	for _, ch := range changed {
 		anyChanged = anyChanged || ch
@@ -1070,39 +1065,110 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	return res, nil
 }
 
+// readInput is what a compilation records of one input file as its hosts
+// compile: the file's SHA-256 and the host whose targets read it (an index
+// into the compilation's hosts, or sharedInput).
+type readInput struct {
+	sum  [sha256.Size]byte
+	host int32
+}
+
+// sharedInput is the host of an input read by several hosts' targets (and
+// of the repository and environment documents): listed in the root.
+const sharedInput = -1
+
+// sumOf returns the SHA-256 a "sha256:" digest names.
+func sumOf(d string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	if !digest.Valid(d) {
+		return sum, fmt.Errorf("input digest %q: %w", d, digest.ErrInvalid)
+	}
+	_, err := hex.Decode(sum[:], []byte(d[len(digest.Prefix):]))
+	return sum, err
+}
+
+// readInputs records the inputs of host hi's targets.
+func (c *compilation) readInputs(hi int, inputs files) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, d := range inputs {
+		r, ok := c.inputs[p]
+		switch {
+		case !ok:
+			sum, err := sumOf(d)
+			if err != nil {
+				return fmt.Errorf("compile %s: %s: %w", c.env, p, err)
+			}
+			c.inputs[p] = readInput{sum: sum, host: int32(hi)}
+		case r.host != int32(hi) && r.host != sharedInput:
+			r.host = sharedInput
+			c.inputs[p] = r
+		}
+	}
+	return nil
+}
+
 // placeInputs splits the release's inputs: those only one host's targets
 // read are digested per host (HostInputs); the others, and always the
 // repository and environment documents, are listed in the root. all is
-// every input, sorted by path.
+// every input, sorted by path, for a base release of the single-file
+// layout (else nil). The inputs are placed host by host: a large
+// environment does not hold every input's digest text at once.
 func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInputs, all []bundle.Input, err error) {
 	m := c.m
-	// The compilation's own maps (it is finished): every input's digest,
-	// and the one host that reads it ("" when shared).
-	digests, owner := c.inputs, c.inputOf
-	digests.add(m.repo.src)
-	digests.add(c.envDoc.src)
-	owner[m.repo.src.File] = ""
-	owner[c.envDoc.src.File] = ""
-	perHost := map[string][]bundle.Input{}
-	all = make([]bundle.Input, 0, len(digests))
-	for _, p := range sortedKeys(digests) {
-		x := bundle.Input{Path: p, Digest: digests[p]}
-		all = append(all, x)
-		if h := owner[p]; h != "" {
-			perHost[h] = append(perHost[h], x)
-		} else {
-			root = append(root, x)
-		}
-	}
-	if root == nil {
-		root = []bundle.Input{}
-	}
-	for _, h := range sortedKeys(perHost) {
-		d, err := bundle.InputsDigest(perHost[h])
+	read := c.inputs // the compilation's own map: it is finished
+	for _, s := range []*source{m.repo.src, c.envDoc.src} {
+		sum, err := sumOf(s.Digest)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("compile %s: inputs of %s: %w", c.env, h, err)
+			return nil, nil, nil, fmt.Errorf("compile %s: %s: %w", c.env, s.File, err)
 		}
-		hosts = append(hosts, bundle.HostInputs{Host: h, Digest: d})
+		read[s.File] = readInput{sum: sum, host: sharedInput}
+	}
+	type placed struct {
+		path string
+		host int32
+	}
+	ps := make([]placed, 0, len(read))
+	for p, r := range read {
+		ps = append(ps, placed{p, r.host})
+	}
+	slices.SortFunc(ps, func(a, b placed) int {
+		if a.host != b.host {
+			return cmp.Compare(a.host, b.host)
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	input := func(p placed) bundle.Input {
+		return bundle.Input{Path: p.path, Digest: digest.FromSum(read[p.path].sum).String()}
+	}
+	root = []bundle.Input{}
+	for i := 0; i < len(ps); {
+		j := i + 1
+		for j < len(ps) && ps[j].host == ps[i].host {
+			j++
+		}
+		in := make([]bundle.Input, 0, j-i)
+		for _, p := range ps[i:j] {
+			in = append(in, input(p))
+		}
+		if ps[i].host == sharedInput {
+			root = in
+		} else {
+			h := c.hosts[ps[i].host].host
+			d, err := bundle.InputsDigest(in)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("compile %s: inputs of %s: %w", c.env, h, err)
+			}
+			hosts = append(hosts, bundle.HostInputs{Host: h, Digest: d})
+		}
+		i = j
+	}
+	if c.base != nil && c.base.SingleFile {
+		slices.SortFunc(ps, func(a, b placed) int { return strings.Compare(a.path, b.path) })
+		all = make([]bundle.Input, len(ps))
+		for i, p := range ps {
+			all[i] = input(p)
+		}
 	}
 	return root, hosts, all, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/gen"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/schemas"
@@ -172,5 +173,33 @@ func TestTargetDocumentsLetGoAsTheirHostCompiles(t *testing.T) {
 	}
 	if !checked {
 		t.Fatalf("host %s handed over no target", last)
+	}
+}
+
+// TestReadInputsMarksSharedFiles: an input the targets of two hosts read is
+// shared (listed in the root); one host's stays with it, whichever order
+// the hosts finish in; a malformed digest is refused with its path.
+func TestReadInputsMarksSharedFiles(t *testing.T) {
+	a, b := "sha256:"+strings.Repeat("a", 64), "sha256:"+strings.Repeat("b", 64)
+	for _, order := range [][]int{{0, 1}, {1, 0}} {
+		c := &compilation{env: "dev", inputs: map[string]readInput{}}
+		read := []files{{"shared.yaml": a, "zero.yaml": b}, {"shared.yaml": a, "one.yaml": a}}
+		for _, hi := range order {
+			if err := c.readInputs(hi, read[hi]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for path, want := range map[string]int32{"shared.yaml": sharedInput, "zero.yaml": 0, "one.yaml": 1} {
+			if got := c.inputs[path].host; got != want {
+				t.Errorf("hosts in order %v: %s on host %d, want %d", order, path, got, want)
+			}
+		}
+		if got := digest.FromSum(c.inputs["zero.yaml"].sum).String(); got != b {
+			t.Errorf("zero.yaml's digest %s, want %s", got, b)
+		}
+	}
+	c := &compilation{env: "dev", inputs: map[string]readInput{}}
+	if err := c.readInputs(0, files{"bad.yaml": "sha256:xyz"}); err == nil || !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("a malformed digest: %v, want an error naming bad.yaml", err)
 	}
 }

@@ -197,8 +197,11 @@ func (c *compilation) resolveHost(m *model, g hostGroup, ts []*envTarget) (map[s
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for n, p := range agents {
-		// Workflow views need the Agents' digests only.
-		c.agents[n] = &policy{Kind: p.Kind, Name: p.Name, Host: p.Host, Digest: p.Digest}
+		// Workflow views need the digests of the Agents workflows allow
+		// only (those the partitioned model keeps).
+		if c.m.agents[n] != nil {
+			c.agents[n] = &policy{Kind: p.Kind, Name: p.Name, Host: p.Host, Digest: p.Digest}
+		}
 	}
 	for k, v := range vers {
 		c.subjVer[k] = v
