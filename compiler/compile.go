@@ -120,6 +120,10 @@ type Result struct {
 	// want is what EachTarget checks each target against once
 	// ForStreaming let go of the manifest's entries.
 	want []wantTarget
+	// committedAgain reads the committed release archive again, for a
+	// result that is it byte for byte (UpToDate): ForStreaming then lets
+	// go of ManifestBytes, and ReleaseArchive reads them again.
+	committedAgain func() ([]byte, error)
 }
 
 // wantTarget is what a re-derived target must reproduce of its entry.
@@ -140,13 +144,14 @@ func wantOf(entries []bundle.TargetEntry) []wantTarget {
 
 // ForStreaming prepares a ManifestOnly result that is only streamed
 // (EachTarget) and reported from here on, as a publication does: it keeps
-// the release header, releaseDigest, ManifestBytes and, per target, what
-// EachTarget checks the re-derived target against, and lets go of the rest
-// of the manifest — subjects, inputs, workflows and every entry, which a
-// large release holds by the hundred megabytes while its sources are read
-// again. Afterwards Manifest.Targets and Base are nil; TargetCount still
-// counts the targets. A result with every target compiled is left as it
-// is.
+// the release header, releaseDigest and, per target, what EachTarget
+// checks the re-derived target against, and lets go of the rest of the
+// manifest — subjects, inputs, workflows and every entry, which a large
+// release holds by the hundred megabytes while its sources are read again
+// — and, when the release is the committed one byte for byte, of its
+// bytes, which ReleaseArchive reads again from the committed files.
+// Afterwards Manifest.Targets and Base are nil; TargetCount still counts
+// the targets. A result with every target compiled is left as it is.
 func (r *Result) ForStreaming() {
 	if r.again == nil || r.want != nil {
 		return
@@ -155,6 +160,19 @@ func (r *Result) ForStreaming() {
 	r.want = wantOf(m.Targets)
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	r.Base = nil
+	if r.UpToDate && r.committedAgain != nil {
+		r.ManifestBytes, r.BaseBytes = nil, nil
+	}
+}
+
+// ReleaseArchive returns the release as one release archive:
+// ManifestBytes, or, once ForStreaming let go of them, the committed
+// release read again, which must not have changed since it was compiled.
+func (r *Result) ReleaseArchive() ([]byte, error) {
+	if r.ManifestBytes != nil || r.committedAgain == nil {
+		return r.ManifestBytes, nil
+	}
+	return r.committedAgain()
 }
 
 // TargetCount returns the number of targets of the release.
@@ -389,6 +407,18 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			// result holds it once.
 			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
 			d.UpToDate = true
+			if cr.check != nil { // sharded: read again shard by shard
+				d.committedAgain = func() ([]byte, error) {
+					again, err := readCommitted(policytree.New(fsys, policytree.Limits{}), opts.EnvTag, true) // a read budget of its own
+					if err != nil {
+						return nil, err
+					}
+					if again == nil || again.sum != cr.sum {
+						return nil, fmt.Errorf("compile %s: %s changed since it was compiled", opts.EnvTag, ManifestPath(opts.EnvTag))
+					}
+					return again.bytes, nil
+				}
+			}
 			return d, nil
 		default:
 			committed, err := cr.manifest()

@@ -398,15 +398,26 @@ func TestForStreaming(t *testing.T) {
 	if entries.Value() != nil {
 		t.Fatal("the manifest's entries are still held after ForStreaming")
 	}
-	if res.Manifest.ReleaseHeader != header || res.Manifest.ReleaseDigest != digest || !bytes.Equal(res.ManifestBytes, b) ||
+	if res.Manifest.ReleaseHeader != header || res.Manifest.ReleaseDigest != digest || res.ManifestBytes != nil || res.BaseBytes != nil ||
 		res.Manifest.Targets != nil || res.Base != nil || res.TargetCount() != n || n != 36 {
-		t.Fatalf("after ForStreaming: header %v, digest %s, %d bytes, %d entries, TargetCount %d; want the release's, no entries, %d",
+		t.Fatalf("after ForStreaming: header %v, digest %s, %d bytes held, %d entries, TargetCount %d; want the release's, no bytes, no entries, %d",
 			res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, len(res.ManifestBytes), len(res.Manifest.Targets), res.TargetCount(), n)
 	}
 	got, err := stream(res)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("streamed after ForStreaming: %d targets, %v; want the %d streamed before", len(got), err, len(want))
 	}
+	// The release's bytes are read again from the committed files, which
+	// must be the ones compiled.
+	if again, err := res.ReleaseArchive(); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("ReleaseArchive after ForStreaming: %d bytes, %v; want the %d compiled", len(again), err, len(b))
+	}
+	shard := filepath.Join(dir, "releases", "bench", "h0001.bench.lightapi.net.yaml")
+	edit(t, shard, "\ntargets:\n", "\n# edited\ntargets:\n")
+	if _, err := res.ReleaseArchive(); err == nil || !strings.Contains(err.Error(), "changed since it was compiled") {
+		t.Fatalf("ReleaseArchive after a shard changed: %v, want it refused", err)
+	}
+	edit(t, shard, "\n# edited\ntargets:\n", "\ntargets:\n")
 	// A changed Agent: the stream refuses the sources.
 	res = compile()
 	res.ForStreaming()

@@ -39,11 +39,15 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 
 // Release maps a compile result to the release artifact: the release's
 // files (the root releases/<env>.yaml and every shard, exact bytes, taken
-// from res.ManifestBytes as compiled, not rendered again) in one RFC 8785
+// from res.ReleaseArchive as compiled, not rendered again) in one RFC 8785
 // JSON document, stamped with the release's createdAt.
 func Release(res *compiler.Result) (*registry.Release, error) {
 	m := res.Manifest
-	files, err := bundle.SplitArchive(res.ManifestBytes)
+	archive, err := res.ReleaseArchive()
+	if err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
+	}
+	files, err := bundle.SplitArchive(archive)
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
