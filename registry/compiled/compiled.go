@@ -249,15 +249,21 @@ func FindPublished(ctx context.Context, c *registry.Client, prefix string, commi
 // that have the committed files look it up before compiling:
 // FindPublished). Otherwise every target streams from res (Stream) into
 // c.PublishSeq, the release artifact last, built from res again when it
-// is pushed (req.ReleaseFrom); res is then prepared for streaming only
+// is pushed (req.ReleaseFrom). res is prepared for streaming only first
 // (compiler.Result.ForStreaming: its manifest keeps the release header and
 // no entries). req.Release and req.Artifacts must be empty.
 func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Result, req registry.PublishRequest, recheck bool) (sum *registry.Summary, present *registry.Result, err error) {
-	rel, err := Release(res)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The release is only streamed and reported from here on: the
+	// manifest's entries go (ForStreaming) before the release document
+	// (every release file, tens of megabytes for a large release) is built
+	// to look it up; it is built again when it is pushed, after every
+	// target, rather than held while they stream.
+	res.ForStreaming()
 	if !recheck && !req.EnsureSignatures {
+		rel, err := Release(res)
+		if err != nil {
+			return nil, nil, err
+		}
 		r, ok, err := c.Published(ctx, req.Prefix, *rel)
 		if err != nil {
 			return nil, nil, fmt.Errorf("publish %s: %w", res.Manifest.EnvTag, err)
@@ -266,11 +272,6 @@ func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Resul
 			return &registry.Summary{AlreadyPresent: 1}, &r, nil
 		}
 	}
-	// The release document (every release file, tens of megabytes for a
-	// large release) is built again when it is pushed, after every target,
-	// rather than held while they stream; and the release is only streamed
-	// from here on, so the manifest's entries go too (ForStreaming).
-	res.ForStreaming()
 	req.Release, req.ReleaseFrom = nil, func() (*registry.Release, error) { return Release(res) }
 	sum, err = c.PublishSeq(ctx, req, Stream(ctx, res))
 	return sum, nil, err
