@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/configpub/configpub/bundle"
 )
@@ -37,4 +38,19 @@ func readRelease(root string) ([]byte, error) {
 		files = append(files, bundle.ReleaseFile{Path: bundle.ShardDir(env) + "/" + n, Bytes: sb})
 	}
 	return bundle.Archive(files), nil
+}
+
+// parseRelease reads (readRelease) and parses a committed release of the
+// fixture repository, returning it with its archive.
+func parseRelease(t *testing.T, root string) (*bundle.Manifest, []byte) {
+	t.Helper()
+	b, err := readRelease(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseManifest(filepath.Base(root), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, b
 }

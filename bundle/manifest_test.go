@@ -14,14 +14,7 @@ import (
 const fixture = "../fixtures/policy-repo/releases/dev.yaml"
 
 func TestParseMarshalRoundTrip(t *testing.T) {
-	b, err := readRelease(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bundle.ParseManifest("dev.yaml", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, b := parseRelease(t, fixture)
 	got, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -310,14 +303,7 @@ func TestParseRoot(t *testing.T) {
 // MarshalSize renders the same archive as Archive(Files()), whatever room
 // it is given, and with the room of an earlier archive allocates it once.
 func TestMarshalSize(t *testing.T) {
-	b, err := readRelease(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bundle.ParseManifest("dev.yaml", b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, _ := parseRelease(t, fixture)
 	// A second and a third host, so that the root moves two shards up.
 	for _, h := range []string{"y.example.net", "z.example.net"} {
 		for _, x := range m.Targets[:len(m.Targets):len(m.Targets)] {

@@ -716,9 +716,13 @@ type compilation struct {
 	emitted  int        // hosts emitted so far
 	emitErr  error      // the first failure: waiting hosts give up
 
-	proj     map[string]*projector
-	hosts    []hostGroup // the hosts, in order, with their targets
-	parts    []*model    // each host's part of the model (model.partition), until the host is compiled
+	proj  map[string]*projector
+	hosts []hostGroup // the hosts, in order, with their targets
+	parts []*model    // each host's part of the model (model.partition), until the host is compiled
+	// entries holds each host's target entries (by host index, each slot
+	// written by its host's worker only) from when the host is compiled
+	// until finish joins them.
+	entries  [][]bundle.TargetEntry
 	val      *validator
 	mu       sync.Mutex         // guards the fields below, filled host by host
 	agents   map[string]*policy // digests only (no trees)
@@ -726,9 +730,6 @@ type compilation struct {
 	inputs   map[string]readInput // every input file of the targets, by path
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
-	// entries holds each host's target entries (by host index) from when
-	// the host is compiled until finish joins them.
-	entries [][]bundle.TargetEntry
 	// check, when set, is checked before any host compiles: the
 	// derivation does not start when a host's inputs differ from the
 	// committed release's record (inputsChangedError; see checkInputs).
@@ -833,14 +834,14 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.finish(ts, out, c.gatherEntries(hosts, len(ts)), changed, workflows, ledger, views)
+	return c.finish(ts, out, c.gatherEntries(len(ts)), changed, workflows, ledger, views)
 }
 
 // gatherEntries joins the hosts' target entries in manifest order, letting
 // go of each host's as it is copied.
-func (c *compilation) gatherEntries(hosts []hostGroup, n int) []bundle.TargetEntry {
+func (c *compilation) gatherEntries(n int) []bundle.TargetEntry {
 	entries := make([]bundle.TargetEntry, n)
-	for hi, g := range hosts {
+	for hi, g := range c.hosts {
 		for k, i := range g.idx {
 			entries[i] = c.entries[hi][k]
 		}
