@@ -88,7 +88,9 @@ type Result struct {
 	Manifest *bundle.Manifest // the release manifest
 	// ManifestBytes is the release as one release archive
 	// (bundle.Archive): releases/<envTag>.yaml and its shards
-	// releases/<envTag>/<host>.yaml, exact bytes.
+	// releases/<envTag>/<host>.yaml, exact bytes. ForStreaming lets go of
+	// them when they are the committed release's: ReleaseArchive reads
+	// them again.
 	ManifestBytes []byte
 	// UpToDate: the committed manifest is exactly what the sources and the
 	// trusted previous release derive (byte-identical). Stale explains
