@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -433,12 +434,8 @@ func (m *Manifest) MarshalSize(size int) ([]byte, error) {
 			b = AppendArchive(b, path, data)
 			return
 		}
-		// The root goes first: move the shards up by its entry.
-		at := len(archiveMagic)
-		n := len(archiveSep) + len(path) + 1 + len(data)
-		b = append(b, make([]byte, n)...)
-		copy(b[at+n:], b[at:len(b)-n])
-		AppendArchive(b[:at], path, data)
+		// The root goes first, before the shards.
+		b = slices.Insert(b, len(archiveMagic), AppendArchive(nil, path, data)...)
 	})
 	if err != nil {
 		return nil, err

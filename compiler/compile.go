@@ -411,11 +411,11 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			d.UpToDate = true
 			if cr.check != nil { // sharded: read again shard by shard
 				d.committedAgain = func() ([]byte, error) {
-					again, err := readCommitted(policytree.New(fsys, policytree.Limits{}), opts.EnvTag, true) // a read budget of its own
+					again, same, err := cr.readAgain(policytree.New(fsys, policytree.Limits{})) // a read budget of its own
 					if err != nil {
 						return nil, err
 					}
-					if again == nil || again.sum != cr.sum {
+					if !same {
 						return nil, fmt.Errorf("compile %s: %s changed since it was compiled", opts.EnvTag, ManifestPath(opts.EnvTag))
 					}
 					return again.bytes, nil
@@ -512,15 +512,24 @@ func (c *committedRelease) hold() error {
 	if c.bytes != nil {
 		return nil
 	}
-	again, err := readCommitted(c.fsys, c.env, true)
+	again, same, err := c.readAgain(c.fsys)
 	if err != nil {
 		return err
 	}
-	if again == nil || again.m != nil || again.sum != c.sum {
+	if !same {
 		return fmt.Errorf("compile %s: %s changed while it was compiled", c.env, ManifestPath(c.env))
 	}
 	c.bytes, c.files, c.unlisted = again.bytes, again.files, again.unlisted
 	return nil
+}
+
+// readAgain reads the committed release again from fsys, holding its
+// bytes; same reports whether it is the release first read.
+func (c *committedRelease) readAgain(fsys fs.FS) (again *committedRelease, same bool, err error) {
+	if again, err = readCommitted(fsys, c.env, true); err != nil {
+		return nil, false, err
+	}
+	return again, again != nil && again.m == nil && again.sum == c.sum, nil
 }
 
 // manifest parses the committed release (once); one that breaks its own

@@ -155,8 +155,8 @@ func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts i
 	if len(req.Artifacts) > 0 {
 		return nil, fmt.Errorf("publish: %w: PublishSeq takes its artifacts from the sequence, not the request", ErrInvalid)
 	}
-	if req.Release != nil && req.ReleaseFrom != nil {
-		return nil, fmt.Errorf("publish: %w: both Release and ReleaseFrom are set", ErrInvalid)
+	if err := req.checkRelease(); err != nil { // before anything is pushed
+		return nil, err
 	}
 	sum := &Summary{}
 	err := c.run(ctx, req, sum, func(yield func(*packed) bool) error {
@@ -192,17 +192,25 @@ func (c *Client) PublishSeq(ctx context.Context, req PublishRequest, artifacts i
 // release returns the request's release artifact (nil for none), built by
 // ReleaseFrom when that is set.
 func (req *PublishRequest) release() (*Release, error) {
-	switch {
-	case req.ReleaseFrom == nil:
+	if err := req.checkRelease(); err != nil {
+		return nil, err
+	}
+	if req.ReleaseFrom == nil {
 		return req.Release, nil
-	case req.Release != nil:
-		return nil, fmt.Errorf("publish: %w: both Release and ReleaseFrom are set", ErrInvalid)
 	}
 	rel, err := req.ReleaseFrom()
 	if err != nil {
 		return nil, fmt.Errorf("publish: release artifact: %w", err)
 	}
 	return rel, nil
+}
+
+// checkRelease refuses a request that sets both Release and ReleaseFrom.
+func (req *PublishRequest) checkRelease() error {
+	if req.Release != nil && req.ReleaseFrom != nil {
+		return fmt.Errorf("publish: %w: both Release and ReleaseFrom are set", ErrInvalid)
+	}
+	return nil
 }
 
 // run publishes the packs that packs yields, at most c.concurrency at a
