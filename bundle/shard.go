@@ -776,9 +776,25 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no files", ErrInvalidManifest)
 	}
-	rootFile := files[0].Path
+	return parseRelease(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil })
+}
+
+// ParseRelease reads a sharded release strictly, as ParseFiles does, from
+// its root file and the shards the root lists, each read through shard
+// when it is decoded (k is its index in the root's list). shard is called
+// once per shard, from several goroutines at once, in no particular
+// order; a shard's bytes are let go once it is decoded, so the release's
+// files are never all held. An error from shard is returned as it is.
+func ParseRelease(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Manifest, error) {
+	return parseRelease(root, -1, shard)
+}
+
+// parseRelease is ParseRelease; given, unless negative, is the number of
+// shard files the caller has, which must be the number the root lists.
+func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Manifest, error) {
+	rootFile := root.Path
 	var r rootDoc
-	rootVal, err := decodeStrict(rootFile, files[0].Bytes, &r)
+	rootVal, err := decodeStrict(rootFile, root.Bytes, &r)
 	if err != nil {
 		return nil, fmt.Errorf("parse release manifest: %w", err)
 	}
@@ -786,8 +802,8 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse release manifest %s: %w", rootFile, err)
 	}
-	if len(files)-1 != len(refs) {
-		return nil, fmt.Errorf("parse release manifest %s: %w: the root lists %d shards, %d were given", rootFile, ErrInvalidManifest, len(refs), len(files)-1)
+	if given >= 0 && given != len(refs) {
+		return nil, fmt.Errorf("parse release manifest %s: %w: the root lists %d shards, %d were given", rootFile, ErrInvalidManifest, len(refs), given)
 	}
 	m := &Manifest{
 		ReleaseHeader: r.ReleaseHeader, Inputs: r.Inputs, LeaseProfiles: r.LeaseProfiles,
@@ -839,8 +855,11 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	// root's order (the first bad shard in that order is the error).
 	shards := make([]*parsedShard, len(refs))
 	err = parallel.Do(len(refs), func(k int) error {
-		var err error
-		shards[k], err = parseShard(m.ReleaseHeader, refs[k], files[k+1])
+		f, err := shard(k, refs[k])
+		if err != nil {
+			return err
+		}
+		shards[k], err = parseShard(m.ReleaseHeader, refs[k], f)
 		return err
 	})
 	if err != nil {

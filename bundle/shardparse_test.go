@@ -3,7 +3,10 @@ package bundle_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,5 +47,73 @@ func TestParseNamesTheFirstBadShard(t *testing.T) {
 		if !errors.Is(err, bundle.ErrDigestMismatch) || !strings.Contains(err.Error(), files[2].Path+" digests to") {
 			t.Fatalf("round %d: %v, want the digest mismatch of %s", round, err, files[2].Path)
 		}
+	}
+}
+
+// TestParseReleaseReadsEachShardOnce: ParseRelease reads every shard the
+// root lists exactly once, through its reader, and parses the release
+// ParseFiles parses; a reader's error is returned as it is, and a shard
+// the reader returns with other bytes than the root records is refused.
+func TestParseReleaseReadsEachShardOnce(t *testing.T) {
+	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
+		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := bundle.SplitArchive(res.ManifestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := bundle.ParseFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads := map[int]int{}
+	byIndex := func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
+		mu.Lock()
+		reads[k]++
+		mu.Unlock()
+		if f := files[k+1]; f.Path != bundle.ShardPath("bench", ref.Host) {
+			return f, fmt.Errorf("shard %d is %s, the root lists %s", k, f.Path, ref.Host)
+		}
+		return files[k+1], nil
+	}
+	got, err := bundle.ParseRelease(files[0], byIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("ParseRelease and ParseFiles parse the same files differently")
+	}
+	if len(reads) != len(files)-1 {
+		t.Fatalf("%d shards read, want %d", len(reads), len(files)-1)
+	}
+	for k, n := range reads {
+		if n != 1 {
+			t.Fatalf("shard %d read %d times", k, n)
+		}
+	}
+
+	gone := errors.New("shard gone")
+	_, err = bundle.ParseRelease(files[0], func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
+		if k == 2 {
+			return bundle.ReleaseFile{}, gone
+		}
+		return files[k+1], nil
+	})
+	if err != gone {
+		t.Fatalf("reader's error: got %v, want it as it is", err)
+	}
+
+	_, err = bundle.ParseRelease(files[0], func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
+		f := files[k+1]
+		if k == 1 {
+			f.Bytes = append([]byte("# edited\n"), f.Bytes...)
+		}
+		return f, nil
+	})
+	if !errors.Is(err, bundle.ErrDigestMismatch) || !strings.Contains(err.Error(), files[2].Path) {
+		t.Fatalf("shard with other bytes: %v, want a digest mismatch naming %s", err, files[2].Path)
 	}
 }

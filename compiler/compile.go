@@ -98,10 +98,9 @@ type Result struct {
 	UpToDate  bool
 	Targets   []Target       // sorted by host, serviceId; nil with Options.ManifestOnly
 	Workflows []WorkflowView // internal Workflow views (not delivered)
-	// Base is the committed manifest (nil for the first release) and
-	// BaseBytes its exact bytes; a new release builds on it.
-	Base      *bundle.Manifest
-	BaseBytes []byte
+	// Base is the committed manifest (nil for the first release); a new
+	// release builds on it.
+	Base *bundle.Manifest
 	// ProtectedRef is the Repository document's spec.protectedRef, "" when
 	// it declares none. The promoter refuses a repository that declares
 	// another ref than the one it is configured with.
@@ -116,6 +115,9 @@ type Result struct {
 	Reissued []Reissue
 
 	stale error
+	// unchanged: ManifestBytes are the committed release's, byte for byte
+	// (see Unchanged).
+	unchanged bool
 	// again makes a fresh compilation of this result's release (set with
 	// ManifestOnly, for EachTarget), from the sources read again.
 	again func(context.Context) (*compilation, error)
@@ -163,9 +165,14 @@ func (r *Result) ForStreaming() {
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	r.Base = nil
 	if r.UpToDate && r.committedAgain != nil {
-		r.ManifestBytes, r.BaseBytes = nil, nil
+		r.ManifestBytes = nil
 	}
 }
+
+// Unchanged reports whether the release is the committed release byte for
+// byte, so that there is nothing to write: an up-to-date release, or a
+// next release that reproduces it.
+func (r *Result) Unchanged() bool { return r.UpToDate || r.unchanged }
 
 // ReleaseArchive returns the release as one release archive:
 // ManifestBytes, or, once ForStreaming let go of them, the committed
@@ -407,7 +414,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the
 			// result holds it once.
-			d.Base, d.BaseBytes = d.Manifest, d.ManifestBytes
+			d.Base = d.Manifest
 			d.UpToDate = true
 			if cr.check != nil { // sharded: read again shard by shard
 				d.committedAgain = func() ([]byte, error) {
@@ -427,7 +434,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.Base, d.BaseBytes = committed, cr.bytes
+			d.Base = committed
 			derived = true
 			switch {
 			case committed.SingleFile:
@@ -465,17 +472,18 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.Base, res.BaseBytes = committed, cr.bytes
+	res.Base, res.unchanged = committed, cr.matches(res.ManifestBytes)
 	res.stale = verr
 	return res, nil
 }
 
 // committedRelease is the release committed in the policy repository, as
-// read: its root's release parameters and the SHA-256 of its bytes. The
-// bytes of a sharded release are held, and the manifest parsed, only when
-// they are needed (a release that derives byte for byte never is): a
-// large release is tens of megabytes, read again rather than held while
-// the sources compile.
+// read: its root's release parameters and the SHA-256 of its bytes and of
+// each of its files. A sharded release is parsed only when it is needed (a
+// release that derives byte for byte never is), reading its files again
+// one by one, and its bytes are held only when asked for again
+// (Result.ReleaseArchive): a large release is tens of megabytes, read
+// again rather than held while the sources compile.
 type committedRelease struct {
 	fsys fs.FS
 	env  string
@@ -485,14 +493,17 @@ type committedRelease struct {
 	// root lists, then a marker per unlisted shard, so that it never equals
 	// a derived release), or of the root of a single-file manifest.
 	sum [sha256.Size]byte
-	// bytes is the archive, or the single-file root; nil until held.
+	// sums are the SHA-256 of the root and of each shard it lists, in its
+	// order (nil for a single file): what a file read again must match.
+	sums [][sha256.Size]byte
+	// bytes is the single-file root, or the archive of a sharded release
+	// read to be held (readAgain); nil otherwise.
 	bytes []byte
 	// size is the length of the archive of a sharded release (0 for a
 	// single file, whose size says nothing of a sharded one's).
 	size     int
-	files    []bundle.ReleaseFile // slices of bytes; nil for a single file
-	unlisted []string             // files in releases/<env>/ the root does not list
-	m        *bundle.Manifest     // parsed: at once for a single file, else on demand
+	unlisted []string         // files in releases/<env>/ the root does not list
+	m        *bundle.Manifest // parsed: at once for a single file, else on demand
 	// check is what a sharded release records of its inputs (nil for a
 	// single file).
 	check *inputCheck
@@ -506,23 +517,6 @@ func (c *committedRelease) matches(b []byte) bool {
 	return sha256.Sum256(b) == c.sum
 }
 
-// hold reads the release's bytes, which must not have changed since they
-// were first read.
-func (c *committedRelease) hold() error {
-	if c.bytes != nil {
-		return nil
-	}
-	again, same, err := c.readAgain(c.fsys)
-	if err != nil {
-		return err
-	}
-	if !same {
-		return fmt.Errorf("compile %s: %s changed while it was compiled", c.env, ManifestPath(c.env))
-	}
-	c.bytes, c.files, c.unlisted = again.bytes, again.files, again.unlisted
-	return nil
-}
-
 // readAgain reads the committed release again from fsys, holding its
 // bytes; same reports whether it is the release first read.
 func (c *committedRelease) readAgain(fsys fs.FS) (again *committedRelease, same bool, err error) {
@@ -533,18 +527,50 @@ func (c *committedRelease) readAgain(fsys fs.FS) (again *committedRelease, same 
 }
 
 // manifest parses the committed release (once); one that breaks its own
-// invariants is stale.
+// invariants is stale. A sharded release is read again file by file as its
+// shards are decoded, each file checked against the SHA-256 it had when
+// first read: its files are never all held.
 func (c *committedRelease) manifest() (*bundle.Manifest, error) {
-	if c.m == nil {
-		if err := c.hold(); err != nil {
-			return nil, err
-		}
-		m, err := bundle.ParseFiles(c.files)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStale, err)
-		}
-		c.m = m
+	if c.m != nil {
+		return c.m, nil
 	}
+	p := ManifestPath(c.env)
+	changed := fmt.Errorf("compile %s: %s changed while it was compiled", c.env, p)
+	read := func(path string, k int) ([]byte, error) {
+		b, err := fs.ReadFile(c.fsys, path)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		if k >= len(c.sums) || sha256.Sum256(b) != c.sums[k] {
+			return nil, changed
+		}
+		return b, nil
+	}
+	root, err := read(p, 0)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu      sync.Mutex // one read at a time: fsys need not allow more
+		readErr error
+	)
+	m, err := bundle.ParseRelease(bundle.ReleaseFile{Path: p, Bytes: root}, func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
+		sp := bundle.ShardPath(c.env, ref.Host)
+		mu.Lock()
+		defer mu.Unlock()
+		b, err := read(sp, k+1)
+		if err != nil && readErr == nil {
+			readErr = err
+		}
+		return bundle.ReleaseFile{Path: sp, Bytes: b}, err
+	})
+	if readErr != nil {
+		return nil, readErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStale, err)
+	}
+	c.m = m
 	return c.m, nil
 }
 
@@ -582,15 +608,10 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 		}
 		// The archive is built (hold) or hashed one file at a time: each
 		// shard is read and let go.
-		type span struct {
-			path       string
-			start, end int
-		}
 		var (
-			b     []byte
-			spans []span
-			h     = sha256.New()
-			head  []byte
+			b    []byte
+			h    = sha256.New()
+			head []byte
 		)
 		add := func(path string, data []byte) {
 			head = bundle.AppendArchive(head[:0], path, nil)
@@ -599,7 +620,6 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			c.size += len(head) + len(data)
 			if hold {
 				b = bundle.AppendArchive(b, path, data)
-				spans = append(spans, span{path, len(b) - len(data), len(b)})
 			}
 		}
 		magic := bundle.NewArchive(0)
@@ -609,6 +629,8 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			b = magic
 		}
 		add(p, root)
+		c.sums = make([][sha256.Size]byte, 1, 1+len(r.Shards))
+		c.sums[0] = sha256.Sum256(root)
 		listed := map[string]bool{}
 		for _, ref := range r.Shards {
 			sp := bundle.ShardPath(env, ref.Host)
@@ -622,12 +644,7 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			listed[sp] = true
 			c.check.hosts[ref.Host] = bundle.ShardInputsDigest(sb)
 			add(sp, sb)
-		}
-		if hold {
-			c.files = make([]bundle.ReleaseFile, len(spans))
-			for i, x := range spans {
-				c.files[i] = bundle.ReleaseFile{Path: x.path, Bytes: b[x.start:x.end:x.end]}
-			}
+			c.sums = append(c.sums, sha256.Sum256(sb))
 		}
 		if c.unlisted, err = unlistedShards(fsys, env, listed); err != nil {
 			return nil, err

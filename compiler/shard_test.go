@@ -29,6 +29,20 @@ func releaseFiles(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
+// statFiles describes the files of dir named by the keys of files.
+func statFiles(t *testing.T, dir string, files map[string][]byte) map[string]os.FileInfo {
+	t.Helper()
+	out := make(map[string]os.FileInfo, len(files))
+	for p := range files {
+		fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(p)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[p] = fi
+	}
+	return out
+}
+
 func compileWrite(t *testing.T, dir, env string, at time.Time) *compiler.Result {
 	t.Helper()
 	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: env, CreatedAt: at})
@@ -88,6 +102,7 @@ func TestOneAgentChangesRootAndOneShard(t *testing.T) {
 	if err := os.WriteFile(agent, changed, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	before := statFiles(t, dir, v1)
 	res2 := compileWrite(t, dir, "bench", at.Add(24*time.Hour))
 	if res2.Manifest.ReleaseVersion != 2 {
 		t.Fatalf("release %d, want 2", res2.Manifest.ReleaseVersion)
@@ -109,6 +124,19 @@ func TestOneAgentChangesRootAndOneShard(t *testing.T) {
 	want := []string{"releases/bench.yaml", "releases/bench/h0002.bench.lightapi.net.yaml"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("files changed by one Agent: %v, want %v", got, want)
+	}
+	// Only those are written: every other file is the one on disk before
+	// (a write replaces a file by renaming a new one over it).
+	after := statFiles(t, dir, v1)
+	var written []string
+	for p, fi := range before {
+		if !os.SameFile(fi, after[p]) {
+			written = append(written, p)
+		}
+	}
+	sort.Strings(written)
+	if !reflect.DeepEqual(written, want) {
+		t.Fatalf("files written after one Agent changed: %v, want %v", written, want)
 	}
 	again, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench"})
 	if err != nil {
@@ -218,12 +246,19 @@ type rereadFS struct {
 	fs.FS
 	opens    map[string]int
 	onReread func()
+	// rereadAt is the file whose second open calls onReread (default the
+	// root).
+	rereadAt string
 }
 
 func (f *rereadFS) Open(name string) (fs.File, error) {
 	if strings.HasPrefix(name, compiler.ReleasesDir+"/") {
 		f.opens[name]++
-		if name == compiler.ManifestPath("dev") && f.opens[name] == 2 && f.onReread != nil {
+		at := f.rereadAt
+		if at == "" {
+			at = compiler.ManifestPath("dev")
+		}
+		if name == at && f.opens[name] == 2 && f.onReread != nil {
 			f.onReread()
 		}
 	}
@@ -249,7 +284,7 @@ func TestCommittedReleaseHeldByDigest(t *testing.T) {
 	if !res.UpToDate || f.opens[compiler.ManifestPath("dev")] != 1 {
 		t.Fatalf("up to date %v (%v), root opened %d times, want up to date, once", res.UpToDate, res.Stale(), f.opens[compiler.ManifestPath("dev")])
 	}
-	if !bytes.Equal(res.BaseBytes, res.ManifestBytes) {
+	if !res.Unchanged() {
 		t.Fatal("an up-to-date result's base is not the derived release")
 	}
 
@@ -265,7 +300,7 @@ func TestCommittedReleaseHeldByDigest(t *testing.T) {
 	if res.UpToDate || !errors.Is(res.Stale(), compiler.ErrStale) || f.opens[compiler.ManifestPath("dev")] != 2 {
 		t.Fatalf("stale: up to date %v, %v, root opened %d times, want 2", res.UpToDate, res.Stale(), f.opens[compiler.ManifestPath("dev")])
 	}
-	if res.Base == nil || !bytes.HasPrefix(res.BaseBytes, []byte(bundle.NewArchive(0))) {
+	if res.Base == nil || res.Unchanged() {
 		t.Fatal("a stale result lost the committed release")
 	}
 
@@ -276,5 +311,25 @@ func TestCommittedReleaseHeldByDigest(t *testing.T) {
 	_, err = compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "dev"})
 	if err == nil || !strings.Contains(err.Error(), "releases/dev.yaml changed while it was compiled") {
 		t.Fatalf("release edited while compiled: %v", err)
+	}
+
+	// A shard edited between the two reads, the root left as it was: the
+	// parse reads the shards again one by one, and refuses this one as
+	// changed (not as a shard that breaks the root's digest: the release
+	// first read was whole).
+	edit(t, root, "releaseVersion: 1 # edited\n", "releaseVersion: 1\n")
+	shard := filepath.Join(dir, "releases", "dev", "dev.lightapi.net.yaml") // the one the root lists
+	f = &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}, rereadAt: "releases/dev/" + filepath.Base(shard), onReread: func() {
+		b, err := os.ReadFile(shard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(shard, append([]byte("# edited\n"), b...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	_, err = compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "dev"})
+	if err == nil || !strings.Contains(err.Error(), "releases/dev.yaml changed while it was compiled") || errors.Is(err, compiler.ErrStale) {
+		t.Fatalf("shard edited while compiled: %v", err)
 	}
 }

@@ -67,12 +67,12 @@ func StagedTarget(t *Target) ([]byte, error) {
 // staged in a temporary directory next to OUT/<env> and renamed into
 // place, so readers see the old tree or the new one, never a mix;
 // directories are created 0755 and files 0644. When repoDir is
-// non-empty and the release manifest changed, it rewrites the release
-// manifest under repoDir: every shard releases/<env>/<host>.yaml whose bytes
-// changed, then the root releases/<env>.yaml, each atomically (temp file,
-// fsync, rename), refusing to write through a symbolic link or outside
-// repoDir, and removes the entries of releases/<env>/ the root no longer
-// lists. An interrupted write leaves a release that compile --check reports
+// non-empty and the release manifest changed (Result.Unchanged), it
+// rewrites the release manifest under repoDir: every shard
+// releases/<env>/<host>.yaml whose bytes differ from the file there, then
+// the root releases/<env>.yaml, each atomically (temp file, fsync,
+// rename), refusing to write through a symbolic link or outside repoDir,
+// and removes the entries of releases/<env>/ the root no longer lists. An interrupted write leaves a release that compile --check reports
 // stale and the next compile completes. An up-to-date manifest is not
 // rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
@@ -82,7 +82,7 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 			return err
 		}
 	}
-	if repoDir != "" && !bytes.Equal(res.ManifestBytes, res.BaseBytes) {
+	if repoDir != "" && !res.Unchanged() {
 		if err := writeRelease(ctx, repoDir, env, res); err != nil {
 			return fmt.Errorf("write release manifest: %w", err)
 		}
@@ -90,20 +90,12 @@ func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	return nil
 }
 
-// writeRelease writes the changed files of the release and removes the
-// shards it no longer has.
+// writeRelease writes the files of the release that differ from those in
+// repoDir and removes the shards it no longer has.
 func writeRelease(ctx context.Context, repoDir, env string, res *Result) error {
 	files, err := bundle.SplitArchive(res.ManifestBytes)
 	if err != nil {
 		return err
-	}
-	old := map[string][]byte{}
-	if bundle.IsArchive(res.BaseBytes) {
-		if prev, err := bundle.SplitArchive(res.BaseBytes); err == nil {
-			for _, f := range prev {
-				old[f.Path] = f.Bytes
-			}
-		}
 	}
 	keep := map[string]bool{}
 	// Shards first, the root (which names their digests) last.
@@ -113,7 +105,7 @@ func writeRelease(ctx context.Context, repoDir, env string, res *Result) error {
 		}
 		f := files[i]
 		keep[f.Path] = true
-		if b, ok := old[f.Path]; ok && bytes.Equal(b, f.Bytes) {
+		if sameFile(filepath.Join(repoDir, filepath.FromSlash(f.Path)), f.Bytes) {
 			continue
 		}
 		if err := policytree.WriteFile(repoDir, f.Path, f.Bytes, 0o644); err != nil {
@@ -245,4 +237,15 @@ func WriteReleaseFiles(ctx context.Context, repoDir string, archive []byte) erro
 		return fmt.Errorf("write release manifest: %s is not a release manifest root", files[0].Path)
 	}
 	return writeRelease(ctx, repoDir, env, &Result{ManifestBytes: archive})
+}
+
+// sameFile reports whether path is a regular file (not a symbolic link)
+// holding exactly b: a release file that need not be written again.
+func sameFile(path string, b []byte) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(b)) {
+		return false
+	}
+	old, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(old, b)
 }

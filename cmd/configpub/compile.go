@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +75,7 @@ the commit time of the policy repository's HEAD.`,
 				}
 			}
 			sum.State = "rewritten"
-			if bytes.Equal(res.ManifestBytes, res.BaseBytes) {
+			if res.Unchanged() {
 				sum.State = "unchanged"
 			}
 			return report(cmd, sum, func(w io.Writer) error {
