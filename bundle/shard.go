@@ -257,14 +257,69 @@ func renderFile(b []byte, fields []field) ([]byte, *render.Value, error) {
 	return b, v, nil
 }
 
+// derivedShared holds what derived computes once per release rather than
+// once per target: the publication id of each release that created
+// targets, and the lease times of each (createdAt, lease profile). The
+// targets of a large release then share those strings (and the hashing
+// and time arithmetic behind them is done a few times, not per target).
+// A parse also holds each value of a few columns most targets share once
+// (one).
+type derivedShared struct {
+	publications map[int64]string
+	times        map[[3]string][2]string // refreshAfter, expiresAt by createdAt, validFor, refreshAfter
+	values       map[string]string
+}
+
+func newDerivedShared() *derivedShared {
+	return &derivedShared{publications: map[int64]string{}, times: map[[3]string][2]string{}, values: map[string]string{}}
+}
+
+// one returns the first copy of s this release held.
+func (ds *derivedShared) one(s string) string {
+	if v, ok := ds.values[s]; ok {
+		return v
+	}
+	ds.values[s] = s
+	return s
+}
+
+func (ds *derivedShared) publication(env string, rv int64) string {
+	id, ok := ds.publications[rv]
+	if !ok {
+		id = PublicationID(env, rv)
+		ds.publications[rv] = id
+	}
+	return id
+}
+
+// leaseTimes returns refreshAfter and expiresAt of a snapshot created at
+// created under prof ("" and "" when either cannot be read).
+func (ds *derivedShared) leaseTimes(created string, prof *LeaseProfile) (refresh, expires string) {
+	k := [3]string{created, prof.ValidFor, prof.RefreshAfter}
+	if v, ok := ds.times[k]; ok {
+		return v[0], v[1]
+	}
+	if c, err := ParseTime(created); err == nil {
+		vf, err1 := time.ParseDuration(prof.ValidFor)
+		ra, err2 := time.ParseDuration(prof.RefreshAfter)
+		if err1 == nil && err2 == nil {
+			refresh, expires = c.Add(ra).Format(TimeFormat), c.Add(vf).Format(TimeFormat)
+		}
+	}
+	ds.times[k] = [2]string{refresh, expires}
+	return refresh, expires
+}
+
 // derived returns the fields of t that follow from the release, its shard
-// and t's row: what a target entry holds when nothing was edited.
-func (m *Manifest) derived(t *TargetEntry, subj *Subject, prof *LeaseProfile, created string) TargetEntry {
+// and t's row: what a target entry holds when nothing was edited. ds
+// shares the strings many targets have in common (one goroutine at a
+// time).
+func (m *Manifest) derived(ds *derivedShared, t *TargetEntry, subj *Subject, prof *LeaseProfile, created string) TargetEntry {
 	d := TargetEntry{
 		Host: t.Host, ServiceID: t.ServiceID, Audience: t.Audience, SubjectKind: t.SubjectKind, SubjectName: t.SubjectName,
 		LeaseProfile: t.LeaseProfile, ReleaseVersion: t.ReleaseVersion,
 		ContentDigest: t.ContentDigest, PropertySetDigest: t.PropertySetDigest, ArtifactDigest: t.ArtifactDigest,
-		PublicationID:       PublicationID(m.EnvTag, t.ReleaseVersion),
+		PublicationID:       ds.publication(m.EnvTag, t.ReleaseVersion),
 		SourceEventSequence: t.ReleaseVersion, SchemaVersion: m.SchemaVersion,
 		RevocationEpoch: m.RevocationEpoch, CompatibilityGeneration: m.CompatibilityGeneration,
 		SnapshotID: SnapshotID(t.Host, t.ServiceID, m.EnvTag, t.ArtifactDigest),
@@ -276,13 +331,7 @@ func (m *Manifest) derived(t *TargetEntry, subj *Subject, prof *LeaseProfile, cr
 	}
 	if prof != nil {
 		d.LeaseProfileDigest, d.DeliveryLease = prof.Digest, prof.Delivery
-		if c, err := ParseTime(created); err == nil {
-			vf, err1 := time.ParseDuration(prof.ValidFor)
-			ra, err2 := time.ParseDuration(prof.RefreshAfter)
-			if err1 == nil && err2 == nil {
-				d.RefreshAfter, d.ExpiresAt = c.Add(ra).Format(TimeFormat), c.Add(vf).Format(TimeFormat)
-			}
-		}
+		d.RefreshAfter, d.ExpiresAt = ds.leaseTimes(created, prof)
 	}
 	return d
 }
@@ -450,6 +499,7 @@ func (m *Manifest) MarshalSize(size int) ([]byte, error) {
 func (m *Manifest) eachFile(reuse bool, emit func(path string, b []byte, root bool)) error {
 	s, i := render.String, render.Int
 	profiles, subjects := m.index()
+	ds := newDerivedShared()
 	hostInputs := map[string]string{}
 	for _, h := range m.HostInputs {
 		hostInputs[h.Host] = h.Digest
@@ -529,7 +579,7 @@ func (m *Manifest) eachFile(reuse bool, emit func(path string, b []byte, root bo
 		var trows []*render.Value
 		for ; k < len(m.Targets) && m.Targets[k].Host == h; k++ {
 			t := &m.Targets[k]
-			d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], created[t.ReleaseVersion])
+			d := m.derived(ds, t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], created[t.ReleaseVersion])
 			trows = append(trows, withExtra(rowOf(s(t.ServiceID), s(t.Audience), s(subjectKey(t.SubjectKind, t.SubjectName)), s(t.LeaseProfile),
 				i(t.ReleaseVersion), s(t.ContentDigest), s(t.PropertySetDigest), s(t.ArtifactDigest)), extraValue(t, &d)))
 		}
@@ -890,15 +940,17 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	})
 	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
 	profiles, subjects := m.index()
+	ds := newDerivedShared()
 	for k := range m.Targets {
 		t := &m.Targets[k]
 		// A release missing from createdBy leaves createdAt empty, which
 		// Validate names (after the release's own fields).
 		c := created[t.ReleaseVersion]
-		d := m.derived(t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
+		d := m.derived(ds, t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
 		if x := extras[k]; x != nil {
 			x.apply(&d)
 		}
+		d.Audience, d.LeaseProfile, d.PropertySetDigest = ds.one(d.Audience), ds.one(d.LeaseProfile), ds.one(d.PropertySetDigest)
 		*t = d
 	}
 	if err := m.Validate(); err != nil {

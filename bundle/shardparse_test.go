@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
@@ -115,5 +116,48 @@ func TestParseReleaseReadsEachShardOnce(t *testing.T) {
 	})
 	if !errors.Is(err, bundle.ErrDigestMismatch) || !strings.Contains(err.Error(), files[2].Path) {
 		t.Fatalf("shard with other bytes: %v, want a digest mismatch naming %s", err, files[2].Path)
+	}
+}
+
+// TestParsedTargetsShareCommonStrings: the strings most targets of a
+// parsed release have in common (publication id, lease times, audience,
+// lease profile, property-set digest) are held once, not once per target.
+func TestParsedTargetsShareCommonStrings(t *testing.T) {
+	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
+		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.ParseManifest("bench", res.ManifestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := map[string]func(*bundle.TargetEntry) string{
+		"publicationId":     func(e *bundle.TargetEntry) string { return e.PublicationID },
+		"refreshAfter":      func(e *bundle.TargetEntry) string { return e.RefreshAfter },
+		"expiresAt":         func(e *bundle.TargetEntry) string { return e.ExpiresAt },
+		"audience":          func(e *bundle.TargetEntry) string { return e.Audience },
+		"leaseProfile":      func(e *bundle.TargetEntry) string { return e.LeaseProfile },
+		"propertySetDigest": func(e *bundle.TargetEntry) string { return e.PropertySetDigest },
+	}
+	for name, get := range fields {
+		copies := map[string]map[*byte]bool{} // value → distinct backing arrays
+		for i := range m.Targets {
+			v := get(&m.Targets[i])
+			if copies[v] == nil {
+				copies[v] = map[*byte]bool{}
+			}
+			copies[v][unsafe.StringData(v)] = true
+		}
+		shared := false
+		for v, at := range copies {
+			if len(at) != 1 {
+				t.Errorf("%s %q is held %d times", name, v, len(at))
+			}
+			shared = shared || len(copies) < len(m.Targets)
+		}
+		if !shared {
+			t.Errorf("%s: every target has its own value; the test needs shared ones", name)
+		}
 	}
 }
