@@ -16,10 +16,10 @@ import (
 	"github.com/configpub/configpub/internal/gen"
 )
 
-// TestParseNamesTheFirstBadShard: the shards of a release are parsed on
-// every core, yet with several shards broken the error is always the first
-// one's in the root's order, as a sequential parse would report it.
-func TestParseNamesTheFirstBadShard(t *testing.T) {
+// benchRelease compiles a generated repository of 300 targets and returns
+// its release files (root first, then a shard per host).
+func benchRelease(t *testing.T) []bundle.ReleaseFile {
+	t.Helper()
 	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
 		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
 	if err != nil {
@@ -29,6 +29,14 @@ func TestParseNamesTheFirstBadShard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return files
+}
+
+// TestParseNamesTheFirstBadShard: the shards of a release are parsed on
+// every core, yet with several shards broken the error is always the first
+// one's in the root's order, as a sequential parse would report it.
+func TestParseNamesTheFirstBadShard(t *testing.T) {
+	files := benchRelease(t)
 	if len(files) < 6 {
 		t.Fatalf("%d files: the test needs several shards", len(files))
 	}
@@ -56,15 +64,7 @@ func TestParseNamesTheFirstBadShard(t *testing.T) {
 // ParseFiles parses; a reader's error is returned as it is, and a shard
 // the reader returns with other bytes than the root records is refused.
 func TestParseReleaseReadsEachShardOnce(t *testing.T) {
-	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
-		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := bundle.SplitArchive(res.ManifestBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := benchRelease(t)
 	want, err := bundle.ParseFiles(files)
 	if err != nil {
 		t.Fatal(err)
@@ -123,12 +123,7 @@ func TestParseReleaseReadsEachShardOnce(t *testing.T) {
 // parsed release have in common (publication id, lease times, audience,
 // lease profile, property-set digest) are held once, not once per target.
 func TestParsedTargetsShareCommonStrings(t *testing.T) {
-	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
-		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := bundle.ParseManifest("bench", res.ManifestBytes)
+	m, err := bundle.ParseFiles(benchRelease(t))
 	if err != nil {
 		t.Fatal(err)
 	}
