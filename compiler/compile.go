@@ -331,22 +331,15 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, archiveSize: archiveSize}, nil
 	}
-	// start runs one derivation, which check (if not nil) refuses before
-	// any host compiles when a host's inputs differ from it, handing its
-	// model to the next; a ManifestOnly result keeps how to run it again,
-	// for EachTarget.
-	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool, check *inputCheck) (*Result, error) {
+	// start runs one derivation; a ManifestOnly result keeps how to run it
+	// again, for EachTarget.
+	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
 		again := func(ctx context.Context) (*compilation, error) { return newC(ctx, base, release, createdAt, reproduce) }
 		c, err := again(ctx)
 		if err != nil {
 			return nil, err
 		}
-		c.check = check
 		res, err := c.run(ctx)
-		var changed *inputsChangedError
-		if errors.As(err, &changed) && c.m.owner == nil {
-			loaded = c.m // not partitioned: the next derivation takes it
-		}
 		if err != nil {
 			return nil, err
 		}
@@ -356,7 +349,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return res, nil
 	}
 	if cr == nil {
-		res, err := start(nil, 1, opts.CreatedAt, false, nil)
+		res, err := start(nil, 1, opts.CreatedAt, false)
 		if err != nil {
 			return nil, err
 		}
@@ -365,23 +358,34 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 
 	// Re-derive the committed release N from the trusted release N-1 —
-	// unless N is known not to derive (an input the root lists changed)
-	// and the next release is compiled anyway: then the model just built
-	// is the next release's.
+	// unless N is known not to derive and the next release is compiled
+	// anyway: when an input the committed release records changed (its
+	// root's shared inputs, a shard's inputsDigest), release N-1 is not
+	// read at all and the model just built is the next release's. Asked
+	// only whether N is up to date, N derives whatever changed: that names
+	// the first differing target.
 	var (
 		prev    *bundle.Manifest
 		verr    error
 		derived bool
 	)
 	if !opts.CheckOnly && cr.check != nil {
-		if err := cr.check.sharedInputs(loaded.src); err != nil {
+		err := cr.check.sharedInputs(loaded.src)
+		if err == nil {
+			err = checkInputs(loaded, opts.EnvTag, cr.check)
+		}
+		var changed *inputsChangedError
+		switch {
+		case errors.As(err, &changed):
 			verr, derived = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err), true
+		case err != nil:
+			return nil, err
 		}
 	}
 	if verr == nil {
 		prev, verr = previousRelease(ctx, opts, cr.header.ReleaseVersion)
 	}
-	derive := func(check *inputCheck) (*Result, error) {
+	derive := func() (*Result, error) {
 		if prev == nil && cr.header.ReleaseVersion > 1 { // let go while the next release compiled
 			var err error
 			if prev, err = previousRelease(ctx, opts, cr.header.ReleaseVersion); err != nil {
@@ -389,25 +393,13 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			}
 		}
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
-		return start(prev, cr.header.ReleaseVersion, at, false, check)
+		return start(prev, cr.header.ReleaseVersion, at, false)
 	}
 	if verr == nil {
 		// While release N derives, the committed release is held by its
-		// digest only, and read again if it turns out to differ. Unless
-		// asked only whether N is up to date (which names the first
-		// differing target), the derivation does not start when a host's
-		// inputs changed (checkInputs): the next release is compiled
-		// anyway, from the model already read.
-		var check *inputCheck
-		if !opts.CheckOnly {
-			check = cr.check
-		}
-		d, err := derive(check)
-		var changed *inputsChangedError
+		// digest only, and read again if it turns out to differ.
+		d, err := derive()
 		switch {
-		case errors.As(err, &changed):
-			derived = true
-			verr = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err)
 		case err != nil:
 			return nil, err
 		case cr.matches(d.ManifestBytes):
@@ -459,7 +451,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return nil, err
 	}
 	prev = nil // release N-1 is not the next release's base: read again if N is derived again
-	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true, nil)
+	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +460,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		// The sources did not change since release N, yet N does not
 		// derive: the manifest was edited. Write release N as derived.
 		next = nil
-		if res, err = derive(nil); err != nil {
+		if res, err = derive(); err != nil {
 			return nil, err
 		}
 	}
@@ -758,10 +750,6 @@ type compilation struct {
 	inputs   map[string]readInput // every input file of the targets, by path
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
-	// check, when set, is checked before any host compiles: the
-	// derivation does not start when a host's inputs differ from the
-	// committed release's record (inputsChangedError; see checkInputs).
-	check   *inputCheck
 	rollout bundle.Rollout
 }
 
@@ -830,13 +818,6 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	// whole environment.
 	hosts := c.hostGroups(ts)
 	c.hosts = hosts
-	if c.check != nil {
-		// Before the model is partitioned: when the check fails, the model
-		// compiles the next release as it is.
-		if err := c.checkInputs(hosts, ts); err != nil {
-			return nil, err
-		}
-	}
 	c.parts = m.partition(hosts)
 	c.entries = make([][]bundle.TargetEntry, len(hosts))
 	if c.emit != nil {
@@ -946,18 +927,29 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	return c.readInputs(hi, inputs)
 }
 
-// checkInputs resolves the subjects of every host's targets — nothing is
-// rendered, and the model is not partitioned — and checks the files they
-// read against c.check, host by host in order. A host whose subjects do
-// not resolve is left to the derivation, which reports it.
-func (c *compilation) checkInputs(hosts []hostGroup, ts []*envTarget) error {
+// checkInputs checks the files the targets of environment env read in
+// model m against the committed release's record (check), host by host in
+// order, before anything derives: it resolves every host's subjects, but
+// renders nothing, and leaves m as it was (each host resolves on a view of
+// its own). A model that does not select its targets, and a host whose
+// subjects do not resolve, are left to the derivation, which reports them.
+func checkInputs(m *model, env string, check *inputCheck) error {
+	c := &compilation{m: m, env: env, envDoc: m.envs[env]}
+	if c.envDoc == nil {
+		return nil
+	}
+	ts, err := c.selectTargets()
+	if err != nil {
+		return nil
+	}
+	hosts := c.hostGroups(ts)
 	errs := make([]error, len(hosts))
-	err := parallel.Do(len(hosts), func(i int) error {
+	err = parallel.Do(len(hosts), func(i int) error {
 		g := hosts[i]
 		if len(g.idx) == 0 {
 			return nil // no targets: nothing read (inputCheck.host)
 		}
-		_, subjects, err := resolveSubjects(c.m.view(), g, ts)
+		_, subjects, err := resolveSubjects(m.view(), g, ts)
 		if err != nil {
 			return nil
 		}
@@ -970,7 +962,7 @@ func (c *compilation) checkInputs(hosts []hostGroup, ts []*envTarget) error {
 			}
 			c.addInputs(in, ts[t], p)
 		}
-		errs[i] = c.check.host(g.host, in)
+		errs[i] = check.host(g.host, in)
 		return nil
 	})
 	if err != nil {

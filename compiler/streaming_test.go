@@ -260,11 +260,11 @@ func TestEachTargetReadsTheSourcesAgain(t *testing.T) {
 
 // TestChangedInputSkipsTheDerivation: a compile that will write the next
 // release does not derive the committed one when an input its root lists
-// changed (release N-1, which that derivation needs, is never asked for),
-// nor when a host's own inputs changed (N-1 is asked for, the subjects
-// resolved, no host compiled: the sources are read once); both name the
-// change. With CheckOnly the committed release is derived whatever
-// changed.
+// changed, nor when a host's own inputs changed (the subjects resolved, no
+// host compiled: the sources are read once); release N-1, which that
+// derivation needs, is never asked for, and both name the change. With
+// CheckOnly the committed release is derived whatever changed; with
+// nothing changed it is derived, and found up to date.
 func TestChangedInputSkipsTheDerivation(t *testing.T) {
 	dir := benchRepo(t, 2)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -302,7 +302,7 @@ func TestChangedInputSkipsTheDerivation(t *testing.T) {
 		}
 	}
 	edit(t, agent, "temperature: 0.3", "temperature: 0.4")
-	compile("changed Agent", "the inputs of host h0001.bench.lightapi.net changed since release 2", true)
+	compile("changed Agent", "the inputs of host h0001.bench.lightapi.net changed since release 2", false)
 	// The derivation stopped before compiling a host: the sources it read
 	// compile the next release, not read a second time (as many opens of
 	// the Agent's file as CheckOnly, which reads the sources once).
@@ -324,6 +324,20 @@ func TestChangedInputSkipsTheDerivation(t *testing.T) {
 	compile("changed environment", "releases/bench.yaml: environments/bench.yaml changed since release 2 (sha256:", false)
 	opts.CheckOnly = true
 	compile("changed environment, CheckOnly", "releases/bench.yaml: ", true)
+
+	writeFile(t, env, strings.TrimSuffix(readFile(t, env), "# a comment changes the file's digest\n"))
+	for _, checkOnly := range []bool{false, true} {
+		asked = 0
+		opts.CheckOnly = checkOnly
+		res, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.UpToDate || res.Stale() != nil || asked != 1 {
+			t.Fatalf("unchanged sources, CheckOnly %v: UpToDate %v, Stale %v, release 1 asked for %d times; want up to date, derived from release 1 asked for once",
+				checkOnly, res.UpToDate, res.Stale(), asked)
+		}
+	}
 }
 
 // TestHostWithoutTargetsIsNotAChange: a host whose Agents have no targets
