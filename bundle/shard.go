@@ -703,7 +703,7 @@ func decodeRow(list string, n int, r []json.RawMessage, extra any, dst ...any) e
 		return fmt.Errorf("%w: %s[%d]: %d columns, want %d", ErrInvalidManifest, list, n, len(r), len(dst))
 	}
 	for k, d := range dst {
-		if err := json.Unmarshal(r[k], d); err != nil {
+		if err := decodeColumn(r[k], d); err != nil {
 			return fmt.Errorf("%w: %s[%d] column %d: %v", ErrInvalidManifest, list, n, k+1, err)
 		}
 	}
@@ -1015,9 +1015,12 @@ func parseShard(h ReleaseHeader, ref ShardRef, f ReleaseFile) (*parsedShard, err
 	if got := render.BytesDigest(f.Bytes); got != ref.Digest {
 		return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s", ErrDigestMismatch, f.Path, got, ref.Digest))
 	}
-	var sd shardDoc
-	if _, err := decodeStrict(f.Path, f.Bytes, &sd); err != nil {
-		return nil, fmt.Errorf("parse release manifest: %w", err)
+	sd, ok := decodeShardRendered(f.Bytes)
+	if !ok {
+		sd = shardDoc{}
+		if _, err := decodeStrict(f.Path, f.Bytes, &sd); err != nil {
+			return nil, fmt.Errorf("parse release manifest: %w", err)
+		}
 	}
 	if sd.APIVersion != h.APIVersion || sd.Kind != ShardKind || sd.EnvTag != h.EnvTag || sd.Host != ref.Host {
 		return bad(fmt.Errorf("%w: %s/%s of %s host %s, want %s/%s of %s host %s", ErrInvalidManifest,

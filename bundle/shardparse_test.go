@@ -18,7 +18,7 @@ import (
 
 // benchRelease compiles a generated repository of 300 targets and returns
 // its release files (root first, then a shard per host).
-func benchRelease(t *testing.T) []bundle.ReleaseFile {
+func benchRelease(t testing.TB) []bundle.ReleaseFile {
 	t.Helper()
 	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 300}),
 		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})

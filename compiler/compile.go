@@ -750,7 +750,7 @@ type compilation struct {
 	inputs   map[string]readInput // every input file of the targets, by path
 	reissued []Reissue
 	windows  map[string]newWindow // by lease profile name
-	rollout bundle.Rollout
+	rollout  bundle.Rollout
 }
 
 func (c *compilation) run(ctx context.Context) (*Result, error) {
