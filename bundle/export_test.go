@@ -9,3 +9,13 @@ func DecodeShardBothWays(b []byte) (rendered any, ok bool, strict any, err error
 	_, err = decodeStrict("shard.yaml", b, &sd)
 	return fast, ok, sd, err
 }
+
+// DecodeShardRendered is decodeShardRendered, for its benchmark.
+var DecodeShardRendered = decodeShardRendered
+
+// DecodeShardStrict decodes a release shard's bytes as decodeStrict does.
+func DecodeShardStrict(b []byte) error {
+	var sd shardDoc
+	_, err := decodeStrict("shard.yaml", b, &sd)
+	return err
+}

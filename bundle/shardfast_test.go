@@ -126,3 +126,37 @@ func FuzzShardRendered(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeShard decodes the shards of a 300-target release as
+// compile renders them, read directly ("rendered") and, as the baseline
+// doing the same work, through the strict YAML path ("yaml"): both yield
+// the same document (TestRenderedShardsReadWithoutYAML).
+func BenchmarkDecodeShard(b *testing.B) {
+	shards := benchRelease(b)[1:]
+	size := 0
+	for _, f := range shards {
+		size += len(f.Bytes)
+	}
+	b.Run("rendered", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, f := range shards {
+				if _, ok := bundle.DecodeShardRendered(f.Bytes); !ok {
+					b.Fatalf("%s: not read directly", f.Path)
+				}
+			}
+		}
+	})
+	b.Run("yaml", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, f := range shards {
+				if err := bundle.DecodeShardStrict(f.Bytes); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
