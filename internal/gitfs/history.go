@@ -1,6 +1,7 @@
 package gitfs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,9 @@ func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, ve
 
 // releaseAt returns the release whose root is b at commit c: b itself for
 // a single-file manifest, else the release archive of b and every shard
-// it lists (bundle.Archive).
+// it lists (bundle.Archive). The shards are looked up in their directory's
+// tree, decoded once (not walked from the commit's root for each), and
+// read into the archive one by one.
 func releaseAt(c *object.Commit, prefix, envTag, file string, b []byte) ([]byte, error) {
 	if !bundle.IsSharded(b) {
 		return b, nil
@@ -94,34 +97,63 @@ func releaseAt(c *object.Commit, prefix, envTag, file string, b []byte) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
 	}
-	files := []bundle.ReleaseFile{{Path: bundle.RootPath(envTag), Bytes: b}}
-	total := int64(len(b))
-	for _, r := range refs {
+	root, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("tree of %s: %w", c.Hash, err)
+	}
+	var dir *object.Tree
+	if len(refs) > 0 {
+		d := path.Join(prefix, bundle.ShardDir(envTag))
+		if dir, err = root.Tree(d); err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", d, c.Hash, err)
+		}
+	}
+	shards := make([]*object.File, len(refs))
+	total := int64(len(bundle.RootPath(envTag)) + len(b) + 8)
+	for k, r := range refs {
 		rel := bundle.ShardPath(envTag, r.Host)
-		f, err := c.File(path.Join(prefix, rel))
+		f, err := dir.File(path.Base(rel))
 		if err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
 		}
-		if total += f.Size; total > maxReleaseBytes {
+		if total += int64(len(rel)+8) + f.Size; total > maxReleaseBytes {
 			return nil, fmt.Errorf("release at %s: more than %d bytes", c.Hash, maxReleaseBytes)
 		}
-		sb, err := readBlob(f)
-		if err != nil {
+		shards[k] = f
+	}
+	out := bundle.AppendArchive(bundle.NewArchive(int(total)), bundle.RootPath(envTag), b)
+	var buf bytes.Buffer
+	for k, f := range shards {
+		rel := bundle.ShardPath(envTag, refs[k].Host)
+		if err := readBlobInto(&buf, f); err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
 		}
-		files = append(files, bundle.ReleaseFile{Path: rel, Bytes: sb})
+		out = bundle.AppendArchive(out, rel, buf.Bytes())
 	}
-	return bundle.Archive(files), nil
+	return out, nil
 }
 
 func readBlob(f *object.File) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := readBlobInto(&buf, f); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readBlobInto reads f into buf (reset first), which keeps its room for
+// the next.
+func readBlobInto(buf *bytes.Buffer, f *object.File) error {
+	buf.Reset()
 	if f.Size > maxManifestBytes {
-		return nil, fmt.Errorf("%d bytes, more than %d", f.Size, maxManifestBytes)
+		return fmt.Errorf("%d bytes, more than %d", f.Size, maxManifestBytes)
 	}
 	rd, err := f.Reader()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rd.Close()
-	return io.ReadAll(io.LimitReader(rd, maxManifestBytes))
+	buf.Grow(int(f.Size) + bytes.MinRead)
+	_, err = buf.ReadFrom(io.LimitReader(rd, maxManifestBytes))
+	return err
 }
