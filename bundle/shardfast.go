@@ -105,23 +105,35 @@ func splitRow(b []byte) ([]json.RawMessage, bool) {
 		return nil, false
 	}
 	row := []json.RawMessage{}
-	i := 1
-	if b[i] == ']' {
-		return row, i+1 == len(b)
+	end, ok := scanItems(b, 1, ']', func(i int) (int, bool) {
+		end, ok := scanValue(b, i, 1)
+		if ok {
+			row = append(row, json.RawMessage(b[i:end:end]))
+		}
+		return end, ok
+	})
+	return row, ok && end == len(b)
+}
+
+// scanItems returns the end of the items of an array or object at b[i:]
+// (just after its opening byte) up to its closing byte, each item read by
+// item, which returns the item's end.
+func scanItems(b []byte, i int, closing byte, item func(i int) (int, bool)) (int, bool) {
+	if i < len(b) && b[i] == closing {
+		return i + 1, true
 	}
 	for {
-		end, ok := scanValue(b, i, 1)
+		end, ok := item(i)
 		if !ok || end >= len(b) {
-			return nil, false
+			return 0, false
 		}
-		row = append(row, json.RawMessage(b[i:end:end]))
 		switch b[end] {
 		case ',':
 			i = end + 1
-		case ']':
-			return row, end+1 == len(b)
+		case closing:
+			return end + 1, true
 		default:
-			return nil, false
+			return 0, false
 		}
 	}
 }
@@ -139,31 +151,10 @@ func scanValue(b []byte, i, depth int) (int, bool) {
 	case c == '-' || c >= '0' && c <= '9':
 		return scanInt(b, i)
 	case c == '[':
-		i++
-		if i < len(b) && b[i] == ']' {
-			return i + 1, true
-		}
-		for {
-			end, ok := scanValue(b, i, depth+1)
-			if !ok || end >= len(b) {
-				return 0, false
-			}
-			switch b[end] {
-			case ',':
-				i = end + 1
-			case ']':
-				return end + 1, true
-			default:
-				return 0, false
-			}
-		}
+		return scanItems(b, i+1, ']', func(i int) (int, bool) { return scanValue(b, i, depth+1) })
 	case c == '{':
-		i++
-		if i < len(b) && b[i] == '}' {
-			return i + 1, true
-		}
 		var last []byte
-		for {
+		return scanItems(b, i+1, '}', func(i int) (int, bool) {
 			kend, ok := scanString(b, i)
 			if !ok || kend >= len(b) || b[kend] != ':' {
 				return 0, false
@@ -175,19 +166,8 @@ func scanValue(b []byte, i, depth int) (int, bool) {
 				return 0, false
 			}
 			last = key
-			end, ok := scanValue(b, kend+1, depth+1)
-			if !ok || end >= len(b) {
-				return 0, false
-			}
-			switch b[end] {
-			case ',':
-				i = end + 1
-			case '}':
-				return end + 1, true
-			default:
-				return 0, false
-			}
-		}
+			return scanValue(b, kend+1, depth+1)
+		})
 	}
 	for _, lit := range []string{"true", "false", "null"} {
 		if bytes.HasPrefix(b[i:], []byte(lit)) {
