@@ -5,8 +5,7 @@ package bundle
 // the first to the second.
 func DecodeShardBothWays(b []byte) (rendered any, ok bool, strict any, err error) {
 	fast, ok := decodeShardRendered(b)
-	var sd shardDoc
-	_, err = decodeStrict("shard.yaml", b, &sd)
+	sd, err := decodeShardStrict(b)
 	return fast, ok, sd, err
 }
 
@@ -15,7 +14,12 @@ var DecodeShardRendered = decodeShardRendered
 
 // DecodeShardStrict decodes a release shard's bytes as decodeStrict does.
 func DecodeShardStrict(b []byte) error {
+	_, err := decodeShardStrict(b)
+	return err
+}
+
+func decodeShardStrict(b []byte) (shardDoc, error) {
 	var sd shardDoc
 	_, err := decodeStrict("shard.yaml", b, &sd)
-	return err
+	return sd, err
 }

@@ -136,7 +136,7 @@ const archiveSep = "--- # "
 func Archive(files []ReleaseFile) []byte {
 	n := 0
 	for _, f := range files {
-		n += len(archiveSep) + len(f.Path) + 1 + len(f.Bytes)
+		n += ArchiveEntrySize(f.Path, len(f.Bytes))
 	}
 	b := NewArchive(n)
 	for _, f := range files {
@@ -151,6 +151,10 @@ func Archive(files []ReleaseFile) []byte {
 func NewArchive(size int) []byte {
 	return append(make([]byte, 0, len(archiveMagic)+max(size, 0)), archiveMagic...)
 }
+
+// ArchiveEntrySize is the number of bytes AppendArchive adds for a file
+// of size bytes at path: room to ask NewArchive for.
+func ArchiveEntrySize(path string, size int) int { return len(archiveSep) + len(path) + 1 + size }
 
 // AppendArchive appends one file to a release archive.
 func AppendArchive(b []byte, path string, data []byte) []byte {

@@ -108,27 +108,32 @@ func releaseAt(c *object.Commit, prefix, envTag, file string, b []byte) ([]byte,
 			return nil, fmt.Errorf("%s at %s: %w", d, c.Hash, err)
 		}
 	}
-	shards := make([]*object.File, len(refs))
-	total := int64(len(bundle.RootPath(envTag)) + len(b) + 8)
+	type shard struct {
+		path string
+		f    *object.File
+	}
+	shards := make([]shard, len(refs))
+	total := int64(len(b))
+	room := bundle.ArchiveEntrySize(bundle.RootPath(envTag), len(b))
 	for k, r := range refs {
 		rel := bundle.ShardPath(envTag, r.Host)
 		f, err := dir.File(path.Base(rel))
 		if err != nil {
 			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
 		}
-		if total += int64(len(rel)+8) + f.Size; total > maxReleaseBytes {
+		if total += f.Size; total > maxReleaseBytes {
 			return nil, fmt.Errorf("release at %s: more than %d bytes", c.Hash, maxReleaseBytes)
 		}
-		shards[k] = f
+		room += bundle.ArchiveEntrySize(rel, int(f.Size))
+		shards[k] = shard{rel, f}
 	}
-	out := bundle.AppendArchive(bundle.NewArchive(int(total)), bundle.RootPath(envTag), b)
+	out := bundle.AppendArchive(bundle.NewArchive(room), bundle.RootPath(envTag), b)
 	var buf bytes.Buffer
-	for k, f := range shards {
-		rel := bundle.ShardPath(envTag, refs[k].Host)
-		if err := readBlobInto(&buf, f); err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
+	for _, s := range shards {
+		if err := readBlobInto(&buf, s.f); err != nil {
+			return nil, fmt.Errorf("%s at %s: %w", s.path, c.Hash, err)
 		}
-		out = bundle.AppendArchive(out, rel, buf.Bytes())
+		out = bundle.AppendArchive(out, s.path, buf.Bytes())
 	}
 	return out, nil
 }

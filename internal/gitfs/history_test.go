@@ -18,7 +18,8 @@ import (
 )
 
 // TestReleaseHistoryReadsTheCommittedRelease: a sharded release read back
-// from a commit is the archive compile made of it, byte for byte; a shard
+// from a commit is the archive compile made of it, byte for byte, read
+// into room allocated once at its size; a shard
 // the root lists but the commit lacks is named, and so is a shard
 // directory the commit lacks altogether.
 func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
@@ -48,6 +49,9 @@ func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
 	}
 	if !bytes.Equal(got, res.ManifestBytes) {
 		t.Fatalf("release 1 read from Git: %d bytes, differs from the %d bytes compiled", len(got), len(res.ManifestBytes))
+	}
+	if cap(got) != len(got) {
+		t.Fatalf("release 1 read from Git into %d bytes of room for %d: the archive is not sized from the shards' sizes", cap(got), len(got))
 	}
 
 	remove := func(paths ...string) {
