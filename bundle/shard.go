@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -830,7 +831,11 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no files", ErrInvalidManifest)
 	}
-	return parseRelease(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil })
+	p, err := parseRelease(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil })
+	if err != nil {
+		return nil, err
+	}
+	return p.m, nil
 }
 
 // ParseRelease reads a sharded release strictly, as ParseFiles does, from
@@ -840,12 +845,100 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 // order; a shard's bytes are let go once it is decoded, so the release's
 // files are never all held. An error from shard is returned as it is.
 func ParseRelease(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Manifest, error) {
-	return parseRelease(root, -1, shard)
+	p, err := parseRelease(root, -1, shard)
+	if err != nil {
+		return nil, err
+	}
+	return p.m, nil
+}
+
+// Outline is a sharded release read and checked whole, as ParseRelease
+// reads it, that holds its release-wide fields, inputs, lease profiles,
+// subjects and workflows but not its target entries (Manifest.Targets is
+// nil): those of one shard are decoded again when they are asked for
+// (Entries). A compiler building the next release on a large one needs
+// one host's entries at a time.
+type Outline struct {
+	// Manifest is the release without its targets.
+	Manifest *Manifest
+	// Shards are the root's shard entries, in its order.
+	Shards []ShardRef
+
+	created  map[int64]string
+	profiles map[string]*LeaseProfile
+	subjects map[string]*Subject
+}
+
+// ParseOutline reads and checks a sharded release as ParseRelease does,
+// then lets go of its target entries.
+func ParseOutline(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Outline, error) {
+	p, err := parseRelease(root, -1, shard)
+	if err != nil {
+		return nil, err
+	}
+	p.m.Targets = nil
+	o := &Outline{Manifest: p.m, Shards: p.refs, created: p.created}
+	o.profiles, o.subjects = p.m.index()
+	return o, nil
+}
+
+// TargetCount returns the number of targets of the release.
+func (o *Outline) TargetCount() int {
+	n := 0
+	for _, ref := range o.Shards {
+		n += int(ref.Targets)
+	}
+	return n
+}
+
+// Entries returns the target entries of shard k of the release, read from
+// f: exactly those ParseRelease returns for it. f must be the shard the
+// root records (its path and the digest of its bytes are checked, as when
+// the release was read). It may be called from several goroutines at once.
+func (o *Outline) Entries(k int, f ReleaseFile) ([]TargetEntry, error) {
+	if k < 0 || k >= len(o.Shards) {
+		return nil, fmt.Errorf("parse release manifest: %w: shard %d of %d", ErrInvalidManifest, k, len(o.Shards))
+	}
+	sh, err := parseShard(o.Manifest.ReleaseHeader, o.Shards[k], f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TargetEntry, len(sh.targets))
+	ds := newDerivedShared()
+	for n := range sh.targets {
+		out[n] = o.Manifest.entryOf(ds, o.Shards[k].Host, &sh.targets[n], o.created, o.profiles, o.subjects)
+	}
+	return out, nil
+}
+
+// entryOf returns the target entry of row r of host's shard: the fields
+// that follow from the release (created: the createdAt of each release by
+// version), then what the row's trailing map states.
+func (m *Manifest) entryOf(ds *derivedShared, host string, r *targetRow, created map[int64]string, profiles map[string]*LeaseProfile, subjects map[string]*Subject) TargetEntry {
+	t := TargetEntry{Host: host, ServiceID: r.serviceID, Audience: r.audience,
+		SubjectKind: r.subjectKind, SubjectName: r.subjectName, LeaseProfile: r.leaseProfile, ReleaseVersion: r.releaseVersion,
+		ContentDigest: r.contentDigest, PropertySetDigest: r.propertySetDigest, ArtifactDigest: r.artifactDigest}
+	// A release missing from createdBy leaves createdAt empty, which
+	// Validate names (after the release's own fields).
+	d := m.derived(ds, &t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], created[t.ReleaseVersion])
+	if r.extra != nil {
+		r.extra.apply(&d)
+	}
+	d.Audience, d.LeaseProfile, d.PropertySetDigest = ds.one(d.Audience), ds.one(d.LeaseProfile), ds.one(d.PropertySetDigest)
+	return d
+}
+
+// parsedRelease is a release as parseRelease reads it: the manifest, the
+// root's shard entries and the createdAt of each release by version.
+type parsedRelease struct {
+	m       *Manifest
+	refs    []ShardRef
+	created map[int64]string
 }
 
 // parseRelease is ParseRelease; given, unless negative, is the number of
 // shard files the caller has, which must be the number the root lists.
-func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Manifest, error) {
+func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*parsedRelease, error) {
 	rootFile := root.Path
 	var r rootDoc
 	rootVal, err := decodeStrict(rootFile, root.Bytes, &r)
@@ -870,7 +963,7 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	if m.LeaseProfiles == nil {
 		m.LeaseProfiles = []LeaseProfile{}
 	}
-	bad := func(err error) (*Manifest, error) {
+	bad := func(err error) (*parsedRelease, error) {
 		return nil, fmt.Errorf("parse release manifest %s: %w", rootFile, err)
 	}
 	created := map[int64]string{m.ReleaseVersion: m.CreatedAt}
@@ -919,28 +1012,15 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	if err != nil {
 		return nil, err
 	}
-	// Rows are read into m.Targets as they are; the fields that follow
-	// from the release are derived once every subject is known. extras
-	// holds the trailing maps of the rows that have one.
+	// Every shard's subjects are known before its rows are made target
+	// entries: the fields that follow from the release are derived from
+	// them as each row is read.
 	total := 0
-	for _, sh := range shards {
-		total += len(sh.targets)
-	}
-	m.Targets = make([]TargetEntry, 0, total)
-	extras := map[int]*targetExtra{}
 	for k, sh := range shards {
+		total += len(sh.targets)
 		m.HostInputs = append(m.HostInputs, HostInputs{Host: refs[k].Host, Digest: sh.inputsDigest})
 		m.Subjects = append(m.Subjects, sh.subjects...)
 		m.Workflows = append(m.Workflows, sh.workflows...)
-		for _, r := range sh.targets {
-			if r.extra != nil {
-				extras[len(m.Targets)] = r.extra
-			}
-			m.Targets = append(m.Targets, TargetEntry{Host: refs[k].Host, ServiceID: r.serviceID, Audience: r.audience,
-				SubjectKind: r.subjectKind, SubjectName: r.subjectName, LeaseProfile: r.leaseProfile, ReleaseVersion: r.releaseVersion,
-				ContentDigest: r.contentDigest, PropertySetDigest: r.propertySetDigest, ArtifactDigest: r.artifactDigest})
-		}
-		shards[k] = nil
 	}
 	sort.Slice(m.Subjects, func(a, b int) bool {
 		x, y := &m.Subjects[a], &m.Subjects[b]
@@ -949,28 +1029,24 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
 	profiles, subjects := m.index()
 	ds := newDerivedShared()
-	for k := range m.Targets {
-		t := &m.Targets[k]
-		// A release missing from createdBy leaves createdAt empty, which
-		// Validate names (after the release's own fields).
-		c := created[t.ReleaseVersion]
-		d := m.derived(ds, t, subjects[subjectKey(t.SubjectKind, t.SubjectName)], profiles[t.LeaseProfile], c)
-		if x := extras[k]; x != nil {
-			x.apply(&d)
+	m.Targets = make([]TargetEntry, 0, total)
+	for k, sh := range shards {
+		for n := range sh.targets {
+			m.Targets = append(m.Targets, m.entryOf(ds, refs[k].Host, &sh.targets[n], created, profiles, subjects))
 		}
-		d.Audience, d.LeaseProfile, d.PropertySetDigest = ds.one(d.Audience), ds.one(d.LeaseProfile), ds.one(d.PropertySetDigest)
-		*t = d
+		shards[k] = nil
 	}
 	if err := m.Validate(); err != nil {
 		return bad(err)
 	}
 	// The root's createdBy lists exactly the earlier releases the targets
 	// name.
+	unused := maps.Clone(created)
 	for k := range m.Targets {
-		delete(created, m.Targets[k].ReleaseVersion)
+		delete(unused, m.Targets[k].ReleaseVersion)
 	}
-	delete(created, m.ReleaseVersion)
-	for rv := range created {
+	delete(unused, m.ReleaseVersion)
+	for rv := range unused {
 		return bad(fmt.Errorf("%w: createdBy lists release %d, which created none of the targets", ErrInvalidManifest, rv))
 	}
 	// releaseDigest: the root's content without it (the root records every
@@ -983,7 +1059,7 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	if r.ReleaseDigest != want {
 		return bad(fmt.Errorf("%w: releaseDigest %s, content digests to %s", ErrDigestMismatch, r.ReleaseDigest, want))
 	}
-	return m, nil
+	return &parsedRelease{m: m, refs: refs, created: created}, nil
 }
 
 // parsedShard is one shard of a release, checked against the root and
