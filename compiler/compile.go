@@ -98,9 +98,6 @@ type Result struct {
 	UpToDate  bool
 	Targets   []Target       // sorted by host, serviceId; nil with Options.ManifestOnly
 	Workflows []WorkflowView // internal Workflow views (not delivered)
-	// Base is the committed manifest (nil for the first release); a new
-	// release builds on it.
-	Base *bundle.Manifest
 	// ProtectedRef is the Repository document's spec.protectedRef, "" when
 	// it declares none. The promoter refuses a repository that declares
 	// another ref than the one it is configured with.
@@ -154,7 +151,7 @@ func wantOf(entries []bundle.TargetEntry) []wantTarget {
 // release holds by the hundred megabytes while its sources are read again
 // — and, when the release is the committed one byte for byte, of its
 // bytes, which ReleaseArchive reads again from the committed files.
-// Afterwards Manifest.Targets and Base are nil; TargetCount still counts
+// Afterwards Manifest.Targets is nil; TargetCount still counts
 // the targets. A result with every target compiled is left as it is.
 func (r *Result) ForStreaming() {
 	if r.again == nil || r.want != nil {
@@ -163,7 +160,6 @@ func (r *Result) ForStreaming() {
 	m := r.Manifest
 	r.want = wantOf(m.Targets)
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
-	r.Base = nil
 	if r.UpToDate && r.committedAgain != nil {
 		r.ManifestBytes = nil
 	}
@@ -323,7 +319,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if cr != nil {
 		archiveSize = cr.size
 	}
-	newC := func(ctx context.Context, base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*compilation, error) {
+	newC := func(ctx context.Context, base *baseRelease, release int64, createdAt time.Time, reproduce bool) (*compilation, error) {
 		m, err := load(ctx)
 		if err != nil {
 			return nil, err
@@ -333,7 +329,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	}
 	// start runs one derivation; a ManifestOnly result keeps how to run it
 	// again, for EachTarget.
-	start := func(base *bundle.Manifest, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
+	start := func(base *baseRelease, release int64, createdAt time.Time, reproduce bool) (*Result, error) {
 		again := func(ctx context.Context) (*compilation, error) { return newC(ctx, base, release, createdAt, reproduce) }
 		c, err := again(ctx)
 		if err != nil {
@@ -393,7 +389,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			}
 		}
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
-		return start(prev, cr.header.ReleaseVersion, at, false)
+		return start(fullBase(prev), cr.header.ReleaseVersion, at, false)
 	}
 	if verr == nil {
 		// While release N derives, the committed release is held by its
@@ -406,7 +402,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the
 			// result holds it once.
-			d.Base = d.Manifest
 			d.UpToDate = true
 			if cr.check != nil { // sharded: read again shard by shard
 				d.committedAgain = func() ([]byte, error) {
@@ -426,7 +421,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			d.Base = committed
 			derived = true
 			switch {
 			case committed.SingleFile:
@@ -445,13 +439,16 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		// environment does not hold two compiled releases at once.
 	}
 
-	// Not verified: what `configpub compile` writes instead.
-	committed, err := cr.manifest()
+	// Not verified: what `configpub compile` writes instead, on the
+	// committed release, whose target entries are read host by host as
+	// each host compiles (unless it was parsed whole already).
+	base, err := cr.base()
 	if err != nil {
 		return nil, err
 	}
+	committed := base.Manifest
 	prev = nil // release N-1 is not the next release's base: read again if N is derived again
-	next, err := start(committed, committed.ReleaseVersion+1, opts.CreatedAt, true)
+	next, err := start(base, committed.ReleaseVersion+1, opts.CreatedAt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +461,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	res.Base, res.unchanged = committed, cr.matches(res.ManifestBytes)
+	res.unchanged = cr.matches(res.ManifestBytes)
 	res.stale = verr
 	return res, nil
 }
@@ -496,6 +493,7 @@ type committedRelease struct {
 	size     int
 	unlisted []string         // files in releases/<env>/ the root does not list
 	m        *bundle.Manifest // parsed: at once for a single file, else on demand
+	readMu   sync.Mutex       // one read at a time: fsys need not allow more
 	// check is what a sharded release records of its inputs (nil for a
 	// single file).
 	check *inputCheck
@@ -526,44 +524,138 @@ func (c *committedRelease) manifest() (*bundle.Manifest, error) {
 	if c.m != nil {
 		return c.m, nil
 	}
-	p := ManifestPath(c.env)
-	changed := fmt.Errorf("compile %s: %s changed while it was compiled", c.env, p)
-	read := func(path string, k int) ([]byte, error) {
-		b, err := fs.ReadFile(c.fsys, path)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", path, err)
-		}
-		if k >= len(c.sums) || sha256.Sum256(b) != c.sums[k] {
-			return nil, changed
-		}
-		return b, nil
-	}
-	root, err := read(p, 0)
+	m, err := parseCommitted(c, bundle.ParseRelease)
 	if err != nil {
 		return nil, err
 	}
+	c.m = m
+	return c.m, nil
+}
+
+// base returns the committed release as the base of the next: when it is
+// not parsed already, a sharded release is read and checked whole as
+// manifest does, but holds its target entries only while a host compiles,
+// each host's shard read and decoded again at its turn.
+func (c *committedRelease) base() (*baseRelease, error) {
+	if c.m != nil {
+		return fullBase(c.m), nil
+	}
+	o, err := parseCommitted(c, bundle.ParseOutline)
+	if err != nil {
+		return nil, err
+	}
+	p := ManifestPath(c.env)
+	shard := make(map[string]int, len(o.Shards))
+	for k, ref := range o.Shards {
+		shard[ref.Host] = k
+	}
+	return &baseRelease{Manifest: o.Manifest, count: o.TargetCount(), host: func(host string) ([]bundle.TargetEntry, error) {
+		k, ok := shard[host]
+		if !ok {
+			return nil, nil
+		}
+		sp := bundle.ShardPath(c.env, host)
+		b, err := c.read(sp, k+1)
+		if err != nil {
+			return nil, err
+		}
+		es, err := o.Entries(k, bundle.ReleaseFile{Path: sp, Bytes: b})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrStale, p, err)
+		}
+		return es, nil
+	}}, nil
+}
+
+// read reads file number k of the committed release (0: the root, then
+// each shard it lists) again, one read at a time, refusing other bytes
+// than were first read.
+func (c *committedRelease) read(path string, k int) ([]byte, error) {
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	b, err := fs.ReadFile(c.fsys, path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if k >= len(c.sums) || sha256.Sum256(b) != c.sums[k] {
+		return nil, fmt.Errorf("compile %s: %s changed while it was compiled", c.env, ManifestPath(c.env))
+	}
+	return b, nil
+}
+
+// parseCommitted reads the committed sharded release again, file by file
+// as parse decodes its shards, and parses it; one that breaks its own
+// invariants is stale.
+func parseCommitted[T any](c *committedRelease, parse func(bundle.ReleaseFile, func(int, bundle.ShardRef) (bundle.ReleaseFile, error)) (T, error)) (T, error) {
+	var zero T
+	p := ManifestPath(c.env)
+	root, err := c.read(p, 0)
+	if err != nil {
+		return zero, err
+	}
 	var (
-		mu      sync.Mutex // one read at a time: fsys need not allow more
+		mu      sync.Mutex
 		readErr error
 	)
-	m, err := bundle.ParseRelease(bundle.ReleaseFile{Path: p, Bytes: root}, func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
+	v, err := parse(bundle.ReleaseFile{Path: p, Bytes: root}, func(k int, ref bundle.ShardRef) (bundle.ReleaseFile, error) {
 		sp := bundle.ShardPath(c.env, ref.Host)
-		mu.Lock()
-		defer mu.Unlock()
-		b, err := read(sp, k+1)
-		if err != nil && readErr == nil {
-			readErr = err
+		b, err := c.read(sp, k+1)
+		if err != nil {
+			mu.Lock()
+			if readErr == nil {
+				readErr = err
+			}
+			mu.Unlock()
 		}
 		return bundle.ReleaseFile{Path: sp, Bytes: b}, err
 	})
 	if readErr != nil {
-		return nil, readErr
+		return zero, readErr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStale, err)
+		return zero, fmt.Errorf("%w: %w", ErrStale, err)
 	}
-	c.m = m
-	return c.m, nil
+	return v, nil
+}
+
+// baseRelease is the release a compilation carries its targets over from:
+// its release-wide fields, inputs and subjects (Manifest, whose Targets
+// may be nil) and, asked host by host, its target entries.
+type baseRelease struct {
+	*bundle.Manifest
+	count int // targets
+	// host returns the target entries of host, in manifest order (none
+	// when the release has no targets on it).
+	host func(host string) ([]bundle.TargetEntry, error)
+}
+
+// fullBase is a release parsed whole as a base (nil for none).
+func fullBase(m *bundle.Manifest) *baseRelease {
+	if m == nil {
+		return nil
+	}
+	span := map[string][2]int{} // the targets are sorted by host
+	for i := range m.Targets {
+		h := m.Targets[i].Host
+		s, ok := span[h]
+		if !ok {
+			s[0] = i
+		}
+		s[1] = i + 1
+		span[h] = s
+	}
+	return &baseRelease{Manifest: m, count: len(m.Targets), host: func(host string) ([]bundle.TargetEntry, error) {
+		s := span[host]
+		return m.Targets[s[0]:s[1]:s[1]], nil
+	}}
+}
+
+// manifest returns the base's release (nil for none).
+func (b *baseRelease) manifest() *bundle.Manifest {
+	if b == nil {
+		return nil
+	}
+	return b.Manifest
 }
 
 // loadCommitted reads the committed release (nil when absent), holding
@@ -714,8 +806,7 @@ type compilation struct {
 	// next the release being compiled. reproduce: when nothing changed
 	// against base, the result is base itself (how `compile` leaves an
 	// up-to-date release alone).
-	base      *bundle.Manifest
-	baseIdx   map[[2]string]*bundle.TargetEntry
+	base      *baseRelease
 	next      int64
 	reproduce bool
 
@@ -763,13 +854,6 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 		return nil, unknownEnvironment(c.env, sortedKeys(m.envs))
 	}
 	c.envDoc = env
-	if c.base != nil {
-		c.baseIdx = make(map[[2]string]*bundle.TargetEntry, len(c.base.Targets))
-		for i := range c.base.Targets {
-			t := &c.base.Targets[i]
-			c.baseIdx[[2]string{t.Host, t.ServiceID}] = t
-		}
-	}
 	rollout := bundle.Rollout{Activation: env.spec.Activation, FreezeWindows: env.spec.FreezeWindows, HealthGate: env.spec.HealthGate}
 	if err := rollout.Validate(); err != nil {
 		return nil, env.src.errorf([]string{"spec"}, "%v", err)
@@ -780,7 +864,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 	}
-	workflows, ledger, err := m.checkWorkflows(c.base, c.next)
+	workflows, ledger, err := m.checkWorkflows(c.base.manifest(), c.next)
 	if err != nil {
 		return nil, err
 	}
@@ -874,6 +958,17 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	if _, err := c.resolveHost(hm, g, ts); err != nil {
 		return err
 	}
+	var base map[string]*bundle.TargetEntry // the host's targets in the base release, by serviceId
+	if c.base != nil {
+		es, err := c.base.host(g.host)
+		if err != nil {
+			return err
+		}
+		base = make(map[string]*bundle.TargetEntry, len(es))
+		for k := range es {
+			base[es[k].ServiceID] = &es[k]
+		}
+	}
 	var accepted map[string][]bundle.Publication
 	inputs := files{}
 	var scratch Target
@@ -902,7 +997,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			case kept != nil:
 				o = &kept[k]
 			}
-			if err := c.compileTarget(t, accepted, o, &entries[k], bufs); err != nil {
+			if err := c.compileTarget(t, base[t.e.spec.ServiceID], accepted, o, &entries[k], bufs); err != nil {
 				return err
 			}
 			inputs.merge(o.InputDigests)
@@ -1074,13 +1169,13 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	})
 	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout}
 	var man *bundle.Manifest
-	if c.reproduce && c.base != nil && !anyChanged && len(entries) == len(c.base.Targets) && equalSlices(c.base.LeaseProfiles, profiles) &&
+	if c.reproduce && c.base != nil && !anyChanged && len(entries) == c.base.count && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&
 		c.sameInputs(in, hostIn, all) && equalSlices(unplaced(c.base.Subjects), unplaced(subjects)) &&
 		equalSlices(unplacedWorkflows(c.base.Workflows), unplacedWorkflows(workflows)) && equalSlices(c.base.WorkflowLedger, ledger) {
 		// Nothing changed: reproduce the committed release (in the
 		// sharded layout, also when it was committed as a single file).
-		cp := *c.base
+		cp := *c.base.Manifest
 		cp.Targets = entries
 		cp.Inputs, cp.HostInputs, cp.Subjects, cp.Workflows = in, hostIn, subjects, workflows
 		man = &cp

@@ -55,7 +55,7 @@ func TestCompileReproducesCommittedManifest(t *testing.T) {
 func TestCompileNewReleaseOnChange(t *testing.T) {
 	dir := copyRepo(t)
 	h := newHistory(t, dir)
-	h.compile(t, time.Time{})
+	first := h.compile(t, time.Time{})
 	edit(t, dir+"/agents/account.yaml", "maxOutputTokens: 4096", "maxOutputTokens: 4000")
 	created := time.Date(2026, 9, 1, 10, 0, 0, 0, time.UTC)
 	res, err := h.try(created)
@@ -71,7 +71,7 @@ func TestCompileNewReleaseOnChange(t *testing.T) {
 	changed := map[string]bool{}
 	for _, tg := range res.Targets {
 		changed[tg.ServiceID] = tg.Changed
-		base := res.Base.Target(tg.Host, tg.ServiceID)
+		base := first.Manifest.Target(tg.Host, tg.ServiceID)
 		if !tg.Changed {
 			if tg.ArtifactDigest != base.ArtifactDigest || tg.SnapshotID != base.SnapshotID || tg.ReleaseVersion != 1 {
 				t.Errorf("%s unchanged but its snapshot differs from the base", tg.ServiceID)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -150,6 +151,69 @@ func TestOneAgentChangesRootAndOneShard(t *testing.T) {
 	}
 }
 
+// TestNextReleaseReadsTheBaseHostByHost: the release a compile builds on is
+// read and checked whole, but its target entries are decoded again host by
+// host, each shard read once more at its host's turn; a shard that
+// changed since it was checked is refused, not used.
+func TestNextReleaseReadsTheBaseHostByHost(t *testing.T) {
+	dir := benchRepo(t, 5)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	res1 := compileWrite(t, dir, "bench", at)
+	v1 := releaseFiles(t, dir)
+	edit(t, filepath.Join(dir, "agents", "h0002.bench.lightapi.net-a003.yaml"), "temperature: 0.2", "temperature: 0.3")
+
+	f := &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}}
+	res, err := compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "bench", CreatedAt: at.Add(24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.ReleaseVersion != 2 || !errors.Is(res.Stale(), compiler.ErrStale) {
+		t.Fatalf("release %d (%v), want release 2 on a stale release 1", res.Manifest.ReleaseVersion, res.Stale())
+	}
+	for p := range v1 {
+		want := 3 // hashed, checked whole, its host's turn
+		if p == compiler.ManifestPath("bench") {
+			want = 2
+		}
+		if f.opens[p] != want {
+			t.Errorf("%s opened %d times, want %d", p, f.opens[p], want)
+		}
+	}
+	// The same release as one derived on release 1 parsed whole: a check
+	// of release 2 reads release 1 from the history given and derives
+	// release 2 on it.
+	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	history := func(_ context.Context, env string, n int64) ([]byte, error) {
+		if env != "bench" || n != 1 {
+			return nil, fmt.Errorf("release %s/%d asked for", env, n)
+		}
+		return res1.ManifestBytes, nil
+	}
+	check, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench", CheckOnly: true, Previous: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !check.UpToDate {
+		t.Fatalf("release 2 compiled on release 1 read host by host is not release 2 derived on release 1 parsed whole: %v", check.Stale())
+	}
+	for p, b := range v1 { // release 1 again
+
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	shard := filepath.Join(dir, bundle.ShardPath("bench", "h0003.bench.lightapi.net"))
+	f = &rereadFS{FS: os.DirFS(dir), opens: map[string]int{}, rereadAt: bundle.ShardPath("bench", "h0003.bench.lightapi.net"), rereadOpen: 3,
+		onReread: func() { edit(t, shard, "\nkind: ", "\nkind:  ") }}
+	_, err = compiler.Compile(context.Background(), f, compiler.Options{EnvTag: "bench", CreatedAt: at.Add(24 * time.Hour)})
+	if err == nil || !strings.Contains(err.Error(), "releases/bench.yaml changed while it was compiled") || errors.Is(err, compiler.ErrStale) {
+		t.Fatalf("shard edited between its check and its host's turn: %v", err)
+	}
+}
+
 // TestSingleFileManifestMigrates: a release committed in the single-file
 // layout of earlier versions is stale for --check (naming the layout) and
 // the next compile rewrites the same release (same version, createdAt and
@@ -246,9 +310,10 @@ type rereadFS struct {
 	fs.FS
 	opens    map[string]int
 	onReread func()
-	// rereadAt is the file whose second open calls onReread (default the
-	// root).
-	rereadAt string
+	// rereadAt is the file whose second open (or open number rereadOpen)
+	// calls onReread (default the root).
+	rereadAt   string
+	rereadOpen int
 }
 
 func (f *rereadFS) Open(name string) (fs.File, error) {
@@ -258,7 +323,11 @@ func (f *rereadFS) Open(name string) (fs.File, error) {
 		if at == "" {
 			at = compiler.ManifestPath("dev")
 		}
-		if name == at && f.opens[name] == 2 && f.onReread != nil {
+		n := f.rereadOpen
+		if n == 0 {
+			n = 2
+		}
+		if name == at && f.opens[name] == n && f.onReread != nil {
 			f.onReread()
 		}
 	}
@@ -300,8 +369,8 @@ func TestCommittedReleaseHeldByDigest(t *testing.T) {
 	if res.UpToDate || !errors.Is(res.Stale(), compiler.ErrStale) || f.opens[compiler.ManifestPath("dev")] != 2 {
 		t.Fatalf("stale: up to date %v, %v, root opened %d times, want 2", res.UpToDate, res.Stale(), f.opens[compiler.ManifestPath("dev")])
 	}
-	if res.Base == nil || res.Unchanged() {
-		t.Fatal("a stale result lost the committed release")
+	if res.Unchanged() {
+		t.Fatal("a stale result is the committed release")
 	}
 
 	// Edited between the two reads: refused, naming the file.

@@ -413,7 +413,7 @@ func TestForStreaming(t *testing.T) {
 		t.Fatal("the manifest's entries are still held after ForStreaming")
 	}
 	if res.Manifest.ReleaseHeader != header || res.Manifest.ReleaseDigest != digest || res.ManifestBytes != nil || !res.Unchanged() ||
-		res.Manifest.Targets != nil || res.Base != nil || res.TargetCount() != n || n != 36 {
+		res.Manifest.Targets != nil || res.TargetCount() != n || n != 36 {
 		t.Fatalf("after ForStreaming: header %v, digest %s, %d bytes held, %d entries, TargetCount %d; want the release's, no bytes, no entries, %d",
 			res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, len(res.ManifestBytes), len(res.Manifest.Targets), res.TargetCount(), n)
 	}

@@ -38,11 +38,12 @@ func yamlInto(buf *[]byte, doc *render.Value) ([]byte, error) {
 }
 
 // compileTarget settles one target: settings, projection, digests, the
-// change decision against the base release, envelope, rendering and
-// validation. accepted is nil for Agent targets. With bufs, out's Values,
+// change decision against its entry in the base release (b, nil for
+// none), envelope, rendering and validation. accepted is nil for Agent
+// targets. With bufs, out's Values,
 // PropertySet and Namespace are bufs' bytes, valid until the next target
 // rendered into them.
-func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.Publication, out *Target, entry *bundle.TargetEntry, bufs *renderBufs) error {
+func (c *compilation) compileTarget(t *envTarget, b *bundle.TargetEntry, accepted map[string][]bundle.Publication, out *Target, entry *bundle.TargetEntry, bufs *renderBufs) error {
 	m := c.m
 	sp := &t.e.spec
 	aud := sp.Audience
@@ -52,10 +53,6 @@ func (c *compilation) compileTarget(t *envTarget, accepted map[string][]bundle.P
 	var propBuf, nsBuf, valuesBuf *[]byte
 	if bufs != nil {
 		propBuf, nsBuf, valuesBuf = &bufs.propSet, &bufs.ns, &bufs.values
-	}
-	var b *bundle.TargetEntry
-	if c.baseIdx != nil {
-		b = c.baseIdx[[2]string{sp.Host, sp.ServiceID}]
 	}
 
 	// Settings: environment settings for the audience, then the target's.
