@@ -872,7 +872,20 @@ type Outline struct {
 // ParseOutline reads and checks a sharded release as ParseRelease does,
 // then lets go of its target entries.
 func ParseOutline(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Outline, error) {
-	p, err := parseRelease(root, -1, shard)
+	return parseOutline(root, -1, shard)
+}
+
+// ParseOutlineFiles is ParseOutline over a release's files, as ParseFiles
+// reads them (the root, then each shard in the root's order).
+func ParseOutlineFiles(files []ReleaseFile) (*Outline, error) {
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no files", ErrInvalidManifest)
+	}
+	return parseOutline(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil })
+}
+
+func parseOutline(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Outline, error) {
+	p, err := parseRelease(root, given, shard)
 	if err != nil {
 		return nil, err
 	}

@@ -361,7 +361,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	// only whether N is up to date, N derives whatever changed: that names
 	// the first differing target.
 	var (
-		prev    *bundle.Manifest
+		prev    *baseRelease
 		verr    error
 		derived bool
 	)
@@ -389,7 +389,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			}
 		}
 		at, _ := bundle.ParseTime(cr.header.CreatedAt) // loadCommitted checked it
-		return start(fullBase(prev), cr.header.ReleaseVersion, at, false)
+		return start(prev, cr.header.ReleaseVersion, at, false)
 	}
 	if verr == nil {
 		// While release N derives, the committed release is held by its
@@ -428,7 +428,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			case len(cr.unlisted) > 0:
 				verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, cr.unlisted[0], ManifestPath(opts.EnvTag))
 			default:
-				verr = firstDifference(committed, d.Manifest, prev)
+				verr = firstDifference(committed, d.Manifest, prev.manifest())
 			}
 			if opts.CheckOnly {
 				d.stale = verr
@@ -544,27 +544,11 @@ func (c *committedRelease) base() (*baseRelease, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := ManifestPath(c.env)
-	shard := make(map[string]int, len(o.Shards))
-	for k, ref := range o.Shards {
-		shard[ref.Host] = k
-	}
-	return &baseRelease{Manifest: o.Manifest, count: o.TargetCount(), host: func(host string) ([]bundle.TargetEntry, error) {
-		k, ok := shard[host]
-		if !ok {
-			return nil, nil
-		}
+	return outlineBase(o, func(k int, host string) (bundle.ReleaseFile, error) {
 		sp := bundle.ShardPath(c.env, host)
 		b, err := c.read(sp, k+1)
-		if err != nil {
-			return nil, err
-		}
-		es, err := o.Entries(k, bundle.ReleaseFile{Path: sp, Bytes: b})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrStale, p, err)
-		}
-		return es, nil
-	}}, nil
+		return bundle.ReleaseFile{Path: sp, Bytes: b}, err
+	}), nil
 }
 
 // read reads file number k of the committed release (0: the root, then
@@ -772,7 +756,10 @@ func unlistedShards(fsys fs.FS, env string, listed map[string]bool) ([]string, e
 
 // previousRelease returns the trusted release N-1 for the committed release
 // N (nil for release 1), or an ErrStale error saying why it is unavailable.
-func previousRelease(ctx context.Context, opts Options, n int64) (*bundle.Manifest, error) {
+// A sharded release N-1 is checked whole, then holds its archive rather
+// than its target entries: each host's are decoded again from its shard
+// at the host's turn.
+func previousRelease(ctx context.Context, opts Options, n int64) (*baseRelease, error) {
 	if n == 1 {
 		return nil, nil
 	}
@@ -784,14 +771,55 @@ func previousRelease(ctx context.Context, opts Options, n int64) (*bundle.Manife
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: release %d cannot be verified against release %d: %w", ErrStale, p, n, n-1, err)
 	}
-	prev, err := bundle.ParseManifest(fmt.Sprintf("release %d of %s", n-1, opts.EnvTag), b)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: recorded release %d: %w", ErrStale, p, n-1, err)
+	name := fmt.Sprintf("release %d of %s", n-1, opts.EnvTag)
+	recorded := func(err error) error { return fmt.Errorf("%w: %s: recorded release %d: %w", ErrStale, p, n-1, err) }
+	var prev *baseRelease
+	if bundle.IsArchive(b) {
+		files, err := bundle.SplitArchive(b)
+		if err != nil {
+			return nil, recorded(fmt.Errorf("parse release manifest %s: %w", name, err))
+		}
+		o, err := bundle.ParseOutlineFiles(files)
+		if err != nil {
+			return nil, recorded(err)
+		}
+		prev = outlineBase(o, func(k int, _ string) (bundle.ReleaseFile, error) { return files[k+1], nil })
+	} else {
+		m, err := bundle.ParseManifest(name, b)
+		if err != nil {
+			return nil, recorded(err)
+		}
+		prev = fullBase(m)
 	}
 	if prev.EnvTag != opts.EnvTag || prev.ReleaseVersion != n-1 {
 		return nil, fmt.Errorf("%w: %s: the recorded release asked for as %s/%d is %s/%d", ErrStale, p, opts.EnvTag, n-1, prev.EnvTag, prev.ReleaseVersion)
 	}
 	return prev, nil
+}
+
+// outlineBase is a release read as an outline as a base: each host's
+// target entries are decoded again from its shard, which file returns (k:
+// its index in the root's list), at the host's turn.
+func outlineBase(o *bundle.Outline, file func(k int, host string) (bundle.ReleaseFile, error)) *baseRelease {
+	shard := make(map[string]int, len(o.Shards))
+	for k, ref := range o.Shards {
+		shard[ref.Host] = k
+	}
+	return &baseRelease{Manifest: o.Manifest, count: o.TargetCount(), host: func(host string) ([]bundle.TargetEntry, error) {
+		k, ok := shard[host]
+		if !ok {
+			return nil, nil
+		}
+		f, err := file(k, host)
+		if err != nil {
+			return nil, err
+		}
+		es, err := o.Entries(k, f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStale, err)
+		}
+		return es, nil
+	}}
 }
 
 // compilation is the state of one derivation of one release.

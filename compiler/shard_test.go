@@ -179,9 +179,8 @@ func TestNextReleaseReadsTheBaseHostByHost(t *testing.T) {
 			t.Errorf("%s opened %d times, want %d", p, f.opens[p], want)
 		}
 	}
-	// The same release as one derived on release 1 parsed whole: a check
-	// of release 2 reads release 1 from the history given and derives
-	// release 2 on it.
+	// The release a check derives on release 1 read from the history
+	// given (an archive in memory, not the policy repository's files).
 	if err := compiler.Write(context.Background(), res, dir, ""); err != nil {
 		t.Fatal(err)
 	}
