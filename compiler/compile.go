@@ -41,6 +41,12 @@ type Options struct {
 	// re-derived. Nil: no history is available, so a committed release
 	// N > 1 cannot be verified (Result.Stale reports it).
 	Previous PreviousRelease
+	// PreviousTree, when set, is used instead of Previous: it returns the
+	// policy tree in which release N-1 is recorded (Git history: the tree
+	// of the commit that recorded it), whose release files are read there
+	// one at a time, as the committed release's are, rather than held
+	// whole while release N derives.
+	PreviousTree PreviousTree
 	// ManifestOnly: the caller needs the release manifest only (its
 	// target entries: identity, snapshot, digests, changed), not the
 	// compiled targets. Every target is still rendered and validated, host
@@ -59,6 +65,10 @@ type Options struct {
 // PreviousRelease returns the recorded manifest bytes of release version of
 // envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
 type PreviousRelease func(ctx context.Context, envTag string, version int64) ([]byte, error)
+
+// PreviousTree returns a policy tree whose releases/<envTag>.yaml is release
+// version of envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
+type PreviousTree func(ctx context.Context, envTag string, version int64) (fs.FS, error)
 
 // Target is one compiled runtime target.
 type Target struct {
@@ -764,17 +774,35 @@ func previousRelease(ctx context.Context, opts Options, n int64) (*baseRelease, 
 		return nil, nil
 	}
 	p := ManifestPath(opts.EnvTag)
-	if opts.Previous == nil {
+	if opts.Previous == nil && opts.PreviousTree == nil {
 		return nil, fmt.Errorf("%w: %s: release %d cannot be verified: no release history was given to read release %d from", ErrStale, p, n, n-1)
 	}
-	b, err := opts.Previous(ctx, opts.EnvTag, n-1)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: release %d cannot be verified against release %d: %w", ErrStale, p, n, n-1, err)
+	unavailable := func(err error) error {
+		return fmt.Errorf("%w: %s: release %d cannot be verified against release %d: %w", ErrStale, p, n, n-1, err)
 	}
 	name := fmt.Sprintf("release %d of %s", n-1, opts.EnvTag)
-	recorded := func(err error) error { return fmt.Errorf("%w: %s: recorded release %d: %w", ErrStale, p, n-1, err) }
+	recorded := func(err error) error {
+		return fmt.Errorf("%w: %s: recorded release %d: %w", ErrStale, p, n-1, withoutStale(err))
+	}
 	var prev *baseRelease
-	if bundle.IsArchive(b) {
+	if opts.PreviousTree != nil {
+		tree, err := opts.PreviousTree(ctx, opts.EnvTag, n-1)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		cr, err := loadCommitted(policytree.New(tree, policytree.Limits{}), opts.EnvTag)
+		if err == nil && cr == nil {
+			err = fmt.Errorf("%s does not exist there: %w", p, bundle.ErrReleaseNotRecorded)
+		}
+		if err == nil {
+			prev, err = cr.base()
+		}
+		if err != nil {
+			return nil, recorded(err)
+		}
+	} else if b, err := opts.Previous(ctx, opts.EnvTag, n-1); err != nil {
+		return nil, unavailable(err)
+	} else if bundle.IsArchive(b) {
 		files, err := bundle.SplitArchive(b)
 		if err != nil {
 			return nil, recorded(fmt.Errorf("parse release manifest %s: %w", name, err))
@@ -795,6 +823,20 @@ func previousRelease(ctx context.Context, opts Options, n int64) (*baseRelease, 
 		return nil, fmt.Errorf("%w: %s: the recorded release asked for as %s/%d is %s/%d", ErrStale, p, opts.EnvTag, n-1, prev.EnvTag, prev.ReleaseVersion)
 	}
 	return prev, nil
+}
+
+// withoutStale returns what err (from reading a release) says without the
+// ErrStale it may wrap: a release before the committed one is not stale,
+// it is unusable, which the caller says.
+func withoutStale(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok && errors.Is(err, ErrStale) {
+		for _, e := range j.Unwrap() {
+			if e != ErrStale {
+				return e
+			}
+		}
+	}
+	return err
 }
 
 // outlineBase is a release read as an outline as a base: each host's

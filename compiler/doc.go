@@ -14,8 +14,9 @@
 //
 // Releases: the committed releases/<env>.yaml is checked, never trusted.
 // Release N is re-derived from the sources, the previous release N-1 as
-// recorded (Options.Previous: Git history at compile and --check time, the
-// store at promote time) and the release parameters (envTag, N, createdAt);
+// recorded (Options.PreviousTree: the tree of the commit in Git history
+// that recorded it, at compile and --check time; Options.Previous: its
+// bytes, from the store at promote time) and the release parameters (envTag, N, createdAt);
 // Result.UpToDate only when that is byte-identical to the committed file,
 // else Result.Stale names the first differing field. A target whose
 // policy, content and property-set digests, lease profile and release-wide

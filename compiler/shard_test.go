@@ -171,10 +171,7 @@ func TestNextReleaseReadsTheBaseHostByHost(t *testing.T) {
 		t.Fatalf("release %d (%v), want release 2 on a stale release 1", res.Manifest.ReleaseVersion, res.Stale())
 	}
 	for p := range v1 {
-		want := 3 // hashed, checked whole, its host's turn
-		if p == compiler.ManifestPath("bench") {
-			want = 2
-		}
+		want := 3 - btoi(p == compiler.ManifestPath("bench")) // hashed, checked whole, its host's turn (the root: not a host's)
 		if f.opens[p] != want {
 			t.Errorf("%s opened %d times, want %d", p, f.opens[p], want)
 		}
@@ -195,7 +192,55 @@ func TestNextReleaseReadsTheBaseHostByHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !check.UpToDate {
-		t.Fatalf("release 2 compiled on release 1 read host by host is not release 2 derived on release 1 parsed whole: %v", check.Stale())
+		t.Fatalf("release 2 compiled on release 1 read host by host is not what a check derives on release 1 from history: %v", check.Stale())
+	}
+	// The same from the policy tree that recorded release 1 (what Git
+	// history gives the CLI), its files read there one at a time.
+	recorded := t.TempDir()
+	for p, b := range v1 {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(recorded, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(recorded, p), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	treeOf := func(dir string) compiler.PreviousTree {
+		return func(_ context.Context, env string, n int64) (fs.FS, error) {
+			if env != "bench" || n != 1 {
+				return nil, fmt.Errorf("release %s/%d asked for", env, n)
+			}
+			return os.DirFS(dir), nil
+		}
+	}
+	rf := &rereadFS{FS: os.DirFS(recorded), opens: map[string]int{}}
+	check, err = compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench", CheckOnly: true,
+		PreviousTree: func(context.Context, string, int64) (fs.FS, error) { return rf, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !check.UpToDate {
+		t.Fatalf("release 2 checked against release 1 read from its policy tree: %v", check.Stale())
+	}
+	for p := range v1 {
+		if want := 3 - btoi(p == compiler.ManifestPath("bench")); rf.opens[p] != want {
+			t.Errorf("release 1's %s opened %d times, want %d", p, rf.opens[p], want)
+		}
+	}
+	for name, c := range map[string]struct {
+		dir  string
+		want string
+	}{
+		"a tree recording release 2": {dir, "the recorded release asked for as bench/1 is bench/2"},
+		"a tree without the release": {t.TempDir(), "releases/bench.yaml does not exist there"},
+	} {
+		check, err = compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "bench", CheckOnly: true, PreviousTree: treeOf(c.dir)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := check.Stale(); !errors.Is(err, compiler.ErrStale) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want a stale release saying %q", name, err, c.want)
+		}
 	}
 	for p, b := range v1 { // release 1 again
 
@@ -211,6 +256,13 @@ func TestNextReleaseReadsTheBaseHostByHost(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "releases/bench.yaml changed while it was compiled") || errors.Is(err, compiler.ErrStale) {
 		t.Fatalf("shard edited between its check and its host's turn: %v", err)
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestSingleFileManifestMigrates: a release committed in the single-file

@@ -46,7 +46,7 @@ the commit time of the policy repository's HEAD.`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD"),
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
 				ManifestOnly: true, CheckOnly: check}) // --out compiles the targets again, host by host
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)

@@ -46,7 +46,7 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
-			opts := compiler.Options{EnvTag: env, CreatedAt: at, Previous: gitfs.ReleaseHistory(repo, "HEAD")}
+			opts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD")}
 			tree, err := policytree.Dir(repo, policytree.Limits{})
 			if err != nil {
 				return err
@@ -64,7 +64,7 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return fmt.Errorf("plan: base %s: %w", baseRef, err)
 			}
-			opts.Previous = gitfs.ReleaseHistory(repo, baseRef)
+			opts.PreviousTree = gitfs.ReleaseTrees(repo, baseRef)
 			base, err = compiler.Compile(cmd.Context(), baseFS, opts)
 			if err != nil {
 				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)

@@ -18,7 +18,9 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // ErrNotRepository: dir is not inside a Git working tree.
@@ -29,6 +31,33 @@ func open(dir string) (*git.Repository, error) {
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return r, nil
+}
+
+// releaseCacheSize bounds go-git's object cache (96 MiB by default) in a
+// repository opened to read release files: each is read once, and a
+// reader holding the repository open would otherwise hold a large
+// release's files a second time in the cache.
+const releaseCacheSize = 8 * cache.MiByte
+
+// openSmallCache is open with an object cache of size bytes.
+func openSmallCache(dir string, size cache.FileSize) (*git.Repository, error) {
+	r, err := open(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := r.Storer.(*filesystem.Storage)
+	if !ok {
+		return r, nil
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("worktree of %s: %w", dir, err)
+	}
+	r, err = git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(size)), wt.Filesystem)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
@@ -100,7 +129,21 @@ func TreeFS(dir, rev string) (fs.FS, error) {
 // openAt opens the repository that contains dir and returns dir's path
 // relative to the worktree root ("" for the root).
 func openAt(dir string) (*git.Repository, string, error) {
-	r, err := open(dir)
+	return openAtCache(dir, 0)
+}
+
+// openAtCache is openAt with an object cache of cacheSize bytes (0: go-git's
+// default).
+func openAtCache(dir string, cacheSize cache.FileSize) (*git.Repository, string, error) {
+	var (
+		r   *git.Repository
+		err error
+	)
+	if cacheSize > 0 {
+		r, err = openSmallCache(dir, cacheSize)
+	} else {
+		r, err = open(dir)
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"regexp"
 	"strconv"
@@ -35,53 +36,98 @@ const (
 // stops at the first older release.
 func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, version int64) ([]byte, error) {
 	return func(ctx context.Context, envTag string, version int64) ([]byte, error) {
-		r, prefix, err := openAt(dir)
-		if err != nil {
-			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
-		}
-		file := path.Join(prefix, "releases", envTag+".yaml")
-		c, err := commit(r, rev)
-		if errors.Is(err, plumbing.ErrReferenceNotFound) {
-			return nil, fmt.Errorf("release %d of %s: %s has no commits: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
-		}
+		f, err := findRelease(ctx, dir, rev, envTag, version)
 		if err != nil {
 			return nil, err
 		}
-		var last plumbing.Hash
-		for c != nil {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			f, err := c.File(file)
-			switch {
-			case errors.Is(err, object.ErrFileNotFound):
-			case err != nil:
+		return releaseAt(f.commit, f.prefix, envTag, f.file, f.root)
+	}
+}
+
+// ReleaseTrees is ReleaseHistory that returns, instead of the release's
+// bytes, the files of dir at the commit that recorded it (an fs.FS rooted
+// at dir, read lazily, as TreeFS): a reader takes the root and the shards
+// it lists from there one at a time. It matches compiler.PreviousTree.
+func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+		f, err := findRelease(ctx, dir, rev, envTag, version)
+		if err != nil {
+			return nil, err
+		}
+		fsys, err := Tree(f.commit)
+		if err != nil {
+			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+		}
+		if f.prefix == "" {
+			return fsys, nil
+		}
+		sub, err := fs.Sub(fsys, f.prefix)
+		if err != nil {
+			return nil, fmt.Errorf("release %d of %s: tree %s at %s: %w", version, envTag, f.prefix, f.commit.Hash, err)
+		}
+		return sub, nil
+	}
+}
+
+// foundRelease is where findRelease found a release: the commit, dir's
+// path in its tree, the root's path and bytes.
+type foundRelease struct {
+	commit *object.Commit
+	prefix string
+	file   string
+	root   []byte
+}
+
+// findRelease walks the first-parent history of rev from its newest commit
+// for the one whose releases/<envTag>.yaml (relative to dir) is release
+// version, stopping at the first older release.
+func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*foundRelease, error) {
+	r, prefix, err := openAtCache(dir, releaseCacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+	}
+	file := path.Join(prefix, "releases", envTag+".yaml")
+	c, err := commit(r, rev)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, fmt.Errorf("release %d of %s: %s has no commits: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var last plumbing.Hash
+	for c != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := c.File(file)
+		switch {
+		case errors.Is(err, object.ErrFileNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+		case f.Hash != last:
+			last = f.Hash
+			b, err := readBlob(f)
+			if err != nil {
 				return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-			case f.Hash != last:
-				last = f.Hash
-				b, err := readBlob(f)
-				if err != nil {
-					return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-				}
-				if m := releaseVersionRE.FindSubmatch(b); m != nil {
-					v, _ := strconv.ParseInt(string(m[1]), 10, 64)
-					if v == version {
-						return releaseAt(c, prefix, envTag, file, b)
-					}
-					if v < version {
-						return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s): %w", version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
-					}
-				}
 			}
-			if c.NumParents() == 0 {
-				break
-			}
-			if c, err = c.Parent(0); err != nil {
-				return nil, fmt.Errorf("first parent: %w", err)
+			if m := releaseVersionRE.FindSubmatch(b); m != nil {
+				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+				if v == version {
+					return &foundRelease{commit: c, prefix: prefix, file: file, root: b}, nil
+				}
+				if v < version {
+					return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s): %w", version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
+				}
 			}
 		}
-		return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+		if c.NumParents() == 0 {
+			break
+		}
+		if c, err = c.Parent(0); err != nil {
+			return nil, fmt.Errorf("first parent: %w", err)
+		}
 	}
+	return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
 }
 
 // releaseAt returns the release whose root is b at commit c: b itself for
