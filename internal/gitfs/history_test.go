@@ -18,13 +18,11 @@ import (
 	"github.com/configpub/configpub/internal/gen"
 )
 
-// TestReleaseHistoryReadsTheCommittedRelease: a sharded release read back
-// from a commit is the archive compile made of it, byte for byte, read
-// into room allocated once at its size; a shard
-// the root lists but the commit lacks is named, and so is a shard
-// directory the commit lacks altogether.
-func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
-	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 120}),
+// compiledRelease compiles release 1 of a generated repository of n targets
+// and returns its archive and its files.
+func compiledRelease(t *testing.T, n int) ([]byte, []bundle.ReleaseFile) {
+	t.Helper()
+	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: n}),
 		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +31,16 @@ func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return res.ManifestBytes, files
+}
+
+// TestReleaseHistoryReadsTheCommittedRelease: a sharded release read back
+// from a commit is the archive compile made of it, byte for byte, read
+// into room allocated once at its size; a shard
+// the root lists but the commit lacks is named, and so is a shard
+// directory the commit lacks altogether.
+func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
+	archive, files := compiledRelease(t, 120)
 	if len(files) < 3 {
 		t.Fatalf("%d release files: the test needs several shards", len(files))
 	}
@@ -48,8 +56,8 @@ func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, res.ManifestBytes) {
-		t.Fatalf("release 1 read from Git: %d bytes, differs from the %d bytes compiled", len(got), len(res.ManifestBytes))
+	if !bytes.Equal(got, archive) {
+		t.Fatalf("release 1 read from Git: %d bytes, differs from the %d bytes compiled", len(got), len(archive))
 	}
 	if cap(got) != len(got) {
 		t.Fatalf("release 1 read from Git into %d bytes of room for %d: the archive is not sized from the shards' sizes", cap(got), len(got))
@@ -99,15 +107,7 @@ func TestReleaseHistoryReadsTheCommittedRelease(t *testing.T) {
 // whatever later commits changed; a release the history does not hold is
 // not recorded.
 func TestReleaseTreesFindTheRecordingCommit(t *testing.T) {
-	res, err := compiler.Compile(context.Background(), gen.Repo(gen.Options{Targets: 36}),
-		compiler.Options{EnvTag: "bench", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := bundle.SplitArchive(res.ManifestBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := compiledRelease(t, 36)
 	release1 := map[string]string{}
 	for _, f := range files {
 		release1["policy/"+f.Path] = string(f.Bytes)
