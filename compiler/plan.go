@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -51,41 +53,64 @@ type DigestPair struct {
 }
 
 // NewPlan compares the targets of two compiles of one environment. base may
-// be nil (everything is added). Targets compare by artifact digest; paths
-// are JSON pointers into values.yml (/agentPolicy/model/maxOutputTokens,
-// /server.httpsPort).
+// be nil (everything is added). Targets compare by the artifact digest of
+// their manifest entries; paths are JSON pointers into values.yml
+// (/agentPolicy/model/maxOutputTokens, /server.httpsPort), from the
+// Targets of base and head, which need hold only the targets that differ
+// (PlanTargets).
 func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 	p := &Plan{EnvTag: head.Manifest.EnvTag, BaseRef: baseRef, Release: head.Manifest.ReleaseVersion, Changed: []TargetPlan{}}
-	old := map[[2]string]*Target{}
+	old := map[[2]string]*bundle.TargetEntry{}
 	if base != nil {
 		p.BaseRelease = base.Manifest.ReleaseVersion
-		for i := range base.Targets {
-			t := &base.Targets[i]
-			old[[2]string{t.Host, t.ServiceID}] = t
+		for i := range base.Manifest.Targets {
+			e := &base.Manifest.Targets[i]
+			old[[2]string{e.Host, e.ServiceID}] = e
 		}
+	}
+	oldT, newT := targetIndex(base), targetIndex(head)
+	compiled := func(t map[[2]string]*Target, k [2]string, which string) (*Target, error) {
+		if x := t[k]; x != nil {
+			return x, nil
+		}
+		return nil, fmt.Errorf("plan %s: target %s/%s differs, but the %s compile does not hold it", p.EnvTag, k[0], k[1], which)
 	}
 	reasons := map[[2]string]string{}
 	for _, r := range head.Reissued {
 		reasons[[2]string{r.Host, r.ServiceID}] = r.Reason
 	}
-	for i := range head.Targets {
-		t := &head.Targets[i]
-		k := [2]string{t.Host, t.ServiceID}
+	for i := range head.Manifest.Targets {
+		e := &head.Manifest.Targets[i]
+		k := [2]string{e.Host, e.ServiceID}
 		o := old[k]
 		delete(old, k)
-		if o != nil && o.ArtifactDigest == t.ArtifactDigest {
+		if o != nil && o.ArtifactDigest == e.ArtifactDigest {
 			p.Unchanged++
 			continue
 		}
-		tp, err := targetPlan(o, t)
+		n, err := compiled(newT, k, "new")
+		if err != nil {
+			return nil, err
+		}
+		var ot *Target
+		if o != nil {
+			if ot, err = compiled(oldT, k, "base"); err != nil {
+				return nil, err
+			}
+		}
+		tp, err := targetPlan(ot, n)
 		if err != nil {
 			return nil, err
 		}
 		tp.Reason = reasons[k]
 		p.Changed = append(p.Changed, tp)
 	}
-	for _, o := range old {
-		tp, err := targetPlan(o, nil)
+	for k := range old {
+		ot, err := compiled(oldT, k, "base")
+		if err != nil {
+			return nil, err
+		}
+		tp, err := targetPlan(ot, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +132,64 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 		return a.ServiceID < b.ServiceID
 	})
 	return p, nil
+}
+
+// targetIndex maps the compiled targets of r (nil: none) by host and
+// serviceId.
+func targetIndex(r *Result) map[[2]string]*Target {
+	m := map[[2]string]*Target{}
+	if r != nil {
+		for i := range r.Targets {
+			t := &r.Targets[i]
+			m[[2]string{t.Host, t.ServiceID}] = t
+		}
+	}
+	return m
+}
+
+// PlanTargets sets the Targets of base (nil: none) and head, compiled with
+// Options.ManifestOnly, to the targets a plan of the two reports — those
+// whose artifact differs, or that one of the two releases lacks — compiling
+// each release again host by host (Result.EachTarget) and keeping only
+// those: a plan of a large environment holds its changed targets, never
+// every artifact of two releases.
+func PlanTargets(ctx context.Context, base, head *Result) error {
+	differ := map[[2]string]bool{}
+	old := map[[2]string]string{}
+	if base != nil {
+		for i := range base.Manifest.Targets {
+			e := &base.Manifest.Targets[i]
+			old[[2]string{e.Host, e.ServiceID}] = e.ArtifactDigest
+		}
+	}
+	for i := range head.Manifest.Targets {
+		e := &head.Manifest.Targets[i]
+		k := [2]string{e.Host, e.ServiceID}
+		if d, ok := old[k]; !ok || d != e.ArtifactDigest {
+			differ[k] = true
+		}
+		delete(old, k)
+	}
+	for k := range old {
+		differ[k] = true
+	}
+	for _, r := range []*Result{base, head} {
+		if r == nil {
+			continue
+		}
+		var kept []Target
+		err := r.EachTarget(ctx, func(t *Target) error {
+			if differ[[2]string{t.Host, t.ServiceID}] {
+				kept = append(kept, *t)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		r.Targets = kept
+	}
+	return nil
 }
 
 func targetPlan(o, n *Target) (TargetPlan, error) {

@@ -2,11 +2,14 @@ package compiler_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/compiler"
 )
@@ -71,5 +74,45 @@ func TestPlanSettingsPaths(t *testing.T) {
 	}
 	if _, ok := p.Changed[0].Digests["policyDigest"]; ok {
 		t.Errorf("a settings change reported a policyDigest change")
+	}
+}
+
+// TestPlanOfManifestOnlyCompiles: compiled for their manifests and then
+// again host by host keeping only the targets that differ (PlanTargets), two
+// releases give the plan their fully compiled selves give, holding only the
+// changed targets; a plan asked of compiles that do not hold a changed
+// target says so rather than report it unchanged.
+func TestPlanOfManifestOnlyCompiles(t *testing.T) {
+	dir := copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 6")
+	compile := func(dir string, manifestOnly bool) *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "dev",
+			CreatedAt: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: manifestOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	want, err := compiler.NewPlan(compile(fixtureRepo, false), compile(dir, false), "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, head := compile(fixtureRepo, true), compile(dir, true)
+	if _, err := compiler.NewPlan(base, head, "HEAD"); err == nil || !strings.Contains(err.Error(), "does not hold it") {
+		t.Fatalf("plan of compiles holding no targets: %v, want an error", err)
+	}
+	if err := compiler.PlanTargets(context.Background(), base, head); err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Targets) != 3 || len(head.Targets) != 3 {
+		t.Fatalf("PlanTargets kept %d base and %d new targets, want the 3 that changed", len(base.Targets), len(head.Targets))
+	}
+	got, err := compiler.NewPlan(base, head, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) || len(got.Changed) != 3 || got.Unchanged != 2 {
+		t.Fatalf("plan of manifest-only compiles:\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -46,7 +46,9 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
-			opts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD")}
+			// Both releases are compiled for their manifests, then again host
+			// by host keeping only the targets that differ (PlanTargets).
+			opts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), ManifestOnly: true}
 			tree, err := policytree.Dir(repo, policytree.Limits{})
 			if err != nil {
 				return err
@@ -68,6 +70,9 @@ request comment per environment. It writes nothing.`,
 			base, err = compiler.Compile(cmd.Context(), baseFS, opts)
 			if err != nil {
 				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
+			}
+			if err := compiler.PlanTargets(cmd.Context(), base, head); err != nil {
+				return fmt.Errorf("plan: %w", err)
 			}
 			p, err := compiler.NewPlan(base, head, baseRef)
 			if err != nil {
