@@ -209,10 +209,20 @@ func (r *Result) TargetCount() int {
 // deterministic). The first error, of fn or of the compile, stops the
 // stream and is returned.
 func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
+	return r.EachTargetOf(ctx, nil, fn)
+}
+
+// EachTargetOf is EachTarget over the targets of the hosts keep accepts
+// (nil: every host); with Options.ManifestOnly only those hosts are
+// compiled again (a host's targets depend on its own documents alone).
+func (r *Result) EachTargetOf(ctx context.Context, keep func(host string) bool, fn func(*Target) error) error {
 	if r.again == nil { // compiled with every target
 		for i := range r.Targets {
 			if err := ctx.Err(); err != nil {
 				return err
+			}
+			if keep != nil && !keep(r.Targets[i].Host) {
+				continue
 			}
 			if err := fn(&r.Targets[i]); err != nil {
 				return err
@@ -224,11 +234,21 @@ func (r *Result) EachTarget(ctx context.Context, fn func(*Target) error) error {
 	if want == nil {
 		want = wantOf(r.Manifest.Targets)
 	}
+	if keep != nil {
+		kept := make([]wantTarget, 0, len(want))
+		for _, w := range want {
+			if keep(w.host) {
+				kept = append(kept, w)
+			}
+		}
+		want = kept
+	}
 	n := 0
 	c, err := r.again(ctx)
 	if err != nil {
 		return err
 	}
+	c.only = keep
 	c.emit = func(t *Target) error {
 		if n >= len(want) {
 			return fmt.Errorf("compile %s: %w: target %s/%s is not in release %d", r.Manifest.EnvTag, ErrNotReproduced, t.Host, t.ServiceID, r.Manifest.ReleaseVersion)
@@ -889,6 +909,9 @@ type compilation struct {
 	// room for the release's own archive, allocated once.
 	archiveSize int
 
+	// only, when set, selects the hosts compiled (with emit: the others
+	// are skipped and emit nothing).
+	only func(host string) bool
 	// emit, when set, receives the targets host by host in manifest
 	// order (Result.EachTarget); run then stops before finish.
 	emit     func(*Target) error
@@ -1025,6 +1048,9 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	// host's policies, below.
 	hm := c.parts[hi]
 	c.parts[hi] = nil
+	if c.only != nil && c.emit != nil && !c.only(g.host) {
+		return c.emitHost(hi, nil) // its turn passes
+	}
 	if _, err := c.resolveHost(hm, g, ts); err != nil {
 		return err
 	}

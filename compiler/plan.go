@@ -150,7 +150,7 @@ func targetIndex(r *Result) map[[2]string]*Target {
 // PlanTargets sets the Targets of base (nil: none) and head, compiled with
 // Options.ManifestOnly, to the targets a plan of the two reports — those
 // whose artifact differs, or that one of the two releases lacks — compiling
-// each release again host by host (Result.EachTarget) and keeping only
+// the hosts that hold them again (Result.EachTargetOf) and keeping only
 // those: a plan of a large environment holds its changed targets, never
 // every artifact of two releases.
 func PlanTargets(ctx context.Context, base, head *Result) error {
@@ -173,12 +173,16 @@ func PlanTargets(ctx context.Context, base, head *Result) error {
 	for k := range old {
 		differ[k] = true
 	}
+	hosts := map[string]bool{}
+	for k := range differ {
+		hosts[k[0]] = true
+	}
 	for _, r := range []*Result{base, head} {
 		if r == nil {
 			continue
 		}
 		var kept []Target
-		err := r.EachTarget(ctx, func(t *Target) error {
+		err := r.EachTargetOf(ctx, func(host string) bool { return hosts[host] }, func(t *Target) error {
 			if differ[[2]string{t.Host, t.ServiceID}] {
 				kept = append(kept, *t)
 			}

@@ -166,6 +166,25 @@ func TestEachTargetStreamsTheRelease(t *testing.T) {
 		if err := full.EachTarget(ctx, func(*compiler.Target) error { n++; return nil }); err != nil || n != 84 {
 			t.Fatalf("%s: full result streamed %d targets, %v", name, n, err)
 		}
+		// Restricted to two hosts, the stream is those hosts' targets
+		// exactly, from a lean result (which compiles those hosts only)
+		// and from a full one.
+		keep := func(h string) bool { return h == full.Targets[13].Host || h == full.Targets[70].Host }
+		var want []compiler.Target
+		for _, x := range full.Targets {
+			if keep(x.Host) {
+				want = append(want, x)
+			}
+		}
+		for which, r := range map[string]*compiler.Result{"lean": compile(true), "full": full} {
+			var some []compiler.Target
+			if err := r.EachTargetOf(ctx, keep, func(x *compiler.Target) error { some = append(some, *x); return nil }); err != nil {
+				t.Fatalf("%s: %s result, two hosts: %v", name, which, err)
+			}
+			if len(want) != 24 || !reflect.DeepEqual(some, want) {
+				t.Fatalf("%s: %s result streamed %d targets of two hosts, want their %d (24)", name, which, len(some), len(want))
+			}
+		}
 	}
 	check("release 1 from nothing")
 	if err := compiler.Write(ctx, compile(true), dir, ""); err != nil {
