@@ -37,11 +37,12 @@ func open(dir string) (*git.Repository, error) {
 	return r, nil
 }
 
-// releaseCacheSize bounds go-git's object cache (96 MiB by default) in a
-// repository opened to read release files: each is read once, and a
-// reader holding the repository open would otherwise hold a large
-// release's files a second time in the cache.
-const releaseCacheSize = 8 * cache.MiByte
+// treeCacheSize bounds go-git's object cache (96 MiB by default) in a
+// repository opened to read a tree's files (a release's, or a policy
+// tree's sources): each file is read once a pass, and a reader holding the
+// repository open would otherwise hold up to 96 MiB of them a second time
+// in the cache.
+const treeCacheSize = 8 * cache.MiByte
 
 // openSmallCache is open with an object cache of size bytes.
 func openSmallCache(dir string, size cache.FileSize) (*git.Repository, error) {
@@ -126,24 +127,11 @@ func TreeFS(dir, rev string) (fs.FS, error) {
 	return sub, nil
 }
 
-// openAt opens the repository that contains dir and returns dir's path
-// relative to the worktree root ("" for the root).
+// openAt opens the repository that contains dir, with an object cache of
+// treeCacheSize, and returns dir's path relative to the worktree root (""
+// for the root).
 func openAt(dir string) (*git.Repository, string, error) {
-	return openAtCache(dir, 0)
-}
-
-// openAtCache is openAt with an object cache of cacheSize bytes (0: go-git's
-// default).
-func openAtCache(dir string, cacheSize cache.FileSize) (*git.Repository, string, error) {
-	var (
-		r   *git.Repository
-		err error
-	)
-	if cacheSize > 0 {
-		r, err = openSmallCache(dir, cacheSize)
-	} else {
-		r, err = open(dir)
-	}
+	r, err := openSmallCache(dir, treeCacheSize)
 	if err != nil {
 		return nil, "", err
 	}

@@ -82,7 +82,7 @@ type foundRelease struct {
 // for the one whose releases/<envTag>.yaml (relative to dir) is release
 // version, stopping at the first older release.
 func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*foundRelease, error) {
-	r, prefix, err := openAtCache(dir, releaseCacheSize)
+	r, prefix, err := openAt(dir)
 	if err != nil {
 		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
 	}
