@@ -21,33 +21,18 @@ import (
 // written by configpub (configpub-yaml/1 writes it fourth, unindented).
 var releaseVersionRE = regexp.MustCompile(`(?m)^releaseVersion: ([0-9]{1,16})$`)
 
-// maxManifestBytes bounds one release manifest file read from history;
-// maxReleaseBytes a whole release (root and shards).
-const (
-	maxManifestBytes = 64 << 20
-	maxReleaseBytes  = 1 << 30
-)
+// maxManifestBytes bounds one release manifest root read while the
+// history is walked (a reader of the tree returned bounds the rest: the
+// compiler reads it through its policy-tree limits).
+const maxManifestBytes = 64 << 20
 
-// ReleaseHistory returns a lookup of recorded releases in Git: the manifest
-// releases/<envTag>.yaml (relative to dir, a directory inside a Git working
-// tree), with its shards, at the newest commit of the first-parent history of rev whose
-// manifest is the release asked for. It matches compiler.PreviousRelease.
-// A release not found there wraps bundle.ErrReleaseNotRecorded; the walk
-// stops at the first older release.
-func ReleaseHistory(dir, rev string) func(ctx context.Context, envTag string, version int64) ([]byte, error) {
-	return func(ctx context.Context, envTag string, version int64) ([]byte, error) {
-		f, err := findRelease(ctx, dir, rev, envTag, version)
-		if err != nil {
-			return nil, err
-		}
-		return releaseAt(f.commit, f.prefix, envTag, f.file, f.root)
-	}
-}
-
-// ReleaseTrees is ReleaseHistory that returns, instead of the release's
-// bytes, the files of dir at the commit that recorded it (an fs.FS rooted
-// at dir, read lazily, as TreeFS): a reader takes the root and the shards
-// it lists from there one at a time. It matches compiler.PreviousTree.
+// ReleaseTrees returns a lookup of recorded releases in Git: the files of
+// dir (a directory inside a Git working tree) at the newest commit of the
+// first-parent history of rev whose releases/<envTag>.yaml is the release
+// asked for (an fs.FS rooted at dir, read lazily, as TreeFS), from which a
+// reader takes the root and the shards it lists one at a time. It matches
+// compiler.PreviousTree. A release not found there wraps
+// bundle.ErrReleaseNotRecorded; the walk stops at the first older release.
 func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
 	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
 		f, err := findRelease(ctx, dir, rev, envTag, version)
@@ -128,60 +113,6 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 		}
 	}
 	return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
-}
-
-// releaseAt returns the release whose root is b at commit c: b itself for
-// a single-file manifest, else the release archive of b and every shard
-// it lists (bundle.Archive). The shards are looked up in their directory's
-// tree, decoded once (not walked from the commit's root for each), and
-// read into the archive one by one.
-func releaseAt(c *object.Commit, prefix, envTag, file string, b []byte) ([]byte, error) {
-	if !bundle.IsSharded(b) {
-		return b, nil
-	}
-	refs, err := bundle.ShardRefs(file, b)
-	if err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-	}
-	root, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("tree of %s: %w", c.Hash, err)
-	}
-	var dir *object.Tree
-	if len(refs) > 0 {
-		d := path.Join(prefix, bundle.ShardDir(envTag))
-		if dir, err = root.Tree(d); err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", d, c.Hash, err)
-		}
-	}
-	type shard struct {
-		path string
-		f    *object.File
-	}
-	shards := make([]shard, len(refs))
-	total := int64(len(b))
-	room := bundle.ArchiveEntrySize(bundle.RootPath(envTag), len(b))
-	for k, r := range refs {
-		rel := bundle.ShardPath(envTag, r.Host)
-		f, err := dir.File(path.Base(rel))
-		if err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", rel, c.Hash, err)
-		}
-		if total += f.Size; total > maxReleaseBytes {
-			return nil, fmt.Errorf("release at %s: more than %d bytes", c.Hash, maxReleaseBytes)
-		}
-		room += bundle.ArchiveEntrySize(rel, int(f.Size))
-		shards[k] = shard{rel, f}
-	}
-	out := bundle.AppendArchive(bundle.NewArchive(room), bundle.RootPath(envTag), b)
-	var buf bytes.Buffer
-	for _, s := range shards {
-		if err := readBlobInto(&buf, s.f); err != nil {
-			return nil, fmt.Errorf("%s at %s: %w", s.path, c.Hash, err)
-		}
-		out = bundle.AppendArchive(out, s.path, buf.Bytes())
-	}
-	return out, nil
 }
 
 func readBlob(f *object.File) ([]byte, error) {
