@@ -54,6 +54,15 @@ type Options struct {
 	// its host, so memory does not hold every artifact of a large
 	// environment. Write with an output directory refuses such a result.
 	ManifestOnly bool
+	// Keep, with ManifestOnly, selects the targets whose compiled bodies
+	// the result keeps after all: Result.Targets then holds, in manifest
+	// order, the targets whose manifest entry Keep accepts (Changed as the
+	// release states it), and no other. Keep is called by the host workers
+	// concurrently, once per target of every derivation, with the entry
+	// before its Changed is final. `configpub plan` keeps the targets that
+	// differ from the base release (PlanKeep), so that the head compile
+	// need not run again for them.
+	Keep func(*bundle.TargetEntry) bool
 	// CheckOnly: the caller only asks whether the committed release is up
 	// to date (`configpub compile --check`). When it is not, the result is
 	// the re-derivation of the committed release with Stale saying why;
@@ -106,7 +115,7 @@ type Result struct {
 	// trusted previous release derive (byte-identical). Stale explains
 	// why not.
 	UpToDate  bool
-	Targets   []Target       // sorted by host, serviceId; nil with Options.ManifestOnly
+	Targets   []Target       // sorted by host, serviceId; with Options.ManifestOnly nil, or those Options.Keep accepts
 	Workflows []WorkflowView // internal Workflow views (not delivered)
 	// ProtectedRef is the Repository document's spec.protectedRef, "" when
 	// it declares none. The promoter refuses a repository that declares
@@ -355,7 +364,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			return nil, err
 		}
 		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
-			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, archiveSize: archiveSize}, nil
+			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, keep: opts.Keep, archiveSize: archiveSize}, nil
 	}
 	// start runs one derivation; a ManifestOnly result keeps how to run it
 	// again, for EachTarget.
@@ -905,6 +914,11 @@ type compilation struct {
 	// manifestOnly: drop each target's bodies once digested (see
 	// Options.ManifestOnly).
 	manifestOnly bool
+	// keep, with manifestOnly, selects the targets whose bodies outlive
+	// their host (Options.Keep); held holds them by host index until
+	// finish.
+	keep func(*bundle.TargetEntry) bool
+	held [][]heldTarget
 	// archiveSize is the size of the committed release archive (0: none):
 	// room for the release's own archive, allocated once.
 	archiveSize int
@@ -997,6 +1011,9 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	c.hosts = hosts
 	c.parts = m.partition(hosts)
 	c.entries = make([][]bundle.TargetEntry, len(hosts))
+	if c.keep != nil && out == nil && c.emit == nil {
+		c.held = make([][]heldTarget, len(hosts))
+	}
 	if c.emit != nil {
 		c.emitTurn = sync.NewCond(&c.emitMu)
 	}
@@ -1077,6 +1094,7 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 	if out == nil && kept == nil {
 		bufs = &renderBufs{}
 	}
+	var held []heldTarget // with c.held: the targets c.keep accepts
 	for pass := 0; pass < 2; pass++ {
 		if pass == 1 {
 			accepted = acceptedPublications(ts, g.idx, entries)
@@ -1095,6 +1113,12 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 			}
 			if err := c.compileTarget(t, base[t.e.spec.ServiceID], accepted, o, &entries[k], bufs); err != nil {
 				return err
+			}
+			if c.held != nil && c.keep(&entries[k]) {
+				h := heldTarget{i: i, t: scratch}
+				// The bytes are bufs', reused by the next target.
+				h.t.Values, h.t.PropertySet, h.t.Namespace = bytes.Clone(h.t.Values), bytes.Clone(h.t.PropertySet), bytes.Clone(h.t.Namespace)
+				held = append(held, h)
 			}
 			inputs.merge(o.InputDigests)
 			changed[i] = o.Changed
@@ -1115,6 +1139,9 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 		return nil // finish, which reads what follows, does not run
 	}
 	c.entries[hi] = entries
+	if c.held != nil {
+		c.held[hi] = held
+	}
 	return c.readInputs(hi, inputs)
 }
 
@@ -1299,12 +1326,40 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	for i := range out {
 		out[i].Changed = entries[i].Changed
 	}
+	if c.held != nil {
+		res.Targets = c.heldTargets(entries)
+	}
 	b, err := man.MarshalSize(c.archiveSize)
 	if err != nil {
 		return nil, err
 	}
 	res.Manifest, res.ManifestBytes = man, b
 	return res, nil
+}
+
+// heldTarget is a target Options.Keep accepted, with its index in the
+// release's targets.
+type heldTarget struct {
+	i int
+	t Target
+}
+
+// heldTargets returns the targets the hosts held, in manifest order, with
+// Changed as entries (the release's final entries) state it, and lets go
+// of them.
+func (c *compilation) heldTargets(entries []bundle.TargetEntry) []Target {
+	var all []heldTarget
+	for _, h := range c.held {
+		all = append(all, h...)
+	}
+	c.held = nil
+	slices.SortFunc(all, func(a, b heldTarget) int { return cmp.Compare(a.i, b.i) })
+	out := make([]Target, len(all))
+	for k := range all {
+		out[k] = all[k].t
+		out[k].Changed = entries[all[k].i].Changed
+	}
+	return out
 }
 
 // readInput is what a compilation records of one input file as its hosts

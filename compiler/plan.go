@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"sort"
 	"strings"
 
@@ -147,12 +148,75 @@ func targetIndex(r *Result) map[[2]string]*Target {
 	return m
 }
 
+// PlanKeep returns the Options.Keep of a compile planned against base
+// (nil: none): it keeps the targets whose artifact differs from their
+// entry in base, or that base lacks — the targets of that compile a plan
+// reports. Compiled with it, a release holds them from its first pass and
+// PlanTargets does not compile it again.
+func PlanKeep(base *Result) func(*bundle.TargetEntry) bool {
+	old := map[[2]string]string{}
+	if base != nil {
+		for i := range base.Manifest.Targets {
+			e := &base.Manifest.Targets[i]
+			old[[2]string{e.Host, e.ServiceID}] = e.ArtifactDigest
+		}
+	}
+	return func(e *bundle.TargetEntry) bool {
+		d, ok := old[[2]string{e.Host, e.ServiceID}]
+		return !ok || d != e.ArtifactDigest
+	}
+}
+
+// CommittedChanges returns the hosts whose shard of envTag's committed
+// release differs between two policy trees (or that one of them lacks),
+// or nil when either does not hold a sharded release. Only the root files
+// are read. When both committed releases are what their sources compile
+// to — a pull request that commits the release it compiled — every target
+// that differs between the two compiles is on one of these hosts, so a
+// plan that compiles the base keeping their targets (Options.Keep) does
+// not compile it again; when they are not, PlanTargets finds a target
+// missing and compiles the base's hosts again.
+func CommittedChanges(base, head fs.FS, envTag string) map[string]bool {
+	shards := func(fsys fs.FS) map[string]string {
+		b, err := fs.ReadFile(fsys, ManifestPath(envTag))
+		if err != nil || !bundle.IsSharded(b) {
+			return nil
+		}
+		refs, err := bundle.ShardRefs(ManifestPath(envTag), b)
+		if err != nil {
+			return nil
+		}
+		m := make(map[string]string, len(refs))
+		for _, r := range refs {
+			m[r.Host] = r.Digest
+		}
+		return m
+	}
+	old, cur := shards(base), shards(head)
+	if old == nil || cur == nil {
+		return nil
+	}
+	changed := map[string]bool{}
+	for h, d := range cur {
+		if od, ok := old[h]; !ok || od != d {
+			changed[h] = true
+		}
+	}
+	for h := range old {
+		if _, ok := cur[h]; !ok {
+			changed[h] = true
+		}
+	}
+	return changed
+}
+
 // PlanTargets sets the Targets of base (nil: none) and head, compiled with
 // Options.ManifestOnly, to the targets a plan of the two reports — those
-// whose artifact differs, or that one of the two releases lacks — compiling
-// the hosts that hold them again (Result.EachTargetOf) and keeping only
-// those: a plan of a large environment holds its changed targets, never
-// every artifact of two releases.
+// whose artifact differs, or that one of the two releases lacks — and no
+// other. A result that holds them already (compiled with Options.Keep, as
+// PlanKeep makes it) keeps them; the other is compiled again, only the
+// hosts that hold one (Result.EachTargetOf): a plan of a large environment
+// holds its changed targets, never every artifact of two releases.
 func PlanTargets(ctx context.Context, base, head *Result) error {
 	differ := map[[2]string]bool{}
 	old := map[[2]string]string{}
@@ -181,6 +245,10 @@ func PlanTargets(ctx context.Context, base, head *Result) error {
 		if r == nil {
 			continue
 		}
+		if kept, ok := heldDiffering(r, differ); ok {
+			r.Targets = kept
+			continue
+		}
 		var kept []Target
 		err := r.EachTargetOf(ctx, func(host string) bool { return hosts[host] }, func(t *Target) error {
 			if differ[[2]string{t.Host, t.ServiceID}] {
@@ -194,6 +262,28 @@ func PlanTargets(ctx context.Context, base, head *Result) error {
 		r.Targets = kept
 	}
 	return nil
+}
+
+// heldDiffering returns the targets of r that differ, when r.Targets holds
+// every one of them (false: r must compile them again).
+func heldDiffering(r *Result, differ map[[2]string]bool) ([]Target, bool) {
+	if r.Targets == nil {
+		return nil, false
+	}
+	want := 0
+	for i := range r.Manifest.Targets {
+		e := &r.Manifest.Targets[i]
+		if differ[[2]string{e.Host, e.ServiceID}] {
+			want++
+		}
+	}
+	var kept []Target
+	for _, t := range r.Targets {
+		if differ[[2]string{t.Host, t.ServiceID}] {
+			kept = append(kept, t)
+		}
+	}
+	return kept, len(kept) == want
 }
 
 func targetPlan(o, n *Target) (TargetPlan, error) {

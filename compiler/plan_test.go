@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 )
 
@@ -115,4 +116,134 @@ func TestPlanOfManifestOnlyCompiles(t *testing.T) {
 	if !reflect.DeepEqual(got, want) || len(got.Changed) != 3 || got.Unchanged != 2 {
 		t.Fatalf("plan of manifest-only compiles:\n%+v\nwant\n%+v", got, want)
 	}
+}
+
+// TestPlanKeepHoldsTheChangedTargets: a manifest-only compile with
+// Keep = PlanKeep(base) holds the targets that differ from base, in
+// manifest order, exactly as a full compile renders them, and PlanTargets
+// does not compile it again (the sources changed since: a second compile
+// would be refused).
+func TestPlanKeepHoldsTheChangedTargets(t *testing.T) {
+	dir := copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 6")
+	opts := compiler.Options{EnvTag: "dev", CreatedAt: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)}
+	compile := func(dir string, opts compiler.Options) *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	full := compile(dir, opts)
+	want, err := compiler.NewPlan(compile(fixtureRepo, opts), full, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ManifestOnly = true
+	base := compile(fixtureRepo, opts)
+	opts.Keep = compiler.PlanKeep(base)
+	head := compile(dir, opts)
+
+	var wantHeld []compiler.Target
+	differs := compiler.PlanKeep(base)
+	for i := range full.Manifest.Targets {
+		if differs(&full.Manifest.Targets[i]) {
+			wantHeld = append(wantHeld, full.Targets[i])
+		}
+	}
+	if len(wantHeld) != 3 {
+		t.Fatalf("%d targets differ from the base, want 3", len(wantHeld))
+	}
+	if !reflect.DeepEqual(head.Targets, wantHeld) {
+		t.Fatalf("a compile with Keep holds %d targets, want the %d that differ as a full compile renders them", len(head.Targets), len(wantHeld))
+	}
+
+	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 6", "maxToolCallsPerTurn: 7")
+	if err := compiler.PlanTargets(context.Background(), base, head); err != nil {
+		t.Fatalf("PlanTargets compiled the head again: %v", err)
+	}
+	if len(base.Targets) != 3 || !reflect.DeepEqual(head.Targets, wantHeld) {
+		t.Fatalf("PlanTargets kept %d base and %d new targets, want the 3 that changed", len(base.Targets), len(head.Targets))
+	}
+	got, err := compiler.NewPlan(base, head, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("plan of a compile with Keep:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestCommittedChangesLetTheBaseCompileOnce: when the head commits the
+// release its sources compile to, the hosts whose committed shards differ
+// hold every target that differs, so a base compiled keeping their targets
+// is not compiled again by PlanTargets (its sources changed since: that
+// would be refused); when the head's release is not compiled yet, no host
+// differs and PlanTargets compiles the base's hosts again.
+func TestCommittedChangesLetTheBaseCompileOnce(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	baseDir, dir := copyRepo(t), copyRepo(t)
+	edit(t, filepath.Join(dir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 6")
+	if got := compiler.CommittedChanges(os.DirFS(baseDir), os.DirFS(dir), "dev"); got == nil || len(got) != 0 {
+		t.Fatalf("committed changes before the head's release is compiled: %v, want none", got)
+	}
+	res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiler.Write(ctx, res, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	hosts := compiler.CommittedChanges(os.DirFS(baseDir), os.DirFS(dir), "dev")
+	if !reflect.DeepEqual(hosts, map[string]bool{"dev.lightapi.net": true}) {
+		t.Fatalf("committed changes: %v, want the advisor's host", hosts)
+	}
+	if got := compiler.CommittedChanges(os.DirFS(baseDir), os.DirFS(t.TempDir()), "dev"); got != nil {
+		t.Fatalf("committed changes against a tree without a release: %v, want nil", got)
+	}
+
+	opts := compiler.Options{EnvTag: "dev", CreatedAt: at}
+	want, err := compiler.NewPlan(mustCompile(t, baseDir, opts), mustCompile(t, dir, opts), "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(keepBase func(*bundle.TargetEntry) bool, editBase bool) (*compiler.Plan, error) {
+		opts := compiler.Options{EnvTag: "dev", CreatedAt: at, ManifestOnly: true, Keep: keepBase}
+		base := mustCompile(t, baseDir, opts)
+		opts.Keep = compiler.PlanKeep(base)
+		head := mustCompile(t, dir, opts)
+		if editBase {
+			edit(t, filepath.Join(baseDir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 5")
+			defer edit(t, filepath.Join(baseDir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 5", "maxToolCallsPerTurn: 4")
+		}
+		if err := compiler.PlanTargets(ctx, base, head); err != nil {
+			return nil, err
+		}
+		return compiler.NewPlan(base, head, "HEAD")
+	}
+	got, err := plan(func(e *bundle.TargetEntry) bool { return hosts[e.Host] }, true)
+	if err != nil {
+		t.Fatalf("PlanTargets compiled the base again: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("plan with the committed changes:\n%+v\nwant\n%+v", got, want)
+	}
+	// No host kept: the base lacks the targets and is compiled again.
+	if _, err := plan(func(*bundle.TargetEntry) bool { return false }, true); err == nil || !strings.Contains(err.Error(), "changed while it was compiled") {
+		t.Fatalf("a base holding none of the changed targets: %v, want it compiled again (and refused: its sources changed)", err)
+	}
+	if got, err := plan(func(*bundle.TargetEntry) bool { return false }, false); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("plan compiling the base again: %v\n%+v\nwant\n%+v", err, got, want)
+	}
+}
+
+func mustCompile(t *testing.T, dir string, opts compiler.Options) *compiler.Result {
+	t.Helper()
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/planreport"
@@ -46,30 +47,36 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
-			// Both releases are compiled for their manifests, then again host
-			// by host keeping only the targets that differ (PlanTargets).
-			opts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), ManifestOnly: true}
+			// Both releases are compiled for their manifests, keeping the
+			// targets a plan reports: the base those of the hosts whose
+			// committed shards differ (CommittedChanges), the head those
+			// that differ from the base's (PlanKeep). PlanTargets compiles
+			// the base again, only the hosts that hold a target that
+			// differs, when it lacks one.
 			tree, err := policytree.Dir(repo, policytree.Limits{})
 			if err != nil {
 				return err
 			}
 			defer tree.Close()
+			baseFS, err := gitfs.TreeFS(repo, baseRef)
+			if err != nil {
+				return fmt.Errorf("plan: base %s: %w", baseRef, err)
+			}
+			opts := compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true, PreviousTree: gitfs.ReleaseTrees(repo, baseRef)}
+			if hosts := compiler.CommittedChanges(baseFS, tree, env); hosts != nil {
+				opts.Keep = func(e *bundle.TargetEntry) bool { return hosts[e.Host] }
+			}
+			base, err := compiler.Compile(cmd.Context(), baseFS, opts)
+			if err != nil {
+				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
+			}
+			opts.PreviousTree, opts.Keep = gitfs.ReleaseTrees(repo, "HEAD"), compiler.PlanKeep(base)
 			head, err := compiler.Compile(cmd.Context(), tree, opts)
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or plan inside the policy Git repository)", err)
 			}
 			if err != nil {
 				return err
-			}
-			var base *compiler.Result
-			baseFS, err := gitfs.TreeFS(repo, baseRef)
-			if err != nil {
-				return fmt.Errorf("plan: base %s: %w", baseRef, err)
-			}
-			opts.PreviousTree = gitfs.ReleaseTrees(repo, baseRef)
-			base, err = compiler.Compile(cmd.Context(), baseFS, opts)
-			if err != nil {
-				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
 			}
 			if err := compiler.PlanTargets(cmd.Context(), base, head); err != nil {
 				return fmt.Errorf("plan: %w", err)
