@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
@@ -44,22 +45,38 @@ func open(dir string) (*git.Repository, error) {
 // in the cache.
 const treeCacheSize = 8 * cache.MiByte
 
-// openSmallCache is open with an object cache of size bytes.
+// maxOpenPacks is how many pack files a repository opened by Bounded keeps
+// open, with their parsed indexes.
+const maxOpenPacks = 8
+
+// Bounded returns repo opened again over the same storage and worktree
+// with an object cache of cacheSize bytes (go-git's default, 96 MiB, keeps
+// that much of what a reader reads a second time, for as long as the
+// repository is open) and at most 8 pack files held open: without that
+// bound go-git opens a pack file again for every object it reads from it,
+// which was half the time of reading every file of a large tree. A
+// repository not stored on a filesystem is returned as it is.
+func Bounded(repo *git.Repository, cacheSize cache.FileSize) (*git.Repository, error) {
+	st, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return repo, nil
+	}
+	var wt billy.Filesystem // nil for a bare repository
+	if w, err := repo.Worktree(); err == nil {
+		wt = w.Filesystem
+	}
+	s := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(cacheSize),
+		filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
+	return git.Open(s, wt)
+}
+
+// openSmallCache is open, Bounded to an object cache of size bytes.
 func openSmallCache(dir string, size cache.FileSize) (*git.Repository, error) {
 	r, err := open(dir)
 	if err != nil {
 		return nil, err
 	}
-	st, ok := r.Storer.(*filesystem.Storage)
-	if !ok {
-		return r, nil
-	}
-	wt, err := r.Worktree()
-	if err != nil {
-		return nil, fmt.Errorf("worktree of %s: %w", dir, err)
-	}
-	r, err = git.Open(filesystem.NewStorage(st.Filesystem(), cache.NewObjectLRU(size)), wt.Filesystem)
-	if err != nil {
+	if r, err = Bounded(r, size); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
 	return r, nil

@@ -3,10 +3,10 @@ package review
 import (
 	"fmt"
 
-	"github.com/go-git/go-billy/v5"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/configpub/configpub/internal/gitfs"
 )
 
 // objectCacheSize bounds the decoded objects an opened repository keeps.
@@ -16,31 +16,15 @@ import (
 // as long as the repository is open.
 const objectCacheSize = 16 * cache.MiByte
 
-// maxOpenPacks is how many pack files an opened repository keeps open,
-// with their parsed indexes. Without it go-git opens a pack file again for
-// every object it reads from it: twice per policy file of a promotion.
-// The last ones opened stay open until the repository is collected.
-const maxOpenPacks = 8
-
 // Open opens the Git repository at dir (a worktree or a bare repository;
-// parent directories are not searched).
+// parent directories are not searched), with the object cache bounded and
+// the pack files it reads kept open (gitfs.Bounded).
 func Open(dir string) (*git.Repository, error) {
 	repo, err := git.PlainOpen(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
-	st, ok := repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return repo, nil
-	}
-	var wt billy.Filesystem // nil for a bare repository
-	if w, err := repo.Worktree(); err == nil {
-		wt = w.Filesystem
-	}
-	s := filesystem.NewStorageWithOptions(st.Filesystem(), cache.NewObjectLRU(objectCacheSize),
-		filesystem.Options{MaxOpenDescriptors: maxOpenPacks})
-	repo, err = git.Open(s, wt)
-	if err != nil {
+	if repo, err = gitfs.Bounded(repo, objectCacheSize); err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
 	return repo, nil
