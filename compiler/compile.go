@@ -131,6 +131,9 @@ type Result struct {
 	Reissued []Reissue
 
 	stale error
+	// workflowSpecs are the repository's Workflow documents by name, as
+	// decoded (AddedWorkflowVersions).
+	workflowSpecs map[string]*workflowSpec
 	// unchanged: ManifestBytes are the committed release's, byte for byte
 	// (see Unchanged).
 	unchanged bool
@@ -1290,7 +1293,12 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 		a, b := c.reissued[i], c.reissued[j]
 		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
 	})
-	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout}
+	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout,
+		workflowSpecs: make(map[string]*workflowSpec, len(m.workflows))}
+	for name, w := range m.workflows {
+		spec := w.spec // a copy: the result does not hold the documents' sources
+		res.workflowSpecs[name] = &spec
+	}
 	var man *bundle.Manifest
 	if c.reproduce && c.base != nil && !anyChanged && len(entries) == c.base.count && equalSlices(c.base.LeaseProfiles, profiles) &&
 		c.base.CompatibilityGeneration == spec.CompatibilityGeneration && c.base.RevocationEpoch == spec.RevocationEpoch &&

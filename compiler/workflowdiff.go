@@ -43,7 +43,7 @@ func DiffWorkflowVersions(ctx context.Context, fsys fs.FS, wf, v1, v2 string) (*
 		v   string
 		dst **WorkflowVersionText
 	}{{v1, &d.Old}, {v2, &d.New}} {
-		t, err := versionText(w, p.v)
+		t, err := versionText(&w.spec, p.v)
 		if err != nil {
 			return nil, fmt.Errorf("workflow diff %s: %w", name, err)
 		}
@@ -52,35 +52,34 @@ func DiffWorkflowVersions(ctx context.Context, fsys fs.FS, wf, v1, v2 string) (*
 	return d, nil
 }
 
-// AddedWorkflowVersions compares the workflow versions of the policy
-// repositories base and head: for every version head has and base does not,
-// the diff against the version listed before it in head (Old nil when it is
-// the workflow's first).
-func AddedWorkflowVersions(ctx context.Context, base, head fs.FS) ([]*WorkflowDiff, error) {
-	bm, err := workflowModel(ctx, base)
-	if err != nil {
-		return nil, err
-	}
-	hm, err := workflowModel(ctx, head)
-	if err != nil {
-		return nil, err
+// AddedWorkflowVersions compares the workflow versions of two compiles of a
+// policy repository (base nil: none): for every version head has and base
+// does not, the diff against the version listed before it in head (Old nil
+// when it is the workflow's first). It reads the Workflow documents the
+// compiles decoded, not the sources again.
+func AddedWorkflowVersions(base, head *Result) ([]*WorkflowDiff, error) {
+	if head.workflowSpecs == nil || (base != nil && base.workflowSpecs == nil) {
+		return nil, fmt.Errorf("workflow versions: a compile result that does not hold its Workflow documents")
 	}
 	had := map[string]bool{}
-	for _, w := range bm.workflows {
-		for _, v := range w.spec.Versions {
-			had[w.spec.WfDefID+"@"+v.Version] = true
+	if base != nil {
+		for _, w := range base.workflowSpecs {
+			for _, v := range w.Versions {
+				had[w.WfDefID+"@"+v.Version] = true
+			}
 		}
 	}
 	var out []*WorkflowDiff
-	for _, name := range sortedKeys(hm.workflows) {
-		w := hm.workflows[name]
-		for i, v := range w.spec.Versions {
-			if had[w.spec.WfDefID+"@"+v.Version] {
+	for _, name := range sortedKeys(head.workflowSpecs) {
+		w := head.workflowSpecs[name]
+		for i, v := range w.Versions {
+			if had[w.WfDefID+"@"+v.Version] {
 				continue
 			}
-			d := &WorkflowDiff{Workflow: name, WfDefID: w.spec.WfDefID}
+			d := &WorkflowDiff{Workflow: name, WfDefID: w.WfDefID}
+			var err error
 			if i > 0 {
-				if d.Old, err = versionText(w, w.spec.Versions[i-1].Version); err != nil {
+				if d.Old, err = versionText(w, w.Versions[i-1].Version); err != nil {
 					return nil, err
 				}
 			}
@@ -120,9 +119,9 @@ func (m *model) findWorkflow(wf string) (string, *entry[workflowSpec]) {
 	return "", nil
 }
 
-func versionText(w *entry[workflowSpec], version string) (*WorkflowVersionText, error) {
-	for i := range w.spec.Versions {
-		v := &w.spec.Versions[i]
+func versionText(w *workflowSpec, version string) (*WorkflowVersionText, error) {
+	for i := range w.Versions {
+		v := &w.Versions[i]
 		if v.Version != version {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/fixtures"
@@ -73,7 +74,17 @@ func TestAddedWorkflowVersions(t *testing.T) {
 	added := strings.Replace(src[i:], "version: 1.1.0", "version: 1.2.0", 1)
 	added = strings.Replace(added, "retries: 3", "retries: 2", 1)
 	head[p] = &fstest.MapFile{Data: []byte(src + added)}
-	ds, err := compiler.AddedWorkflowVersions(context.Background(), base, head)
+	compile := func(fsys fs.FS) *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(context.Background(), fsys, compiler.Options{EnvTag: "dev",
+			CreatedAt: time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC), ManifestOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	baseRes, headRes := compile(base), compile(head)
+	ds, err := compiler.AddedWorkflowVersions(baseRes, headRes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +104,27 @@ func TestAddedWorkflowVersions(t *testing.T) {
 	if strings.Join(changed, "\n") != "retries: 3 | retries: 2\nversion: \"1.1.0\" | version: \"1.2.0\"" {
 		t.Fatalf("changed rows:\n%s\nin\n%s", strings.Join(changed, "\n"), buf.String())
 	}
-	if ds, err := compiler.AddedWorkflowVersions(context.Background(), base, base); err != nil || len(ds) != 0 {
+	if ds, err := compiler.AddedWorkflowVersions(baseRes, baseRes); err != nil || len(ds) != 0 {
 		t.Fatalf("same tree: %v, %v", ds, err)
+	}
+	// Without a base every version is added, each against the one before.
+	ds, err = compiler.AddedWorkflowVersions(nil, headRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		old := "-"
+		if d.Old != nil {
+			old = d.Old.Version
+		}
+		got = append(got, d.Workflow+" "+old+" -> "+d.New.Version)
+	}
+	if want := "account-onboarding - -> 1.0.0\naccount-onboarding 1.0.0 -> 1.1.0\naccount-onboarding 1.1.0 -> 1.2.0\ndevice-reset - -> 2.0.0"; strings.Join(got, "\n") != want {
+		t.Fatalf("versions added to no base:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	if _, err := compiler.AddedWorkflowVersions(nil, &compiler.Result{}); err == nil {
+		t.Fatal("a result without its Workflow documents: no error")
 	}
 }
 

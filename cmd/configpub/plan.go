@@ -99,7 +99,7 @@ request comment per environment. It writes nothing.`,
 			if err := r.WriteText(w); err != nil {
 				return err
 			}
-			return writeAddedWorkflowVersions(cmd.Context(), w, baseFS, tree)
+			return writeAddedWorkflowVersions(w, base, head)
 		},
 	}
 	f := cmd.Flags()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"text/tabwriter"
 	"time"
 
@@ -61,8 +60,8 @@ digest a PUBLISHED version is pinned by). It writes nothing.`,
 
 // writeAddedWorkflowVersions prints, for plan, each workflow version the
 // head tree adds, side by side with the version before it.
-func writeAddedWorkflowVersions(ctx context.Context, w io.Writer, base, head fs.FS) error {
-	ds, err := compiler.AddedWorkflowVersions(ctx, base, head)
+func writeAddedWorkflowVersions(w io.Writer, base, head *compiler.Result) error {
+	ds, err := compiler.AddedWorkflowVersions(base, head)
 	if err != nil {
 		return fmt.Errorf("plan: workflow versions: %w", err)
 	}
