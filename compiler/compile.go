@@ -166,7 +166,8 @@ func wantOf(entries []bundle.TargetEntry) []wantTarget {
 }
 
 // ForStreaming prepares a ManifestOnly result that is only streamed
-// (EachTarget) and reported from here on, as a publication does: it keeps
+// (EachTarget) and reported from here on, as a publication or a plan
+// (NewPlan, PlanKeep, PlanTargets) does: it keeps
 // the release header, releaseDigest and, per target, what EachTarget
 // checks the re-derived target against, and lets go of the rest of the
 // manifest — subjects, inputs, workflows and every entry, which a large
@@ -208,6 +209,23 @@ func (r *Result) TargetCount() int {
 		return len(r.want)
 	}
 	return len(r.Manifest.Targets)
+}
+
+// eachArtifact calls fn with the host, serviceId and artifact digest of
+// every target of the release, in manifest order: from the manifest's
+// entries or, once ForStreaming let go of them, from what it kept.
+func (r *Result) eachArtifact(fn func(host, serviceID, artifactDigest string)) {
+	if r.want != nil {
+		for i := range r.want {
+			w := &r.want[i]
+			fn(w.host, w.serviceID, w.artifactDigest)
+		}
+		return
+	}
+	for i := range r.Manifest.Targets {
+		e := &r.Manifest.Targets[i]
+		fn(e.Host, e.ServiceID, e.ArtifactDigest)
+	}
 }
 
 // EachTarget calls fn with every target of the release, in manifest order

@@ -61,14 +61,10 @@ type DigestPair struct {
 // (PlanTargets).
 func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 	p := &Plan{EnvTag: head.Manifest.EnvTag, BaseRef: baseRef, Release: head.Manifest.ReleaseVersion, Changed: []TargetPlan{}}
-	old := map[[2]string]*bundle.TargetEntry{}
 	if base != nil {
 		p.BaseRelease = base.Manifest.ReleaseVersion
-		for i := range base.Manifest.Targets {
-			e := &base.Manifest.Targets[i]
-			old[[2]string{e.Host, e.ServiceID}] = e
-		}
 	}
+	old := artifactsOf(base)
 	oldT, newT := targetIndex(base), targetIndex(head)
 	compiled := func(t map[[2]string]*Target, k [2]string, which string) (*Target, error) {
 		if x := t[k]; x != nil {
@@ -80,31 +76,36 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 	for _, r := range head.Reissued {
 		reasons[[2]string{r.Host, r.ServiceID}] = r.Reason
 	}
-	for i := range head.Manifest.Targets {
-		e := &head.Manifest.Targets[i]
-		k := [2]string{e.Host, e.ServiceID}
-		o := old[k]
-		delete(old, k)
-		if o != nil && o.ArtifactDigest == e.ArtifactDigest {
-			p.Unchanged++
-			continue
-		}
-		n, err := compiled(newT, k, "new")
+	var err error
+	head.eachArtifact(func(host, serviceID, artifact string) {
 		if err != nil {
-			return nil, err
+			return
 		}
-		var ot *Target
-		if o != nil {
+		k := [2]string{host, serviceID}
+		o, inBase := old[k]
+		delete(old, k)
+		if inBase && o == artifact {
+			p.Unchanged++
+			return
+		}
+		var n, ot *Target
+		if n, err = compiled(newT, k, "new"); err != nil {
+			return
+		}
+		if inBase {
 			if ot, err = compiled(oldT, k, "base"); err != nil {
-				return nil, err
+				return
 			}
 		}
-		tp, err := targetPlan(ot, n)
-		if err != nil {
-			return nil, err
+		var tp TargetPlan
+		if tp, err = targetPlan(ot, n); err != nil {
+			return
 		}
 		tp.Reason = reasons[k]
 		p.Changed = append(p.Changed, tp)
+	})
+	if err != nil {
+		return nil, err
 	}
 	for k := range old {
 		ot, err := compiled(oldT, k, "base")
@@ -148,19 +149,25 @@ func targetIndex(r *Result) map[[2]string]*Target {
 	return m
 }
 
+// artifactsOf maps the targets of r's release (nil: none) by host and
+// serviceId to their artifact digests.
+func artifactsOf(r *Result) map[[2]string]string {
+	m := map[[2]string]string{}
+	if r != nil {
+		r.eachArtifact(func(host, serviceID, artifact string) {
+			m[[2]string{host, serviceID}] = artifact
+		})
+	}
+	return m
+}
+
 // PlanKeep returns the Options.Keep of a compile planned against base
 // (nil: none): it keeps the targets whose artifact differs from their
 // entry in base, or that base lacks — the targets of that compile a plan
 // reports. Compiled with it, a release holds them from its first pass and
 // PlanTargets does not compile it again.
 func PlanKeep(base *Result) func(*bundle.TargetEntry) bool {
-	old := map[[2]string]string{}
-	if base != nil {
-		for i := range base.Manifest.Targets {
-			e := &base.Manifest.Targets[i]
-			old[[2]string{e.Host, e.ServiceID}] = e.ArtifactDigest
-		}
-	}
+	old := artifactsOf(base)
 	return func(e *bundle.TargetEntry) bool {
 		d, ok := old[[2]string{e.Host, e.ServiceID}]
 		return !ok || d != e.ArtifactDigest
@@ -219,21 +226,14 @@ func CommittedChanges(base, head fs.FS, envTag string) map[string]bool {
 // holds its changed targets, never every artifact of two releases.
 func PlanTargets(ctx context.Context, base, head *Result) error {
 	differ := map[[2]string]bool{}
-	old := map[[2]string]string{}
-	if base != nil {
-		for i := range base.Manifest.Targets {
-			e := &base.Manifest.Targets[i]
-			old[[2]string{e.Host, e.ServiceID}] = e.ArtifactDigest
-		}
-	}
-	for i := range head.Manifest.Targets {
-		e := &head.Manifest.Targets[i]
-		k := [2]string{e.Host, e.ServiceID}
-		if d, ok := old[k]; !ok || d != e.ArtifactDigest {
+	old := artifactsOf(base)
+	head.eachArtifact(func(host, serviceID, artifact string) {
+		k := [2]string{host, serviceID}
+		if d, ok := old[k]; !ok || d != artifact {
 			differ[k] = true
 		}
 		delete(old, k)
-	}
+	})
 	for k := range old {
 		differ[k] = true
 	}
@@ -271,12 +271,11 @@ func heldDiffering(r *Result, differ map[[2]string]bool) ([]Target, bool) {
 		return nil, false
 	}
 	want := 0
-	for i := range r.Manifest.Targets {
-		e := &r.Manifest.Targets[i]
-		if differ[[2]string{e.Host, e.ServiceID}] {
+	r.eachArtifact(func(host, serviceID, _ string) {
+		if differ[[2]string{host, serviceID}] {
 			want++
 		}
-	}
+	})
 	var kept []Target
 	for _, t := range r.Targets {
 		if differ[[2]string{t.Host, t.ServiceID}] {

@@ -180,7 +180,8 @@ func TestPlanKeepHoldsTheChangedTargets(t *testing.T) {
 // hold every target that differs, so a base compiled keeping their targets
 // is not compiled again by PlanTargets (its sources changed since: that
 // would be refused); when the head's release is not compiled yet, no host
-// differs and PlanTargets compiles the base's hosts again.
+// differs and PlanTargets compiles the base's hosts again. Each holds also
+// when both results let go of their entries first (ForStreaming).
 func TestCommittedChangesLetTheBaseCompileOnce(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
@@ -209,11 +210,23 @@ func TestCommittedChangesLetTheBaseCompileOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(keepBase func(*bundle.TargetEntry) bool, editBase bool) (*compiler.Plan, error) {
+	// With stream, each result lets go of its manifest's entries as soon
+	// as it is compiled (ForStreaming), as the CLI's plan does: what the
+	// plan reads of them — each target's artifact digest — is kept.
+	plan := func(keepBase func(*bundle.TargetEntry) bool, editBase, stream bool) (*compiler.Plan, error) {
 		opts := compiler.Options{EnvTag: "dev", CreatedAt: at, ManifestOnly: true, Keep: keepBase}
 		base := mustCompile(t, baseDir, opts)
+		if stream {
+			base.ForStreaming()
+			if base.Manifest.Targets != nil || base.TargetCount() != 5 {
+				t.Fatalf("a streamed base holds %d entries of %d targets, want none", len(base.Manifest.Targets), base.TargetCount())
+			}
+		}
 		opts.Keep = compiler.PlanKeep(base)
 		head := mustCompile(t, dir, opts)
+		if stream {
+			head.ForStreaming()
+		}
 		if editBase {
 			edit(t, filepath.Join(baseDir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 4", "maxToolCallsPerTurn: 5")
 			defer edit(t, filepath.Join(baseDir, "agents/advisor.yaml"), "maxToolCallsPerTurn: 5", "maxToolCallsPerTurn: 4")
@@ -223,19 +236,21 @@ func TestCommittedChangesLetTheBaseCompileOnce(t *testing.T) {
 		}
 		return compiler.NewPlan(base, head, "HEAD")
 	}
-	got, err := plan(func(e *bundle.TargetEntry) bool { return hosts[e.Host] }, true)
-	if err != nil {
-		t.Fatalf("PlanTargets compiled the base again: %v", err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("plan with the committed changes:\n%+v\nwant\n%+v", got, want)
-	}
-	// No host kept: the base lacks the targets and is compiled again.
-	if _, err := plan(func(*bundle.TargetEntry) bool { return false }, true); err == nil || !strings.Contains(err.Error(), "changed while it was compiled") {
-		t.Fatalf("a base holding none of the changed targets: %v, want it compiled again (and refused: its sources changed)", err)
-	}
-	if got, err := plan(func(*bundle.TargetEntry) bool { return false }, false); err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("plan compiling the base again: %v\n%+v\nwant\n%+v", err, got, want)
+	for _, stream := range []bool{false, true} {
+		got, err := plan(func(e *bundle.TargetEntry) bool { return hosts[e.Host] }, true, stream)
+		if err != nil {
+			t.Fatalf("stream %v: PlanTargets compiled the base again: %v", stream, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("stream %v: plan with the committed changes:\n%+v\nwant\n%+v", stream, got, want)
+		}
+		// No host kept: the base lacks the targets and is compiled again.
+		if _, err := plan(func(*bundle.TargetEntry) bool { return false }, true, stream); err == nil || !strings.Contains(err.Error(), "changed while it was compiled") {
+			t.Fatalf("stream %v: a base holding none of the changed targets: %v, want it compiled again (and refused: its sources changed)", stream, err)
+		}
+		if got, err := plan(func(*bundle.TargetEntry) bool { return false }, false, stream); err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("stream %v: plan compiling the base again: %v\n%+v\nwant\n%+v", stream, err, got, want)
+		}
 	}
 }
 
