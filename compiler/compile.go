@@ -213,19 +213,25 @@ func (r *Result) TargetCount() int {
 
 // eachArtifact calls fn with the host, serviceId and artifact digest of
 // every target of the release, in manifest order: from the manifest's
-// entries or, once ForStreaming let go of them, from what it kept.
-func (r *Result) eachArtifact(fn func(host, serviceID, artifactDigest string)) {
+// entries or, once ForStreaming let go of them, from what it kept. The
+// first error of fn stops it and is returned.
+func (r *Result) eachArtifact(fn func(host, serviceID, artifactDigest string) error) error {
 	if r.want != nil {
 		for i := range r.want {
 			w := &r.want[i]
-			fn(w.host, w.serviceID, w.artifactDigest)
+			if err := fn(w.host, w.serviceID, w.artifactDigest); err != nil {
+				return err
+			}
 		}
-		return
+		return nil
 	}
 	for i := range r.Manifest.Targets {
 		e := &r.Manifest.Targets[i]
-		fn(e.Host, e.ServiceID, e.ArtifactDigest)
+		if err := fn(e.Host, e.ServiceID, e.ArtifactDigest); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // EachTarget calls fn with every target of the release, in manifest order

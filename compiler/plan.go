@@ -76,33 +76,31 @@ func NewPlan(base, head *Result, baseRef string) (*Plan, error) {
 	for _, r := range head.Reissued {
 		reasons[[2]string{r.Host, r.ServiceID}] = r.Reason
 	}
-	var err error
-	head.eachArtifact(func(host, serviceID, artifact string) {
-		if err != nil {
-			return
-		}
+	err := head.eachArtifact(func(host, serviceID, artifact string) error {
 		k := [2]string{host, serviceID}
 		o, inBase := old[k]
 		delete(old, k)
 		if inBase && o == artifact {
 			p.Unchanged++
-			return
+			return nil
 		}
-		var n, ot *Target
-		if n, err = compiled(newT, k, "new"); err != nil {
-			return
+		n, err := compiled(newT, k, "new")
+		if err != nil {
+			return err
 		}
+		var ot *Target
 		if inBase {
 			if ot, err = compiled(oldT, k, "base"); err != nil {
-				return
+				return err
 			}
 		}
-		var tp TargetPlan
-		if tp, err = targetPlan(ot, n); err != nil {
-			return
+		tp, err := targetPlan(ot, n)
+		if err != nil {
+			return err
 		}
 		tp.Reason = reasons[k]
 		p.Changed = append(p.Changed, tp)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -154,8 +152,9 @@ func targetIndex(r *Result) map[[2]string]*Target {
 func artifactsOf(r *Result) map[[2]string]string {
 	m := map[[2]string]string{}
 	if r != nil {
-		r.eachArtifact(func(host, serviceID, artifact string) {
+		_ = r.eachArtifact(func(host, serviceID, artifact string) error {
 			m[[2]string{host, serviceID}] = artifact
+			return nil
 		})
 	}
 	return m
@@ -227,12 +226,13 @@ func CommittedChanges(base, head fs.FS, envTag string) map[string]bool {
 func PlanTargets(ctx context.Context, base, head *Result) error {
 	differ := map[[2]string]bool{}
 	old := artifactsOf(base)
-	head.eachArtifact(func(host, serviceID, artifact string) {
+	_ = head.eachArtifact(func(host, serviceID, artifact string) error {
 		k := [2]string{host, serviceID}
 		if d, ok := old[k]; !ok || d != artifact {
 			differ[k] = true
 		}
 		delete(old, k)
+		return nil
 	})
 	for k := range old {
 		differ[k] = true
@@ -271,10 +271,11 @@ func heldDiffering(r *Result, differ map[[2]string]bool) ([]Target, bool) {
 		return nil, false
 	}
 	want := 0
-	r.eachArtifact(func(host, serviceID, _ string) {
+	_ = r.eachArtifact(func(host, serviceID, _ string) error {
 		if differ[[2]string{host, serviceID}] {
 			want++
 		}
+		return nil
 	})
 	var kept []Target
 	for _, t := range r.Targets {
