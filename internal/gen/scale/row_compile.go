@@ -13,6 +13,7 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
+	"github.com/configpub/configpub/internal/policytree"
 )
 
 // compileRows compiles the generated repository in a child process (wall
@@ -135,25 +136,35 @@ func compileRows(ctx context.Context, s *size) ([]row, error) {
 const containerLimit = 1 << 30
 
 // compileChild is "compile DIR CREATEDAT": compile and write the release
-// manifest, verifying the committed one against the release before it as
-// `configpub compile` does with Git history, and keep the written release
-// (savedRelease) as that history.
+// manifest the way `configpub compile` does — the working tree read as a
+// policy tree, the committed release verified against the release before
+// it, read file by file from where that release is recorded (Git history
+// for the command; here the files the previous run saved, savedRelease) —
+// and save the written release's files as that history.
 func compileChild(args []string) error {
 	at, err := time.Parse(time.RFC3339, args[1])
 	if err != nil {
 		return err
 	}
-	res, err := compiler.Compile(context.Background(), os.DirFS(args[0]), compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true,
-		Previous: func(_ context.Context, _ string, version int64) ([]byte, error) {
-			return os.ReadFile(savedRelease(args[0], version))
-		}})
+	ctx := context.Background()
+	tree, err := policytree.Dir(args[0], policytree.Limits{})
 	if err != nil {
 		return err
 	}
-	if err := compiler.Write(context.Background(), res, args[0], ""); err != nil {
+	defer tree.Close()
+	res, err := compiler.Compile(ctx, tree, compiler.Options{EnvTag: env, CreatedAt: at, ManifestOnly: true,
+		PreviousTree: previousTree(args[0])})
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(savedRelease(args[0], res.Manifest.ReleaseVersion), res.ManifestBytes, 0o644); err != nil {
+	if err := compiler.Write(ctx, res, args[0], ""); err != nil {
+		return err
+	}
+	saved := savedRelease(args[0], res.Manifest.ReleaseVersion)
+	if err := os.MkdirAll(saved, 0o755); err != nil {
+		return err
+	}
+	if err := compiler.WriteReleaseFiles(ctx, saved, res.ManifestBytes); err != nil {
 		return err
 	}
 	fmt.Printf("%d %d\n", len(res.Manifest.Targets), res.Manifest.ReleaseVersion)

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
 	"github.com/configpub/configpub/registry/embedded"
@@ -171,8 +173,13 @@ func publishChild(args []string) error {
 		return err
 	}
 	prefix := args[0] + "/scale"
+	tree, err := policytree.Dir(repo, policytree.Limits{})
+	if err != nil {
+		return err
+	}
+	defer tree.Close()
 	if !recheck {
-		committed, err := compiler.CommittedRelease(os.DirFS(repo), env)
+		committed, err := compiler.CommittedRelease(tree, env)
 		if err != nil {
 			return err
 		}
@@ -186,10 +193,8 @@ func publishChild(args []string) error {
 			return nil
 		}
 	}
-	res, err := compiler.Compile(ctx, os.DirFS(repo), compiler.Options{EnvTag: env, ManifestOnly: true, CheckOnly: true, // as configpub publish
-		Previous: func(_ context.Context, _ string, version int64) ([]byte, error) {
-			return os.ReadFile(savedRelease(repo, version))
-		}})
+	res, err := compiler.Compile(ctx, tree, compiler.Options{EnvTag: env, ManifestOnly: true, CheckOnly: true, // as configpub publish
+		PreviousTree: previousTree(repo)})
 	if err != nil {
 		return err
 	}
@@ -228,10 +233,24 @@ func releaseTargets(archive []byte) (int64, error) {
 	return n, nil
 }
 
-// savedRelease is where the compile step keeps the release archive of
-// each release it wrote (the history a Git repository would hold).
+// savedRelease is the directory where the compile step keeps the files of
+// each release it wrote (releases/<envTag>.yaml and its shards): the history
+// a Git repository would hold.
 func savedRelease(repo string, version int64) string {
 	return fmt.Sprintf("%s.release-%d", repo, version)
+}
+
+// previousTree reads release N-1 from the files the compile step saved, one
+// file at a time, as `configpub compile` and `configpub publish` read it
+// from the tree of the commit that recorded it (compiler.Options.PreviousTree).
+func previousTree(repo string) compiler.PreviousTree {
+	return func(_ context.Context, envTag string, version int64) (fs.FS, error) {
+		dir := savedRelease(repo, version)
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(compiler.ManifestPath(envTag)))); err != nil {
+			return nil, fmt.Errorf("release %d of %s: %w (%v)", version, envTag, bundle.ErrReleaseNotRecorded, err)
+		}
+		return policytree.New(os.DirFS(dir), policytree.Limits{}), nil
+	}
 }
 
 // activationRows runs the promoter's activation benchmark at s.targets
