@@ -46,6 +46,12 @@ type Release struct {
 	ReleaseVersion int64
 	Manifest       []byte    // JCS JSON bytes of the release manifest
 	CreatedAt      time.Time // optional; zero omits org.opencontainers.image.created
+	// ManifestDigest and ManifestSize name Manifest's bytes without
+	// holding them: a Release with these set and Manifest nil can be
+	// looked up (Client.Published) but not published. A large release's
+	// document is tens of megabytes; a look-up needs only its digest.
+	ManifestDigest digest.Digest
+	ManifestSize   int64
 }
 
 // Repository returns "<prefix>/<envTag>/<host>/<serviceId>"; prefix is
@@ -153,14 +159,24 @@ func packRelease(prefix string, r Release) (*packed, error) {
 	if r.ReleaseVersion < 1 {
 		return nil, fmt.Errorf("%w release %s: releaseVersion %d is not positive", ErrInvalid, r.EnvTag, r.ReleaseVersion)
 	}
-	if !json.Valid(r.Manifest) {
-		return nil, fmt.Errorf("%w release %s r%d: manifest is not JSON", ErrInvalid, r.EnvTag, r.ReleaseVersion)
-	}
 	layer := ocispec.Descriptor{
 		MediaType:   ReleaseLayerType,
-		Digest:      digest.FromBytes(r.Manifest),
-		Size:        int64(len(r.Manifest)),
+		Digest:      r.ManifestDigest,
+		Size:        r.ManifestSize,
 		Annotations: map[string]string{ocispec.AnnotationTitle: ReleaseTitle},
+	}
+	switch {
+	case r.Manifest != nil:
+		if !json.Valid(r.Manifest) {
+			return nil, fmt.Errorf("%w release %s r%d: manifest is not JSON", ErrInvalid, r.EnvTag, r.ReleaseVersion)
+		}
+		layer.Digest, layer.Size = digest.FromBytes(r.Manifest), int64(len(r.Manifest))
+		if r.ManifestDigest != "" && (r.ManifestDigest != layer.Digest || r.ManifestSize != layer.Size) {
+			return nil, fmt.Errorf("%w release %s r%d: manifest digest %s (%d bytes) given, its bytes are %s (%d bytes)",
+				ErrInvalid, r.EnvTag, r.ReleaseVersion, r.ManifestDigest, r.ManifestSize, layer.Digest, layer.Size)
+		}
+	case r.ManifestDigest.Validate() != nil || r.ManifestDigest.Algorithm() != digest.SHA256 || r.ManifestSize <= 0:
+		return nil, fmt.Errorf("%w release %s r%d: no manifest, and no sha256 digest and size of one", ErrInvalid, r.EnvTag, r.ReleaseVersion)
 	}
 	ann := map[string]string{
 		bundle.AnnotationEnvTag:         r.EnvTag,

@@ -195,12 +195,16 @@ func (req *PublishRequest) release() (*Release, error) {
 	if err := req.checkRelease(); err != nil {
 		return nil, err
 	}
-	if req.ReleaseFrom == nil {
-		return req.Release, nil
+	rel := req.Release
+	if req.ReleaseFrom != nil {
+		var err error
+		if rel, err = req.ReleaseFrom(); err != nil {
+			return nil, fmt.Errorf("publish: release artifact: %w", err)
+		}
 	}
-	rel, err := req.ReleaseFrom()
-	if err != nil {
-		return nil, fmt.Errorf("publish: release artifact: %w", err)
+	if rel != nil && rel.Manifest == nil {
+		return nil, fmt.Errorf("publish: %w: release %s r%d has no manifest bytes (a release named by its digest is looked up, not published)",
+			ErrInvalid, rel.EnvTag, rel.ReleaseVersion)
 	}
 	return rel, nil
 }

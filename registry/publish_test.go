@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
@@ -401,6 +402,27 @@ func TestReleaseIsTheCommitPoint(t *testing.T) {
 		}
 		if _, ok, err := c.Published(ctx, prefix, rel); err != nil || !ok {
 			t.Fatalf("streamed=%v: after a complete publication Published = %v, %v; want true", streamed, ok, err)
+		}
+		// Named by its document's digest and size, without the bytes: the
+		// same answer; another digest is another release; and such a
+		// release cannot be published.
+		ref := registry.Release{EnvTag: rel.EnvTag, ReleaseVersion: rel.ReleaseVersion,
+			ManifestDigest: digest.FromBytes(rel.Manifest), ManifestSize: int64(len(rel.Manifest))}
+		if got, ok, err := c.Published(ctx, prefix, ref); err != nil || !ok || got.Digest != res.Digest {
+			t.Fatalf("streamed=%v: the release named by its digest: Published = %+v, %v, %v; want %s", streamed, got, ok, err, res.Digest)
+		}
+		another := ref
+		another.ManifestDigest = digest.FromString(`{"release":"1b"}`)
+		if _, _, err := c.Published(ctx, prefix, another); !errors.Is(err, registry.ErrConflict) {
+			t.Fatalf("streamed=%v: a release named by another digest: got %v, want ErrConflict", streamed, err)
+		}
+		if _, err := c.Publish(ctx, registry.PublishRequest{Prefix: prefix, Signer: key, Release: &ref}); !errors.Is(err, registry.ErrInvalid) {
+			t.Fatalf("streamed=%v: publishing a release without its bytes: got %v, want ErrInvalid", streamed, err)
+		}
+		wrong := rel
+		wrong.ManifestDigest, wrong.ManifestSize = another.ManifestDigest, ref.ManifestSize
+		if _, _, err := c.Published(ctx, prefix, wrong); !errors.Is(err, registry.ErrInvalid) {
+			t.Fatalf("streamed=%v: a release whose bytes are not its stated digest: got %v, want ErrInvalid", streamed, err)
 		}
 		if _, err := c.Verify(ctx, res.Ref(), registry.VerifyOptions{Keys: trusted(t, key)}); err != nil {
 			t.Fatalf("streamed=%v: the release artifact %s: %v", streamed, res.Ref(), err)

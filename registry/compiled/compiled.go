@@ -7,8 +7,11 @@
 package compiled
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
 	"strconv"
@@ -19,6 +22,7 @@ import (
 	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
+	"github.com/opencontainers/go-digest"
 )
 
 // Artifact maps a compiled target to its values artifact. The manifest is
@@ -43,6 +47,28 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 // JSON document, stamped with the release's createdAt.
 func Release(res *compiler.Result) (*registry.Release, error) {
 	m := res.Manifest
+	files, err := releaseFiles(res)
+	if err != nil {
+		return nil, err
+	}
+	return release(&m.ReleaseHeader, m.ReleaseDigest, files, true)
+}
+
+// releaseRef is Release named by its document's digest and size, without
+// the document (registry.Release.ManifestDigest): what looking the release
+// artifact up needs.
+func releaseRef(res *compiler.Result) (*registry.Release, error) {
+	m := res.Manifest
+	files, err := releaseFiles(res)
+	if err != nil {
+		return nil, err
+	}
+	return release(&m.ReleaseHeader, m.ReleaseDigest, files, false)
+}
+
+// releaseFiles splits res's release archive into its files.
+func releaseFiles(res *compiler.Result) ([]bundle.ReleaseFile, error) {
+	m := res.Manifest
 	archive, err := res.ReleaseArchive()
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
@@ -51,15 +77,16 @@ func Release(res *compiler.Result) (*registry.Release, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	return release(&m.ReleaseHeader, m.ReleaseDigest, files)
+	return files, nil
 }
 
 // committedRelease maps a release archive as committed (root, then every
-// shard it lists: compiler.CommittedRelease) to the release artifact, from
-// its root's parameters and its files' bytes, without parsing or compiling
-// the release. For a release that is up to date it equals Release of its
-// compile, byte for byte. Nil when the archive is not of a
-// sharded release whose root reads: only a compile can say what is wrong.
+// shard it lists: compiler.CommittedRelease) to the release artifact named
+// by its document's digest (registry.Release.ManifestDigest), from its
+// root's parameters and its files' bytes, without parsing or compiling the
+// release. For a release that is up to date it names Release of its
+// compile. Nil when the archive is not of a sharded release whose root
+// reads: only a compile can say what is wrong.
 func committedRelease(archive []byte) *registry.Release {
 	if !bundle.IsArchive(archive) {
 		return nil
@@ -72,82 +99,123 @@ func committedRelease(archive []byte) *registry.Release {
 	if err != nil {
 		return nil
 	}
-	rel, err := release(&root.ReleaseHeader, root.ReleaseDigest, files)
+	rel, err := release(&root.ReleaseHeader, root.ReleaseDigest, files, false)
 	if err != nil {
 		return nil
 	}
 	return rel
 }
 
-// release builds the release artifact's document from a release's files.
-func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) (*registry.Release, error) {
-	b, err := appendReleaseDocument(nil, h, releaseDigest, files)
-	if err != nil {
-		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
-	}
+// release builds the release artifact from a release's files: with its
+// document when whole is set, else named by the document's digest and
+// size, which are computed as it is written, without holding it.
+func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile, whole bool) (*registry.Release, error) {
 	created, err := time.Parse(time.RFC3339, h.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
-	return &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, Manifest: b, CreatedAt: created}, nil
+	rel := &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, CreatedAt: created}
+	if whole {
+		rel.Manifest, err = appendReleaseDocument(nil, h, releaseDigest, files)
+	} else {
+		hash := sha256.New()
+		n := &countingWriter{w: hash}
+		err = writeReleaseDocument(n, h, releaseDigest, files)
+		rel.ManifestDigest, rel.ManifestSize = digest.NewDigest(digest.SHA256, hash), n.n
+	}
+	if err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
+	}
+	return rel, nil
 }
 
-// appendReleaseDocument appends the release artifact's layer: the release
-// manifest's files (root first, then one shard per host) with their exact
-// bytes, as the RFC 8785 JSON document {apiVersion, envTag, files: [{content,
-// digest, path}], kind, releaseDigest, releaseVersion}: members in JCS
-// order, strings as jcs.AppendString writes them, the version an integer. Written directly rather than
-// through render.Marshal, which holds the document several times over (a
-// release of 100,000 targets has 65 MB of files); the bytes are the same
-// (TestReleaseDocumentIsCanonical).
+// countingWriter counts what it passes on to w.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// appendReleaseDocument appends the release artifact's layer, as
+// writeReleaseDocument writes it, to dst grown once to about its size.
 func appendReleaseDocument(dst []byte, h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) ([]byte, error) {
 	size := 256 + len(h.APIVersion) + len(h.EnvTag) + len(h.Kind) + len(releaseDigest)
 	for _, f := range files {
 		size += 128 + len(f.Path) + len(f.Bytes) + len(f.Bytes)/16 // newlines and quotes are escaped
 	}
-	dst = slices.Grow(dst, size)
-	str := func(s string) (err error) {
-		dst, err = jcs.AppendString(dst, s)
-		return err
-	}
-	dst = append(dst, `{"apiVersion":`...)
-	if err := str(h.APIVersion); err != nil {
+	buf := bytes.NewBuffer(slices.Grow(dst, size))
+	if err := writeReleaseDocument(buf, h, releaseDigest, files); err != nil {
 		return nil, err
 	}
-	dst = append(dst, `,"envTag":`...)
-	if err := str(h.EnvTag); err != nil {
-		return nil, err
-	}
-	dst = append(dst, `,"files":[`...)
+	return buf.Bytes(), nil
+}
+
+// writeReleaseDocument writes the release artifact's layer: the release
+// manifest's files (root first, then one shard per host) with their exact
+// bytes, as the RFC 8785 JSON document {apiVersion, envTag, files: [{content,
+// digest, path}], kind, releaseDigest, releaseVersion}: members in JCS
+// order, strings as jcs.AppendString writes them, the version an integer.
+// Written directly rather than through render.Marshal, which holds the
+// document several times over (a release of 100,000 targets has 65 MB of
+// files); the bytes are the same (TestReleaseDocumentIsCanonical).
+func writeReleaseDocument(w io.Writer, h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) error {
+	d := &docWriter{w: w}
+	d.raw(`{"apiVersion":`)
+	d.str(h.APIVersion)
+	d.raw(`,"envTag":`)
+	d.str(h.EnvTag)
+	d.raw(`,"files":[`)
 	for i, f := range files {
 		if i > 0 {
-			dst = append(dst, ',')
+			d.raw(",")
 		}
-		dst = append(dst, `{"content":`...)
-		if err := str(string(f.Bytes)); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		d.raw(`{"content":`)
+		d.str(string(f.Bytes))
+		if d.err != nil {
+			return fmt.Errorf("%s: %w", f.Path, d.err)
 		}
-		dst = append(dst, `,"digest":`...)
-		if err := str(render.BytesDigest(f.Bytes)); err != nil {
-			return nil, err
-		}
-		dst = append(dst, `,"path":`...)
-		if err := str(f.Path); err != nil {
-			return nil, err
-		}
-		dst = append(dst, '}')
+		d.raw(`,"digest":`)
+		d.str(render.BytesDigest(f.Bytes))
+		d.raw(`,"path":`)
+		d.str(f.Path)
+		d.raw("}")
 	}
-	dst = append(dst, `],"kind":`...)
-	if err := str(h.Kind); err != nil {
-		return nil, err
+	d.raw(`],"kind":`)
+	d.str(h.Kind)
+	d.raw(`,"releaseDigest":`)
+	d.str(releaseDigest)
+	d.raw(`,"releaseVersion":`)
+	d.raw(strconv.FormatInt(h.ReleaseVersion, 10))
+	d.raw("}")
+	return d.err
+}
+
+// docWriter writes a JSON document's parts to w, strings through one
+// reused buffer; the first error stops it and stays in err.
+type docWriter struct {
+	w   io.Writer
+	buf []byte
+	err error
+}
+
+func (d *docWriter) raw(s string) {
+	if d.err == nil {
+		_, d.err = io.WriteString(d.w, s)
 	}
-	dst = append(dst, `,"releaseDigest":`...)
-	if err := str(releaseDigest); err != nil {
-		return nil, err
+}
+
+func (d *docWriter) str(s string) {
+	if d.err != nil {
+		return
 	}
-	dst = append(dst, `,"releaseVersion":`...)
-	dst = strconv.AppendInt(dst, h.ReleaseVersion, 10)
-	return append(dst, '}'), nil
+	if d.buf, d.err = jcs.AppendString(d.buf[:0], s); d.err == nil {
+		_, d.err = d.w.Write(d.buf)
+	}
 }
 
 // Artifacts maps a compile result to what a publication pushes: one values
@@ -260,7 +328,7 @@ func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Resul
 	// target, rather than held while they stream.
 	res.ForStreaming()
 	if !recheck && !req.EnsureSignatures {
-		rel, err := Release(res)
+		rel, err := releaseRef(res)
 		if err != nil {
 			return nil, nil, err
 		}

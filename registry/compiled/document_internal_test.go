@@ -11,6 +11,7 @@ import (
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
 	"github.com/configpub/configpub/internal/render"
+	"github.com/opencontainers/go-digest"
 )
 
 // releaseDocument is the release artifact's layer as a Go value, the form
@@ -78,8 +79,21 @@ func TestReleaseDocumentIsCanonical(t *testing.T) {
 			}
 			t.Errorf("%s: written document differs from render.Marshal at byte %d of %d/%d: %.80q vs %.80q", name, n, len(got), len(want), got[n:], want[n:])
 		}
+		// Named by its digest, the document is hashed as it is written,
+		// not held: the same digest and size.
+		ref, err := release(&root.ReleaseHeader, root.ReleaseDigest, files, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ref.Manifest != nil || ref.ManifestDigest != digest.FromBytes(want) || ref.ManifestSize != int64(len(want)) {
+			t.Errorf("%s: release named by digest: %d bytes held, %s (%d bytes); want none held, %s (%d bytes)",
+				name, len(ref.Manifest), ref.ManifestDigest, ref.ManifestSize, digest.FromBytes(want), len(want))
+		}
 	}
 	if _, err := appendReleaseDocument(nil, &bundle.ReleaseHeader{}, "", []bundle.ReleaseFile{{Path: "p", Bytes: []byte{0xff}}}); err == nil {
 		t.Error("a file that is not UTF-8 was written into the release document")
+	}
+	if _, err := release(&bundle.ReleaseHeader{CreatedAt: "2026-01-01T00:00:00Z"}, "", []bundle.ReleaseFile{{Path: "p", Bytes: []byte{0xff}}}, false); err == nil {
+		t.Error("a file that is not UTF-8 was hashed into the release document's digest")
 	}
 }
