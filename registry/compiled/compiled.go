@@ -46,28 +46,19 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 // from res.ReleaseArchive as compiled, not rendered again) in one RFC 8785
 // JSON document, stamped with the release's createdAt.
 func Release(res *compiler.Result) (*registry.Release, error) {
-	m := res.Manifest
-	files, err := releaseFiles(res)
-	if err != nil {
-		return nil, err
-	}
-	return release(&m.ReleaseHeader, m.ReleaseDigest, files, true)
+	return releaseOfResult(res, true)
 }
 
 // releaseRef is Release named by its document's digest and size, without
 // the document (registry.Release.ManifestDigest): what looking the release
 // artifact up needs.
 func releaseRef(res *compiler.Result) (*registry.Release, error) {
-	m := res.Manifest
-	files, err := releaseFiles(res)
-	if err != nil {
-		return nil, err
-	}
-	return release(&m.ReleaseHeader, m.ReleaseDigest, files, false)
+	return releaseOfResult(res, false)
 }
 
-// releaseFiles splits res's release archive into its files.
-func releaseFiles(res *compiler.Result) ([]bundle.ReleaseFile, error) {
+// releaseOfResult builds res's release artifact from res.ReleaseArchive, as
+// release does with whole.
+func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error) {
 	m := res.Manifest
 	archive, err := res.ReleaseArchive()
 	if err != nil {
@@ -77,7 +68,7 @@ func releaseFiles(res *compiler.Result) ([]bundle.ReleaseFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	return files, nil
+	return release(&m.ReleaseHeader, m.ReleaseDigest, files, whole)
 }
 
 // committedRelease maps a release archive as committed (root, then every
