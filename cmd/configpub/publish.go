@@ -84,11 +84,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			// when it is in place, nothing is compiled (unless --out needs
 			// the targets, or every artifact is to be checked).
 			if out == "" && !recheck && !ensureSigs {
-				committed, err := compiler.CommittedRelease(tree, env)
-				if err != nil {
-					return err
-				}
-				if r, rel, ok := compiled.FindPublished(cmd.Context(), c, prefix, committed); ok {
+				if r, rel, ok := compiled.FindPublished(cmd.Context(), c, prefix, tree, env); ok {
 					signer, err := cosignkey.LoadPrivateKeyFile(key, password)
 					if err != nil {
 						return err

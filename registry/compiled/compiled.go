@@ -10,9 +10,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
+	"path"
 	"slices"
 	"strconv"
 	"time"
@@ -68,27 +71,63 @@ func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	return release(&m.ReleaseHeader, m.ReleaseDigest, files, whole)
+	return release(&m.ReleaseHeader, m.ReleaseDigest, each(files), whole)
 }
 
-// committedRelease maps a release archive as committed (root, then every
-// shard it lists: compiler.CommittedRelease) to the release artifact named
-// by its document's digest (registry.Release.ManifestDigest), from its
-// root's parameters and its files' bytes, without parsing or compiling the
+// each yields files, in order.
+func each(files []bundle.ReleaseFile) iter.Seq2[bundle.ReleaseFile, error] {
+	return func(yield func(bundle.ReleaseFile, error) bool) {
+		for _, f := range files {
+			if !yield(f, nil) {
+				return
+			}
+		}
+	}
+}
+
+// committedRelease maps the release of envTag committed in the policy tree
+// fsys (releases/<envTag>.yaml, then every shard it lists, exact bytes) to
+// the release artifact named by its document's digest
+// (registry.Release.ManifestDigest), from its root's parameters and its
+// files' bytes, read one at a time, without parsing or compiling the
 // release. For a release that is up to date it names Release of its
-// compile. Nil when the archive is not of a sharded release whose root
-// reads: only a compile can say what is wrong.
-func committedRelease(archive []byte) *registry.Release {
-	if !bundle.IsArchive(archive) {
-		return nil
-	}
-	files, err := bundle.SplitArchive(archive)
-	if err != nil || len(files) == 0 {
-		return nil
-	}
-	root, err := bundle.ParseRoot(files[0].Path, files[0].Bytes)
+// compile. Nil when the files are not of a sharded release whose root reads
+// and whose shards are exactly those it lists: only a compile can say what
+// is wrong.
+func committedRelease(fsys fs.FS, envTag string) *registry.Release {
+	rootPath := compiler.ManifestPath(envTag)
+	b, err := fs.ReadFile(fsys, rootPath)
 	if err != nil {
 		return nil
+	}
+	root, err := bundle.ParseRoot(rootPath, b)
+	if err != nil {
+		return nil
+	}
+	listed := make(map[string]bool, len(root.Shards))
+	for _, s := range root.Shards {
+		listed[path.Base(bundle.ShardPath(envTag, s.Host))] = true
+	}
+	ents, err := fs.ReadDir(fsys, bundle.ShardDir(envTag))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for _, e := range ents {
+		if !listed[e.Name()] {
+			return nil // another release than the root's: a compile says so
+		}
+	}
+	files := func(yield func(bundle.ReleaseFile, error) bool) {
+		if !yield(bundle.ReleaseFile{Path: rootPath, Bytes: b}, nil) {
+			return
+		}
+		for _, s := range root.Shards {
+			p := bundle.ShardPath(envTag, s.Host)
+			sb, err := fs.ReadFile(fsys, p)
+			if !yield(bundle.ReleaseFile{Path: p, Bytes: sb}, err) || err != nil {
+				return
+			}
+		}
 	}
 	rel, err := release(&root.ReleaseHeader, root.ReleaseDigest, files, false)
 	if err != nil {
@@ -100,14 +139,21 @@ func committedRelease(archive []byte) *registry.Release {
 // release builds the release artifact from a release's files: with its
 // document when whole is set, else named by the document's digest and
 // size, which are computed as it is written, without holding it.
-func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile, whole bool) (*registry.Release, error) {
+func release(h *bundle.ReleaseHeader, releaseDigest string, files iter.Seq2[bundle.ReleaseFile, error], whole bool) (*registry.Release, error) {
 	created, err := time.Parse(time.RFC3339, h.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
 	rel := &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, CreatedAt: created}
 	if whole {
-		rel.Manifest, err = appendReleaseDocument(nil, h, releaseDigest, files)
+		var all []bundle.ReleaseFile
+		for f, ferr := range files {
+			if ferr != nil {
+				return nil, fmt.Errorf("release manifest %s/%d: %s: %w", h.EnvTag, h.ReleaseVersion, f.Path, ferr)
+			}
+			all = append(all, f)
+		}
+		rel.Manifest, err = appendReleaseDocument(nil, h, releaseDigest, all)
 	} else {
 		hash := sha256.New()
 		n := &countingWriter{w: hash}
@@ -140,7 +186,7 @@ func appendReleaseDocument(dst []byte, h *bundle.ReleaseHeader, releaseDigest st
 		size += 128 + len(f.Path) + len(f.Bytes) + len(f.Bytes)/16 // newlines and quotes are escaped
 	}
 	buf := bytes.NewBuffer(slices.Grow(dst, size))
-	if err := writeReleaseDocument(buf, h, releaseDigest, files); err != nil {
+	if err := writeReleaseDocument(buf, h, releaseDigest, each(files)); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -154,17 +200,22 @@ func appendReleaseDocument(dst []byte, h *bundle.ReleaseHeader, releaseDigest st
 // Written directly rather than through render.Marshal, which holds the
 // document several times over (a release of 100,000 targets has 65 MB of
 // files); the bytes are the same (TestReleaseDocumentIsCanonical).
-func writeReleaseDocument(w io.Writer, h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) error {
+func writeReleaseDocument(w io.Writer, h *bundle.ReleaseHeader, releaseDigest string, files iter.Seq2[bundle.ReleaseFile, error]) error {
 	d := &docWriter{w: w}
 	d.raw(`{"apiVersion":`)
 	d.str(h.APIVersion)
 	d.raw(`,"envTag":`)
 	d.str(h.EnvTag)
 	d.raw(`,"files":[`)
-	for i, f := range files {
+	i := 0
+	for f, err := range files {
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Path, err)
+		}
 		if i > 0 {
 			d.raw(",")
 		}
+		i++
 		d.raw(`{"content":`)
 		d.str(string(f.Bytes))
 		if d.err != nil {
@@ -279,17 +330,18 @@ func Stream(ctx context.Context, res *compiler.Result) iter.Seq2[registry.Artifa
 	}
 }
 
-// FindPublished looks up the release artifact of a policy repository's
-// committed release from its files as committed (compiler.CommittedRelease:
-// root, then every shard), without parsing or compiling the release, and
+// FindPublished looks up the release artifact of the release of envTag
+// committed in the policy tree fsys from its files as committed (root, then
+// every shard, read one at a time and hashed into the release document's
+// digest as it is written), without parsing or compiling the release, and
 // returns it when it is in place: the release artifact is pushed last, once
 // every target is complete, so the whole release is published and nothing
 // needs compiling. False when it is not in place, and when the files or the
 // registry cannot tell (another release N in place, a registry that does
 // not answer): a compile then says whether the committed release is stale,
 // and PublishRelease reports the registry's answer.
-func FindPublished(ctx context.Context, c *registry.Client, prefix string, committed []byte) (registry.Result, *registry.Release, bool) {
-	rel := committedRelease(committed)
+func FindPublished(ctx context.Context, c *registry.Client, prefix string, fsys fs.FS, envTag string) (registry.Result, *registry.Release, bool) {
+	rel := committedRelease(fsys, envTag)
 	if rel == nil {
 		return registry.Result{}, nil, false
 	}

@@ -8,7 +8,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -180,7 +182,7 @@ func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
 		}
 		return sum, present
 	}
-	if _, _, ok := compiled.FindPublished(ctx, c, prefix, committed); ok {
+	if _, _, ok := compiled.FindPublished(ctx, c, prefix, repo, "bench"); ok {
 		t.Fatal("FindPublished found a release artifact before the first publication")
 	}
 	if sum, present := publish(false); present != nil || sum.Pushed != 25 || sum.AlreadyPresent != 0 {
@@ -190,21 +192,40 @@ func TestPublishReleaseStopsAtTheReleaseArtifact(t *testing.T) {
 	if present == nil || present.Kind != registry.KindRelease || sum.Pushed != 0 || sum.AlreadyPresent != 1 {
 		t.Fatalf("second publication: %+v, present %+v; want it stopped at the release artifact", sum, present)
 	}
-	found, rel, ok := compiled.FindPublished(ctx, c, prefix, committed)
+	found, rel, ok := compiled.FindPublished(ctx, c, prefix, repo, "bench")
 	if !ok || found != *present || rel.ReleaseVersion != 1 || rel.EnvTag != "bench" {
 		t.Fatalf("FindPublished from the committed files: %+v, %+v, %v; want %+v", found, rel, ok, *present)
 	}
-	// A hand edit (a comment) in the root: files of another release
-	// artifact than the one in place (its tag conflicts), not found.
-	edited := bytes.Replace(committed, []byte("\nkind: "), []byte("\n# edited\nkind: "), 1)
-	if bytes.Equal(edited, committed) {
-		t.Fatal("the edit changed nothing")
+	// Committed files that are not exactly the published release's are
+	// not found: a compile must say what they are.
+	root := files[0].Path
+	for name, change := range map[string]func(fstest.MapFS){
+		// A hand edit (a comment) in the root: files of another release
+		// artifact than the one in place (its tag conflicts).
+		"edited root": func(m fstest.MapFS) {
+			m[root] = &fstest.MapFile{Data: bytes.Replace(m[root].Data, []byte("\nkind: "), []byte("\n# edited\nkind: "), 1)}
+		},
+		"edited shard": func(m fstest.MapFS) {
+			m[files[1].Path] = &fstest.MapFile{Data: append(slices.Clone(files[1].Bytes), "# edited\n"...)}
+		},
+		"root without its shards": func(m fstest.MapFS) {
+			for _, f := range files[1:] {
+				delete(m, f.Path)
+			}
+		},
+		"a shard the root does not list": func(m fstest.MapFS) {
+			m[bundle.ShardPath("bench", "unlisted.example")] = &fstest.MapFile{Data: files[1].Bytes}
+		},
+		"no release": func(m fstest.MapFS) { delete(m, root) },
+	} {
+		m := maps.Clone(repo)
+		change(m)
+		if _, _, ok := compiled.FindPublished(ctx, c, prefix, m, "bench"); ok {
+			t.Errorf("%s: FindPublished found the committed files published", name)
+		}
 	}
-	if _, _, ok := compiled.FindPublished(ctx, c, prefix, edited); ok {
-		t.Fatal("FindPublished found edited committed files published")
-	}
-	if _, _, ok := compiled.FindPublished(ctx, c, prefix, files[0].Bytes); ok {
-		t.Fatal("FindPublished found a root without its shards published")
+	if _, _, ok := compiled.FindPublished(ctx, c, prefix, repo, "bench"); !ok {
+		t.Fatal("FindPublished no longer finds the unchanged committed files published")
 	}
 	if sum, present := publish(true); present != nil || sum.Pushed != 0 || sum.AlreadyPresent != 25 {
 		t.Fatalf("recheck: %+v, present %v; want 25 present", sum, present)

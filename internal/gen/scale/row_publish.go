@@ -179,13 +179,9 @@ func publishChild(args []string) error {
 	}
 	defer tree.Close()
 	if !recheck {
-		committed, err := compiler.CommittedRelease(tree, env)
-		if err != nil {
-			return err
-		}
-		if _, _, ok := compiled.FindPublished(ctx, c, prefix, committed); ok {
+		if _, _, ok := compiled.FindPublished(ctx, c, prefix, tree, env); ok {
 			// What the release artifact, pushed last, says.
-			n, err := releaseTargets(committed)
+			n, err := releaseTargets(tree)
 			if err != nil {
 				return err
 			}
@@ -216,13 +212,14 @@ func publishChild(args []string) error {
 	return nil
 }
 
-// releaseTargets counts the targets a committed release archive's root lists.
-func releaseTargets(archive []byte) (int64, error) {
-	files, err := bundle.SplitArchive(archive)
+// releaseTargets counts the targets the committed release's root lists.
+func releaseTargets(fsys fs.FS) (int64, error) {
+	p := compiler.ManifestPath(env)
+	b, err := fs.ReadFile(fsys, p)
 	if err != nil {
 		return 0, err
 	}
-	root, err := bundle.ParseRoot(files[0].Path, files[0].Bytes)
+	root, err := bundle.ParseRoot(p, b)
 	if err != nil {
 		return 0, err
 	}
