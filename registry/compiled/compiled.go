@@ -59,8 +59,8 @@ func releaseRef(res *compiler.Result) (*registry.Release, error) {
 	return releaseOfResult(res, false)
 }
 
-// releaseOfResult builds res's release artifact from res.ReleaseArchive, as
-// release does with whole.
+// releaseOfResult builds res's release artifact from res.ReleaseArchive:
+// with its document when whole is set, else named by its digest.
 func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error) {
 	m := res.Manifest
 	archive, err := res.ReleaseArchive()
@@ -71,7 +71,10 @@ func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	return release(&m.ReleaseHeader, m.ReleaseDigest, each(files), whole)
+	if whole {
+		return release(&m.ReleaseHeader, m.ReleaseDigest, files)
+	}
+	return releaseByDigest(&m.ReleaseHeader, m.ReleaseDigest, each(files))
 }
 
 // each yields files, in order.
@@ -129,41 +132,50 @@ func committedRelease(fsys fs.FS, envTag string) *registry.Release {
 			}
 		}
 	}
-	rel, err := release(&root.ReleaseHeader, root.ReleaseDigest, files, false)
+	rel, err := releaseByDigest(&root.ReleaseHeader, root.ReleaseDigest, files)
 	if err != nil {
 		return nil
 	}
 	return rel
 }
 
-// release builds the release artifact from a release's files: with its
-// document when whole is set, else named by the document's digest and
-// size, which are computed as it is written, without holding it.
-func release(h *bundle.ReleaseHeader, releaseDigest string, files iter.Seq2[bundle.ReleaseFile, error], whole bool) (*registry.Release, error) {
+// release builds the release artifact with its document from a release's
+// files.
+func release(h *bundle.ReleaseHeader, releaseDigest string, files []bundle.ReleaseFile) (*registry.Release, error) {
+	rel, err := releaseOf(h)
+	if err != nil {
+		return nil, err
+	}
+	if rel.Manifest, err = appendReleaseDocument(nil, h, releaseDigest, files); err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
+	}
+	return rel, nil
+}
+
+// releaseByDigest builds the release artifact named by its document's
+// digest and size, which are computed as the document is written, from
+// files as they come, without holding it.
+func releaseByDigest(h *bundle.ReleaseHeader, releaseDigest string, files iter.Seq2[bundle.ReleaseFile, error]) (*registry.Release, error) {
+	rel, err := releaseOf(h)
+	if err != nil {
+		return nil, err
+	}
+	hash := sha256.New()
+	n := &countingWriter{w: hash}
+	if err := writeReleaseDocument(n, h, releaseDigest, files); err != nil {
+		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
+	}
+	rel.ManifestDigest, rel.ManifestSize = digest.NewDigest(digest.SHA256, hash), n.n
+	return rel, nil
+}
+
+// releaseOf returns the release artifact of h, without its document.
+func releaseOf(h *bundle.ReleaseHeader) (*registry.Release, error) {
 	created, err := time.Parse(time.RFC3339, h.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
-	rel := &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, CreatedAt: created}
-	if whole {
-		var all []bundle.ReleaseFile
-		for f, ferr := range files {
-			if ferr != nil {
-				return nil, fmt.Errorf("release manifest %s/%d: %s: %w", h.EnvTag, h.ReleaseVersion, f.Path, ferr)
-			}
-			all = append(all, f)
-		}
-		rel.Manifest, err = appendReleaseDocument(nil, h, releaseDigest, all)
-	} else {
-		hash := sha256.New()
-		n := &countingWriter{w: hash}
-		err = writeReleaseDocument(n, h, releaseDigest, files)
-		rel.ManifestDigest, rel.ManifestSize = digest.NewDigest(digest.SHA256, hash), n.n
-	}
-	if err != nil {
-		return nil, fmt.Errorf("release manifest %s/%d as JCS: %w", h.EnvTag, h.ReleaseVersion, err)
-	}
-	return rel, nil
+	return &registry.Release{EnvTag: h.EnvTag, ReleaseVersion: h.ReleaseVersion, CreatedAt: created}, nil
 }
 
 // countingWriter counts what it passes on to w.

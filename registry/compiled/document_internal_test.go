@@ -81,7 +81,7 @@ func TestReleaseDocumentIsCanonical(t *testing.T) {
 		}
 		// Named by its digest, the document is hashed as it is written,
 		// not held: the same digest and size.
-		ref, err := release(&root.ReleaseHeader, root.ReleaseDigest, each(files), false)
+		ref, err := releaseByDigest(&root.ReleaseHeader, root.ReleaseDigest, each(files))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestReleaseDocumentIsCanonical(t *testing.T) {
 	if _, err := appendReleaseDocument(nil, &bundle.ReleaseHeader{}, "", []bundle.ReleaseFile{{Path: "p", Bytes: []byte{0xff}}}); err == nil {
 		t.Error("a file that is not UTF-8 was written into the release document")
 	}
-	if _, err := release(&bundle.ReleaseHeader{CreatedAt: "2026-01-01T00:00:00Z"}, "", each([]bundle.ReleaseFile{{Path: "p", Bytes: []byte{0xff}}}), false); err == nil {
+	if _, err := releaseByDigest(&bundle.ReleaseHeader{CreatedAt: "2026-01-01T00:00:00Z"}, "", each([]bundle.ReleaseFile{{Path: "p", Bytes: []byte{0xff}}})); err == nil {
 		t.Error("a file that is not UTF-8 was hashed into the release document's digest")
 	}
 }
