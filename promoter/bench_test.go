@@ -273,3 +273,104 @@ func sameWorkBaseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte
 		return pointernote.BatchesSQL("'bench'::text", "h", "sv", "unnest($1::text[], $2::text[]) AS x(h, sv)"), []any{hosts, svcs}
 	})
 }
+
+// BenchmarkViewRecording10k measures what recording a release's Workflow
+// views adds to its promotion at 10,000 targets (1,000 under -short); see
+// benchViews.
+func BenchmarkViewRecording10k(b *testing.B) {
+	n := 10000
+	if testing.Short() {
+		n = 1000
+		b.Logf("-short: %d targets instead of 10,000", n)
+	}
+	benchViews(b, n)
+}
+
+// BenchmarkViewRecordingScale is BenchmarkViewRecording10k at
+// -activation.targets targets.
+func BenchmarkViewRecordingScale(b *testing.B) {
+	if *scaleTargets <= 0 {
+		b.Skip("set -activation.targets (e.g. 100000) to run")
+	}
+	benchViews(b, *scaleTargets)
+}
+
+// benchViews measures, interleaved in every iteration on one database:
+//
+//   - views: RecordAndActivate of a new n-target release whose definition
+//     has n/50 staged Workflow views (the generated repository's one
+//     Workflow per host of 50 targets), each allowing three of the
+//     release's Agents — the activation records every view with its
+//     accepted publications;
+//   - plain: the same promotion in another environment with no views (the
+//     baseline: the same work less the recording);
+//   - rollback: a Rollback of the first environment to its previous
+//     release, whose views are recorded already (nothing new is recorded).
+//
+// It reports each as ms/op, views/plain, and the recording's share
+// (views - plain) in ms.
+func benchViews(b *testing.B, n int) {
+	f := newFixture(b, nil)
+	ctx := context.Background()
+	views := max(1, n/50)
+	allows := make([][]string, views)
+	for i := range allows {
+		for k := 0; k < 3; k++ {
+			allows[i] = append(allows[i], fmt.Sprintf("agent-%05d", (i*50+k)%n))
+		}
+	}
+	named := func(env string, v int64) promoter.ReleaseInput {
+		in := release(env, v, v-1, n, nil, nil)
+		for i := range in.Targets {
+			in.Targets[i].SubjectKind, in.Targets[i].SubjectName = "Agent", fmt.Sprintf("agent-%05d", i)
+		}
+		return in
+	}
+	recorded := func(v int64) int {
+		return f.count(b, "SELECT count(*) FROM configpub.workflow_release_view WHERE env_tag = 'views' AND release_version = $1", v)
+	}
+	first := named("views", 1)
+	f.stageHandMade(b, digest(first.ManifestBytes), allows)
+	f.promote(b, first)
+	f.promote(b, named("plain", 1))
+	var viewsT, plainT, rollbackT time.Duration
+	timed := func(d *time.Duration, fn func()) {
+		start := time.Now()
+		fn()
+		*d += time.Since(start)
+	}
+	next := int64(2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		in, plain := named("views", next), named("plain", next)
+		f.stageHandMade(b, digest(in.ManifestBytes), allows)
+		b.StartTimer()
+		timed(&viewsT, func() { f.promote(b, in) })
+		timed(&plainT, func() { f.promote(b, plain) })
+		timed(&rollbackT, func() {
+			if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("views rb", i), EnvTag: "views",
+				ToRelease: next - 1, Actor: "bench", Reason: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.StopTimer()
+		if got := recorded(next); got != views {
+			b.Fatalf("release %d: %d views recorded, want %d", next, got, views)
+		}
+		if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("views fwd", i), EnvTag: "views",
+			Release: next, Actor: "bench", Reason: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		next++
+		b.StartTimer()
+	}
+	k := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / k }
+	b.ReportMetric(ms(viewsT), "views-ms/op")
+	b.ReportMetric(ms(plainT), "plain-ms/op")
+	b.ReportMetric(ms(viewsT-plainT), "recording-ms/op")
+	b.ReportMetric(ms(rollbackT), "rollback-ms/op")
+	b.ReportMetric(float64(viewsT)/float64(plainT), "views/plain")
+	b.ReportMetric(float64(views), "views")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
@@ -408,5 +409,134 @@ func TestViewsOfAReleaseThatCreatesNoSnapshot(t *testing.T) {
 		if r.publication != want {
 			t.Errorf("view %s of release 2: publication %s, want %s (release 1's is %s)", r.key, r.publication, want, r1.Targets[0].PublicationID)
 		}
+	}
+}
+
+// legacyRecordedViews is the statement that recorded Workflow views before
+// they were recorded with one read of the release's targets (it read them
+// once per view), as a SELECT: the reference the recorded rows must equal
+// byte for byte.
+const legacyRecordedViews = `SELECT st.wf_def_id::text || '@' || st.version, pub.publication_id::text, st.view_digest,
+		(SELECT coalesce(jsonb_agg(jsonb_build_object('agent', s.subject_name, 'host', s.host,
+				'serviceId', s.service_id, 'publicationId', s.publication_id::text, 'policyDigest', s.policy_digest)
+				ORDER BY s.subject_name, s.host, s.service_id), '[]'::jsonb)
+			FROM configpub.config_release_target rt
+			JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+			WHERE rt.env_tag = r.env_tag AND rt.release_version = r.release_version AND s.audience = 'agent'
+			  AND s.subject_name IN (SELECT a->>'name' FROM jsonb_array_elements(v.agents) a))::text
+	FROM configpub.config_release r
+	JOIN configpub.workflow_view_stage st ON st.definition_hash = r.definition_hash
+	JOIN configpub.workflow_view v ON v.view_digest = st.view_digest
+	CROSS JOIN LATERAL (SELECT coalesce((SELECT s.publication_id
+		FROM configpub.config_release_target rt
+		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+		WHERE rt.env_tag = r.env_tag AND rt.release_version = r.release_version
+		  AND s.release_version = r.release_version
+		ORDER BY s.publication_id LIMIT 1), $3::text::uuid) AS publication_id) pub
+	WHERE r.env_tag = $1 AND r.release_version = $2
+	ORDER BY 1`
+
+// TestRecordedViewsEqualTheReadPerView stages hand-made views on releases
+// whose Agents share names across hosts, keep snapshots of an earlier
+// release, or create none, and checks that every recorded view equals what
+// the statement reading the targets once per view recorded: the same
+// publication and the same accepted publications, byte for byte.
+func TestRecordedViewsEqualTheReadPerView(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	// Targets: "account" at hosts 0, 2 and 5 (5 is a Gateway of that name,
+	// not an Agent), "tech-support" at 1 and 4, "billing" at 3.
+	names := []struct{ audience, kind, name string }{
+		{"agent", "Agent", "account"}, {"agent", "Agent", "tech-support"}, {"agent", "Agent", "account"},
+		{"agent", "Agent", "billing"}, {"agent", "Agent", "tech-support"}, {"gateway", "Gateway", "account"},
+	}
+	named := func(in promoter.ReleaseInput) promoter.ReleaseInput {
+		for i, n := range names {
+			in.Targets[i].Audience, in.Targets[i].SubjectKind, in.Targets[i].SubjectName = n.audience, n.kind, n.name
+		}
+		return in
+	}
+	// Views allow: a duplicate name and one no target has; nothing; two
+	// names in reverse order; a name only a Gateway has.
+	allows := [][]string{{"account", "account", "nobody"}, {}, {"tech-support", "billing"}, {"billing"}, {"nobody"}}
+	stageViews := func(in promoter.ReleaseInput) { f.stageHandMade(t, digest(in.ManifestBytes), allows) }
+	r1 := named(release("prod", 1, 0, 6, nil, nil))
+	// Release 2 keeps the snapshots of targets 0 and 1 from release 1.
+	r2 := named(release("prod", 2, 1, 6, func(i int) bool { return i > 1 }, func(int) int64 { return 1 }))
+	// Release 3 creates no snapshot: its views carry its derived publicationId.
+	r3 := named(release("prod", 3, 2, 6, func(int) bool { return false }, func(i int) int64 { return 1 + int64(i%2) }))
+	for _, in := range []promoter.ReleaseInput{r1, r2, r3} {
+		stageViews(in)
+		f.promote(t, in)
+		rows, err := f.pool.Query(ctx, legacyRecordedViews, "prod", in.ReleaseVersion, bundle.PublicationID("prod", in.ReleaseVersion))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recorded, error) {
+			var x recorded
+			return x, r.Scan(&x.key, &x.publication, &x.digest, &x.accepted)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f.viewsOf(t, "prod", in.ReleaseVersion)
+		if len(want) != len(allows) || len(got) != len(want) {
+			t.Fatalf("release %d: recorded %d views, the reference %d, staged %d", in.ReleaseVersion, len(got), len(want), len(allows))
+		}
+		accepting := 0
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("release %d, view %s:\n got  %+v\n want %+v", in.ReleaseVersion, want[i].key, got[i], want[i])
+			}
+			if want[i].accepted != "[]" {
+				accepting++
+			}
+		}
+		if accepting != 3 {
+			t.Errorf("release %d: %d views accept an Agent, want 3 (the test proves less)", in.ReleaseVersion, accepting)
+		}
+	}
+	// A rollback records nothing and changes nothing.
+	before := f.recordedViews(t)
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb"), EnvTag: "prod", ToRelease: 1, Actor: "a", Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.recordedViews(t); strings.Join(after, "\n") != strings.Join(before, "\n") {
+		t.Fatalf("rollback changed recorded views")
+	}
+}
+
+// stageHandMade stores and stages, for the release whose definition hash
+// is hash, one view per entry of allows, allowing the Agents it names,
+// straight into the tables (StageWorkflowViews wants a compiled release
+// with its workflows; the recording reads only these rows). View i is the
+// same row for every release.
+func (f *fixture) stageHandMade(t testing.TB, hash string, allows [][]string) {
+	t.Helper()
+	ctx := context.Background()
+	batch := &pgx.Batch{}
+	for i, a := range allows {
+		agents := []map[string]string{}
+		for _, n := range a {
+			agents = append(agents, map[string]string{"name": n})
+		}
+		js, err := json.Marshal(agents)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := []byte(fmt.Sprintf("workflowPolicy:\n  workflow: wf-%d\n", i))
+		vd := digest([]byte(fmt.Sprint("view ", i, " ", string(js))))
+		batch.Queue(`INSERT INTO configpub.workflow_view (view_digest, wf_def_id, version, workflow,
+				state, definition_digest, compatibility_generation, limits, approvals, agents, tools, runner, retention,
+				endpoint_targets, document, document_digest)
+			VALUES ($1, $2::text::uuid, '1.0.0', $3, 'PUBLISHED', $4, 1, '{}', '{}', $5::text::jsonb, '[]', '{}', '{}',
+				'[]', $6, $7) ON CONFLICT DO NOTHING`,
+			vd, id("wf", i), fmt.Sprintf("wf-%d", i), digest([]byte(fmt.Sprint("def", i))), string(js), doc, digest(doc))
+		batch.Queue(`INSERT INTO configpub.workflow_view_stage (definition_hash, wf_def_id, version, view_digest)
+			VALUES ($1, $2::text::uuid, '1.0.0', $3)`, hash, id("wf", i), vd)
+	}
+	if err := f.pool.SendBatch(ctx, batch).Close(); err != nil {
+		t.Fatalf("stage hand-made views: %v", err)
 	}
 }
