@@ -29,23 +29,28 @@ var snapshotBatch = flag.Int("activation.snapshot-batch", 0, "snapshots per stat
 // BenchmarkActivation10k measures activation at 10,000 targets (1,000
 // under -short: make bench-smoke runs every benchmark once); see
 // benchActivation.
-func BenchmarkActivation10k(b *testing.B) {
-	n := 10000
-	if testing.Short() {
-		n = 1000
-		b.Logf("-short: %d targets instead of 10,000", n)
-	}
-	benchActivation(b, n)
-}
+func BenchmarkActivation10k(b *testing.B) { benchActivation(b, targets10k(b)) }
 
 // BenchmarkActivationScale is BenchmarkActivation10k at
 // -activation.targets targets (`go test -run '^$' -bench
 // ActivationScale -benchtime 1x ./promoter -args -activation.targets=100000`).
-func BenchmarkActivationScale(b *testing.B) {
+func BenchmarkActivationScale(b *testing.B) { benchActivation(b, targetsScale(b)) }
+
+// targets10k is 10,000, or 1,000 under -short.
+func targets10k(b *testing.B) int {
+	if testing.Short() {
+		b.Logf("-short: 1,000 targets instead of 10,000")
+		return 1000
+	}
+	return 10000
+}
+
+// targetsScale is -activation.targets; it skips b when that is not set.
+func targetsScale(b *testing.B) int {
 	if *scaleTargets <= 0 {
 		b.Skip("set -activation.targets (e.g. 100000) to run")
 	}
-	benchActivation(b, *scaleTargets)
+	return *scaleTargets
 }
 
 // benchActivation measures, on one database, interleaved in every
@@ -277,23 +282,11 @@ func sameWorkBaseline(b *testing.B, f *fixture, n int, to int64, bodies [][]byte
 // BenchmarkViewRecording10k measures what recording a release's Workflow
 // views adds to its promotion at 10,000 targets (1,000 under -short); see
 // benchViews.
-func BenchmarkViewRecording10k(b *testing.B) {
-	n := 10000
-	if testing.Short() {
-		n = 1000
-		b.Logf("-short: %d targets instead of 10,000", n)
-	}
-	benchViews(b, n)
-}
+func BenchmarkViewRecording10k(b *testing.B) { benchViews(b, targets10k(b)) }
 
 // BenchmarkViewRecordingScale is BenchmarkViewRecording10k at
 // -activation.targets targets.
-func BenchmarkViewRecordingScale(b *testing.B) {
-	if *scaleTargets <= 0 {
-		b.Skip("set -activation.targets (e.g. 100000) to run")
-	}
-	benchViews(b, *scaleTargets)
-}
+func BenchmarkViewRecordingScale(b *testing.B) { benchViews(b, targetsScale(b)) }
 
 // benchViews measures, interleaved in every iteration on one database:
 //

@@ -93,9 +93,16 @@ type recorded struct {
 
 func (f *fixture) viewsOf(t testing.TB, env string, release int64) []recorded {
 	t.Helper()
-	rows, err := f.pool.Query(context.Background(), `SELECT wf_def_id::text || '@' || version, publication_id::text,
+	return f.queryRecorded(t, `SELECT wf_def_id::text || '@' || version, publication_id::text,
 			view_digest, accepted_publications::text
 		FROM configpub.workflow_release_view WHERE env_tag = $1 AND release_version = $2 ORDER BY 1`, env, release)
+}
+
+// queryRecorded runs sql, which selects a view's key, publication, digest
+// and accepted publications as text.
+func (f *fixture) queryRecorded(t testing.TB, sql string, args ...any) []recorded {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,17 +476,7 @@ func TestRecordedViewsEqualTheReadPerView(t *testing.T) {
 	for _, in := range []promoter.ReleaseInput{r1, r2, r3} {
 		stageViews(in)
 		f.promote(t, in)
-		rows, err := f.pool.Query(ctx, legacyRecordedViews, "prod", in.ReleaseVersion, bundle.PublicationID("prod", in.ReleaseVersion))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (recorded, error) {
-			var x recorded
-			return x, r.Scan(&x.key, &x.publication, &x.digest, &x.accepted)
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := f.queryRecorded(t, legacyRecordedViews, "prod", in.ReleaseVersion, bundle.PublicationID("prod", in.ReleaseVersion))
 		got := f.viewsOf(t, "prod", in.ReleaseVersion)
 		if len(want) != len(allows) || len(got) != len(want) {
 			t.Fatalf("release %d: recorded %d views, the reference %d, staged %d", in.ReleaseVersion, len(got), len(want), len(allows))
