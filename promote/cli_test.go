@@ -240,11 +240,16 @@ func (p *commitCutter) serve() {
 				if err != nil {
 					return
 				}
+				// The cut is set before the COMMIT reaches the server, so
+				// that its reply can never be forwarded to the client.
+				last := typ == 'Q' && isCommit(msg[5:]) && p.commits.Add(1) == p.cutAt
+				if last {
+					cut.Store(true)
+				}
 				if _, err := server.Write(msg); err != nil {
 					return
 				}
-				if typ == 'Q' && isCommit(msg[5:]) && p.commits.Add(1) == p.cutAt {
-					cut.Store(true)
+				if last {
 					_ = client.Close()
 					time.Sleep(500 * time.Millisecond) // let the server run the COMMIT
 					return
