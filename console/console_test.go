@@ -498,3 +498,58 @@ func TestReleaseChangedTargetsArePaged(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseInputChangesAreBounded: a release changing more policy
+// sources than a page lists shows the first inputsListed by path, with the
+// total, on the page and in the API.
+func TestReleaseInputChangesAreBounded(t *testing.T) {
+	db := pgtest.New(t)
+	const extra = inputsListed + 5
+	generate(t, db.Pool(t), generated{env: "src", targets: 3, releases: 2, changed: 1, inputs: extra})
+	ctx := context.Background()
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.rd.ReleaseDetail(ctx, "src", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Release 2 changes agents/a.yaml and every extra tool, not the environment.
+	if d.InputsTotal != extra+1 || len(d.Inputs) != inputsListed {
+		t.Fatalf("got %d of %d input changes, want %d of %d", len(d.Inputs), d.InputsTotal, inputsListed, extra+1)
+	}
+	if d.Inputs[0].Path != "agents/a.yaml" || d.Inputs[inputsListed-1].Path != fmt.Sprintf("tools/t%05d.yaml", inputsListed-2) {
+		t.Errorf("listed %s .. %s, want agents/a.yaml .. the first tools by path", d.Inputs[0].Path, d.Inputs[inputsListed-1].Path)
+	}
+	get := func(path string) string {
+		t.Helper()
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec := httptest.NewRecorder()
+		c.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d", path, rec.Code)
+		}
+		if n := strings.Count(rec.Body.String(), "tools/t"); n > inputsListed {
+			t.Errorf("GET %s lists %d tool sources, more than %d", path, n, inputsListed)
+		}
+		return rec.Body.String()
+	}
+	if page, want := get("/env/src/releases/2"), fmt.Sprintf("Policy sources changed: %d, the first %d by path shown", extra+1, inputsListed); !strings.Contains(page, want) {
+		t.Errorf("release page lacks %q", want)
+	}
+	// Release 1 (no base) changes every input: the environment's too.
+	for v, want := range map[int]int{1: extra + 2, 2: extra + 1} {
+		var api struct {
+			Inputs []InputChange `json:"inputChanges"`
+			Total  int           `json:"inputChangesTotal"`
+		}
+		if err := json.Unmarshal([]byte(get(fmt.Sprintf("/api/environments/src/releases/%d", v))), &api); err != nil {
+			t.Fatal(err)
+		}
+		if api.Total != want || len(api.Inputs) != inputsListed {
+			t.Errorf("API release %d: %d of %d input changes, want %d of %d", v, len(api.Inputs), api.Total, inputsListed, want)
+		}
+	}
+}

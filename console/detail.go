@@ -12,6 +12,10 @@ import (
 // changedListed bounds the changed targets a release page diffs.
 const changedListed = 50
 
+// inputsListed bounds the changed policy sources a release page lists (by
+// path); the first release of 100,000 targets changes more than 100,000.
+const inputsListed = 200
+
 // ReleaseDetail reads release v of env with its journal and diff, listing
 // the changed targets from offset from on (at most changedListed of them).
 func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from int) (*ReleaseDetail, error) {
@@ -41,6 +45,8 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 		return nil, fmt.Errorf("release %s/%d: definition: %w", env, v, err)
 	}
 	d.Inputs = inputChanges(baseDef, def)
+	d.InputsTotal = len(d.Inputs)
+	d.Inputs = d.Inputs[:min(len(d.Inputs), inputsListed)]
 	if d.Workflows, err = r.workflowViews(ctx, env, v); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ type generated struct {
 	releases int
 	changed  int  // targets changed per release after the first
 	rollback bool // roll the last release back to the one before
+	inputs   int  // more input files each release's definition lists, every one changed by every release
 }
 
 // releaseAt is when release r was recorded; it is activated one minute later.
@@ -74,6 +75,9 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 				'sha256:' || encode(sha256(b || 'p'::bytea), 'hex'), 'sha256:' || repeat('c', 64), 1, $6
 			FROM v`, g.env, r, lo, hi, rpm(r), at)
 		def := fmt.Sprintf("inputs:\n  - path: agents/a.yaml\n    digest: sha256:%064d\n  - path: envs/%s.yaml\n    digest: sha256:%064d\n", r, g.env, 1)
+		for i := 0; i < g.inputs; i++ {
+			def += fmt.Sprintf("  - path: tools/t%05d.yaml\n    digest: sha256:%032d%032d\n", i, r, i)
+		}
 		exec(`INSERT INTO configpub.config_release (env_tag, release_version, base_release_version, row_revision,
 				lifecycle_state, execution_outcome, definition, definition_hash, release_digest, source_commit, source_ref,
 				actor, reviewers, reason, target_count, command_id, last_command_id, created_at, updated_at)

@@ -120,8 +120,11 @@ type ReleaseDetail struct {
 	Journal []JournalEvent `json:"journal"`
 	// DiffMode is "values" when the diff was computed from the stored
 	// artifact bytes, "metadata" when only digests were compared.
-	DiffMode     string        `json:"diffMode"`
+	DiffMode string `json:"diffMode"`
+	// Inputs are the policy sources whose digest changed, by path: the
+	// first inputsListed of InputsTotal.
 	Inputs       []InputChange `json:"inputChanges"`
+	InputsTotal  int           `json:"inputChangesTotal"`
 	Changed      []TargetDiff  `json:"changed"`
 	ChangedTotal int           `json:"changedTotal"`
 	// ChangedFrom is the offset of Changed[0] among the changed targets
