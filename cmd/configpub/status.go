@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -29,6 +32,43 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// writeStatusJSON writes st exactly as writeJSON would, but encodes its
+// targets one at a time: at 100,000 targets neither the 86 MB document nor
+// its indented copy is held in memory.
+func writeStatusJSON(w io.Writer, st *promoter.Status) error {
+	if len(st.Targets) == 0 {
+		return writeJSON(w, st)
+	}
+	head := *st
+	head.Targets = []promoter.TargetStatus{}
+	var doc bytes.Buffer
+	if err := writeJSON(&doc, &head); err != nil {
+		return err
+	}
+	// A JSON string holds no raw newline: this is the top-level key.
+	const empty = "\n  \"targets\": []"
+	before, after, ok := bytes.Cut(doc.Bytes(), []byte(empty))
+	if !ok {
+		return errors.New("status: no targets field in the encoded status")
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(before)
+	bw.WriteString("\n  \"targets\": [\n    ")
+	for i := range st.Targets {
+		if i > 0 {
+			bw.WriteString(",\n    ")
+		}
+		b, err := json.MarshalIndent(&st.Targets[i], "    ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.Write(b)
+	}
+	bw.WriteString("\n  ]")
+	bw.Write(after)
+	return bw.Flush()
 }
 
 func addStatusCmd(root *cobra.Command) {
@@ -78,7 +118,7 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 				return err
 			}
 			if format == "json" {
-				return writeJSON(cmd.OutOrStdout(), st)
+				return writeStatusJSON(cmd.OutOrStdout(), st)
 			}
 			return printStatus(cmd.OutOrStdout(), st)
 		},

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestStatusJSONStreamedEqualsEncoded: the status written target by target
+// is byte for byte what encoding the whole status writes, with no, one and
+// several targets, optional fields set and unset, and strings the encoder
+// escapes.
+func TestStatusJSONStreamedEqualsEncoded(t *testing.T) {
+	at := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	target := func(i int) promoter.TargetStatus {
+		ts := promoter.TargetStatus{Host: fmt.Sprintf("h%d.example", i), ServiceID: "svc<&>\u2028", EnvTag: "prod",
+			Audience: "agent", ReleaseVersion: int64(i), State: "APPLIED", MovedAt: at, LeaseExpiresAt: at.Add(time.Hour)}
+		if i%2 == 1 {
+			ts.AcknowledgedAt = &at
+			ts.Running = &promoter.RunningSnapshot{SnapshotID: "s", ReleaseVersion: 1}
+		}
+		return ts
+	}
+	for _, n := range []int{-1, 0, 1, 3} { // -1: no targets slice at all
+		st := &promoter.Status{EnvTag: "prod", CurrentRelease: 2, Releases: []promoter.ReleaseStatus{{ReleaseVersion: 2, State: "ACTIVE"}},
+			WorkflowViews: []promoter.WorkflowViewStatus{}}
+		for i := 0; i < n; i++ {
+			st.Targets = append(st.Targets, target(i))
+		}
+		if n == 0 {
+			st.Targets = []promoter.TargetStatus{}
+		}
+		var want, got bytes.Buffer
+		if err := writeJSON(&want, st); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeStatusJSON(&got, st); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d targets: streamed\n%s\nencoded\n%s", n, got.String(), want.String())
+		}
+	}
+}
