@@ -48,7 +48,7 @@ func addHistoryCmd(root *cobra.Command) {
 					return err
 				}
 				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), evs)
+					return writeJSONArray(cmd.OutOrStdout(), evs)
 				}
 				return printReleaseEvents(cmd.OutOrStdout(), evs)
 			}
@@ -57,7 +57,7 @@ func addHistoryCmd(root *cobra.Command) {
 				return err
 			}
 			if format == "json" {
-				return writeJSON(cmd.OutOrStdout(), moves)
+				return writeJSONArray(cmd.OutOrStdout(), moves)
 			}
 			if err := printHistory(cmd.OutOrStdout(), moves); err != nil {
 				return err

@@ -55,20 +55,45 @@ func writeStatusJSON(w io.Writer, st *promoter.Status) error {
 	}
 	bw := bufio.NewWriter(w)
 	bw.Write(before)
-	bw.WriteString("\n  \"targets\": [\n    ")
-	for i := range st.Targets {
+	bw.WriteString("\n  \"targets\": [")
+	if err := writeJSONElems(bw, "    ", st.Targets); err != nil {
+		return err
+	}
+	bw.WriteString("\n  ]")
+	bw.Write(after)
+	return bw.Flush()
+}
+
+// writeJSONArray writes items exactly as writeJSON would, one element at a
+// time.
+func writeJSONArray[T any](w io.Writer, items []T) error {
+	if len(items) == 0 {
+		return writeJSON(w, items)
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[")
+	if err := writeJSONElems(bw, "  ", items); err != nil {
+		return err
+	}
+	bw.WriteString("\n]\n")
+	return bw.Flush()
+}
+
+// writeJSONElems writes the elements of an indented JSON array, each on a
+// new line at indentation prefix, encoding one at a time.
+func writeJSONElems[T any](bw *bufio.Writer, prefix string, items []T) error {
+	for i := range items {
 		if i > 0 {
-			bw.WriteString(",\n    ")
+			bw.WriteString(",")
 		}
-		b, err := json.MarshalIndent(&st.Targets[i], "    ", "  ")
+		bw.WriteString("\n" + prefix)
+		b, err := json.MarshalIndent(&items[i], prefix, "  ")
 		if err != nil {
 			return err
 		}
 		bw.Write(b)
 	}
-	bw.WriteString("\n  ]")
-	bw.Write(after)
-	return bw.Flush()
+	return nil
 }
 
 func addStatusCmd(root *cobra.Command) {

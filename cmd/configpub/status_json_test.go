@@ -45,3 +45,29 @@ func TestStatusJSONStreamedEqualsEncoded(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONArrayStreamedEqualsEncoded: history's arrays written element by
+// element are byte for byte what encoding the whole slice writes.
+func TestJSONArrayStreamedEqualsEncoded(t *testing.T) {
+	at := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
+	for _, n := range []int{-1, 0, 1, 4} {
+		var moves []promoter.Move
+		if n == 0 {
+			moves = []promoter.Move{}
+		}
+		for i := 0; i < n; i++ {
+			moves = append(moves, promoter.Move{Host: fmt.Sprintf("h%d", i), ServiceID: "svc<&>", EnvTag: "prod",
+				Action: "activate", Actor: "A <a@example.com>", Reason: "r\u2028\n", MovedAt: at})
+		}
+		var want, got bytes.Buffer
+		if err := writeJSON(&want, moves); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeJSONArray(&got, moves); err != nil {
+			t.Fatal(err)
+		}
+		if got.String() != want.String() {
+			t.Errorf("%d moves: streamed\n%s\nencoded\n%s", n, got.String(), want.String())
+		}
+	}
+}
