@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -33,16 +34,7 @@ func TestStatusJSONStreamedEqualsEncoded(t *testing.T) {
 		if n == 0 {
 			st.Targets = []promoter.TargetStatus{}
 		}
-		var want, got bytes.Buffer
-		if err := writeJSON(&want, st); err != nil {
-			t.Fatal(err)
-		}
-		if err := writeStatusJSON(&got, st); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("%d targets: streamed\n%s\nencoded\n%s", n, got.String(), want.String())
-		}
+		sameAsEncoded(t, fmt.Sprintf("%d targets", n), st, func(w io.Writer) error { return writeStatusJSON(w, st) })
 	}
 }
 
@@ -59,15 +51,21 @@ func TestJSONArrayStreamedEqualsEncoded(t *testing.T) {
 			moves = append(moves, promoter.Move{Host: fmt.Sprintf("h%d", i), ServiceID: "svc<&>", EnvTag: "prod",
 				Action: "activate", Actor: "A <a@example.com>", Reason: "r\u2028\n", MovedAt: at})
 		}
-		var want, got bytes.Buffer
-		if err := writeJSON(&want, moves); err != nil {
-			t.Fatal(err)
-		}
-		if err := writeJSONArray(&got, moves); err != nil {
-			t.Fatal(err)
-		}
-		if got.String() != want.String() {
-			t.Errorf("%d moves: streamed\n%s\nencoded\n%s", n, got.String(), want.String())
-		}
+		sameAsEncoded(t, fmt.Sprintf("%d moves", n), moves, func(w io.Writer) error { return writeJSONArray(w, moves) })
+	}
+}
+
+// sameAsEncoded fails unless stream writes what writeJSON writes for v.
+func sameAsEncoded(t *testing.T, what string, v any, stream func(io.Writer) error) {
+	t.Helper()
+	var want, got bytes.Buffer
+	if err := writeJSON(&want, v); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("%s: streamed\n%s\nencoded\n%s", what, got.String(), want.String())
 	}
 }
