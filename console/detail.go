@@ -47,7 +47,7 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 	d.Inputs = inputChanges(baseDef, def)
 	d.InputsTotal = len(d.Inputs)
 	d.Inputs = d.Inputs[:min(len(d.Inputs), inputsListed)]
-	if d.Workflows, err = r.workflowViews(ctx, env, v); err != nil {
+	if d.Workflows, d.WorkflowsTotal, err = r.workflowViews(ctx, env, v); err != nil {
 		return nil, err
 	}
 	d.CommitURL, d.PullRequestURL = links(r.repository, d.SourceCommit, d.SourceRef)

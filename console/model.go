@@ -134,8 +134,10 @@ type ReleaseDetail struct {
 	ChangedNext int        `json:"changedNext,omitempty"`
 	Retired     []Identity `json:"retired"`
 	// Workflows are the Workflow views recorded when the release was
-	// activated (metadata only).
-	Workflows []WorkflowView `json:"workflows"`
+	// activated (metadata only): the first workflowViewsListed, by
+	// workflow and version, of WorkflowsTotal.
+	Workflows      []WorkflowView `json:"workflows"`
+	WorkflowsTotal int            `json:"workflowsTotal"`
 	// CommitURL and PullRequestURL link the reviewed commit and the pull
 	// request it came from, when the console knows the repository's address.
 	CommitURL      string `json:"commitUrl,omitempty"`

@@ -26,24 +26,30 @@ type WorkflowView struct {
 	State            string `json:"state"`
 }
 
-// workflowViews reads the Workflow views recorded for release v of env
-// (none on a database without configpub_workflow.workflow_view_summary).
-func (r *reader) workflowViews(ctx context.Context, env string, v int64) ([]WorkflowView, error) {
+// workflowViewsListed bounds the Workflow views a release page lists (by
+// workflow and version); a generated release of 100,000 targets has 2,000.
+const workflowViewsListed = 200
+
+// workflowViews reads the first workflowViewsListed Workflow views recorded
+// for release v of env and how many there are (none on a database without
+// configpub_workflow.workflow_view_summary).
+func (r *reader) workflowViews(ctx context.Context, env string, v int64) ([]WorkflowView, int, error) {
 	if !r.f.workflow {
-		return []WorkflowView{}, nil
+		return []WorkflowView{}, 0, nil
 	}
 	rows, err := r.q.Query(ctx, `SELECT workflow, wf_def_id::text, version, view_id::text, view_digest,
-			definition_digest, publication_id::text, publication_revoked
+			definition_digest, publication_id::text, publication_revoked, count(*) OVER ()
 		FROM configpub_workflow.workflow_view_summary WHERE env_tag = $1 AND release_version = $2
-		ORDER BY workflow, version`, env, v)
+		ORDER BY workflow, version LIMIT $3`, env, v, workflowViewsListed)
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%d: workflow views: %w", env, v, err)
+		return nil, 0, fmt.Errorf("release %s/%d: workflow views: %w", env, v, err)
 	}
+	total := 0
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (WorkflowView, error) {
 		var w WorkflowView
 		var revoked bool
 		err := row.Scan(&w.Workflow, &w.WfDefID, &w.Version, &w.ViewID, &w.ViewDigest, &w.DefinitionDigest,
-			&w.PublicationID, &revoked)
+			&w.PublicationID, &revoked, &total)
 		w.State = bundle.WorkflowViewPinnable
 		if revoked {
 			w.State = bundle.WorkflowViewRevoked
@@ -51,12 +57,12 @@ func (r *reader) workflowViews(ctx context.Context, env string, v int64) ([]Work
 		return w, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("release %s/%d: workflow views: %w", env, v, err)
+		return nil, 0, fmt.Errorf("release %s/%d: workflow views: %w", env, v, err)
 	}
 	if out == nil {
 		out = []WorkflowView{}
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // parseRepositoryURL checks Options.RepositoryURL: an absolute http(s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -96,5 +97,51 @@ func TestLinks(t *testing.T) {
 		if _, err := parseRepositoryURL(bad); !errors.Is(err, ErrConfig) {
 			t.Errorf("repository URL %q: got %v, want ErrConfig", bad, err)
 		}
+	}
+}
+
+// TestReleasePageBoundsWorkflowViews: a release with more Workflow views
+// than a page lists shows the first workflowViewsListed by workflow and
+// version, with the total, on the page and in the API.
+func TestReleasePageBoundsWorkflowViews(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	owner := db.Pool(t)
+	ctx := context.Background()
+	generate(t, owner, generated{env: "dev", targets: 3, releases: 1})
+	const n = workflowViewsListed + 3
+	if _, err := owner.Exec(ctx, `WITH v AS (
+			SELECT i, convert_to(format('{"workflow":"wf-%s"}', lpad(i::text, 4, '0')), 'UTF8') AS doc
+			FROM generate_series(1, $1::int) i)
+		INSERT INTO configpub.workflow_view (view_digest, wf_def_id, version, workflow, state,
+			definition_digest, compatibility_generation, limits, approvals, agents, tools, runner, retention,
+			endpoint_targets, document, document_digest)
+		SELECT 'sha256:' || encode(sha256(doc), 'hex'), md5('wf' || i)::uuid, '1.0.0', 'wf-' || lpad(i::text, 4, '0'),
+			'PUBLISHED', 'sha256:' || repeat('d', 64), 1, '{}', '[]', '[]', '[]', '{}', '{}', '[]', doc,
+			'sha256:' || encode(sha256(doc), 'hex')
+		FROM v`, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id, version,
+			view_id, view_digest, publication_id, release_digest, definition_hash, accepted_publications, command_id, recorded_at)
+		SELECT 'dev', 1, wf_def_id, version, gen_random_uuid(), view_digest, gen_random_uuid(), 'sha256:00', 'sha256:00', '[]',
+			gen_random_uuid(), now()
+		FROM configpub.workflow_view`); err != nil {
+		t.Fatal(err)
+	}
+	_, f := newTestConsole(t, viewerPool(t, db, false), Options{})
+	page := f.get("/env/dev/releases/1", 200)
+	mustContain(t, "release page", page, fmt.Sprintf("%d views, the first %d by workflow and version shown", n, workflowViewsListed),
+		"wf-0001", fmt.Sprintf("wf-%04d", workflowViewsListed))
+	if strings.Contains(page, fmt.Sprintf("wf-%04d", workflowViewsListed+1)) {
+		t.Errorf("the release page lists more than %d views", workflowViewsListed)
+	}
+	var d ReleaseDetail
+	if err := json.Unmarshal([]byte(f.get("/api/environments/dev/releases/1", 200)), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Workflows) != workflowViewsListed || d.WorkflowsTotal != n || d.Workflows[0].Workflow != "wf-0001" {
+		t.Errorf("API: %d of %d views from %q, want %d of %d from wf-0001", len(d.Workflows), d.WorkflowsTotal,
+			d.Workflows[0].Workflow, workflowViewsListed, n)
 	}
 }
