@@ -119,8 +119,9 @@ func (r *reader) overviewSQL() string {
 				coalesce(ev.outcome, '') AS outcome, coalesce(ev.artifact_digest, '') AS ev_digest,
 				CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
 					WHEN p.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-						OR p.snapshot_id IN (SELECT rs.snapshot_id FROM configpub.revocation v
-							JOIN configpub.config_snapshot rs ON rs.publication_id = v.publication_id) THEN 'REVOKED'
+						OR EXISTS (SELECT 1 FROM configpub.config_snapshot rs
+							JOIN configpub.revocation v ON v.publication_id = rs.publication_id
+							WHERE rs.snapshot_id = p.snapshot_id) THEN 'REVOKED'
 					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
 					WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
 					ELSE 'PUBLISHED' END AS state,
