@@ -49,19 +49,26 @@ func Artifact(t *compiler.Target) (registry.Artifact, error) {
 // from res.ReleaseArchive as compiled, not rendered again) in one RFC 8785
 // JSON document, stamped with the release's createdAt.
 func Release(res *compiler.Result) (*registry.Release, error) {
-	return releaseOfResult(res, true)
+	files, err := releaseFiles(res)
+	if err != nil {
+		return nil, err
+	}
+	return release(&res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, files)
 }
 
 // releaseRef is Release named by its document's digest and size, without
 // the document (registry.Release.ManifestDigest): what looking the release
 // artifact up needs.
 func releaseRef(res *compiler.Result) (*registry.Release, error) {
-	return releaseOfResult(res, false)
+	files, err := releaseFiles(res)
+	if err != nil {
+		return nil, err
+	}
+	return releaseByDigest(&res.Manifest.ReleaseHeader, res.Manifest.ReleaseDigest, each(files))
 }
 
-// releaseOfResult builds res's release artifact from res.ReleaseArchive:
-// with its document when whole is set, else named by its digest.
-func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error) {
+// releaseFiles returns the files of res's release (res.ReleaseArchive).
+func releaseFiles(res *compiler.Result) ([]bundle.ReleaseFile, error) {
 	m := res.Manifest
 	archive, err := res.ReleaseArchive()
 	if err != nil {
@@ -71,10 +78,7 @@ func releaseOfResult(res *compiler.Result, whole bool) (*registry.Release, error
 	if err != nil {
 		return nil, fmt.Errorf("release manifest %s/%d: %w", m.EnvTag, m.ReleaseVersion, err)
 	}
-	if whole {
-		return release(&m.ReleaseHeader, m.ReleaseDigest, files)
-	}
-	return releaseByDigest(&m.ReleaseHeader, m.ReleaseDigest, each(files))
+	return files, nil
 }
 
 // each yields files, in order.
