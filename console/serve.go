@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/configpub/configpub/configserver/auth"
+	"github.com/configpub/configpub/internal/pgsession"
 )
 
 // ErrConfig marks a Config that cannot work (a usage error).
@@ -96,7 +95,7 @@ func Serve(ctx context.Context, cfg Config) error {
 		}
 		opts.Verifier = v
 	}
-	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	pool, err := pgsession.NewPool(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("console: --database: %w", err)
 	}

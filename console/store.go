@@ -107,7 +107,9 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 // overviewSQL computes, for $1's current pointers at time $2 with lease
 // horizon $3, three kinds of rows: 'n' (state, count, expiring count,
 // divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
-// first divergent targets).
+// first divergent targets). Revocations by publication are looked up per
+// pointer only when there are any: the uncorrelated EXISTS runs once and
+// spares 100,000 index probes at 100,000 targets in the usual case.
 func (r *reader) overviewSQL() string {
 	return `WITH ev AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
@@ -119,9 +121,10 @@ func (r *reader) overviewSQL() string {
 				coalesce(ev.outcome, '') AS outcome, coalesce(ev.artifact_digest, '') AS ev_digest,
 				CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
 					WHEN p.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
-						OR EXISTS (SELECT 1 FROM configpub.config_snapshot rs
-							JOIN configpub.revocation v ON v.publication_id = rs.publication_id
-							WHERE rs.snapshot_id = p.snapshot_id) THEN 'REVOKED'
+						OR (EXISTS (SELECT 1 FROM configpub.revocation WHERE publication_id IS NOT NULL)
+							AND EXISTS (SELECT 1 FROM configpub.config_snapshot rs
+								JOIN configpub.revocation v ON v.publication_id = rs.publication_id
+								WHERE rs.snapshot_id = p.snapshot_id)) THEN 'REVOKED'
 					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
 					WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
 					ELSE 'PUBLISHED' END AS state,

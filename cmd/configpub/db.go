@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -63,7 +63,7 @@ func (f *storeFlags) open(ctx context.Context) (store *promoter.Store, closeFn f
 		}
 		opts.Signer = signer
 	}
-	pool, err := pgxpool.New(ctx, u)
+	pool, err := pgsession.NewPool(ctx, u)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--database: %w", err)
 	}

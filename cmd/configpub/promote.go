@@ -8,10 +8,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/promote"
 	"github.com/configpub/configpub/promote/review"
 	"github.com/configpub/configpub/promoter"
@@ -83,7 +83,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				return err
 			}
 			ctx := cmd.Context()
-			pool, err := pgxpool.New(ctx, dbURL)
+			pool, err := pgsession.NewPool(ctx, dbURL)
 			if err != nil {
 				return fmt.Errorf("--database: %w", err)
 			}

@@ -6,11 +6,11 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/readback"
 )
@@ -65,7 +65,7 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 			if err != nil {
 				return err
 			}
-			pool, err := pgxpool.New(cmd.Context(), u)
+			pool, err := pgsession.NewPool(cmd.Context(), u)
 			if err != nil {
 				return fmt.Errorf("--database: %w", err)
 			}

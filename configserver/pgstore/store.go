@@ -17,6 +17,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/pgsession"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -147,7 +148,7 @@ func (e *entry) servable() bool { return e.err == nil && !e.retired }
 // pgxpool.NewWithConfig and pass it to New.
 func PoolConfig(connString string, opts Options) (*pgxpool.Config, error) {
 	opts.defaults()
-	cfg, err := pgxpool.ParseConfig(connString)
+	cfg, err := pgsession.ParsePool(connString)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: parse database url: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/internal/sqlstate"
 )
 
@@ -97,7 +98,7 @@ func (db *DB) Pool(t testing.TB) *pgxpool.Pool {
 // t.Cleanup.
 func (db *DB) PoolURL(t testing.TB, url string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), url)
+	pool, err := pgsession.NewPool(context.Background(), url)
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}
