@@ -1,6 +1,11 @@
 package console
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/configpub/configpub/bundle"
+)
 
 func TestDiffMasksSecretsAndCountsTheEnvelope(t *testing.T) {
 	old := []byte(`runtimePolicy:
@@ -47,5 +52,49 @@ agentPolicy:
 	}
 	if _, _, err := diffValues([]byte("a: [unclosed"), cur); err == nil {
 		t.Errorf("unparseable previous values: got no error")
+	}
+}
+
+// TestInputChangesOfShardedReleases: inputs of a sharded release compare
+// file by file; a shard byte-identical in both releases states no change,
+// a shard that differs in one subject states exactly that change, and a
+// shard only one release has states all of its inputs.
+func TestInputChangesOfShardedReleases(t *testing.T) {
+	root := func(digest string) bundle.ReleaseFile {
+		return bundle.ReleaseFile{Path: bundle.RootPath("e"), Bytes: []byte("kind: Release\ninputs:\n  - {path: configpub.yaml, digest: \"sha256:aa\"}\n  - {path: tools/t.yaml, digest: \"" + digest + "\"}\n")}
+	}
+	shard := func(host, inputs string, subjects ...string) bundle.ReleaseFile {
+		b := "kind: ReleaseShard\nhost: " + host + "\ninputsDigest: \"" + inputs + "\"\nsubjects:\n"
+		for i, d := range subjects {
+			b += fmt.Sprintf("  - [\"Agent/%s-a%d\",1,\"%s\"]\n", host, i, d)
+		}
+		return bundle.ReleaseFile{Path: bundle.ShardPath("e", host), Bytes: []byte(b)}
+	}
+	base := bundle.Archive([]bundle.ReleaseFile{root("sha256:t1"),
+		shard("h1", "sha256:i1", "sha256:x", "sha256:y"), shard("h2", "sha256:i2", "sha256:z"), shard("h3", "sha256:i3", "sha256:w")})
+	cur := bundle.Archive([]bundle.ReleaseFile{root("sha256:t2"),
+		shard("h1", "sha256:i1", "sha256:x", "sha256:y"), shard("h2", "sha256:i2", "sha256:z2"), shard("h4", "sha256:i4", "sha256:v")})
+	got := inputChanges(base, cur)
+	want := []InputChange{
+		{Path: "Agent/h2-a0 on h2", Old: "sha256:z", New: "sha256:z2"},
+		{Path: "Agent/h3-a0 on h3", Old: "sha256:w"},
+		{Path: "Agent/h4-a0 on h4", New: "sha256:v"},
+		{Path: "inputs of host h3", Old: "sha256:i3"},
+		{Path: "inputs of host h4", New: "sha256:i4"},
+		{Path: "tools/t.yaml", Old: "sha256:t1", New: "sha256:t2"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d input changes %+v, want %d: %+v", len(got), got, len(want), want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("input change %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if n := len(inputChanges(nil, cur)); n != 9 {
+		t.Errorf("first release: %d input changes, want all 9", n)
+	}
+	if n := len(inputChanges(cur, cur)); n != 0 {
+		t.Errorf("a release against itself: %d input changes, want none", n)
 	}
 }
