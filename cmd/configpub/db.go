@@ -142,14 +142,15 @@ the schema owner (a role that may create roles).`,
 // references.
 func newDBGCCmd() *cobra.Command {
 	var (
-		sf     storeFlags
-		minAge time.Duration
-		batch  int
-		dryRun bool
+		sf            storeFlags
+		minAge        time.Duration
+		renewalMinAge time.Duration
+		batch         int
+		dryRun        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Delete stored artifacts that no release references (left by promotions that stopped)",
+		Short: "Delete stored artifacts no release references and lease renewals later ones superseded",
 		Long: `gc deletes from the release store the artifacts no snapshot of any release
 references and that were stored more than --min-age ago. A promotion of a large
 release stores its artifacts before it records the release; one that stops in
@@ -161,12 +162,26 @@ rollback may return to, is never deleted (the database refuses it), and a
 promotion recording while gc runs keeps its artifacts or, at worst, fails and
 stores them again when run again. Each artifact deleted is recorded in
 configpub.collected_artifact (digest, media type, size, when it was stored and
-deleted, and the database user). --dry-run counts what would be deleted.
-Run it as the promoter's database user, for example daily.`,
+deleted, and the database user).
+
+gc also deletes the delivery manifests of lease renewals (configpub lease renew)
+issued more than --renewal-min-age ago that a later manifest of the same pointer
+move supersedes: expired leases kept for the record, one per target per renewal
+(about 1.4 KB each), so without gc the store grows by the number of targets at
+every renewal. It never deletes a pointer move's own manifest or the newest
+manifest of a move, so every snapshot, current or pinned, is served as before.
+Each statement summarises what it deleted in configpub.collected_renewals.
+--renewal-min-age 0 keeps every renewal.
+
+--dry-run counts what would be deleted. Run it as the promoter's database user,
+for example daily.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if minAge <= 0 {
 				return usageError{fmt.Errorf("--min-age must be positive, got %s", minAge)}
+			}
+			if renewalMinAge < 0 {
+				return usageError{fmt.Errorf("--renewal-min-age must not be negative, got %s", renewalMinAge)}
 			}
 			if batch <= 0 {
 				return usageError{fmt.Errorf("--batch must be positive, got %d", batch)}
@@ -190,12 +205,23 @@ Run it as the promoter's database user, for example daily.`,
 				}
 				return err
 			}
+			if renewalMinAge > 0 {
+				r, err := store.CollectRenewals(ctx, promoter.RenewalCollectOptions{MinAge: renewalMinAge, Batch: batch, DryRun: dryRun})
+				rep.addRenewals(renewalMinAge, r)
+				if err != nil {
+					if r.Manifests > 0 {
+						return fmt.Errorf("%w (deleted %d renewal manifest(s), %d bytes, before the failure)", err, r.Manifests, r.Bytes)
+					}
+					return err
+				}
+			}
 			return report(cmd, rep, rep.text)
 		},
 	}
 	sf.add(cmd, false)
 	cmd.Flags().DurationVar(&minAge, "min-age", promoter.DefaultCollectMinAge, "delete only artifacts stored at least this long ago (longer than any promotion runs)")
-	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts deleted per statement (each commits on its own)")
+	cmd.Flags().DurationVar(&renewalMinAge, "renewal-min-age", promoter.DefaultRenewalMinAge, "delete only superseded lease renewals issued at least this long ago (0 keeps them all)")
+	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts, or identities' renewals, deleted per statement (each commits on its own)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	outputFlag(cmd)
 	return cmd
@@ -210,6 +236,27 @@ type gcReport struct {
 	Bytes          int64  `json:"bytes"`                    // their total size
 	OldestStoredAt string `json:"oldestStoredAt,omitempty"` // when the oldest of them was stored
 	NewestStoredAt string `json:"newestStoredAt,omitempty"` // when the newest of them was stored
+	// Renewals is present unless --renewal-min-age is 0.
+	Renewals *gcRenewals `json:"renewals,omitempty"`
+}
+
+// gcRenewals is what db gc reports of the superseded lease renewals.
+type gcRenewals struct {
+	MinAge         string `json:"minAge"`                   // --renewal-min-age, as a Go duration
+	IssuedBefore   string `json:"issuedBefore"`             // the cutoff: superseded renewals issued before it were eligible (RFC 3339, UTC)
+	Manifests      int64  `json:"manifests"`                // renewal manifests deleted (or, with dryRun, that would be)
+	Bytes          int64  `json:"bytes"`                    // their manifests' and signatures' total size
+	OldestIssuedAt string `json:"oldestIssuedAt,omitempty"` // when the oldest of them was issued
+	NewestIssuedAt string `json:"newestIssuedAt,omitempty"` // when the newest of them was issued
+}
+
+func (r *gcReport) addRenewals(minAge time.Duration, c promoter.RenewalCollection) {
+	g := &gcRenewals{MinAge: minAge.String(), IssuedBefore: c.IssuedBefore.UTC().Format(time.RFC3339),
+		Manifests: c.Manifests, Bytes: c.Bytes}
+	if c.Manifests > 0 {
+		g.OldestIssuedAt, g.NewestIssuedAt = c.Oldest.Format(time.RFC3339), c.Newest.Format(time.RFC3339)
+	}
+	r.Renewals = g
 }
 
 func (r gcReport) text(w io.Writer) error {
@@ -217,12 +264,22 @@ func (r gcReport) text(w io.Writer) error {
 	if r.DryRun {
 		verb = "would delete"
 	}
+	var err error
 	if r.Artifacts == 0 {
-		_, err := fmt.Fprintf(w, "nothing to delete: every artifact stored before %s is referenced by a release\n", r.StoredBefore)
+		_, err = fmt.Fprintf(w, "nothing to delete: every artifact stored before %s is referenced by a release\n", r.StoredBefore)
+	} else {
+		_, err = fmt.Fprintf(w, "%s %d unreferenced artifact(s), %d bytes, stored %s to %s (cutoff %s)\n",
+			verb, r.Artifacts, r.Bytes, r.OldestStoredAt, r.NewestStoredAt, r.StoredBefore)
+	}
+	if err != nil || r.Renewals == nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s %d unreferenced artifact(s), %d bytes, stored %s to %s (cutoff %s)\n",
-		verb, r.Artifacts, r.Bytes, r.OldestStoredAt, r.NewestStoredAt, r.StoredBefore)
+	if g := r.Renewals; g.Manifests == 0 {
+		_, err = fmt.Fprintf(w, "no superseded lease renewal issued before %s\n", g.IssuedBefore)
+	} else {
+		_, err = fmt.Fprintf(w, "%s %d superseded lease renewal(s), %d bytes, issued %s to %s (cutoff %s)\n",
+			verb, g.Manifests, g.Bytes, g.OldestIssuedAt, g.NewestIssuedAt, g.IssuedBefore)
+	}
 	return err
 }
 

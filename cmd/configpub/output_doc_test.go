@@ -41,6 +41,7 @@ func TestCLIOutputDocumented(t *testing.T) {
 		{"## keygen and token keygen", keyFilesReport{}},
 		{"## db migrate", migrateReport{}},
 		{"## db gc", gcReport{}},
+		{"## db gc", gcRenewals{}},
 		{"## registry attach", attachReport{}},
 	} {
 		heading, v := c.heading, c.report
