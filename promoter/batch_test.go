@@ -1,6 +1,7 @@
 package promoter_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,4 +126,79 @@ func TestAFaultInALaterBatchMovesNoPointer(t *testing.T) {
 		t.Fatalf("got %d notifications, want 4 (one per batch of 2)", len(notes))
 	}
 	f.checkJournal(t)
+}
+
+// TestRenewalsAndReSigningGoInBatches renews and then re-signs (a raised
+// epoch) an environment three pointers at a time: of ten identities, two
+// retired and one revoked, the seven others are renewed (same sequence) and
+// re-signed (higher sequences) exactly once each, the revoked one is
+// skipped and keeps its manifest, and each batch sends one notification.
+func TestRenewalsAndReSigningGoInBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, func(o *promoter.Options) { o.MoveBatch = 3 })
+	f.promote(t, release("prod", 1, 0, 10, nil, nil))
+	f.now = f.now.Add(time.Minute)
+	r2 := release("prod", 2, 1, 8, nil, nil)
+	f.promote(t, r2)
+	if _, err := f.store.Revoke(ctx, promoter.RevokeInput{CommandID: id("batch revoke"), SnapshotID: r2.Targets[4].SnapshotID,
+		Reason: "leaked", Actor: "sec"}); err != nil {
+		t.Fatal(err)
+	}
+	listener := listen(t, f)
+	before := f.pointerRows(t, "prod")
+	wantBatches := func(what string, n int) {
+		t.Helper()
+		notes := collectNotes(t, listener, 500*time.Millisecond)
+		sum := 0
+		for _, n := range notes {
+			if n.Range == nil || n.Range.Count > 3 {
+				t.Fatalf("%s: got %+v, want batches of at most 3", what, n)
+			}
+			sum += n.Range.Count
+		}
+		if len(notes) != 3 || sum != n {
+			t.Fatalf("%s: got %d notifications covering %d identities %+v, want 3 covering %d", what, len(notes), sum, notes, n)
+		}
+	}
+	check := func(what string, seqUp bool) {
+		t.Helper()
+		after := f.pointerRows(t, "prod")
+		for k, b := range before {
+			a := after[k]
+			switch {
+			case b.Retired || k == "host-00004/svc":
+				if !bytes.Equal(a.Manifest, b.Manifest) {
+					t.Errorf("%s: %s (retired or revoked) was re-signed", what, k)
+				}
+			case bytes.Equal(a.Manifest, b.Manifest) || a.Snapshot != b.Snapshot || (a.Sequence > b.Sequence) != seqUp:
+				t.Errorf("%s: %s: sequence %d -> %d, re-signed %v, want re-signed with a %s sequence", what, k, b.Sequence, a.Sequence,
+					!bytes.Equal(a.Manifest, b.Manifest), map[bool]string{true: "higher", false: "same"}[seqUp])
+			}
+		}
+		before = after
+	}
+	f.now = f.now.Add(time.Minute)
+	res, err := f.store.RenewLeases(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Renewed != 7 || len(res.Skipped) != 1 || res.Skipped[0] != "host-00004/svc/prod" {
+		t.Fatalf("renewed %d, skipped %v; want 7 renewed and host-00004/svc/prod skipped", res.Renewed, res.Skipped)
+	}
+	wantBatches("renewal", 7)
+	check("renewal", false)
+	f.now = f.now.Add(time.Minute)
+	ep, err := f.store.RaiseEpoch(ctx, promoter.EpochInput{CommandID: id("batch epoch"), EnvTag: "prod", Epoch: 2, Actor: "sec", Reason: "leak"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Resigned != 7 || len(ep.Skipped) != 1 {
+		t.Fatalf("re-signed %d, skipped %v; want 7 and one", ep.Resigned, ep.Skipped)
+	}
+	wantBatches("re-signing", 7)
+	check("re-signing", true)
+	if n := f.count(t, "SELECT count(*) FROM configpub.delivery_manifest WHERE kind IN ('renew', 'resign')"); n != 14 {
+		t.Errorf("%d renewal and re-signing manifests, want 14", n)
+	}
 }

@@ -39,7 +39,8 @@ type EpochResult struct {
 // its delivery manifests (never below a snapshot's compiled epoch), and
 // re-signs every current, unretired, unrevoked pointer with it in the same
 // transaction: same snapshot and activatedAt, a higher sequence, a fresh
-// lease, one delivery_manifest row (kind 'resign') and one NOTIFY each, and
+// lease, one delivery_manifest row (kind 'resign') each, one NOTIFY payload
+// per batch of identities, and
 // one journal row on the active release. A runtime that has seen the new
 // epoch then refuses any manifest with a lower one. The epoch is never
 // lowered: an epoch not above the current one is ErrInvalid. Every later
@@ -98,35 +99,19 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 			row_revision = row_revision + 1, updated_at = $3 WHERE env_tag = $1`, in.EnvTag, in.Epoch, now); err != nil {
 			return dbErr("raise revocation epoch", err)
 		}
-		ps, skipped, err := loadRenewals(ctx, tx, in.EnvTag, in.Epoch)
+		resigned, skipped, err := s.reissueAll(ctx, tx, in.EnvTag, in.Epoch, now, writeResign, cmd.ID)
 		if err != nil {
 			return err
 		}
-		for i := range ps {
-			ps[i].Sequence = nextSequence(ps[i].PrevSequence, now)
-			ps[i].IssuedAt = later(ps[i].IssuedAt, now)
-		}
-		if err := s.signAll(in.EnvTag, ps); err != nil {
-			return err
-		}
-		if err := s.writePointers(ctx, tx, in.EnvTag, ps, now, writeResign); err != nil {
-			return err
-		}
-		if err := s.insertManifests(ctx, tx, in.EnvTag, ps, "resign", cmd.ID); err != nil {
-			return err
-		}
-		if err := notify(ctx, tx, in.EnvTag, ps); err != nil {
-			return err
-		}
 		res = EpochResult{CommandID: cmd.ID, EnvTag: in.EnvTag, From: e.Epoch, To: in.Epoch, Release: e.Current,
-			Resigned: len(ps), At: now, Skipped: skipped}
+			Resigned: resigned, At: now, Skipped: skipped}
 		r, err := lockRelease(ctx, tx, in.EnvTag, e.Current)
 		if err != nil {
 			return err
 		}
 		if err := mutate(ctx, tx, r, event{Kind: "raise-epoch", ToState: r.State, ToOutcome: r.Outcome,
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
-			Evidence: map[string]any{"fromEpoch": e.Epoch, "toEpoch": in.Epoch, "resigned": len(ps)}}); err != nil {
+			Evidence: map[string]any{"fromEpoch": e.Epoch, "toEpoch": in.Epoch, "resigned": resigned}}); err != nil {
 			return err
 		}
 		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)

@@ -24,7 +24,10 @@ type RenewResult struct {
 // RenewLeases re-signs a fresh lease for every current pointer of envTag:
 // the same snapshot, sequence and activatedAt, a later issuedAt and the
 // pointer's rolling window, stored as the pointer's manifest and appended to
-// delivery_manifest, with a NOTIFY per pointer, in one transaction. Revoked
+// delivery_manifest, in one transaction, Options.MoveBatch pointers at a
+// time in (host, service_id) order: each batch is read, signed, written and
+// notified (one payload per pointernote.BatchSize identities), so memory
+// holds one batch whatever the size of the environment. Revoked
 // snapshots are not renewed, so their leases run out; retired identities
 // are not renewed either. A renewal is never refused by a snapshot's
 // activation window: that limits pointer moves only. An environment that
@@ -45,35 +48,15 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 		if err != nil {
 			return err
 		}
-		ps, skipped, err := loadRenewals(ctx, tx, envTag, e.Epoch)
-		if err != nil {
-			return err
-		}
-		for i := range ps {
-			// issuedAt strictly increases per pointer, even within one
-			// millisecond or under a fixed clock.
-			ps[i].IssuedAt = later(ps[i].IssuedAt, now)
-		}
-		if err := s.signAll(envTag, ps); err != nil {
-			return err
-		}
-		if err := s.fault(ctx, "renew:signed", tx); err != nil {
-			return err
-		}
-		if err := s.writePointers(ctx, tx, envTag, ps, now, writeRenew); err != nil {
-			return err
-		}
-		if err := s.insertManifests(ctx, tx, envTag, ps, "renew", ""); err != nil {
-			return err
-		}
-		if err := notify(ctx, tx, envTag, ps); err != nil {
+		res = &RenewResult{EnvTag: envTag, At: now}
+		if res.Renewed, res.Skipped, err = s.reissueAll(ctx, tx, envTag, e.Epoch, now, writeRenew, ""); err != nil {
 			return err
 		}
 		cands, err := s.renewStagedCandidates(ctx, tx, envTag, e.Epoch, now)
 		if err != nil {
 			return err
 		}
-		res = &RenewResult{EnvTag: envTag, Renewed: len(ps), At: now, Skipped: skipped, Candidates: cands}
+		res.Candidates = cands
 		return nil
 	})
 	if err != nil {
@@ -82,10 +65,71 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 	return res, nil
 }
 
-// loadRenewals reads the current, unretired pointers to renew; IssuedAt
-// holds the current manifest's issuedAt, ActivatedAt the pointer's move
-// time, RevocationEpoch the snapshot's epoch raised to the environment's.
-func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([]pointerTarget, []string, error) {
+// reissueAll re-signs every current, unretired, unrevoked pointer of envTag
+// at the revocation epoch epoch (at least): a renewal (writeRenew: the same
+// sequence) or a re-signing (writeResign: a higher sequence, journalled by
+// command cmdID). It goes through the pointers Options.MoveBatch at a time
+// in (host, service_id) order, each batch read, signed, written as pointers
+// and delivery manifests and notified before the next is read, so memory
+// holds one batch whatever the size of the environment. It returns how
+// many it re-signed and the identities it skipped.
+func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, []string, error) {
+	kind := "renew"
+	if mode == writeResign {
+		kind = "resign"
+	}
+	n := 0
+	var skipped []string
+	var after *[2]string
+	for {
+		ps, scanned, err := loadRenewals(ctx, tx, envTag, epoch, after, s.opts.MoveBatch, &skipped)
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := range ps {
+			if mode == writeResign {
+				ps[i].Sequence = nextSequence(ps[i].PrevSequence, now)
+			}
+			// issuedAt strictly increases per pointer, even within one
+			// millisecond or under a fixed clock.
+			ps[i].IssuedAt = later(ps[i].IssuedAt, now)
+		}
+		if len(ps) > 0 {
+			if err := s.signAll(envTag, ps); err != nil {
+				return 0, nil, err
+			}
+			if err := s.fault(ctx, kind+":signed", tx); err != nil {
+				return 0, nil, err
+			}
+			if err := s.writePointers(ctx, tx, envTag, ps, now, mode); err != nil {
+				return 0, nil, err
+			}
+			if err := s.insertManifests(ctx, tx, envTag, ps, kind, cmdID); err != nil {
+				return 0, nil, err
+			}
+			if err := notify(ctx, tx, envTag, ps); err != nil {
+				return 0, nil, err
+			}
+		}
+		n += len(ps)
+		if scanned == nil {
+			return n, skipped, nil
+		}
+		after = scanned
+	}
+}
+
+// loadRenewals reads at most limit current, unretired pointers after the
+// identity after (nil: from the first) in (host, service_id) order, and
+// returns those to renew with the last identity read (nil when fewer than
+// limit were left); it adds the ones not to renew to skipped. IssuedAt holds
+// the current manifest's issuedAt, ActivatedAt the pointer's move time,
+// RevocationEpoch the snapshot's epoch raised to the environment's.
+func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, after *[2]string, limit int, skipped *[]string) ([]pointerTarget, *[2]string, error) {
+	var afterHost, afterService *string
+	if after != nil {
+		afterHost, afterService = &after[0], &after[1]
+	}
 	rows, err := tx.Query(ctx, `SELECT p.host, p.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
@@ -94,13 +138,16 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		WHERE p.env_tag = $1 AND p.retired_at IS NULL
-		ORDER BY p.host, p.service_id`, envTag)
+		  AND ($2::text IS NULL OR (p.host, p.service_id) > ($2::text, $3::text))
+		ORDER BY p.host, p.service_id
+		LIMIT $4`, envTag, afterHost, afterService, limit)
 	if err != nil {
 		return nil, nil, dbErr("read pointers", err)
 	}
 	defer rows.Close()
 	var ps []pointerTarget
-	var skipped []string
+	var last [2]string
+	read := 0
 	for rows.Next() {
 		var p pointerTarget
 		var schema int32
@@ -111,8 +158,10 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([
 			&p.ActivatedAt, &revoked); err != nil {
 			return nil, nil, dbErr("read pointers", err)
 		}
+		read++
+		last = [2]string{p.Host, p.ServiceID}
 		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
-			skipped = append(skipped, p.Host+"/"+p.ServiceID+"/"+envTag)
+			*skipped = append(*skipped, p.Host+"/"+p.ServiceID+"/"+envTag)
 			continue
 		}
 		p.SchemaVersion = int(schema)
@@ -124,5 +173,8 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64) ([
 	if err := rows.Err(); err != nil {
 		return nil, nil, dbErr("read pointers", err)
 	}
-	return ps, skipped, nil
+	if read < limit {
+		return ps, nil, nil
+	}
+	return ps, &last, nil
 }
