@@ -83,13 +83,7 @@ func benchActivation(b *testing.B, n int) {
 	f.promote(b, release("bench", 2, 1, n, nil, nil))
 	next := int64(3)
 	// The baselines toggle pointers between the snapshots of releases 1 and 2.
-	bodies := make([][]byte, n)
-	for i := range bodies {
-		m := bundle.DeliveryManifest{Type: bundle.DeliveryManifestType, Host: fmt.Sprintf("host-%05d", i), ServiceID: "svc",
-			EnvTag: "bench", Audience: "agent", SnapshotID: id("snap", "bench", i, 1), Sequence: 7,
-			IssuedAt: "2026-11-29T12:00:00.000Z"}
-		bodies[i], _ = m.Marshal()
-	}
+	bodies := baselineBodies(n)
 	var baseT, sameT, promoteT, activateT, replayT time.Duration
 	var baseHeap, promoteHeap, activateHeap uint64
 	timed := func(d *time.Duration, fn func()) {
@@ -147,6 +141,19 @@ func benchActivation(b *testing.B, n int) {
 	b.ReportMetric(float64(baseHeap)/(1<<20), "baseline-peak-heap-MiB")
 	b.ReportMetric(float64(promoteHeap)/(1<<20), "promote-peak-heap-MiB")
 	b.ReportMetric(float64(activateHeap)/(1<<20), "activate-peak-heap-MiB")
+}
+
+// baselineBodies are the delivery manifests the hand-written baselines
+// sign and write for n targets of environment bench.
+func baselineBodies(n int) [][]byte {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		m := bundle.DeliveryManifest{Type: bundle.DeliveryManifestType, Host: fmt.Sprintf("host-%05d", i), ServiceID: "svc",
+			EnvTag: "bench", Audience: "agent", SnapshotID: id("snap", "bench", i, 1), Sequence: 7,
+			IssuedAt: "2026-11-29T12:00:00.000Z"}
+		bodies[i], _ = m.Marshal()
+	}
+	return bodies
 }
 
 // peakHeap runs fn and returns how far the live Go heap rose above its

@@ -70,10 +70,11 @@ func (f *fixture) candidateManifests(t testing.TB, env string, release int64) ma
 // lease — and nothing while it is not; a revocation epoch raised since is
 // carried into the re-signed manifest. The activation after all that moves
 // every pointer with current-phase manifests above the candidates'
-// sequences' predecessors, and removes the candidates.
+// sequences' predecessors, and removes the candidates. Every step goes
+// through the three targets two at a time (batches of 2 and 1).
 func TestStageSignsCandidateManifestsRenewedOverMonths(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, nil)
+	f := newFixture(t, func(o *promoter.Options) { o.MoveBatch = 2 })
 	ctx := context.Background()
 	r1 := longWindows(release("prod", 1, 0, 3, nil, nil))
 	f.promote(t, r1)

@@ -1,0 +1,61 @@
+package promoter_test
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// BenchmarkLeaseRenewal10k measures `lease renew` of an environment of
+// 10,000 current pointers (1,000 under -short); see benchRenewal.
+func BenchmarkLeaseRenewal10k(b *testing.B) { benchRenewal(b, targets10k(b)) }
+
+// BenchmarkLeaseRenewalScale is BenchmarkLeaseRenewal10k at
+// -activation.targets targets.
+func BenchmarkLeaseRenewalScale(b *testing.B) { benchRenewal(b, targetsScale(b)) }
+
+// benchRenewal measures, interleaved in every iteration on one database:
+//
+//   - renew: RenewLeases of the n current pointers (read, sign over
+//     SignWorkers, write pointers and delivery manifests, one NOTIFY per
+//     2,000, in batches inside one transaction);
+//   - same-work baseline: hand-written statements writing what an
+//     activation of n pointers writes after signing n manifests serially
+//     (every pointer column, delivery_manifest rows, one NOTIFY per 2,000,
+//     and pointer_move rows, which a renewal does not write) — no lock, no
+//     compare-and-swap, no batches;
+//
+// and the peak Go heap growth of each (sampled every 5 ms): a renewal's
+// must not grow with n.
+func benchRenewal(b *testing.B, n int) {
+	f := newFixture(b, nil)
+	ctx := context.Background()
+	f.promote(b, release("bench", 1, 0, n, nil, nil))
+	f.promote(b, release("bench", 2, 1, n, nil, nil))
+	bodies := baselineBodies(n)
+	var renewT, sameT time.Duration
+	var renewHeap, sameHeap uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		sameHeap = max(sameHeap, peakHeap(func() {
+			start := time.Now()
+			sameWorkBaseline(b, f, n, 2-int64(i%2), bodies)
+			sameT += time.Since(start)
+		}))
+		f.now = f.now.Add(time.Minute)
+		renewHeap = max(renewHeap, peakHeap(func() {
+			start := time.Now()
+			res, err := f.store.RenewLeases(ctx, "bench")
+			if err != nil || res.Renewed != n {
+				b.Fatalf("renew: %+v %v, want %d renewed", res, err, n)
+			}
+			renewT += time.Since(start)
+		}))
+	}
+	k := float64(b.N)
+	b.ReportMetric(float64(renewT.Milliseconds())/k, "renew-ms/op")
+	b.ReportMetric(float64(sameT.Milliseconds())/k, "same-work-baseline-ms/op")
+	b.ReportMetric(float64(renewT)/float64(sameT), "renew/same-work")
+	b.ReportMetric(float64(renewHeap)/(1<<20), "renew-peak-heap-MiB")
+	b.ReportMetric(float64(sameHeap)/(1<<20), "baseline-peak-heap-MiB")
+}
