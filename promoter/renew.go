@@ -3,6 +3,7 @@ package promoter
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -68,21 +69,25 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 // reissueAll re-signs every current, unretired, unrevoked pointer of envTag
 // at the revocation epoch epoch (at least): a renewal (writeRenew: the same
 // sequence) or a re-signing (writeResign: a higher sequence, journalled by
-// command cmdID). It goes through the pointers Options.MoveBatch at a time
-// in (host, service_id) order, each batch read, signed, written as pointers
-// and delivery manifests and notified before the next is read, so memory
-// holds one batch whatever the size of the environment. It returns how
-// many it re-signed and the identities it skipped.
+// command cmdID). It reads the pointers through one cursor in (host,
+// service_id) order, Options.MoveBatch at a time, each batch signed,
+// written as pointers and delivery manifests and notified before the next
+// is fetched, so memory holds one batch whatever the size of the
+// environment, and the query is planned and run once (a cursor does not
+// see the transaction's own later writes). It returns how many it
+// re-signed and the identities it skipped.
 func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, []string, error) {
 	kind := "renew"
 	if mode == writeResign {
 		kind = "resign"
 	}
+	if err := openRenewals(ctx, tx, envTag); err != nil {
+		return 0, nil, err
+	}
 	n := 0
 	var skipped []string
-	var after *[2]string
 	for {
-		ps, scanned, err := loadRenewals(ctx, tx, envTag, epoch, after, s.opts.MoveBatch, &skipped)
+		ps, more, err := fetchRenewals(ctx, tx, envTag, epoch, s.opts.MoveBatch, &skipped)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -112,25 +117,25 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 			}
 		}
 		n += len(ps)
-		if scanned == nil {
+		if !more {
+			if _, err := tx.Exec(ctx, `CLOSE renewals`); err != nil {
+				return 0, nil, dbErr("close the pointers' cursor", err)
+			}
 			return n, skipped, nil
 		}
-		after = scanned
 	}
 }
 
-// loadRenewals reads at most limit current, unretired pointers after the
-// identity after (nil: from the first) in (host, service_id) order, and
-// returns those to renew with the last identity read (nil when fewer than
-// limit were left); it adds the ones not to renew to skipped. IssuedAt holds
-// the current manifest's issuedAt, ActivatedAt the pointer's move time,
-// RevocationEpoch the snapshot's epoch raised to the environment's.
-func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, after *[2]string, limit int, skipped *[]string) ([]pointerTarget, *[2]string, error) {
-	var afterHost, afterService *string
-	if after != nil {
-		afterHost, afterService = &after[0], &after[1]
+// openRenewals declares the cursor renewals over the current, unretired
+// pointers of envTag in (host, service_id) order, planned for reading every
+// row (cursor_tuple_fraction 1: one join and sort rather than a plan tuned
+// for the first rows).
+func openRenewals(ctx context.Context, tx pgx.Tx, envTag string) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL cursor_tuple_fraction = 1`); err != nil {
+		return dbErr("read pointers", err)
 	}
-	rows, err := tx.Query(ctx, `SELECT p.host, p.service_id, s.audience, s.snapshot_id::text,
+	_, err := tx.Exec(ctx, `DECLARE renewals NO SCROLL CURSOR FOR
+		SELECT p.host, p.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, p.lease_refresh_after_ms, p.lease_expires_after_ms,
@@ -138,15 +143,25 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, af
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		WHERE p.env_tag = $1 AND p.retired_at IS NULL
-		  AND ($2::text IS NULL OR (p.host, p.service_id) > ($2::text, $3::text))
-		ORDER BY p.host, p.service_id
-		LIMIT $4`, envTag, afterHost, afterService, limit)
+		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
-		return nil, nil, dbErr("read pointers", err)
+		return dbErr("read pointers", err)
+	}
+	return nil
+}
+
+// fetchRenewals fetches the next limit pointers of the cursor renewals and
+// returns those to renew, and whether more may follow (limit were read); it
+// adds the ones not to renew to skipped. IssuedAt holds the current
+// manifest's issuedAt, ActivatedAt the pointer's move time, RevocationEpoch
+// the snapshot's epoch raised to the environment's.
+func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *[]string) ([]pointerTarget, bool, error) {
+	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM renewals`)
+	if err != nil {
+		return nil, false, dbErr("read pointers", err)
 	}
 	defer rows.Close()
 	var ps []pointerTarget
-	var last [2]string
 	read := 0
 	for rows.Next() {
 		var p pointerTarget
@@ -156,10 +171,9 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, af
 			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
 			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &p.Sequence, &p.IssuedAt,
 			&p.ActivatedAt, &revoked); err != nil {
-			return nil, nil, dbErr("read pointers", err)
+			return nil, false, dbErr("read pointers", err)
 		}
 		read++
-		last = [2]string{p.Host, p.ServiceID}
 		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
 			*skipped = append(*skipped, p.Host+"/"+p.ServiceID+"/"+envTag)
 			continue
@@ -171,10 +185,7 @@ func loadRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, af
 		ps = append(ps, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, dbErr("read pointers", err)
+		return nil, false, dbErr("read pointers", err)
 	}
-	if read < limit {
-		return ps, nil, nil
-	}
-	return ps, &last, nil
+	return ps, read == limit, nil
 }
