@@ -3,7 +3,6 @@ package promoter
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,18 +19,17 @@ import (
 // candidate manifest is marked phase "candidate" inside the signed bytes,
 // so no runtime ever loads it as its current configuration; its sequence
 // stays above the identity's current pointer's, its activatedAt is the
-// staging time, and a renewal keeps both and issues a later lease. It reads
-// the candidates through one cursor (locking each as it is fetched),
-// Options.MoveBatch at a time in (host, service_id) order, so memory holds
-// one batch whatever the size of the release, and returns how many
-// manifests it signed.
+// staging time, and a renewal keeps both and issues a later lease. It goes
+// through the candidates Options.MoveBatch at a time in (host, service_id)
+// order (keyset reads: staging writes the candidates in the same
+// transaction, without statistics, see openRenewals), so memory holds one
+// batch whatever the size of the release, and returns how many manifests it
+// signed.
 func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) (int, error) {
-	if err := openCandidates(ctx, tx, envTag, version, epoch, now); err != nil {
-		return 0, err
-	}
 	signed := 0
+	var after *[2]string
 	for {
-		ps, more, err := fetchCandidates(ctx, tx, epoch, now, s.opts.MoveBatch)
+		ps, last, err := loadCandidates(ctx, tx, envTag, version, epoch, now, after, s.opts.MoveBatch)
 		if err != nil {
 			return 0, err
 		}
@@ -44,25 +42,24 @@ func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, ve
 			}
 		}
 		signed += len(ps)
-		if !more {
-			if _, err := tx.Exec(ctx, `CLOSE candidates`); err != nil {
-				return 0, dbErr("close the candidates' cursor", err)
-			}
+		if last == nil {
 			return signed, nil
 		}
+		after = last
 	}
 }
 
-// openCandidates declares the cursor candidates over the candidate
-// pointers of envTag/version that need signing at now, in (host,
-// service_id) order, each locked as it is fetched, planned for reading
-// every row.
-func openCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) error {
-	if _, err := tx.Exec(ctx, `SET LOCAL cursor_tuple_fraction = 1`); err != nil {
-		return dbErr("read candidate manifests", err)
+// loadCandidates reads at most limit candidate pointers of envTag/version
+// after the identity after (nil: from the first) that need signing at now,
+// locked, in (host, service_id) order, with sequence, issuedAt and epoch set
+// for their new manifests; it returns them with the last identity read, nil
+// when fewer than limit were left.
+func loadCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time, after *[2]string, limit int) ([]pointerTarget, *[2]string, error) {
+	var afterHost, afterService *string
+	if after != nil {
+		afterHost, afterService = &after[0], &after[1]
 	}
-	_, err := tx.Exec(ctx, `DECLARE candidates NO SCROLL CURSOR FOR
-		SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
+	rows, err := tx.Query(ctx, `SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, rt.refresh_after_ms, rt.expires_after_ms,
@@ -75,21 +72,12 @@ func openCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoc
 		WHERE c.env_tag = $1 AND c.release_version = $2
 		  AND (c.manifest IS NULL OR c.lease_refresh_after <= $3 OR c.sequence <= coalesce(p.sequence, 0)
 			OR c.revocation_epoch < greatest(s.revocation_epoch, $4))
+		  AND ($5::text IS NULL OR (c.host, c.service_id) > ($5::text, $6::text))
 		ORDER BY c.host, c.service_id
-		FOR UPDATE OF c`, envTag, version, now, epoch)
+		LIMIT $7
+		FOR UPDATE OF c`, envTag, version, now, epoch, afterHost, afterService, limit)
 	if err != nil {
-		return dbErr("read candidate manifests", err)
-	}
-	return nil
-}
-
-// fetchCandidates fetches the next limit candidates of the cursor
-// candidates, with sequence, issuedAt and epoch set for their new
-// manifests, and whether more may follow (limit were read).
-func fetchCandidates(ctx context.Context, tx pgx.Tx, epoch int64, now time.Time, limit int) ([]pointerTarget, bool, error) {
-	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM candidates`)
-	if err != nil {
-		return nil, false, dbErr("read candidate manifests", err)
+		return nil, nil, dbErr("read candidate manifests", err)
 	}
 	defer rows.Close()
 	var ps []pointerTarget
@@ -100,7 +88,7 @@ func fetchCandidates(ctx context.Context, tx pgx.Tx, epoch int64, now time.Time,
 		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
 			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
 			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &current, &seq, &p.ActivatedAt); err != nil {
-			return nil, false, dbErr("read candidate manifests", err)
+			return nil, nil, dbErr("read candidate manifests", err)
 		}
 		p.SchemaVersion = int(schema)
 		p.Phase = bundle.PhaseCandidate
@@ -113,9 +101,13 @@ func fetchCandidates(ctx context.Context, tx pgx.Tx, epoch int64, now time.Time,
 		ps = append(ps, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, dbErr("read candidate manifests", err)
+		return nil, nil, dbErr("read candidate manifests", err)
 	}
-	return ps, len(ps) == limit, nil
+	if len(ps) < limit {
+		return ps, nil, nil
+	}
+	last := ps[len(ps)-1]
+	return ps, &[2]string{last.Host, last.ServiceID}, nil
 }
 
 // storeCandidates writes the signed manifests of ps to their candidate

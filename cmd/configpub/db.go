@@ -139,7 +139,8 @@ the schema owner (a role that may create roles).`,
 }
 
 // newDBGCCmd is `configpub db gc`: collect the artifacts no snapshot
-// references.
+// references and the lease renewals a later manifest of the same pointer
+// move supersedes.
 func newDBGCCmd() *cobra.Command {
 	var (
 		sf            storeFlags
