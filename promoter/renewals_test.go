@@ -17,6 +17,11 @@ import (
 // them), and the current pointers' checksum.
 func (f *fixture) servedManifests(t *testing.T) map[string]string {
 	t.Helper()
+	var pointers string
+	if err := f.pool.QueryRow(context.Background(), `SELECT md5(string_agg(p::text, ',' ORDER BY env_tag, host, service_id))
+		FROM configpub.current_pointer p`).Scan(&pointers); err != nil {
+		t.Fatal(err)
+	}
 	rows, err := f.pool.Query(context.Background(), `SELECT DISTINCT ON (host, service_id, env_tag, snapshot_id)
 			host || '/' || service_id || '/' || env_tag || '/' || snapshot_id::text, md5(manifest) || ' ' || signature
 		FROM configpub.delivery_manifest
@@ -25,11 +30,6 @@ func (f *fixture) servedManifests(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var pointers string
-	if err := f.pool.QueryRow(context.Background(), `SELECT md5(string_agg(p::text, ',' ORDER BY env_tag, host, service_id))
-		FROM configpub.current_pointer p`).Scan(&pointers); err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{"pointers": pointers}
 	for rows.Next() {
 		var k, v string
