@@ -33,19 +33,27 @@ CREATE TRIGGER collected_renewals_append_only BEFORE UPDATE OR DELETE ON configp
 CREATE TRIGGER collected_renewals_no_truncate BEFORE TRUNCATE ON configpub.collected_renewals
 	FOR EACH STATEMENT EXECUTE FUNCTION configpub.refuse_mutation();
 
-CREATE FUNCTION configpub.refuse_manifest_mutation() RETURNS trigger
+-- The append-only trigger of a table a collection function deletes from:
+-- a DELETE passes while the setting named by the trigger's argument is on
+-- (set by that function, in its transaction); anything else is refused.
+-- artifact's trigger (version 19) moves to it too.
+CREATE FUNCTION configpub.refuse_mutation_unless_collecting() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-	IF TG_OP = 'DELETE' AND current_setting('configpub.collecting_renewals', true) = 'on' THEN
+	IF TG_OP = 'DELETE' AND current_setting(TG_ARGV[0], true) = 'on' THEN
 		RETURN OLD;
 	END IF;
 	RAISE EXCEPTION 'configpub.% is append-only: % refused', TG_TABLE_NAME, TG_OP
 		USING ERRCODE = 'CP001';
 END
 $$;
+DROP TRIGGER artifact_append_only ON configpub.artifact;
+CREATE TRIGGER artifact_append_only BEFORE UPDATE OR DELETE ON configpub.artifact
+	FOR EACH ROW EXECUTE FUNCTION configpub.refuse_mutation_unless_collecting('configpub.collecting_artifacts');
+DROP FUNCTION configpub.refuse_artifact_mutation();
 DROP TRIGGER delivery_manifest_append_only ON configpub.delivery_manifest;
 CREATE TRIGGER delivery_manifest_append_only BEFORE UPDATE OR DELETE ON configpub.delivery_manifest
-	FOR EACH ROW EXECUTE FUNCTION configpub.refuse_manifest_mutation();
+	FOR EACH ROW EXECUTE FUNCTION configpub.refuse_mutation_unless_collecting('configpub.collecting_renewals');
 
 -- superseded_renewal: the renewal manifests a later manifest of the same
 -- move (identity, sequence; the same snapshot) supersedes.
