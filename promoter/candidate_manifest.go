@@ -19,67 +19,34 @@ import (
 // candidate manifest is marked phase "candidate" inside the signed bytes,
 // so no runtime ever loads it as its current configuration; its sequence
 // stays above the identity's current pointer's, its activatedAt is the
-// staging time, and a renewal keeps both and issues a later lease. It goes
-// through the candidates Options.MoveBatch at a time in (host, service_id)
-// order (keyset reads: staging writes the candidates in the same
-// transaction, without statistics, see openRenewals), so memory holds one
-// batch whatever the size of the release, and returns how many manifests it
-// signed.
+// staging time, and a renewal keeps both and issues a later lease. It
+// returns how many manifests it signed.
+//
+// The candidates are usually written in the same transaction (staging), so
+// the planner has no statistics for them: each candidate's target, snapshot
+// and pointer are looked up by key (LATERAL … LIMIT 1, which the planner
+// does not flatten into a join it could plan as a scan per candidate).
 func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) (int, error) {
-	signed := 0
-	var after *[2]string
-	for {
-		ps, last, err := loadCandidates(ctx, tx, envTag, version, epoch, now, after, s.opts.MoveBatch)
-		if err != nil {
-			return 0, err
-		}
-		if len(ps) > 0 {
-			if err := s.signAll(envTag, ps); err != nil {
-				return 0, err
-			}
-			if err := s.storeCandidates(ctx, tx, envTag, version, ps); err != nil {
-				return 0, err
-			}
-		}
-		signed += len(ps)
-		if last == nil {
-			return signed, nil
-		}
-		after = last
-	}
-}
-
-// loadCandidates reads at most limit candidate pointers of envTag/version
-// after the identity after (nil: from the first) that need signing at now,
-// locked, in (host, service_id) order, with sequence, issuedAt and epoch set
-// for their new manifests; it returns them with the last identity read, nil
-// when fewer than limit were left.
-func loadCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time, after *[2]string, limit int) ([]pointerTarget, *[2]string, error) {
-	var afterHost, afterService *string
-	if after != nil {
-		afterHost, afterService = &after[0], &after[1]
-	}
 	rows, err := tx.Query(ctx, `SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, rt.refresh_after_ms, rt.expires_after_ms,
 			coalesce(p.sequence, 0), coalesce(c.sequence, 0), coalesce(c.activated_at, $3)
 		FROM configpub.candidate_pointer c
-		JOIN configpub.config_release_target rt ON rt.env_tag = c.env_tag AND rt.release_version = c.release_version
-			AND rt.host = c.host AND rt.service_id = c.service_id
-		JOIN configpub.config_snapshot s ON s.snapshot_id = c.snapshot_id
-		LEFT JOIN configpub.current_pointer p ON p.host = c.host AND p.service_id = c.service_id AND p.env_tag = c.env_tag
+		CROSS JOIN LATERAL (SELECT rt.refresh_after_ms, rt.expires_after_ms FROM configpub.config_release_target rt
+			WHERE rt.env_tag = c.env_tag AND rt.release_version = c.release_version
+			  AND rt.host = c.host AND rt.service_id = c.service_id LIMIT 1) rt
+		CROSS JOIN LATERAL (SELECT s.* FROM configpub.config_snapshot s WHERE s.snapshot_id = c.snapshot_id LIMIT 1) s
+		LEFT JOIN LATERAL (SELECT p.sequence FROM configpub.current_pointer p
+			WHERE p.host = c.host AND p.service_id = c.service_id AND p.env_tag = c.env_tag LIMIT 1) p ON true
 		WHERE c.env_tag = $1 AND c.release_version = $2
 		  AND (c.manifest IS NULL OR c.lease_refresh_after <= $3 OR c.sequence <= coalesce(p.sequence, 0)
 			OR c.revocation_epoch < greatest(s.revocation_epoch, $4))
-		  AND ($5::text IS NULL OR (c.host, c.service_id) > ($5::text, $6::text))
 		ORDER BY c.host, c.service_id
-		LIMIT $7
-		FOR UPDATE OF c`, envTag, version, now, epoch, afterHost, afterService, limit)
+		FOR UPDATE OF c`, envTag, version, now, epoch)
 	if err != nil {
-		return nil, nil, dbErr("read candidate manifests", err)
+		return 0, dbErr("read candidate manifests", err)
 	}
-	defer rows.Close()
 	var ps []pointerTarget
 	for rows.Next() {
 		var p pointerTarget
@@ -88,7 +55,8 @@ func loadCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoc
 		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
 			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
 			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &current, &seq, &p.ActivatedAt); err != nil {
-			return nil, nil, dbErr("read candidate manifests", err)
+			rows.Close()
+			return 0, dbErr("read candidate manifests", err)
 		}
 		p.SchemaVersion = int(schema)
 		p.Phase = bundle.PhaseCandidate
@@ -100,19 +68,16 @@ func loadCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoc
 		p.IssuedAt = now
 		ps = append(ps, p)
 	}
+	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, nil, dbErr("read candidate manifests", err)
+		return 0, dbErr("read candidate manifests", err)
 	}
-	if len(ps) < limit {
-		return ps, nil, nil
+	if len(ps) == 0 {
+		return 0, nil
 	}
-	last := ps[len(ps)-1]
-	return ps, &[2]string{last.Host, last.ServiceID}, nil
-}
-
-// storeCandidates writes the signed manifests of ps to their candidate
-// pointers of envTag/version.
-func (s *Store) storeCandidates(ctx context.Context, tx pgx.Tx, envTag string, version int64, ps []pointerTarget) error {
+	if err := s.signAll(envTag, ps); err != nil {
+		return 0, err
+	}
 	n := len(ps)
 	hosts, svcs, seqs, acts, issued := make([]string, n), make([]string, n), make([]int64, n), make([]time.Time, n), make([]time.Time, n)
 	refresh, expires, epochs := make([]time.Time, n), make([]time.Time, n), make([]int64, n)
@@ -129,13 +94,13 @@ func (s *Store) storeCandidates(ctx context.Context, tx pgx.Tx, envTag string, v
 		WHERE c.env_tag = $1 AND c.release_version = $2 AND c.host = u.host AND c.service_id = u.svc`,
 		envTag, version, s.keyID, hosts, svcs, seqs, acts, issued, refresh, expires, epochs, bodies, sigs)
 	if err != nil {
-		return dbErr("store candidate manifests", err)
+		return 0, dbErr("store candidate manifests", err)
 	}
 	if int(tag.RowsAffected()) != n {
-		return fmt.Errorf("environment %s release %d: %d of %d candidate pointers changed while they were signed: %w",
+		return 0, fmt.Errorf("environment %s release %d: %d of %d candidate pointers changed while they were signed: %w",
 			envTag, version, n-int(tag.RowsAffected()), n, ErrConflict)
 	}
-	return nil
+	return n, nil
 }
 
 // RenewCandidates re-signs, in one short transaction, the candidate
