@@ -86,11 +86,6 @@ func benchActivation(b *testing.B, n int) {
 	bodies := baselineBodies(n)
 	var baseT, sameT, promoteT, activateT, replayT time.Duration
 	var baseHeap, promoteHeap, activateHeap uint64
-	timed := func(d *time.Duration, fn func()) {
-		start := time.Now()
-		fn()
-		*d += time.Since(start)
-	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		// The baselines move the pointers behind the store's back (to the
@@ -141,6 +136,13 @@ func benchActivation(b *testing.B, n int) {
 	b.ReportMetric(float64(baseHeap)/(1<<20), "baseline-peak-heap-MiB")
 	b.ReportMetric(float64(promoteHeap)/(1<<20), "promote-peak-heap-MiB")
 	b.ReportMetric(float64(activateHeap)/(1<<20), "activate-peak-heap-MiB")
+}
+
+// timed runs fn and adds its wall time to *d.
+func timed(d *time.Duration, fn func()) {
+	start := time.Now()
+	fn()
+	*d += time.Since(start)
 }
 
 // baselineBodies are the delivery manifests the hand-written baselines
@@ -334,11 +336,6 @@ func benchViews(b *testing.B, n int) {
 	f.promote(b, first)
 	f.promote(b, named("plain", 1))
 	var viewsT, plainT, rollbackT time.Duration
-	timed := func(d *time.Duration, fn func()) {
-		start := time.Now()
-		fn()
-		*d += time.Since(start)
-	}
 	next := int64(2)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -37,19 +37,15 @@ func benchRenewal(b *testing.B, n int) {
 	var renewHeap, sameHeap uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		sameHeap = max(sameHeap, peakHeap(func() {
-			start := time.Now()
-			sameWorkBaseline(b, f, n, 2-int64(i%2), bodies)
-			sameT += time.Since(start)
-		}))
+		sameHeap = max(sameHeap, peakHeap(func() { timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) }) }))
 		f.now = f.now.Add(time.Minute)
 		renewHeap = max(renewHeap, peakHeap(func() {
-			start := time.Now()
-			res, err := f.store.RenewLeases(ctx, "bench")
-			if err != nil || res.Renewed != n {
-				b.Fatalf("renew: %+v %v, want %d renewed", res, err, n)
-			}
-			renewT += time.Since(start)
+			timed(&renewT, func() {
+				res, err := f.store.RenewLeases(ctx, "bench")
+				if err != nil || res.Renewed != n {
+					b.Fatalf("renew: %+v %v, want %d renewed", res, err, n)
+				}
+			})
 		}))
 	}
 	k := float64(b.N)

@@ -39,18 +39,18 @@ func benchStage(b *testing.B, n int) {
 		staged.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
 		promoted := longWindows(release(fmt.Sprintf("promote-%d", i), 1, 0, n, nil, nil))
 		stageHeap = max(stageHeap, peakHeap(func() {
-			start := time.Now()
-			if _, err := f.store.Stage(ctx, staged); err != nil {
-				b.Fatal(err)
-			}
-			stageT += time.Since(start)
+			timed(&stageT, func() {
+				if _, err := f.store.Stage(ctx, staged); err != nil {
+					b.Fatal(err)
+				}
+			})
 		}))
 		promoteHeap = max(promoteHeap, peakHeap(func() {
-			start := time.Now()
-			if _, err := f.store.RecordAndActivate(ctx, promoted); err != nil {
-				b.Fatal(err)
-			}
-			promoteT += time.Since(start)
+			timed(&promoteT, func() {
+				if _, err := f.store.RecordAndActivate(ctx, promoted); err != nil {
+					b.Fatal(err)
+				}
+			})
 		}))
 		if got := f.count(b, `SELECT count(*) FROM configpub.candidate_pointer WHERE env_tag = $1 AND manifest IS NOT NULL`, staged.EnvTag); got != n {
 			b.Fatalf("%d signed candidates, want %d", got, n)
