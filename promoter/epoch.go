@@ -39,9 +39,9 @@ type EpochResult struct {
 // its delivery manifests (never below a snapshot's compiled epoch), and
 // re-signs every current, unretired, unrevoked pointer with it in the same
 // transaction: same snapshot and activatedAt, a higher sequence, a fresh
-// lease, one delivery_manifest row (kind 'resign') each, one NOTIFY payload
-// per batch of identities, and
-// one journal row on the active release. A runtime that has seen the new
+// lease and one delivery_manifest row (kind 'resign') each, one NOTIFY
+// payload per batch of identities, and one journal row on the active
+// release. A runtime that has seen the new
 // epoch then refuses any manifest with a lower one. The epoch is never
 // lowered: an epoch not above the current one is ErrInvalid. Every later
 // pointer move and renewal signs at least this epoch.
