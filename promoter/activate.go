@@ -288,8 +288,7 @@ func loadMoves(ctx context.Context, tx pgx.Tx, envTag string, version int64, aft
 			p.snapshot_id::text, coalesce(p.sequence, 0)
 		FROM configpub.config_release_target rt
 		JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
-		LEFT JOIN configpub.current_pointer p
-			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+		`+targetPointer+`
 		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets+`
 		  AND ($3::text IS NULL OR (rt.host, rt.service_id) > ($3::text, $4::text))
 		ORDER BY rt.host, rt.service_id

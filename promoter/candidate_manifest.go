@@ -3,6 +3,7 @@ package promoter
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,12 +23,53 @@ import (
 // staging time, and a renewal keeps both and issues a later lease. It
 // returns how many manifests it signed.
 //
-// The candidates are usually written in the same transaction (staging), so
-// the planner has no statistics for them: each candidate's target, snapshot
-// and pointer are looked up by key (LATERAL … LIMIT 1, which the planner
-// does not flatten into a join it could plan as a scan per candidate).
+// The candidates are read through one cursor in (host, service_id) order,
+// Options.MoveBatch at a time, each batch signed and stored before the next
+// is fetched, so memory holds one batch whatever the size of the release.
 func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
+	if err := openCandidates(ctx, tx, envTag, version, epoch, now); err != nil {
+		return 0, err
+	}
+	n := 0
+	for {
+		ps, more, err := fetchCandidates(ctx, tx, epoch, now, s.opts.MoveBatch)
+		if err != nil {
+			return 0, err
+		}
+		if len(ps) > 0 {
+			if err := s.signAll(envTag, ps); err != nil {
+				return 0, err
+			}
+			if err := s.storeCandidates(ctx, tx, envTag, version, ps); err != nil {
+				return 0, err
+			}
+		}
+		n += len(ps)
+		if !more {
+			if _, err := tx.Exec(ctx, `CLOSE candidates`); err != nil {
+				return 0, dbErr("close the candidates' cursor", err)
+			}
+			return n, nil
+		}
+	}
+}
+
+// openCandidates declares the cursor candidates over the candidate pointers
+// of envTag/version that need signing at now (see signCandidates), locked
+// as they are fetched. The candidates are usually written in the same
+// transaction (staging), so the planner has no statistics for them: each
+// candidate's target, snapshot and pointer are looked up by key (LATERAL …
+// LIMIT 1, which the planner does not flatten into a join it could plan as
+// a scan per candidate), and the plan is the candidates' scan in key order
+// with three index look-ups per row, whatever the statistics say. A
+// cursor sees the rows as they were when it was declared: the batches
+// stored before a fetch do not change what it returns.
+func openCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) error {
+	if _, err := tx.Exec(ctx, `SET LOCAL cursor_tuple_fraction = 1`); err != nil {
+		return dbErr("read candidate manifests", err)
+	}
+	_, err := tx.Exec(ctx, `DECLARE candidates NO SCROLL CURSOR FOR
+		SELECT c.host, c.service_id, s.audience, s.snapshot_id::text,
 			s.publication_id::text, s.policy_snapshot_id::text, s.release_version, s.artifact_digest,
 			s.content_digest, s.policy_digest, s.property_set_digest, s.schema_version,
 			s.compatibility_generation, s.revocation_epoch, rt.refresh_after_ms, rt.expires_after_ms,
@@ -45,8 +87,20 @@ func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, ve
 		ORDER BY c.host, c.service_id
 		FOR UPDATE OF c`, envTag, version, now, epoch)
 	if err != nil {
-		return 0, dbErr("read candidate manifests", err)
+		return dbErr("read candidate manifests", err)
 	}
+	return nil
+}
+
+// fetchCandidates fetches the next limit candidates of the cursor
+// candidates, ready to sign at now and epoch, and whether more may follow
+// (limit were read).
+func fetchCandidates(ctx context.Context, tx pgx.Tx, epoch int64, now time.Time, limit int) ([]pointerTarget, bool, error) {
+	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM candidates`)
+	if err != nil {
+		return nil, false, dbErr("read candidate manifests", err)
+	}
+	defer rows.Close()
 	var ps []pointerTarget
 	for rows.Next() {
 		var p pointerTarget
@@ -55,8 +109,7 @@ func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, ve
 		if err := rows.Scan(&p.Host, &p.ServiceID, &p.Audience, &p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID,
 			&p.SnapshotRelease, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.PropertySetDigest, &schema,
 			&p.CompatibilityGeneration, &p.RevocationEpoch, &p.RefreshMS, &p.ExpiresMS, &current, &seq, &p.ActivatedAt); err != nil {
-			rows.Close()
-			return 0, dbErr("read candidate manifests", err)
+			return nil, false, dbErr("read candidate manifests", err)
 		}
 		p.SchemaVersion = int(schema)
 		p.Phase = bundle.PhaseCandidate
@@ -68,16 +121,15 @@ func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, ve
 		p.IssuedAt = now
 		ps = append(ps, p)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, dbErr("read candidate manifests", err)
+		return nil, false, dbErr("read candidate manifests", err)
 	}
-	if len(ps) == 0 {
-		return 0, nil
-	}
-	if err := s.signAll(envTag, ps); err != nil {
-		return 0, err
-	}
+	return ps, len(ps) == limit, nil
+}
+
+// storeCandidates writes the signed candidate manifests ps to their
+// candidate pointers of envTag/version.
+func (s *Store) storeCandidates(ctx context.Context, tx pgx.Tx, envTag string, version int64, ps []pointerTarget) error {
 	n := len(ps)
 	hosts, svcs, seqs, acts, issued := make([]string, n), make([]string, n), make([]int64, n), make([]time.Time, n), make([]time.Time, n)
 	refresh, expires, epochs := make([]time.Time, n), make([]time.Time, n), make([]int64, n)
@@ -89,18 +141,21 @@ func (s *Store) signCandidates(ctx context.Context, tx pgx.Tx, envTag string, ve
 	tag, err := tx.Exec(ctx, `UPDATE configpub.candidate_pointer c SET sequence = u.seq, activated_at = u.act,
 			issued_at = u.iss, lease_refresh_after = u.ref, lease_expires_at = u.exp, revocation_epoch = u.ep,
 			manifest = u.m, manifest_signature = u.sig, manifest_key_id = $3
-		FROM unnest($4::text[], $5::text[], $6::bigint[], $7::timestamptz[], $8::timestamptz[], $9::timestamptz[],
-			$10::timestamptz[], $11::bigint[], $12::bytea[], $13::text[]) AS u(host, svc, seq, act, iss, ref, exp, ep, m, sig)
-		WHERE c.env_tag = $1 AND c.release_version = $2 AND c.host = u.host AND c.service_id = u.svc`,
+		FROM (SELECT u.*, k.tid FROM unnest($4::text[], $5::text[], $6::bigint[], $7::timestamptz[], $8::timestamptz[],
+				$9::timestamptz[], $10::timestamptz[], $11::bigint[], $12::bytea[], $13::text[])
+				AS u(host, svc, seq, act, iss, ref, exp, ep, m, sig)
+			CROSS JOIN LATERAL (SELECT k.ctid AS tid FROM configpub.candidate_pointer k
+				WHERE k.host = u.host AND k.service_id = u.svc AND k.env_tag = $1 AND k.release_version = $2 LIMIT 1) k) u
+		WHERE c.ctid = u.tid`,
 		envTag, version, s.keyID, hosts, svcs, seqs, acts, issued, refresh, expires, epochs, bodies, sigs)
 	if err != nil {
-		return 0, dbErr("store candidate manifests", err)
+		return dbErr("store candidate manifests", err)
 	}
 	if int(tag.RowsAffected()) != n {
-		return 0, fmt.Errorf("environment %s release %d: %d of %d candidate pointers changed while they were signed: %w",
+		return fmt.Errorf("environment %s release %d: %d of %d candidate pointers changed while they were signed: %w",
 			envTag, version, n-int(tag.RowsAffected()), n, ErrConflict)
 	}
-	return n, nil
+	return nil
 }
 
 // RenewCandidates re-signs, in one short transaction, the candidate

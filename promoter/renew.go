@@ -130,10 +130,11 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 // pointers of envTag in (host, service_id) order, planned for reading every
 // row (cursor_tuple_fraction 1: one join and sort rather than a plan tuned
 // for the first rows). The pointers and snapshots it reads were committed
-// before the renewal began. The activation and staging read in keyset
-// batches instead: their rows are written in their own transaction, without
+// before the renewal began. The activation reads in keyset batches
+// instead: its rows are written in its own transaction, without
 // statistics, and a cursor planned for all of them chose a nested loop that
-// took more than 30 s per fetch at 100,000 targets.
+// took more than 30 s per fetch at 100,000 targets (staging's cursor looks
+// each row up by key, which no statistics change: see openCandidates).
 func openRenewals(ctx context.Context, tx pgx.Tx, envTag string) error {
 	if _, err := tx.Exec(ctx, `SET LOCAL cursor_tuple_fraction = 1`); err != nil {
 		return dbErr("read pointers", err)

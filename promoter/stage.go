@@ -99,8 +99,7 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 				FROM configpub.config_release_target rt WHERE rt.env_tag = $1 AND rt.release_version = $2
 			)
 			SELECT count(*) FROM configpub.config_release_target rt
-			LEFT JOIN configpub.current_pointer p
-				ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+			`+targetPointer+`
 			WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, in.EnvTag, in.ReleaseVersion, now).Scan(&moving)
 		if err != nil {
 			return dbErr("insert candidate pointers", err)

@@ -169,3 +169,80 @@ func TestFreezeWindowsRefuseActivationOverSimulatedMonths(t *testing.T) {
 	}
 	t.Logf("%d activations refused inside the window, %d allowed outside", refused, activated)
 }
+
+// TestLookUpsByKeyStayInTheirIdentityAndEnvironment stages, activates and
+// then promotes releases in an environment whose identities another
+// environment shares (sorting before it, promoted a minute earlier), on a
+// host that runs two services. Staging, activation and retirement find each
+// identity's pointer and candidate by the whole key (host, service,
+// environment), one probe each: an identity sharing the host, or the same
+// identity in the other environment, must never stand in for it.
+func TestLookUpsByKeyStayInTheirIdentityAndEnvironment(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	// svc and svcB are host-00000's services svc and svc-b in env as
+	// created by release `created`.
+	svc := func(env string, created int64) promoter.Target { return target(env, 0, created, true) }
+	svcB := func(env string, created int64) promoter.Target {
+		b := target(env, 0, created, true)
+		b.ServiceID = "svc-b"
+		b.SnapshotID, b.PolicySnapshotID = id("snap-b", env, created), id("pol-b", env, created)
+		return b
+	}
+	unchanged := func(tg promoter.Target) promoter.Target { tg.Changed = false; return tg }
+	f.promote(t, releaseOf("dev", 1, 0, svc("dev", 1), svcB("dev", 1)))
+	devBefore := f.pointerRows(t, "dev")
+	f.now = f.now.Add(minute)
+	f.promote(t, releaseOf("prod", 1, 0, svc("prod", 1), svcB("prod", 1)))
+	prod1 := f.pointerRows(t, "prod")
+
+	// Release 2 keeps svc at release 1's snapshot and changes svc-b.
+	r2 := releaseOf("prod", 2, 1, unchanged(svc("prod", 1)), svcB("prod", 2))
+	r2.CommandID = id("stage", "prod", 2)
+	st, err := f.store.Stage(ctx, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Moving != 1 || st.Targets != 2 {
+		t.Fatalf("stage result %+v, want 2 targets, 1 moving (svc-b)", st)
+	}
+	cands := f.candidateManifests(t, "prod", 2)
+	for _, tg := range r2.Targets {
+		k := tg.Host + "/" + tg.ServiceID
+		c, ok := cands[k]
+		if !ok || c.m.SnapshotID != tg.SnapshotID {
+			t.Fatalf("candidate %s: %+v (present %v), want snapshot %s", k, c.m, ok, tg.SnapshotID)
+		}
+		if c.m.Sequence <= prod1[k].Sequence {
+			t.Errorf("candidate %s: sequence %d, not above its prod pointer's %d", k, c.m.Sequence, prod1[k].Sequence)
+		}
+	}
+	res, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", "prod", 2), EnvTag: "prod", Release: 2,
+		Actor: "a", Reason: "go"}, promoter.ActivateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Moved != 1 || res.Unchanged != 1 || res.Retired != 0 {
+		t.Fatalf("activation %+v, want 1 moved, 1 unchanged, none retired", res)
+	}
+	f.wantMapping(t, r2)
+
+	// Release 3 drops svc-b: only it is retired.
+	f.now = f.now.Add(minute)
+	r3 := releaseOf("prod", 3, 2, unchanged(svc("prod", 1)))
+	if res := f.promote(t, r3); res.Retired != 1 {
+		t.Fatalf("release 3 retired %d identities, want 1 (svc-b)", res.Retired)
+	}
+	f.wantMapping(t, r3, "host-00000/svc-b")
+
+	devAfter := f.pointerRows(t, "dev")
+	if len(devAfter) != len(devBefore) {
+		t.Fatalf("dev has %d pointers, had %d", len(devAfter), len(devBefore))
+	}
+	for k, r := range devBefore {
+		if a := devAfter[k]; a.Snapshot != r.Snapshot || a.Sequence != r.Sequence || a.Retired {
+			t.Errorf("dev pointer %s changed: %+v, was %+v", k, a, r)
+		}
+	}
+}

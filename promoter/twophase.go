@@ -208,8 +208,7 @@ func movingSnapshots(ctx context.Context, q interface {
 }, envTag string, version int64) (map[string]string, error) {
 	rows, err := q.Query(ctx, `SELECT rt.host || '/' || rt.service_id, rt.snapshot_id::text
 		FROM configpub.config_release_target rt
-		LEFT JOIN configpub.current_pointer p
-			ON p.host = rt.host AND p.service_id = rt.service_id AND p.env_tag = rt.env_tag
+		`+targetPointer+`
 		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, envTag, version)
 	if err != nil {
 		return nil, dbErr("read moving targets", err)
