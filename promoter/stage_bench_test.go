@@ -20,7 +20,7 @@ func BenchmarkStageScale(b *testing.B) { benchStage(b, targetsScale(b)) }
 // fresh environments:
 //
 //   - stage: Stage of an n-target two-phase release (record the release,
-//     write n candidate pointers, sign their candidate manifests in
+//     write n candidate pointers, sign and store their candidate manifests in
 //     batches);
 //   - promote: RecordAndActivate of an n-target release (record, sign n
 //     manifests, write n pointers, delivery manifests and moves) — the
