@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,18 +29,31 @@ const (
 
 // GateVerdict is one health-gate evaluation of an environment.
 type GateVerdict struct {
-	EnvTag      string            `json:"envTag"`
-	Release     int64             `json:"release"`
-	Previous    int64             `json:"previous"`
-	Verdict     string            `json:"verdict"`
-	ActivatedAt time.Time         `json:"activatedAt,omitzero"`
-	SoakEnds    time.Time         `json:"soakEnds,omitzero"`
-	Moved       int               `json:"moved"`
-	Rejected    []string          `json:"rejected,omitempty"` // "host/serviceId (REASON)"
-	Missing     []string          `json:"missing,omitempty"`  // moved targets without an APPLIED receipt
-	Reason      string            `json:"reason,omitempty"`   // the rollback's journaled reason
-	Rollback    *ActivationResult `json:"rollback,omitempty"`
+	EnvTag      string    `json:"envTag"`
+	Release     int64     `json:"release"`
+	Previous    int64     `json:"previous"`
+	Verdict     string    `json:"verdict"`
+	ActivatedAt time.Time `json:"activatedAt,omitzero"`
+	SoakEnds    time.Time `json:"soakEnds,omitzero"`
+	Moved       int       `json:"moved"`
+	// Rejected lists, in identity order, the first GateListed moved
+	// targets whose latest receipt rejected the release, as
+	// "host/serviceId (REASON)"; RejectedCount counts them all.
+	Rejected      []string `json:"rejected,omitempty"`
+	RejectedCount int      `json:"rejectedCount"`
+	// Missing lists, in identity order, the first GateListed moved
+	// targets without an APPLIED receipt ("host/serviceId");
+	// MissingCount counts them all.
+	Missing      []string          `json:"missing,omitempty"`
+	MissingCount int               `json:"missingCount"`
+	Reason       string            `json:"reason,omitempty"` // the rollback's journaled reason
+	Rollback     *ActivationResult `json:"rollback,omitempty"`
 }
+
+// GateListed is how many identities a GateVerdict lists of each kind (the
+// counts cover them all), so a verdict over 100,000 silent targets stays
+// small.
+const GateListed = 100
 
 // activationFacts is what the gate reads about the active release.
 type activationFacts struct {
@@ -89,30 +101,18 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	}
 	now := s.now()
 	v.SoakEnds = a.activatedAt.Add(g.SoakDuration())
-	moved, err := s.movedEvidence(ctx, envTag, a)
-	if err != nil {
+	if err := s.readEvidence(ctx, envTag, a, v); err != nil {
 		return nil, err
-	}
-	v.Moved = len(moved)
-	for _, m := range moved {
-		switch m.result {
-		case bundle.ResultRejected:
-			v.Rejected = append(v.Rejected, fmt.Sprintf("%s (%s)", m.id, m.reason))
-			v.Missing = append(v.Missing, m.id)
-		case bundle.ResultApplied:
-		default:
-			v.Missing = append(v.Missing, m.id)
-		}
 	}
 	soakOver := !now.Before(v.SoakEnds)
 	var why string
 	switch {
-	case g.Rejections > 0 && len(v.Rejected) >= g.Rejections:
+	case g.Rejections > 0 && v.RejectedCount >= g.Rejections:
 		why = fmt.Sprintf("%d of %d moved targets rejected release %d within its %s soak (threshold %d): %s",
-			len(v.Rejected), v.Moved, a.release, g.Soak, g.Rejections, listSome(v.Rejected))
-	case soakOver && g.MissingAcks > 0 && len(v.Missing) >= g.MissingAcks:
+			v.RejectedCount, v.Moved, a.release, g.Soak, g.Rejections, listSome(v.Rejected, v.RejectedCount))
+	case soakOver && g.MissingAcks > 0 && v.MissingCount >= g.MissingAcks:
 		why = fmt.Sprintf("%d of %d moved targets did not acknowledge release %d by the end of its %s soak (threshold %d): %s",
-			len(v.Missing), v.Moved, a.release, g.Soak, g.MissingAcks, listSome(v.Missing))
+			v.MissingCount, v.Moved, a.release, g.Soak, g.MissingAcks, listSome(v.Missing, v.MissingCount))
 	case soakOver:
 		v.Verdict = GatePassed
 		return v, s.markPassed(ctx, envTag, a, v)
@@ -131,11 +131,13 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	return v, nil
 }
 
-func listSome(xs []string) string {
-	if len(xs) <= 10 {
+// listSome names the first ten of xs, the first of total, and how many
+// more there are.
+func listSome(xs []string, total int) string {
+	if total <= 10 && len(xs) == total {
 		return strings.Join(xs, ", ")
 	}
-	return strings.Join(xs[:10], ", ") + fmt.Sprintf(" and %d more", len(xs)-10)
+	return strings.Join(xs[:min(10, len(xs))], ", ") + fmt.Sprintf(" and %d more", total-min(10, len(xs)))
 }
 
 // activationFacts reads the active release, the command and time of the
@@ -174,13 +176,12 @@ func (s *Store) activationFacts(ctx context.Context, envTag string) (*activation
 	return &a, nil
 }
 
-// movedTarget is one target the activation moved, with the latest
-// current-phase receipt about its new snapshot.
-type movedTarget struct {
-	id, result, reason string
-}
-
-func (s *Store) movedEvidence(ctx context.Context, envTag string, a *activationFacts) ([]movedTarget, error) {
+// readEvidence reads the targets the activation a moved (not retired), in
+// identity order (bytewise), each with its latest receipt about its new
+// snapshot, and counts into v those moved, rejected and missing, listing
+// the first GateListed of the last two: memory holds those lists, not the
+// moved targets.
+func (s *Store) readEvidence(ctx context.Context, envTag string, a *activationFacts, v *GateVerdict) error {
 	rows, err := s.pool.Query(ctx, `SELECT m.host || '/' || m.service_id, coalesce(e.outcome, ''), coalesce(e.reason, '')
 		FROM configpub.pointer_move m
 		LEFT JOIN LATERAL (SELECT outcome, reason FROM configpub.runtime_evidence e
@@ -188,20 +189,32 @@ func (s *Store) movedEvidence(ctx context.Context, envTag string, a *activationF
 			  AND e.snapshot_id = m.next_snapshot_id AND e.kind = 'receipt' AND e.phase = 'current'
 			ORDER BY e.evidence_id DESC LIMIT 1) e ON true
 		WHERE m.env_tag = $1 AND m.command_id = $2::uuid AND NOT m.retired
-		ORDER BY 1`, envTag, a.cmdID)
+		ORDER BY (m.host || '/' || m.service_id) COLLATE "C"`, envTag, a.cmdID)
 	if err != nil {
-		return nil, dbErr("read moved targets' receipts", err)
+		return dbErr("read moved targets' receipts", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (movedTarget, error) {
-		var m movedTarget
-		err := r.Scan(&m.id, &m.result, &m.reason)
-		return m, err
-	})
-	if err != nil {
-		return nil, dbErr("read moved targets' receipts", err)
+	defer rows.Close()
+	var id, result, reason string
+	for rows.Next() {
+		if err := rows.Scan(&id, &result, &reason); err != nil {
+			return dbErr("read moved targets' receipts", err)
+		}
+		v.Moved++
+		if result == bundle.ResultRejected {
+			if v.RejectedCount++; len(v.Rejected) < GateListed {
+				v.Rejected = append(v.Rejected, fmt.Sprintf("%s (%s)", id, reason))
+			}
+		}
+		if result != bundle.ResultApplied {
+			if v.MissingCount++; len(v.Missing) < GateListed {
+				v.Missing = append(v.Missing, id)
+			}
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out, nil
+	if err := rows.Err(); err != nil {
+		return dbErr("read moved targets' receipts", err)
+	}
+	return nil
 }
 
 // markPassed journals, once, that the release's soak ended below every
@@ -236,7 +249,7 @@ func (s *Store) markPassed(ctx context.Context, envTag string, a *activationFact
 		return mutate(ctx, tx, r, event{Kind: "health-gate-passed", ToState: r.State, ToOutcome: r.Outcome,
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: HealthGateActor, RecordedAt: now,
 			Reason:   fmt.Sprintf("soak of %s ended below every threshold", a.rollout.HealthGate.Soak),
-			Evidence: map[string]any{"moved": v.Moved, "rejected": len(v.Rejected), "missing": len(v.Missing)}})
+			Evidence: map[string]any{"moved": v.Moved, "rejected": v.RejectedCount, "missing": v.MissingCount}})
 	})
 }
 

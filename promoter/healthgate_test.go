@@ -2,6 +2,7 @@ package promoter_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -175,4 +176,74 @@ func snapshotsOfInput(in promoter.ReleaseInput) map[string]string {
 		m[tg.Host+"/"+tg.ServiceID] = tg.SnapshotID
 	}
 	return m
+}
+
+// TestHealthGateVerdictListsTheFirstAndCountsAll: a gated release of 150
+// targets, none acknowledged and two rejected (one below the threshold at
+// first): the verdict counts every missing and rejected target and lists
+// the first GateListed of each in identity order, and the rollback's
+// reason counts them all too.
+func TestHealthGateVerdictListsTheFirstAndCountsAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	const n = 150
+	f.promote(t, longWindows(release("prod", 1, 0, n, nil, nil)))
+	start := f.now
+	in := gated("prod", 2, 1, n)
+	f.promote(t, in)
+	f.writeReceipt(t, in.Targets[120], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.now = start.Add(time.Minute)
+	v, err := f.store.CheckHealth(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != promoter.GateWatching || v.Moved != n || v.MissingCount != n || v.RejectedCount != 1 {
+		t.Fatalf("verdict %s: moved %d, missing %d, rejected %d; want WATCHING, %d, %d, 1",
+			v.Verdict, v.Moved, v.MissingCount, v.RejectedCount, n, n)
+	}
+	if len(v.Missing) != promoter.GateListed {
+		t.Fatalf("%d missing listed, want the first %d", len(v.Missing), promoter.GateListed)
+	}
+	for i, id := range v.Missing {
+		if want := fmt.Sprintf("host-%05d/svc", i); id != want {
+			t.Fatalf("missing[%d] = %s, want %s", i, id, want)
+		}
+	}
+	if len(v.Rejected) != 1 || v.Rejected[0] != "host-00120/svc (SCHEMA_UNSUPPORTED)" {
+		t.Fatalf("rejected %v, want host-00120/svc (SCHEMA_UNSUPPORTED)", v.Rejected)
+	}
+
+	f.writeReceipt(t, in.Targets[3], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.now = start.Add(2 * time.Minute)
+	if v, err = f.store.CheckHealth(ctx, "prod"); err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != promoter.GateRolledBack || v.RejectedCount != 2 ||
+		!strings.Contains(v.Reason, "2 of 150 moved targets rejected release 2") ||
+		!strings.Contains(v.Reason, "host-00003/svc (SCHEMA_UNSUPPORTED), host-00120/svc (SCHEMA_UNSUPPORTED)") {
+		t.Fatalf("verdict %s (%d rejected): %q; want a rollback naming both rejections", v.Verdict, v.RejectedCount, v.Reason)
+	}
+}
+
+func TestListSomeNamesTenAndCountsTheRest(t *testing.T) {
+	xs := make([]string, 0, 12)
+	for i := range 12 {
+		xs = append(xs, fmt.Sprint(i))
+	}
+	for _, c := range []struct {
+		xs    []string
+		total int
+		want  string
+	}{
+		{xs[:3], 3, "0, 1, 2"},
+		{xs[:10], 10, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9"},
+		{xs, 12, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more"},
+		{xs[:10], 150, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 140 more"},
+		{xs[:3], 5, "0, 1, 2 and 2 more"},
+	} {
+		if got := promoter.ListSome(c.xs, c.total); got != c.want {
+			t.Errorf("listSome(%d of %d) = %q, want %q", len(c.xs), c.total, got, c.want)
+		}
+	}
 }
