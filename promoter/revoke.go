@@ -25,12 +25,19 @@ type Revocation struct {
 	RevocationID  int64  `json:"revocationId"`
 	SnapshotID    string `json:"snapshotId,omitempty"`
 	PublicationID string `json:"publicationId,omitempty"`
-	// Current lists identities whose current pointer is at a revoked
-	// snapshot (they need a new release or a rollback; lease renewal
-	// skips them).
-	Current  []string `json:"current,omitempty"`
-	Replayed bool     `json:"-"`
+	// Current lists, in identity order, the first RevokedListed
+	// identities ("host/serviceId/envTag") whose current pointer is at a
+	// revoked snapshot (they need a new release or a rollback; lease
+	// renewal skips them); CurrentCount counts them all.
+	Current      []string `json:"current,omitempty"`
+	CurrentCount int      `json:"currentCount"`
+	Replayed     bool     `json:"-"`
 }
+
+// RevokedListed is how many identities a Revocation lists (its count
+// covers them all): revoking a publication of 100,000 targets records a
+// small result.
+const RevokedListed = 100
 
 // Revoke records a revocation (append-only). A revoked snapshot is never
 // activated again: RecordAndActivate, Activate and Rollback refuse a
@@ -80,6 +87,9 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
 		if err != nil || replayed {
 			res.Replayed = replayed
+			if replayed && res.CurrentCount == 0 {
+				res.CurrentCount = len(res.Current) // recorded before the count was
+			}
 			return err
 		}
 		var known bool
@@ -97,15 +107,19 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 			in.SnapshotID, in.PublicationID, in.Reason, in.Actor, now, cmd.ID).Scan(&res.RevocationID); err != nil {
 			return dbErr("insert revocation", err)
 		}
-		rows, err := tx.Query(ctx, `SELECT p.host || '/' || p.service_id || '/' || p.env_tag
+		rows, err := tx.Query(ctx, `SELECT p.host || '/' || p.service_id || '/' || p.env_tag, count(*) OVER ()
 			FROM configpub.current_pointer p JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 			WHERE (s.snapshot_id = nullif($1, '')::uuid OR s.publication_id = nullif($2, '')::uuid)
 			  AND p.retired_at IS NULL
-			ORDER BY 1`, in.SnapshotID, in.PublicationID)
+			ORDER BY 1 LIMIT $3`, in.SnapshotID, in.PublicationID, RevokedListed)
 		if err != nil {
 			return dbErr("find current pointers", err)
 		}
-		if res.Current, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		var id string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &res.CurrentCount}, func() error {
+			res.Current = append(res.Current, id)
+			return nil
+		}); err != nil {
 			return dbErr("find current pointers", err)
 		}
 		if err := notifyRevocation(ctx, tx, &res); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,5 +117,41 @@ func TestARefusedRevokeSendsNoNotification(t *testing.T) {
 	}
 	if p, err := rawNotification(listener, 300*time.Millisecond); err == nil {
 		t.Fatalf("got notification %s after a refused revocation, want none", p)
+	}
+}
+
+// TestRevokingAPublicationListsTheFirstAndCountsAll revokes the publication
+// of a 150-target release (one target retired since): the result counts
+// the 149 current identities and lists the first RevokedListed in identity
+// order, and a replay returns the same.
+func TestRevokingAPublicationListsTheFirstAndCountsAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	const n = 150
+	r1 := release("prod", 1, 0, n, nil, nil)
+	f.promote(t, r1)
+	f.now = f.now.Add(minute)
+	r2 := release("prod", 2, 1, n-1, func(int) bool { return false }, func(int) int64 { return 1 })
+	f.promote(t, r2) // host-00149 retired, the rest unchanged
+	in := promoter.RevokeInput{CommandID: moveID("rev-pub"), PublicationID: r1.Targets[0].PublicationID,
+		Reason: "leaked limit", Actor: "sec"}
+	rev, err := f.store.Revoke(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.CurrentCount != n-1 || len(rev.Current) != promoter.RevokedListed {
+		t.Fatalf("%d current identities listed, %d counted; want %d, %d", len(rev.Current), rev.CurrentCount,
+			promoter.RevokedListed, n-1)
+	}
+	for i, id := range rev.Current {
+		if want := fmt.Sprintf("host-%05d/svc/prod", i); id != want {
+			t.Fatalf("current[%d] = %s, want %s", i, id, want)
+		}
+	}
+	again, err := f.store.Revoke(ctx, in)
+	if err != nil || !again.Replayed || again.CurrentCount != rev.CurrentCount ||
+		strings.Join(again.Current, ",") != strings.Join(rev.Current, ",") {
+		t.Fatalf("replay %+v, %v; want the same result replayed", again, err)
 	}
 }

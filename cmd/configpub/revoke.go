@@ -102,7 +102,12 @@ Needs --key.`,
 				msg += " (replayed)"
 			}
 			if len(res.Current) > 0 {
-				msg += "\ncurrently pointed at by: " + strings.Join(res.Current, ", ") + " (roll back or promote a new release)"
+				more := ""
+				if n := res.CurrentCount - len(res.Current); n > 0 {
+					more = fmt.Sprintf(" and %d more", n)
+				}
+				msg += fmt.Sprintf("\ncurrently pointed at by %d: %s%s (roll back or promote a new release)",
+					res.CurrentCount, strings.Join(res.Current, ", "), more)
 			}
 			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		},
