@@ -131,8 +131,8 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	return v, nil
 }
 
-// listSome names the first ten of xs, the first of total, and how many
-// more there are.
+// listSome names up to ten of xs (the first items of total) and how many
+// of the total it leaves out.
 func listSome(xs []string, total int) string {
 	if total <= 10 && len(xs) == total {
 		return strings.Join(xs, ", ")
