@@ -89,6 +89,7 @@ type rollout struct {
 	r1, r2     []promoter.Target
 	runtimes   []*runtimeProc
 	col        *readback.Collector
+	ctlKey     *ecdsa.PrivateKey
 	receipts   *readback.Store
 	owner      func(t *testing.T, sql string) int
 	keyPath    string
@@ -183,6 +184,7 @@ func newRollout(t *testing.T, o rolloutOptions) *rollout {
 		t.Cleanup(srv.Close)
 		r.runtimes = append(r.runtimes, &runtimeProc{id: id, c: c, status: srv})
 	}
+	r.ctlKey = ctlKey
 	if r.col, err = readback.NewCollector(readback.Options{Signer: ctlKey, Prefetch: true, Now: clock.Now}); err != nil {
 		t.Fatal(err)
 	}

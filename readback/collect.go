@@ -25,6 +25,13 @@ const DefaultTokenTTL = time.Minute
 // DefaultTimeout bounds one runtime request when Options.HTTPClient is nil.
 const DefaultTimeout = 30 * time.Second
 
+// DefaultConcurrency is how many runtimes Run reads at once when
+// Options.Concurrency is 0.
+const DefaultConcurrency = 8
+
+// MaxConcurrency bounds Options.Concurrency.
+const MaxConcurrency = 256
+
 // Options configures a Collector. Signer is required.
 type Options struct {
 	// Signer is the control-plane key (ECDSA P-256) the runtimes trust as
@@ -45,6 +52,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now tells the time. nil means time.Now.
 	Now func() time.Time
+	// Concurrency is how many runtimes Run reads and records at once (1
+	// reads them in turn). 0 means DefaultConcurrency.
+	Concurrency int
 }
 
 // Collector reads runtime status endpoints.
@@ -59,6 +69,12 @@ func NewCollector(opts Options) (*Collector, error) {
 	}
 	if opts.Reload && opts.Prefetch {
 		return nil, errors.New("new collector: reload and prefetch exclude each other")
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Concurrency < 1 || opts.Concurrency > MaxConcurrency {
+		return nil, fmt.Errorf("new collector: concurrency %d not in [1, %d]", opts.Concurrency, MaxConcurrency)
 	}
 	if opts.TokenTTL == 0 {
 		opts.TokenTTL = DefaultTokenTTL

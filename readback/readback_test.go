@@ -111,3 +111,20 @@ func TestReadRefusesAnswersAboutAnotherIdentity(t *testing.T) {
 }
 
 func timeNow() time.Time { return time.Now() }
+
+func TestNewCollectorBoundsConcurrency(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{-1, readback.MaxConcurrency + 1} {
+		if _, err := readback.NewCollector(readback.Options{Signer: key, Concurrency: n}); err == nil || !strings.Contains(err.Error(), "concurrency") {
+			t.Fatalf("concurrency %d: got %v, want an error naming concurrency", n, err)
+		}
+	}
+	for _, n := range []int{0, 1, readback.MaxConcurrency} {
+		if _, err := readback.NewCollector(readback.Options{Signer: key, Concurrency: n}); err != nil {
+			t.Fatalf("concurrency %d: %v", n, err)
+		}
+	}
+}

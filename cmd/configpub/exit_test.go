@@ -22,6 +22,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown subcommand argument", []string{"registry", "serve", "extra"}, exitUsage},
 		{"verb refuses", []string{"compile", "--repo", t.TempDir(), "--env", "dev"}, exitRefused},
 		{"verb reports a usage error itself", []string{"publish", "--repo", "r"}, exitUsage},
+		{"readback concurrency out of range", []string{"readback", "--env", "prod", "--endpoint", "http://x", "--host", "h", "--service-id", "s", "--control-key", "k", "--concurrency", "0"}, exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := runCLI(tc.args...)

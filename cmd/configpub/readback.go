@@ -21,6 +21,7 @@ func addReadbackCmd(root *cobra.Command) {
 		env, targets, key string
 		one               readback.Target
 		reload, prefetch  bool
+		concurrency       int
 		format            string
 	)
 	cmd := &cobra.Command{
@@ -35,7 +36,8 @@ runtimes' own reports. --reload asks each runtime to load now (POST /reload) and
 result it answers with; --prefetch asks each to fetch and verify the staged candidate
 (configPhase=candidate) and records READY or REJECTED as a candidate-phase receipt, which
 two-phase activation waits for. Reading the same state twice records it once.
---targets is a YAML file: targets: [{endpoint, host, serviceId, envTag}, ...].
+--targets is a YAML file: targets: [{endpoint, host, serviceId, envTag}, ...]; --concurrency
+runtimes are read at once and the results are printed in the file's order.
 Exit status: 0 every target read and recorded; 1 some target unreachable, refused, or answering
 with snapshots the store does not hold for it (the others are still recorded).`,
 		Example: `  configpub readback --env prod --targets runtimes.yaml --control-key control.key
@@ -44,6 +46,9 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
+			}
+			if concurrency < 1 || concurrency > readback.MaxConcurrency {
+				return usageError{fmt.Errorf("--concurrency %d: want 1 to %d", concurrency, readback.MaxConcurrency)}
 			}
 			ts, err := readbackTargets(targets, env, one)
 			if err != nil {
@@ -57,7 +62,7 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 			if err != nil {
 				return err
 			}
-			col, err := readback.NewCollector(readback.Options{Signer: signer, Reload: reload, Prefetch: prefetch})
+			col, err := readback.NewCollector(readback.Options{Signer: signer, Reload: reload, Prefetch: prefetch, Concurrency: concurrency})
 			if err != nil {
 				return usageError{err}
 			}
@@ -91,6 +96,7 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 	fl.StringVar(&key, "control-key", "", "cosign.key of the control plane; password from COSIGN_PASSWORD (required)")
 	fl.BoolVar(&reload, "reload", false, "ask each runtime to load now (POST /reload) and record its answer")
 	fl.BoolVar(&prefetch, "prefetch", false, "ask each runtime to verify its staged candidate now (POST /prefetch) and record READY or REJECTED")
+	fl.IntVar(&concurrency, "concurrency", readback.DefaultConcurrency, fmt.Sprintf("how many runtimes to read and record at once (1 to %d)", readback.MaxConcurrency))
 	formatFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("env")
 	_ = cmd.MarkFlagRequired("control-key")
