@@ -61,7 +61,7 @@ func readGoldenAdvisor(t *testing.T) ([]byte, goldenAdvisor) {
 
 // readGolden returns the values.yml and target.json of the golden prod
 // target serviceID of dev.lightapi.net; a missing fixture fails the test.
-func readGolden(t *testing.T, serviceID string) ([]byte, goldenAdvisor) {
+func readGolden(t testing.TB, serviceID string) ([]byte, goldenAdvisor) {
 	t.Helper()
 	dir := filepath.Join("../fixtures/golden/prod/dev.lightapi.net", serviceID)
 	values, err := os.ReadFile(filepath.Join(dir, "values.yml"))

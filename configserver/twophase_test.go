@@ -41,7 +41,7 @@ var goldenAgents = []string{"com.networknt.agent-account-1.0.0", "com.networknt.
 
 // goldenTarget returns the compiled golden prod target of serviceID as
 // release 1 recorded it.
-func goldenTarget(t *testing.T, serviceID string) promoter.Target {
+func goldenTarget(t testing.TB, serviceID string) promoter.Target {
 	t.Helper()
 	values, f := readGolden(t, serviceID)
 	return f.promoterTarget(values)
@@ -49,7 +49,7 @@ func goldenTarget(t *testing.T, serviceID string) promoter.Target {
 
 // asRelease2 is tg republished by release 2: the same policy content with
 // release 2's publication in the envelope, so a new snapshot with new bytes.
-func asRelease2(t *testing.T, tg promoter.Target) promoter.Target {
+func asRelease2(t testing.TB, tg promoter.Target) promoter.Target {
 	t.Helper()
 	pub := bundle.PublicationID(tg.EnvTag, 2)
 	v := string(tg.Values)
@@ -104,12 +104,12 @@ type rolloutOptions struct {
 	serverURL func(i int, srv string) string
 }
 
-func newRollout(t *testing.T, o rolloutOptions) *rollout {
+func newRollout(t testing.TB, o rolloutOptions) *rollout {
 	t.Helper()
 	ctx := context.Background()
 	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	r := &rollout{clock: clock, password: "two-phase"}
-	r.e = newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
+	r.e = newEnvTB(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
 	kp, err := cosignkey.GenerateKeyPair([]byte(r.password))
 	if err != nil {
 		t.Fatal(err)
