@@ -241,7 +241,7 @@ var _ releaseStager = (*promoter.Store)(nil)
 // statusReader is the optional part of the store Run uses to tell "this
 // exact release is already active from another commit" from a lost race.
 type statusReader interface {
-	Status(ctx context.Context, envTag string) (*promoter.Status, error)
+	StatusHead(ctx context.Context, envTag string) (*promoter.Status, error)
 }
 
 // recordedRelease is what alreadyRecorded found.
@@ -264,7 +264,7 @@ func alreadyRecorded(ctx context.Context, store Recorder, err error, env string,
 	if !ok || !errors.As(err, &cas) || cas.Pending != 0 || cas.Actual != version {
 		return nil, nil
 	}
-	st, serr := sr.Status(ctx, env)
+	st, serr := sr.StatusHead(ctx, env)
 	if serr != nil {
 		return nil, serr
 	}

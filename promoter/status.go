@@ -175,19 +175,58 @@ func (e *evidenceScan) evidence() *Evidence {
 // the runtime reports running, its last rejection, acknowledgement lag and
 // divergence. An environment without releases is ErrNotFound.
 func (s *Store) Status(ctx context.Context, envTag string) (*Status, error) {
-	st, err := s.status(ctx, envTag)
+	st, err := s.StatusHead(ctx, envTag)
+	if err != nil {
+		return nil, err
+	}
+	err = s.EachTargetStatus(ctx, envTag, func(t *TargetStatus) error {
+		st.Targets = append(st.Targets, *t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// StatusHead is Status without the targets: envTag's releases and Workflow
+// views, Targets empty.
+func (s *Store) StatusHead(ctx context.Context, envTag string) (*Status, error) {
+	st, err := s.statusHead(ctx, envTag)
 	if err != nil {
 		return nil, fmt.Errorf("status %s: %w", envTag, err)
 	}
 	return st, nil
 }
 
+// EachTargetStatus calls fn with each of envTag's targets as Status reports
+// it, in (host, serviceId) order, as it is read, holding none of them: fn
+// must not keep t. An error from fn stops the read and is returned as it
+// is. An environment without releases is ErrNotFound.
+func (s *Store) EachTargetStatus(ctx context.Context, envTag string, fn func(t *TargetStatus) error) error {
+	err := s.eachTargetStatus(ctx, envTag, fn)
+	var cb callbackError
+	if errors.As(err, &cb) {
+		return cb.err
+	}
+	if err != nil {
+		return fmt.Errorf("status %s: %w", envTag, err)
+	}
+	return nil
+}
+
+// callbackError carries the error of an EachTargetStatus callback out of
+// the read, so that it is returned as it is.
+type callbackError struct{ err error }
+
+func (e callbackError) Error() string { return e.err.Error() }
+
 // errNoEnvironment names an environment that has no releases.
 func errNoEnvironment(envTag string) error {
 	return fmt.Errorf("environment %q has no releases: %w", envTag, ErrNotFound)
 }
 
-func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
+func (s *Store) statusHead(ctx context.Context, envTag string) (*Status, error) {
 	st := &Status{EnvTag: envTag, Releases: []ReleaseStatus{}, Targets: []TargetStatus{}}
 	err := s.pool.QueryRow(ctx, `SELECT coalesce(current_release_version, 0), coalesce(pending_release_version, 0)
 		FROM configpub.environment WHERE env_tag = $1`, envTag).Scan(&st.CurrentRelease, &st.PendingRelease)
@@ -215,6 +254,20 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	if err := rows.Err(); err != nil {
 		return nil, dbErr("read releases", err)
 	}
+	if st.WorkflowViews, err = workflowViews(ctx, s.pool, envTag); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Store) eachTargetStatus(ctx context.Context, envTag string, fn func(*TargetStatus) error) error {
+	var known bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, envTag).Scan(&known); err != nil {
+		return dbErr("read environment", err)
+	}
+	if !known {
+		return errNoEnvironment(envTag)
+	}
 	now := s.opts.Clock()
 	// Per pointer, from the receipts about the current configuration: the
 	// last one naming what runs (running_snapshot_id, or the snapshot of an
@@ -222,7 +275,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 	// the first receipt of running the desired snapshot since the move, and
 	// the last receipt; apart from them, the last report of any kind and
 	// the last observation.
-	rows, err = s.pool.Query(ctx, `WITH ev AS (
+	rows, err := s.pool.Query(ctx, `WITH ev AS (
 			SELECT e.*, coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
 			FROM configpub.runtime_evidence e WHERE e.env_tag = $1 AND e.kind = 'receipt' AND e.phase = 'current'),
 		anyev AS (SELECT e.* FROM configpub.runtime_evidence e WHERE e.env_tag = $1)
@@ -261,7 +314,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		WHERE p.env_tag = $1
 		ORDER BY p.host, p.service_id`, envTag)
 	if err != nil {
-		return nil, dbErr("read pointers", err)
+		return dbErr("read pointers", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -276,7 +329,7 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 			&revoked, &t.PreviousRelease, &runID, &runAt, &runRelease, &runPub, &ackAt, &t.RejectionsSinceMove}
 		dest = append(append(append(append(append(dest, last.dest()...), rej.dest()...), rcpt.dest()...), obs.dest()...), &retired)
 		if err := rows.Scan(dest...); err != nil {
-			return nil, dbErr("read pointers", err)
+			return dbErr("read pointers", err)
 		}
 		t.MovedAt, t.LeaseExpiresAt = t.MovedAt.UTC(), t.LeaseExpiresAt.UTC()
 		t.LastEvidence, t.LastRejection, t.LastReceipt, t.LastObservation = last.evidence(), rej.evidence(), rcpt.evidence(), obs.evidence()
@@ -297,15 +350,14 @@ func (s *Store) status(ctx context.Context, envTag string) (*Status, error) {
 		if retired {
 			t.State = TargetRetired
 		}
-		st.Targets = append(st.Targets, t)
+		if err := fn(&t); err != nil {
+			return callbackError{err}
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, dbErr("read pointers", err)
+		return dbErr("read pointers", err)
 	}
-	if st.WorkflowViews, err = workflowViews(ctx, s.pool, envTag); err != nil {
-		return nil, err
-	}
-	return st, nil
+	return nil
 }
 
 // targetState derives a target's state: revoked and lease-expired first;

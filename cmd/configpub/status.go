@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,17 +35,25 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeStatusJSON writes st exactly as writeJSON would, but encodes its
-// targets one at a time: at 100,000 targets neither the 86 MB document nor
-// its indented copy is held in memory.
-func writeStatusJSON(w io.Writer, st *promoter.Status) error {
-	if len(st.Targets) == 0 {
-		return writeJSON(w, st)
+// statusReader reads an environment's status head and then its targets,
+// one at a time.
+type statusReader interface {
+	StatusHead(ctx context.Context, envTag string) (*promoter.Status, error)
+	EachTargetStatus(ctx context.Context, envTag string, fn func(*promoter.TargetStatus) error) error
+}
+
+// writeStatusJSON writes envTag's status exactly as writeJSON would write
+// the whole Status, encoding each target as it is read: at 100,000 targets
+// neither the targets, the 86 MB document nor its indented copy is held in
+// memory.
+func writeStatusJSON(ctx context.Context, w io.Writer, sr statusReader, envTag string) error {
+	head, err := sr.StatusHead(ctx, envTag)
+	if err != nil {
+		return err
 	}
-	head := *st
 	head.Targets = []promoter.TargetStatus{}
 	var doc bytes.Buffer
-	if err := writeJSON(&doc, &head); err != nil {
+	if err := writeJSON(&doc, head); err != nil {
 		return err
 	}
 	// A JSON string holds no raw newline: this is the top-level key.
@@ -56,10 +65,18 @@ func writeStatusJSON(w io.Writer, st *promoter.Status) error {
 	bw := bufio.NewWriter(w)
 	bw.Write(before)
 	bw.WriteString("\n  \"targets\": [")
-	if err := writeJSONElems(bw, "    ", st.Targets); err != nil {
+	n := 0
+	err = sr.EachTargetStatus(ctx, envTag, func(t *promoter.TargetStatus) error {
+		n++
+		return writeJSONElem(bw, "    ", n == 1, t)
+	})
+	if err != nil {
 		return err
 	}
-	bw.WriteString("\n  ]")
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("]")
 	bw.Write(after)
 	return bw.Flush()
 }
@@ -83,17 +100,26 @@ func writeJSONArray[T any](w io.Writer, items []T) error {
 // new line at indentation prefix, encoding one at a time.
 func writeJSONElems[T any](bw *bufio.Writer, prefix string, items []T) error {
 	for i := range items {
-		if i > 0 {
-			bw.WriteString(",")
-		}
-		bw.WriteString("\n" + prefix)
-		b, err := json.MarshalIndent(&items[i], prefix, "  ")
-		if err != nil {
+		if err := writeJSONElem(bw, prefix, i == 0, &items[i]); err != nil {
 			return err
 		}
-		bw.Write(b)
 	}
 	return nil
+}
+
+// writeJSONElem writes one element of an indented JSON array on a new line
+// at indentation prefix, after a comma unless it is the first.
+func writeJSONElem(bw *bufio.Writer, prefix string, first bool, v any) error {
+	if !first {
+		bw.WriteString(",")
+	}
+	bw.WriteString("\n" + prefix)
+	b, err := json.MarshalIndent(v, prefix, "  ")
+	if err != nil {
+		return err
+	}
+	_, err = bw.Write(b)
+	return err
 }
 
 func addStatusCmd(root *cobra.Command) {
@@ -138,14 +164,10 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 				return err
 			}
 			defer closeFn()
-			st, err := store.Status(cmd.Context(), env)
-			if err != nil {
-				return err
-			}
 			if format == "json" {
-				return writeStatusJSON(cmd.OutOrStdout(), st)
+				return writeStatusJSON(cmd.Context(), cmd.OutOrStdout(), store, env)
 			}
-			return printStatus(cmd.OutOrStdout(), st)
+			return printStatus(cmd.Context(), cmd.OutOrStdout(), store, env)
 		},
 	}
 	sf.add(cmd, false)
@@ -155,7 +177,14 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 	root.AddCommand(cmd)
 }
 
-func printStatus(w io.Writer, st *promoter.Status) error {
+// printStatus writes envTag's status as tables, each target's row formatted
+// as it is read (the table's column widths need every row: the formatted
+// rows, not the targets, are held until it is written).
+func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag string) error {
+	st, err := sr.StatusHead(ctx, envTag)
+	if err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "environment %s: current release %d", st.EnvTag, st.CurrentRelease)
 	if st.PendingRelease != 0 {
@@ -168,10 +197,14 @@ func printStatus(w io.Writer, st *promoter.Status) error {
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
 	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tUNVERIFIED\tLEASE EXPIRES")
-	for _, t := range st.Targets {
-		fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
-			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(t), yesNo(t.Diverged), acknowledged(t),
-			lastRejection(t), receipt(t), observation(t), t.LeaseExpiresAt.Format(time.RFC3339))
+	err = sr.EachTargetStatus(ctx, envTag, func(t *promoter.TargetStatus) error {
+		_, err := fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
+			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(*t), yesNo(t.Diverged), acknowledged(*t),
+			lastRejection(*t), receipt(*t), observation(*t), t.LeaseExpiresAt.Format(time.RFC3339))
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestStatusEscapesCommitSubjects(t *testing.T) {
 		Targets:  []promoter.TargetStatus{{Host: "h", ServiceID: "s", LastEvidence: &promoter.Evidence{Outcome: "APPLIED\x1b[2K", ReportedAt: now}}},
 	}
 	var b bytes.Buffer
-	if err := printStatus(&b, st); err != nil {
+	if err := printStatus(context.Background(), &b, heldStatus{st}, "dev"); err != nil {
 		t.Fatal(err)
 	}
 	assertNoTerminalControl(t, b.String())
