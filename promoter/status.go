@@ -436,16 +436,31 @@ type Move struct {
 // runtime reports about the snapshot it moved to. An environment without
 // releases is ErrNotFound.
 func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]Move, error) {
+	moves := []Move{}
+	err := s.EachMove(ctx, envTag, f, func(m *Move) error {
+		moves = append(moves, *m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return moves, nil
+}
+
+// EachMove calls fn with each of History's moves as it is read, oldest
+// first, holding none of them: fn must not keep m. An error from fn stops
+// the read and is returned as it is.
+func (s *Store) EachMove(ctx context.Context, envTag string, f HistoryFilter, fn func(m *Move) error) error {
 	limit := any(nil)
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
 	var known bool
 	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, envTag).Scan(&known); err != nil {
-		return nil, fmt.Errorf("history %s: %w", envTag, dbErr("read environment", err))
+		return fmt.Errorf("history %s: %w", envTag, dbErr("read environment", err))
 	}
 	if !known {
-		return nil, fmt.Errorf("history %s: %w", envTag, errNoEnvironment(envTag))
+		return fmt.Errorf("history %s: %w", envTag, errNoEnvironment(envTag))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT m.*,
 			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e
@@ -475,13 +490,16 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 			ORDER BY n.move_id LIMIT 1) nm ON true
 		ORDER BY m.move_id`, envTag, f.Host, f.ServiceID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
+		return fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
 	}
-	moves, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Move, error) {
+	defer rows.Close()
+	for rows.Next() {
 		var m Move
-		err := row.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.EnvTag, &m.PreviousSnapshotID, &m.NextSnapshotID,
+		if err := rows.Scan(&m.MoveID, &m.Host, &m.ServiceID, &m.EnvTag, &m.PreviousSnapshotID, &m.NextSnapshotID,
 			&m.PublicationID, &m.ReleaseVersion, &m.PreviousRelease, &m.Sequence, &m.Action, &m.Actor, &m.Reviewers,
-			&m.Reason, &m.CommandID, &m.MovedAt, &m.Retired, &m.AppliedAt, &m.Rejections, &m.ReceiptAt)
+			&m.Reason, &m.CommandID, &m.MovedAt, &m.Retired, &m.AppliedAt, &m.Rejections, &m.ReceiptAt); err != nil {
+			return fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
+		}
 		m.MovedAt = m.MovedAt.UTC()
 		if m.ReceiptAt != nil {
 			r := m.ReceiptAt.UTC()
@@ -491,13 +509,12 @@ func (s *Store) History(ctx context.Context, envTag string, f HistoryFilter) ([]
 			a := m.AppliedAt.UTC()
 			m.AppliedAt = &a
 		}
-		return m, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
+		if err := fn(&m); err != nil {
+			return err
+		}
 	}
-	if moves == nil {
-		moves = []Move{}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
 	}
-	return moves, nil
+	return nil
 }

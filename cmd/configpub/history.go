@@ -52,14 +52,13 @@ func addHistoryCmd(root *cobra.Command) {
 				}
 				return printReleaseEvents(cmd.OutOrStdout(), evs)
 			}
-			moves, err := store.History(cmd.Context(), env, filter)
-			if err != nil {
-				return err
+			each := func(fn func(*promoter.Move) error) error {
+				return store.EachMove(cmd.Context(), env, filter, fn)
 			}
 			if format == "json" {
-				return writeJSONArray(cmd.OutOrStdout(), moves)
+				return writeJSONEach(cmd.OutOrStdout(), each)
 			}
-			if err := printHistory(cmd.OutOrStdout(), moves); err != nil {
+			if err := printHistory(cmd.OutOrStdout(), each); err != nil {
 				return err
 			}
 			return writeWorkflowViewHistory(cmd.Context(), cmd.OutOrStdout(), store, env)
@@ -76,14 +75,16 @@ func addHistoryCmd(root *cobra.Command) {
 	root.AddCommand(cmd)
 }
 
-// printHistory prints moves as a table. Actor, reason (a commit subject or an
-// operator's text) and command id are printed with control characters
-// escaped: they must not drive the terminal.
-func printHistory(w io.Writer, moves []promoter.Move) error {
+// printHistory prints the moves each passes as a table, each formatted as
+// it comes (the formatted rows are held for the column widths). Actor,
+// reason (a commit subject or an operator's text) and command id are
+// printed with control characters escaped: they must not drive the
+// terminal.
+func printHistory(w io.Writer, each func(func(*promoter.Move) error) error) error {
 	term := safetext.Terminal
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tRUNTIME\tACTOR\tREASON\tCOMMAND")
-	for _, m := range moves {
+	err := each(func(m *promoter.Move) error {
 		from := m.PreviousSnapshotID
 		if from == "" {
 			from = "-"
@@ -102,8 +103,12 @@ func printHistory(w io.Writer, moves []promoter.Move) error {
 		if m.Retired {
 			to = "RETIRED"
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
+		_, err := fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
 			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), to, rt, term(m.Actor), term(m.Reason), term(m.CommandID))
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return tw.Flush()
 }

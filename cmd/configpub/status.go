@@ -84,27 +84,37 @@ func writeStatusJSON(ctx context.Context, w io.Writer, sr statusReader, envTag s
 // writeJSONArray writes items exactly as writeJSON would, one element at a
 // time.
 func writeJSONArray[T any](w io.Writer, items []T) error {
-	if len(items) == 0 {
+	if items == nil {
 		return writeJSON(w, items)
 	}
-	bw := bufio.NewWriter(w)
-	bw.WriteString("[")
-	if err := writeJSONElems(bw, "  ", items); err != nil {
-		return err
-	}
-	bw.WriteString("\n]\n")
-	return bw.Flush()
+	return writeJSONEach(w, func(emit func(*T) error) error {
+		for i := range items {
+			if err := emit(&items[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-// writeJSONElems writes the elements of an indented JSON array, each on a
-// new line at indentation prefix, encoding one at a time.
-func writeJSONElems[T any](bw *bufio.Writer, prefix string, items []T) error {
-	for i := range items {
-		if err := writeJSONElem(bw, prefix, i == 0, &items[i]); err != nil {
-			return err
-		}
+// writeJSONEach writes the elements each emits as writeJSON would write the
+// slice of them, encoding each as it comes: none is held.
+func writeJSONEach[T any](w io.Writer, each func(emit func(*T) error) error) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("[")
+	n := 0
+	err := each(func(v *T) error {
+		n++
+		return writeJSONElem(bw, "  ", n == 1, v)
+	})
+	if err != nil {
+		return err
 	}
-	return nil
+	if n > 0 {
+		bw.WriteString("\n")
+	}
+	bw.WriteString("]\n")
+	return bw.Flush()
 }
 
 // writeJSONElem writes one element of an indented JSON array on a new line

@@ -59,7 +59,8 @@ func (h heldStatus) EachTargetStatus(_ context.Context, _ string, fn func(*promo
 }
 
 // TestJSONArrayStreamedEqualsEncoded: history's arrays written element by
-// element are byte for byte what encoding the whole slice writes.
+// element, from a slice or as each is read, are byte for byte what encoding
+// the whole slice writes.
 func TestJSONArrayStreamedEqualsEncoded(t *testing.T) {
 	at := time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC)
 	for _, n := range []int{-1, 0, 1, 4} {
@@ -72,6 +73,25 @@ func TestJSONArrayStreamedEqualsEncoded(t *testing.T) {
 				Action: "activate", Actor: "A <a@example.com>", Reason: "r\u2028\n", MovedAt: at})
 		}
 		sameAsEncoded(t, fmt.Sprintf("%d moves", n), moves, func(w io.Writer) error { return writeJSONArray(w, moves) })
+		if moves != nil {
+			sameAsEncoded(t, fmt.Sprintf("%d moves, each as it comes", n), moves, func(w io.Writer) error {
+				return writeJSONEach(w, eachOf(moves))
+			})
+		}
+	}
+}
+
+// eachOf passes each of xs in turn, as the release store passes what it
+// reads.
+func eachOf[T any](xs []T) func(func(*T) error) error {
+	return func(fn func(*T) error) error {
+		for i := range xs {
+			x := xs[i]
+			if err := fn(&x); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

@@ -42,7 +42,7 @@ func TestStatusEscapesCommitSubjects(t *testing.T) {
 func TestHistoryEscapesReasons(t *testing.T) {
 	var b bytes.Buffer
 	moves := []promoter.Move{{Host: "h", ServiceID: "s", Action: "ACTIVATE", Actor: "ci\x1b[8m", Reason: hostileSubject, CommandID: "c\x1b[1A", MovedAt: time.Unix(0, 0).UTC()}}
-	if err := printHistory(&b, moves); err != nil {
+	if err := printHistory(&b, eachOf(moves)); err != nil {
 		t.Fatal(err)
 	}
 	assertNoTerminalControl(t, b.String())
