@@ -126,3 +126,59 @@ func TestReadbackReadsRuntimesInParallelInOrder(t *testing.T) {
 		t.Fatalf("readback with an ended context: got %d results, %v; want none and context.Canceled", len(res), err)
 	}
 }
+
+// TestReadbackEachHoldsAFewResultsPerReader: while fn is busy with the
+// first result, the readers run ahead by at most a few results each (the
+// three runtimes listed 50 times each, concurrency 2), not through every
+// target; an error from fn stops the readback and is returned as it is.
+func TestReadbackEachHoldsAFewResultsPerReader(t *testing.T) {
+	t.Parallel()
+	r := newRollout(t, rolloutOptions{})
+	var requests atomic.Int32
+	var targets []readback.Target
+	for _, rt := range r.runtimes {
+		next := rt.status.Config.Handler
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			requests.Add(1)
+			next.ServeHTTP(w, req)
+		}))
+		t.Cleanup(srv.Close)
+		targets = append(targets, readback.Target{Endpoint: srv.URL, Host: rt.id.Host, ServiceID: rt.id.ServiceID, EnvTag: rt.id.EnvTag})
+	}
+	var listed []readback.Target
+	for i := range 150 {
+		listed = append(listed, targets[i%len(targets)])
+	}
+	const concurrency = 2
+	col, err := readback.NewCollector(readback.Options{Signer: r.ctlKey, Now: r.clock.Now, Concurrency: concurrency})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enough := errors.New("enough")
+	calls := 0
+	var ahead int32
+	err = readback.Each(context.Background(), col, r.receipts, listed, func(res *readback.Result) error {
+		calls++
+		if calls == 1 {
+			// Let the readers run as far ahead as they may.
+			for last := int32(-1); last != requests.Load(); {
+				last = requests.Load()
+				time.Sleep(200 * time.Millisecond)
+			}
+			ahead = requests.Load()
+		}
+		if calls == 5 {
+			return enough
+		}
+		return nil
+	})
+	if err != enough || calls != 5 {
+		t.Fatalf("each: got %v after %d calls, want fn's own error after 5", err, calls)
+	}
+	if limit := int32(4*concurrency + 2); ahead < concurrency || ahead > limit {
+		t.Fatalf("runtimes read while fn held the first result: %d, want %d to %d", ahead, concurrency, limit)
+	}
+	if n := requests.Load(); n >= int32(len(listed)) {
+		t.Fatalf("runtimes read after fn stopped the readback: %d of %d", n, len(listed))
+	}
+}

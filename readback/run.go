@@ -26,59 +26,99 @@ type Result struct {
 }
 
 // Run reads every target and records the receipts each status carries,
-// Options.Concurrency targets at once. It returns one Result per target read,
-// in the order of targets; a target that could not be read or whose
-// receipts do not match the store is reported in its Result and counted in
-// the error, and the others are still read. When ctx ends, no further
-// target is started and Run returns the Results of those read, still in
-// order, with the context's error.
+// Options.Concurrency targets at once, and returns one Result per target
+// read, in the order of targets (see Each, which it collects).
 func Run(ctx context.Context, c *Collector, store *Store, targets []Target) ([]Result, error) {
-	out := make([]Result, len(targets))
-	done := make([]bool, len(targets))
-	next := make(chan int)
+	out := make([]Result, 0, len(targets))
+	err := Each(ctx, c, store, targets, func(r *Result) error {
+		out = append(out, *r)
+		return nil
+	})
+	return out, err
+}
+
+// Each reads every target and records the receipts each status carries,
+// Options.Concurrency targets at once, and calls fn with each target's
+// Result in the order of targets as soon as it and those before it are
+// done. It holds at most a few Results per reader, however many targets
+// there are; fn must not keep r. A target that could not be read or whose
+// receipts do not match the store is reported in its Result and counted
+// in the error, and the others are still read. When ctx ends, no further
+// target is started: the Results of those started are still passed, and
+// the error says how many were read. An error from fn stops the readback
+// and is returned as it is.
+func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn func(r *Result) error) error {
+	type job struct {
+		i   int
+		out chan Result
+	}
+	readers := min(c.opts.Concurrency, len(targets))
+	jobs := make(chan job)
+	// order holds the result slots in the order of targets; its capacity
+	// bounds how far reading runs ahead of fn.
+	order := make(chan chan Result, 4*readers)
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range min(c.opts.Concurrency, len(targets)) {
+	for range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				out[i] = readOne(ctx, c, store, targets[i])
-				done[i] = true
+			for j := range jobs {
+				j.out <- readOne(ctx, c, store, targets[j.i])
 			}
 		}()
 	}
-	var stopped error
-feed:
-	for i := range targets {
-		select {
-		case <-ctx.Done():
-			stopped = ctx.Err()
-			break feed
-		case next <- i:
+	var stopped error // ctx's error when it ended the dispatch; read after order is closed
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		for i := range targets {
+			if err := ctx.Err(); err != nil {
+				stopped = err
+				return
+			}
+			out := make(chan Result, 1)
+			select {
+			case jobs <- job{i, out}:
+			case <-ctx.Done():
+				stopped = ctx.Err()
+				return
+			case <-stop:
+				return
+			}
+			select {
+			case order <- out:
+			case <-stop:
+				return
+			}
 		}
-	}
-	close(next)
-	wg.Wait()
-
-	failed, read := 0, 0
-	for i := range out {
-		if !done[i] {
-			continue
-		}
-		if out[i].Error != "" {
+	}()
+	read, failed := 0, 0
+	var fnErr error
+	for out := range order {
+		r := <-out
+		read++
+		if r.Error != "" {
 			failed++
 		}
-		out[read] = out[i]
-		read++
+		if err := fn(&r); err != nil {
+			fnErr = err
+			close(stop)
+			break
+		}
 	}
-	out = out[:read]
-	if stopped != nil {
-		return out, fmt.Errorf("readback: %d of %d targets read: %w", read, len(targets), stopped)
+	for range order { // after a failed fn: let the dispatcher see stop
 	}
-	if failed > 0 {
-		return out, fmt.Errorf("readback: %d of %d targets not recorded", failed, len(targets))
+	wg.Wait()
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case stopped != nil:
+		return fmt.Errorf("readback: %d of %d targets read: %w", read, len(targets), stopped)
+	case failed > 0:
+		return fmt.Errorf("readback: %d of %d targets not recorded", failed, len(targets))
 	}
-	return out, nil
+	return nil
 }
 
 // readOne reads one target's status and records the receipts it carries.

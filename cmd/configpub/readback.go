@@ -75,12 +75,24 @@ with snapshots the store does not hold for it (the others are still recorded).`,
 				return fmt.Errorf("--database: %w", err)
 			}
 			defer pool.Close()
-			res, runErr := readback.Run(cmd.Context(), col, readback.NewStore(pool), ts)
+			// Each result is written as it comes, in the order of the
+			// targets; the readback's own error (some target not
+			// recorded) is returned after all of them.
+			var runErr error
+			each := func(emit func(*readback.Result) error) error {
+				var writeErr error
+				runErr = readback.Each(cmd.Context(), col, readback.NewStore(pool), ts, func(r *readback.Result) error {
+					writeErr = emit(r)
+					return writeErr
+				})
+				return writeErr
+			}
 			if format == "json" {
-				if err := writeJSON(cmd.OutOrStdout(), res); err != nil {
-					return err
-				}
-			} else if err := printReadback(cmd.OutOrStdout(), res); err != nil {
+				err = writeJSONEach(cmd.OutOrStdout(), each)
+			} else {
+				err = printReadback(cmd.OutOrStdout(), each)
+			}
+			if err != nil {
 				return err
 			}
 			return runErr
@@ -120,10 +132,12 @@ func readbackTargets(file, env string, one readback.Target) ([]readback.Target, 
 	return []readback.Target{one}, nil
 }
 
-func printReadback(w io.Writer, res []readback.Result) error {
+// printReadback prints the results each passes as a table, each formatted
+// as it comes.
+func printReadback(w io.Writer, each func(func(*readback.Result) error) error) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tCURRENT\tLAST-KNOWN-GOOD\tLAST REJECTED\tRECORDED\tERROR")
-	for _, r := range res {
+	err := each(func(r *readback.Result) error {
 		cur, lkg, rej := "-", "-", "-"
 		if st := r.Status; st != nil {
 			cur, lkg = stateID(st.Current), stateID(st.LastKnownGood)
@@ -138,7 +152,11 @@ func printReadback(w io.Writer, res []readback.Result) error {
 		if r.Error != "" {
 			msg = safetext.Terminal(r.Error)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Target.Identity(), cur, lkg, rej, r.Recorded, msg)
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", r.Target.Identity(), cur, lkg, rej, r.Recorded, msg)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	return tw.Flush()
 }
