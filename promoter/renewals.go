@@ -16,7 +16,7 @@ import (
 const DefaultRenewalMinAge = 30 * 24 * time.Hour
 
 // defaultRenewalBatch is how many identities one statement of
-// CollectRenewals goes through at most.
+// CollectRenewals or CollectObservations goes through at most.
 const defaultRenewalBatch = 1000
 
 // RenewalCollectOptions says which superseded lease renewals
@@ -65,17 +65,46 @@ func (s *Store) CollectRenewals(ctx context.Context, opts RenewalCollectOptions)
 	if opts.MinAge == 0 {
 		opts.MinAge = DefaultRenewalMinAge
 	}
-	if opts.Batch <= 0 {
-		opts.Batch = defaultRenewalBatch
-	}
 	c := RenewalCollection{IssuedBefore: s.now().Add(-opts.MinAge)}
+	got, err := s.collectByIdentity(ctx, identityCollection{what: "renewals", function: "collect_renewals",
+		view: "superseded_renewal", at: "issued_at"}, c.IssuedBefore, opts.Batch, opts.DryRun)
+	c.Manifests, c.Bytes, c.Oldest, c.Newest = got.rows, got.bytes, got.oldest, got.newest
+	return c, err
+}
+
+// identityCollection names a collection that deletes, identity by
+// identity, the rows of a view older than a cutoff: the SECURITY DEFINER
+// function that deletes them and summarises each call, and the view (with
+// its time column and each row's size) a dry run counts.
+type identityCollection struct {
+	what     string // in errors: "renewals"
+	function string // configpub.<function>(cutoff, after host, service, env, n)
+	view     string // configpub.<view>
+	at       string // the view's time column
+}
+
+// collected is what one collection removed: rows, their bytes, and the
+// times of the oldest and newest (zero when none).
+type collected struct {
+	rows, bytes    int64
+	oldest, newest time.Time
+}
+
+// collectByIdentity runs col's function batch identities per statement
+// (each commits on its own) until it has gone through every identity, or
+// with dryRun counts what it would remove. What earlier statements removed
+// is returned with a later statement's error.
+func (s *Store) collectByIdentity(ctx context.Context, col identityCollection, cutoff time.Time, batch int, dryRun bool) (collected, error) {
+	if batch <= 0 {
+		batch = defaultRenewalBatch
+	}
+	var c collected
 	var oldest, newest *time.Time
-	if opts.DryRun {
-		err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(size), 0), min(issued_at), max(issued_at)
-			FROM configpub.superseded_renewal WHERE issued_at < $1`,
-			c.IssuedBefore).Scan(&c.Manifests, &c.Bytes, &oldest, &newest)
+	if dryRun {
+		err := s.pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(size), 0), min(`+col.at+`), max(`+col.at+`)
+			FROM configpub.`+col.view+` WHERE `+col.at+` < $1`, cutoff).Scan(&c.rows, &c.bytes, &oldest, &newest)
 		if err != nil {
-			return RenewalCollection{}, dbErr("collect renewals (dry run)", err)
+			return collected{}, dbErr("collect "+col.what+" (dry run)", err)
 		}
 		c.span(oldest, newest)
 		return c, nil
@@ -87,35 +116,34 @@ func (s *Store) CollectRenewals(ctx context.Context, opts RenewalCollectOptions)
 		}
 		var scanned int
 		var n, size int64
-		err := s.pool.QueryRow(ctx, `SELECT last_host, last_service_id, last_env_tag, identities, manifests, bytes,
-				oldest_issued_at, newest_issued_at
-			FROM configpub.collect_renewals($1, $2, $3, $4, $5)`, c.IssuedBefore, host, serviceID, envTag, opts.Batch).
+		err := s.pool.QueryRow(ctx, `SELECT * FROM configpub.`+col.function+`($1, $2, $3, $4, $5)`,
+			cutoff, host, serviceID, envTag, batch).
 			Scan(&host, &serviceID, &envTag, &scanned, &n, &size, &oldest, &newest)
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == sqlstate.UndefinedFunction {
-				return c, fmt.Errorf("collect renewals: %w: the database has no configpub.collect_renewals (run `configpub db migrate`)", ErrSchema)
+				return c, fmt.Errorf("collect %s: %w: the database has no configpub.%s (run `configpub db migrate`)", col.what, ErrSchema, col.function)
 			}
-			return c, dbErr("collect renewals", err)
+			return c, dbErr("collect "+col.what, err)
 		}
-		c.Manifests += n
-		c.Bytes += size
+		c.rows += n
+		c.bytes += size
 		c.span(oldest, newest)
-		if scanned < opts.Batch {
+		if scanned < batch {
 			return c, nil
 		}
 	}
 }
 
-// span widens c's issue times to [oldest, newest] (nil: nothing removed).
-func (c *RenewalCollection) span(oldest, newest *time.Time) {
+// span widens c's times to [oldest, newest] (nil: nothing removed).
+func (c *collected) span(oldest, newest *time.Time) {
 	if oldest == nil || newest == nil {
 		return
 	}
-	if c.Oldest.IsZero() || oldest.Before(c.Oldest) {
-		c.Oldest = oldest.UTC()
+	if c.oldest.IsZero() || oldest.Before(c.oldest) {
+		c.oldest = oldest.UTC()
 	}
-	if newest.After(c.Newest) {
-		c.Newest = newest.UTC()
+	if newest.After(c.newest) {
+		c.newest = newest.UTC()
 	}
 }

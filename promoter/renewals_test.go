@@ -163,3 +163,164 @@ func TestCollectRenewalsOverMonths(t *testing.T) {
 		t.Errorf("negative minimum age: got %v, want ErrInvalid", err)
 	}
 }
+
+// TestCollectObservationsOverMonths: over simulated weeks of runtimes
+// reporting an APPLIED observation at every twice-daily lease renewal (as
+// the Config Server's role inserts them), with a REJECTED observation and
+// receipts among them, collecting superseded observations removes exactly
+// the APPLIED observations reported before the cutoff that a later
+// observation of the same identity supersedes, in statements of a bounded
+// number of identities, each summarised in
+// configpub.collected_observations; receipts, the rejection and every
+// identity's newest observation stay, and status shows the same last
+// observation, receipt and state. A dry run counts without removing;
+// nothing but the collection may delete a report.
+func TestCollectObservationsOverMonths(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	day := 24 * time.Hour
+	f.promote(t, release("prod", 1, 0, 3, nil, nil))
+	type ident struct{ host, svc, aud, snap string }
+	var ids []ident
+	rows, err := f.pool.Query(ctx, `SELECT p.host, p.service_id, s.audience, p.snapshot_id::text
+		FROM configpub.current_pointer p JOIN configpub.config_snapshot s USING (snapshot_id) ORDER BY 1, 2`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var x ident
+		if err := rows.Scan(&x.host, &x.svc, &x.aud, &x.snap); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, x)
+	}
+	if rows.Err() != nil || len(ids) != 3 {
+		t.Fatalf("identities: %v, %v", ids, rows.Err())
+	}
+	server := f.db.PoolURL(t, f.db.URLFor(t, "configpub_server"))
+	report := func(x ident, kind, outcome, reason string, at time.Time) {
+		t.Helper()
+		sql := `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, reason,
+				artifact_digest, content_digest, policy_digest, reported_at)
+			VALUES ($1, $2, 'prod', $3::uuid, $4, $5, '', '', '', $6)`
+		p := server
+		if kind == "receipt" { // only the control plane writes receipts
+			sql = `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome, reason,
+					artifact_digest, content_digest, policy_digest, reported_at, kind, phase, running_snapshot_id)
+				VALUES ($1, $2, 'prod', $3::uuid, $4, $5, '', '', '', $6, 'receipt', 'current', $3::uuid)`
+			p = f.pool
+		}
+		if _, err := p.Exec(ctx, sql, x.host, x.svc, x.snap, outcome, reason, at); err != nil {
+			t.Fatalf("report %s %s of %s: %v", kind, outcome, x.host, err)
+		}
+	}
+	// Days 0.5 to 20: every identity reports APPLIED every 12 hours (40
+	// each); identity 0 also rejects a tampered response on day 3, and a
+	// receipt is read back on days 1 and 19 for every identity.
+	for at := t0.Add(12 * time.Hour); !at.After(t0.Add(20 * day)); at = at.Add(12 * time.Hour) {
+		for _, x := range ids {
+			report(x, "observation", "APPLIED", "LEASE_RENEWED", at)
+		}
+		if at.Equal(t0.Add(3 * day)) {
+			report(ids[0], "observation", "REJECTED", "DIGEST_MISMATCH", at.Add(time.Minute))
+		}
+		if at.Equal(t0.Add(day)) || at.Equal(t0.Add(19*day)) {
+			for _, x := range ids {
+				report(x, "receipt", "APPLIED", "NEW_SNAPSHOT", at.Add(time.Minute))
+			}
+		}
+	}
+	// Day 21: a receipt for identity 1 — a later report, but not an
+	// observation: its newest observation still shows in status.
+	report(ids[1], "receipt", "APPLIED", "NEW_SNAPSHOT", t0.Add(21*day))
+	if n := f.count(t, "SELECT count(*) FROM configpub.runtime_evidence"); n != 3*40+1+3*2+1 {
+		t.Fatalf("got %d reports, want 3 × 40 observations + 1 rejection + 7 receipts", n)
+	}
+	f.now = t0.Add(400 * day)
+	before, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var offset time.Duration
+	pool := f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter"))
+	gc, err := promoter.Open(ctx, pool, promoter.Options{Clock: func() time.Time { return t0.Add(offset) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect := func(when string, at, minAge time.Duration, dry bool, want int64) promoter.ObservationCollection {
+		t.Helper()
+		offset = at
+		c, err := gc.CollectObservations(ctx, promoter.ObservationCollectOptions{MinAge: minAge, Batch: 2, DryRun: dry})
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if minAge == 0 {
+			minAge = promoter.DefaultObservationMinAge
+		}
+		if c.Observations != want || !c.ReportedBefore.Equal(t0.Add(at-minAge)) {
+			t.Fatalf("%s: removed %d observations before %s, want %d before %s", when, c.Observations, c.ReportedBefore, want, t0.Add(at-minAge))
+		}
+		if want > 0 && (c.Bytes <= 0 || c.Oldest.IsZero() || c.Newest.Before(c.Oldest)) {
+			t.Fatalf("%s: %+v: want bytes and report times", when, c)
+		}
+		return c
+	}
+	// Day 25, older than 20 days: the APPLIED ones of days 0.5–4.5 (9 per identity).
+	c := collect("day 25", 25*day, 20*day, false, 3*9)
+	if !c.Oldest.Equal(t0.Add(12*time.Hour)) || !c.Newest.Equal(t0.Add(4*day+12*time.Hour)) {
+		t.Errorf("day 25: removed observations reported %s to %s, want day 0.5 to day 4.5", c.Oldest, c.Newest)
+	}
+	// Day 60, the default 30 days: the other 30 of every identity but its newest; a dry run first.
+	collect("day 60, dry run", 60*day, 30*day, true, 3*30)
+	collect("day 60", 60*day, 0, false, 3*30)
+	collect("day 60, again", 60*day, 0, false, 0)
+	collect("day 400", 400*day, 0, false, 0)
+
+	if n := f.count(t, "SELECT count(*) FROM configpub.runtime_evidence WHERE kind = 'observation' AND outcome = 'APPLIED'"); n != 3 {
+		t.Errorf("%d APPLIED observations left, want the newest of each of 3 identities", n)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.runtime_evidence WHERE kind = 'receipt' OR outcome = 'REJECTED'"); n != 8 {
+		t.Errorf("%d receipts and rejections left, want all 8", n)
+	}
+	after, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range before.Targets {
+		b, a := before.Targets[i], after.Targets[i]
+		if a.State != b.State || !sameEvidence(a.LastObservation, b.LastObservation) || !sameEvidence(a.LastReceipt, b.LastReceipt) ||
+			!sameEvidence(a.LastRejection, b.LastRejection) || !sameEvidence(a.LastEvidence, b.LastEvidence) {
+			t.Errorf("%s: status after the collection %+v, before %+v", a.Host, a, b)
+		}
+	}
+	// Two statements (2 + 1 identities) per collection that removed anything.
+	var nrows, total int
+	if err := f.pool.QueryRow(ctx, `SELECT count(*), sum(observations) FROM configpub.collected_observations`).Scan(&nrows, &total); err != nil {
+		t.Fatal(err)
+	}
+	if nrows != 4 || total != 3*39 {
+		t.Errorf("collected_observations: %d rows summing %d, want 4 rows summing %d", nrows, total, 3*39)
+	}
+	// Nothing else deletes a report: not the promoter or server role, not the owner.
+	for who, p := range map[string]interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}{"promoter": pool, "server": server, "owner": f.pool} {
+		_, err := p.Exec(ctx, "DELETE FROM configpub.runtime_evidence WHERE kind = 'observation'")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != sqlstate.InsufficientPrivilege && pgErr.Code != "CP001") {
+			t.Errorf("%s: DELETE of an observation: got %v, want refused", who, err)
+		}
+	}
+	if _, err := gc.CollectObservations(ctx, promoter.ObservationCollectOptions{MinAge: -time.Hour}); !errors.Is(err, promoter.ErrInvalid) {
+		t.Errorf("negative minimum age: got %v, want ErrInvalid", err)
+	}
+}
+
+// sameEvidence reports whether a and b are the same report (or both none).
+func sameEvidence(a, b *promoter.Evidence) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Kind == b.Kind && a.Outcome == b.Outcome && a.Reason == b.Reason && a.SnapshotID == b.SnapshotID && a.ReportedAt.Equal(b.ReportedAt)
+}

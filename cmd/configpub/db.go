@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -143,11 +144,12 @@ the schema owner (a role that may create roles).`,
 // move supersedes.
 func newDBGCCmd() *cobra.Command {
 	var (
-		sf            storeFlags
-		minAge        time.Duration
-		renewalMinAge time.Duration
-		batch         int
-		dryRun        bool
+		sf                storeFlags
+		minAge            time.Duration
+		renewalMinAge     time.Duration
+		observationMinAge time.Duration
+		batch             int
+		dryRun            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "gc",
@@ -174,6 +176,14 @@ manifest of a move, so every snapshot, current or pinned, is served as before.
 Each statement summarises what it deleted in configpub.collected_renewals.
 --renewal-min-age 0 keeps every renewal.
 
+gc also deletes the APPLIED observations (a runtime's own report of a load,
+configpub fetch --report: one per runtime per new snapshot and per renewed lease)
+reported more than --observation-min-age ago that a later observation of the
+same runtime supersedes. It never deletes a receipt, a REJECTED observation or a
+runtime's newest observation, which is what status shows. Each statement
+summarises what it deleted in configpub.collected_observations.
+--observation-min-age 0 keeps every observation.
+
 --dry-run counts what would be deleted. Run it as the promoter's database user,
 for example daily.`,
 		Args: cobra.NoArgs,
@@ -183,6 +193,9 @@ for example daily.`,
 			}
 			if renewalMinAge < 0 {
 				return usageError{fmt.Errorf("--renewal-min-age must not be negative, got %s", renewalMinAge)}
+			}
+			if observationMinAge < 0 {
+				return usageError{fmt.Errorf("--observation-min-age must not be negative, got %s", observationMinAge)}
 			}
 			if batch <= 0 {
 				return usageError{fmt.Errorf("--batch must be positive, got %d", batch)}
@@ -216,13 +229,24 @@ for example daily.`,
 					return err
 				}
 			}
+			if observationMinAge > 0 {
+				o, err := store.CollectObservations(ctx, promoter.ObservationCollectOptions{MinAge: observationMinAge, Batch: batch, DryRun: dryRun})
+				rep.addObservations(observationMinAge, o)
+				if err != nil {
+					if o.Observations > 0 {
+						return fmt.Errorf("%w (deleted %d observation(s), %d bytes, before the failure)", err, o.Observations, o.Bytes)
+					}
+					return err
+				}
+			}
 			return report(cmd, rep, rep.text)
 		},
 	}
 	sf.add(cmd, false)
 	cmd.Flags().DurationVar(&minAge, "min-age", promoter.DefaultCollectMinAge, "delete only artifacts stored at least this long ago (longer than any promotion runs)")
 	cmd.Flags().DurationVar(&renewalMinAge, "renewal-min-age", promoter.DefaultRenewalMinAge, "delete only superseded lease renewals issued at least this long ago (0 keeps them all)")
-	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts, or identities' renewals, deleted per statement (each commits on its own)")
+	cmd.Flags().DurationVar(&observationMinAge, "observation-min-age", promoter.DefaultObservationMinAge, "delete only superseded APPLIED observations reported at least this long ago (0 keeps them all)")
+	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts, or identities' renewals and observations, deleted per statement (each commits on its own)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	outputFlag(cmd)
 	return cmd
@@ -239,6 +263,28 @@ type gcReport struct {
 	NewestStoredAt string `json:"newestStoredAt,omitempty"` // when the newest of them was stored
 	// Renewals is present unless --renewal-min-age is 0.
 	Renewals *gcRenewals `json:"renewals,omitempty"`
+	// Observations is present unless --observation-min-age is 0.
+	Observations *gcObservations `json:"observations,omitempty"`
+}
+
+// gcObservations is what db gc reports of the superseded APPLIED
+// observations.
+type gcObservations struct {
+	MinAge           string `json:"minAge"`                     // --observation-min-age, as a Go duration
+	ReportedBefore   string `json:"reportedBefore"`             // the cutoff: superseded observations reported before it were eligible (RFC 3339, UTC)
+	Observations     int64  `json:"observations"`               // observations deleted (or, with dryRun, that would be)
+	Bytes            int64  `json:"bytes"`                      // their rows' total size
+	OldestReportedAt string `json:"oldestReportedAt,omitempty"` // when the oldest of them was reported
+	NewestReportedAt string `json:"newestReportedAt,omitempty"` // when the newest of them was reported
+}
+
+func (r *gcReport) addObservations(minAge time.Duration, c promoter.ObservationCollection) {
+	g := &gcObservations{MinAge: minAge.String(), ReportedBefore: c.ReportedBefore.UTC().Format(time.RFC3339),
+		Observations: c.Observations, Bytes: c.Bytes}
+	if c.Observations > 0 {
+		g.OldestReportedAt, g.NewestReportedAt = c.Oldest.Format(time.RFC3339), c.Newest.Format(time.RFC3339)
+	}
+	r.Observations = g
 }
 
 // gcRenewals is what db gc reports of the superseded lease renewals.
@@ -265,22 +311,26 @@ func (r gcReport) text(w io.Writer) error {
 	if r.DryRun {
 		verb = "would delete"
 	}
-	var err error
+	var lines []string
 	if r.Artifacts == 0 {
-		_, err = fmt.Fprintf(w, "nothing to delete: every artifact stored before %s is referenced by a release\n", r.StoredBefore)
+		lines = append(lines, fmt.Sprintf("nothing to delete: every artifact stored before %s is referenced by a release", r.StoredBefore))
 	} else {
-		_, err = fmt.Fprintf(w, "%s %d unreferenced artifact(s), %d bytes, stored %s to %s (cutoff %s)\n",
-			verb, r.Artifacts, r.Bytes, r.OldestStoredAt, r.NewestStoredAt, r.StoredBefore)
+		lines = append(lines, fmt.Sprintf("%s %d unreferenced artifact(s), %d bytes, stored %s to %s (cutoff %s)",
+			verb, r.Artifacts, r.Bytes, r.OldestStoredAt, r.NewestStoredAt, r.StoredBefore))
 	}
-	if err != nil || r.Renewals == nil {
-		return err
+	if g := r.Renewals; g != nil && g.Manifests == 0 {
+		lines = append(lines, fmt.Sprintf("no superseded lease renewal issued before %s", g.IssuedBefore))
+	} else if g != nil {
+		lines = append(lines, fmt.Sprintf("%s %d superseded lease renewal(s), %d bytes, issued %s to %s (cutoff %s)",
+			verb, g.Manifests, g.Bytes, g.OldestIssuedAt, g.NewestIssuedAt, g.IssuedBefore))
 	}
-	if g := r.Renewals; g.Manifests == 0 {
-		_, err = fmt.Fprintf(w, "no superseded lease renewal issued before %s\n", g.IssuedBefore)
-	} else {
-		_, err = fmt.Fprintf(w, "%s %d superseded lease renewal(s), %d bytes, issued %s to %s (cutoff %s)\n",
-			verb, g.Manifests, g.Bytes, g.OldestIssuedAt, g.NewestIssuedAt, g.IssuedBefore)
+	if g := r.Observations; g != nil && g.Observations == 0 {
+		lines = append(lines, fmt.Sprintf("no superseded APPLIED observation reported before %s", g.ReportedBefore))
+	} else if g != nil {
+		lines = append(lines, fmt.Sprintf("%s %d superseded APPLIED observation(s), %d bytes, reported %s to %s (cutoff %s)",
+			verb, g.Observations, g.Bytes, g.OldestReportedAt, g.NewestReportedAt, g.ReportedBefore))
 	}
+	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
 	return err
 }
 

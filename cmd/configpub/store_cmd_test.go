@@ -109,6 +109,14 @@ func TestStoreVerbs(t *testing.T) {
 	if err := store.StoreArtifacts(context.Background(), []promoter.Artifact{{Digest: sum(orphan), Bytes: orphan}}); err != nil {
 		t.Fatal(err)
 	}
+	// Two lease renewals a runtime reported: the first is superseded.
+	for range 2 {
+		if _, err := db.Pool(t).Exec(context.Background(), `INSERT INTO configpub.runtime_evidence
+			(host, service_id, env_tag, outcome, reason, artifact_digest, content_digest, policy_digest)
+			VALUES ('host-a', 'svc', 'prod', 'APPLIED', 'LEASE_RENEWED', '', '', '')`); err != nil {
+			t.Fatal(err)
+		}
+	}
 	time.Sleep(5 * time.Millisecond) // older than the store clock's millisecond
 
 	tests := []struct {
@@ -151,6 +159,13 @@ func TestStoreVerbs(t *testing.T) {
 		{"gc superseded renewals", []string{"db", "gc", "--renewal-min-age", "1ms", "-o", "json", d}, 0, []string{`"manifests": 2,`, `"minAge": "1ms"`}},
 		{"gc renewals again", []string{"db", "gc", "--renewal-min-age", "1ms", d}, 0, []string{"no superseded lease renewal issued before"}},
 		{"gc renewal age must not be negative", []string{"db", "gc", "--renewal-min-age", "-1s", d}, 2, []string{"--renewal-min-age must not be negative"}},
+		{"gc keeps a month's observations", []string{"db", "gc", d}, 0, []string{"no superseded APPLIED observation reported before"}},
+		{"gc superseded observations, dry run", []string{"db", "gc", "--observation-min-age", "1ms", "--dry-run", d}, 0,
+			[]string{"would delete 1 superseded APPLIED observation(s)"}},
+		{"gc superseded observations", []string{"db", "gc", "--observation-min-age", "1ms", "-o", "json", d}, 0,
+			[]string{`"observations": {`, `"observations": 1,`, `"reportedBefore": "`}},
+		{"gc observations again", []string{"db", "gc", "--observation-min-age", "1ms", d}, 0, []string{"no superseded APPLIED observation reported before"}},
+		{"gc observation age must not be negative", []string{"db", "gc", "--observation-min-age", "-1s", d}, 2, []string{"--observation-min-age must not be negative"}},
 		{"reconcile", []string{"reconcile", "--env", "prod", d}, 0, []string{"nothing unconfirmed; current release 2"}},
 		{"epoch needs a key", []string{"revoke", "--epoch", "3", "--env", "prod", "--reason", "leak", "--actor", "sec", d}, 2, []string{"--epoch needs --env and --key"}},
 		{"raise the epoch", []string{"revoke", "--epoch", "3", "--env", "prod", "--reason", "leak", "--actor", "sec", "--key", keyPath, d}, 0,
@@ -176,10 +191,11 @@ func TestStoreVerbs(t *testing.T) {
 		}
 	}
 
-	// --renewal-min-age 0 keeps every renewal: the report has no renewals.
-	if out, code := runStore("db", "gc", "--renewal-min-age", "0", "-o", "json", d); code != 0 || strings.Contains(out, `"renewals"`) ||
-		!strings.Contains(out, `"artifacts": 0`) {
-		t.Errorf("gc keeping every renewal: exit %d, want 0 and a report without renewals:\n%s", code, out)
+	// --renewal-min-age 0 keeps every renewal: the report has no renewals;
+	// the same for observations.
+	if out, code := runStore("db", "gc", "--renewal-min-age", "0", "--observation-min-age", "0", "-o", "json", d); code != 0 ||
+		strings.Contains(out, `"renewals"`) || strings.Contains(out, `"observations"`) || !strings.Contains(out, `"artifacts": 0`) {
+		t.Errorf("gc keeping every renewal and observation: exit %d, want 0 and a report without either:\n%s", code, out)
 	}
 
 	out, code := runStore("status", "--env", "prod", "--output", "json", d)

@@ -14,12 +14,14 @@
 // The schema `configpub`:
 //
 //   - artifact, config_snapshot, config_release_target, pointer_move,
-//     delivery_manifest, revocation and config_release_journal are append-only:
-//     triggers refuse UPDATE, DELETE and TRUNCATE for every role, the owner
-//     included (SQLSTATE AppendOnlySQLState), except that
-//     configpub.collect_artifacts deletes artifacts no snapshot references and
-//     configpub.collect_renewals delivery manifests of lease renewals a later
-//     manifest of the same pointer move supersedes.
+//     delivery_manifest, revocation, config_release_journal and
+//     runtime_evidence are append-only: triggers refuse UPDATE, DELETE and
+//     TRUNCATE for every role, the owner included (SQLSTATE
+//     AppendOnlySQLState), except that configpub.collect_artifacts deletes
+//     artifacts no snapshot references, configpub.collect_renewals delivery
+//     manifests of lease renewals a later manifest of the same pointer move
+//     supersedes, and configpub.collect_observations APPLIED observations a
+//     later observation of the same identity supersedes.
 //   - config_release carries row_revision (compare-and-swap); a trigger only
 //     lets it grow by exactly one per update, keeps the definition and its
 //     provenance immutable, and a journal row's sequence must equal the
