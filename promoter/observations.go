@@ -63,3 +63,45 @@ func (s *Store) CollectObservations(ctx context.Context, opts ObservationCollect
 	c.Observations, c.Bytes, c.Oldest, c.Newest = got.rows, got.bytes, got.oldest, got.newest
 	return c, err
 }
+
+// DefaultReceiptMinAge is how long repeated APPLIED receipts are kept
+// unless told otherwise.
+const DefaultReceiptMinAge = 30 * 24 * time.Hour
+
+// ReceiptCollection is what CollectReceipts removed (with DryRun, would
+// remove).
+type ReceiptCollection struct {
+	Receipts int64
+	Bytes    int64
+	// ReportedBefore is the cutoff: every repeated receipt reported before
+	// it was removed.
+	ReportedBefore time.Time
+	// Oldest and Newest are the report times of the receipts removed (zero
+	// when none).
+	Oldest, Newest time.Time
+}
+
+// CollectReceipts removes the current-phase APPLIED receipts reported more
+// than opts.MinAge ago (0 = DefaultReceiptMinAge) that repeat a state:
+// a receipt of the same snapshot and running snapshot of the same identity
+// precedes them with no pointer move in between, and another follows them.
+// A readback after every lease renewal records one such receipt per
+// runtime per renewal (a renewed lease is a new load). Every reader's
+// answer stays the same: the first receipt of a state after a move
+// (acknowledgements, applied times), the latest (what runs, states, the
+// health gate), rejections and candidate-phase receipts are never removed.
+// Batches and summaries (configpub.collected_receipts) are as in
+// CollectObservations, whose options it takes.
+func (s *Store) CollectReceipts(ctx context.Context, opts ObservationCollectOptions) (ReceiptCollection, error) {
+	if opts.MinAge < 0 {
+		return ReceiptCollection{}, fmt.Errorf("collect receipts: minimum age %s is negative: %w", opts.MinAge, ErrInvalid)
+	}
+	if opts.MinAge == 0 {
+		opts.MinAge = DefaultReceiptMinAge
+	}
+	c := ReceiptCollection{ReportedBefore: s.now().Add(-opts.MinAge)}
+	got, err := s.collectByIdentity(ctx, identityCollection{what: "receipts", function: "collect_receipts",
+		view: "superseded_receipt", at: "reported_at"}, c.ReportedBefore, opts.Batch, opts.DryRun)
+	c.Receipts, c.Bytes, c.Oldest, c.Newest = got.rows, got.bytes, got.oldest, got.newest
+	return c, err
+}

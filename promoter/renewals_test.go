@@ -3,6 +3,7 @@ package promoter_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -323,4 +324,161 @@ func sameEvidence(a, b *promoter.Evidence) bool {
 		return a == b
 	}
 	return a.Kind == b.Kind && a.Outcome == b.Outcome && a.Reason == b.Reason && a.SnapshotID == b.SnapshotID && a.ReportedAt.Equal(b.ReportedAt)
+}
+
+// TestCollectReceiptsChangesNoAnswer: over simulated weeks — release 1, a
+// readback recording a receipt every day (each a new load after a lease
+// renewal), release 2 with one runtime first rejecting it and another
+// still running release 1 when first read, a rollback to
+// release 1, a forward activation of release 2 — collecting repeated
+// receipts removes exactly the APPLIED receipts with one of the same state
+// before them in their move span and one after them, and status and
+// history, every field of every target and move, answer exactly as before;
+// a dry run counts without removing.
+func TestCollectReceiptsChangesNoAnswer(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	day := 24 * time.Hour
+	snapshots := func() map[string]string { // host -> current snapshot
+		out := map[string]string{}
+		rows, err := f.pool.Query(ctx, `SELECT host, snapshot_id::text FROM configpub.current_pointer`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h, s string
+			if err := rows.Scan(&h, &s); err != nil {
+				t.Fatal(err)
+			}
+			out[h] = s
+		}
+		return out
+	}
+	type pointer struct{ host, svc, aud string }
+	var ids []pointer
+	receipt := func(x pointer, snap, running, outcome string, at time.Time) {
+		t.Helper()
+		if _, err := f.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome,
+				reason, artifact_digest, content_digest, policy_digest, reported_at, loaded_at, kind, phase, running_snapshot_id, lkg_snapshot_id)
+			VALUES ($1, $2, 'prod', $3::uuid, $4, '', '', '', '', $5, $5, 'receipt', 'current', $6::uuid, $6::uuid)`,
+			x.host, x.svc, snap, outcome, at, running); err != nil {
+			t.Fatalf("receipt of %s at %s: %v", x.host, at, err)
+		}
+	}
+	daily := func(from, to int) { // a receipt of what each runs, days from..to
+		t.Helper()
+		cur := snapshots()
+		for d := from; d <= to; d++ {
+			for _, x := range ids {
+				receipt(x, cur[x.host], cur[x.host], "APPLIED", t0.Add(time.Duration(d)*day))
+			}
+		}
+	}
+	f.promote(t, release("prod", 1, 0, 3, nil, nil))
+	rows, err := f.pool.Query(ctx, `SELECT p.host, p.service_id, s.audience FROM configpub.current_pointer p
+		JOIN configpub.config_snapshot s USING (snapshot_id) ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var x pointer
+		if err := rows.Scan(&x.host, &x.svc, &x.aud); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, x)
+	}
+	if len(ids) != 3 {
+		t.Fatalf("%d identities, want 3", len(ids))
+	}
+	r1 := snapshots()
+	daily(1, 10) // span 1: release 1, 10 receipts each
+	f.now = t0.Add(10*day + 12*time.Hour)
+	f.promote(t, release("prod", 2, 1, 3, nil, nil))
+	r2 := snapshots()
+	// The first runtime rejects release 2 once, still running release 1.
+	receipt(ids[0], r2[ids[0].host], r1[ids[0].host], "REJECTED", t0.Add(10*day+18*time.Hour))
+	// The second still runs release 1 when first read after the move.
+	receipt(ids[1], r1[ids[1].host], r1[ids[1].host], "APPLIED", t0.Add(10*day+20*time.Hour))
+	daily(11, 15) // span 2: release 2, 5 each
+	f.now = t0.Add(15*day + 12*time.Hour)
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("receipts rb"), EnvTag: "prod", ToRelease: 1,
+		Actor: "ops", Reason: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	daily(16, 20) // span 3: release 1 again
+	f.now = t0.Add(20*day + 12*time.Hour)
+	if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("receipts fwd"), EnvTag: "prod", Release: 2,
+		Actor: "ops", Reason: "forward"}); err != nil {
+		t.Fatal(err)
+	}
+	daily(21, 25) // span 4: release 2 again
+	f.now = t0.Add(26 * day)
+
+	answers := func() (*promoter.Status, []promoter.Move) {
+		t.Helper()
+		st, err := f.store.Status(ctx, "prod")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := f.store.History(ctx, "prod", promoter.HistoryFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, h
+	}
+	st0, h0 := answers()
+	if len(h0) != 12 {
+		t.Fatalf("%d moves, want 4 per identity", len(h0))
+	}
+
+	gc, err := promoter.Open(ctx, f.db.PoolURL(t, f.db.URLFor(t, "configpub_promoter")),
+		promoter.Options{Clock: func() time.Time { return t0.Add(400 * day) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per identity, all but the first of span 1 (its last repeats in span
+	// 3), all but the first of span 2 (its last repeats in span 4), and the
+	// middle three of spans 3 and 4: 9 + 4 + 3 + 3.
+	const want = 3 * (9 + 4 + 3 + 3)
+	for _, step := range []struct {
+		name   string
+		minAge time.Duration
+		dry    bool
+		want   int64
+		lo, hi time.Duration
+	}{
+		{"reported before day 12: span 1's", 388 * day, false, 3 * 9, 2 * day, 10 * day},
+		{"dry run, the default age", 0, true, want - 3*9, 12 * day, 24 * day},
+		{"the default age", 0, false, want - 3*9, 12 * day, 24 * day},
+		{"again", 0, false, 0, 0, 0},
+	} {
+		c, err := gc.CollectReceipts(ctx, promoter.ObservationCollectOptions{MinAge: step.minAge, Batch: 2, DryRun: step.dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Receipts != step.want {
+			t.Fatalf("%s: removed %d receipts, want %d", step.name, c.Receipts, step.want)
+		}
+		if step.want > 0 && (c.Bytes <= 0 || !c.Oldest.Equal(t0.Add(step.lo)) || !c.Newest.Equal(t0.Add(step.hi))) {
+			t.Errorf("%s: %+v, want bytes, reported %s to %s", step.name, c, t0.Add(step.lo), t0.Add(step.hi))
+		}
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.runtime_evidence"); n != 3*(10+5+5+5)+2-want {
+		t.Errorf("%d receipts left, want %d", n, 3*(10+5+5+5)+2-want)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.collected_receipts"); n != 4 {
+		t.Errorf("collected_receipts: %d rows, want 4 (2 + 1 identities per collection)", n)
+	}
+	st1, h1 := answers()
+	if !reflect.DeepEqual(st0, st1) {
+		t.Errorf("status changed by the collection:\nbefore %+v\nafter  %+v", st0, st1)
+	}
+	if !reflect.DeepEqual(h0, h1) {
+		for i := range h0 {
+			if !reflect.DeepEqual(h0[i], h1[i]) {
+				t.Errorf("history move %d changed by the collection:\nbefore %+v\nafter  %+v", i, h0[i], h1[i])
+			}
+		}
+	}
 }

@@ -148,6 +148,7 @@ func newDBGCCmd() *cobra.Command {
 		minAge            time.Duration
 		renewalMinAge     time.Duration
 		observationMinAge time.Duration
+		receiptMinAge     time.Duration
 		batch             int
 		dryRun            bool
 	)
@@ -184,6 +185,15 @@ runtime's newest observation, which is what status shows. Each statement
 summarises what it deleted in configpub.collected_observations.
 --observation-min-age 0 keeps every observation.
 
+gc also deletes the APPLIED receipts (configpub readback) reported more than
+--receipt-min-age ago that repeat a state: a receipt of the same snapshots of the
+same runtime precedes them with no pointer move in between, and another follows
+them (a readback after every lease renewal records one per runtime per renewal).
+Status, history, the console and the health gate answer as before: the first
+receipt of a state after a move, the latest, rejections and candidate receipts
+are never deleted. Summaries go to configpub.collected_receipts.
+--receipt-min-age 0 keeps every receipt.
+
 --dry-run counts what would be deleted. Run it as the promoter's database user,
 for example daily.`,
 		Args: cobra.NoArgs,
@@ -196,6 +206,9 @@ for example daily.`,
 			}
 			if observationMinAge < 0 {
 				return usageError{fmt.Errorf("--observation-min-age must not be negative, got %s", observationMinAge)}
+			}
+			if receiptMinAge < 0 {
+				return usageError{fmt.Errorf("--receipt-min-age must not be negative, got %s", receiptMinAge)}
 			}
 			if batch <= 0 {
 				return usageError{fmt.Errorf("--batch must be positive, got %d", batch)}
@@ -239,6 +252,16 @@ for example daily.`,
 					return err
 				}
 			}
+			if receiptMinAge > 0 {
+				c, err := store.CollectReceipts(ctx, promoter.ObservationCollectOptions{MinAge: receiptMinAge, Batch: batch, DryRun: dryRun})
+				rep.addReceipts(receiptMinAge, c)
+				if err != nil {
+					if c.Receipts > 0 {
+						return fmt.Errorf("%w (deleted %d receipt(s), %d bytes, before the failure)", err, c.Receipts, c.Bytes)
+					}
+					return err
+				}
+			}
 			return report(cmd, rep, rep.text)
 		},
 	}
@@ -246,7 +269,8 @@ for example daily.`,
 	cmd.Flags().DurationVar(&minAge, "min-age", promoter.DefaultCollectMinAge, "delete only artifacts stored at least this long ago (longer than any promotion runs)")
 	cmd.Flags().DurationVar(&renewalMinAge, "renewal-min-age", promoter.DefaultRenewalMinAge, "delete only superseded lease renewals issued at least this long ago (0 keeps them all)")
 	cmd.Flags().DurationVar(&observationMinAge, "observation-min-age", promoter.DefaultObservationMinAge, "delete only superseded APPLIED observations reported at least this long ago (0 keeps them all)")
-	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts, or identities' renewals and observations, deleted per statement (each commits on its own)")
+	cmd.Flags().DurationVar(&receiptMinAge, "receipt-min-age", promoter.DefaultReceiptMinAge, "delete only APPLIED receipts that restate the state of receipts before and after them, reported at least this long ago (0 keeps them all)")
+	cmd.Flags().IntVar(&batch, "batch", 1000, "artifacts, or identities' renewals, observations and receipts, deleted per statement (each commits on its own)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	outputFlag(cmd)
 	return cmd
@@ -265,26 +289,35 @@ type gcReport struct {
 	Renewals *gcRenewals `json:"renewals,omitempty"`
 	// Observations is present unless --observation-min-age is 0.
 	Observations *gcObservations `json:"observations,omitempty"`
+	// Receipts is present unless --receipt-min-age is 0.
+	Receipts *gcObservations `json:"receipts,omitempty"`
 }
 
 // gcObservations is what db gc reports of the superseded APPLIED
-// observations.
+// observations or the repeated receipts.
 type gcObservations struct {
-	MinAge           string `json:"minAge"`                     // --observation-min-age, as a Go duration
-	ReportedBefore   string `json:"reportedBefore"`             // the cutoff: superseded observations reported before it were eligible (RFC 3339, UTC)
-	Observations     int64  `json:"observations"`               // observations deleted (or, with dryRun, that would be)
-	Bytes            int64  `json:"bytes"`                      // their rows' total size
+	MinAge           string `json:"minAge"`                     // --observation-min-age or --receipt-min-age, as a Go duration
+	ReportedBefore   string `json:"reportedBefore"`             // the cutoff: rows reported before it were eligible (RFC 3339, UTC)
+	Deleted          int64  `json:"deleted"`                    // rows deleted (or, with dryRun, that would be)
+	Bytes            int64  `json:"bytes"`                      // their total size
 	OldestReportedAt string `json:"oldestReportedAt,omitempty"` // when the oldest of them was reported
 	NewestReportedAt string `json:"newestReportedAt,omitempty"` // when the newest of them was reported
 }
 
-func (r *gcReport) addObservations(minAge time.Duration, c promoter.ObservationCollection) {
-	g := &gcObservations{MinAge: minAge.String(), ReportedBefore: c.ReportedBefore.UTC().Format(time.RFC3339),
-		Observations: c.Observations, Bytes: c.Bytes}
-	if c.Observations > 0 {
-		g.OldestReportedAt, g.NewestReportedAt = c.Oldest.Format(time.RFC3339), c.Newest.Format(time.RFC3339)
+func newGCReports(minAge time.Duration, before time.Time, n, size int64, oldest, newest time.Time) *gcObservations {
+	g := &gcObservations{MinAge: minAge.String(), ReportedBefore: before.UTC().Format(time.RFC3339), Deleted: n, Bytes: size}
+	if n > 0 {
+		g.OldestReportedAt, g.NewestReportedAt = oldest.Format(time.RFC3339), newest.Format(time.RFC3339)
 	}
-	r.Observations = g
+	return g
+}
+
+func (r *gcReport) addObservations(minAge time.Duration, c promoter.ObservationCollection) {
+	r.Observations = newGCReports(minAge, c.ReportedBefore, c.Observations, c.Bytes, c.Oldest, c.Newest)
+}
+
+func (r *gcReport) addReceipts(minAge time.Duration, c promoter.ReceiptCollection) {
+	r.Receipts = newGCReports(minAge, c.ReportedBefore, c.Receipts, c.Bytes, c.Oldest, c.Newest)
 }
 
 // gcRenewals is what db gc reports of the superseded lease renewals.
@@ -324,11 +357,16 @@ func (r gcReport) text(w io.Writer) error {
 		lines = append(lines, fmt.Sprintf("%s %d superseded lease renewal(s), %d bytes, issued %s to %s (cutoff %s)",
 			verb, g.Manifests, g.Bytes, g.OldestIssuedAt, g.NewestIssuedAt, g.IssuedBefore))
 	}
-	if g := r.Observations; g != nil && g.Observations == 0 {
-		lines = append(lines, fmt.Sprintf("no superseded APPLIED observation reported before %s", g.ReportedBefore))
-	} else if g != nil {
-		lines = append(lines, fmt.Sprintf("%s %d superseded APPLIED observation(s), %d bytes, reported %s to %s (cutoff %s)",
-			verb, g.Observations, g.Bytes, g.OldestReportedAt, g.NewestReportedAt, g.ReportedBefore))
+	for _, x := range []struct {
+		g    *gcObservations
+		what string
+	}{{r.Observations, "superseded APPLIED observation"}, {r.Receipts, "repeated APPLIED receipt"}} {
+		if g := x.g; g != nil && g.Deleted == 0 {
+			lines = append(lines, fmt.Sprintf("no %s reported before %s", x.what, g.ReportedBefore))
+		} else if g != nil {
+			lines = append(lines, fmt.Sprintf("%s %d %s(s), %d bytes, reported %s to %s (cutoff %s)",
+				verb, g.Deleted, x.what, g.Bytes, g.OldestReportedAt, g.NewestReportedAt, g.ReportedBefore))
+		}
 	}
 	_, err := io.WriteString(w, strings.Join(lines, "\n")+"\n")
 	return err

@@ -163,9 +163,12 @@ func TestStoreVerbs(t *testing.T) {
 		{"gc superseded observations, dry run", []string{"db", "gc", "--observation-min-age", "1ms", "--dry-run", d}, 0,
 			[]string{"would delete 1 superseded APPLIED observation(s)"}},
 		{"gc superseded observations", []string{"db", "gc", "--observation-min-age", "1ms", "-o", "json", d}, 0,
-			[]string{`"observations": {`, `"observations": 1,`, `"reportedBefore": "`}},
+			[]string{`"observations": {`, `"deleted": 1,`, `"reportedBefore": "`}},
 		{"gc observations again", []string{"db", "gc", "--observation-min-age", "1ms", d}, 0, []string{"no superseded APPLIED observation reported before"}},
 		{"gc observation age must not be negative", []string{"db", "gc", "--observation-min-age", "-1s", d}, 2, []string{"--observation-min-age must not be negative"}},
+		{"gc keeps a month's receipts", []string{"db", "gc", d}, 0, []string{"no repeated APPLIED receipt reported before"}},
+		{"gc repeated receipts", []string{"db", "gc", "--receipt-min-age", "1ms", "-o", "json", d}, 0, []string{`"receipts": {`, `"minAge": "1ms"`}},
+		{"gc receipt age must not be negative", []string{"db", "gc", "--receipt-min-age", "-1s", d}, 2, []string{"--receipt-min-age must not be negative"}},
 		{"reconcile", []string{"reconcile", "--env", "prod", d}, 0, []string{"nothing unconfirmed; current release 2"}},
 		{"epoch needs a key", []string{"revoke", "--epoch", "3", "--env", "prod", "--reason", "leak", "--actor", "sec", d}, 2, []string{"--epoch needs --env and --key"}},
 		{"raise the epoch", []string{"revoke", "--epoch", "3", "--env", "prod", "--reason", "leak", "--actor", "sec", "--key", keyPath, d}, 0,
@@ -193,8 +196,9 @@ func TestStoreVerbs(t *testing.T) {
 
 	// --renewal-min-age 0 keeps every renewal: the report has no renewals;
 	// the same for observations.
-	if out, code := runStore("db", "gc", "--renewal-min-age", "0", "--observation-min-age", "0", "-o", "json", d); code != 0 ||
-		strings.Contains(out, `"renewals"`) || strings.Contains(out, `"observations"`) || !strings.Contains(out, `"artifacts": 0`) {
+	if out, code := runStore("db", "gc", "--renewal-min-age", "0", "--observation-min-age", "0", "--receipt-min-age", "0", "-o", "json", d); code != 0 ||
+		strings.Contains(out, `"renewals"`) || strings.Contains(out, `"observations"`) || strings.Contains(out, `"receipts"`) ||
+		!strings.Contains(out, `"artifacts": 0`) {
 		t.Errorf("gc keeping every renewal and observation: exit %d, want 0 and a report without either:\n%s", code, out)
 	}
 

@@ -20,8 +20,10 @@
 //     AppendOnlySQLState), except that configpub.collect_artifacts deletes
 //     artifacts no snapshot references, configpub.collect_renewals delivery
 //     manifests of lease renewals a later manifest of the same pointer move
-//     supersedes, and configpub.collect_observations APPLIED observations a
-//     later observation of the same identity supersedes.
+//     supersedes, configpub.collect_observations APPLIED observations a
+//     later observation of the same identity supersedes, and
+//     configpub.collect_receipts APPLIED receipts that repeat a state within
+//     a pointer move's span.
 //   - config_release carries row_revision (compare-and-swap); a trigger only
 //     lets it grow by exactly one per update, keeps the definition and its
 //     provenance immutable, and a journal row's sequence must equal the
