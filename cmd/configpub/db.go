@@ -288,14 +288,14 @@ type gcReport struct {
 	// Renewals is present unless --renewal-min-age is 0.
 	Renewals *gcRenewals `json:"renewals,omitempty"`
 	// Observations is present unless --observation-min-age is 0.
-	Observations *gcObservations `json:"observations,omitempty"`
+	Observations *gcReports `json:"observations,omitempty"`
 	// Receipts is present unless --receipt-min-age is 0.
-	Receipts *gcObservations `json:"receipts,omitempty"`
+	Receipts *gcReports `json:"receipts,omitempty"`
 }
 
-// gcObservations is what db gc reports of the superseded APPLIED
+// gcReports is what db gc reports of the superseded APPLIED
 // observations or the repeated receipts.
-type gcObservations struct {
+type gcReports struct {
 	MinAge           string `json:"minAge"`                     // --observation-min-age or --receipt-min-age, as a Go duration
 	ReportedBefore   string `json:"reportedBefore"`             // the cutoff: rows reported before it were eligible (RFC 3339, UTC)
 	Deleted          int64  `json:"deleted"`                    // rows deleted (or, with dryRun, that would be)
@@ -304,8 +304,8 @@ type gcObservations struct {
 	NewestReportedAt string `json:"newestReportedAt,omitempty"` // when the newest of them was reported
 }
 
-func newGCReports(minAge time.Duration, before time.Time, n, size int64, oldest, newest time.Time) *gcObservations {
-	g := &gcObservations{MinAge: minAge.String(), ReportedBefore: before.UTC().Format(time.RFC3339), Deleted: n, Bytes: size}
+func newGCReports(minAge time.Duration, before time.Time, n, size int64, oldest, newest time.Time) *gcReports {
+	g := &gcReports{MinAge: minAge.String(), ReportedBefore: before.UTC().Format(time.RFC3339), Deleted: n, Bytes: size}
 	if n > 0 {
 		g.OldestReportedAt, g.NewestReportedAt = oldest.Format(time.RFC3339), newest.Format(time.RFC3339)
 	}
@@ -358,7 +358,7 @@ func (r gcReport) text(w io.Writer) error {
 			verb, g.Manifests, g.Bytes, g.OldestIssuedAt, g.NewestIssuedAt, g.IssuedBefore))
 	}
 	for _, x := range []struct {
-		g    *gcObservations
+		g    *gcReports
 		what string
 	}{{r.Observations, "superseded APPLIED observation"}, {r.Receipts, "repeated APPLIED receipt"}} {
 		if g := x.g; g != nil && g.Deleted == 0 {
