@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/signing"
@@ -18,7 +20,6 @@ import (
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/registry"
 	"github.com/configpub/configpub/registry/compiled"
-	"golang.org/x/sync/errgroup"
 )
 
 // StaleManifestError reports a committed release manifest that is not what

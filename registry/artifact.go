@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/configpub/configpub/bundle"
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/configpub/configpub/bundle"
 )
 
 // Media and artifact types.

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 
-	"github.com/configpub/configpub/bundle"
-	"github.com/configpub/configpub/compiler"
-	git "github.com/go-git/go-git/v5"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	git "github.com/go-git/go-git/v5"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/compiler"
 )
 
 func copyDir(t *testing.T, src string) string {

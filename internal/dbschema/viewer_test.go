@@ -4,8 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/configpub/configpub/internal/sqlstate"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // viewerReads are the tables the console reads in full.

@@ -3,8 +3,9 @@ package gittest_test
 import (
 	"testing"
 
-	"github.com/configpub/configpub/internal/gittest"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/internal/gittest"
 )
 
 // Stable hashes: fixed author, email and clock.

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/promote/review"
-	"github.com/go-git/go-git/v5/plumbing"
 )
 
 type history struct {

@@ -20,12 +20,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/jcs"
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/registry"
-	"github.com/opencontainers/go-digest"
 )
 
 // Artifact maps a compiled target to its values artifact. The manifest is

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
 	"github.com/configpub/configpub/internal/render"
-	"github.com/opencontainers/go-digest"
 )
 
 // releaseDocument is the release artifact's layer as a Go value, the form
