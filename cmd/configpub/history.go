@@ -75,27 +75,19 @@ func addHistoryCmd(root *cobra.Command) {
 	root.AddCommand(cmd)
 }
 
-// historyBlock is how many moves of the history table are aligned
-// together: the journal grows with every release for as long as the store
-// lives, so a longer history is written in blocks of this many rows, each
-// block's columns aligned on their own (as kubectl get --chunk-size does),
-// and memory holds one block.
-const historyBlock = 1000
-
 // printHistory prints the moves each passes as a table, each formatted as
-// it comes, in blocks of historyBlock rows. Actor, reason (a commit subject
+// it comes, in blocks of tableBlock rows (the journal grows with every
+// release for as long as the store lives). Actor, reason (a commit subject
 // or an operator's text) and command id are printed with control
 // characters escaped: they must not drive the terminal.
 func printHistory(w io.Writer, each func(func(*promoter.Move) error) error) error {
 	term := safetext.Terminal
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tTARGET\tACTION\tRELEASE\tSEQ\tFROM\tTO\tRUNTIME\tACTOR\tREASON\tCOMMAND")
-	rows := 0
+	rows := blockRows{tw: tw}
 	err := each(func(m *promoter.Move) error {
-		if rows++; rows > historyBlock && rows%historyBlock == 1 {
-			if err := tw.Flush(); err != nil {
-				return err
-			}
+		if err := rows.next(); err != nil {
+			return err
 		}
 		from := m.PreviousSnapshotID
 		if from == "" {

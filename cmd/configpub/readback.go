@@ -133,11 +133,15 @@ func readbackTargets(file, env string, one readback.Target) ([]readback.Target, 
 }
 
 // printReadback prints the results each passes as a table, each formatted
-// as it comes.
+// as it comes, in blocks of tableBlock rows.
 func printReadback(w io.Writer, each func(func(*readback.Result) error) error) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TARGET\tCURRENT\tLAST-KNOWN-GOOD\tLAST REJECTED\tRECORDED\tERROR")
+	rows := blockRows{tw: tw}
 	err := each(func(r *readback.Result) error {
+		if err := rows.next(); err != nil {
+			return err
+		}
 		cur, lkg, rej := "-", "-", "-"
 		if st := r.Status; st != nil {
 			cur, lkg = stateID(st.Current), stateID(st.LastKnownGood)

@@ -188,8 +188,7 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 }
 
 // printStatus writes envTag's status as tables, each target's row formatted
-// as it is read (the table's column widths need every row: the formatted
-// rows, not the targets, are held until it is written).
+// as it is read, the targets' table in blocks of tableBlock rows.
 func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag string) error {
 	st, err := sr.StatusHead(ctx, envTag)
 	if err != nil {
@@ -207,7 +206,11 @@ func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag strin
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
 	}
 	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tUNVERIFIED\tLEASE EXPIRES")
+	rows := blockRows{tw: tw}
 	err = sr.EachTargetStatus(ctx, envTag, func(t *promoter.TargetStatus) error {
+		if err := rows.next(); err != nil {
+			return err
+		}
 		_, err := fmt.Fprintf(tw, "%s/%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Host, t.ServiceID, t.Audience, t.SnapshotID,
 			t.ReleaseVersion, t.PreviousRelease, t.Sequence, t.State, running(*t), yesNo(t.Diverged), acknowledged(*t),
 			lastRejection(*t), receipt(*t), observation(*t), t.LeaseExpiresAt.Format(time.RFC3339))
@@ -218,6 +221,27 @@ func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag strin
 	}
 	printWorkflowViews(tw, st.WorkflowViews, true)
 	return tw.Flush()
+}
+
+// tableBlock is how many rows of a long table are aligned together: a
+// table that grows with an environment's targets or with its journal is
+// written in blocks of this many rows, each block's columns aligned on
+// their own (as kubectl get --chunk-size does), so memory holds one block.
+const tableBlock = 1000
+
+// blockRows counts the rows written to tw and flushes it before each block
+// after the first.
+type blockRows struct {
+	tw   *tabwriter.Writer
+	rows int
+}
+
+// next is called before each row is written.
+func (b *blockRows) next() error {
+	if b.rows++; b.rows > tableBlock && b.rows%tableBlock == 1 {
+		return b.tw.Flush()
+	}
+	return nil
 }
 
 func short(s string, n int) string {

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/readback"
 )
 
 // hostileSubject is a commit subject that would retitle the terminal, clear
@@ -48,16 +51,15 @@ func TestHistoryEscapesReasons(t *testing.T) {
 	assertNoTerminalControl(t, b.String())
 }
 
-// TestHistoryAlignsBlocksOfRows: a history longer than historyBlock moves
+// TestHistoryAlignsBlocksOfRows: a history longer than tableBlock moves
 // is written in blocks, each block's columns aligned on its own: a very
 // long actor in the third block widens the third block's columns only.
 func TestHistoryAlignsBlocksOfRows(t *testing.T) {
-	const n = 2*historyBlock + historyBlock/2
-	long := historyBlock*2 + 200
+	const n = 2*tableBlock + tableBlock/2
 	var moves []promoter.Move
 	for i := range n {
 		actor := "ci"
-		if i == long {
+		if i == 2*tableBlock+200 {
 			actor = strings.Repeat("a", 200)
 		}
 		moves = append(moves, promoter.Move{Host: "h", ServiceID: "s", Action: "promote", Actor: actor, Reason: "r",
@@ -71,21 +73,79 @@ func TestHistoryAlignsBlocksOfRows(t *testing.T) {
 	if len(lines) != n+1 {
 		t.Fatalf("%d lines, want a header and %d moves", len(lines), n)
 	}
-	at := func(block int) int { // where the command column starts in a block, the same on each of its lines
+	assertAlignedInBlocks(t, lines[0], lines[1:], "COMMAND", "cmd-")
+}
+
+// TestStatusAlignsBlocksOfTargets: the targets' table of an environment of
+// more than tableBlock targets is written in blocks like the history's: a
+// very long host name in the third block widens the third block only.
+func TestStatusAlignsBlocksOfTargets(t *testing.T) {
+	const n = 2*tableBlock + tableBlock/2
+	st := &promoter.Status{EnvTag: "dev", CurrentRelease: 1,
+		Releases: []promoter.ReleaseStatus{{ReleaseVersion: 1, State: "ACTIVE", Actor: "ci", UpdatedAt: time.Unix(0, 0).UTC()}}}
+	for i := range n {
+		host := fmt.Sprintf("h%04d", i)
+		if i == 2*tableBlock+200 {
+			host = strings.Repeat("h", 200)
+		}
+		st.Targets = append(st.Targets, promoter.TargetStatus{Host: host, ServiceID: "s", Audience: "agent", SnapshotID: "snap"})
+	}
+	var b bytes.Buffer
+	if err := printStatus(context.Background(), &b, heldStatus{st}, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "TARGET ") })
+	if at < 0 || len(lines) < at+1+n {
+		t.Fatalf("no targets' table of %d rows in %d lines", n, len(lines))
+	}
+	assertAlignedInBlocks(t, lines[at], lines[at+1:at+1+n], "AUDIENCE", "agent")
+}
+
+// assertAlignedInBlocks checks that rows, under header, are aligned per
+// block of tableBlock rows: cell (the column's value in every row) starts
+// at one offset within each block; the header's column (named col) aligns
+// with the first block; the second block, with only short cells, is no
+// wider; the third, holding one long cell before it, is ≥ 190 wider.
+func assertAlignedInBlocks(t *testing.T, header string, rows []string, col, cell string) {
+	t.Helper()
+	at := func(block int) int {
 		t.Helper()
-		first, last := 1+block*historyBlock, min((block+1)*historyBlock, n)
-		col := strings.Index(lines[first], "cmd-")
-		for _, l := range lines[first : last+1] {
-			if strings.Index(l, "cmd-") != col {
-				t.Fatalf("block %d not aligned on its own: %q vs %q", block, lines[first], l)
+		first, last := block*tableBlock, min((block+1)*tableBlock, len(rows))
+		c := strings.Index(rows[first], cell)
+		for _, l := range rows[first:last] {
+			if strings.Index(l, cell) != c {
+				t.Fatalf("block %d not aligned on its own: %q vs %q", block, rows[first], l)
 			}
 		}
-		return col
+		return c
 	}
-	// The header aligns with the first block; the second has only short
-	// cells; the third holds the long actor.
-	if a, b, c := at(0), at(1), at(2); strings.Index(lines[0], "COMMAND") != a || b > a || c < b+190 {
-		t.Fatalf("command column at %d, %d, %d (header %d): want the header's in the first block, no wider in the second, ≥ 190 wider in the third",
-			a, b, c, strings.Index(lines[0], "COMMAND"))
+	if a, b, c := at(0), at(1), at(2); strings.Index(header, col) != a || b > a || c < b+190 {
+		t.Fatalf("column %s at %d, %d, %d (header %d): want the header's in the first block, no wider in the second, ≥ 190 wider in the third",
+			col, a, b, c, strings.Index(header, col))
 	}
+}
+
+// TestReadbackAlignsBlocksOfResults: readback's table of more than
+// tableBlock results is written in blocks like the history's: a very long
+// host name in the third block widens the third block only.
+func TestReadbackAlignsBlocksOfResults(t *testing.T) {
+	const n = 2*tableBlock + tableBlock/2
+	var results []readback.Result
+	for i := range n {
+		host := fmt.Sprintf("h%04d", i)
+		if i == 2*tableBlock+200 {
+			host = strings.Repeat("h", 200)
+		}
+		results = append(results, readback.Result{Target: readback.Target{Host: host, ServiceID: "s", EnvTag: "dev"}, Error: "unreachable"})
+	}
+	var b bytes.Buffer
+	if err := printReadback(&b, eachOf(results)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != n+1 {
+		t.Fatalf("%d lines, want a header and %d results", len(lines), n)
+	}
+	assertAlignedInBlocks(t, lines[0], lines[1:], "ERROR", "unreachable")
 }
