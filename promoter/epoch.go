@@ -29,10 +29,13 @@ type EpochResult struct {
 	Release   int64     `json:"release"`  // the active release, whose journal records the raise
 	Resigned  int       `json:"resigned"` // current pointers re-signed with the new epoch
 	At        time.Time `json:"at"`
-	// Skipped lists current identities not re-signed: their snapshot is
-	// revoked (its lease runs out), or their pointer has no lease window.
-	Skipped  []string `json:"skipped,omitempty"`
-	Replayed bool     `json:"-"`
+	// Skipped lists, in identity order, the first SkippedListed current
+	// identities not re-signed: their snapshot is revoked (its lease runs
+	// out), or their pointer has no lease window; SkippedCount counts them
+	// all.
+	Skipped      []string `json:"skipped,omitempty"`
+	SkippedCount int      `json:"skippedCount,omitempty"`
+	Replayed     bool     `json:"-"`
 }
 
 // RaiseEpoch raises envTag's revocation epoch, the authoritative epoch of
@@ -81,6 +84,9 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
 		if err != nil || replayed {
 			res.Replayed = replayed
+			if replayed && res.SkippedCount == 0 {
+				res.SkippedCount = len(res.Skipped) // recorded before the count was
+			}
 			return err
 		}
 		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
@@ -104,7 +110,7 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 			return err
 		}
 		res = EpochResult{CommandID: cmd.ID, EnvTag: in.EnvTag, From: e.Epoch, To: in.Epoch, Release: e.Current,
-			Resigned: resigned, At: now, Skipped: skipped}
+			Resigned: resigned, At: now, Skipped: skipped.first, SkippedCount: skipped.count}
 		r, err := lockRelease(ctx, tx, in.EnvTag, e.Current)
 		if err != nil {
 			return err

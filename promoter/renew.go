@@ -17,9 +17,30 @@ type RenewResult struct {
 	// Candidates counts the candidate manifests of staged releases that
 	// were due and re-signed with the leases.
 	Candidates int `json:"candidates,omitempty"`
-	// Skipped lists identities not renewed: their snapshot is revoked, or
-	// their pointer carries no lease window.
-	Skipped []string `json:"skipped,omitempty"`
+	// Skipped lists, in identity order, the first SkippedListed
+	// identities ("host/serviceId/envTag") not renewed: their snapshot is
+	// revoked, or their pointer carries no lease window; SkippedCount
+	// counts them all.
+	Skipped      []string `json:"skipped,omitempty"`
+	SkippedCount int      `json:"skippedCount,omitempty"`
+}
+
+// SkippedListed is how many skipped identities a renewal or a re-signing
+// lists (its count covers them all): after a publication of 100,000
+// targets is revoked, each renewal skips all of them.
+const SkippedListed = 100
+
+// skippedIdentities holds the first SkippedListed identities a renewal or
+// re-signing skipped and counts them all.
+type skippedIdentities struct {
+	first []string
+	count int
+}
+
+func (k *skippedIdentities) add(id string) {
+	if k.count++; len(k.first) < SkippedListed {
+		k.first = append(k.first, id)
+	}
 }
 
 // RenewLeases re-signs a fresh lease for every current pointer of envTag:
@@ -50,9 +71,11 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 			return err
 		}
 		res = &RenewResult{EnvTag: envTag, At: now}
-		if res.Renewed, res.Skipped, err = s.reissueAll(ctx, tx, envTag, e.Epoch, now, writeRenew, ""); err != nil {
+		var skipped skippedIdentities
+		if res.Renewed, skipped, err = s.reissueAll(ctx, tx, envTag, e.Epoch, now, writeRenew, ""); err != nil {
 			return err
 		}
+		res.Skipped, res.SkippedCount = skipped.first, skipped.count
 		cands, err := s.renewStagedCandidates(ctx, tx, envTag, e.Epoch, now)
 		if err != nil {
 			return err
@@ -76,20 +99,20 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 // environment, and the query is planned and run once (a cursor does not
 // see the transaction's own later writes). It returns how many it
 // re-signed and the identities it skipped.
-func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, []string, error) {
+func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, skippedIdentities, error) {
 	kind := "renew"
 	if mode == writeResign {
 		kind = "resign"
 	}
 	if err := openRenewals(ctx, tx, envTag); err != nil {
-		return 0, nil, err
+		return 0, skippedIdentities{}, err
 	}
 	n := 0
-	var skipped []string
+	var skipped skippedIdentities
 	for {
 		ps, more, err := fetchRenewals(ctx, tx, envTag, epoch, s.opts.MoveBatch, &skipped)
 		if err != nil {
-			return 0, nil, err
+			return 0, skippedIdentities{}, err
 		}
 		for i := range ps {
 			if mode == writeResign {
@@ -101,25 +124,25 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 		}
 		if len(ps) > 0 {
 			if err := s.signAll(envTag, ps); err != nil {
-				return 0, nil, err
+				return 0, skippedIdentities{}, err
 			}
 			if err := s.fault(ctx, kind+":signed", tx); err != nil {
-				return 0, nil, err
+				return 0, skippedIdentities{}, err
 			}
 			if err := s.writePointers(ctx, tx, envTag, ps, now, mode); err != nil {
-				return 0, nil, err
+				return 0, skippedIdentities{}, err
 			}
 			if err := s.insertManifests(ctx, tx, envTag, ps, kind, cmdID); err != nil {
-				return 0, nil, err
+				return 0, skippedIdentities{}, err
 			}
 			if err := notify(ctx, tx, envTag, ps); err != nil {
-				return 0, nil, err
+				return 0, skippedIdentities{}, err
 			}
 		}
 		n += len(ps)
 		if !more {
 			if _, err := tx.Exec(ctx, `CLOSE renewals`); err != nil {
-				return 0, nil, dbErr("close the pointers' cursor", err)
+				return 0, skippedIdentities{}, dbErr("close the pointers' cursor", err)
 			}
 			return n, skipped, nil
 		}
@@ -160,7 +183,7 @@ func openRenewals(ctx context.Context, tx pgx.Tx, envTag string) error {
 // adds the ones not to renew to skipped. IssuedAt holds the current
 // manifest's issuedAt, ActivatedAt the pointer's move time, RevocationEpoch
 // the snapshot's epoch raised to the environment's.
-func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *[]string) ([]pointerTarget, bool, error) {
+func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *skippedIdentities) ([]pointerTarget, bool, error) {
 	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM renewals`)
 	if err != nil {
 		return nil, false, dbErr("read pointers", err)
@@ -180,7 +203,7 @@ func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, l
 		}
 		read++
 		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
-			*skipped = append(*skipped, p.Host+"/"+p.ServiceID+"/"+envTag)
+			skipped.add(p.Host + "/" + p.ServiceID + "/" + envTag)
 			continue
 		}
 		p.SchemaVersion = int(schema)

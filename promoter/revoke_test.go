@@ -155,3 +155,51 @@ func TestRevokingAPublicationListsTheFirstAndCountsAll(t *testing.T) {
 		t.Fatalf("replay %+v, %v; want the same result replayed", again, err)
 	}
 }
+
+// TestRenewalAndReSigningListTheFirstSkippedAndCountAll revokes the
+// publication of a 150-target release and then renews every lease and
+// raises the epoch, 40 pointers a batch: each result counts the 150
+// identities it skipped and lists the first SkippedListed in identity
+// order, and a replay of the epoch raise (its recorded result) returns the
+// same.
+func TestRenewalAndReSigningListTheFirstSkippedAndCountAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *promoter.Options) { o.MoveBatch = 40 })
+	ctx := context.Background()
+	const n = 150
+	r1 := release("prod", 1, 0, n, nil, nil)
+	f.promote(t, r1)
+	if _, err := f.store.Revoke(ctx, promoter.RevokeInput{CommandID: moveID("rev-pub"), PublicationID: r1.Targets[0].PublicationID,
+		Reason: "leaked limit", Actor: "sec"}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, done, count int, listed []string) {
+		t.Helper()
+		if done != 0 || count != n || len(listed) != promoter.SkippedListed {
+			t.Fatalf("%s: %d done, %d skipped, %d listed; want 0, %d, %d", what, done, count, len(listed), n, promoter.SkippedListed)
+		}
+		for i, id := range listed {
+			if want := fmt.Sprintf("host-%05d/svc/prod", i); id != want {
+				t.Fatalf("%s: skipped[%d] = %s, want %s", what, i, id, want)
+			}
+		}
+	}
+	f.now = f.now.Add(minute)
+	res, err := f.store.RenewLeases(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("renewal", res.Renewed, res.SkippedCount, res.Skipped)
+	f.now = f.now.Add(minute)
+	in := promoter.EpochInput{CommandID: moveID("epoch"), EnvTag: "prod", Epoch: 2, Actor: "sec", Reason: "leak"}
+	ep, err := f.store.RaiseEpoch(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("epoch raise", ep.Resigned, ep.SkippedCount, ep.Skipped)
+	again, err := f.store.RaiseEpoch(ctx, in)
+	if err != nil || !again.Replayed {
+		t.Fatalf("replay: %+v, %v", again, err)
+	}
+	check("epoch raise replayed", again.Resigned, again.SkippedCount, again.Skipped)
+}

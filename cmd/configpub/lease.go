@@ -49,8 +49,8 @@ so runtimes that pull from the registry keep a current lease.`,
 					return storeError(err, env)
 				}
 				msg := fmt.Sprintf("%s: renewed %d leases at %s", env, res.Renewed, res.At.Format(time.RFC3339))
-				if len(res.Skipped) > 0 {
-					msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", len(res.Skipped))
+				if res.SkippedCount > 0 {
+					msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", res.SkippedCount)
 				}
 				if attach {
 					rc, err := rf.client()

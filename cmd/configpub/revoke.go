@@ -79,8 +79,9 @@ Needs --key.`,
 				if res.Replayed {
 					msg += " (replayed)"
 				}
-				if len(res.Skipped) > 0 {
-					msg += "\nnot re-signed (revoked): " + strings.Join(res.Skipped, ", ")
+				if res.SkippedCount > 0 {
+					msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s%s", res.SkippedCount,
+						strings.Join(res.Skipped, ", "), andMore(res.SkippedCount, len(res.Skipped)))
 				}
 				return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 			}
@@ -102,12 +103,8 @@ Needs --key.`,
 				msg += " (replayed)"
 			}
 			if len(res.Current) > 0 {
-				more := ""
-				if n := res.CurrentCount - len(res.Current); n > 0 {
-					more = fmt.Sprintf(" and %d more", n)
-				}
 				msg += fmt.Sprintf("\ncurrently pointed at by %d: %s%s (roll back or promote a new release)",
-					res.CurrentCount, strings.Join(res.Current, ", "), more)
+					res.CurrentCount, strings.Join(res.Current, ", "), andMore(res.CurrentCount, len(res.Current)))
 			}
 			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		},
@@ -125,4 +122,12 @@ Needs --key.`,
 	fl.StringVar(&sf.key, "key", "", "cosign.key signing delivery manifests (with --epoch); password from COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("reason")
 	root.AddCommand(cmd)
+}
+
+// andMore is " and N more" when a list names listed of total items, else "".
+func andMore(total, listed int) string {
+	if n := total - listed; n > 0 {
+		return fmt.Sprintf(" and %d more", n)
+	}
+	return ""
 }
