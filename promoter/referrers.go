@@ -42,70 +42,99 @@ type AttachResult struct {
 // and an artifact whose pointer moved away keeps only manifests that are
 // superseded (a runtime refuses them by sequence) and expire with their
 // lease. Revoked snapshots get nothing. It reads the store and writes only
-// to the registry, up to eight artifacts at a time; a registry failure
-// stops it (re-run to finish: what was attached stays attached).
+// to the registry: Options.MoveBatch pointers at a time in (host,
+// service_id) order, each batch read by one short statement and attached,
+// up to eight artifacts at a time, before the next is read, so memory holds
+// one batch of manifests whatever the size of the environment and a
+// pointer is attached as it was when its batch was read. A registry
+// failure stops it with what was attached so far (re-run to finish: what
+// was attached stays attached).
 func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg ManifestAttacher) (*AttachResult, error) {
 	if envTag == "" {
 		return nil, invalid("envTag", "empty")
 	}
+	res := &AttachResult{}
+	var after attachKey
+	for {
+		batch, err := s.currentManifests(ctx, envTag, after, s.opts.MoveBatch)
+		if err != nil {
+			return res, fmt.Errorf("attach delivery manifests %s: %w", envTag, err)
+		}
+		var todo []currentManifest
+		for _, c := range batch {
+			if c.revoked || c.ref == "" {
+				res.Skipped = append(res.Skipped, c.id())
+				continue
+			}
+			dm, err := bundle.ParseDeliveryManifest(c.m.Manifest)
+			if err != nil {
+				return res, fmt.Errorf("attach delivery manifests %s: %s: stored manifest: %w: %w", envTag, c.id(), ErrIntegrity, err)
+			}
+			c.m.IssuedAt = dm.IssuedAt
+			todo = append(todo, c)
+		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(attachConcurrency)
+		for _, c := range todo {
+			g.Go(func() error {
+				if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
+					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return res, err
+		}
+		for _, c := range todo {
+			res.Attached = append(res.Attached, c.id())
+		}
+		if len(batch) < s.opts.MoveBatch {
+			return res, nil
+		}
+		after = batch[len(batch)-1].attachKey
+	}
+}
+
+// attachKey is a current pointer's key within its environment.
+type attachKey struct{ host, service string }
+
+// currentManifest is what AttachDeliveryManifests reads of a current
+// pointer.
+type currentManifest struct {
+	attachKey
+	ref     string
+	m       registry.SignedDeliveryManifest
+	revoked bool
+}
+
+func (c currentManifest) id() string { return c.host + "/" + c.service }
+
+// currentManifests reads the next limit current, unretired pointers of
+// envTag after the key after (the zero key: from the first) in (host,
+// service_id) order: one range of the environment's key index.
+func (s *Store) currentManifests(ctx context.Context, envTag string, after attachKey, limit int) ([]currentManifest, error) {
 	rows, err := s.pool.Query(ctx, `SELECT p.host, p.service_id, s.oci_reference, p.manifest, p.manifest_signature,
 			p.manifest_key_id, p.sequence, `+snapshotRevokedSQL+`
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
-		WHERE p.env_tag = $1 AND p.retired_at IS NULL
-		ORDER BY p.host, p.service_id`, envTag)
+		WHERE p.env_tag = $1 AND p.retired_at IS NULL AND (p.host, p.service_id) > ($2, $3)
+		ORDER BY p.host, p.service_id
+		LIMIT $4`, envTag, after.host, after.service, limit)
 	if err != nil {
-		return nil, fmt.Errorf("attach delivery manifests %s: %w", envTag, dbErr("read pointers", err))
+		return nil, dbErr("read pointers", err)
 	}
-	type current struct {
-		id, ref string
-		m       registry.SignedDeliveryManifest
-		revoked bool
-	}
-	var cs []current
+	defer rows.Close()
+	var cs []currentManifest
 	for rows.Next() {
-		var c current
-		var host, svc string
-		if err := rows.Scan(&host, &svc, &c.ref, &c.m.Manifest, &c.m.Signature, &c.m.KeyID, &c.m.Sequence, &c.revoked); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("attach delivery manifests %s: %w", envTag, dbErr("read pointers", err))
+		var c currentManifest
+		if err := rows.Scan(&c.host, &c.service, &c.ref, &c.m.Manifest, &c.m.Signature, &c.m.KeyID, &c.m.Sequence, &c.revoked); err != nil {
+			return nil, dbErr("read pointers", err)
 		}
-		c.id = host + "/" + svc
 		cs = append(cs, c)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("attach delivery manifests %s: %w", envTag, dbErr("read pointers", err))
+		return nil, dbErr("read pointers", err)
 	}
-	res := &AttachResult{}
-	var todo []current
-	for _, c := range cs {
-		if c.revoked || c.ref == "" {
-			res.Skipped = append(res.Skipped, c.id)
-			continue
-		}
-		dm, err := bundle.ParseDeliveryManifest(c.m.Manifest)
-		if err != nil {
-			return res, fmt.Errorf("attach delivery manifests %s: %s: stored manifest: %w: %w", envTag, c.id, ErrIntegrity, err)
-		}
-		c.m.IssuedAt = dm.IssuedAt
-		todo = append(todo, c)
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(attachConcurrency)
-	for _, c := range todo {
-		g.Go(func() error {
-			if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
-				return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id, err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return res, err
-	}
-	for _, c := range todo {
-		res.Attached = append(res.Attached, c.id)
-	}
-	return res, nil
+	return cs, nil
 }

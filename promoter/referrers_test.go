@@ -3,10 +3,12 @@ package promoter_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
@@ -143,5 +145,79 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	cur, err := fresh.Current()
 	if err != nil || cur.Envelope.ReleaseVersion != 1 || cur.Manifest == nil {
 		t.Fatalf("current after the rollback: %v %v", cur, err)
+	}
+}
+
+// revokingAttacher is the real registry client, which on its first attach
+// revokes the snapshot of the environment's last pointer (as an operator
+// might while an attach runs).
+type revokingAttacher struct {
+	*registry.Client
+	revoke func()
+	mu     sync.Mutex
+	calls  int
+}
+
+func (a *revokingAttacher) AttachDeliveryManifest(ctx context.Context, ref string, m registry.SignedDeliveryManifest) (string, error) {
+	a.mu.Lock()
+	if a.calls++; a.calls == 1 {
+		a.revoke()
+	}
+	a.mu.Unlock()
+	return a.Client.AttachDeliveryManifest(ctx, ref, m)
+}
+
+// TestAttachReadsEachBatchInItsTurn attaches the fixture's delivery
+// manifests two pointers at a time and revokes
+// the last pointer's snapshot while the first batch is attached: the last
+// batch is read after that, so that pointer is skipped and every other is
+// attached, in (host, serviceId) order. An attach that read every pointer
+// first would attach it.
+func TestAttachReadsEachBatchInItsTurn(t *testing.T) {
+	ctx := context.Background()
+	h := promotertest.New(t)
+	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, MoveBatch: 2,
+		Clock: func() time.Time { return time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := h.Options(h.Repo.R1)
+	o.Review.Commit, o.Store = h.Repo.R1.String(), store
+	if _, err := h.Promote(t, o); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := h.Pool.Query(ctx, `SELECT host || '/' || service_id, snapshot_id::text FROM configpub.current_pointer
+		WHERE env_tag = $1 AND retired_at IS NULL ORDER BY host, service_id`, promotertest.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids, snaps []string
+	var idv, snap string
+	if _, err := pgx.ForEachRow(rows, []any{&idv, &snap}, func() error {
+		ids, snaps = append(ids, idv), append(snaps, snap)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) < 5 {
+		t.Fatalf("%d pointers: want at least 5 (three batches of two)", len(ids))
+	}
+	last := len(ids) - 1
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &revokingAttacher{Client: rc, revoke: func() {
+		if _, err := store.Revoke(ctx, promoter.RevokeInput{CommandID: uuid.NewString(), SnapshotID: snaps[last],
+			Reason: "leaked while attaching", Actor: "sec"}); err != nil {
+			t.Error(err)
+		}
+	}}
+	res, err := store.AttachDeliveryManifests(ctx, promotertest.Env, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(res.Attached, " ") != strings.Join(ids[:last], " ") || strings.Join(res.Skipped, " ") != ids[last] || a.calls != last {
+		t.Fatalf("attached %v, skipped %v in %d calls; want %v attached and %s skipped", res.Attached, res.Skipped, a.calls, ids[:last], ids[last])
 	}
 }

@@ -31,9 +31,11 @@ type Options struct {
 	// SignWorkers is the number of goroutines signing manifests. 0 =
 	// GOMAXPROCS.
 	SignWorkers int
-	// MoveBatch is the number of pointers an activation reads, signs and
-	// writes at a time inside its one transaction, which bounds its
-	// memory whatever the size of the release. 0 = 2,000.
+	// MoveBatch is the number of pointers an activation, a staging, a
+	// lease renewal or an epoch raise reads, signs and writes at a time
+	// inside its one transaction, and AttachDeliveryManifests reads and
+	// attaches at a time, which bounds their memory whatever the size of
+	// the environment. 0 = 2,000.
 	MoveBatch int
 	// Notifier receives release state changes, rollbacks, rejections and
 	// unconfirmed outcomes (webhooks). nil: none.
