@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,35 @@ func TestNewCollectorBoundsConcurrency(t *testing.T) {
 		if _, err := readback.NewCollector(readback.Options{Signer: key, Concurrency: n}); err != nil {
 			t.Fatalf("concurrency %d: %v", n, err)
 		}
+	}
+}
+
+// TestEachNamesTheFirstTargetsNotRead: seven runtimes whose status
+// endpoints answer 503 (none is read, so nothing is recorded and no store
+// is needed): the error counts all seven and names the first five in the
+// targets' order.
+func TestEachNamesTheFirstTargetsNotRead(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	var targets []readback.Target
+	var ids []string
+	for i := range 7 {
+		tg := readback.Target{Endpoint: down.URL, Host: "h" + strconv.Itoa(i), ServiceID: "s", EnvTag: "prod"}
+		targets, ids = append(targets, tg), append(ids, tg.Identity().String())
+	}
+	col, err := readback.NewCollector(readback.Options{Signer: key, Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := readback.Run(context.Background(), col, nil, targets)
+	want := "readback: 7 of 7 targets not recorded: " + strings.Join(ids[:5], ", ") + " and 2 more"
+	if err == nil || err.Error() != want || len(res) != 7 {
+		t.Fatalf("got %d results, %v; want 7 and %q", len(res), err, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,12 +95,15 @@ func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn 
 		}
 	}()
 	read, failed := 0, 0
+	var failedIDs []string // the first failedNamed
 	var fnErr error
 	for out := range order {
 		r := <-out
 		read++
 		if r.Error != "" {
-			failed++
+			if failed++; len(failedIDs) < failedNamed {
+				failedIDs = append(failedIDs, r.Target.Identity().String())
+			}
 		}
 		if err := fn(&r); err != nil {
 			fnErr = err
@@ -116,10 +120,18 @@ func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn 
 	case stopped != nil:
 		return fmt.Errorf("readback: %d of %d targets read: %w", read, len(targets), stopped)
 	case failed > 0:
-		return fmt.Errorf("readback: %d of %d targets not recorded", failed, len(targets))
+		more := ""
+		if failed > len(failedIDs) {
+			more = fmt.Sprintf(" and %d more", failed-len(failedIDs))
+		}
+		return fmt.Errorf("readback: %d of %d targets not recorded: %s%s", failed, len(targets), strings.Join(failedIDs, ", "), more)
 	}
 	return nil
 }
+
+// failedNamed is how many of the targets not recorded Each's error names
+// (their Results say why; the error counts them all).
+const failedNamed = 5
 
 // readOne reads one target's status and records the receipts it carries.
 func readOne(ctx context.Context, c *Collector, store *Store, t Target) Result {
