@@ -3,9 +3,7 @@ package configserver_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"io"
@@ -45,6 +43,35 @@ func goldenTarget(t testing.TB, serviceID string) promoter.Target {
 	t.Helper()
 	values, f := readGolden(t, serviceID)
 	return f.promoterTarget(values)
+}
+
+// shiftedTarget is tg with its envelope's times (createdAt, validFrom,
+// refreshAfter, expiresAt) and its recorded creation time and activation
+// window moved by d, whole seconds: the same release compiled d later.
+func shiftedTarget(t testing.TB, tg promoter.Target, d time.Duration) promoter.Target {
+	t.Helper()
+	if d == 0 {
+		return tg
+	}
+	v := string(tg.Values)
+	for _, field := range []string{"createdAt", "validFrom", "refreshAfter", "expiresAt"} {
+		prefix := "\n  " + field + ": \""
+		i := strings.Index(v, prefix)
+		if i < 0 {
+			t.Fatalf("golden values of %s lack %s", tg.ServiceID, field)
+		}
+		i += len(prefix)
+		j := i + strings.IndexByte(v[i:], '"')
+		at, err := time.Parse(time.RFC3339, v[i:j])
+		if err != nil {
+			t.Fatalf("golden values of %s: %s: %v", tg.ServiceID, field, err)
+		}
+		v = v[:i] + at.Add(d).UTC().Format(time.RFC3339) + v[j:]
+	}
+	tg.Values = []byte(v)
+	tg.ArtifactDigest = digest.FromBytes(tg.Values).String()
+	tg.CreatedAt, tg.ValidFrom, tg.ExpiresAt = tg.CreatedAt.Add(d), tg.ValidFrom.Add(d), tg.ExpiresAt.Add(d)
+	return tg
 }
 
 // asRelease2 is tg republished by release 2: the same policy content with
@@ -89,7 +116,8 @@ type rollout struct {
 	r1, r2     []promoter.Target
 	runtimes   []*runtimeProc
 	col        *readback.Collector
-	ctlKey     *ecdsa.PrivateKey
+	ctlKey     crypto.Signer
+	ctlKeyPath string // ctlKey as a cosign.key file, password password
 	receipts   *readback.Store
 	owner      func(t *testing.T, sql string) int
 	keyPath    string
@@ -102,12 +130,20 @@ type rolloutOptions struct {
 	// serverURL returns the Config Server URL runtime i talks to (default:
 	// the server itself).
 	serverURL func(i int, srv string) string
+	// start is the simulated clock's start, whole seconds (default: an
+	// hour after the golden release was created); the golden targets'
+	// times (created, activation window, refresh) move with it.
+	start time.Time
 }
 
 func newRollout(t testing.TB, o rolloutOptions) *rollout {
 	t.Helper()
 	ctx := context.Background()
-	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
+	start := goldenCreatedAt.Add(time.Hour)
+	if !o.start.IsZero() {
+		start = o.start
+	}
+	clock := simclock.New(start)
 	r := &rollout{clock: clock, password: "two-phase"}
 	r.e = newEnvTB(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
 	kp, err := cosignkey.GenerateKeyPair([]byte(r.password))
@@ -137,7 +173,7 @@ func newRollout(t testing.TB, o rolloutOptions) *rollout {
 		return n
 	}
 	for _, svc := range goldenAgents {
-		tg := goldenTarget(t, svc)
+		tg := shiftedTarget(t, goldenTarget(t, svc), start.Sub(goldenCreatedAt.Add(time.Hour)))
 		r.r1 = append(r.r1, tg)
 		r.r2 = append(r.r2, asRelease2(t, tg))
 	}
@@ -151,14 +187,18 @@ func newRollout(t testing.TB, o rolloutOptions) *rollout {
 		t.Fatal(err)
 	}
 
-	ctlKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ctlPair, err := cosignkey.GenerateKeyPair([]byte(r.password))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctlTrusted, err := signing.NewTrustedKey(&ctlKey.PublicKey)
+	if r.ctlKeyPath, _, err = cosignkey.WriteKeyPair(t.TempDir(), ctlPair); err != nil {
+		t.Fatal(err)
+	}
+	ctlKey, err := cosignkey.LoadPrivateKey(ctlPair.PrivatePEM, []byte(r.password))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctlTrusted := ctlKey.TrustedKey()
 	for i, tg := range r.r1 {
 		id := bundle.Identity{Host: tg.Host, ServiceID: tg.ServiceID, EnvTag: tg.EnvTag}
 		waitServed(t, r.e, id, tg.Audience, tg.SnapshotID)
@@ -467,10 +507,7 @@ func TestTwoPhaseRealMissingRuntimeTimesOut(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	bin := filepath.Join(t.TempDir(), "configpub")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/configpub").CombinedOutput(); err != nil {
-		t.Fatalf("build configpub: %v\n%s", err, out)
-	}
+	bin := buildConfigpub(t)
 	cmd := exec.CommandContext(ctx, bin, "activate", "--env", "prod", "--release", "2", "--actor", "ops", "--reason", "two-phase",
 		"--database", r.promoterDB, "--key", r.keyPath, "--command-id", uuid.NewString(), "--timeout", "2s")
 	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+r.password)
@@ -495,4 +532,15 @@ func TestTwoPhaseRealMissingRuntimeTimesOut(t *testing.T) {
 		}
 	}
 	r.pointersAt(t, r.r1)
+}
+
+// buildConfigpub builds the configpub command into a temporary directory
+// and returns its path.
+func buildConfigpub(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "configpub")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/configpub").CombinedOutput(); err != nil {
+		t.Fatalf("build configpub: %v\n%s", err, out)
+	}
+	return bin
 }
