@@ -98,7 +98,8 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 // is fetched, so memory holds one batch whatever the size of the
 // environment, and the query is planned and run once (a cursor does not
 // see the transaction's own later writes). It returns how many it
-// re-signed and the identities it skipped.
+// re-signed and the identities it skipped (the first SkippedListed and
+// their count).
 func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, skippedIdentities, error) {
 	kind := "renew"
 	if mode == writeResign {
