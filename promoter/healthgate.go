@@ -195,25 +195,24 @@ func (s *Store) readEvidence(ctx context.Context, envTag string, a *activationFa
 	}
 	defer rows.Close()
 	var id, result, reason string
+	rejected, missing := firstOf{n: GateListed}, firstOf{n: GateListed}
 	for rows.Next() {
 		if err := rows.Scan(&id, &result, &reason); err != nil {
 			return dbErr("read moved targets' receipts", err)
 		}
 		v.Moved++
 		if result == bundle.ResultRejected {
-			if v.RejectedCount++; len(v.Rejected) < GateListed {
-				v.Rejected = append(v.Rejected, fmt.Sprintf("%s (%s)", id, reason))
-			}
+			rejected.add(fmt.Sprintf("%s (%s)", id, reason))
 		}
 		if result != bundle.ResultApplied {
-			if v.MissingCount++; len(v.Missing) < GateListed {
-				v.Missing = append(v.Missing, id)
-			}
+			missing.add(id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("read moved targets' receipts", err)
 	}
+	v.Rejected, v.RejectedCount = rejected.first, rejected.count
+	v.Missing, v.MissingCount = missing.first, missing.count
 	return nil
 }
 

@@ -30,16 +30,17 @@ type RenewResult struct {
 // targets is revoked, each renewal skips all of them.
 const SkippedListed = 100
 
-// skippedIdentities holds the first SkippedListed identities a renewal or
-// re-signing skipped and counts them all.
-type skippedIdentities struct {
+// firstOf holds the first n items added to it and counts them all: a
+// result that names what it counts stays small however many there are.
+type firstOf struct {
+	n     int
 	first []string
 	count int
 }
 
-func (k *skippedIdentities) add(id string) {
-	if k.count++; len(k.first) < SkippedListed {
-		k.first = append(k.first, id)
+func (f *firstOf) add(item string) {
+	if f.count++; len(f.first) < f.n {
+		f.first = append(f.first, item)
 	}
 }
 
@@ -71,7 +72,7 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 			return err
 		}
 		res = &RenewResult{EnvTag: envTag, At: now}
-		var skipped skippedIdentities
+		var skipped firstOf
 		if res.Renewed, skipped, err = s.reissueAll(ctx, tx, envTag, e.Epoch, now, writeRenew, ""); err != nil {
 			return err
 		}
@@ -100,20 +101,20 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 // see the transaction's own later writes). It returns how many it
 // re-signed and the identities it skipped (the first SkippedListed and
 // their count).
-func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, skippedIdentities, error) {
+func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, firstOf, error) {
 	kind := "renew"
 	if mode == writeResign {
 		kind = "resign"
 	}
 	if err := openRenewals(ctx, tx, envTag); err != nil {
-		return 0, skippedIdentities{}, err
+		return 0, firstOf{}, err
 	}
 	n := 0
-	var skipped skippedIdentities
+	skipped := firstOf{n: SkippedListed}
 	for {
 		ps, more, err := fetchRenewals(ctx, tx, envTag, epoch, s.opts.MoveBatch, &skipped)
 		if err != nil {
-			return 0, skippedIdentities{}, err
+			return 0, firstOf{}, err
 		}
 		for i := range ps {
 			if mode == writeResign {
@@ -125,25 +126,25 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 		}
 		if len(ps) > 0 {
 			if err := s.signAll(envTag, ps); err != nil {
-				return 0, skippedIdentities{}, err
+				return 0, firstOf{}, err
 			}
 			if err := s.fault(ctx, kind+":signed", tx); err != nil {
-				return 0, skippedIdentities{}, err
+				return 0, firstOf{}, err
 			}
 			if err := s.writePointers(ctx, tx, envTag, ps, now, mode); err != nil {
-				return 0, skippedIdentities{}, err
+				return 0, firstOf{}, err
 			}
 			if err := s.insertManifests(ctx, tx, envTag, ps, kind, cmdID); err != nil {
-				return 0, skippedIdentities{}, err
+				return 0, firstOf{}, err
 			}
 			if err := notify(ctx, tx, envTag, ps); err != nil {
-				return 0, skippedIdentities{}, err
+				return 0, firstOf{}, err
 			}
 		}
 		n += len(ps)
 		if !more {
 			if _, err := tx.Exec(ctx, `CLOSE renewals`); err != nil {
-				return 0, skippedIdentities{}, dbErr("close the pointers' cursor", err)
+				return 0, firstOf{}, dbErr("close the pointers' cursor", err)
 			}
 			return n, skipped, nil
 		}
@@ -184,7 +185,7 @@ func openRenewals(ctx context.Context, tx pgx.Tx, envTag string) error {
 // adds the ones not to renew to skipped. IssuedAt holds the current
 // manifest's issuedAt, ActivatedAt the pointer's move time, RevocationEpoch
 // the snapshot's epoch raised to the environment's.
-func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *skippedIdentities) ([]pointerTarget, bool, error) {
+func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *firstOf) ([]pointerTarget, bool, error) {
 	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM renewals`)
 	if err != nil {
 		return nil, false, dbErr("read pointers", err)
