@@ -110,7 +110,7 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 			return err
 		}
 		res = EpochResult{CommandID: cmd.ID, EnvTag: in.EnvTag, From: e.Epoch, To: in.Epoch, Release: e.Current,
-			Resigned: resigned, At: now, Skipped: skipped.first, SkippedCount: skipped.count}
+			Resigned: resigned, At: now, Skipped: skipped.Items, SkippedCount: skipped.Count}
 		r, err := lockRelease(ctx, tx, in.EnvTag, e.Current)
 		if err != nil {
 			return err

@@ -20,6 +20,3 @@ func SetArtifactBatchBytes(opts *Options, n int) { opts.artifactBatchBytes = n }
 
 // SetSnapshotBatch sets how many snapshots one statement records.
 func SetSnapshotBatch(opts *Options, n int) { opts.snapshotBatch = n }
-
-// ListSome is listSome, for its table test.
-var ListSome = listSome

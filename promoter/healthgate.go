@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/textlist"
 )
 
 // HealthGateActor is the actor of the health gate's rollbacks.
@@ -109,10 +109,10 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	switch {
 	case g.Rejections > 0 && v.RejectedCount >= g.Rejections:
 		why = fmt.Sprintf("%d of %d moved targets rejected release %d within its %s soak (threshold %d): %s",
-			v.RejectedCount, v.Moved, a.release, g.Soak, g.Rejections, listSome(v.Rejected, v.RejectedCount))
+			v.RejectedCount, v.Moved, a.release, g.Soak, g.Rejections, textlist.Join(v.Rejected, v.RejectedCount, gateReasonNames))
 	case soakOver && g.MissingAcks > 0 && v.MissingCount >= g.MissingAcks:
 		why = fmt.Sprintf("%d of %d moved targets did not acknowledge release %d by the end of its %s soak (threshold %d): %s",
-			v.MissingCount, v.Moved, a.release, g.Soak, g.MissingAcks, listSome(v.Missing, v.MissingCount))
+			v.MissingCount, v.Moved, a.release, g.Soak, g.MissingAcks, textlist.Join(v.Missing, v.MissingCount, gateReasonNames))
 	case soakOver:
 		v.Verdict = GatePassed
 		return v, s.markPassed(ctx, envTag, a, v)
@@ -131,14 +131,9 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	return v, nil
 }
 
-// listSome names up to ten of xs (the first items of total) and how many
-// of the total it leaves out.
-func listSome(xs []string, total int) string {
-	if total <= 10 && len(xs) == total {
-		return strings.Join(xs, ", ")
-	}
-	return strings.Join(xs[:min(10, len(xs))], ", ") + fmt.Sprintf(" and %d more", total-min(10, len(xs)))
-}
+// gateReasonNames is how many rejected or missing targets a verdict's
+// reason names (the verdict itself lists GateListed).
+const gateReasonNames = 10
 
 // activationFacts reads the active release, the command and time of the
 // promote or activate that made it active, the release it replaced and
@@ -195,24 +190,24 @@ func (s *Store) readEvidence(ctx context.Context, envTag string, a *activationFa
 	}
 	defer rows.Close()
 	var id, result, reason string
-	rejected, missing := firstOf{n: GateListed}, firstOf{n: GateListed}
+	rejected, missing := textlist.First{N: GateListed}, textlist.First{N: GateListed}
 	for rows.Next() {
 		if err := rows.Scan(&id, &result, &reason); err != nil {
 			return dbErr("read moved targets' receipts", err)
 		}
 		v.Moved++
 		if result == bundle.ResultRejected {
-			rejected.add(fmt.Sprintf("%s (%s)", id, reason))
+			rejected.Add(fmt.Sprintf("%s (%s)", id, reason))
 		}
 		if result != bundle.ResultApplied {
-			missing.add(id)
+			missing.Add(id)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return dbErr("read moved targets' receipts", err)
 	}
-	v.Rejected, v.RejectedCount = rejected.first, rejected.count
-	v.Missing, v.MissingCount = missing.first, missing.count
+	v.Rejected, v.RejectedCount = rejected.Items, rejected.Count
+	v.Missing, v.MissingCount = missing.Items, missing.Count
 	return nil
 }
 

@@ -225,25 +225,3 @@ func TestHealthGateVerdictListsTheFirstAndCountsAll(t *testing.T) {
 		t.Fatalf("verdict %s (%d rejected): %q; want a rollback naming both rejections", v.Verdict, v.RejectedCount, v.Reason)
 	}
 }
-
-func TestListSomeNamesTenAndCountsTheRest(t *testing.T) {
-	xs := make([]string, 0, 12)
-	for i := range 12 {
-		xs = append(xs, fmt.Sprint(i))
-	}
-	for _, c := range []struct {
-		xs    []string
-		total int
-		want  string
-	}{
-		{xs[:3], 3, "0, 1, 2"},
-		{xs[:10], 10, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9"},
-		{xs, 12, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 2 more"},
-		{xs[:10], 150, "0, 1, 2, 3, 4, 5, 6, 7, 8, 9 and 140 more"},
-		{xs[:3], 5, "0, 1, 2 and 2 more"},
-	} {
-		if got := promoter.ListSome(c.xs, c.total); got != c.want {
-			t.Errorf("listSome(%d of %d) = %q, want %q", len(c.xs), c.total, got, c.want)
-		}
-	}
-}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/textlist"
 )
 
 // RenewResult reports a lease renewal.
@@ -26,23 +28,10 @@ type RenewResult struct {
 }
 
 // SkippedListed is how many skipped identities a renewal or a re-signing
-// lists (its count covers them all): after a publication of 100,000
-// targets is revoked, each renewal skips all of them.
+// lists, and how many attached and skipped pointers an attach lists (their
+// counts cover them all): after a publication of 100,000 targets is
+// revoked, each renewal skips all of them.
 const SkippedListed = 100
-
-// firstOf holds the first n items added to it and counts them all: a
-// result that names what it counts stays small however many there are.
-type firstOf struct {
-	n     int
-	first []string
-	count int
-}
-
-func (f *firstOf) add(item string) {
-	if f.count++; len(f.first) < f.n {
-		f.first = append(f.first, item)
-	}
-}
 
 // RenewLeases re-signs a fresh lease for every current pointer of envTag:
 // the same snapshot, sequence and activatedAt, a later issuedAt and the
@@ -72,11 +61,11 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 			return err
 		}
 		res = &RenewResult{EnvTag: envTag, At: now}
-		var skipped firstOf
+		var skipped textlist.First
 		if res.Renewed, skipped, err = s.reissueAll(ctx, tx, envTag, e.Epoch, now, writeRenew, ""); err != nil {
 			return err
 		}
-		res.Skipped, res.SkippedCount = skipped.first, skipped.count
+		res.Skipped, res.SkippedCount = skipped.Items, skipped.Count
 		cands, err := s.renewStagedCandidates(ctx, tx, envTag, e.Epoch, now)
 		if err != nil {
 			return err
@@ -101,20 +90,20 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 // see the transaction's own later writes). It returns how many it
 // re-signed and the identities it skipped (the first SkippedListed and
 // their count).
-func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, firstOf, error) {
+func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, now time.Time, mode writeMode, cmdID string) (int, textlist.First, error) {
 	kind := "renew"
 	if mode == writeResign {
 		kind = "resign"
 	}
 	if err := openRenewals(ctx, tx, envTag); err != nil {
-		return 0, firstOf{}, err
+		return 0, textlist.First{}, err
 	}
 	n := 0
-	skipped := firstOf{n: SkippedListed}
+	skipped := textlist.First{N: SkippedListed}
 	for {
 		ps, more, err := fetchRenewals(ctx, tx, envTag, epoch, s.opts.MoveBatch, &skipped)
 		if err != nil {
-			return 0, firstOf{}, err
+			return 0, textlist.First{}, err
 		}
 		for i := range ps {
 			if mode == writeResign {
@@ -126,25 +115,25 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 		}
 		if len(ps) > 0 {
 			if err := s.signAll(envTag, ps); err != nil {
-				return 0, firstOf{}, err
+				return 0, textlist.First{}, err
 			}
 			if err := s.fault(ctx, kind+":signed", tx); err != nil {
-				return 0, firstOf{}, err
+				return 0, textlist.First{}, err
 			}
 			if err := s.writePointers(ctx, tx, envTag, ps, now, mode); err != nil {
-				return 0, firstOf{}, err
+				return 0, textlist.First{}, err
 			}
 			if err := s.insertManifests(ctx, tx, envTag, ps, kind, cmdID); err != nil {
-				return 0, firstOf{}, err
+				return 0, textlist.First{}, err
 			}
 			if err := notify(ctx, tx, envTag, ps); err != nil {
-				return 0, firstOf{}, err
+				return 0, textlist.First{}, err
 			}
 		}
 		n += len(ps)
 		if !more {
 			if _, err := tx.Exec(ctx, `CLOSE renewals`); err != nil {
-				return 0, firstOf{}, dbErr("close the pointers' cursor", err)
+				return 0, textlist.First{}, dbErr("close the pointers' cursor", err)
 			}
 			return n, skipped, nil
 		}
@@ -185,7 +174,7 @@ func openRenewals(ctx context.Context, tx pgx.Tx, envTag string) error {
 // adds the ones not to renew to skipped. IssuedAt holds the current
 // manifest's issuedAt, ActivatedAt the pointer's move time, RevocationEpoch
 // the snapshot's epoch raised to the environment's.
-func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *firstOf) ([]pointerTarget, bool, error) {
+func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, limit int, skipped *textlist.First) ([]pointerTarget, bool, error) {
 	rows, err := tx.Query(ctx, `FETCH FORWARD `+strconv.Itoa(limit)+` FROM renewals`)
 	if err != nil {
 		return nil, false, dbErr("read pointers", err)
@@ -205,7 +194,7 @@ func fetchRenewals(ctx context.Context, tx pgx.Tx, envTag string, epoch int64, l
 		}
 		read++
 		if revoked || p.RefreshMS <= 0 || p.ExpiresMS <= 0 {
-			skipped.add(p.Host + "/" + p.ServiceID + "/" + envTag)
+			skipped.Add(p.Host + "/" + p.ServiceID + "/" + envTag)
 			continue
 		}
 		p.SchemaVersion = int(schema)

@@ -3,10 +3,10 @@ package promoter
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/textlist"
 )
 
 var (
@@ -52,13 +52,8 @@ type NotReadyError struct {
 }
 
 func (e *NotReadyError) Error() string {
-	names := e.Missing
-	more := ""
-	if len(names) > 20 {
-		names, more = names[:20], fmt.Sprintf(" and %d more", len(e.Missing)-20)
-	}
-	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s%s; nothing moved",
-		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, strings.Join(names, ", "), more)
+	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s; nothing moved",
+		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, textlist.Join(e.Missing, len(e.Missing), 20))
 }
 
 // Is makes errors.Is(err, ErrNotReady) true.

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/textlist"
 )
 
 // Result is what a readback of one target did.
@@ -94,16 +94,14 @@ func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn 
 			}
 		}
 	}()
-	read, failed := 0, 0
-	var failedIDs []string // the first failedNamed
+	read := 0
+	failed := textlist.First{N: failedNamed}
 	var fnErr error
 	for out := range order {
 		r := <-out
 		read++
 		if r.Error != "" {
-			if failed++; len(failedIDs) < failedNamed {
-				failedIDs = append(failedIDs, r.Target.Identity().String())
-			}
+			failed.Add(r.Target.Identity().String())
 		}
 		if err := fn(&r); err != nil {
 			fnErr = err
@@ -119,12 +117,8 @@ func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn 
 		return fnErr
 	case stopped != nil:
 		return fmt.Errorf("readback: %d of %d targets read: %w", read, len(targets), stopped)
-	case failed > 0:
-		more := ""
-		if failed > len(failedIDs) {
-			more = fmt.Sprintf(" and %d more", failed-len(failedIDs))
-		}
-		return fmt.Errorf("readback: %d of %d targets not recorded: %s%s", failed, len(targets), strings.Join(failedIDs, ", "), more)
+	case failed.Count > 0:
+		return fmt.Errorf("readback: %d of %d targets not recorded: %s", failed.Count, len(targets), &failed)
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -65,14 +65,7 @@ Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`
 func printReadiness(w io.Writer, p promoter.ReadinessProgress) {
 	waiting := ""
 	if n := len(p.Waiting); n > 0 {
-		names := p.Waiting
-		if n > 5 {
-			names = names[:5]
-		}
-		waiting = "; waiting for " + strings.Join(names, ", ")
-		if n > 5 {
-			waiting += fmt.Sprintf(" and %d more", n-5)
-		}
+		waiting = "; waiting for " + textlist.Join(p.Waiting, n, 5)
 	}
 	fmt.Fprintf(w, "two-phase: %d/%d candidates READY after %s%s\n", p.Ready, p.Required, p.Elapsed.Round(time.Second), waiting)
 }

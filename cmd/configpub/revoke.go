@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -80,8 +80,8 @@ Needs --key.`,
 					msg += " (replayed)"
 				}
 				if res.SkippedCount > 0 {
-					msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s%s", res.SkippedCount,
-						strings.Join(res.Skipped, ", "), andMore(res.SkippedCount, len(res.Skipped)))
+					msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s", res.SkippedCount,
+						textlist.Join(res.Skipped, res.SkippedCount, len(res.Skipped)))
 				}
 				return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 			}
@@ -103,8 +103,8 @@ Needs --key.`,
 				msg += " (replayed)"
 			}
 			if len(res.Current) > 0 {
-				msg += fmt.Sprintf("\ncurrently pointed at by %d: %s%s (roll back or promote a new release)",
-					res.CurrentCount, strings.Join(res.Current, ", "), andMore(res.CurrentCount, len(res.Current)))
+				msg += fmt.Sprintf("\ncurrently pointed at by %d: %s (roll back or promote a new release)",
+					res.CurrentCount, textlist.Join(res.Current, res.CurrentCount, len(res.Current)))
 			}
 			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		},
@@ -122,12 +122,4 @@ Needs --key.`,
 	fl.StringVar(&sf.key, "key", "", "cosign.key signing delivery manifests (with --epoch); password from COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("reason")
 	root.AddCommand(cmd)
-}
-
-// andMore is " and N more" when a list names listed of total items, else "".
-func andMore(total, listed int) string {
-	if n := total - listed; n > 0 {
-		return fmt.Sprintf(" and %d more", n)
-	}
-	return ""
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/schemas"
 )
 
@@ -106,12 +107,7 @@ func checkEmpty(dir string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	more := ""
-	if len(names) > 3 {
-		more = fmt.Sprintf(" and %d more", len(names)-3)
-		names = names[:3]
-	}
-	return fmt.Errorf("init %s: %w (it has %s%s); choose a new or empty directory", dir, ErrNotEmpty, strings.Join(names, ", "), more)
+	return fmt.Errorf("init %s: %w (it has %s); choose a new or empty directory", dir, ErrNotEmpty, textlist.Join(names, len(names), 3))
 }
 
 // cleanup removes the files Init wrote and the directories it created that
