@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -26,10 +27,15 @@ var _ ManifestAttacher = (*registry.Client)(nil)
 // attachConcurrency bounds the attaches in flight.
 const attachConcurrency = 8
 
-// AttachResult reports AttachDeliveryManifests.
+// AttachResult reports AttachDeliveryManifests. Its lists name, in
+// (host, serviceId) order, the first SkippedListed pointers as
+// "host/serviceId" and its counts count them all: an attach after every
+// renewal of 100,000 pointers reports 100,000.
 type AttachResult struct {
-	Attached []string // host/serviceId whose current manifest is attached (new or already there)
-	Skipped  []string // host/serviceId skipped: revoked, or the snapshot has no OCI reference
+	Attached      []string // whose current manifest is attached (new or already there)
+	AttachedCount int
+	Skipped       []string // skipped: revoked, or the snapshot has no OCI reference
+	SkippedCount  int
 }
 
 // AttachDeliveryManifests attaches, for every current, unretired pointer of
@@ -53,22 +59,26 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 	if envTag == "" {
 		return nil, invalid("envTag", "empty")
 	}
-	res := &AttachResult{}
+	attached, skipped := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
+	result := func() *AttachResult {
+		return &AttachResult{Attached: attached.Items, AttachedCount: attached.Count,
+			Skipped: skipped.Items, SkippedCount: skipped.Count}
+	}
 	var after attachKey
 	for {
 		batch, err := s.currentManifests(ctx, envTag, after, s.opts.MoveBatch)
 		if err != nil {
-			return res, fmt.Errorf("attach delivery manifests %s: %w", envTag, err)
+			return result(), fmt.Errorf("attach delivery manifests %s: %w", envTag, err)
 		}
 		var todo []currentManifest
 		for _, c := range batch {
 			if c.revoked || c.ref == "" {
-				res.Skipped = append(res.Skipped, c.id())
+				skipped.Add(c.id())
 				continue
 			}
 			dm, err := bundle.ParseDeliveryManifest(c.m.Manifest)
 			if err != nil {
-				return res, fmt.Errorf("attach delivery manifests %s: %s: stored manifest: %w: %w", envTag, c.id(), ErrIntegrity, err)
+				return result(), fmt.Errorf("attach delivery manifests %s: %s: stored manifest: %w: %w", envTag, c.id(), ErrIntegrity, err)
 			}
 			c.m.IssuedAt = dm.IssuedAt
 			todo = append(todo, c)
@@ -84,13 +94,13 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 			})
 		}
 		if err := g.Wait(); err != nil {
-			return res, err
+			return result(), err
 		}
 		for _, c := range todo {
-			res.Attached = append(res.Attached, c.id())
+			attached.Add(c.id())
 		}
 		if len(batch) < s.opts.MoveBatch {
-			return res, nil
+			return result(), nil
 		}
 		after = batch[len(batch)-1].attachKey
 	}

@@ -2,6 +2,7 @@ package promoter_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +220,58 @@ func TestAttachReadsEachBatchInItsTurn(t *testing.T) {
 	}
 	if strings.Join(res.Attached, " ") != strings.Join(ids[:last], " ") || strings.Join(res.Skipped, " ") != ids[last] || a.calls != last {
 		t.Fatalf("attached %v, skipped %v in %d calls; want %v attached and %s skipped", res.Attached, res.Skipped, a.calls, ids[:last], ids[last])
+	}
+}
+
+// recordingAttacher stands in for the registry in
+// TestAttachListsTheFirstAndCountsAll: it records the references it is
+// asked to attach to and uploads nothing (the synthetic release's
+// references name no artifact; the real client's attaching is tested
+// above).
+type recordingAttacher struct {
+	mu   sync.Mutex
+	refs []string
+}
+
+func (a *recordingAttacher) AttachDeliveryManifest(_ context.Context, ref string, _ registry.SignedDeliveryManifest) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refs = append(a.refs, ref)
+	return "", nil
+}
+
+// TestAttachListsTheFirstAndCountsAll attaches a 250-target release, half
+// of whose targets have no OCI reference, 40 pointers a batch: the result
+// counts the 125 attached and the 125 skipped and lists the first
+// SkippedListed of each in identity order, as a renewal lists what it
+// skips.
+func TestAttachListsTheFirstAndCountsAll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(o *promoter.Options) { o.MoveBatch = 40 })
+	const n = 250
+	r1 := release("prod", 1, 0, n, nil, nil)
+	for i := range r1.Targets {
+		if i%2 == 0 {
+			r1.Targets[i].OCIReference = fmt.Sprintf("registry.example/policy/host-%05d@%s", i, r1.Targets[i].ArtifactDigest)
+		}
+	}
+	f.promote(t, r1)
+	a := &recordingAttacher{}
+	res, err := f.store.AttachDeliveryManifests(context.Background(), "prod", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AttachedCount != n/2 || res.SkippedCount != n/2 || len(a.refs) != n/2 ||
+		len(res.Attached) != promoter.SkippedListed || len(res.Skipped) != promoter.SkippedListed {
+		t.Fatalf("%d attached (%d listed, %d calls), %d skipped (%d listed); want %d and %d, %d listed each",
+			res.AttachedCount, len(res.Attached), len(a.refs), res.SkippedCount, len(res.Skipped), n/2, n/2, promoter.SkippedListed)
+	}
+	for i := range promoter.SkippedListed {
+		if want := fmt.Sprintf("host-%05d/svc", 2*i); res.Attached[i] != want {
+			t.Fatalf("attached[%d] = %s, want %s", i, res.Attached[i], want)
+		}
+		if want := fmt.Sprintf("host-%05d/svc", 2*i+1); res.Skipped[i] != want {
+			t.Fatalf("skipped[%d] = %s, want %s", i, res.Skipped[i], want)
+		}
 	}
 }

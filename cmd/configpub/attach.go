@@ -3,9 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/internal/textlist"
 )
 
 // newRegistryAttachCmd is `configpub registry attach`.
@@ -43,11 +44,13 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 			if err != nil {
 				return err
 			}
-			rep := attachReport{EnvTag: env, Attached: append([]string{}, res.Attached...), Skipped: res.Skipped}
+			rep := attachReport{EnvTag: env, AttachedCount: res.AttachedCount, Attached: append([]string{}, res.Attached...),
+				SkippedCount: res.SkippedCount, Skipped: res.Skipped}
 			return report(cmd, rep, func(w io.Writer) error {
-				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, len(res.Attached))
-				if len(res.Skipped) > 0 {
-					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", len(res.Skipped), strings.Join(res.Skipped, ", "))
+				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, res.AttachedCount)
+				if res.SkippedCount > 0 {
+					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", res.SkippedCount,
+						textlist.Join(res.Skipped, res.SkippedCount, attachSkippedNamed))
 				}
 				_, err := fmt.Fprintln(w, msg)
 				return err
@@ -62,9 +65,16 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 	return cmd
 }
 
-// attachReport is what registry attach prints with --output json.
+// attachSkippedNamed is how many skipped pointers the text output of
+// registry attach names (its JSON lists promoter.SkippedListed).
+const attachSkippedNamed = 10
+
+// attachReport is what registry attach prints with --output json: the
+// first promoter.SkippedListed pointers of each list and their counts.
 type attachReport struct {
-	EnvTag   string   `json:"envTag"`
-	Attached []string `json:"attached"`          // host/serviceId
-	Skipped  []string `json:"skipped,omitempty"` // host/serviceId: revoked, or no OCI reference
+	EnvTag        string   `json:"envTag"`
+	AttachedCount int      `json:"attachedCount"`
+	Attached      []string `json:"attached"` // host/serviceId
+	SkippedCount  int      `json:"skippedCount,omitempty"`
+	Skipped       []string `json:"skipped,omitempty"` // host/serviceId: revoked, or no OCI reference
 }

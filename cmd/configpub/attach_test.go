@@ -94,15 +94,16 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	}
 	out, code := runStore("registry", "attach", "--env", "prod", "--database", db.URL, "--plain-http", "-o", "json")
 	var ar struct {
-		EnvTag   string   `json:"envTag"`
-		Attached []string `json:"attached"`
-		Skipped  []string `json:"skipped"`
+		EnvTag        string   `json:"envTag"`
+		AttachedCount int      `json:"attachedCount"`
+		Attached      []string `json:"attached"`
+		Skipped       []string `json:"skipped"`
 	}
 	if code != exitOK {
 		t.Fatalf("registry attach -o json: exit %d\n%s", code, out)
 	}
 	decodeStrict(t, out, &ar)
-	if ar.EnvTag != "prod" || strings.Join(ar.Attached, " ") != "host-a/svc host-b/svc" || len(ar.Skipped) != 0 {
+	if ar.EnvTag != "prod" || ar.AttachedCount != 2 || strings.Join(ar.Attached, " ") != "host-a/svc host-b/svc" || len(ar.Skipped) != 0 {
 		t.Fatalf("registry attach -o json: %+v", ar)
 	}
 	out, code = runStore("db", "migrate", "--database", db.URL, "-o", "json")

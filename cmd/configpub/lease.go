@@ -61,7 +61,7 @@ so runtimes that pull from the registry keep a current lease.`,
 					if err != nil {
 						return err
 					}
-					msg += fmt.Sprintf("; attached %d delivery manifests", len(ar.Attached))
+					msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount)
 				}
 				if err := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
 					return err
