@@ -157,7 +157,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
 	stage := opts.Stage || res.Rollout.TwoPhase()
-	published, err := publishAndStore(ctx, opts, log, clock, res, &in)
+	published, err := publishAndStore(ctx, opts, log, clock, res, &in, stage)
 	if err != nil {
 		return nil, err
 	}

@@ -108,6 +108,38 @@ type artifactStorer interface {
 
 var _ artifactStorer = (*promoter.Store)(nil)
 
+// storeClock is the part of the store that tells the time it moves
+// pointers at; *promoter.Store has it.
+type storeClock interface{ Now() time.Time }
+
+var _ storeClock = (*promoter.Store)(nil)
+
+// closedWindow returns a *promoter.WindowError for the first target of m
+// whose snapshot m itself creates and whose activation window does not
+// contain now — for a staged release (activated later), whose window ended
+// before now — or nil. A snapshot an earlier release created is not
+// checked: its pointer may already be at it, and then it does not move.
+func closedWindow(m *bundle.Manifest, now time.Time, stage bool) *promoter.WindowError {
+	for i := range m.Targets {
+		e := &m.Targets[i]
+		if e.ReleaseVersion != m.ReleaseVersion || e.ValidFrom == "" || e.ExpiresAt == "" {
+			continue
+		}
+		from, ferr := time.Parse(time.RFC3339, e.ValidFrom)
+		until, uerr := time.Parse(time.RFC3339, e.ExpiresAt)
+		if ferr != nil || uerr != nil {
+			continue // the recording refuses it, naming the field
+		}
+		if now.Before(until) && (stage || !now.Before(from)) {
+			continue
+		}
+		return &promoter.WindowError{EnvTag: m.EnvTag, Release: m.ReleaseVersion,
+			Identity: e.Host + "/" + e.ServiceID + "/" + m.EnvTag, SnapshotID: e.SnapshotID,
+			ValidFrom: from.UTC(), ExpiresAt: until.UTC(), At: now.UTC()}
+	}
+	return nil
+}
+
 // artifactBatchBytes is how many bytes of artifacts publishAndStore hands
 // the store at once.
 const artifactBatchBytes = 16 << 20
@@ -131,7 +163,8 @@ var errStopped = errors.New("stream stopped")
 // against the trusted keys as soon as it is published, while the
 // publication goes on (a verification that fails stops it). It returns one
 // registry.Result per target artifact, in order, then the release's.
-func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result, in *promoter.ReleaseInput) ([]registry.Result, error) {
+func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
+	in *promoter.ReleaseInput, stage bool) ([]registry.Result, error) {
 	m := res.Manifest
 	// The release artifact is checked now and built again when it is
 	// pushed, after every target (not held while they stream).
@@ -147,6 +180,18 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 		}
 		in.ArtifactsStored = true
 		ahead = head == in.BaseReleaseVersion && pending == 0
+	}
+	if ahead {
+		// The recording will happen (no replay, no lost race): refuse now,
+		// not after publishing every artifact, a release whose own
+		// snapshots it could never activate.
+		now := clock()
+		if sc, ok := opts.Store.(storeClock); ok {
+			now = sc.Now()
+		}
+		if w := closedWindow(m, now, stage); w != nil {
+			return nil, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
+		}
 	}
 	v, err := startVerifier(ctx, opts, m.ReleaseVersion)
 	if err != nil {

@@ -112,6 +112,10 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 // KeyID returns the key id of the delivery-manifest signer ("" without one).
 func (s *Store) KeyID() string { return s.keyID }
 
+// Now returns the store's clock, as it times pointer moves: what a
+// caller checks activation windows against before it records a release.
+func (s *Store) Now() time.Time { return s.now() }
+
 // now returns the clock's time truncated to milliseconds, the precision of
 // every timestamp configpub signs.
 func (s *Store) now() time.Time { return s.opts.Clock().UTC().Truncate(time.Millisecond) }
