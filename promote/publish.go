@@ -159,7 +159,10 @@ var errStopped = errors.New("stream stopped")
 // holds the artifacts in flight, never every artifact of the release. The
 // bytes are stored ahead only when the environment's head is the
 // release's base (otherwise the recording replays or loses its
-// compare-and-swap, and needs none). Every artifact is verified by digest
+// compare-and-swap, and needs none); then, before anything is published,
+// a release whose own snapshots the recording would refuse to activate at
+// the store's time (closedWindow; stage: staged, activated later) is
+// refused. Every artifact is verified by digest
 // against the trusted keys as soon as it is published, while the
 // publication goes on (a verification that fails stops it). It returns one
 // registry.Result per target artifact, in order, then the release's.
