@@ -62,11 +62,11 @@ func shiftedTarget(t testing.TB, tg promoter.Target, d time.Duration) promoter.T
 		}
 		i += len(prefix)
 		j := i + strings.IndexByte(v[i:], '"')
-		at, err := time.Parse(time.RFC3339, v[i:j])
+		at, err := bundle.ParseTime(v[i:j])
 		if err != nil {
 			t.Fatalf("golden values of %s: %s: %v", tg.ServiceID, field, err)
 		}
-		v = v[:i] + at.Add(d).UTC().Format(time.RFC3339) + v[j:]
+		v = v[:i] + at.Add(d).Format(bundle.TimeFormat) + v[j:]
 	}
 	tg.Values = []byte(v)
 	tg.ArtifactDigest = digest.FromBytes(tg.Values).String()

@@ -125,8 +125,8 @@ func closedWindow(m *bundle.Manifest, now time.Time, stage bool) *promoter.Windo
 		if e.ReleaseVersion != m.ReleaseVersion || e.ValidFrom == "" || e.ExpiresAt == "" {
 			continue
 		}
-		from, ferr := time.Parse(time.RFC3339, e.ValidFrom)
-		until, uerr := time.Parse(time.RFC3339, e.ExpiresAt)
+		from, ferr := bundle.ParseTime(e.ValidFrom)
+		until, uerr := bundle.ParseTime(e.ExpiresAt)
 		if ferr != nil || uerr != nil {
 			continue // the recording refuses it, naming the field
 		}
@@ -135,7 +135,7 @@ func closedWindow(m *bundle.Manifest, now time.Time, stage bool) *promoter.Windo
 		}
 		return &promoter.WindowError{EnvTag: m.EnvTag, Release: m.ReleaseVersion,
 			Identity: e.Host + "/" + e.ServiceID + "/" + m.EnvTag, SnapshotID: e.SnapshotID,
-			ValidFrom: from.UTC(), ExpiresAt: until.UTC(), At: now.UTC()}
+			ValidFrom: from, ExpiresAt: until, At: now.UTC()}
 	}
 	return nil
 }
