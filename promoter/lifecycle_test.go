@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
 )
@@ -286,6 +290,52 @@ func windowed(in promoter.ReleaseInput, life time.Duration) promoter.ReleaseInpu
 	return in
 }
 
+// windowOf is when every target of in can be moved to it: the latest
+// start and the earliest end of its snapshots' activation windows.
+func windowOf(in promoter.ReleaseInput) (from, until time.Time) {
+	for i, t := range in.Targets {
+		if i == 0 || t.ValidFrom.After(from) {
+			from = t.ValidFrom
+		}
+		if i == 0 || t.ExpiresAt.Before(until) {
+			until = t.ExpiresAt
+		}
+	}
+	return from, until
+}
+
+// activatable returns release version's ActivatableFrom and
+// ActivatableUntil as status reports them, failing when either is unset.
+func (f *fixture) activatable(t testing.TB, env string, version int64) (from, until time.Time) {
+	t.Helper()
+	st, err := f.store.StatusHead(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Releases {
+		if r.ReleaseVersion != version {
+			continue
+		}
+		if r.ActivatableFrom == nil || r.ActivatableUntil == nil {
+			t.Fatalf("status of release %d: activatable from %v until %v, want both", version, r.ActivatableFrom, r.ActivatableUntil)
+		}
+		return *r.ActivatableFrom, *r.ActivatableUntil
+	}
+	t.Fatalf("status has no release %d", version)
+	return
+}
+
+// wantActivatable fails unless status reports in's window (windowOf).
+func (f *fixture) wantActivatable(t testing.TB, in promoter.ReleaseInput) {
+	t.Helper()
+	wantFrom, wantUntil := windowOf(in)
+	from, until := f.activatable(t, in.EnvTag, in.ReleaseVersion)
+	if !from.Equal(wantFrom) || !until.Equal(wantUntil) || from.Location() != time.UTC || until.Location() != time.UTC {
+		t.Errorf("status of release %d: activatable from %s until %s, want %s until %s (UTC)", in.ReleaseVersion,
+			from, until, wantFrom, wantUntil)
+	}
+}
+
 func TestActivationWindowOverMonths(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -300,6 +350,13 @@ func TestActivationWindowOverMonths(t *testing.T) {
 	f.now = t0.Add(2 * time.Hour)
 	f.promote(t, r2)
 	activated := f.now
+	// Status says until when each release can be activated in whole:
+	// release 2 only as long as the snapshot it kept from release 1.
+	f.wantActivatable(t, r1)
+	f.wantActivatable(t, r2)
+	if _, until2 := windowOf(r2); !until2.Equal(r1.Targets[1].ExpiresAt) {
+		t.Fatalf("release 2's window ends %s, want the end of the snapshot it kept (%s)", until2, r1.Targets[1].ExpiresAt)
+	}
 
 	var refused bool
 	for d := 1; d <= 120; d++ {
@@ -320,7 +377,11 @@ func TestActivationWindowOverMonths(t *testing.T) {
 			}
 		}
 		if d == 10 {
-			// Inside the window a rollback and a forward activation work.
+			// Inside the window a rollback and a forward activation work,
+			// and status says so.
+			if _, until := f.activatable(t, "prod", 1); !f.now.Before(until) {
+				t.Fatalf("day 10: status says release 1 was activatable until %s", until)
+			}
 			if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb10"), EnvTag: "prod",
 				ToRelease: 1, Actor: "oncall", Reason: "day 10"}); err != nil {
 				t.Fatalf("day 10 rollback: %v", err)
@@ -334,7 +395,10 @@ func TestActivationWindowOverMonths(t *testing.T) {
 		}
 		if d == 30 {
 			// Past the window a rollback to release 1 is refused, naming
-			// the release and the date; nothing moves.
+			// the release and the date; nothing moves. Status said so.
+			if _, until := f.activatable(t, "prod", 1); f.now.Before(until) {
+				t.Fatalf("day 30: status says release 1 is activatable until %s", until)
+			}
 			before := f.pointerChecksum(t)
 			_, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb30"), EnvTag: "prod",
 				ToRelease: 1, Actor: "oncall", Reason: "day 30"})
@@ -375,6 +439,7 @@ func TestActivationWindowOverMonths(t *testing.T) {
 				t.Fatalf("release 3 got %+v, want 1 moved, 1 unchanged", res)
 			}
 			f.wantMapping(t, r3)
+			f.wantActivatable(t, r3)
 		}
 	}
 	if !refused {
@@ -453,4 +518,64 @@ func TestRaiseEpochResignsEveryPointerAndIsNeverLowered(t *testing.T) {
 		WHERE (convert_from(manifest, 'UTF8')::jsonb->>'revocationEpoch')::int <> 5`); n != 0 {
 		t.Errorf("%d current manifests carry an epoch other than 5", n)
 	}
+}
+
+// TestActivationWindowOfReleasesRecordedBeforeItsMigration: releases
+// recorded before the schema kept their activation windows get them from
+// the migration that adds them, a release recorded after from the trigger,
+// and a mapping inserted in two statements narrows its window with each.
+func TestActivationWindowOfReleasesRecordedBeforeItsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.NewAt(t, 23)
+	f := &fixture{db: db, pool: db.Pool(t), key: newKey(t), now: t0}
+	f.store = f.open(t, nil)
+	const life = 21 * day
+	r1 := windowed(release("prod", 1, 0, 2, nil, nil), life)
+	r2 := windowed(release("prod", 2, 1, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }), life)
+	f.now = t0.Add(time.Hour)
+	f.promote(t, r1)
+	f.now = t0.Add(2 * time.Hour)
+	f.promote(t, r2)
+
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := dbschema.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	f.wantActivatable(t, r1)
+	f.wantActivatable(t, r2)
+
+	// Release 3 is release 2's mapping inserted in two statements: first
+	// the snapshot kept from release 1 (the earlier window), then release
+	// 2's own (starts and ends later). Its window starts with the later
+	// and ends with the earlier.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version,
+			row_revision, lifecycle_state, execution_outcome, definition, definition_hash, actor, target_count, command_id,
+			last_command_id, created_at, updated_at)
+		VALUES ('prod', 3, 2, 1, 'RECORDED', 'NOT_REQUESTED', 'x'::bytea, 'sha256:' || encode(sha256('x'::bytea), 'hex'),
+			'test', 2, gen_random_uuid(), gen_random_uuid(), now(), now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range []promoter.Target{r2.Targets[1], r2.Targets[0]} {
+		if _, err := f.pool.Exec(ctx, `INSERT INTO configpub.config_release_target (env_tag, release_version, host,
+				service_id, snapshot_id, changed, lease_profile, refresh_after_ms, expires_after_ms)
+			SELECT env_tag, 3, host, service_id, snapshot_id, false, lease_profile, refresh_after_ms, expires_after_ms
+			FROM configpub.config_release_target WHERE env_tag = 'prod' AND release_version = 2 AND host = $1 AND service_id = $2`,
+			tg.Host, tg.ServiceID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r3 := r2
+	r3.ReleaseVersion = 3
+	f.wantActivatable(t, r3)
+
+	// A release promoted after the migration.
+	r4 := windowed(release("prod", 4, 3, 2, func(i int) bool { return i == 1 }, func(int) int64 { return 2 }), life)
+	f.now = t0.Add(3 * day)
+	f.promote(t, r4)
+	f.wantActivatable(t, r4)
 }

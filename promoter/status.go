@@ -49,6 +49,15 @@ type ReleaseStatus struct {
 	TargetCount        int       `json:"targetCount"`
 	CreatedAt          time.Time `json:"createdAt"`
 	UpdatedAt          time.Time `json:"updatedAt"`
+	// ActivatableFrom and ActivatableUntil bound when every target of the
+	// release can be moved to it, by an activation or a rollback: the
+	// latest start and the earliest end of the activation windows of the
+	// snapshots of its mapping (those it created and those it kept). Outside
+	// them a move to a snapshot whose window does not contain the move time
+	// is refused (ErrOutsideWindow); a target already at its snapshot does
+	// not move. Nil when no snapshot of the release has a known window.
+	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
+	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
 }
 
 // TargetStatus is one identity: the desired pointer (SnapshotID and the
@@ -215,6 +224,15 @@ func (s *Store) EachTargetStatus(ctx context.Context, envTag string, fn func(t *
 	return nil
 }
 
+// utcOrNil returns t in UTC, nil for nil.
+func utcOrNil(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
 // callbackError carries the error of an EachTargetStatus callback out of
 // the read, so that it is returned as it is.
 type callbackError struct{ err error }
@@ -236,19 +254,24 @@ func (s *Store) statusHead(ctx context.Context, envTag string) (*Status, error) 
 	if err != nil {
 		return nil, dbErr("read environment", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT release_version, base_release_version, lifecycle_state, execution_outcome,
-			row_revision, definition_hash, source_commit, actor, reason, target_count, created_at, updated_at
-		FROM configpub.config_release WHERE env_tag = $1 ORDER BY release_version`, envTag)
+	rows, err := s.pool.Query(ctx, `SELECT r.release_version, r.base_release_version, r.lifecycle_state, r.execution_outcome,
+			r.row_revision, r.definition_hash, r.source_commit, r.actor, r.reason, r.target_count, r.created_at, r.updated_at,
+			x.activatable_from, x.activatable_until
+		FROM configpub.config_release r
+		LEFT JOIN configpub.release_target_summary x ON x.env_tag = r.env_tag AND x.release_version = r.release_version
+		WHERE r.env_tag = $1 ORDER BY r.release_version`, envTag)
 	if err != nil {
 		return nil, dbErr("read releases", err)
 	}
 	for rows.Next() {
 		var r ReleaseStatus
 		if err := rows.Scan(&r.ReleaseVersion, &r.BaseReleaseVersion, &r.State, &r.Outcome, &r.RowRevision,
-			&r.DefinitionHash, &r.SourceCommit, &r.Actor, &r.Reason, &r.TargetCount, &r.CreatedAt, &r.UpdatedAt); err != nil {
+			&r.DefinitionHash, &r.SourceCommit, &r.Actor, &r.Reason, &r.TargetCount, &r.CreatedAt, &r.UpdatedAt,
+			&r.ActivatableFrom, &r.ActivatableUntil); err != nil {
 			rows.Close()
 			return nil, dbErr("read releases", err)
 		}
+		r.ActivatableFrom, r.ActivatableUntil = utcOrNil(r.ActivatableFrom), utcOrNil(r.ActivatableUntil)
 		st.Releases = append(st.Releases, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -40,6 +40,7 @@ func writeJSON(w io.Writer, v any) error {
 type statusReader interface {
 	StatusHead(ctx context.Context, envTag string) (*promoter.Status, error)
 	EachTargetStatus(ctx context.Context, envTag string, fn func(*promoter.TargetStatus) error) error
+	Now() time.Time // the store's clock, which activation windows are checked against
 }
 
 // writeStatusJSON writes envTag's status exactly as writeJSON would write
@@ -187,6 +188,21 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 	root.AddCommand(cmd)
 }
 
+// activatable says when every target of release r can be moved to it
+// (activated, or rolled back to) as of now: "until T", "ended T", "from T"
+// before its windows open, "-" when no window is known.
+func activatable(r promoter.ReleaseStatus, now time.Time) string {
+	switch {
+	case r.ActivatableUntil == nil:
+		return "-"
+	case !now.Before(*r.ActivatableUntil):
+		return "ended " + r.ActivatableUntil.UTC().Format(time.RFC3339)
+	case r.ActivatableFrom != nil && now.Before(*r.ActivatableFrom):
+		return "from " + r.ActivatableFrom.UTC().Format(time.RFC3339)
+	}
+	return "until " + r.ActivatableUntil.UTC().Format(time.RFC3339)
+}
+
 // printStatus writes envTag's status as tables, each target's row formatted
 // as it is read, the targets' table in blocks of tableBlock rows.
 func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag string) error {
@@ -200,10 +216,12 @@ func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag strin
 		fmt.Fprintf(tw, " (release %d pending: run reconcile if no promote is running)", st.PendingRelease)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "\nRELEASE\tSTATE\tOUTCOME\tREV\tTARGETS\tCOMMIT\tACTOR\tUPDATED\tREASON")
+	fmt.Fprintln(tw, "\nRELEASE\tSTATE\tOUTCOME\tREV\tTARGETS\tCOMMIT\tACTOR\tUPDATED\tACTIVATABLE\tREASON")
+	now := sr.Now()
 	for _, r := range st.Releases {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
-			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339), safetext.Terminal(r.Reason))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
+			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339),
+			activatable(r, now), safetext.Terminal(r.Reason))
 	}
 	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tUNVERIFIED\tLEASE EXPIRES")
 	rows := blockRows{tw: tw}

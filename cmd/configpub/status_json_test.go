@@ -42,6 +42,9 @@ func TestStatusJSONStreamedEqualsEncoded(t *testing.T) {
 // printStatus, as the release store serves one it reads.
 type heldStatus struct{ st *promoter.Status }
 
+// Now is a fixed time: 2026-12-03T18:00:00Z.
+func (heldStatus) Now() time.Time { return time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC) }
+
 func (h heldStatus) StatusHead(context.Context, string) (*promoter.Status, error) {
 	head := *h.st
 	head.Targets = []promoter.TargetStatus{}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
@@ -92,9 +93,21 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		}
 	}
 
+	// Every release can be activated in whole until its snapshots'
+	// windows end (seedReleases: an hour ago to 24 hours ahead).
+	for _, r := range st.Releases {
+		if r.ActivatableFrom == nil || r.ActivatableUntil == nil || r.ActivatableUntil.Sub(*r.ActivatableFrom) != 25*time.Hour {
+			t.Errorf("status json: release %d activatable from %v until %v, want its snapshots' 25-hour window", r.ReleaseVersion, r.ActivatableFrom, r.ActivatableUntil)
+		}
+	}
+
 	out, code = runStore("status", "--env", "prod", d)
 	if code != 0 {
 		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	if until := st.Releases[0].ActivatableUntil; until == nil || !strings.Contains(out, "ACTIVATABLE") ||
+		!strings.Contains(out, "until "+until.Format(time.RFC3339)) {
+		t.Errorf("status text lacks the releases' ACTIVATABLE column (until %v):\n%s", until, out)
 	}
 	lines := strings.Split(out, "\n")
 	var rowA, rowB string

@@ -149,3 +149,27 @@ func TestReadbackAlignsBlocksOfResults(t *testing.T) {
 	}
 	assertAlignedInBlocks(t, lines[0], lines[1:], "ERROR", "unreachable")
 }
+
+// TestActivatableSaysWhenAReleaseCanBeMovedTo: the status column, before,
+// inside and after the window, and without one.
+func TestActivatableSaysWhenAReleaseCanBeMovedTo(t *testing.T) {
+	from := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	until := from.Add(21 * 24 * time.Hour)
+	r := promoter.ReleaseStatus{ActivatableFrom: &from, ActivatableUntil: &until}
+	for _, c := range []struct {
+		now  time.Time
+		r    promoter.ReleaseStatus
+		want string
+	}{
+		{from.Add(-time.Second), r, "from 2026-12-04T00:00:00Z"},
+		{from, r, "until 2026-12-25T00:00:00Z"},
+		{until.Add(-time.Second), r, "until 2026-12-25T00:00:00Z"},
+		{until, r, "ended 2026-12-25T00:00:00Z"},
+		{until.Add(90 * 24 * time.Hour), r, "ended 2026-12-25T00:00:00Z"},
+		{from, promoter.ReleaseStatus{}, "-"},
+	} {
+		if got := activatable(c.r, c.now); got != c.want {
+			t.Errorf("activatable at %s: got %q, want %q", c.now.Format(time.RFC3339), got, c.want)
+		}
+	}
+}

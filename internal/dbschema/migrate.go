@@ -90,6 +90,21 @@ func MigrateCount(ctx context.Context, conn *pgx.Conn) (int, error) {
 	return Apply(ctx, conn, ms, "configpub", advisoryKey)
 }
 
+// MigrateTo is MigrateCount for the embedded migrations up to and including
+// version only: an upgrade test records data in the schema a release of
+// configpub left and then migrates it the rest of the way.
+func MigrateTo(ctx context.Context, conn *pgx.Conn, version int) (int, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(ms) && ms[n].Version <= version {
+		n++
+	}
+	return Apply(ctx, conn, ms[:n], "configpub", advisoryKey)
+}
+
 // Apply applies every migration of ms (in version order) that the ledger
 // table <schema>.schema_migration has not recorded, each in its own
 // transaction under the transaction-scoped advisory lock lockKey, creating

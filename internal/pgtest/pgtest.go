@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -47,6 +48,14 @@ func Main(m *testing.M) {
 // t.Cleanup.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return NewAt(t, math.MaxInt)
+}
+
+// NewAt is New with the migrations up to and including version only, for
+// a test of what a later migration does to data recorded before it; the
+// test migrates the rest with dbschema.Migrate.
+func NewAt(t testing.TB, version int) *DB {
+	t.Helper()
 	c, err := getCluster()
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
@@ -67,7 +76,7 @@ func New(t testing.TB) *DB {
 		t.Fatalf("pgtest: connect %s: %v", name, err)
 	}
 	defer conn.Close(ctx)
-	if err := dbschema.Migrate(ctx, conn); err != nil {
+	if _, err := dbschema.MigrateTo(ctx, conn, version); err != nil {
 		t.Fatalf("pgtest: migrate %s: %v", name, err)
 	}
 	return db
