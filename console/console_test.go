@@ -559,3 +559,55 @@ func TestReleaseInputChangesAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasePageSaysUntilWhenItCanBeActivated: a release's page and API
+// give the latest start and earliest end of its snapshots' activation
+// windows (those it created and those it kept), as of the console's clock:
+// from before they open, until inside, ended after.
+func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	// Release 3 keeps most snapshots from release 1 (window from releaseAt(1)
+	// for 21 days) and creates some of its own (from releaseAt(3)).
+	generate(t, db.Pool(t), generated{env: "dev", targets: 12, releases: 3, changed: 3})
+	ctx := context.Background()
+	var wantFrom, wantUntil time.Time
+	if err := db.Pool(t).QueryRow(ctx, `SELECT max(s.valid_from), min(s.expires_at)
+		FROM configpub.config_release_target t JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+		WHERE t.env_tag = 'dev' AND t.release_version = 3`).Scan(&wantFrom, &wantUntil); err != nil {
+		t.Fatal(err)
+	}
+	if !wantFrom.Equal(releaseAt(3)) || !wantUntil.Equal(releaseAt(1).Add(21*24*time.Hour)) {
+		t.Fatalf("generated release 3's window %s..%s, want from release 3 to the end of release 1's", wantFrom, wantUntil)
+	}
+	for _, c := range []struct {
+		now        time.Time
+		state, html string
+	}{
+		{releaseAt(3).Add(-time.Minute), "from", "from <time datetime=\"" + wantFrom.Format(time.RFC3339Nano) + "\">"},
+		{releaseAt(3).Add(10 * 24 * time.Hour), "until", "until <time datetime=\"" + wantUntil.Format(time.RFC3339Nano) + "\">"},
+		{wantUntil.Add(90 * 24 * time.Hour), "ended", "ended <time datetime=\"" + wantUntil.Format(time.RFC3339Nano) + "\">"},
+	} {
+		now := c.now
+		con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := con.rd.ReleaseDetail(ctx, "dev", 3, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Activatable != c.state || d.ActivatableFrom == nil || !d.ActivatableFrom.Equal(wantFrom) ||
+			d.ActivatableUntil == nil || !d.ActivatableUntil.Equal(wantUntil) {
+			t.Errorf("at %s: release 3 activatable %q from %v until %v, want %q from %s until %s", now, d.Activatable,
+				d.ActivatableFrom, d.ActivatableUntil, c.state, wantFrom, wantUntil)
+		}
+		req := httptest.NewRequest("GET", "/env/dev/releases/3", nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec := httptest.NewRecorder()
+		con.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="activatable"`) || !strings.Contains(rec.Body.String(), c.html) {
+			t.Errorf("at %s: GET /env/dev/releases/3: %d, body lacks the activatable %q", now, rec.Code, c.html)
+		}
+	}
+}

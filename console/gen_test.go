@@ -34,7 +34,8 @@ func rpm(r int) int {
 }
 
 // generate writes the history as the schema owner, the way the promoter
-// would leave it: snapshots and artifacts, complete target mappings,
+// would leave it: snapshots (activation window: 21 days from the release's
+// time) and artifacts, complete target mappings,
 // journal rows through the compare-and-swap, pointer moves, current
 // pointers and one APPLIED report per current pointer.
 func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
@@ -68,11 +69,11 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 				FROM generate_series($3::int, $4::int) i)
 			INSERT INTO configpub.config_snapshot (snapshot_id, host, service_id, env_tag, audience, publication_id,
 				policy_snapshot_id, policy_version, release_version, artifact_digest, content_digest, policy_digest,
-				property_set_digest, schema_version, created_at)
+				property_set_digest, schema_version, created_at, valid_from, expires_at)
 			SELECT gen_random_uuid(), 'h' || (i / 100) || '.example', 'svc-' || i, $1,
 				(ARRAY['agent', 'gateway', 'knowledge'])[1 + i % 3], md5($1::text || $2::bigint::text)::uuid, gen_random_uuid(), $2, $2,
 				'sha256:' || encode(sha256(b), 'hex'), 'sha256:' || encode(sha256(b || 'c'::bytea), 'hex'),
-				'sha256:' || encode(sha256(b || 'p'::bytea), 'hex'), 'sha256:' || repeat('c', 64), 1, $6
+				'sha256:' || encode(sha256(b || 'p'::bytea), 'hex'), 'sha256:' || repeat('c', 64), 1, $6::timestamptz, $6::timestamptz, $6::timestamptz + interval '21 days'
 			FROM v`, g.env, r, lo, hi, rpm(r), at)
 		def := fmt.Sprintf("inputs:\n  - path: agents/a.yaml\n    digest: sha256:%064d\n  - path: envs/%s.yaml\n    digest: sha256:%064d\n", r, g.env, 1)
 		for i := 0; i < g.inputs; i++ {

@@ -138,6 +138,14 @@ type ReleaseDetail struct {
 	// workflow and version, of WorkflowsTotal.
 	Workflows      []WorkflowView `json:"workflows"`
 	WorkflowsTotal int            `json:"workflowsTotal"`
+	// ActivatableFrom and ActivatableUntil bound when every target of the
+	// release can be moved to it (activated, or rolled back to): the latest
+	// start and earliest end of its snapshots' activation windows; nil when
+	// unknown. Activatable is "until", "ended" or "from" (before the
+	// windows open) at the time the page was read, "" when unknown.
+	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
+	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
+	Activatable      string     `json:"activatable,omitempty"`
 	// CommitURL and PullRequestURL link the reviewed commit and the pull
 	// request it came from, when the console knows the repository's address.
 	CommitURL      string `json:"commitUrl,omitempty"`

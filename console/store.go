@@ -26,6 +26,7 @@ type features struct {
 	summary     bool // release_target_summary (changed and kept counts per release)
 	workflow    bool // configpub_workflow.workflow_view_summary, readable
 	releaseCnt  bool // release_target_release_count (a mapping's targets by snapshot release)
+	window      bool // release_target_summary.activatable_from/_until
 }
 
 func loadFeatures(ctx context.Context, q querier) (features, error) {
@@ -37,8 +38,9 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'runtime_evidence' AND column_name = 'phase'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_summary'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary'),
-		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_release_count')`).
-		Scan(&f.retired, &f.evidenceKnd, &f.receipts, &f.summary, &f.workflow, &f.releaseCnt)
+		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_release_count'),
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'release_target_summary' AND column_name = 'activatable_until')`).
+		Scan(&f.retired, &f.evidenceKnd, &f.receipts, &f.summary, &f.workflow, &f.releaseCnt, &f.window)
 	if err != nil {
 		return f, fmt.Errorf("read schema columns: %w", err)
 	}

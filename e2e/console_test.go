@@ -252,6 +252,11 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("release page lacks %q", want)
 		}
 	}
+	// Until when release 2 can be activated, or rolled back to: the
+	// demo's releases were compiled minutes ago.
+	if !regexp.MustCompile(`Activatable\s*until \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`).MatchString(rel) {
+		t.Errorf("release 2 page does not say until when it can be activated:\n%s", rel)
+	}
 	record("release 2")
 	shot("2-release-diff")
 
