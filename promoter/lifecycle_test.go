@@ -336,19 +336,26 @@ func (f *fixture) wantActivatable(t testing.TB, in promoter.ReleaseInput) {
 	}
 }
 
+// promoteWindowed promotes two releases of prod with activation windows of
+// life: release 1 (snapshots created t0+1h) at t0+1h, release 2 (target 0
+// created t0+2h, target 1 kept from release 1) at t0+2h.
+func (f *fixture) promoteWindowed(t testing.TB, life time.Duration) (r1, r2 promoter.ReleaseInput) {
+	t.Helper()
+	r1 = windowed(release("prod", 1, 0, 2, nil, nil), life)
+	r2 = windowed(release("prod", 2, 1, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }), life)
+	f.now = t0.Add(time.Hour)
+	f.promote(t, r1)
+	f.now = t0.Add(2 * time.Hour)
+	f.promote(t, r2)
+	return r1, r2
+}
+
 func TestActivationWindowOverMonths(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ctx := context.Background()
 	const life = 21 * day // the production profile's envelope window
-	// Release 1 (snapshots created t0+1h), release 2 (target 0 created
-	// t0+2h, target 1 kept).
-	r1 := windowed(release("prod", 1, 0, 2, nil, nil), life)
-	r2 := windowed(release("prod", 2, 1, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }), life)
-	f.now = t0.Add(time.Hour)
-	f.promote(t, r1)
-	f.now = t0.Add(2 * time.Hour)
-	f.promote(t, r2)
+	r1, r2 := f.promoteWindowed(t, life)
 	activated := f.now
 	// Status says until when each release can be activated in whole:
 	// release 2 only as long as the snapshot it kept from release 1.
@@ -531,12 +538,7 @@ func TestActivationWindowOfReleasesRecordedBeforeItsMigration(t *testing.T) {
 	f := &fixture{db: db, pool: db.Pool(t), key: newKey(t), now: t0}
 	f.store = f.open(t, nil)
 	const life = 21 * day
-	r1 := windowed(release("prod", 1, 0, 2, nil, nil), life)
-	r2 := windowed(release("prod", 2, 1, 2, func(i int) bool { return i == 0 }, func(int) int64 { return 1 }), life)
-	f.now = t0.Add(time.Hour)
-	f.promote(t, r1)
-	f.now = t0.Add(2 * time.Hour)
-	f.promote(t, r2)
+	r1, r2 := f.promoteWindowed(t, life)
 
 	conn, err := pgx.Connect(ctx, db.URL)
 	if err != nil {
