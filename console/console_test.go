@@ -581,7 +581,7 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 		t.Fatalf("generated release 3's window %s..%s, want from release 3 to the end of release 1's", wantFrom, wantUntil)
 	}
 	for _, c := range []struct {
-		now        time.Time
+		now         time.Time
 		state, html string
 	}{
 		{releaseAt(3).Add(-time.Minute), "from", "from <time datetime=\"" + wantFrom.Format(time.RFC3339Nano) + "\">"},
