@@ -147,6 +147,38 @@ type Result struct {
 	// result that is it byte for byte (UpToDate): ForStreaming then lets
 	// go of ManifestBytes, and ReleaseArchive reads them again.
 	committedAgain func() ([]byte, error)
+	// promotion is PromotionWindow, kept by ForStreaming.
+	promotion *[2]string
+}
+
+// PromotionWindow returns when the release can be promoted: the latest
+// validFrom and the earliest expiresAt of the snapshots it creates (the
+// entries of its own releaseVersion), in the manifest's time form. A
+// promotion outside it is refused, since those snapshots' pointers must
+// move. Snapshots kept from earlier releases do not count: their pointers
+// are already there. Both are "" when the release creates no snapshot.
+func (r *Result) PromotionWindow() (from, until string) {
+	if r.promotion != nil {
+		return r.promotion[0], r.promotion[1]
+	}
+	return promotionWindow(r.Manifest)
+}
+
+func promotionWindow(m *bundle.Manifest) (from, until string) {
+	for i := range m.Targets {
+		e := &m.Targets[i]
+		if e.ReleaseVersion != m.ReleaseVersion {
+			continue
+		}
+		// The manifest's one time form (bundle.TimeFormat) orders as text.
+		if from == "" || e.ValidFrom > from {
+			from = e.ValidFrom
+		}
+		if until == "" || e.ExpiresAt < until {
+			until = e.ExpiresAt
+		}
+	}
+	return from, until
 }
 
 // wantTarget is what a re-derived target must reproduce of its entry.
@@ -182,6 +214,8 @@ func (r *Result) ForStreaming() {
 	}
 	m := r.Manifest
 	r.want = wantOf(m.Targets)
+	from, until := promotionWindow(m)
+	r.promotion = &[2]string{from, until}
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	if r.UpToDate && r.committedAgain != nil {
 		r.ManifestBytes = nil

@@ -1,7 +1,9 @@
 package compiler_test
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,6 +42,7 @@ func TestActivationWindowReissue(t *testing.T) {
 	}
 	at := created
 	rate := 120
+	keptEarlier := false
 	for i, gap := range gaps {
 		at = at.Add(gap)
 		prev := h.releases[int64(i+1)]
@@ -64,6 +67,9 @@ func TestActivationWindowReissue(t *testing.T) {
 			if at.Before(from) || !at.Before(until) {
 				t.Errorf("release %d at %s: %s window %s..%s does not contain the release's createdAt", m.ReleaseVersion, at.Format(time.RFC3339), e.ServiceID, e.ValidFrom, e.ExpiresAt)
 			}
+			if e.ReleaseVersion != m.ReleaseVersion && until.Before(at.Add(window)) {
+				keptEarlier = true // promotion does not wait for it
+			}
 			old := pm.Target(e.Host, e.ServiceID)
 			oldUntil, _ := bundle.ParseTime(old.ExpiresAt)
 			expired := !at.Before(oldUntil)
@@ -84,10 +90,30 @@ func TestActivationWindowReissue(t *testing.T) {
 				}
 			}
 		}
+		// The release can be promoted for as long as the snapshots it
+		// creates (every one created at its createdAt) can be activated,
+		// however early the windows of the snapshots it keeps end; a
+		// result prepared for streaming still says so.
+		wantFrom, wantUntil := at.Format(bundle.TimeFormat), at.Add(window).Format(bundle.TimeFormat)
+		if from, until := res.PromotionWindow(); from != wantFrom || until != wantUntil {
+			t.Errorf("release %d: promotable %s..%s, want %s..%s", m.ReleaseVersion, from, until, wantFrom, wantUntil)
+		}
+		streamed, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod",
+			CreatedAt: at.Add(time.Hour), Previous: h.lookup, ManifestOnly: true})
+		if err != nil || !streamed.UpToDate {
+			t.Fatalf("release %d: manifest-only recompile: %v, up to date %v", m.ReleaseVersion, err, streamed != nil && streamed.UpToDate)
+		}
+		streamed.ForStreaming()
+		if from, until := streamed.PromotionWindow(); streamed.Manifest.Targets != nil || from != wantFrom || until != wantUntil {
+			t.Errorf("release %d streamed: promotable %s..%s, want %s..%s", m.ReleaseVersion, from, until, wantFrom, wantUntil)
+		}
 		again, err := h.try(at.Add(24 * time.Hour))
 		if err != nil || !again.UpToDate {
 			t.Fatalf("release %d: recompile not up to date: %v %v", m.ReleaseVersion, err, again.Stale())
 		}
+	}
+	if !keptEarlier {
+		t.Fatal("no release kept a snapshot whose window ends before its own snapshots' windows")
 	}
 }
 

@@ -28,6 +28,8 @@ target changed through another document; then the old -> new digests (folded
 in a <details> block in markdown) and how many targets are unchanged. An
 unchanged target re-issued because its snapshot's activation window no longer
 contains the new release's createdAt (--created-at, else as for compile) says so.
+It also says until when the release can be promoted: the activation windows of
+the snapshots it creates (promote refuses it outside them).
 
 The digests are final once releases/ENV.yaml is compiled and committed with the
 change; until then plan marks them provisional. The markdown starts with the

@@ -12,6 +12,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 )
 
@@ -182,11 +183,25 @@ func TestPlanDigestsAreTheCommittedOnes(t *testing.T) {
 			t.Errorf("%s: plan shows %s, not in the committed manifest", svc, d)
 		}
 	}
+	// Until when the release can be promoted follows the committed
+	// release's createdAt too, not HEAD's time: the same a week later.
+	from, _ := bundle.ParseTime(first.From)
+	until, _ := bundle.ParseTime(first.Until)
+	if provisional.Until == "" || first.From == "" || !until.After(from) || first.From != second.From || first.Until != second.Until ||
+		!strings.Contains(string(manifest), first.From) {
+		t.Errorf("promotable %s..%s, a week later %s..%s (provisional %s..%s); want the committed release's createdAt to its snapshots' window end",
+			first.From, first.Until, second.From, second.Until, provisional.From, provisional.Until)
+	}
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~2")
+	if err != nil || !strings.Contains(out, "promotable from "+first.From+" until "+first.Until+": promote refuses release 2") {
+		t.Errorf("plan text lacks the promotable window %s..%s: %v\n%s", first.From, first.Until, err, out)
+	}
 }
 
 type planDigests struct {
-	Final   bool
-	digests map[string]string
+	Final       bool
+	From, Until string // promotableFrom, promotableUntil
+	digests     map[string]string
 }
 
 func planJSON(t *testing.T, dir, base string) planDigests {
@@ -196,7 +211,9 @@ func planJSON(t *testing.T, dir, base string) planDigests {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
 	var plan struct {
-		Final   bool `json:"digestsFinal"`
+		Final   bool   `json:"digestsFinal"`
+		From    string `json:"promotableFrom"`
+		Until   string `json:"promotableUntil"`
 		Changed []struct {
 			ServiceID string `json:"serviceId"`
 			Digests   map[string]struct {
@@ -207,7 +224,7 @@ func planJSON(t *testing.T, dir, base string) planDigests {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	r := planDigests{Final: plan.Final, digests: map[string]string{}}
+	r := planDigests{Final: plan.Final, From: plan.From, Until: plan.Until, digests: map[string]string{}}
 	for _, c := range plan.Changed {
 		r.digests[c.ServiceID] = c.Digests["artifactDigest"].New
 	}

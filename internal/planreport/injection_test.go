@@ -111,6 +111,7 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 				t.Errorf("table row %q has %d cells", line, len(cells))
 			}
 		case strings.HasPrefix(line, "<!-- configpub-plan env=dev -->"), strings.HasPrefix(line, "> **Digests are provisional:**"),
+			strings.HasPrefix(line, "**Promotable** from `"),
 			line == "<details><summary>digests</summary>", line == "</details>", strings.HasPrefix(line, "Changed because "):
 		case strings.HasPrefix(line, "Base: "):
 			rest := strings.TrimPrefix(line, "Base: ")

@@ -38,6 +38,13 @@ type Report struct {
 	// activates. Otherwise Provisional says why they may still change.
 	DigestsFinal bool   `json:"digestsFinal"`
 	Provisional  string `json:"provisional,omitempty"`
+	// PromotableFrom and PromotableUntil bound when the new release can be
+	// promoted: the activation windows of the snapshots it creates (their
+	// latest start and earliest end; promote refuses it outside them). Both
+	// are empty when it creates none. They follow the release's createdAt,
+	// so they are provisional whenever the digests are.
+	PromotableFrom  string `json:"promotableFrom,omitempty"`
+	PromotableUntil string `json:"promotableUntil,omitempty"`
 }
 
 // Target is one added, retired or changed target.
@@ -96,6 +103,9 @@ func New(in Input) (*Report, error) {
 			"(they depend on the new release's createdAt, %s); run configpub compile and commit %s: "+
 			"promote refuses a release manifest that is not up to date, and the committed one fixes every digest",
 			compiler.ManifestPath(p.EnvTag), in.Head.Manifest.CreatedAt, compiler.ManifestPath(p.EnvTag))
+	}
+	if p.Release != p.BaseRelease {
+		r.PromotableFrom, r.PromotableUntil = in.Head.PromotionWindow()
 	}
 	idx := func(res *compiler.Result) map[[2]string]*compiler.Target {
 		m := map[[2]string]*compiler.Target{}

@@ -58,6 +58,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Provisional != "" {
 		fmt.Fprintf(w, "note: %s\n", term(r.Provisional))
 	}
+	if r.PromotableUntil != "" {
+		fmt.Fprintf(w, "promotable from %s until %s: %s\n", term(r.PromotableFrom), term(r.PromotableUntil), r.promotableWhy())
+	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n%s %s/%s (%s %s %s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID),
 			term(t.Audience), term(t.SubjectKind), term(t.SubjectName))
@@ -113,6 +116,15 @@ func orNone(s string) string {
 // command line is escaped (code spans nothing can close, table cells
 // nothing can split, code blocks whose fence is longer than any backtick
 // run inside), so a hostile key or value cannot inject markup.
+// promotableWhy says what PromotableFrom and PromotableUntil bound.
+func (r *Report) promotableWhy() string {
+	why := fmt.Sprintf("promote refuses release %d outside the activation windows of the snapshots it creates (recompile for new ones)", r.Release)
+	if !r.DigestsFinal {
+		why += "; provisional like the digests, as they follow the createdAt of the release you commit"
+	}
+	return why
+}
+
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "%s\n### configpub plan %s: release %d -> %d\n\n", Marker(r.EnvTag), safetext.CodeSpan(r.EnvTag), r.BaseRelease, r.Release)
 	if r.BaseRef != "" {
@@ -122,6 +134,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
 	if r.Provisional != "" {
 		fmt.Fprintf(w, "\n> **Digests are provisional:** %s\n", safetext.Text(r.Provisional))
+	}
+	if r.PromotableUntil != "" {
+		fmt.Fprintf(w, "\n**Promotable** from %s until **%s**: %s.\n", safetext.CodeSpan(r.PromotableFrom),
+			safetext.CodeSpan(r.PromotableUntil), safetext.Text(r.promotableWhy()))
 	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n#### %s %s (%s %s %s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID),
