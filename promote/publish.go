@@ -69,15 +69,15 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) promoter
 // digests, window, inputs and bytes.
 func storeTarget(env string, t *compiler.Target) (promoter.Target, error) {
 	e := &t.Envelope
-	created, err := time.Parse(time.RFC3339, e.CreatedAt)
+	created, err := bundle.ParseTime(e.CreatedAt)
 	if err != nil {
 		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope createdAt %q: %w", env, t.Host, t.ServiceID, e.CreatedAt, promoter.ErrInvalid)
 	}
-	validFrom, err := time.Parse(time.RFC3339, e.ValidFrom)
+	validFrom, err := bundle.ParseTime(e.ValidFrom)
 	if err != nil {
 		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope validFrom %q: %w", env, t.Host, t.ServiceID, e.ValidFrom, promoter.ErrInvalid)
 	}
-	expiresAt, err := time.Parse(time.RFC3339, e.ExpiresAt)
+	expiresAt, err := bundle.ParseTime(e.ExpiresAt)
 	if err != nil {
 		return promoter.Target{}, fmt.Errorf("promote %s: target %s/%s: envelope expiresAt %q: %w", env, t.Host, t.ServiceID, e.ExpiresAt, promoter.ErrInvalid)
 	}

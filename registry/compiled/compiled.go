@@ -18,7 +18,6 @@ import (
 	"path"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -33,7 +32,7 @@ import (
 // stamped with the envelope's createdAt (the snapshot's), so an unchanged
 // snapshot re-publishes to the same manifest digest.
 func Artifact(t *compiler.Target) (registry.Artifact, error) {
-	created, err := time.Parse(time.RFC3339, t.Envelope.CreatedAt)
+	created, err := bundle.ParseTime(t.Envelope.CreatedAt)
 	if err != nil {
 		return registry.Artifact{}, fmt.Errorf("%w target %s/%s/%s: envelope createdAt %q: %w", registry.ErrInvalid, t.EnvTag, t.Host, t.ServiceID, t.Envelope.CreatedAt, err)
 	}
@@ -176,7 +175,7 @@ func releaseByDigest(h *bundle.ReleaseHeader, releaseDigest string, files iter.S
 
 // releaseOf returns the release artifact of h, without its document.
 func releaseOf(h *bundle.ReleaseHeader) (*registry.Release, error) {
-	created, err := time.Parse(time.RFC3339, h.CreatedAt)
+	created, err := bundle.ParseTime(h.CreatedAt)
 	if err != nil {
 		return nil, fmt.Errorf("%w release manifest %s/%d: createdAt %q: %w", registry.ErrInvalid, h.EnvTag, h.ReleaseVersion, h.CreatedAt, err)
 	}
