@@ -48,10 +48,11 @@ identity release N does not contain is retired (served 410 Gone, no lease
 renewals), in one transaction, with a signed delivery manifest and a pointer-move
 record per change. Snapshots are never edited. Refused, with nothing moved (exit
 1): a release that does not exist, a revoked snapshot, or a snapshot whose
-activation window does not contain the move time (recompile to get a fresh one).
-The rolled-back release stays recorded: the next release is still built on the
-latest recorded one. Exit 3: outcome unknown, re-run with the printed
---command-id or run reconcile.`,
+activation window does not contain the move time (recompile to get a fresh one);
+configpub status says, per release, until when it can be rolled back to
+(ACTIVATABLE). The rolled-back release stays recorded: the next release is still
+built on the latest recorded one. Exit 3: outcome unknown, re-run with the
+printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, closeFn, err := f.open(cmd.Context())
