@@ -56,6 +56,7 @@ the commit time of the policy repository's HEAD.`,
 			}
 			sum := compileSummary{EnvTag: env, Manifest: compiler.ManifestPath(env), Release: res.Manifest.ReleaseVersion,
 				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Manifest.Targets), ReleaseDigest: res.Manifest.ReleaseDigest}
+			sum.PromotableFrom, sum.PromotableUntil = res.PromotionWindow()
 			if check {
 				if err := res.Stale(); err != nil {
 					return err
@@ -80,6 +81,10 @@ the commit time of the policy repository's HEAD.`,
 			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
+				if err == nil && sum.State == "rewritten" && sum.PromotableUntil != "" {
+					_, err = fmt.Fprintf(w, "promotable from %s until %s (the activation windows of the snapshots release %d creates; promote refuses it outside them)\n",
+						sum.PromotableFrom, sum.PromotableUntil, sum.Release)
+				}
 				return err
 			})
 		},
@@ -104,6 +109,11 @@ type compileSummary struct {
 	Targets       int    `json:"targets"`
 	Changed       int    `json:"changed"`
 	ReleaseDigest string `json:"releaseDigest"`
+	// PromotableFrom and PromotableUntil bound when promote accepts the
+	// release: the activation windows of the snapshots it creates (absent
+	// when it creates none).
+	PromotableFrom  string `json:"promotableFrom,omitempty"`
+	PromotableUntil string `json:"promotableUntil,omitempty"`
 }
 
 // resolveCreatedAt picks a new release's createdAt: the flag, else

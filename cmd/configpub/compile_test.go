@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"context"
 
 	"os"
@@ -163,5 +164,40 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	}
 	if _, err := runCLI("compile", "--repo", plain, "--env", "dev", "--check"); err == nil || !strings.Contains(err.Error(), "cannot be verified against release 1") {
 		t.Fatalf("check without history: got %v", err)
+	}
+}
+
+// TestCompileSaysUntilWhenTheReleaseCanBePromoted: a compile that writes a
+// new release names the activation windows of the snapshots it creates,
+// which start at its createdAt; one that writes nothing new does not.
+func TestCompileSaysUntilWhenTheReleaseCanBePromoted(t *testing.T) {
+	repo := copyDir(t, "../../fixtures/policy-repo")
+	p := filepath.Join(repo, "agents", "tech-support.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte("maxOutputTokens: 2048"), []byte("maxOutputTokens: 1024"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const at = "2030-01-01T00:00:00Z"
+	out, err := runCLI("compile", "--repo", repo, "--env", "dev", "--created-at", at, "-o", "json")
+	if err != nil {
+		t.Fatalf("compile: %v\n%s", err, out)
+	}
+	var sum compileSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.State != "rewritten" || sum.PromotableFrom != at || sum.PromotableUntil <= at {
+		t.Fatalf("compile: %+v, want a rewritten release promotable from %s", sum, at)
+	}
+	out, err = runCLI("compile", "--repo", repo, "--env", "dev", "--created-at", "2030-02-01T00:00:00Z")
+	if err != nil || strings.Contains(out, "promotable") {
+		t.Errorf("a compile that writes nothing new: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI("compile", "--repo", repo, "--env", "dev", "--created-at", "2030-03-01T00:00:00Z")
+	if err != nil || !strings.Contains(out, "promotable from 2030-03-01T00:00:00Z until ") {
+		t.Errorf("compile of the next release does not say until when it can be promoted: %v\n%s", err, out)
 	}
 }
