@@ -217,9 +217,21 @@ func (r *Result) ForStreaming() {
 	from, until := promotionWindow(m)
 	r.promotion = &[2]string{from, until}
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
-	if r.UpToDate && r.committedAgain != nil {
-		r.ManifestBytes = nil
+	r.LetGoOfArchive()
+}
+
+// LetGoOfArchive lets go of ManifestBytes when the release is the
+// committed one byte for byte and can be read again from the committed
+// files, which ReleaseArchive then does; it reports whether it did. A
+// caller that needs the archive only at the start and the end of a long
+// task (a promotion, which publishes for minutes in between) then does not
+// hold it — tens of megabytes at 100,000 targets — meanwhile.
+func (r *Result) LetGoOfArchive() bool {
+	if !r.UpToDate || r.committedAgain == nil {
+		return false
 	}
+	r.ManifestBytes = nil
+	return true
 }
 
 // Unchanged reports whether the release is the committed release byte for

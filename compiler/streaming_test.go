@@ -445,6 +445,23 @@ func TestForStreaming(t *testing.T) {
 	if again, err := res.ReleaseArchive(); err != nil || !bytes.Equal(again, b) {
 		t.Fatalf("ReleaseArchive after ForStreaming: %d bytes, %v; want the %d compiled", len(again), err, len(b))
 	}
+	// LetGoOfArchive alone lets go of the bytes and keeps the entries (a
+	// promotion records them after publishing).
+	kept := compile()
+	if !kept.LetGoOfArchive() || kept.ManifestBytes != nil || len(kept.Manifest.Targets) != n {
+		t.Fatalf("LetGoOfArchive: %d bytes, %d entries held; want none and %d", len(kept.ManifestBytes), len(kept.Manifest.Targets), n)
+	}
+	if again, err := kept.ReleaseArchive(); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("ReleaseArchive after LetGoOfArchive: %d bytes, %v; want the %d compiled", len(again), err, len(b))
+	}
+	// A release that is not the committed one has nothing to read again.
+	edited := filepath.Join(dir, "agents", "h0002.bench.lightapi.net-a002.yaml")
+	edit(t, edited, "temperature: 0.2", "temperature: 0.3")
+	next, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at.Add(time.Hour), ManifestOnly: true})
+	if err != nil || next.UpToDate || next.LetGoOfArchive() || next.ManifestBytes == nil {
+		t.Fatalf("a new release: %v, up to date %v, %d bytes; want its bytes kept", err, next != nil && next.UpToDate, len(next.ManifestBytes))
+	}
+	edit(t, edited, "temperature: 0.3", "temperature: 0.2")
 	shard := filepath.Join(dir, "releases", "bench", "h0001.bench.lightapi.net.yaml")
 	edit(t, shard, "\ntargets:\n", "\n# edited\ntargets:\n")
 	if _, err := res.ReleaseArchive(); err == nil || !strings.Contains(err.Error(), "changed since it was compiled") {

@@ -145,6 +145,11 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	log.InfoContext(ctx, "release manifest up to date", "env", opts.EnvTag, "release", m.ReleaseVersion, "base", m.BaseReleaseVersion, "targets", len(m.Targets))
 
 	in := releaseInput(rev, res, opts.EnvTag)
+	// The release archive (65 MB at 100,000 targets) is read again from
+	// the commit once the release is published, not held while it is.
+	if res.LetGoOfArchive() {
+		in.ManifestBytes = nil
+	}
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
 	}
@@ -172,7 +177,12 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		CommandID:      in.CommandID,
 		Published:      published,
 	}
-	if err := stageWorkflowViews(ctx, opts.Store, res); err != nil {
+	if in.ManifestBytes == nil {
+		if in.ManifestBytes, err = res.ReleaseArchive(); err != nil {
+			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+		}
+	}
+	if err := stageWorkflowViews(ctx, opts.Store, in.ManifestBytes, res); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
 	// Nothing of the compile result is used from here on (in holds the
