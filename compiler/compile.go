@@ -249,6 +249,18 @@ func (r *Result) ReleaseArchive() ([]byte, error) {
 	return r.committedAgain()
 }
 
+// ArchiveAgain returns a function that returns the release archive as
+// ReleaseArchive does and refers to nothing else of r, so that r — a large
+// release's sources and entries — can be collected before it is called: a
+// promotion reads the archive to record the release only after it let go
+// of its compile.
+func (r *Result) ArchiveAgain() func() ([]byte, error) {
+	if b := r.ManifestBytes; b != nil || r.committedAgain == nil {
+		return func() ([]byte, error) { return b, nil }
+	}
+	return r.committedAgain
+}
+
 // TargetCount returns the number of targets of the release.
 func (r *Result) TargetCount() int {
 	if r.want != nil {

@@ -454,12 +454,20 @@ func TestForStreaming(t *testing.T) {
 	if again, err := kept.ReleaseArchive(); err != nil || !bytes.Equal(again, b) {
 		t.Fatalf("ReleaseArchive after LetGoOfArchive: %d bytes, %v; want the %d compiled", len(again), err, len(b))
 	}
+	read := kept.ArchiveAgain()
+	kept = nil // ArchiveAgain refers to nothing else of the result
+	if again, err := read(); err != nil || !bytes.Equal(again, b) {
+		t.Fatalf("ArchiveAgain after LetGoOfArchive: %d bytes, %v; want the %d compiled", len(again), err, len(b))
+	}
 	// A release that is not the committed one has nothing to read again.
 	edited := filepath.Join(dir, "agents", "h0002.bench.lightapi.net-a002.yaml")
 	edit(t, edited, "temperature: 0.2", "temperature: 0.3")
 	next, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at.Add(time.Hour), ManifestOnly: true})
 	if err != nil || next.UpToDate || next.LetGoOfArchive() || next.ManifestBytes == nil {
 		t.Fatalf("a new release: %v, up to date %v, %d bytes; want its bytes kept", err, next != nil && next.UpToDate, len(next.ManifestBytes))
+	}
+	if again, err := next.ArchiveAgain()(); err != nil || !bytes.Equal(again, next.ManifestBytes) {
+		t.Fatalf("ArchiveAgain of a new release: %d bytes, %v; want its own %d", len(again), err, len(next.ManifestBytes))
 	}
 	edit(t, edited, "temperature: 0.3", "temperature: 0.2")
 	shard := filepath.Join(dir, "releases", "bench", "h0001.bench.lightapi.net.yaml")

@@ -146,10 +146,12 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 
 	in := releaseInput(rev, res, opts.EnvTag)
 	// The release archive (65 MB at 100,000 targets) is read again from
-	// the commit once the release is published, not held while it is.
+	// the commit to record the release, once the compile result is let
+	// go of, not held while the release publishes.
 	if res.LetGoOfArchive() {
 		in.ManifestBytes = nil
 	}
+	archive := res.ArchiveAgain()
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
 	}
@@ -177,27 +179,31 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		CommandID:      in.CommandID,
 		Published:      published,
 	}
+	views := promoter.WorkflowViewsOf(res.Workflows)
+	// Nothing of the compile result is used from here on (in holds every
+	// target's store fields; archive reads the release's bytes again):
+	// record in a function of its own so that the result — a large
+	// release's parsed sources, model and manifests, hundreds of megabytes
+	// at 100,000 targets — can be collected before the archive is read and
+	// while the release is recorded.
+	return record(ctx, opts, log, clock, start, stage, in, archive, views, result)
+}
+
+// record stages the release's Workflow views and records the published
+// release (staged, or recorded and activated), reading its archive with
+// archive when in does not hold it, and completes result.
+func record(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, start time.Time, stage bool,
+	in promoter.ReleaseInput, archive func() ([]byte, error), views []promoter.WorkflowView, result *Result) (*Result, error) {
+	rev := result.Review
 	if in.ManifestBytes == nil {
-		if in.ManifestBytes, err = res.ReleaseArchive(); err != nil {
+		var err error
+		if in.ManifestBytes, err = archive(); err != nil {
 			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 		}
 	}
-	if err := stageWorkflowViews(ctx, opts.Store, in.ManifestBytes, res); err != nil {
+	if err := stageWorkflowViews(ctx, opts.Store, in.ManifestBytes, views); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
-	// Nothing of the compile result is used from here on (in holds the
-	// manifest's bytes and every target's store fields): record in a
-	// function of its own so that the result — a large release's parsed
-	// sources, model and manifests, hundreds of megabytes at 100,000
-	// targets — can be collected while the release is recorded.
-	return record(ctx, opts, log, clock, start, stage, in, result)
-}
-
-// record records the published release (staged, or recorded and
-// activated) and completes result.
-func record(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, start time.Time, stage bool,
-	in promoter.ReleaseInput, result *Result) (*Result, error) {
-	rev := result.Review
 	if stage {
 		st, ok := opts.Store.(releaseStager)
 		if !ok {

@@ -38,14 +38,14 @@ func previousFrom(store Recorder) compiler.PreviousRelease {
 	return r.ReleaseManifest
 }
 
-// stageWorkflowViews stages the compiled views of res, whose release
-// archive is archive, when the store records Workflow views.
-func stageWorkflowViews(ctx context.Context, rec Recorder, archive []byte, res *compiler.Result) error {
+// stageWorkflowViews stages the compiled views of the release whose
+// archive is archive when the store records Workflow views.
+func stageWorkflowViews(ctx context.Context, rec Recorder, archive []byte, views []promoter.WorkflowView) error {
 	st, ok := rec.(workflowViewStager)
 	if !ok {
 		return nil
 	}
-	return st.StageWorkflowViews(ctx, archive, promoter.WorkflowViewsOf(res.Workflows))
+	return st.StageWorkflowViews(ctx, archive, views)
 }
 
 // invalid builds a promoter.ErrInvalid naming the field.
