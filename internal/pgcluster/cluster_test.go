@@ -149,11 +149,21 @@ func TestReplicaStreamsFromThePrimary(t *testing.T) {
 	if _, err := pc.Exec(ctx, "INSERT INTO t VALUES (2)"); err != nil {
 		t.Fatal(err)
 	}
-	var sender string
-	if err := pc.QueryRow(ctx, "SELECT usename FROM pg_stat_replication").Scan(&sender); err != nil || sender != ReplicationRole {
-		t.Fatalf("pg_stat_replication: %q (%v), want a walsender for %s", sender, err, ReplicationRole)
-	}
+	// The standby accepts connections before its WAL receiver has
+	// connected: wait for the primary's walsender (on a loaded host it
+	// takes a moment).
 	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var sender string
+		err := pc.QueryRow(ctx, "SELECT usename FROM pg_stat_replication").Scan(&sender)
+		if err == nil && sender == ReplicationRole {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pg_stat_replication 10s after the replica started: %q (%v), want a walsender for %s", sender, err, ReplicationRole)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for {
 		var n int
 		if err := rc.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
