@@ -242,12 +242,7 @@ func (r *Result) Unchanged() bool { return r.UpToDate || r.unchanged }
 // ReleaseArchive returns the release as one release archive:
 // ManifestBytes, or, once ForStreaming let go of them, the committed
 // release read again, which must not have changed since it was compiled.
-func (r *Result) ReleaseArchive() ([]byte, error) {
-	if r.ManifestBytes != nil || r.committedAgain == nil {
-		return r.ManifestBytes, nil
-	}
-	return r.committedAgain()
-}
+func (r *Result) ReleaseArchive() ([]byte, error) { return r.ArchiveAgain()() }
 
 // ArchiveAgain returns a function that returns the release archive as
 // ReleaseArchive does and refers to nothing else of r, so that r — a large

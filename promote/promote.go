@@ -148,9 +148,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	// The release archive (65 MB at 100,000 targets) is read again from
 	// the commit to record the release, once the compile result is let
 	// go of, not held while the release publishes.
-	if res.LetGoOfArchive() {
-		in.ManifestBytes = nil
-	}
+	res.LetGoOfArchive()
 	archive := res.ArchiveAgain()
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
@@ -189,17 +187,15 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	return record(ctx, opts, log, clock, start, stage, in, archive, views, result)
 }
 
-// record stages the release's Workflow views and records the published
-// release (staged, or recorded and activated), reading its archive with
-// archive when in does not hold it, and completes result.
+// record reads the release's archive with archive, stages its Workflow
+// views and records the published release (staged, or recorded and
+// activated), and completes result.
 func record(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, start time.Time, stage bool,
 	in promoter.ReleaseInput, archive func() ([]byte, error), views []promoter.WorkflowView, result *Result) (*Result, error) {
 	rev := result.Review
-	if in.ManifestBytes == nil {
-		var err error
-		if in.ManifestBytes, err = archive(); err != nil {
-			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
-		}
+	var err error
+	if in.ManifestBytes, err = archive(); err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
 	if err := stageWorkflowViews(ctx, opts.Store, in.ManifestBytes, views); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)

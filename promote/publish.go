@@ -46,7 +46,8 @@ func short(h string) string {
 }
 
 // releaseInput maps a compile result and its review to the store input;
-// its targets are added as they stream (publishAndStore).
+// its targets are added as they stream (publishAndStore), its archive
+// when it is recorded (record).
 func releaseInput(rev *review.Review, res *compiler.Result, env string) promoter.ReleaseInput {
 	m := res.Manifest
 	return promoter.ReleaseInput{
@@ -54,7 +55,6 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) promoter
 		EnvTag:             env,
 		ReleaseVersion:     m.ReleaseVersion,
 		BaseReleaseVersion: m.BaseReleaseVersion,
-		ManifestBytes:      res.ManifestBytes,
 		ReleaseDigest:      m.ReleaseDigest,
 		SourceCommit:       rev.Commit,
 		SourceRef:          rev.Ref,
