@@ -609,5 +609,49 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="activatable"`) || !strings.Contains(rec.Body.String(), c.html) {
 			t.Errorf("at %s: GET /env/dev/releases/3: %d, body lacks the activatable %q", now, rec.Code, c.html)
 		}
+
+		// The timeline says it for every release on the page, so a rollback
+		// target can be chosen there.
+		tl, err := con.rd.Timeline(ctx, "dev", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tl.Releases) != 3 {
+			t.Fatalf("timeline lists %d releases, want 3", len(tl.Releases))
+		}
+		for _, rel := range tl.Releases {
+			var from, until time.Time
+			if err := db.Pool(t).QueryRow(ctx, `SELECT max(s.valid_from), min(s.expires_at)
+				FROM configpub.config_release_target t JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+				WHERE t.env_tag = 'dev' AND t.release_version = $1`, rel.Version).Scan(&from, &until); err != nil {
+				t.Fatal(err)
+			}
+			want := "until"
+			if now.Before(from) {
+				want = "from"
+			}
+			if !now.Before(until) {
+				want = "ended"
+			}
+			if rel.Activatable != want || rel.ActivatableFrom == nil || !rel.ActivatableFrom.Equal(from) ||
+				rel.ActivatableUntil == nil || !rel.ActivatableUntil.Equal(until) {
+				t.Errorf("at %s: timeline release %d activatable %q from %v until %v, want %q from %s until %s",
+					now, rel.Version, rel.Activatable, rel.ActivatableFrom, rel.ActivatableUntil, want, from, until)
+			}
+		}
+		req = httptest.NewRequest("GET", "/env/dev", nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec = httptest.NewRecorder()
+		con.Handler().ServeHTTP(rec, req)
+		card := rec.Body.String()
+		if i := strings.Index(card, `id="release-3"`); i >= 0 {
+			card = card[i:]
+			if j := strings.Index(card, `id="release-2"`); j >= 0 {
+				card = card[:j]
+			}
+		}
+		if rec.Code != 200 || !strings.Contains(card, `class="window"`) || !strings.Contains(card, c.html) {
+			t.Errorf("at %s: GET /env/dev: %d, release 3's card lacks the activatable %q", now, rec.Code, c.html)
+		}
 	}
 }

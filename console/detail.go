@@ -51,9 +51,6 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 		return nil, err
 	}
 	d.CommitURL, d.PullRequestURL = links(r.repository, d.SourceCommit, d.SourceRef)
-	if err := r.activatable(ctx, d); err != nil {
-		return nil, err
-	}
 	if err := r.changedTargets(ctx, d); err != nil {
 		return nil, err
 	}
@@ -65,33 +62,6 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 		d.DiffMode = "values"
 	}
 	return d, nil
-}
-
-// activatable reads when every target of the release can be moved to it,
-// kept per release with its summary (databases before that show none).
-func (r *reader) activatable(ctx context.Context, d *ReleaseDetail) error {
-	if !r.f.window {
-		return nil
-	}
-	err := r.q.QueryRow(ctx, `SELECT activatable_from, activatable_until FROM configpub.release_target_summary
-		WHERE env_tag = $1 AND release_version = $2`, d.EnvTag, d.Version).Scan(&d.ActivatableFrom, &d.ActivatableUntil)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("release %s/%d: activation window: %w", d.EnvTag, d.Version, err)
-	}
-	now := r.now()
-	switch {
-	case d.ActivatableUntil == nil:
-	case !now.Before(*d.ActivatableUntil):
-		d.Activatable = "ended"
-	case d.ActivatableFrom != nil && now.Before(*d.ActivatableFrom):
-		d.Activatable = "from"
-	default:
-		d.Activatable = "until"
-	}
-	return nil
 }
 
 // changedTargets lists the targets whose snapshot differs from the base

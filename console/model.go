@@ -87,6 +87,14 @@ type Release struct {
 	PolicyState     string           `json:"policyState"` // VALIDATED when every snapshot was valid at creation
 	Audiences       []AudienceStatus `json:"audiences"`
 	PreviousRelease int64            `json:"previousRelease,omitempty"` // the release it replaced when it became current
+	// ActivatableFrom and ActivatableUntil bound when every target of the
+	// release can be moved to it (activated, or rolled back to): the latest
+	// start and earliest end of its snapshots' activation windows; nil when
+	// unknown. Activatable is "until", "ended" or "from" (before the
+	// windows open) at the time the page was read, "" when unknown.
+	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
+	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
+	Activatable      string     `json:"activatable,omitempty"`
 }
 
 // AudienceStatus summarizes the snapshots a release created for one audience.
@@ -138,14 +146,6 @@ type ReleaseDetail struct {
 	// workflow and version, of WorkflowsTotal.
 	Workflows      []WorkflowView `json:"workflows"`
 	WorkflowsTotal int            `json:"workflowsTotal"`
-	// ActivatableFrom and ActivatableUntil bound when every target of the
-	// release can be moved to it (activated, or rolled back to): the latest
-	// start and earliest end of its snapshots' activation windows; nil when
-	// unknown. Activatable is "until", "ended" or "from" (before the
-	// windows open) at the time the page was read, "" when unknown.
-	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
-	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
-	Activatable      string     `json:"activatable,omitempty"`
 	// CommitURL and PullRequestURL link the reviewed commit and the pull
 	// request it came from, when the console knows the repository's address.
 	CommitURL      string `json:"commitUrl,omitempty"`

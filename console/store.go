@@ -262,8 +262,37 @@ const releaseCols = `release_version, base_release_version, lifecycle_state, exe
 		WHERE j1.env_tag = r.env_tag AND j1.release_version = r.release_version AND j1.to_state = 'ACTIVE'
 		ORDER BY j1.sequence DESC LIMIT 1), 0)`
 
+// windowCols selects, for the release row alias a, the activation window
+// kept with its summary: when every target of the release can be moved to
+// it. Databases before that have none (NULL).
+func (r *reader) windowCols(a string) string {
+	if !r.f.window {
+		return "NULL::timestamptz, NULL::timestamptz"
+	}
+	const q = `(SELECT w.%[1]s FROM configpub.release_target_summary w
+		WHERE w.env_tag = %[2]s.env_tag AND w.release_version = %[2]s.release_version)`
+	return fmt.Sprintf(q, "activatable_from", a) + ", " + fmt.Sprintf(q, "activatable_until", a)
+}
+
+// activatable says where now is against a release's activation window:
+// "from" before it opens, "until" inside it, "ended" after it, "" when the
+// window is unknown.
+func activatable(now time.Time, from, until *time.Time) string {
+	switch {
+	case until == nil:
+		return ""
+	case !now.Before(*until):
+		return "ended"
+	case from != nil && now.Before(*from):
+		return "from"
+	default:
+		return "until"
+	}
+}
+
 func (r *reader) releases(ctx context.Context, env string, before int64, limit int, current int64) ([]Release, error) {
-	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+` FROM configpub.config_release r
+	now := r.now()
+	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+`, `+r.windowCols("r")+` FROM configpub.config_release r
 		WHERE env_tag = $1 AND ($2 = 0 OR release_version < $2)
 		ORDER BY release_version DESC LIMIT $3`, env, before, limit)
 	if err != nil {
@@ -273,9 +302,11 @@ func (r *reader) releases(ctx context.Context, env string, before int64, limit i
 		var rel Release
 		err := row.Scan(&rel.Version, &rel.BaseVersion, &rel.State, &rel.Outcome, &rel.ReleaseDigest,
 			&rel.DefinitionHash, &rel.SourceCommit, &rel.SourceRef, &rel.Actor, &rel.Reviewers, &rel.Reason,
-			&rel.TargetCount, &rel.CreatedAt, &rel.UpdatedAt, &rel.PreviousRelease)
+			&rel.TargetCount, &rel.CreatedAt, &rel.UpdatedAt, &rel.PreviousRelease,
+			&rel.ActivatableFrom, &rel.ActivatableUntil)
 		rel.EnvTag = env
 		rel.CreatedAt, rel.UpdatedAt = rel.CreatedAt.UTC(), rel.UpdatedAt.UTC()
+		rel.Activatable = activatable(now, rel.ActivatableFrom, rel.ActivatableUntil)
 		rel.Current = rel.Version == current
 		if rel.Reviewers == nil {
 			rel.Reviewers = []string{}
