@@ -147,8 +147,9 @@ type Result struct {
 	// result that is it byte for byte (UpToDate): ForStreaming then lets
 	// go of ManifestBytes, and ReleaseArchive reads them again.
 	committedAgain func() ([]byte, error)
-	// promotion is PromotionWindow, kept by ForStreaming.
-	promotion *[2]string
+	// promotion and activation are PromotionWindow and ActivationWindow,
+	// kept by ForStreaming.
+	promotion, activation *[2]string
 }
 
 // PromotionWindow returns when the release can be promoted: the latest
@@ -161,13 +162,31 @@ func (r *Result) PromotionWindow() (from, until string) {
 	if r.promotion != nil {
 		return r.promotion[0], r.promotion[1]
 	}
-	return promotionWindow(r.Manifest)
+	return windowOf(r.Manifest, true)
 }
 
-func promotionWindow(m *bundle.Manifest) (from, until string) {
+// ActivationWindow returns when every target of the release can be moved
+// to it — activated, or returned to by a rollback: the latest validFrom
+// and the earliest expiresAt of every snapshot it maps a target to, those
+// it creates and those it keeps from earlier releases, in the manifest's
+// time form (the window the release store keeps per recorded release).
+// After it, a move to the release is refused for a target whose snapshot's
+// window ended; a release compiled at or after it re-issues that target,
+// so a rollback from that release to this one is refused. Both are "" when
+// the release has no targets.
+func (r *Result) ActivationWindow() (from, until string) {
+	if r.activation != nil {
+		return r.activation[0], r.activation[1]
+	}
+	return windowOf(r.Manifest, false)
+}
+
+// windowOf returns the latest validFrom and earliest expiresAt of m's
+// entries: only of those m's release creates when own is set.
+func windowOf(m *bundle.Manifest, own bool) (from, until string) {
 	for i := range m.Targets {
 		e := &m.Targets[i]
-		if e.ReleaseVersion != m.ReleaseVersion {
+		if own && e.ReleaseVersion != m.ReleaseVersion {
 			continue
 		}
 		// The manifest's one time form (bundle.TimeFormat) orders as text.
@@ -199,10 +218,10 @@ func wantOf(entries []bundle.TargetEntry) []wantTarget {
 
 // ForStreaming prepares a ManifestOnly result that is only streamed
 // (EachTarget) and reported from here on, as a publication or a plan
-// (NewPlan, PlanKeep, PlanTargets) does: it keeps
-// the release header, releaseDigest and, per target, what EachTarget
-// checks the re-derived target against, and lets go of the rest of the
-// manifest — subjects, inputs, workflows and every entry, which a large
+// (NewPlan, PlanKeep, PlanTargets) does: it keeps the release header,
+// releaseDigest, its promotion and activation windows and, per target,
+// what EachTarget checks the re-derived target against, and lets go of the
+// rest of the manifest — subjects, inputs, workflows and every entry, which a large
 // release holds by the hundred megabytes while its sources are read again
 // — and, when the release is the committed one byte for byte, of its
 // bytes, which ReleaseArchive reads again from the committed files.
@@ -214,8 +233,10 @@ func (r *Result) ForStreaming() {
 	}
 	m := r.Manifest
 	r.want = wantOf(m.Targets)
-	from, until := promotionWindow(m)
+	from, until := windowOf(m, true)
 	r.promotion = &[2]string{from, until}
+	from, until = windowOf(m, false)
+	r.activation = &[2]string{from, until}
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	r.LetGoOfArchive()
 }

@@ -43,6 +43,8 @@ func TestActivationWindowReissue(t *testing.T) {
 	at := created
 	rate := 120
 	keptEarlier := false
+	rollback := map[bool]int{} // steps after which a rollback to the release before is possible / refused
+	prevRes := r1
 	for i, gap := range gaps {
 		at = at.Add(gap)
 		prev := h.releases[int64(i+1)]
@@ -98,6 +100,37 @@ func TestActivationWindowReissue(t *testing.T) {
 		if from, until := res.PromotionWindow(); from != wantFrom || until != wantUntil {
 			t.Errorf("release %d: promotable %s..%s, want %s..%s", m.ReleaseVersion, from, until, wantFrom, wantUntil)
 		}
+		// Every target can be moved to the release from the latest start
+		// to the earliest end of all its snapshots' windows, kept ones
+		// included. When the release before it could no longer be moved
+		// to in whole at this release's createdAt, this release re-issued
+		// a target whose window ended, so a rollback to it is refused.
+		actFrom, actUntil := "", ""
+		for _, e := range m.Targets {
+			if actFrom == "" || e.ValidFrom > actFrom {
+				actFrom = e.ValidFrom
+			}
+			if actUntil == "" || e.ExpiresAt < actUntil {
+				actUntil = e.ExpiresAt
+			}
+		}
+		if from, until := res.ActivationWindow(); from != actFrom || until != actUntil {
+			t.Errorf("release %d: activatable %s..%s, want %s..%s", m.ReleaseVersion, from, until, actFrom, actUntil)
+		}
+		_, prevUntil := prevRes.ActivationWindow()
+		ended := prevUntil <= at.Format(bundle.TimeFormat)
+		rollback[!ended]++
+		if ended {
+			refused := false
+			for _, e := range m.Targets {
+				if old := pm.Target(e.Host, e.ServiceID); old.SnapshotID != e.SnapshotID && old.ExpiresAt <= at.Format(bundle.TimeFormat) {
+					refused = true
+				}
+			}
+			if !refused {
+				t.Errorf("release %d: release %d's window ended at %s, yet no target moves off a snapshot whose window ended", m.ReleaseVersion, i+1, prevUntil)
+			}
+		}
 		streamed, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod",
 			CreatedAt: at.Add(time.Hour), Previous: h.lookup, ManifestOnly: true})
 		if err != nil || !streamed.UpToDate {
@@ -107,6 +140,10 @@ func TestActivationWindowReissue(t *testing.T) {
 		if from, until := streamed.PromotionWindow(); streamed.Manifest.Targets != nil || from != wantFrom || until != wantUntil {
 			t.Errorf("release %d streamed: promotable %s..%s, want %s..%s", m.ReleaseVersion, from, until, wantFrom, wantUntil)
 		}
+		if from, until := streamed.ActivationWindow(); from != actFrom || until != actUntil {
+			t.Errorf("release %d streamed: activatable %s..%s, want %s..%s", m.ReleaseVersion, from, until, actFrom, actUntil)
+		}
+		prevRes = res
 		again, err := h.try(at.Add(24 * time.Hour))
 		if err != nil || !again.UpToDate {
 			t.Fatalf("release %d: recompile not up to date: %v %v", m.ReleaseVersion, err, again.Stale())
@@ -114,6 +151,9 @@ func TestActivationWindowReissue(t *testing.T) {
 	}
 	if !keptEarlier {
 		t.Fatal("no release kept a snapshot whose window ends before its own snapshots' windows")
+	}
+	if rollback[true] == 0 || rollback[false] == 0 {
+		t.Fatalf("rollback to the release before possible after %d steps, refused after %d: want both", rollback[true], rollback[false])
 	}
 }
 

@@ -29,7 +29,12 @@ in a <details> block in markdown) and how many targets are unchanged. An
 unchanged target re-issued because its snapshot's activation window no longer
 contains the new release's createdAt (--created-at, else as for compile) says so.
 It also says until when the release can be promoted: the activation windows of
-the snapshots it creates (promote refuses it outside them).
+the snapshots it creates (promote refuses it outside them); and until when,
+once it is promoted, configpub rollback can return to the base release: the
+first end of that release's snapshots' activation windows. When that is no
+later than the new release's createdAt, it says there is no rollback: the new
+release re-issues the target whose window ended, a rollback to the base release
+is refused, and undoing the change means reverting it and promoting again.
 
 The digests are final once releases/ENV.yaml is compiled and committed with the
 change; until then plan marks them provisional. The markdown starts with the

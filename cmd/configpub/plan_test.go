@@ -230,3 +230,74 @@ func planJSON(t *testing.T, dir, base string) planDigests {
 	}
 	return r
 }
+
+// TestPlanSaysUntilWhenTheBaseReleaseCanBeRolledBackTo: plan says until
+// when a rollback to the base release is possible once the new release is
+// promoted (the first end of the base release's snapshots' activation
+// windows), and that there is none when that end is no later than the new
+// release's createdAt — exactly at the end included, where the new release
+// re-issues the target.
+func TestPlanSaysUntilWhenTheBaseReleaseCanBeRolledBackTo(t *testing.T) {
+	dir := gitFixture(t)
+	committed, err := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := bundle.ParseManifest("releases/dev.yaml", committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ""
+	for _, e := range base.Targets {
+		if end == "" || e.ExpiresAt < end {
+			end = e.ExpiresAt
+		}
+	}
+	endT, err := bundle.ParseTime(end)
+	if err != nil || end == "" {
+		t.Fatalf("release 1's first window end %q: %v", end, err)
+	}
+	p := filepath.Join(dir, "agents", "tech-support.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "maxOutputTokens: 2048", "maxOutputTokens: 1024", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at    time.Time
+		ended bool
+	}{
+		{time.Date(2026, 10, 2, 8, 0, 0, 0, time.UTC), false},
+		{endT.Add(-time.Second), false},
+		{endT, true},
+		{endT.Add(90 * 24 * time.Hour), true},
+	} {
+		at := c.at.Format(time.RFC3339)
+		out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at, "--output", "json")
+		if err != nil {
+			t.Fatalf("plan at %s: %v\n%s", at, err, out)
+		}
+		var plan struct {
+			To    int64  `json:"rollbackTo"`
+			Until string `json:"rollbackUntil"`
+			Ended bool   `json:"rollbackEnded"`
+		}
+		if err := json.Unmarshal([]byte(out), &plan); err != nil {
+			t.Fatal(err)
+		}
+		if plan.To != 1 || plan.Until != end || plan.Ended != c.ended {
+			t.Errorf("plan at %s: rollback to %d until %q, ended %v; want release 1 until %s, ended %v", at, plan.To, plan.Until, plan.Ended, end, c.ended)
+		}
+		text, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at)
+		md, err2 := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at, "--output", "markdown")
+		if err != nil || err2 != nil {
+			t.Fatalf("plan at %s: %v, %v", at, err, err2)
+		}
+		wantText, wantMD := "rollback to release 1 until "+end+": once release 2 is promoted", "**Rollback** to release 1 until **`"+end+"`**"
+		if c.ended {
+			wantText, wantMD = "no rollback: once release 2 is promoted, configpub rollback to release 1 is refused", "> **No rollback:** once release 2"
+		}
+		if !strings.Contains(text, wantText) || !strings.Contains(md, wantMD) {
+			t.Errorf("plan at %s lacks %q (text) or %q (markdown):\n%s\n%s", at, wantText, wantMD, text, md)
+		}
+	}
+}

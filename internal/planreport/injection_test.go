@@ -111,7 +111,8 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 				t.Errorf("table row %q has %d cells", line, len(cells))
 			}
 		case strings.HasPrefix(line, "<!-- configpub-plan env=dev -->"), strings.HasPrefix(line, "> **Digests are provisional:**"),
-			strings.HasPrefix(line, "**Promotable** from `"),
+			strings.HasPrefix(line, "**Promotable** from `"), strings.HasPrefix(line, "**Rollback** to release "),
+			strings.HasPrefix(line, "> **No rollback:** "),
 			line == "<details><summary>digests</summary>", line == "</details>", strings.HasPrefix(line, "Changed because "):
 		case strings.HasPrefix(line, "Base: "):
 			rest := strings.TrimPrefix(line, "Base: ")

@@ -45,6 +45,17 @@ type Report struct {
 	// so they are provisional whenever the digests are.
 	PromotableFrom  string `json:"promotableFrom,omitempty"`
 	PromotableUntil string `json:"promotableUntil,omitempty"`
+	// RollbackTo is the base release, the one configpub rollback returns
+	// to once the new release is promoted, and RollbackUntil the earliest
+	// end of its snapshots' activation windows: until then a rollback to
+	// it can move every target back. RollbackEnded says it ends no later
+	// than the new release's createdAt: the new release then re-issues a
+	// target whose snapshot's window ended, and a rollback to the base
+	// release is refused (revert and promote instead). Empty for a first
+	// release or when no new release is compiled.
+	RollbackTo    int64  `json:"rollbackTo,omitempty"`
+	RollbackUntil string `json:"rollbackUntil,omitempty"`
+	RollbackEnded bool   `json:"rollbackEnded,omitempty"`
 }
 
 // Target is one added, retired or changed target.
@@ -106,6 +117,13 @@ func New(in Input) (*Report, error) {
 	}
 	if p.Release != p.BaseRelease {
 		r.PromotableFrom, r.PromotableUntil = in.Head.PromotionWindow()
+		if in.Base != nil && p.BaseRelease > 0 {
+			if _, until := in.Base.ActivationWindow(); until != "" {
+				// The manifest's one time form orders as text.
+				r.RollbackTo, r.RollbackUntil = p.BaseRelease, until
+				r.RollbackEnded = until <= in.Head.Manifest.CreatedAt
+			}
+		}
 	}
 	idx := func(res *compiler.Result) map[[2]string]*compiler.Target {
 		m := map[[2]string]*compiler.Target{}

@@ -61,6 +61,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.PromotableUntil != "" {
 		fmt.Fprintf(w, "promotable from %s until %s: %s\n", term(r.PromotableFrom), term(r.PromotableUntil), r.promotableWhy())
 	}
+	if r.RollbackUntil != "" {
+		fmt.Fprintf(w, "%s\n", r.rollbackSays())
+	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n%s %s/%s (%s %s %s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID),
 			term(t.Audience), term(t.SubjectKind), term(t.SubjectName))
@@ -125,6 +128,30 @@ func (r *Report) promotableWhy() string {
 	return why
 }
 
+// rollbackSays is the text report's line on the rollback to the base
+// release.
+func (r *Report) rollbackSays() string {
+	if r.RollbackEnded {
+		return "no rollback: " + r.rollbackWhy()
+	}
+	return fmt.Sprintf("rollback to release %d until %s: %s", r.RollbackTo, r.RollbackUntil, r.rollbackWhy())
+}
+
+// rollbackWhy says what RollbackUntil bounds, or why there is no rollback.
+func (r *Report) rollbackWhy() string {
+	if r.RollbackEnded {
+		return fmt.Sprintf("once release %d is promoted, configpub rollback to release %d is refused: the first of its "+
+			"snapshots' activation windows ended at %s, no later than release %d's createdAt, so release %d re-issues "+
+			"that target; to undo this change, revert it and promote again", r.Release, r.RollbackTo, r.RollbackUntil, r.Release, r.Release)
+	}
+	why := fmt.Sprintf("once release %d is promoted, configpub rollback can move every target back to release %d "+
+		"until the first of its snapshots' activation windows ends; after it, revert and promote instead", r.Release, r.RollbackTo)
+	if !r.DigestsFinal {
+		why += " (whether it ends before the promotion follows the createdAt of the release you commit)"
+	}
+	return why
+}
+
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "%s\n### configpub plan %s: release %d -> %d\n\n", Marker(r.EnvTag), safetext.CodeSpan(r.EnvTag), r.BaseRelease, r.Release)
 	if r.BaseRef != "" {
@@ -138,6 +165,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.PromotableUntil != "" {
 		fmt.Fprintf(w, "\n**Promotable** from %s until **%s**: %s.\n", safetext.CodeSpan(r.PromotableFrom),
 			safetext.CodeSpan(r.PromotableUntil), safetext.Text(r.promotableWhy()))
+	}
+	if r.RollbackUntil != "" {
+		if r.RollbackEnded {
+			fmt.Fprintf(w, "\n> **No rollback:** %s.\n", safetext.Text(r.rollbackWhy()))
+		} else {
+			fmt.Fprintf(w, "\n**Rollback** to release %d until **%s**: %s.\n", r.RollbackTo,
+				safetext.CodeSpan(r.RollbackUntil), safetext.Text(r.rollbackWhy()))
+		}
 	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n#### %s %s (%s %s %s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID),
