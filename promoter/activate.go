@@ -123,6 +123,17 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 		if err != nil {
 			return activateOutcome{}, err
 		}
+		// Read through to_jsonb: on a schema before the column (a binary
+		// ahead of its migration) it is NULL, not an error that would abort
+		// the activation.
+		err = tx.QueryRow(ctx, `SELECT (to_jsonb(x) ->> 'activatable_until')::timestamptz FROM configpub.release_target_summary x
+			WHERE env_tag = $1 AND release_version = $2`, envTag, e.Current).Scan(&res.PreviousActivatableUntil)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return activateOutcome{}, dbErr("read the previous release's activation window", err)
+		}
+		if u := res.PreviousActivatableUntil; u != nil {
+			*u = u.UTC()
+		}
 		to := StateSuperseded
 		if a.cmd.Action == ActionRollback {
 			to = StateRolledBack

@@ -389,16 +389,28 @@ func TestActivationWindowOverMonths(t *testing.T) {
 			if _, until := f.activatable(t, "prod", 1); !f.now.Before(until) {
 				t.Fatalf("day 10: status says release 1 was activatable until %s", until)
 			}
-			if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb10"), EnvTag: "prod",
-				ToRelease: 1, Actor: "oncall", Reason: "day 10"}); err != nil {
+			rb, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb10"), EnvTag: "prod",
+				ToRelease: 1, Actor: "oncall", Reason: "day 10"})
+			if err != nil {
 				t.Fatalf("day 10 rollback: %v", err)
 			}
 			f.wantMapping(t, r1)
-			if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fw10"), EnvTag: "prod",
-				Release: 2, Actor: "oncall", Reason: "day 10"}); err != nil {
+			fw, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fw10"), EnvTag: "prod",
+				Release: 2, Actor: "oncall", Reason: "day 10"})
+			if err != nil {
 				t.Fatalf("day 10 forward activation: %v", err)
 			}
 			f.wantMapping(t, r2)
+			// Each move says until when the release it replaced can be
+			// moved back to: its window as status shows it.
+			_, until1 := windowOf(r1)
+			_, until2 := windowOf(r2)
+			if u := rb.PreviousActivatableUntil; rb.PreviousRelease != 2 || u == nil || !u.Equal(until2) {
+				t.Errorf("day 10 rollback: previous release %d until %v, want 2 until %s", rb.PreviousRelease, u, until2)
+			}
+			if u := fw.PreviousActivatableUntil; fw.PreviousRelease != 1 || u == nil || !u.Equal(until1) {
+				t.Errorf("day 10 forward activation: previous release %d until %v, want 1 until %s", fw.PreviousRelease, u, until1)
+			}
 		}
 		if d == 30 {
 			// Past the window a rollback to release 1 is refused, naming
@@ -580,4 +592,52 @@ func TestActivationWindowOfReleasesRecordedBeforeItsMigration(t *testing.T) {
 	f.now = t0.Add(3 * day)
 	f.promote(t, r4)
 	f.wantActivatable(t, r4)
+}
+
+// TestMovesSayUntilTheReplacedReleaseCanBeReturnedTo: a promotion, a
+// rollback and a forward activation each report the end of the activation
+// window of the release they replaced, read from the store, so that the
+// operator learns at the move until when it can be undone by a move back.
+func TestMovesSayUntilTheReplacedReleaseCanBeReturnedTo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := windowed(release("prod", 1, 0, 2, nil, nil), 21*day) // created t0+1h
+	r2 := release("prod", 2, 1, 2, nil, nil)
+	for i := range r2.Targets { // every target re-created five days later
+		r2.Targets[i].CreatedAt = r2.Targets[i].CreatedAt.Add(5 * day)
+	}
+	r2 = windowed(r2, 21*day)
+	_, until1 := windowOf(r1)
+	_, until2 := windowOf(r2)
+	if until1.Equal(until2) {
+		t.Fatal("the two releases' windows end together: the test could not tell them apart")
+	}
+	want := func(what string, res *promoter.ActivationResult, prev int64, until time.Time) {
+		t.Helper()
+		if u := res.PreviousActivatableUntil; res.PreviousRelease != prev || u == nil || !u.Equal(until) {
+			t.Errorf("%s: replaced release %d, window until %v; want release %d until %s", what, res.PreviousRelease, u, prev, until)
+		}
+	}
+	f.now = t0.Add(time.Hour)
+	if res := f.promote(t, r1); res.PreviousRelease != 0 || res.PreviousActivatableUntil != nil {
+		t.Errorf("the first promotion replaced release %d until %v", res.PreviousRelease, res.PreviousActivatableUntil)
+	}
+	f.now = t0.Add(5*day + 3*time.Hour)
+	want("promotion of release 2", f.promote(t, r2), 1, until1)
+	f.now = t0.Add(6 * day)
+	rb, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: moveID("rb"), EnvTag: "prod", ToRelease: 1, Actor: "oncall", Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("rollback to release 1", rb, 2, until2)
+	f.now = until1.Add(day) // release 1's window ended, release 2's has not
+	fw, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: moveID("fw"), EnvTag: "prod", Release: 2, Actor: "oncall", Reason: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("forward activation of release 2", fw, 1, until1)
+	if fw.ActivatedAt.Before(until1) {
+		t.Errorf("activated at %s, before release 1's window ended (%s)", fw.ActivatedAt, until1)
+	}
 }

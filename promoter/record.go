@@ -26,7 +26,13 @@ type ActivationResult struct {
 	Retired         int       `json:"retired"`         // identities the release does not contain, retired
 	Outcome         string    `json:"outcome"`         // APPLIED
 	ActivatedAt     time.Time `json:"activatedAt"`
-	Replayed        bool      `json:"-"`
+	// PreviousActivatableUntil is the end of the previous release's
+	// activation window (the earliest end of its snapshots' windows): until
+	// then a rollback, or an activation, can move every target back to it;
+	// after it, one is refused for any target that would move. Nil when
+	// there is no previous release or its window is unknown.
+	PreviousActivatableUntil *time.Time `json:"previousActivatableUntil,omitempty"`
+	Replayed                 bool       `json:"-"`
 	// On a replay: the release's lifecycle state now and the environment's
 	// active release now (a replayed promotion of a release rolled back
 	// since reports ROLLED_BACK and the release that is active; nothing

@@ -183,6 +183,9 @@ func printPromoteResult(w io.Writer, res *promote.Result) error {
 	}
 	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; %d pointers moved, %d unchanged, %d retired; %d artifacts verified; command %s\n",
 		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, a.Moved, a.Unchanged, a.Retired, len(res.Published), res.CommandID)
+	if line := returnLine(a); err == nil && line != "" {
+		_, err = fmt.Fprintln(w, line)
+	}
 	return err
 }
 

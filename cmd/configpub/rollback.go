@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
@@ -84,6 +85,30 @@ func printActivation(w io.Writer, res *promoter.ActivationResult) error {
 	if err == nil && res.Replayed && res.ActiveRelease != res.ReleaseVersion {
 		_, err = fmt.Fprintf(w, "note: release %d is %s now; release %d is active; nothing moved\n",
 			res.ReleaseVersion, res.StateNow, res.ActiveRelease)
+		return err
+	}
+	if line := returnLine(res); err == nil && line != "" {
+		_, err = fmt.Fprintln(w, line)
 	}
 	return err
+}
+
+// returnLine says until when every target can be moved back to the release
+// the move replaced, and how, or that the release's activation window has
+// ended; "" when there is no such release or its window is unknown.
+func returnLine(res *promoter.ActivationResult) string {
+	prev, until := res.PreviousRelease, res.PreviousActivatableUntil
+	if prev == 0 || prev == res.ReleaseVersion || until == nil || res.Replayed { // a replay's times are the first run's
+		return ""
+	}
+	at := until.UTC().Format(time.RFC3339)
+	if !res.ActivatedAt.Before(*until) {
+		return fmt.Sprintf("release %d can no longer be returned to: its activation window ended %s (a move back "+
+			"is refused when a target would move to a snapshot whose window ended; revert and promote instead)", prev, at)
+	}
+	how := fmt.Sprintf("configpub rollback --env %s --to-release %d", res.EnvTag, prev)
+	if prev > res.ReleaseVersion {
+		how = fmt.Sprintf("configpub activate --env %s --release %d", res.EnvTag, prev)
+	}
+	return fmt.Sprintf("release %d can be returned to until %s: %s", prev, at, how)
 }

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestReturnLine: the line a move prints about the release it replaced —
+// until when and how to move back, that its window ended, or nothing.
+func TestReturnLine(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	until := at.Add(48 * time.Hour)
+	ended := at.Add(-time.Second)
+	for _, c := range []struct {
+		name string
+		res  promoter.ActivationResult
+		want string
+	}{
+		{"promotion", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &until},
+			"release 2 can be returned to until 2026-12-06T12:00:00Z: configpub rollback --env prod --to-release 2"},
+		{"rollback", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 1, PreviousRelease: 3, ActivatedAt: at, PreviousActivatableUntil: &until},
+			"release 3 can be returned to until 2026-12-06T12:00:00Z: configpub activate --env prod --release 3"},
+		{"ended", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &ended},
+			"release 2 can no longer be returned to: its activation window ended 2026-12-04T11:59:59Z (a move back is refused when a target would move to a snapshot whose window ended; revert and promote instead)"},
+		{"ends at the move", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &at},
+			"release 2 can no longer be returned to: its activation window ended 2026-12-04T12:00:00Z (a move back is refused when a target would move to a snapshot whose window ended; revert and promote instead)"},
+		{"first release", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 1, ActivatedAt: at}, ""},
+		{"window unknown", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at}, ""},
+		{"replay", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &until, Replayed: true}, ""},
+	} {
+		if got := returnLine(&c.res); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
