@@ -69,6 +69,16 @@ type Options struct {
 	// the next release, which only `configpub compile` writes, is not
 	// compiled.
 	CheckOnly bool
+	// Renew compiles the next release also when the committed release is
+	// up to date, for the snapshots that can no longer be activated at
+	// CreatedAt: release N+1 then re-issues exactly the targets whose
+	// snapshot's activation window does not contain CreatedAt, with the
+	// same content, and keeps every other snapshot — the release a change
+	// at CreatedAt would make, without the change. When every window
+	// contains CreatedAt, release N is left as it is (Result.Unchanged).
+	// It derives like any release, so --check and promote verify it.
+	// Ignored with CheckOnly.
+	Renew bool
 }
 
 // PreviousRelease returns the recorded manifest bytes of release version of
@@ -538,6 +548,10 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		switch {
 		case err != nil:
 			return nil, err
+		case cr.matches(d.ManifestBytes) && opts.Renew && !opts.CheckOnly:
+			// Up to date, and asked for the next release anyway: it
+			// re-issues what can no longer be activated, or reproduces
+			// release N.
 		case cr.matches(d.ManifestBytes):
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the

@@ -183,3 +183,92 @@ func TestPlanExplainsReissue(t *testing.T) {
 	}
 	t.Fatalf("advisor not in the plan: %+v", p.Changed)
 }
+
+// TestRenewReissuesWhatCanNoLongerBeActivated: with Renew, an up-to-date
+// release N is followed by release N+1 that re-issues exactly the targets
+// whose snapshot's window no longer contains the new createdAt (same
+// content, new snapshot) and keeps every other snapshot; inside every
+// window it leaves release N alone. The renewal derives like any release,
+// and without Renew the same compile is up to date.
+func TestRenewReissuesWhatCanNoLongerBeActivated(t *testing.T) {
+	ctx := context.Background()
+	dir := copyRepo(t)
+	h := &history{dir: dir, env: "prod", releases: map[int64][]byte{}}
+	r1 := h.compile(t, time.Time{})
+	if !r1.UpToDate {
+		t.Fatal("the fixture's release is not up to date")
+	}
+	compile := func(at time.Time, renew, check bool) *compiler.Result {
+		t.Helper()
+		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: at, Previous: h.lookup, Renew: renew, CheckOnly: check})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
+	if in := compile(created.Add(24*time.Hour), true, false); !in.Unchanged() || in.Manifest.ReleaseVersion != 1 || len(in.Reissued) != 0 {
+		t.Fatalf("renew inside every window: release %d, unchanged %v, %d re-issued; want release 1 left alone",
+			in.Manifest.ReleaseVersion, in.Unchanged(), len(in.Reissued))
+	}
+	// Release 2 changes the account agent ten days in: its snapshot's
+	// window ends ten days after the others'.
+	edit(t, filepath.Join(dir, "agents/account.yaml"), "requestsPerMinute: 120", "requestsPerMinute: 121")
+	base := h.release(t, created.Add(10*24*time.Hour))
+	_, end := r1.ActivationWindow() // the first window to end
+	at, _ := bundle.ParseTime(end)
+	if plain := compile(at, false, false); !plain.UpToDate || plain.Manifest.ReleaseVersion != 2 {
+		t.Fatalf("compile without Renew after a window ended: release %d, up to date %v; want release 2 up to date", plain.Manifest.ReleaseVersion, plain.UpToDate)
+	}
+	if chk := compile(at, true, true); !chk.UpToDate || chk.Manifest.ReleaseVersion != 2 {
+		t.Fatalf("Renew with CheckOnly: release %d, up to date %v; want the committed release checked", chk.Manifest.ReleaseVersion, chk.UpToDate)
+	}
+	r3 := compile(at, true, false)
+	m := r3.Manifest
+	if m.ReleaseVersion != 3 || m.BaseReleaseVersion != 2 || m.CreatedAt != end || r3.Unchanged() {
+		t.Fatalf("renewal: release %d on %d at %s (unchanged %v); want release 3 on 2 at %s", m.ReleaseVersion, m.BaseReleaseVersion, m.CreatedAt, r3.Unchanged(), end)
+	}
+	reissued := map[string]bool{}
+	for _, r := range r3.Reissued {
+		reissued[r.Host+"/"+r.ServiceID] = true
+	}
+	var renewed, kept int
+	for _, e := range m.Targets {
+		old := base.Manifest.Target(e.Host, e.ServiceID)
+		id := e.Host + "/" + e.ServiceID
+		switch ended := old.ExpiresAt <= end; {
+		case ended:
+			// A new snapshot of release 3: an Agent's with the same policy
+			// and a re-issue reason; a Gateway's or Knowledge service's
+			// policy lists the bound Agents' publications, which changed.
+			renewed++
+			same := e.PolicyDigest == old.PolicyDigest && e.PropertySetDigest == old.PropertySetDigest && reissued[id]
+			if e.SnapshotID == old.SnapshotID || e.ReleaseVersion != 3 || !e.Changed || (e.Audience == "agent" && !same) {
+				t.Errorf("%s: window ended %s, entry %s/%d changed %v same policy %v; want a re-issued snapshot of release 3",
+					id, old.ExpiresAt, e.SnapshotID, e.ReleaseVersion, e.Changed, same)
+			}
+		case e.Audience == "agent":
+			kept++
+			if e.SnapshotID != old.SnapshotID || e.Changed || reissued[id] {
+				t.Errorf("%s: window ends %s, after the renewal, yet its snapshot was not kept", id, old.ExpiresAt)
+			}
+		default:
+			// Not re-issued; it changes only with the publications of the
+			// Agents bound to it.
+			if reissued[id] || e.Changed != (e.ContentDigest != old.ContentDigest) {
+				t.Errorf("%s: window ends %s, after the renewal: re-issued %v, changed %v with content %s -> %s",
+					id, old.ExpiresAt, reissued[id], e.Changed, old.ContentDigest, e.ContentDigest)
+			}
+		}
+	}
+	if renewed == 0 || kept == 0 || len(r3.Reissued) == 0 || len(r3.Reissued) > renewed {
+		t.Fatalf("%d targets renewed, %d kept, %d re-issue reasons; want both, and reasons for ended targets only", renewed, kept, len(r3.Reissued))
+	}
+	if err := compiler.Write(ctx, r3, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.releases[3] = r3.ManifestBytes
+	if chk := compile(at.Add(time.Hour), false, true); !chk.UpToDate || chk.Manifest.ReleaseVersion != 3 {
+		t.Fatalf("the renewal does not derive: release %d, up to date %v, %v", chk.Manifest.ReleaseVersion, chk.UpToDate, chk.Stale())
+	}
+}

@@ -80,8 +80,9 @@ func (e *CASError) Is(target error) bool {
 
 // WindowError refuses a pointer move to a snapshot whose activation window
 // (the envelope's validFrom <= t < expiresAt) does not contain the move time.
-// It matches ErrOutsideWindow. Nothing was moved; recompile to get a fresh
-// snapshot.
+// It matches ErrOutsideWindow. Nothing was moved; a window that ended is
+// renewed by the next release (configpub compile --renew re-issues the
+// snapshot with the same content).
 type WindowError struct {
 	EnvTag     string
 	Release    int64 // the release being activated
@@ -94,11 +95,13 @@ type WindowError struct {
 
 func (e *WindowError) Error() string {
 	why := "its activation window ended at " + formatTime(e.ExpiresAt)
+	fix := "configpub compile --renew writes the next release with fresh snapshots of the same content"
 	if e.At.Before(e.ValidFrom) {
 		why = "its activation window starts at " + formatTime(e.ValidFrom)
+		fix = "move it once the window opens"
 	}
-	return fmt.Sprintf("environment %s: release %d cannot be activated on %s: snapshot %s of %s is outside its activation window (%s); nothing moved, recompile to get a fresh snapshot",
-		e.EnvTag, e.Release, formatTime(e.At), e.SnapshotID, e.Identity, why)
+	return fmt.Sprintf("environment %s: release %d cannot be activated on %s: snapshot %s of %s is outside its activation window (%s); nothing moved; %s",
+		e.EnvTag, e.Release, formatTime(e.At), e.SnapshotID, e.Identity, why, fix)
 }
 
 // Is makes errors.Is(err, ErrOutsideWindow) true.

@@ -17,9 +17,9 @@ import (
 
 func addCompileCmd(root *cobra.Command) {
 	var repo, env, out, createdAt string
-	var check bool
+	var check, renew bool
 	cmd := &cobra.Command{
-		Use:   "compile --repo DIR --env ENV [--out DIR] [--check] [--created-at RFC3339]",
+		Use:   "compile --repo DIR --env ENV [--out DIR] [--check | --renew] [--created-at RFC3339]",
 		Short: "Compile a policy repository into values.yml per target and the release manifest",
 		Long: `compile resolves, projects, digests, renders and validates every target of
 one environment. It rewrites releases/ENV.yaml when the sources changed, and with
@@ -27,11 +27,25 @@ one environment. It rewrites releases/ENV.yaml when the sources changed, and wit
 nothing and exits 1 naming the first differing field when the committed manifest
 is stale: the manifest is re-derived from the sources and the previous release as
 recorded in the first-parent Git history of HEAD, never trusted. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
-the commit time of the policy repository's HEAD.`,
+the commit time of the policy repository's HEAD.
+
+A release keeps an unchanged target's snapshot only while that snapshot's
+activation window contains the release's createdAt; promote, activate and
+rollback refuse a pointer move to a snapshot outside its window. --renew writes
+the next release also when the sources did not change: it re-issues, with the
+same content, exactly the targets whose snapshot's window does not contain
+createdAt, and keeps every other snapshot. Promote it to renew the windows of a
+release no longer activatable (a staged release that waited too long), or
+before a change after a quiet period, so that the change keeps a release to
+roll back to. Pass --created-at (the current time, say): HEAD's commit time is
+usually inside the windows, and then there is nothing to renew.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" {
 				return usageError{errors.New("--repo and --env are required")}
+			}
+			if check && renew {
+				return usageError{errors.New("--check writes nothing and --renew writes a release: use one")}
 			}
 			at, err := resolveCreatedAt(createdAt, repo)
 			if err != nil {
@@ -47,7 +61,7 @@ the commit time of the policy repository's HEAD.`,
 			}
 			defer tree.Close()
 			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
-				ManifestOnly: true, CheckOnly: check}) // --out compiles the targets again, host by host
+				ManifestOnly: true, CheckOnly: check, Renew: renew}) // --out compiles the targets again, host by host
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
 			}
@@ -55,7 +69,8 @@ the commit time of the policy repository's HEAD.`,
 				return err
 			}
 			sum := compileSummary{EnvTag: env, Manifest: compiler.ManifestPath(env), Release: res.Manifest.ReleaseVersion,
-				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Manifest.Targets), ReleaseDigest: res.Manifest.ReleaseDigest}
+				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Manifest.Targets), ReleaseDigest: res.Manifest.ReleaseDigest,
+				Reissued: len(res.Reissued)}
 			sum.PromotableFrom, sum.PromotableUntil = res.PromotionWindow()
 			if check {
 				if err := res.Stale(); err != nil {
@@ -81,9 +96,17 @@ the commit time of the policy repository's HEAD.`,
 			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
+				if err == nil && sum.State == "rewritten" && sum.Reissued > 0 {
+					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window does not contain createdAt %s (configpub plan says why, per target)\n",
+						sum.Reissued, res.Manifest.CreatedAt)
+				}
 				if err == nil && sum.State == "rewritten" && sum.PromotableUntil != "" {
 					_, err = fmt.Fprintf(w, "promotable from %s until %s (the activation windows of the snapshots release %d creates; promote refuses it outside them)\n",
 						sum.PromotableFrom, sum.PromotableUntil, sum.Release)
+				}
+				if err == nil && renew && sum.State == "unchanged" {
+					_, err = fmt.Fprintf(w, "nothing to renew: every snapshot of release %d can be activated at %s; renew once a window has ended (--created-at)\n",
+						sum.Release, at.Format(time.RFC3339))
 				}
 				return err
 			})
@@ -94,6 +117,7 @@ the commit time of the policy repository's HEAD.`,
 	f.StringVar(&env, "env", "", "environment tag to compile (required)")
 	f.StringVar(&out, "out", "", "write values.yml and target.json per target under this directory")
 	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
+	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window does not contain createdAt")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
 	outputFlag(cmd)
 	root.AddCommand(cmd)
@@ -101,13 +125,16 @@ the commit time of the policy repository's HEAD.`,
 
 // compileSummary is what compile reports (-o json).
 type compileSummary struct {
-	EnvTag        string `json:"envTag"`
-	Manifest      string `json:"manifest"`
-	State         string `json:"state"` // up to date | rewritten | unchanged
-	Release       int64  `json:"release"`
-	BaseRelease   int64  `json:"baseRelease"`
-	Targets       int    `json:"targets"`
-	Changed       int    `json:"changed"`
+	EnvTag      string `json:"envTag"`
+	Manifest    string `json:"manifest"`
+	State       string `json:"state"` // up to date | rewritten | unchanged
+	Release     int64  `json:"release"`
+	BaseRelease int64  `json:"baseRelease"`
+	Targets     int    `json:"targets"`
+	Changed     int    `json:"changed"`
+	// Reissued counts the unchanged targets the release re-issues, their
+	// snapshot's activation window not containing its createdAt.
+	Reissued      int    `json:"reissued,omitempty"`
 	ReleaseDigest string `json:"releaseDigest"`
 	// PromotableFrom and PromotableUntil bound when promote accepts the
 	// release: the activation windows of the snapshots it creates (absent

@@ -201,3 +201,47 @@ func TestCompileSaysUntilWhenTheReleaseCanBePromoted(t *testing.T) {
 		t.Errorf("compile of the next release does not say until when it can be promoted: %v\n%s", err, out)
 	}
 }
+
+// TestCompileRenew: compile --renew writes the next release when a
+// snapshot's activation window no longer contains createdAt, re-issuing
+// the targets with the same content, and nothing while every window
+// contains it; the renewal is verified like any release.
+func TestCompileRenew(t *testing.T) {
+	dir := gitFixture(t)
+	manifest := filepath.Join(dir, "releases", "dev.yaml")
+	before, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--renew", "--created-at", "2026-12-01T00:00:00Z")
+	if err != nil || !strings.Contains(out, "nothing to renew: every snapshot of release 1 can be activated at 2026-12-01T00:00:00Z") {
+		t.Fatalf("renew inside the windows: %v\n%s", err, out)
+	}
+	if after, _ := os.ReadFile(manifest); !bytes.Equal(before, after) {
+		t.Fatal("renew inside the windows rewrote the release manifest")
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--renew", "--check"); err == nil || !strings.Contains(err.Error(), "use one") {
+		t.Fatalf("--renew --check: %v\n%s", err, out)
+	}
+	// The dev profile's windows are ten years long.
+	out, err = runCLI("compile", "--repo", dir, "--env", "dev", "--renew", "--created-at", "2037-01-01T00:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatalf("renew after the windows: %v\n%s", err, out)
+	}
+	var sum compileSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.State != "rewritten" || sum.Release != 2 || sum.BaseRelease != 1 || sum.Reissued == 0 || sum.Changed != sum.Targets ||
+		sum.PromotableFrom != "2037-01-01T00:00:00Z" {
+		t.Fatalf("renew after the windows: %+v; want release 2 on 1 re-issuing every target from 2037-01-01", sum)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, repo, "renew the activation windows", time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil || !strings.Contains(out, "up to date: release 2") {
+		t.Fatalf("check of the renewal: %v\n%s", err, out)
+	}
+}

@@ -142,7 +142,9 @@ func (r *Report) rollbackWhy() string {
 	if r.RollbackEnded {
 		return fmt.Sprintf("once release %d is promoted, configpub rollback to release %d is refused: the first of its "+
 			"snapshots' activation windows ended at %s, no later than release %d's createdAt, so release %d re-issues "+
-			"that target; to undo this change, revert it and promote again", r.Release, r.RollbackTo, r.RollbackUntil, r.Release, r.Release)
+			"that target and undoing this change means reverting it; to keep a release to roll back to, renew release %d "+
+			"first (configpub compile --renew on the base, promoted before this change)",
+			r.Release, r.RollbackTo, r.RollbackUntil, r.Release, r.Release, r.RollbackTo)
 	}
 	why := fmt.Sprintf("once release %d is promoted, configpub rollback can move every target back to release %d "+
 		"until the first of its snapshots' activation windows ends; after it, revert and promote instead", r.Release, r.RollbackTo)
