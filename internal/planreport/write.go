@@ -121,7 +121,7 @@ func orNone(s string) string {
 // run inside), so a hostile key or value cannot inject markup.
 // promotableWhy says what PromotableFrom and PromotableUntil bound.
 func (r *Report) promotableWhy() string {
-	why := fmt.Sprintf("promote refuses release %d outside the activation windows of the snapshots it creates (recompile for new ones)", r.Release)
+	why := fmt.Sprintf("promote refuses release %d outside the activation windows of the snapshots it creates (after them, configpub compile --renew writes the next release with new ones)", r.Release)
 	if !r.DigestsFinal {
 		why += "; provisional like the digests, as they follow the createdAt of the release you commit"
 	}
