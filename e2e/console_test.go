@@ -236,6 +236,10 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("timeline lacks %q", want)
 		}
 	}
+	// Each release says until when it can be activated or rolled back to.
+	if n := len(regexp.MustCompile(`activatable\s*until \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ`).FindAllString(tl, -1)); n < 2 {
+		t.Errorf("timeline says until when a release can be activated %d times, want once per release (2):\n%s", n, tl)
+	}
 	record("timeline")
 	shot("1-timeline")
 
