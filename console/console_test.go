@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -652,6 +653,27 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 		}
 		if rec.Code != 200 || !strings.Contains(card, `class="window"`) || !strings.Contains(card, c.html) {
 			t.Errorf("at %s: GET /env/dev: %d, release 3's card lacks the activatable %q", now, rec.Code, c.html)
+		}
+
+		// /metrics gives the current release's end, for an alert to renew.
+		var current int64
+		var currentUntil time.Time
+		if err := db.Pool(t).QueryRow(ctx, `SELECT e.current_release_version, min(s.expires_at)
+			FROM configpub.environment e JOIN configpub.config_release_target t
+				ON t.env_tag = e.env_tag AND t.release_version = e.current_release_version
+			JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+			WHERE e.env_tag = 'dev' GROUP BY 1`).Scan(&current, &currentUntil); err != nil {
+			t.Fatal(err)
+		}
+		req = httptest.NewRequest("GET", "/metrics", nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec = httptest.NewRecorder()
+		con.Handler().ServeHTTP(rec, req)
+		const name = `configpub_environment_current_release_activatable_until_seconds{env="dev"} `
+		_, value, found := strings.Cut(rec.Body.String(), "\n"+name)
+		value, _, _ = strings.Cut(value, "\n")
+		if v, err := strconv.ParseFloat(value, 64); !found || err != nil || v != float64(currentUntil.Unix()) {
+			t.Errorf("at %s: /metrics says release %d's window ends at %q, want %d", now, current, value, currentUntil.Unix())
 		}
 	}
 }

@@ -100,6 +100,10 @@ var (
 	descTargetRelease = prometheus.NewDesc("configpub_target_current_release",
 		"Release of each target's current snapshot (only with per-target metrics on).",
 		[]string{"env", "host", "service_id", "audience"}, nil)
+	descActivatableUntil = prometheus.NewDesc("configpub_environment_current_release_activatable_until_seconds",
+		"Unix time at which the current release's activation window ends (the earliest end of its snapshots' windows): "+
+			"after it, a change re-issues the targets whose windows ended and leaves no release to roll back to; renew.",
+		[]string{"env"}, nil)
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
 )
@@ -116,7 +120,8 @@ type publicationCollector struct {
 func (p *publicationCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCurrentRelease, descStagedRelease, descTargets, descLeaseExpiring,
 		descDivergence, descAckLag, descUnacked, descPublicationDuration, descPublicationFailures,
-		descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descTargetRelease, descScrapeError} {
+		descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descTargetRelease,
+		descActivatableUntil, descScrapeError} {
 		ch <- d
 	}
 }
@@ -153,6 +158,9 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		ch <- prometheus.MustNewConstMetric(descDivergence, prometheus.GaugeValue, float64(e.Divergent), e.EnvTag)
 	}
 	q := p.rd.q
+	if err := p.activatableUntil(ctx, ch); err != nil {
+		return err
+	}
 	// Acknowledgement lag of current pointers.
 	rows, err := q.Query(ctx, `SELECT p.env_tag, extract(epoch FROM (
 			SELECT min(e.reported_at) FROM configpub.runtime_evidence e
@@ -298,6 +306,31 @@ func counts(ctx context.Context, q querier, ch chan<- prometheus.Metric, d *prom
 			f = n
 		}
 		ch <- prometheus.MustNewConstMetric(d, vt, f, labels...)
+	}
+	return rows.Err()
+}
+
+// activatableUntil reports when each environment's current release stops
+// being activatable, kept with its summary (databases before that: none).
+func (p *publicationCollector) activatableUntil(ctx context.Context, ch chan<- prometheus.Metric) error {
+	if !p.rd.f.window {
+		return nil
+	}
+	rows, err := p.rd.q.Query(ctx, `SELECT e.env_tag, extract(epoch FROM x.activatable_until)::float8
+		FROM configpub.environment e JOIN configpub.release_target_summary x
+			ON x.env_tag = e.env_tag AND x.release_version = e.current_release_version
+		WHERE x.activatable_until IS NOT NULL ORDER BY 1`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var env string
+		var until float64
+		if err := rows.Scan(&env, &until); err != nil {
+			return err
+		}
+		ch <- prometheus.MustNewConstMetric(descActivatableUntil, prometheus.GaugeValue, until, env)
 	}
 	return rows.Err()
 }
