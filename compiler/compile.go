@@ -71,10 +71,12 @@ type Options struct {
 	CheckOnly bool
 	// Renew compiles the next release also when the committed release is
 	// up to date, for the snapshots that can no longer be activated at
-	// CreatedAt: release N+1 then re-issues exactly the targets whose
-	// snapshot's activation window does not contain CreatedAt, with the
-	// same content, and keeps every other snapshot — the release a change
-	// at CreatedAt would make, without the change. When every window
+	// CreatedAt: release N+1 then re-issues, with the same policy, the
+	// targets whose snapshot's activation window does not contain
+	// CreatedAt (a Gateway or Knowledge service bound to a re-issued Agent
+	// changes with it: it lists the Agent's new publication), and keeps
+	// every other snapshot — the release a change at CreatedAt would make,
+	// without the change. When every window
 	// contains CreatedAt, release N is left as it is (Result.Unchanged).
 	// It derives like any release, so --check and promote verify it.
 	// Ignored with CheckOnly.

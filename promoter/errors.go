@@ -82,7 +82,7 @@ func (e *CASError) Is(target error) bool {
 // (the envelope's validFrom <= t < expiresAt) does not contain the move time.
 // It matches ErrOutsideWindow. Nothing was moved; a window that ended is
 // renewed by the next release (configpub compile --renew re-issues the
-// snapshot with the same content).
+// snapshot with the same policy).
 type WindowError struct {
 	EnvTag     string
 	Release    int64 // the release being activated
@@ -95,7 +95,7 @@ type WindowError struct {
 
 func (e *WindowError) Error() string {
 	why := "its activation window ended at " + formatTime(e.ExpiresAt)
-	fix := "configpub compile --renew writes the next release with fresh snapshots of the same content"
+	fix := "configpub compile --renew writes the next release with fresh snapshots of the same policy"
 	if e.At.Before(e.ValidFrom) {
 		why = "its activation window starts at " + formatTime(e.ValidFrom)
 		fix = "move it once the window opens"

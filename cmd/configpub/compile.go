@@ -33,8 +33,9 @@ A release keeps an unchanged target's snapshot only while that snapshot's
 activation window contains the release's createdAt; promote, activate and
 rollback refuse a pointer move to a snapshot outside its window. --renew writes
 the next release also when the sources did not change: it re-issues, with the
-same content, exactly the targets whose snapshot's window does not contain
-createdAt, and keeps every other snapshot. Promote it to renew the windows of a
+same policy, the targets whose snapshot's window does not contain createdAt (a
+Gateway or Knowledge service bound to a re-issued Agent lists its new
+publication), and keeps every other snapshot. Promote it to renew the windows of a
 release no longer activatable (a staged release that waited too long), or
 before a change after a quiet period, so that the change keeps a release to
 roll back to. Pass --created-at (the current time, say): HEAD's commit time is

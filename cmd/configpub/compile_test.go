@@ -204,7 +204,7 @@ func TestCompileSaysUntilWhenTheReleaseCanBePromoted(t *testing.T) {
 
 // TestCompileRenew: compile --renew writes the next release when a
 // snapshot's activation window no longer contains createdAt, re-issuing
-// the targets with the same content, and nothing while every window
+// the targets with the same policy, and nothing while every window
 // contains it; the renewal is verified like any release.
 func TestCompileRenew(t *testing.T) {
 	dir := gitFixture(t)

@@ -50,7 +50,7 @@ renewals), in one transaction, with a signed delivery manifest and a pointer-mov
 record per change. Snapshots are never edited. Refused, with nothing moved (exit
 1): a release that does not exist, a revoked snapshot, or a snapshot whose
 activation window does not contain the move time (configpub compile --renew
-writes a release with fresh snapshots of the same content);
+writes a release with fresh snapshots of the same policy);
 configpub status says, per release, until when it can be rolled back to
 (ACTIVATABLE). The rolled-back release stays recorded: the next release is still
 built on the latest recorded one. Exit 3: outcome unknown, re-run with the
