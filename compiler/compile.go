@@ -160,8 +160,31 @@ type Result struct {
 	// go of ManifestBytes, and ReleaseArchive reads them again.
 	committedAgain func() ([]byte, error)
 	// promotion and activation are PromotionWindow and ActivationWindow,
-	// kept by ForStreaming.
+	// and sources SourcesDigest, kept by ForStreaming.
 	promotion, activation *[2]string
+	sources               string
+}
+
+// SourcesDigest returns a digest of the policy sources the release was
+// compiled from — its inputs, shared and per host — so that two releases
+// compiled from the same sources have the same one: a renewal (compiled
+// with Options.Renew) changes no source of the release it follows.
+func (r *Result) SourcesDigest() string {
+	if r.sources != "" {
+		return r.sources
+	}
+	return sourcesDigest(r.Manifest)
+}
+
+func sourcesDigest(m *bundle.Manifest) string {
+	h := sha256.New()
+	for _, in := range m.Inputs {
+		fmt.Fprintf(h, "i%d:%s%d:%s", len(in.Path), in.Path, len(in.Digest), in.Digest)
+	}
+	for _, hi := range m.HostInputs {
+		fmt.Fprintf(h, "h%d:%s%d:%s", len(hi.Host), hi.Host, len(hi.Digest), hi.Digest)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // PromotionWindow returns when the release can be promoted: the latest
@@ -231,14 +254,15 @@ func wantOf(entries []bundle.TargetEntry) []wantTarget {
 // ForStreaming prepares a ManifestOnly result that is only streamed
 // (EachTarget) and reported from here on, as a publication or a plan
 // (NewPlan, PlanKeep, PlanTargets) does: it keeps the release header,
-// releaseDigest, its promotion and activation windows and, per target,
-// what EachTarget checks the re-derived target against, and lets go of the
-// rest of the manifest — subjects, inputs, workflows and every entry, which a large
-// release holds by the hundred megabytes while its sources are read again
-// — and, when the release is the committed one byte for byte, of its
-// bytes, which ReleaseArchive reads again from the committed files.
-// Afterwards Manifest.Targets is nil; TargetCount still counts
-// the targets. A result with every target compiled is left as it is.
+// releaseDigest, its promotion and activation windows, its sources' digest
+// and, per target, what EachTarget checks the re-derived target against,
+// and lets go of the rest of the manifest — subjects, inputs, workflows
+// and every entry, which a large release holds by the hundred megabytes
+// while its sources are read again — and, when the release is the
+// committed one byte for byte, of its bytes, which ReleaseArchive reads
+// again from the committed files. Afterwards Manifest.Targets is nil;
+// TargetCount still counts the targets. A result with every target
+// compiled is left as it is.
 func (r *Result) ForStreaming() {
 	if r.again == nil || r.want != nil {
 		return
@@ -249,6 +273,7 @@ func (r *Result) ForStreaming() {
 	r.promotion = &[2]string{from, until}
 	from, until = windowOf(m, false)
 	r.activation = &[2]string{from, until}
+	r.sources = sourcesDigest(m)
 	r.Manifest = &bundle.Manifest{ReleaseHeader: m.ReleaseHeader, ReleaseDigest: m.ReleaseDigest}
 	r.LetGoOfArchive()
 }

@@ -277,15 +277,17 @@ func TestPlanSaysUntilWhenTheBaseReleaseCanBeRolledBackTo(t *testing.T) {
 			t.Fatalf("plan at %s: %v\n%s", at, err, out)
 		}
 		var plan struct {
-			To    int64  `json:"rollbackTo"`
-			Until string `json:"rollbackUntil"`
-			Ended bool   `json:"rollbackEnded"`
+			To      int64  `json:"rollbackTo"`
+			Until   string `json:"rollbackUntil"`
+			Ended   bool   `json:"rollbackEnded"`
+			Renewal bool   `json:"renewal"`
 		}
 		if err := json.Unmarshal([]byte(out), &plan); err != nil {
 			t.Fatal(err)
 		}
-		if plan.To != 1 || plan.Until != end || plan.Ended != c.ended {
-			t.Errorf("plan at %s: rollback to %d until %q, ended %v; want release 1 until %s, ended %v", at, plan.To, plan.Until, plan.Ended, end, c.ended)
+		if plan.To != 1 || plan.Until != end || plan.Ended != c.ended || plan.Renewal {
+			t.Errorf("plan at %s: rollback to %d until %q, ended %v, renewal %v; want release 1 until %s, ended %v, a change",
+				at, plan.To, plan.Until, plan.Ended, plan.Renewal, end, c.ended)
 		}
 		text, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at)
 		md, err2 := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at, "--output", "markdown")
@@ -299,5 +301,44 @@ func TestPlanSaysUntilWhenTheBaseReleaseCanBeRolledBackTo(t *testing.T) {
 		if !strings.Contains(text, wantText) || !strings.Contains(md, wantMD) {
 			t.Errorf("plan at %s lacks %q (text) or %q (markdown):\n%s\n%s", at, wantText, wantMD, text, md)
 		}
+	}
+}
+
+// TestPlanSaysARenewalIsOne: the plan of a release compiled with
+// compile --renew says it changes no policy source, and that the rollback
+// it makes impossible is not needed.
+func TestPlanSaysARenewalIsOne(t *testing.T) {
+	dir := gitFixture(t)
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--renew", "--created-at", "2037-01-01T00:00:00Z"); err != nil {
+		t.Fatalf("renew: %v\n%s", err, out)
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, repo, "renew", time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC))
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1", "--output", "json")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	var plan struct {
+		Release int64 `json:"release"`
+		Renewal bool  `json:"renewal"`
+		Ended   bool  `json:"rollbackEnded"`
+		Changed []struct {
+			Reason string `json:"reason"`
+		} `json:"changed"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Release != 2 || !plan.Renewal || !plan.Ended || len(plan.Changed) == 0 {
+		t.Fatalf("plan of the renewal: release %d, renewal %v, rollback ended %v, %d changed; want release 2, a renewal, no rollback",
+			plan.Release, plan.Renewal, plan.Ended, len(plan.Changed))
+	}
+	md, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1", "--output", "markdown")
+	if err != nil || !strings.Contains(md, "**Renewal:** release 2 is compiled from the same policy sources as release 1") ||
+		!strings.Contains(md, "and not needed") || !strings.Contains(md, "release 2 changes no policy source") {
+		t.Errorf("plan markdown of the renewal: %v\n%s", err, md)
 	}
 }

@@ -112,7 +112,7 @@ func TestPlanMarkdownEscapesHostileKeys(t *testing.T) {
 			}
 		case strings.HasPrefix(line, "<!-- configpub-plan env=dev -->"), strings.HasPrefix(line, "> **Digests are provisional:**"),
 			strings.HasPrefix(line, "**Promotable** from `"), strings.HasPrefix(line, "**Rollback** to release "),
-			strings.HasPrefix(line, "> **No rollback:** "),
+			strings.HasPrefix(line, "> **No rollback:** "), strings.HasPrefix(line, "**Renewal:** "),
 			line == "<details><summary>digests</summary>", line == "</details>", strings.HasPrefix(line, "Changed because "):
 		case strings.HasPrefix(line, "Base: "):
 			rest := strings.TrimPrefix(line, "Base: ")

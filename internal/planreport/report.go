@@ -56,6 +56,11 @@ type Report struct {
 	RollbackTo    int64  `json:"rollbackTo,omitempty"`
 	RollbackUntil string `json:"rollbackUntil,omitempty"`
 	RollbackEnded bool   `json:"rollbackEnded,omitempty"`
+	// Renewal: the new release is compiled from the same sources as the
+	// base release (configpub compile --renew): it only re-issues the
+	// targets whose activation windows ended, and the Gateways and
+	// Knowledge services bound to them list the new publications.
+	Renewal bool `json:"renewal,omitempty"`
 }
 
 // Target is one added, retired or changed target.
@@ -123,6 +128,7 @@ func New(in Input) (*Report, error) {
 				r.RollbackTo, r.RollbackUntil = p.BaseRelease, until
 				r.RollbackEnded = until <= in.Head.Manifest.CreatedAt
 			}
+			r.Renewal = in.Base.SourcesDigest() == in.Head.SourcesDigest()
 		}
 	}
 	idx := func(res *compiler.Result) map[[2]string]*compiler.Target {

@@ -61,6 +61,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.PromotableUntil != "" {
 		fmt.Fprintf(w, "promotable from %s until %s: %s\n", term(r.PromotableFrom), term(r.PromotableUntil), r.promotableWhy())
 	}
+	if r.Renewal {
+		fmt.Fprintf(w, "renewal: %s\n", r.renewalWhy())
+	}
 	if r.RollbackUntil != "" {
 		fmt.Fprintf(w, "%s\n", r.rollbackSays())
 	}
@@ -128,6 +131,13 @@ func (r *Report) promotableWhy() string {
 	return why
 }
 
+// renewalWhy says what a renewal release does.
+func (r *Report) renewalWhy() string {
+	return fmt.Sprintf("release %d is compiled from the same policy sources as release %d (configpub compile --renew): "+
+		"it re-issues the targets whose activation windows ended, and the Gateways and Knowledge services bound to them "+
+		"list the new publications; promote it before the next change, which can then be rolled back to it", r.Release, r.BaseRelease)
+}
+
 // rollbackSays is the text report's line on the rollback to the base
 // release.
 func (r *Report) rollbackSays() string {
@@ -139,6 +149,11 @@ func (r *Report) rollbackSays() string {
 
 // rollbackWhy says what RollbackUntil bounds, or why there is no rollback.
 func (r *Report) rollbackWhy() string {
+	if r.RollbackEnded && r.Renewal {
+		return fmt.Sprintf("once release %d is promoted, configpub rollback to release %d is refused (the first of its "+
+			"snapshots' activation windows ended at %s) and not needed: release %d changes no policy source",
+			r.Release, r.RollbackTo, r.RollbackUntil, r.Release)
+	}
 	if r.RollbackEnded {
 		return fmt.Sprintf("once release %d is promoted, configpub rollback to release %d is refused: the first of its "+
 			"snapshots' activation windows ended at %s, no later than release %d's createdAt, so release %d re-issues "+
@@ -167,6 +182,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.PromotableUntil != "" {
 		fmt.Fprintf(w, "\n**Promotable** from %s until **%s**: %s.\n", safetext.CodeSpan(r.PromotableFrom),
 			safetext.CodeSpan(r.PromotableUntil), safetext.Text(r.promotableWhy()))
+	}
+	if r.Renewal {
+		fmt.Fprintf(w, "\n**Renewal:** %s.\n", safetext.Text(r.renewalWhy()))
 	}
 	if r.RollbackUntil != "" {
 		if r.RollbackEnded {
