@@ -51,7 +51,7 @@ func TestGrafanaDashboardUsesDocumentedMetrics(t *testing.T) {
 	for _, m := range []string{"configpub_publication_duration_seconds", "configpub_publication_failures_total",
 		"configpub_environment_staged_release", "configpub_snapshot_rejections_total", "configpub_ack_lag_seconds",
 		"configpub_digest_divergence_targets", "configpub_rejected_publications", "configpub_rollbacks_total",
-		"configpub_revocations_total"} {
+		"configpub_revocations_total", "configpub_environment_current_release_activatable_until_seconds"} {
 		if !used[m] {
 			t.Errorf("the dashboard has no panel for %s", m)
 		}
