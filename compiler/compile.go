@@ -76,10 +76,9 @@ type Options struct {
 	// CreatedAt (a Gateway or Knowledge service bound to a re-issued Agent
 	// changes with it: it lists the Agent's new publication), and keeps
 	// every other snapshot — the release a change at CreatedAt would make,
-	// without the change. When every window
-	// contains CreatedAt, release N is left as it is (Result.Unchanged).
-	// It derives like any release, so --check and promote verify it.
-	// Ignored with CheckOnly.
+	// without the change. When every window contains CreatedAt, release N
+	// is left as it is (Result.Unchanged). It derives like any release, so
+	// --check and promote verify it. Ignored with CheckOnly.
 	Renew bool
 }
 

@@ -198,23 +198,35 @@ func TestPlanDigestsAreTheCommittedOnes(t *testing.T) {
 	}
 }
 
+// planDigests is what the tests read of plan -o json (same names).
 type planDigests struct {
-	Final       bool
-	From, Until string // promotableFrom, promotableUntil
-	digests     map[string]string
+	Final         bool   // digestsFinal
+	From, Until   string // promotableFrom, promotableUntil
+	Release       int64
+	RollbackTo    int64
+	RollbackUntil string
+	RollbackEnded bool
+	Renewal       bool
+	digests       map[string]string // artifact digest by changed serviceId
 }
 
-func planJSON(t *testing.T, dir, base string) planDigests {
+// planJSON runs plan -o json against base (with args added) and decodes it.
+func planJSON(t *testing.T, dir, base string, args ...string) planDigests {
 	t.Helper()
-	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--output", "json")
+	out, err := runCLI(append([]string{"plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--output", "json"}, args...)...)
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
 	var plan struct {
-		Final   bool   `json:"digestsFinal"`
-		From    string `json:"promotableFrom"`
-		Until   string `json:"promotableUntil"`
-		Changed []struct {
+		Final         bool   `json:"digestsFinal"`
+		From          string `json:"promotableFrom"`
+		Until         string `json:"promotableUntil"`
+		Release       int64  `json:"release"`
+		RollbackTo    int64  `json:"rollbackTo"`
+		RollbackUntil string `json:"rollbackUntil"`
+		RollbackEnded bool   `json:"rollbackEnded"`
+		Renewal       bool   `json:"renewal"`
+		Changed       []struct {
 			ServiceID string `json:"serviceId"`
 			Digests   map[string]struct {
 				New string `json:"new"`
@@ -224,7 +236,9 @@ func planJSON(t *testing.T, dir, base string) planDigests {
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	r := planDigests{Final: plan.Final, From: plan.From, Until: plan.Until, digests: map[string]string{}}
+	r := planDigests{Final: plan.Final, From: plan.From, Until: plan.Until, Release: plan.Release,
+		RollbackTo: plan.RollbackTo, RollbackUntil: plan.RollbackUntil, RollbackEnded: plan.RollbackEnded, Renewal: plan.Renewal,
+		digests: map[string]string{}}
 	for _, c := range plan.Changed {
 		r.digests[c.ServiceID] = c.Digests["artifactDigest"].New
 	}
@@ -272,22 +286,10 @@ func TestPlanSaysUntilWhenTheBaseReleaseCanBeRolledBackTo(t *testing.T) {
 		{endT.Add(90 * 24 * time.Hour), true},
 	} {
 		at := c.at.Format(time.RFC3339)
-		out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at, "--output", "json")
-		if err != nil {
-			t.Fatalf("plan at %s: %v\n%s", at, err, out)
-		}
-		var plan struct {
-			To      int64  `json:"rollbackTo"`
-			Until   string `json:"rollbackUntil"`
-			Ended   bool   `json:"rollbackEnded"`
-			Renewal bool   `json:"renewal"`
-		}
-		if err := json.Unmarshal([]byte(out), &plan); err != nil {
-			t.Fatal(err)
-		}
-		if plan.To != 1 || plan.Until != end || plan.Ended != c.ended || plan.Renewal {
+		plan := planJSON(t, dir, "HEAD", "--created-at", at)
+		if plan.RollbackTo != 1 || plan.RollbackUntil != end || plan.RollbackEnded != c.ended || plan.Renewal {
 			t.Errorf("plan at %s: rollback to %d until %q, ended %v, renewal %v; want release 1 until %s, ended %v, a change",
-				at, plan.To, plan.Until, plan.Ended, plan.Renewal, end, c.ended)
+				at, plan.RollbackTo, plan.RollbackUntil, plan.RollbackEnded, plan.Renewal, end, c.ended)
 		}
 		text, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at)
 		md, err2 := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at, "--output", "markdown")
@@ -317,24 +319,10 @@ func TestPlanSaysARenewalIsOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	commitAll(t, repo, "renew", time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC))
-	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1", "--output", "json")
-	if err != nil {
-		t.Fatalf("plan: %v\n%s", err, out)
-	}
-	var plan struct {
-		Release int64 `json:"release"`
-		Renewal bool  `json:"renewal"`
-		Ended   bool  `json:"rollbackEnded"`
-		Changed []struct {
-			Reason string `json:"reason"`
-		} `json:"changed"`
-	}
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatal(err)
-	}
-	if plan.Release != 2 || !plan.Renewal || !plan.Ended || len(plan.Changed) == 0 {
+	plan := planJSON(t, dir, "HEAD~1")
+	if plan.Release != 2 || !plan.Renewal || !plan.RollbackEnded || len(plan.digests) == 0 {
 		t.Fatalf("plan of the renewal: release %d, renewal %v, rollback ended %v, %d changed; want release 2, a renewal, no rollback",
-			plan.Release, plan.Renewal, plan.Ended, len(plan.Changed))
+			plan.Release, plan.Renewal, plan.RollbackEnded, len(plan.digests))
 	}
 	md, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1", "--output", "markdown")
 	if err != nil || !strings.Contains(md, "**Renewal:** release 2 is compiled from the same policy sources as release 1") ||
