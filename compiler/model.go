@@ -141,6 +141,15 @@ func (m *model) checkRepository() error {
 		if refresh >= valid {
 			return r.src.errorf(append(base, "refreshAfter"), "refreshAfter %s must be shorter than validFor %s", p.RefreshAfter, p.ValidFor)
 		}
+		if p.RenewBefore != "" {
+			renew, err := time.ParseDuration(p.RenewBefore)
+			if err != nil || renew < 0 {
+				return r.src.errorf(append(base, "renewBefore"), "duration %q must be a Go duration such as 168h, or 0s", p.RenewBefore)
+			}
+			if renew >= valid {
+				return r.src.errorf(append(base, "renewBefore"), "renewBefore %s must be shorter than validFor %s (else every release re-issues every snapshot)", p.RenewBefore, p.ValidFor)
+			}
+		}
 		dr, err := parseDuration(r.src, append(base, "delivery", "refreshAfter"), p.Delivery.RefreshAfter)
 		if err != nil {
 			return err

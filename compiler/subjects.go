@@ -2,6 +2,7 @@ package compiler
 
 import (
 	"sort"
+	"time"
 
 	"github.com/configpub/configpub/bundle"
 )
@@ -11,6 +12,7 @@ type envTarget struct {
 	e       *entry[targetSpec]
 	profile leaseProfile
 	pdigest string
+	renew   time.Duration   // the profile's renewBefore
 	policy  *policy         // while the target's host is compiled
 	subj    *bundle.Subject // the subject's frozen policy version
 }
@@ -87,7 +89,8 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 			}
 			profDigests[sp.LeaseProfile] = pd
 		}
-		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd})
+		renew, _ := time.ParseDuration(prof.RenewBefore) // checked with the repository; "" is 0
+		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd, renew: renew})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := &out[i].e.spec, &out[j].e.spec

@@ -98,8 +98,9 @@ func (c *compilation) compileTarget(t *envTarget, b *bundle.TargetEntry, accepte
 	if same && !c.createdAt.IsZero() {
 		// The envelope window is the snapshot's activation window: carry
 		// the snapshot over only while it contains this release's
-		// createdAt, else re-issue it as a snapshot of this release.
-		if reason := outsideWindow(b, c.createdAt); reason != "" {
+		// createdAt and, with the profile's renewBefore, that long after
+		// it; else re-issue it as a snapshot of this release.
+		if reason := outsideWindow(b, c.createdAt, t.renew, t.profile.RenewBefore); reason != "" {
 			same = false
 			c.mu.Lock()
 			c.reissued = append(c.reissued, Reissue{Host: sp.Host, ServiceID: sp.ServiceID, Reason: reason})
@@ -258,11 +259,13 @@ func tombstones(b *bundle.TargetEntry, cur []bundle.InventoryItem) []bundle.Inve
 	return out
 }
 
-// outsideWindow returns why the activation window of base snapshot b no
-// longer contains createdAt (createdAt is at or past its expiresAt), or ""
-// when it still does. A createdAt before the window's validFrom (a release
-// dated before its base) does not re-issue: the window has not run out.
-func outsideWindow(b *bundle.TargetEntry, createdAt time.Time) string {
+// outsideWindow returns why the activation window of base snapshot b does
+// not last past createdAt by more than renew, the lease profile's
+// renewBefore (renewText as written; 0: createdAt is at or past its
+// expiresAt), or "" when it does. A createdAt before the window's
+// validFrom (a release dated before its base) does not re-issue: the
+// window has not run out.
+func outsideWindow(b *bundle.TargetEntry, createdAt time.Time, renew time.Duration, renewText string) string {
 	until, err := bundle.ParseTime(b.ExpiresAt)
 	at := createdAt.UTC().Truncate(time.Second)
 	if err != nil {
@@ -271,6 +274,10 @@ func outsideWindow(b *bundle.TargetEntry, createdAt time.Time) string {
 	if !at.Before(until) {
 		return fmt.Sprintf("re-issued: release %d's snapshot could be activated until %s (lease profile %s), and this release is created at %s",
 			b.ReleaseVersion, b.ExpiresAt, b.LeaseProfile, formatTime(at))
+	}
+	if !at.Add(renew).Before(until) {
+		return fmt.Sprintf("re-issued: release %d's snapshot can be activated until %s, less than renewBefore %s (lease profile %s) after this release's createdAt %s",
+			b.ReleaseVersion, b.ExpiresAt, renewText, b.LeaseProfile, formatTime(at))
 	}
 	return ""
 }

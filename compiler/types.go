@@ -22,7 +22,10 @@ type repositorySpec struct {
 type leaseProfile struct {
 	ValidFor     string `json:"validFor"`
 	RefreshAfter string `json:"refreshAfter"`
-	Delivery     struct {
+	// RenewBefore: a release re-issues a snapshot of this profile whose
+	// window ends within RenewBefore of its createdAt ("" = 0).
+	RenewBefore string `json:"renewBefore"`
+	Delivery    struct {
 		RefreshAfter string `json:"refreshAfter"`
 		ExpiresAfter string `json:"expiresAfter"`
 	} `json:"delivery"`

@@ -272,3 +272,110 @@ func TestRenewReissuesWhatCanNoLongerBeActivated(t *testing.T) {
 		t.Fatalf("the renewal does not derive: release %d, up to date %v, %v", chk.Manifest.ReleaseVersion, chk.UpToDate, chk.Stale())
 	}
 }
+
+// TestRenewBeforeKeepsARollbackTarget: with a lease profile's renewBefore
+// longer than a day, a daily renewal (Renew) re-issues every snapshot that
+// long before its window ends, so that over simulated months, with changes
+// in between, the newest release can be activated — rolled back to after
+// the next change — on every day; without it, on the day a window ends the
+// newest release can no longer be. Setting renewBefore changes no snapshot
+// by itself, and every release recompiles up to date.
+func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
+	ctx := context.Background()
+	const day = 24 * time.Hour
+	for _, renewBefore := range []time.Duration{0, 7 * day} {
+		t.Run("renewBefore="+renewBefore.String(), func(t *testing.T) {
+			dir := copyRepo(t)
+			h := &history{dir: dir, env: "prod", releases: map[int64][]byte{}}
+			r1 := h.compile(t, time.Time{})
+			created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
+			latest := r1
+			if renewBefore > 0 {
+				edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
+					"validFor: 504h        # three weeks\n      renewBefore: 168h")
+				res := h.release(t, created.Add(time.Hour))
+				for _, e := range res.Manifest.Targets {
+					if old := r1.Manifest.Target(e.Host, e.ServiceID); old == nil || old.SnapshotID != e.SnapshotID {
+						t.Fatalf("setting renewBefore changed %s/%s's snapshot", e.Host, e.ServiceID)
+					}
+				}
+				latest = res
+			}
+			rate := 120
+			var notActivatable, reissued, releases int
+			for d := 1; d <= 150; d++ {
+				at := created.Add(time.Duration(d) * day)
+				// The newest release, as an operator would roll back to it
+				// after the next change: activatable today?
+				if from, until := latest.ActivationWindow(); from > at.Format(bundle.TimeFormat) || until <= at.Format(bundle.TimeFormat) {
+					notActivatable++
+				}
+				change := d%9 == 0
+				if change {
+					edit(t, filepath.Join(dir, "agents/account.yaml"), fmt.Sprintf("requestsPerMinute: %d", rate), fmt.Sprintf("requestsPerMinute: %d", rate+1))
+					rate++
+				}
+				res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: at, Previous: h.lookup, Renew: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Unchanged() {
+					if change {
+						t.Fatalf("day %d: a source change wrote no release", d)
+					}
+					continue
+				}
+				h.releases[res.Manifest.ReleaseVersion] = res.ManifestBytes
+				if err := compiler.Write(ctx, res, dir, ""); err != nil {
+					t.Fatal(err)
+				}
+				releases++
+				reissued += len(res.Reissued)
+				for _, r := range res.Reissued {
+					if renewBefore > 0 && !strings.Contains(r.Reason, "less than renewBefore 168h (lease profile production) after this release's createdAt") {
+						t.Errorf("day %d: %s re-issued because %q; want the renewBefore named", d, r.ServiceID, r.Reason)
+					}
+				}
+				if _, until := res.ActivationWindow(); renewBefore > 0 && until <= at.Add(renewBefore).Format(bundle.TimeFormat) {
+					t.Errorf("day %d: release %d can be activated until %s, not past createdAt + renewBefore", d, res.Manifest.ReleaseVersion, until)
+				}
+				if again, err := h.try(at.Add(time.Hour)); err != nil || !again.UpToDate {
+					t.Fatalf("day %d: release %d does not recompile up to date: %v", d, res.Manifest.ReleaseVersion, err)
+				}
+				latest = res
+			}
+			t.Logf("renewBefore %s: %d releases, %d re-issues, %d days without an activatable newest release", renewBefore, releases, reissued, notActivatable)
+			if reissued == 0 {
+				t.Fatal("150 days of releases re-issued nothing")
+			}
+			if renewBefore > 0 && notActivatable != 0 {
+				t.Errorf("renewBefore %s: on %d days the newest release could not be activated; want none", renewBefore, notActivatable)
+			}
+			if renewBefore == 0 && notActivatable == 0 {
+				t.Error("without renewBefore every day had an activatable newest release: the renewal is not late, the test proves nothing")
+			}
+		})
+	}
+}
+
+// TestRenewBeforeMustBeShorterThanValidFor: a renewBefore as long as the
+// window would re-issue every snapshot at every release; the compile
+// refuses it, naming the field.
+func TestRenewBeforeMustBeShorterThanValidFor(t *testing.T) {
+	for value, want := range map[string]string{
+		"504h": "renewBefore 504h must be shorter than validFor 504h",
+		"0s":   "",
+		"167h": "",
+	} {
+		dir := copyRepo(t)
+		edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
+			"validFor: 504h        # three weeks\n      renewBefore: "+value)
+		_, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("renewBefore %s: %v", value, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "leaseProfiles.production.renewBefore")):
+			t.Errorf("renewBefore %s: error %v, want one naming spec.leaseProfiles.production.renewBefore and %q", value, err, want)
+		}
+	}
+}

@@ -30,16 +30,19 @@ recorded in the first-parent Git history of HEAD, never trusted. A new release's
 the commit time of the policy repository's HEAD.
 
 A release keeps an unchanged target's snapshot only while that snapshot's
-activation window contains the release's createdAt; promote, activate and
-rollback refuse a pointer move to a snapshot outside its window. --renew writes
-the next release also when the sources did not change: it re-issues, with the
-same policy, the targets whose snapshot's window does not contain createdAt (a
-Gateway or Knowledge service bound to a re-issued Agent lists its new
-publication), and keeps every other snapshot. Promote it to renew the windows of a
-release no longer activatable (a staged release that waited too long), or
-before a change after a quiet period, so that the change keeps a release to
-roll back to. Pass --created-at (the current time, say): HEAD's commit time is
-usually inside the windows, and then there is nothing to renew.`,
+activation window contains the release's createdAt, and the lease profile's
+renewBefore after it; promote, activate and rollback refuse a pointer move to a
+snapshot outside its window. --renew writes the next release also when the
+sources did not change: it re-issues, with the same policy, the targets whose
+snapshot's window ends by createdAt plus renewBefore (a Gateway or Knowledge
+service bound to a re-issued Agent lists its new publication), and keeps every
+other snapshot. Promote it to renew the windows of a release no longer
+activatable (a staged release that waited too long), or before a change after a
+quiet period, so that the change keeps a release to roll back to; run daily
+with a renewBefore longer than a day, it renews every window before it ends, so
+the current release can always be rolled back to. Pass --created-at (the
+current time, say): HEAD's commit time is usually inside the windows, and then
+there is nothing to renew.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" {
@@ -98,7 +101,7 @@ usually inside the windows, and then there is nothing to renew.`,
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
 				if err == nil && sum.State == "rewritten" && sum.Reissued > 0 {
-					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window does not contain createdAt %s (configpub plan says why, per target)\n",
+					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window ends by createdAt %s plus the lease profile's renewBefore (configpub plan says why, per target)\n",
 						sum.Reissued, res.Manifest.CreatedAt)
 				}
 				if err == nil && sum.State == "rewritten" && sum.PromotableUntil != "" {
@@ -106,7 +109,7 @@ usually inside the windows, and then there is nothing to renew.`,
 						sum.PromotableFrom, sum.PromotableUntil, sum.Release)
 				}
 				if err == nil && renew && sum.State == "unchanged" {
-					_, err = fmt.Fprintf(w, "nothing to renew: every snapshot of release %d can be activated at %s; renew once a window has ended (--created-at)\n",
+					_, err = fmt.Fprintf(w, "nothing to renew: every snapshot of release %d can be activated at %s and for its lease profile's renewBefore after; renew once a window ends by then (--created-at)\n",
 						sum.Release, at.Format(time.RFC3339))
 				}
 				return err
@@ -118,7 +121,7 @@ usually inside the windows, and then there is nothing to renew.`,
 	f.StringVar(&env, "env", "", "environment tag to compile (required)")
 	f.StringVar(&out, "out", "", "write values.yml and target.json per target under this directory")
 	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
-	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window does not contain createdAt")
+	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window ends by createdAt plus the lease profile's renewBefore")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
 	outputFlag(cmd)
 	root.AddCommand(cmd)

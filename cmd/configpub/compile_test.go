@@ -214,7 +214,7 @@ func TestCompileRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--renew", "--created-at", "2026-12-01T00:00:00Z")
-	if err != nil || !strings.Contains(out, "nothing to renew: every snapshot of release 1 can be activated at 2026-12-01T00:00:00Z") {
+	if err != nil || !strings.Contains(out, "nothing to renew: every snapshot of release 1 can be activated at 2026-12-01T00:00:00Z and for") {
 		t.Fatalf("renew inside the windows: %v\n%s", err, out)
 	}
 	if after, _ := os.ReadFile(manifest); !bytes.Equal(before, after) {
@@ -242,6 +242,58 @@ func TestCompileRenew(t *testing.T) {
 	}
 	commitAll(t, repo, "renew the activation windows", time.Date(2037, 1, 1, 0, 0, 0, 0, time.UTC))
 	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil || !strings.Contains(out, "up to date: release 2") {
+		t.Fatalf("check of the renewal: %v\n%s", err, out)
+	}
+}
+
+// TestCompileRenewBefore: with the lease profile's renewBefore (a year, for
+// the dev profile's ten-year windows ending 2036-08), setting it writes a
+// release that re-issues nothing, `compile --renew` a year and a quarter
+// before the windows end renews nothing, and once less than a year is left
+// it writes a release re-issuing every target, ahead of the end.
+func TestCompileRenewBefore(t *testing.T) {
+	dir := gitFixture(t)
+	p := filepath.Join(dir, "configpub.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "validFor: 87600h      # ten years", "validFor: 87600h      # ten years\n      renewBefore: 8760h", 1)
+	if s == string(b) {
+		t.Fatal("the fixture's dev lease profile is not as expected")
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compileJSON := func(args ...string) compileSummary {
+		t.Helper()
+		out, err := runCLI(append([]string{"compile", "--repo", dir, "--env", "dev", "-o", "json"}, args...)...)
+		if err != nil {
+			t.Fatalf("compile %v: %v\n%s", args, err, out)
+		}
+		var sum compileSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := compileJSON("--created-at", "2027-01-01T00:00:00Z"); sum.Release != 2 || sum.Reissued != 0 || sum.Changed != 0 {
+		t.Fatalf("setting renewBefore: %+v; want release 2 changing and re-issuing nothing", sum)
+	}
+	commitAll(t, repo, "renew a year ahead", time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	if sum := compileJSON("--renew", "--created-at", "2035-06-01T00:00:00Z"); sum.State != "unchanged" || sum.Release != 2 {
+		t.Fatalf("renew 14 months before the windows end: %+v; want nothing to renew", sum)
+	}
+	sum := compileJSON("--renew", "--created-at", "2035-09-01T00:00:00Z")
+	if sum.State != "rewritten" || sum.Release != 3 || sum.Reissued == 0 || sum.Changed != sum.Targets || sum.PromotableFrom != "2035-09-01T00:00:00Z" {
+		t.Fatalf("renew 11 months before the windows end: %+v; want release 3 re-issuing every target", sum)
+	}
+	commitAll(t, repo, "renew the activation windows", time.Date(2035, 9, 1, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil || !strings.Contains(out, "up to date: release 3") {
 		t.Fatalf("check of the renewal: %v\n%s", err, out)
 	}
 }

@@ -158,7 +158,8 @@ func (r *Report) rollbackWhy() string {
 		return fmt.Sprintf("once release %d is promoted, configpub rollback to release %d is refused: the first of its "+
 			"snapshots' activation windows ended at %s, no later than release %d's createdAt, so release %d re-issues "+
 			"that target and undoing this change means reverting it; to keep a release to roll back to, renew release %d "+
-			"first (configpub compile --renew on the base, promoted before this change)",
+			"first (configpub compile --renew on the base, promoted before this change; a lease profile's renewBefore "+
+			"has the daily renewal do it before the windows end)",
 			r.Release, r.RollbackTo, r.RollbackUntil, r.Release, r.Release, r.RollbackTo)
 	}
 	why := fmt.Sprintf("once release %d is promoted, configpub rollback can move every target back to release %d "+

@@ -24,6 +24,7 @@ spec:
     standard:
       validFor: 504h        # a compiled snapshot may be activated for three weeks
       refreshAfter: 168h
+      renewBefore: 168h     # compile --renew re-issues it a week before that ends
       delivery:
         refreshAfter: 5m    # runtimes fetch a fresh signed lease every 5 minutes
         expiresAfter: 15m   # and fail closed 15 minutes after the last one
