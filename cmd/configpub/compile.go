@@ -42,7 +42,8 @@ quiet period, so that the change keeps a release to roll back to; run daily
 with a renewBefore longer than a day, it renews every window before it ends, so
 the current release can always be rolled back to. Pass --created-at (the
 current time, say): HEAD's commit time is usually inside the windows, and then
-there is nothing to renew.`,
+there is nothing to renew. (The short delivery lease of what is current is
+renewed by configpub lease renew, not by a release.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" {

@@ -31,7 +31,12 @@ sequence, in one transaction, and notifies the Config Servers. Revoked snapshots
 are skipped so their leases run out. With --interval it repeats at that interval
 until interrupted. With --attach, each renewal also attaches the renewed manifests
 to their artifacts in the registry as OCI referrers (as ` + "`configpub registry attach`" + `),
-so runtimes that pull from the registry keep a current lease.`,
+so runtimes that pull from the registry keep a current lease.
+
+The lease is the short delivery lease (minutes), renewed for as long as a
+snapshot stays current. The activation window of a snapshot (weeks: how long a
+pointer may be moved to it) is renewed by a new release instead:
+configpub compile --renew.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if every < 0 {
