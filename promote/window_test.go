@@ -1,14 +1,20 @@
 package promote_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/internal/promotertest"
+	"github.com/configpub/configpub/promote"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -108,4 +114,120 @@ func TestPromoteChecksOnlyTheReleasesOwnSnapshots(t *testing.T) {
 	if again, err := h.Promote(t, o); err != nil || again.Activation == nil || !again.Activation.Replayed {
 		t.Fatalf("promote release 2 again at %s: %+v, %v; want it replayed", later, again, err)
 	}
+}
+
+// TestRenewBeforeKeepsARollbackTargetOverMonths runs the whole pipeline —
+// compile, a reviewed merge, promote into PostgreSQL and the registry —
+// over 70 simulated days on the store's injected clock, with the dev lease
+// profile cut to three-week windows: a change to the environment every 9
+// days and a daily compile --renew (Renew) in between, each release it
+// writes merged and promoted that day. After every promotion the on-call
+// engineer rolls back to the release before and activates the new one
+// again. With renewBefore 168h every such rollback is accepted; without it
+// a renewal comes only once windows have ended, and the rollback after it
+// is refused: for a while there was no release to roll back to.
+func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
+	const day = 24 * time.Hour
+	for _, renewBefore := range []string{"", "168h"} {
+		t.Run("renewBefore="+renewBefore, func(t *testing.T) {
+			t.Parallel()
+			h := promotertest.New(t)
+			ctx := context.Background()
+			// Releases 1 and 2 keep snapshots of the fixture's release
+			// (from 2026-08-13, for ten years).
+			now := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+			store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			promoteAt := func(commit plumbing.Hash) *promote.Result {
+				t.Helper()
+				o := h.Options(commit)
+				o.Store = store
+				res, err := h.Promote(t, o)
+				if err != nil || res.Activation == nil {
+					t.Fatalf("promote at %s: %+v, %v", now.Format(time.RFC3339), res, err)
+				}
+				return res
+			}
+			promoteAt(h.Repo.R1)
+			promoteAt(h.Repo.R2)
+
+			files := h.Repo.Git.Files(h.Repo.R2)
+			profile := "validFor: 504h\n      refreshAfter: 168h"
+			if renewBefore != "" {
+				profile += "\n      renewBefore: " + renewBefore
+			}
+			replaceIn(t, files, "configpub.yaml", "validFor: 87600h      # ten years\n      refreshAfter: 720h", profile)
+			start := now.Add(time.Hour)
+			level := "INFO"
+			var accepted, refused, renewals int
+			for d := 0; d <= 70; d++ {
+				now = start.Add(time.Duration(d) * day)
+				change := d%9 == 0 // day 0: the lease profile itself
+				if change && d > 0 {
+					next := map[string]string{"INFO": "DEBUG", "DEBUG": "INFO"}[level]
+					replaceIn(t, files, "environments/"+promotertest.Env+".yaml", "level: "+level, "level: "+next)
+					level = next
+				}
+				compiled, res := promotertest.CompiledFilesWith(t, files, compiler.Options{CreatedAt: now, Renew: !change})
+				if res.Unchanged() {
+					if change {
+						t.Fatalf("day %d: a change wrote no release", d)
+					}
+					continue
+				}
+				if !change {
+					renewals++
+				}
+				files = compiled
+				v := res.Manifest.ReleaseVersion
+				branch := fmt.Sprintf("release-%d", v)
+				h.Repo.Git.Commit(gittest.Commit{Branch: branch, From: h.Repo.Git.Tip(gittest.Main), Files: files, Message: branch})
+				merge := h.Repo.Git.Merge(gittest.Main, branch, gittest.Commit{Message: "Merge " + branch,
+					Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+				act := promoteAt(merge).Activation
+				if act.ReleaseVersion != v || act.PreviousRelease != v-1 {
+					t.Fatalf("day %d: release %d replaced %d, want %d replacing %d", d, act.ReleaseVersion, act.PreviousRelease, v, v-1)
+				}
+				_, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: promotertest.ID("rollback", renewBefore, v),
+					EnvTag: promotertest.Env, ToRelease: v - 1, Actor: "oncall", Reason: "drill"})
+				switch {
+				case errors.Is(err, promoter.ErrOutsideWindow):
+					refused++
+					if u := act.PreviousActivatableUntil; u == nil || u.After(now) {
+						t.Errorf("day %d: the rollback to release %d was refused, yet the promotion said it could be returned to until %v", d, v-1, u)
+					}
+					continue
+				case err != nil:
+					t.Fatalf("day %d: rollback to release %d: %v", d, v-1, err)
+				}
+				accepted++
+				if _, err := store.Activate(ctx, promoter.MoveInput{CommandID: promotertest.ID("forward", renewBefore, v),
+					EnvTag: promotertest.Env, Release: v, Actor: "oncall", Reason: "drill over"}); err != nil {
+					t.Fatalf("day %d: forward to release %d: %v", d, v, err)
+				}
+			}
+			t.Logf("renewBefore %q: %d renewals; rollbacks after a promotion: %d accepted, %d refused", renewBefore, renewals, accepted, refused)
+			if renewals == 0 || accepted == 0 {
+				t.Fatalf("%d renewals and %d accepted rollbacks in 70 days: the test exercised nothing", renewals, accepted)
+			}
+			if renewBefore != "" && refused != 0 {
+				t.Errorf("renewBefore %s: %d rollbacks refused; want none", renewBefore, refused)
+			}
+			if renewBefore == "" && refused == 0 {
+				t.Error("without renewBefore no rollback was refused: the late renewal this guards against did not happen")
+			}
+		})
+	}
+}
+
+// replaceIn replaces the first old with new in files[path].
+func replaceIn(t *testing.T, files map[string][]byte, path, old, new string) {
+	t.Helper()
+	b := bytes.Replace(files[path], []byte(old), []byte(new), 1)
+	if bytes.Equal(b, files[path]) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	files[path] = b
 }

@@ -44,6 +44,13 @@ type Repo struct {
 // releases/<env>.yaml rewritten, as `configpub compile` would.
 func CompiledFiles(t testing.TB, files map[string][]byte, createdAt time.Time) (map[string][]byte, *compiler.Result) {
 	t.Helper()
+	return CompiledFilesWith(t, files, compiler.Options{CreatedAt: createdAt})
+}
+
+// CompiledFilesWith is CompiledFiles with the compiler's options o (its
+// EnvTag is Env), for example o.Renew as `configpub compile --renew`.
+func CompiledFilesWith(t testing.TB, files map[string][]byte, o compiler.Options) (map[string][]byte, *compiler.Result) {
+	t.Helper()
 	dir := t.TempDir()
 	for p, b := range files {
 		full := filepath.Join(dir, filepath.FromSlash(p))
@@ -54,7 +61,8 @@ func CompiledFiles(t testing.TB, files map[string][]byte, createdAt time.Time) (
 			t.Fatal(err)
 		}
 	}
-	res, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: Env, CreatedAt: createdAt})
+	o.EnvTag = Env
+	res, err := compiler.Compile(context.Background(), os.DirFS(dir), o)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
