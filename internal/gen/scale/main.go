@@ -81,6 +81,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "scale child:", err)
 			os.Exit(1)
 		}
+		reportPeakRSS(os.Stderr)
 		return
 	}
 	sizes := flag.String("sizes", "1000,10000,100000", "comma-separated target counts")
@@ -108,6 +109,8 @@ func child(name string, args []string) error {
 		return hashChild(args)
 	case "publish":
 		return publishChild(args)
+	case "touch":
+		return touchChild(args)
 	}
 	return fmt.Errorf("unknown child step %q", name)
 }

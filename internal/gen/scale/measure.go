@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
+	"io"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -21,7 +23,7 @@ type measured struct {
 }
 
 // measure runs this program again as "-child args..." and returns its wall
-// time, maximum resident set size (the kernel's accounting of that child)
+// time, maximum resident set size (the child's own peak, reportPeakRSS)
 // and standard output.
 func measure(ctx context.Context, args ...string) (measured, error) {
 	return measureWith(ctx, nil, args...)
@@ -45,14 +47,54 @@ func measureWith(ctx context.Context, env []string, args ...string) (measured, e
 	if err != nil {
 		return measured{}, fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, errb.String())
 	}
-	return measured{wall: wall, maxRSS: maxRSS(cmd), out: strings.TrimSpace(out.String())}, nil
+	rss, ok := parsePeakRSS(errb.String())
+	if !ok {
+		return measured{}, fmt.Errorf("%s: the child did not report its peak RSS (%s): %s", strings.Join(args, " "), peakRSSPrefix, tail(errb.String(), 500))
+	}
+	return measured{wall: wall, maxRSS: rss, out: strings.TrimSpace(out.String())}, nil
 }
 
-func maxRSS(cmd *exec.Cmd) int64 {
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024
+// peakRSSPrefix starts the line a child writes last on its standard error:
+// its peak resident set size in KiB.
+const peakRSSPrefix = "scale-child-peak-rss-kib "
+
+// reportPeakRSS writes this process's peak resident set size (VmHWM of
+// /proc/self/status, Linux) as the child's last line. The kernel's
+// accounting of a child (wait4's ru_maxrss) cannot be used: Go starts a
+// child with vfork semantics (CLONE_VM), and exec records the parent's
+// high-water mark as the child's, so every child would report at least this
+// harness's own peak (300 MiB for /bin/true run by a process that touched
+// 300 MiB). VmHWM belongs to the child's own address space, as
+// /usr/bin/time's %M does for a child it forks.
+func reportPeakRSS(w io.Writer) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return
 	}
-	return 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 2 && f[1] == "kB" {
+				fmt.Fprintf(w, "%s%s\n", peakRSSPrefix, f[0])
+			}
+			return
+		}
+	}
+}
+
+// parsePeakRSS returns the peak RSS a child reported (reportPeakRSS), in
+// bytes.
+func parsePeakRSS(stderr string) (int64, bool) {
+	i := strings.LastIndex(stderr, peakRSSPrefix)
+	if i < 0 {
+		return 0, false
+	}
+	v, _, _ := strings.Cut(stderr[i+len(peakRSSPrefix):], "\n")
+	kib, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return kib * 1024, true
 }
 
 // benchMetrics runs one Go benchmark once (`go test -run ^$ -bench
@@ -125,4 +167,23 @@ func ratio(a, b float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.1fx", a/b)
+}
+
+// touchChild allocates and writes args[0] MiB and keeps it until it
+// returns: a child whose peak resident set size is known (the measurement's
+// own test).
+func touchChild(args []string) error {
+	if len(args) != 1 {
+		return errors.New("touch: want MIB")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 0 {
+		return fmt.Errorf("touch: %q is not a number of MiB", args[0])
+	}
+	b := make([]byte, n<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	runtime.KeepAlive(b)
+	return nil
 }
