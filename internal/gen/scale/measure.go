@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
-	"io"
 	"strings"
 	"time"
 )
