@@ -1,7 +1,6 @@
 package promote_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -158,7 +157,7 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 			if renewBefore != "" {
 				profile += "\n      renewBefore: " + renewBefore
 			}
-			replaceIn(t, files, "configpub.yaml", "validFor: 87600h      # ten years\n      refreshAfter: 720h", profile)
+			promotertest.Replace(t, files, "configpub.yaml", "validFor: 87600h      # ten years\n      refreshAfter: 720h", profile)
 			start := now.Add(time.Hour)
 			level := "INFO"
 			var accepted, refused, renewals int
@@ -167,7 +166,7 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 				change := d%9 == 0 // day 0: the lease profile itself
 				if change && d > 0 {
 					next := map[string]string{"INFO": "DEBUG", "DEBUG": "INFO"}[level]
-					replaceIn(t, files, "environments/"+promotertest.Env+".yaml", "level: "+level, "level: "+next)
+					promotertest.Replace(t, files, "environments/"+promotertest.Env+".yaml", "level: "+level, "level: "+next)
 					level = next
 				}
 				compiled, res := promotertest.CompiledFilesWith(t, files, compiler.Options{CreatedAt: now, Renew: !change})
@@ -220,14 +219,4 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 			}
 		})
 	}
-}
-
-// replaceIn replaces the first old with new in files[path].
-func replaceIn(t *testing.T, files map[string][]byte, path, old, new string) {
-	t.Helper()
-	b := bytes.Replace(files[path], []byte(old), []byte(new), 1)
-	if bytes.Equal(b, files[path]) {
-		t.Fatalf("%s has no %q", path, old)
-	}
-	files[path] = b
 }

@@ -39,11 +39,11 @@ func overlapRepo(t *testing.T) (*promotertest.Repo, []plumbing.Hash, []map[strin
 	for i, change := range []func(map[string][]byte){
 		func(map[string][]byte) {},
 		func(f map[string][]byte) {
-			replaceIn(t, f, "agents/advisor.yaml", "You do not give", "You never give")
-			replaceIn(t, f, "agents/account.yaml", "Ask for confirmation", "Always ask for confirmation")
+			promotertest.Replace(t, f, "agents/advisor.yaml", "You do not give", "You never give")
+			promotertest.Replace(t, f, "agents/account.yaml", "Ask for confirmation", "Always ask for confirmation")
 		},
 		func(f map[string][]byte) {
-			replaceIn(t, f, "configpub.yaml", "compatibilityGeneration: 3", "compatibilityGeneration: 4")
+			promotertest.Replace(t, f, "configpub.yaml", "compatibilityGeneration: 3", "compatibilityGeneration: 4")
 		},
 	} {
 		change(files)
@@ -60,15 +60,6 @@ func overlapRepo(t *testing.T) (*promotertest.Repo, []plumbing.Hash, []map[strin
 		snaps = append(snaps, promotertest.SnapshotsOf(res))
 	}
 	return p, merges, snaps
-}
-
-func replaceIn(t *testing.T, files map[string][]byte, path, old, new string) {
-	t.Helper()
-	b := bytes.Replace(files[path], []byte(old), []byte(new), 1)
-	if bytes.Equal(b, files[path]) {
-		t.Fatalf("%s has no %q", path, old)
-	}
-	files[path] = b
 }
 
 // Fixture identities (host dev.lightapi.net).

@@ -333,18 +333,24 @@ func SameCounts(a, b map[string]int64) bool {
 	return true
 }
 
+// Replace replaces the first occurrence of old by new in files[path],
+// failing t when there is none.
+func Replace(t testing.TB, files map[string][]byte, path, old, new string) {
+	t.Helper()
+	b := bytes.Replace(files[path], []byte(old), []byte(new), 1)
+	if bytes.Equal(b, files[path]) {
+		t.Fatalf("%s has no %q", path, old)
+	}
+	files[path] = b
+}
+
 // AddRelease3 lands release 3 on main, built on release 2 (the committed
 // manifest), replacing the first occurrence of old by new in the
 // environment file.
 func AddRelease3(t testing.TB, p *Repo, old, new string) plumbing.Hash {
 	t.Helper()
 	files := p.Git.Files(p.R2)
-	envFile := "environments/" + Env + ".yaml"
-	changed := bytes.Replace(files[envFile], []byte(old), []byte(new), 1)
-	if bytes.Equal(changed, files[envFile]) {
-		t.Fatalf("fixture %s has no %q to change", envFile, old)
-	}
-	files[envFile] = changed
+	Replace(t, files, "environments/"+Env+".yaml", old, new)
 	v3, res3 := CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
 	if res3.Manifest.ReleaseVersion != 3 || res3.Manifest.BaseReleaseVersion != 2 {
 		t.Fatalf("got release %d on base %d, want 3 on 2", res3.Manifest.ReleaseVersion, res3.Manifest.BaseReleaseVersion)
