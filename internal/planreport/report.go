@@ -58,8 +58,9 @@ type Report struct {
 	RollbackEnded bool   `json:"rollbackEnded,omitempty"`
 	// Renewal: the new release is compiled from the same sources as the
 	// base release (configpub compile --renew): it only re-issues the
-	// targets whose activation windows ended, and the Gateways and
-	// Knowledge services bound to them list the new publications.
+	// targets whose activation windows ended or end within their lease
+	// profile's renewBefore, and the Gateways and Knowledge services bound
+	// to them list the new publications.
 	Renewal bool `json:"renewal,omitempty"`
 }
 

@@ -134,7 +134,7 @@ func (r *Report) promotableWhy() string {
 // renewalWhy says what a renewal release does.
 func (r *Report) renewalWhy() string {
 	return fmt.Sprintf("release %d is compiled from the same policy sources as release %d (configpub compile --renew): "+
-		"it re-issues the targets whose activation windows ended, and the Gateways and Knowledge services bound to them "+
+		"it re-issues the targets whose activation windows ended (or end within their lease profile's renewBefore), and the Gateways and Knowledge services bound to them "+
 		"list the new publications; promote it before the next change, which can then be rolled back to it", r.Release, r.BaseRelease)
 }
 
