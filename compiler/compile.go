@@ -72,13 +72,14 @@ type Options struct {
 	// Renew compiles the next release also when the committed release is
 	// up to date, for the snapshots that can no longer be activated at
 	// CreatedAt: release N+1 then re-issues, with the same policy, the
-	// targets whose snapshot's activation window does not contain
-	// CreatedAt (a Gateway or Knowledge service bound to a re-issued Agent
-	// changes with it: it lists the Agent's new publication), and keeps
-	// every other snapshot — the release a change at CreatedAt would make,
-	// without the change. When every window contains CreatedAt, release N
-	// is left as it is (Result.Unchanged). It derives like any release, so
-	// --check and promote verify it. Ignored with CheckOnly.
+	// targets whose snapshot's activation window ends by CreatedAt plus
+	// their lease profile's renewBefore (a Gateway or Knowledge service
+	// bound to a re-issued Agent changes with it: it lists the Agent's new
+	// publication), and keeps every other snapshot — the release a change
+	// at CreatedAt would make, without the change. When every window lasts
+	// past that, release N is left as it is (Result.Unchanged). It derives
+	// like any release, so --check and promote verify it. Ignored with
+	// CheckOnly.
 	Renew bool
 }
 
@@ -183,7 +184,7 @@ func sourcesDigest(m *bundle.Manifest) string {
 	for _, hi := range m.HostInputs {
 		fmt.Fprintf(h, "h%d:%s%d:%s", len(hi.Host), hi.Host, len(hi.Digest), hi.Digest)
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return digest.FromSum([sha256.Size]byte(h.Sum(nil))).String()
 }
 
 // PromotionWindow returns when the release can be promoted: the latest
