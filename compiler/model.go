@@ -141,13 +141,23 @@ func (m *model) checkRepository() error {
 		if refresh >= valid {
 			return r.src.errorf(append(base, "refreshAfter"), "refreshAfter %s must be shorter than validFor %s", p.RefreshAfter, p.ValidFor)
 		}
+		var renew time.Duration
 		if p.RenewBefore != "" {
-			renew, err := time.ParseDuration(p.RenewBefore)
-			if err != nil || renew < 0 {
+			if renew, err = time.ParseDuration(p.RenewBefore); err != nil || renew < 0 {
 				return r.src.errorf(append(base, "renewBefore"), "duration %q must be a Go duration such as 168h, or 0s", p.RenewBefore)
 			}
 			if renew >= valid {
 				return r.src.errorf(append(base, "renewBefore"), "renewBefore %s must be shorter than validFor %s (else every release re-issues every snapshot)", p.RenewBefore, p.ValidFor)
+			}
+		}
+		if p.RenewSpread != "" {
+			spread, err := time.ParseDuration(p.RenewSpread)
+			if err != nil || spread < 0 {
+				return r.src.errorf(append(base, "renewSpread"), "duration %q must be a Go duration such as 72h, or 0s", p.RenewSpread)
+			}
+			if renew+spread >= valid {
+				return r.src.errorf(append(base, "renewSpread"), "renewBefore %s plus renewSpread %s must be shorter than validFor %s (else some release re-issues every snapshot of a host)",
+					orZero(p.RenewBefore), p.RenewSpread, p.ValidFor)
 			}
 		}
 		dr, err := parseDuration(r.src, append(base, "delivery", "refreshAfter"), p.Delivery.RefreshAfter)
@@ -366,4 +376,12 @@ func (m *model) view() *model {
 	v := *m
 	v.toolCache, v.skillCache, v.contractCache = map[string]*resolved{}, map[string]*resolved{}, map[string]string{}
 	return &v
+}
+
+// orZero returns the duration d as written, "0s" when it is not.
+func orZero(d string) string {
+	if d == "" {
+		return "0s"
+	}
+	return d
 }

@@ -2,7 +2,6 @@ package compiler
 
 import (
 	"sort"
-	"time"
 
 	"github.com/configpub/configpub/bundle"
 )
@@ -12,7 +11,7 @@ type envTarget struct {
 	e       *entry[targetSpec]
 	profile leaseProfile
 	pdigest string
-	renew   time.Duration   // the profile's renewBefore
+	renew   renewal         // when an unchanged snapshot is re-issued ahead of its window's end
 	policy  *policy         // while the target's host is compiled
 	subj    *bundle.Subject // the subject's frozen policy version
 }
@@ -89,8 +88,7 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 			}
 			profDigests[sp.LeaseProfile] = pd
 		}
-		renew, _ := time.ParseDuration(prof.RenewBefore) // checked with the repository; "" is 0
-		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd, renew: renew})
+		out = append(out, &envTarget{e: t, profile: prof, pdigest: pd, renew: renewalOf(prof, sp.EnvTag, sp.Host)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := &out[i].e.spec, &out[j].e.spec

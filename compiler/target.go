@@ -1,7 +1,10 @@
 package compiler
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
@@ -100,7 +103,7 @@ func (c *compilation) compileTarget(t *envTarget, b *bundle.TargetEntry, accepte
 		// the snapshot over only while it contains this release's
 		// createdAt and, with the profile's renewBefore, that long after
 		// it; else re-issue it as a snapshot of this release.
-		if reason := outsideWindow(b, c.createdAt, t.renew, t.profile.RenewBefore); reason != "" {
+		if reason := outsideWindow(b, c.createdAt, t.renew); reason != "" {
 			same = false
 			c.mu.Lock()
 			c.reissued = append(c.reissued, Reissue{Host: sp.Host, ServiceID: sp.ServiceID, Reason: reason})
@@ -259,13 +262,13 @@ func tombstones(b *bundle.TargetEntry, cur []bundle.InventoryItem) []bundle.Inve
 	return out
 }
 
-// outsideWindow returns why the activation window of base snapshot b does
-// not last past createdAt by more than renew, the lease profile's
-// renewBefore (renewText as written; 0: createdAt is at or past its
-// expiresAt), or "" when it does. A createdAt before the window's
-// validFrom (a release dated before its base) does not re-issue: the
-// window has not run out.
-func outsideWindow(b *bundle.TargetEntry, createdAt time.Time, renew time.Duration, renewText string) string {
+// outsideWindow returns why base snapshot b is re-issued by a release
+// created at createdAt, or "" when it is carried over: its activation
+// window has ended, or createdAt is at or after the window's renewal time
+// under r (renewal.at). A createdAt before the window's validFrom (a
+// release dated before its base) does not re-issue: the window has not
+// run out.
+func outsideWindow(b *bundle.TargetEntry, createdAt time.Time, r renewal) string {
 	until, err := bundle.ParseTime(b.ExpiresAt)
 	at := createdAt.UTC().Truncate(time.Second)
 	if err != nil {
@@ -275,11 +278,72 @@ func outsideWindow(b *bundle.TargetEntry, createdAt time.Time, renew time.Durati
 		return fmt.Sprintf("re-issued: release %d's snapshot could be activated until %s (lease profile %s), and this release is created at %s",
 			b.ReleaseVersion, b.ExpiresAt, b.LeaseProfile, formatTime(at))
 	}
-	if !at.Add(renew).Before(until) {
-		return fmt.Sprintf("re-issued: release %d's snapshot can be activated until %s, less than renewBefore %s (lease profile %s) after this release's createdAt %s",
-			b.ReleaseVersion, b.ExpiresAt, renewText, b.LeaseProfile, formatTime(at))
+	renewAt := r.at(until)
+	if at.Before(renewAt) {
+		return ""
 	}
-	return ""
+	if r.spread <= 0 {
+		return fmt.Sprintf("re-issued: release %d's snapshot can be activated until %s, less than renewBefore %s (lease profile %s) after this release's createdAt %s",
+			b.ReleaseVersion, b.ExpiresAt, r.beforeText, b.LeaseProfile, formatTime(at))
+	}
+	return fmt.Sprintf("re-issued: release %d's snapshot can be activated until %s, and this release's createdAt %s is at or after %s, "+
+		"host %s's last renewal time (one every renewSpread %s) at least renewBefore %s before then (lease profile %s)",
+		b.ReleaseVersion, b.ExpiresAt, formatTime(at), formatTime(renewAt), r.host, r.spreadText, orZero(r.beforeText), b.LeaseProfile)
+}
+
+// renewal is when a release re-issues an unchanged snapshot ahead of its
+// activation window's end: renewBefore ahead of it, and with a
+// renewSpread, at the host's last renewal time before that. A host's
+// renewal times recur every renewSpread at its own offset (renewOffset),
+// so the hosts whose windows end together — every host of the release
+// that created them — are renewed on different days, and each host keeps
+// its day: after a renewal its next window ends validFor later, and its
+// next renewal falls on one of its renewal times again.
+type renewal struct {
+	before, spread, offset time.Duration
+	beforeText, spreadText string // as written in the lease profile
+	host                   string
+}
+
+// renewalOf is the renewal of the targets of host in environment envTag
+// with lease profile p, whose durations are checked with the repository
+// ("" is 0).
+func renewalOf(p leaseProfile, envTag, host string) renewal {
+	r := renewal{beforeText: p.RenewBefore, spreadText: p.RenewSpread, host: host}
+	r.before, _ = time.ParseDuration(p.RenewBefore)
+	r.spread, _ = time.ParseDuration(p.RenewSpread)
+	r.spread = r.spread.Truncate(time.Second)
+	r.offset = renewOffset(envTag, host, r.spread)
+	return r
+}
+
+// at is when a window ending at until is renewed: renewBefore before
+// until, or with a spread the last of the host's renewal times (offset
+// plus a whole number of spreads after the Unix epoch) at or before that.
+func (r renewal) at(until time.Time) time.Time {
+	last := until.Add(-r.before)
+	if r.spread <= 0 {
+		return last
+	}
+	s := int64(r.spread / time.Second)
+	since := last.Unix() - int64(r.offset/time.Second)
+	return last.Add(-time.Duration(((since%s)+s)%s) * time.Second)
+}
+
+// renewOffset is host's offset among the renewal times of spread: a whole
+// number of seconds in [0, spread), fixed by the SHA-256 of envTag and
+// host and spread evenly over the interval across hosts. Every compile of
+// the same sources derives the same offset.
+func renewOffset(envTag, host string, spread time.Duration) time.Duration {
+	secs := uint64(spread / time.Second)
+	if secs == 0 {
+		return 0
+	}
+	sum := sha256.Sum256([]byte("configpub renewSpread\x00" + envTag + "\x00" + host))
+	// The top 64 bits of a uniform 64-bit value times secs: uniform over
+	// [0, secs).
+	hi, _ := bits.Mul64(binary.BigEndian.Uint64(sum[:8]), secs)
+	return time.Duration(hi) * time.Second
 }
 
 // addInputs adds to in the files target t reads: its subject's policy p,

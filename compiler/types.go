@@ -25,6 +25,11 @@ type leaseProfile struct {
 	// RenewBefore: a release re-issues a snapshot of this profile whose
 	// window ends within RenewBefore of its createdAt ("" = 0).
 	RenewBefore string `json:"renewBefore"`
+	// RenewSpread spreads those renewals host by host: a host's snapshots
+	// are re-issued at the host's last renewal time (one every
+	// RenewSpread, at the host's own offset) before RenewBefore of their
+	// window remains (renewal; "" = 0).
+	RenewSpread string `json:"renewSpread"`
 	Delivery    struct {
 		RefreshAfter string `json:"refreshAfter"`
 		ExpiresAfter string `json:"expiresAfter"`

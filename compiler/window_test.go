@@ -11,6 +11,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gen"
 )
 
 // TestActivationWindowReissue: a release carries an unchanged target over
@@ -376,6 +377,146 @@ func TestRenewBeforeMustBeShorterThanValidFor(t *testing.T) {
 			t.Errorf("renewBefore %s: %v", value, err)
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "leaseProfiles.production.renewBefore")):
 			t.Errorf("renewBefore %s: error %v, want one naming spec.leaseProfiles.production.renewBefore and %q", value, err, want)
+		}
+	}
+}
+
+// TestRenewSpreadSpreadsRenewalsOverHosts: the targets one release created
+// share their activation windows, so with renewBefore alone every later
+// renewal re-issues all of them at once — at 100,000 targets a promotion
+// moving every pointer once every validFor − renewBefore. A lease profile's
+// renewSpread gives each host a fixed share of it, re-issuing the host's
+// snapshots that much earlier: over 60 simulated days of a daily
+// compile --renew (no source change) on 24 generated hosts, no renewal
+// re-issues more than 10 of the hosts, the first wave is spread over
+// several days, and the newest release can be activated every day as with
+// renewBefore alone. Each host keeps its day: after its first renewal
+// (up to renewSpread early) a host is renewed exactly every
+// validFor − renewBefore, as without the spread, so it costs no renewals
+// in the long run.
+func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
+	const (
+		day   = 24 * time.Hour
+		hosts = 24
+	)
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, spread := range []string{"0s", "168h"} {
+		t.Run("renewSpread="+spread, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dir := t.TempDir()
+			if err := gen.Write(dir, gen.Options{Targets: hosts * 4, AgentsPerHost: 2, EnvTag: "bench"}); err != nil {
+				t.Fatal(err)
+			}
+			h := &history{dir: dir, env: "bench", releases: map[int64][]byte{}}
+			r1 := h.release(t, epoch)
+			edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h\n", "validFor: 504h\n      renewBefore: 168h\n      renewSpread: "+spread+"\n")
+			latest := h.release(t, epoch.Add(time.Hour))
+			for _, e := range latest.Manifest.Targets {
+				if old := r1.Manifest.Target(e.Host, e.ServiceID); old == nil || old.SnapshotID != e.SnapshotID {
+					t.Fatalf("setting renewSpread %s changed %s/%s's snapshot", spread, e.Host, e.ServiceID)
+				}
+			}
+			var (
+				maxHosts, reissued, notActivatable int
+				firstWave                          []int                // days on which a host was first re-issued
+				renewed                            = map[string][]int{} // days each host was renewed
+			)
+			for d := 1; d <= 60; d++ {
+				at := epoch.Add(time.Duration(d) * day)
+				if from, until := latest.ActivationWindow(); from > at.Format(bundle.TimeFormat) || until <= at.Format(bundle.TimeFormat) {
+					notActivatable++
+				}
+				res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "bench", CreatedAt: at, Previous: h.lookup, Renew: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Unchanged() {
+					continue
+				}
+				h.releases[res.Manifest.ReleaseVersion] = res.ManifestBytes
+				if err := compiler.Write(ctx, res, dir, ""); err != nil {
+					t.Fatal(err)
+				}
+				byHost := map[string]bool{}
+				for _, r := range res.Reissued {
+					byHost[r.Host] = true
+					want := "less than renewBefore 168h (lease profile production)"
+					if spread != "0s" {
+						want = "host " + r.Host + "'s last renewal time (one every renewSpread 168h) at least renewBefore 168h before then (lease profile production)"
+					}
+					if !strings.Contains(r.Reason, want) {
+						t.Fatalf("day %d: %s/%s re-issued because %q; want %q", d, r.Host, r.ServiceID, r.Reason, want)
+					}
+				}
+				for host := range byHost {
+					if renewed[host] == nil {
+						firstWave = append(firstWave, d)
+					}
+					renewed[host] = append(renewed[host], d)
+				}
+				maxHosts = max(maxHosts, len(byHost))
+				reissued += len(res.Reissued)
+				if again, err := h.try(at.Add(time.Hour)); err != nil || !again.UpToDate {
+					t.Fatalf("day %d: release %d does not recompile up to date: %v", d, res.Manifest.ReleaseVersion, err)
+				}
+				latest = res
+			}
+			days := map[int]bool{}
+			for _, d := range firstWave {
+				days[d] = true
+			}
+			t.Logf("renewSpread %s: at most %d of %d hosts re-issued by one renewal; first wave over %d days; %d re-issues in 60 days; %d days without an activatable newest release",
+				spread, maxHosts, hosts, len(days), reissued, notActivatable)
+			if len(renewed) != hosts {
+				t.Fatalf("%d of %d hosts renewed in 60 days", len(renewed), hosts)
+			}
+			if notActivatable != 0 {
+				t.Errorf("on %d days the newest release could not be activated; want none", notActivatable)
+			}
+			for host, days := range renewed {
+				for i := 1; i < len(days); i++ {
+					if days[i]-days[i-1] != 14 {
+						t.Errorf("host %s renewed on days %v; want every 14 days (validFor − renewBefore) after the first", host, days)
+						break
+					}
+				}
+			}
+			switch spread {
+			case "0s":
+				if maxHosts != hosts || len(days) != 1 {
+					t.Errorf("without renewSpread one renewal should re-issue every host (the wave the spread avoids): at most %d, first wave over %d days", maxHosts, len(days))
+				}
+			default:
+				if maxHosts > 10 || len(days) < 5 {
+					t.Errorf("with renewSpread %s a renewal re-issued up to %d of %d hosts, the first wave over %d days; want at most 10 hosts and at least 5 days",
+						spread, maxHosts, hosts, len(days))
+				}
+			}
+		})
+	}
+}
+
+// TestRenewSpreadMustLeaveTheWindow: renewBefore plus renewSpread as long
+// as the window would have some release re-issue every snapshot of a host
+// at every release; the compile refuses it, naming the field.
+func TestRenewSpreadMustLeaveTheWindow(t *testing.T) {
+	for value, want := range map[string]string{
+		"336h": "renewBefore 168h plus renewSpread 336h must be shorter than validFor 504h",
+		"-1h":  "renewSpread", // the schema's duration pattern
+		"soon": "renewSpread",
+		"0s":   "",
+		"335h": "",
+	} {
+		dir := copyRepo(t)
+		edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
+			"validFor: 504h        # three weeks\n      renewBefore: 168h\n      renewSpread: "+value)
+		_, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("renewSpread %s: %v", value, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "leaseProfiles.production.renewSpread")):
+			t.Errorf("renewSpread %s: error %v, want one naming spec.leaseProfiles.production.renewSpread and %q", value, err, want)
 		}
 	}
 }

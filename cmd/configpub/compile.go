@@ -31,16 +31,19 @@ the commit time of the policy repository's HEAD.
 
 A release keeps an unchanged target's snapshot only while that snapshot's
 activation window contains the release's createdAt, and the lease profile's
-renewBefore after it; promote, activate and rollback refuse a pointer move to a
+renewBefore after it (with a renewSpread, until the host's last renewal time
+before that); promote, activate and rollback refuse a pointer move to a
 snapshot outside its window. --renew writes the next release also when the
 sources did not change: it re-issues, with the same policy, the targets whose
-snapshot's window ends by createdAt plus renewBefore (a Gateway or Knowledge
-service bound to a re-issued Agent lists its new publication), and keeps every
-other snapshot. Promote it to renew the windows of a release no longer
+snapshot's window is due for renewal at createdAt (it ends by createdAt plus
+renewBefore, or a renewSpread's renewal time of the host came first; a Gateway
+or Knowledge service bound to a re-issued Agent lists its new publication), and
+keeps every other snapshot. Promote it to renew the windows of a release no longer
 activatable (a staged release that waited too long), or before a change after a
 quiet period, so that the change keeps a release to roll back to; run daily
 with a renewBefore longer than a day, it renews every window before it ends, so
-the current release can always be rolled back to. Pass --created-at (the
+the current release can always be rolled back to; with a renewSpread of a
+week, each host on a day of its own. Pass --created-at (the
 current time, say): HEAD's commit time is usually inside the windows, and then
 there is nothing to renew. (The short delivery lease of what is current is
 renewed by configpub lease renew, not by a release.)`,
@@ -102,7 +105,7 @@ renewed by configpub lease renew, not by a release.)`,
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
 				if err == nil && sum.State == "rewritten" && sum.Reissued > 0 {
-					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window ends by createdAt %s plus the lease profile's renewBefore (configpub plan says why, per target)\n",
+					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window is due for renewal at createdAt %s (it ends within the lease profile's renewBefore, or by a renewSpread the host's renewal time came first; configpub plan says why, per target)\n",
 						sum.Reissued, res.Manifest.CreatedAt)
 				}
 				if err == nil && sum.State == "rewritten" && sum.PromotableUntil != "" {
@@ -110,7 +113,7 @@ renewed by configpub lease renew, not by a release.)`,
 						sum.PromotableFrom, sum.PromotableUntil, sum.Release)
 				}
 				if err == nil && renew && sum.State == "unchanged" {
-					_, err = fmt.Fprintf(w, "nothing to renew: every snapshot of release %d can be activated at %s and for its lease profile's renewBefore after; renew once a window ends by then (--created-at)\n",
+					_, err = fmt.Fprintf(w, "nothing to renew: every snapshot of release %d can be activated at %s and for its lease profile's renewBefore after, and no host's renewSpread renewal time for it has come; renew later (--created-at)\n",
 						sum.Release, at.Format(time.RFC3339))
 				}
 				return err
@@ -122,7 +125,7 @@ renewed by configpub lease renew, not by a release.)`,
 	f.StringVar(&env, "env", "", "environment tag to compile (required)")
 	f.StringVar(&out, "out", "", "write values.yml and target.json per target under this directory")
 	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
-	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window ends by createdAt plus the lease profile's renewBefore")
+	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window is due for renewal at createdAt (the lease profile's renewBefore and renewSpread)")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
 	outputFlag(cmd)
 	root.AddCommand(cmd)

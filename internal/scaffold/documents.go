@@ -25,6 +25,7 @@ spec:
       validFor: 504h        # a compiled snapshot may be activated for three weeks
       refreshAfter: 168h
       renewBefore: 168h     # compile --renew re-issues it a week before that ends
+      renewSpread: 168h     # on a day of the week of each host's own, so hosts renew on different days
       delivery:
         refreshAfter: 5m    # runtimes fetch a fresh signed lease every 5 minutes
         expiresAfter: 15m   # and fail closed 15 minutes after the last one
