@@ -122,12 +122,14 @@ func TestPromoteChecksOnlyTheReleasesOwnSnapshots(t *testing.T) {
 // days and a daily compile --renew (Renew) in between, each release it
 // writes merged and promoted that day. After every promotion the on-call
 // engineer rolls back to the release before and activates the new one
-// again. With renewBefore 168h every such rollback is accepted; without it
-// a renewal comes only once windows have ended, and the rollback after it
-// is refused: for a while there was no release to roll back to.
+// again. With renewBefore 168h every such rollback is accepted — also with
+// renewSpread 168h, whose renewals re-issue the fixture's hosts on days of
+// their own; without it a renewal comes only once windows have ended, and
+// the rollback after it is refused: for a while there was no release to
+// roll back to.
 func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 	const day = 24 * time.Hour
-	for _, renewBefore := range []string{"", "168h"} {
+	for _, renewBefore := range []string{"", "168h", "168h spread"} {
 		t.Run("renewBefore="+renewBefore, func(t *testing.T) {
 			t.Parallel()
 			h := promotertest.New(t)
@@ -154,8 +156,12 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 
 			files := h.Repo.Git.Files(h.Repo.R2)
 			profile := "validFor: 504h\n      refreshAfter: 168h"
-			if renewBefore != "" {
-				profile += "\n      renewBefore: " + renewBefore
+			if before, spread := strings.CutSuffix(renewBefore, " spread"); renewBefore != "" {
+				profile += "\n      renewBefore: " + before
+				if spread {
+					// Each host renewed on a day of the week of its own.
+					profile += "\n      renewSpread: 168h"
+				}
 			}
 			promotertest.Replace(t, files, "configpub.yaml", "validFor: 87600h      # ten years\n      refreshAfter: 720h", profile)
 			start := now.Add(time.Hour)
