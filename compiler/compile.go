@@ -72,12 +72,13 @@ type Options struct {
 	// Renew compiles the next release also when the committed release is
 	// up to date, for the snapshots that can no longer be activated at
 	// CreatedAt: release N+1 then re-issues, with the same policy, the
-	// targets whose snapshot's activation window ends by CreatedAt plus
-	// their lease profile's renewBefore (a Gateway or Knowledge service
-	// bound to a re-issued Agent changes with it: it lists the Agent's new
-	// publication), and keeps every other snapshot — the release a change
-	// at CreatedAt would make, without the change. When every window lasts
-	// past that, release N is left as it is (Result.Unchanged). It derives
+	// targets whose snapshot's renewal time has come by CreatedAt (the
+	// window ends within their lease profile's renewBefore, or with a
+	// renewSpread the host's renewal time before that has come; a Gateway
+	// or Knowledge service bound to a re-issued Agent changes with it: it
+	// lists the Agent's new publication), and keeps every other snapshot — the release a change
+	// at CreatedAt would make, without the change. When no renewal time
+	// has come, release N is left as it is (Result.Unchanged). It derives
 	// like any release, so --check and promote verify it. Ignored with
 	// CheckOnly.
 	Renew bool

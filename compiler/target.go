@@ -101,8 +101,9 @@ func (c *compilation) compileTarget(t *envTarget, b *bundle.TargetEntry, accepte
 	if same && !c.createdAt.IsZero() {
 		// The envelope window is the snapshot's activation window: carry
 		// the snapshot over only while it contains this release's
-		// createdAt and, with the profile's renewBefore, that long after
-		// it; else re-issue it as a snapshot of this release.
+		// createdAt and its renewal time (the profile's renewBefore and
+		// renewSpread) is still to come; else re-issue it as a snapshot
+		// of this release.
 		if reason := outsideWindow(b, c.createdAt, t.renew); reason != "" {
 			same = false
 			c.mu.Lock()
