@@ -359,28 +359,6 @@ func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
 	}
 }
 
-// TestRenewBeforeMustBeShorterThanValidFor: a renewBefore as long as the
-// window would re-issue every snapshot at every release; the compile
-// refuses it, naming the field.
-func TestRenewBeforeMustBeShorterThanValidFor(t *testing.T) {
-	for value, want := range map[string]string{
-		"504h": "renewBefore 504h must be shorter than validFor 504h",
-		"0s":   "",
-		"167h": "",
-	} {
-		dir := copyRepo(t)
-		edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
-			"validFor: 504h        # three weeks\n      renewBefore: "+value)
-		_, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
-		switch {
-		case want == "" && err != nil:
-			t.Errorf("renewBefore %s: %v", value, err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "leaseProfiles.production.renewBefore")):
-			t.Errorf("renewBefore %s: error %v, want one naming spec.leaseProfiles.production.renewBefore and %q", value, err, want)
-		}
-	}
-}
-
 // TestRenewSpreadSpreadsRenewalsOverHosts: the targets one release created
 // share their activation windows, so with renewBefore alone every later
 // renewal re-issues all of them at once — at 100,000 targets a promotion
@@ -497,26 +475,31 @@ func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
 	}
 }
 
-// TestRenewSpreadMustLeaveTheWindow: renewBefore plus renewSpread as long
-// as the window would have some release re-issue every snapshot of a host
-// at every release; the compile refuses it, naming the field.
-func TestRenewSpreadMustLeaveTheWindow(t *testing.T) {
-	for value, want := range map[string]string{
-		"336h": "renewBefore 168h plus renewSpread 336h must be shorter than validFor 504h",
-		"-1h":  "renewSpread", // the schema's duration pattern
-		"soon": "renewSpread",
-		"0s":   "",
-		"335h": "",
+// TestRenewalsMustLeaveTheWindow: a renewBefore as long as the window
+// would re-issue every snapshot at every release, and renewBefore plus
+// renewSpread as long as it every snapshot of some host; the compile
+// refuses either, naming the field.
+func TestRenewalsMustLeaveTheWindow(t *testing.T) {
+	for _, c := range []struct{ field, profile, want string }{
+		{"renewBefore", "renewBefore: 504h", "renewBefore 504h must be shorter than validFor 504h"},
+		{"renewBefore", "renewBefore: 0s", ""},
+		{"renewBefore", "renewBefore: 167h", ""},
+		{"renewSpread", "renewBefore: 168h\n      renewSpread: 336h", "renewBefore 168h plus renewSpread 336h must be shorter than validFor 504h"},
+		{"renewSpread", "renewSpread: 504h", "renewBefore 0s plus renewSpread 504h must be shorter than validFor 504h"},
+		{"renewSpread", "renewBefore: 168h\n      renewSpread: -1h", "renewSpread"}, // the schema's duration pattern
+		{"renewSpread", "renewBefore: 168h\n      renewSpread: soon", "renewSpread"},
+		{"renewSpread", "renewBefore: 168h\n      renewSpread: 0s", ""},
+		{"renewSpread", "renewBefore: 168h\n      renewSpread: 335h", ""},
 	} {
 		dir := copyRepo(t)
 		edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
-			"validFor: 504h        # three weeks\n      renewBefore: 168h\n      renewSpread: "+value)
+			"validFor: 504h        # three weeks\n      "+c.profile)
 		_, err := compiler.Compile(context.Background(), os.DirFS(dir), compiler.Options{EnvTag: "prod", CreatedAt: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)})
 		switch {
-		case want == "" && err != nil:
-			t.Errorf("renewSpread %s: %v", value, err)
-		case want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "leaseProfiles.production.renewSpread")):
-			t.Errorf("renewSpread %s: error %v, want one naming spec.leaseProfiles.production.renewSpread and %q", value, err, want)
+		case c.want == "" && err != nil:
+			t.Errorf("%q: %v", c.profile, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "leaseProfiles.production."+c.field)):
+			t.Errorf("%q: error %v, want one naming spec.leaseProfiles.production.%s and %q", c.profile, err, c.field, c.want)
 		}
 	}
 }
