@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -325,6 +326,10 @@ func TestPlanSaysARenewalIsOne(t *testing.T) {
 			plan.Release, plan.Renewal, plan.RollbackEnded, len(plan.digests))
 	}
 	md, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1", "--output", "markdown")
+	if text, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1"); err != nil ||
+		!strings.Contains(text, fmt.Sprintf("list the new publications — %d target(s) on 1 host(s)", len(plan.digests))) {
+		t.Errorf("plan of the renewal does not count its targets and hosts: %v\n%s", err, text)
+	}
 	if err != nil || !strings.Contains(md, "**Renewal:** release 2 is compiled from the same policy sources as release 1") ||
 		!strings.Contains(md, "and not needed") || !strings.Contains(md, "release 2 changes no policy source") {
 		t.Errorf("plan markdown of the renewal: %v\n%s", err, md)

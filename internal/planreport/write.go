@@ -133,9 +133,14 @@ func (r *Report) promotableWhy() string {
 
 // renewalWhy says what a renewal release does.
 func (r *Report) renewalWhy() string {
+	hosts := map[string]bool{}
+	for _, t := range r.Changed {
+		hosts[t.Host] = true
+	}
 	return fmt.Sprintf("release %d is compiled from the same policy sources as release %d (configpub compile --renew): "+
-		"it re-issues the targets whose activation windows ended (or end within their lease profile's renewBefore), and the Gateways and Knowledge services bound to them "+
-		"list the new publications; promote it before the next change, which can then be rolled back to it", r.Release, r.BaseRelease)
+		"it re-issues the targets whose activation windows ended or are due for renewal (their lease profile's renewBefore and renewSpread), "+
+		"and the Gateways and Knowledge services bound to them list the new publications — %d target(s) on %d host(s); "+
+		"promote it before the next change, which can then be rolled back to it", r.Release, r.BaseRelease, len(r.Changed), len(hosts))
 }
 
 // rollbackSays is the text report's line on the rollback to the base
