@@ -38,15 +38,15 @@ sources did not change: it re-issues, with the same policy, the targets whose
 snapshot's window is due for renewal at createdAt (it ends by createdAt plus
 renewBefore, or a renewSpread's renewal time of the host came first; a Gateway
 or Knowledge service bound to a re-issued Agent lists its new publication), and
-keeps every other snapshot. Promote it to renew the windows of a release no longer
-activatable (a staged release that waited too long), or before a change after a
-quiet period, so that the change keeps a release to roll back to; run daily
-with a renewBefore longer than a day, it renews every window before it ends, so
-the current release can always be rolled back to; with a renewSpread of a
-week, each host on a day of its own. Pass --created-at (the
-current time, say): HEAD's commit time is usually inside the windows, and then
-there is nothing to renew. (The short delivery lease of what is current is
-renewed by configpub lease renew, not by a release.)`,
+keeps every other snapshot. Promote it to renew the windows of a release no
+longer activatable (a staged release that waited too long), or before a change
+after a quiet period, so that the change keeps a release to roll back to; run
+daily with a renewBefore longer than a day, it renews every window before it
+ends, so the current release can always be rolled back to; with a renewSpread
+of a week, each host on a day of its own. Pass --created-at (the current time,
+say): HEAD's commit time is usually inside the windows, and then there is
+nothing to renew. (The short delivery lease of what is current is renewed by
+configpub lease renew, not by a release.)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repo == "" || env == "" {
