@@ -279,21 +279,29 @@ func TestRenewReissuesWhatCanNoLongerBeActivated(t *testing.T) {
 // long before its window ends, so that over simulated months, with changes
 // in between, the newest release can be activated — rolled back to after
 // the next change — on every day; without it, on the day a window ends the
-// newest release can no longer be. Setting renewBefore changes no snapshot
-// by itself, and every release recompiles up to date.
+// newest release can no longer be — with a renewSpread too, whose renewals
+// come earlier, host by host. Setting renewBefore (or renewSpread) changes
+// no snapshot by itself, and every release recompiles up to date.
 func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
 	ctx := context.Background()
 	const day = 24 * time.Hour
-	for _, renewBefore := range []time.Duration{0, 7 * day} {
-		t.Run("renewBefore="+renewBefore.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		renewBefore time.Duration
+		spread      string
+	}{{0, ""}, {7 * day, ""}, {7 * day, "168h"}} {
+		renewBefore := c.renewBefore
+		t.Run(fmt.Sprintf("renewBefore=%s,renewSpread=%s", renewBefore, c.spread), func(t *testing.T) {
 			dir := copyRepo(t)
 			h := &history{dir: dir, env: "prod", releases: map[int64][]byte{}}
 			r1 := h.compile(t, time.Time{})
 			created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
 			latest := r1
 			if renewBefore > 0 {
-				edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks",
-					"validFor: 504h        # three weeks\n      renewBefore: 168h")
+				profile := "validFor: 504h        # three weeks\n      renewBefore: 168h"
+				if c.spread != "" {
+					profile += "\n      renewSpread: " + c.spread
+				}
+				edit(t, filepath.Join(dir, "configpub.yaml"), "validFor: 504h        # three weeks", profile)
 				res := h.release(t, created.Add(time.Hour))
 				for _, e := range res.Manifest.Targets {
 					if old := r1.Manifest.Target(e.Host, e.ServiceID); old == nil || old.SnapshotID != e.SnapshotID {
@@ -332,9 +340,13 @@ func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
 				}
 				releases++
 				reissued += len(res.Reissued)
+				want := "less than renewBefore 168h (lease profile production) after this release's createdAt"
+				if c.spread != "" {
+					want = "last renewal time (one every renewSpread " + c.spread + ") at least renewBefore 168h before then (lease profile production)"
+				}
 				for _, r := range res.Reissued {
-					if renewBefore > 0 && !strings.Contains(r.Reason, "less than renewBefore 168h (lease profile production) after this release's createdAt") {
-						t.Errorf("day %d: %s re-issued because %q; want the renewBefore named", d, r.ServiceID, r.Reason)
+					if renewBefore > 0 && !strings.Contains(r.Reason, want) {
+						t.Errorf("day %d: %s re-issued because %q; want %q", d, r.ServiceID, r.Reason, want)
 					}
 				}
 				if _, until := res.ActivationWindow(); renewBefore > 0 && until <= at.Add(renewBefore).Format(bundle.TimeFormat) {
@@ -345,7 +357,7 @@ func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
 				}
 				latest = res
 			}
-			t.Logf("renewBefore %s: %d releases, %d re-issues, %d days without an activatable newest release", renewBefore, releases, reissued, notActivatable)
+			t.Logf("renewBefore %s, renewSpread %q: %d releases, %d re-issues, %d days without an activatable newest release", renewBefore, c.spread, releases, reissued, notActivatable)
 			if reissued == 0 {
 				t.Fatal("150 days of releases re-issued nothing")
 			}
