@@ -677,3 +677,66 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineMarksRenewals: a release recorded with the same sources
+// digest as its base release is a renewal (configpub compile --renew); the
+// timeline, the release page and the API say so, and of no other release.
+func TestTimelineMarksRenewals(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	// Releases 3 and 4 renew release 2's sources; 5 changes policy again.
+	generate(t, db.Pool(t), generated{env: "dev", targets: 12, releases: 5, changed: 3,
+		renewal: func(r int) bool { return r == 3 || r == 4 }})
+	ctx := context.Background()
+	con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := con.rd.Timeline(ctx, "dev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Releases) != 5 {
+		t.Fatalf("timeline lists %d releases, want 5", len(tl.Releases))
+	}
+	for _, rel := range tl.Releases {
+		if want := rel.Version == 3 || rel.Version == 4; rel.Renewal != want {
+			t.Errorf("timeline release %d: renewal %v, want %v", rel.Version, rel.Renewal, want)
+		}
+	}
+	get := func(path string) string {
+		t.Helper()
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = "127.0.0.1:1"
+		rec := httptest.NewRecorder()
+		con.Handler().ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			t.Fatalf("GET %s: %d", path, rec.Code)
+		}
+		return rec.Body.String()
+	}
+	page := get("/env/dev")
+	for v := 1; v <= 5; v++ {
+		card := page[strings.Index(page, fmt.Sprintf(`id="release-%d"`, v)):]
+		if end := strings.Index(card, "</li>"); end >= 0 {
+			card = card[:end]
+		}
+		if want := v == 3 || v == 4; strings.Contains(card, "RENEWAL") != want {
+			t.Errorf("timeline card of release %d marked a renewal: %v, want %v", v, !want, want)
+		}
+	}
+	if body := get("/env/dev/releases/4"); !strings.Contains(body, `id="renewal"`) || !strings.Contains(body, "compiled from the same policy sources as release 3") {
+		t.Errorf("release 4's page does not say it is a renewal of release 3")
+	}
+	if body := get("/env/dev/releases/5"); strings.Contains(body, `id="renewal"`) {
+		t.Errorf("release 5's page calls a policy change a renewal")
+	}
+	for v, want := range map[int]bool{2: false, 3: true} {
+		var rel struct {
+			Renewal bool `json:"renewal"`
+		}
+		if err := json.Unmarshal([]byte(get(fmt.Sprintf("/api/environments/dev/releases/%d", v))), &rel); err != nil || rel.Renewal != want {
+			t.Errorf("the API of release %d: renewal %v (%v), want %v", v, rel.Renewal, err, want)
+		}
+	}
+}

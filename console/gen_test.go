@@ -20,6 +20,10 @@ type generated struct {
 	changed  int  // targets changed per release after the first
 	rollback bool // roll the last release back to the one before
 	inputs   int  // more input files each release's definition lists, every one changed by every release
+	// renewal, when set, says which releases are compiled from the same
+	// policy sources as the release before (their recorded sources digests
+	// are equal).
+	renewal func(r int) bool
 }
 
 // releaseAt is when release r was recorded; it is activated one minute later.
@@ -48,8 +52,12 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 		}
 	}
 	exec(`INSERT INTO configpub.environment (env_tag, updated_at) VALUES ($1, $2)`, g.env, genT0)
+	sources := 0 // the release whose sources release r is compiled from
 	for r := 1; r <= g.releases; r++ {
 		at := releaseAt(r)
+		if r == 1 || g.renewal == nil || !g.renewal(r) {
+			sources = r
+		}
 		lo, hi := 0, g.targets-1
 		if r > 1 {
 			lo = ((r - 2) * g.changed) % g.targets
@@ -81,11 +89,12 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 		}
 		exec(`INSERT INTO configpub.config_release (env_tag, release_version, base_release_version, row_revision,
 				lifecycle_state, execution_outcome, definition, definition_hash, release_digest, source_commit, source_ref,
-				actor, reviewers, reason, target_count, command_id, last_command_id, created_at, updated_at)
+				actor, reviewers, reason, target_count, command_id, last_command_id, created_at, updated_at, sources_digest)
 			VALUES ($1, $2, $3, 1, 'RECORDED', 'NOT_REQUESTED', $4::bytea, 'sha256:' || encode(sha256($4::bytea), 'hex'),
 				'sha256:' || encode(sha256(($1::text || $2::bigint::text)::bytea), 'hex'), md5($1::text || $2::bigint::text) || 'deadbeef',
 				'refs/heads/main', 'alex@example.com', '{sam@example.com}', '', $5, md5('c' || $1::text || $2::bigint::text)::uuid,
-				md5('c' || $1::text || $2::bigint::text)::uuid, $6, $6)`, g.env, r, r-1, []byte(def), g.targets, at)
+				md5('c' || $1::text || $2::bigint::text)::uuid, $6, $6,
+				'sha256:' || encode(sha256(($1::text || ' sources ' || $7::int::text)::bytea), 'hex'))`, g.env, r, r-1, []byte(def), g.targets, at, sources)
 		exec(`INSERT INTO configpub.config_release_journal (env_tag, release_version, sequence, command_id, command_hash,
 				event_kind, to_state, to_outcome, actor, recorded_at)
 			VALUES ($1, $2, 1, md5('c' || $1::text || $2::bigint::text)::uuid, 'sha256:00', 'record', 'RECORDED', 'NOT_REQUESTED', 'alex@example.com', $3)`,

@@ -95,6 +95,11 @@ type Release struct {
 	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
 	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
 	Activatable      string     `json:"activatable,omitempty"`
+	// Renewal: the release is compiled from the same policy sources as its
+	// base release (configpub compile --renew): it renews activation
+	// windows and changes no policy. False when either was recorded
+	// without its sources digest.
+	Renewal bool `json:"renewal,omitempty"`
 }
 
 // AudienceStatus summarizes the snapshots a release created for one audience.

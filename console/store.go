@@ -27,6 +27,7 @@ type features struct {
 	workflow    bool // configpub_workflow.workflow_view_summary, readable
 	releaseCnt  bool // release_target_release_count (a mapping's targets by snapshot release)
 	window      bool // release_target_summary.activatable_from/_until
+	sources     bool // config_release.sources_digest
 }
 
 func loadFeatures(ctx context.Context, q querier) (features, error) {
@@ -39,8 +40,9 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_summary'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub_workflow' AND table_name = 'workflow_view_summary'),
 		EXISTS (SELECT 1 FROM information_schema.tables WHERE table_schema = 'configpub' AND table_name = 'release_target_release_count'),
-		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'release_target_summary' AND column_name = 'activatable_until')`).
-		Scan(&f.retired, &f.evidenceKnd, &f.receipts, &f.summary, &f.workflow, &f.releaseCnt, &f.window)
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'release_target_summary' AND column_name = 'activatable_until'),
+		EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = 'configpub' AND table_name = 'config_release' AND column_name = 'sources_digest')`).
+		Scan(&f.retired, &f.evidenceKnd, &f.receipts, &f.summary, &f.workflow, &f.releaseCnt, &f.window, &f.sources)
 	if err != nil {
 		return f, fmt.Errorf("read schema columns: %w", err)
 	}
@@ -274,6 +276,18 @@ func (r *reader) windowCols(a string) string {
 	return fmt.Sprintf(q, "activatable_from", a) + ", " + fmt.Sprintf(q, "activatable_until", a)
 }
 
+// renewalCol selects, for the release row alias a, whether the release is
+// a renewal: compiled from the same policy sources as its base release
+// (configpub compile --renew), by the sources digests recorded with both.
+// Releases recorded without one (before that column) are not.
+func (r *reader) renewalCol(a string) string {
+	if !r.f.sources {
+		return "false"
+	}
+	return fmt.Sprintf(`(%[1]s.sources_digest <> '' AND %[1]s.sources_digest = coalesce((SELECT b.sources_digest
+		FROM configpub.config_release b WHERE b.env_tag = %[1]s.env_tag AND b.release_version = %[1]s.base_release_version), ''))`, a)
+}
+
 // activatable says where now is against a release's activation window:
 // "from" before it opens, "until" inside it, "ended" after it, "" when the
 // window is unknown.
@@ -292,7 +306,7 @@ func activatable(now time.Time, from, until *time.Time) string {
 
 func (r *reader) releases(ctx context.Context, env string, before int64, limit int, current int64) ([]Release, error) {
 	now := r.now()
-	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+`, `+r.windowCols("r")+` FROM configpub.config_release r
+	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+`, `+r.windowCols("r")+`, `+r.renewalCol("r")+` FROM configpub.config_release r
 		WHERE env_tag = $1 AND ($2 = 0 OR release_version < $2)
 		ORDER BY release_version DESC LIMIT $3`, env, before, limit)
 	if err != nil {
@@ -303,7 +317,7 @@ func (r *reader) releases(ctx context.Context, env string, before int64, limit i
 		err := row.Scan(&rel.Version, &rel.BaseVersion, &rel.State, &rel.Outcome, &rel.ReleaseDigest,
 			&rel.DefinitionHash, &rel.SourceCommit, &rel.SourceRef, &rel.Actor, &rel.Reviewers, &rel.Reason,
 			&rel.TargetCount, &rel.CreatedAt, &rel.UpdatedAt, &rel.PreviousRelease,
-			&rel.ActivatableFrom, &rel.ActivatableUntil)
+			&rel.ActivatableFrom, &rel.ActivatableUntil, &rel.Renewal)
 		rel.EnvTag = env
 		rel.CreatedAt, rel.UpdatedAt = rel.CreatedAt.UTC(), rel.UpdatedAt.UTC()
 		rel.Activatable = activatable(now, rel.ActivatableFrom, rel.ActivatableUntil)

@@ -62,6 +62,7 @@ func releaseInput(rev *review.Review, res *compiler.Result, env string) promoter
 		Reviewers:          rev.Reviewers,
 		Reason:             rev.Subject,
 		Rollout:            res.Rollout,
+		SourcesDigest:      res.SourcesDigest(),
 	}
 }
 

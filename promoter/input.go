@@ -90,6 +90,12 @@ type ReleaseInput struct {
 	// release (activation mode, freeze windows, health gate), recorded
 	// with it and never changed.
 	Rollout bundle.Rollout
+	// SourcesDigest is the digest of the policy sources the release was
+	// compiled from (compiler.Result.SourcesDigest; "" unknown): equal to
+	// its base's, the release is a renewal. It is a function of
+	// ManifestBytes (the inputs the release records), so it is not part of
+	// the command.
+	SourcesDigest string
 }
 
 var (
@@ -128,6 +134,11 @@ func (in *ReleaseInput) validate() error {
 	}
 	if in.Actor == "" {
 		return invalid("actor", "empty")
+	}
+	if in.SourcesDigest != "" {
+		if err := checkDigest("sourcesDigest", in.SourcesDigest); err != nil {
+			return err
+		}
 	}
 	if len(in.Targets) == 0 {
 		return invalid("targets", "a release needs at least one target")

@@ -641,3 +641,57 @@ func TestMovesSayUntilTheReplacedReleaseCanBeReturnedTo(t *testing.T) {
 		t.Errorf("activated at %s, before release 1's window ended (%s)", fw.ActivatedAt, until1)
 	}
 }
+
+// TestReleaseSourcesDigest: a release is recorded with the digest of the
+// sources it was compiled from, which then never changes; a malformed one
+// is refused; a database before the column (a binary ahead of its
+// migration) records the release without it.
+func TestReleaseSourcesDigest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.NewAt(t, 24)
+	f := &fixture{db: db, pool: db.Pool(t), key: newKey(t), now: t0}
+	f.store = f.open(t, nil)
+	sources := "sha256:" + strings.Repeat("5", 64)
+	r1 := release("prod", 1, 0, 3, func(int) bool { return true }, nil)
+	r1.SourcesDigest = sources
+	f.promote(t, r1)
+
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := dbschema.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	bad := release("prod", 2, 1, 3, func(int) bool { return false }, func(int) int64 { return 1 })
+	bad.SourcesDigest = "sha256:" + strings.Repeat("5", 63)
+	if _, err := f.store.RecordAndActivate(ctx, bad); !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), "sourcesDigest") {
+		t.Fatalf("a malformed sources digest: %v, want ErrInvalid naming sourcesDigest", err)
+	}
+	r2 := release("prod", 2, 1, 3, func(int) bool { return false }, func(int) int64 { return 1 })
+	r2.SourcesDigest = sources
+	f.promote(t, r2)
+	got := map[int64]string{}
+	rows, err := f.pool.Query(ctx, `SELECT release_version, sources_digest FROM configpub.config_release WHERE env_tag = 'prod'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var v int64
+		var d string
+		if err := rows.Scan(&v, &d); err != nil {
+			t.Fatal(err)
+		}
+		got[v] = d
+	}
+	if rows.Err() != nil || got[1] != "" || got[2] != sources {
+		t.Fatalf("sources digests %v (%v); want none for release 1 (recorded before the column) and %s for release 2", got, rows.Err(), sources)
+	}
+	_, err = f.pool.Exec(ctx, `UPDATE configpub.config_release SET sources_digest = $1, row_revision = row_revision + 1
+		WHERE env_tag = 'prod' AND release_version = 2`, "sha256:"+strings.Repeat("6", 64))
+	if err == nil || !strings.Contains(err.Error(), "the sources digest is immutable") {
+		t.Fatalf("changing a recorded sources digest: %v, want it refused", err)
+	}
+}

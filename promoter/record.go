@@ -384,6 +384,19 @@ func insertSnapshotBatch(ctx context.Context, tx pgx.Tx, ts []Target) error {
 
 func mk(n int) []string { return make([]string, n) }
 
+// sourcesColumn reports whether the database records releases' sources
+// digests (config_release.sources_digest): a binary ahead of its migration
+// records none.
+func sourcesColumn(ctx context.Context, tx pgx.Tx) (bool, error) {
+	var has bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+		WHERE attrelid = 'configpub.config_release'::regclass AND attname = 'sources_digest' AND NOT attisdropped)`).Scan(&has)
+	if err != nil {
+		return false, dbErr("look up the release's sources digest column", err)
+	}
+	return has, nil
+}
+
 func insertRelease(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command, now time.Time) error {
 	changed := 0
 	for i := range in.Targets {
@@ -399,14 +412,27 @@ func insertRelease(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command
 	if err != nil {
 		return fmt.Errorf("encode rollout policy: %w", err)
 	}
+	// The sources digest is a column of its own (migration 25), written
+	// only where it exists.
+	sourcesCol, sourcesVal := "", ""
+	args := []any{in.EnvTag, in.ReleaseVersion, in.BaseReleaseVersion, in.ManifestBytes, in.ReleaseDigest,
+		in.SourceCommit, in.SourceRef, in.Actor, reviewers, in.Reason, len(in.Targets), cmd.ID, now, rollout}
+	if in.SourcesDigest != "" {
+		has, err := sourcesColumn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if has {
+			sourcesCol, sourcesVal = ", sources_digest", ", $15"
+			args = append(args, in.SourcesDigest)
+		}
+	}
 	_, err = tx.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version,
 		row_revision, lifecycle_state, execution_outcome, definition, definition_hash, release_digest,
 		source_commit, source_ref, actor, reviewers, reason, target_count, command_id, last_command_id,
-		created_at, updated_at, rollout)
+		created_at, updated_at, rollout`+sourcesCol+`)
 		VALUES ($1, $2, $3, 1, 'RECORDED', 'UNCONFIRMED', $4, 'sha256:' || encode(sha256($4), 'hex'), $5,
-		$6, $7, $8, $9, $10, $11, $12::text::uuid, $12::text::uuid, $13, $13, $14)`,
-		in.EnvTag, in.ReleaseVersion, in.BaseReleaseVersion, in.ManifestBytes, in.ReleaseDigest,
-		in.SourceCommit, in.SourceRef, in.Actor, reviewers, in.Reason, len(in.Targets), cmd.ID, now, rollout)
+		$6, $7, $8, $9, $10, $11, $12::text::uuid, $12::text::uuid, $13, $13, $14`+sourcesVal+`)`, args...)
 	if err != nil {
 		return dbErr(fmt.Sprintf("insert release %s/%d", in.EnvTag, in.ReleaseVersion), err)
 	}
