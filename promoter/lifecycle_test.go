@@ -552,14 +552,7 @@ func TestActivationWindowOfReleasesRecordedBeforeItsMigration(t *testing.T) {
 	const life = 21 * day
 	r1, r2 := f.promoteWindowed(t, life)
 
-	conn, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := dbschema.Migrate(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
+	migrateToLatest(t, db)
 	f.wantActivatable(t, r1)
 	f.wantActivatable(t, r2)
 
@@ -657,14 +650,7 @@ func TestReleaseSourcesDigest(t *testing.T) {
 	r1.SourcesDigest = sources
 	f.promote(t, r1)
 
-	conn, err := pgx.Connect(ctx, db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if err := dbschema.Migrate(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
+	migrateToLatest(t, db)
 	bad := release("prod", 2, 1, 3, func(int) bool { return false }, func(int) int64 { return 1 })
 	bad.SourcesDigest = "sha256:" + strings.Repeat("5", 63)
 	if _, err := f.store.RecordAndActivate(ctx, bad); !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), "sourcesDigest") {
@@ -693,5 +679,20 @@ func TestReleaseSourcesDigest(t *testing.T) {
 		WHERE env_tag = 'prod' AND release_version = 2`, "sha256:"+strings.Repeat("6", 64))
 	if err == nil || !strings.Contains(err.Error(), "the sources digest is immutable") {
 		t.Fatalf("changing a recorded sources digest: %v, want it refused", err)
+	}
+}
+
+// migrateToLatest applies every migration to db, created at an earlier
+// version (pgtest.NewAt).
+func migrateToLatest(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := dbschema.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
 }
