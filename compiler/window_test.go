@@ -375,8 +375,9 @@ func TestRenewBeforeKeepsARollbackTarget(t *testing.T) {
 // share their activation windows, so with renewBefore alone every later
 // renewal re-issues all of them at once — at 100,000 targets a promotion
 // moving every pointer once every validFor − renewBefore. A lease profile's
-// renewSpread gives each host a fixed share of it, re-issuing the host's
-// snapshots that much earlier: over 60 simulated days of a daily
+// renewSpread gives each host renewal times of its own, one every
+// renewSpread at the host's offset, and re-issues the host's snapshots at
+// the last of them before renewBefore: over 60 simulated days of a daily
 // compile --renew (no source change) on 24 generated hosts, no renewal
 // re-issues more than 10 of the hosts, the first wave is spread over
 // several days, and the newest release can be activated every day as with
@@ -409,7 +410,7 @@ func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
 			}
 			var (
 				maxHosts, reissued, notActivatable int
-				firstWave                          []int                // days on which a host was first re-issued
+				firstWave                          = map[int]bool{}     // days on which some host was first re-issued
 				renewed                            = map[string][]int{} // days each host was renewed
 			)
 			for d := 1; d <= 60; d++ {
@@ -441,7 +442,7 @@ func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
 				}
 				for host := range byHost {
 					if renewed[host] == nil {
-						firstWave = append(firstWave, d)
+						firstWave[d] = true
 					}
 					renewed[host] = append(renewed[host], d)
 				}
@@ -452,12 +453,8 @@ func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
 				}
 				latest = res
 			}
-			days := map[int]bool{}
-			for _, d := range firstWave {
-				days[d] = true
-			}
 			t.Logf("renewSpread %s: at most %d of %d hosts re-issued by one renewal; first wave over %d days; %d re-issues in 60 days; %d days without an activatable newest release",
-				spread, maxHosts, hosts, len(days), reissued, notActivatable)
+				spread, maxHosts, hosts, len(firstWave), reissued, notActivatable)
 			if len(renewed) != hosts {
 				t.Fatalf("%d of %d hosts renewed in 60 days", len(renewed), hosts)
 			}
@@ -474,13 +471,13 @@ func TestRenewSpreadSpreadsRenewalsOverHosts(t *testing.T) {
 			}
 			switch spread {
 			case "0s":
-				if maxHosts != hosts || len(days) != 1 {
-					t.Errorf("without renewSpread one renewal should re-issue every host (the wave the spread avoids): at most %d, first wave over %d days", maxHosts, len(days))
+				if maxHosts != hosts || len(firstWave) != 1 {
+					t.Errorf("without renewSpread one renewal should re-issue every host (the wave the spread avoids): at most %d, first wave over %d days", maxHosts, len(firstWave))
 				}
 			default:
-				if maxHosts > 10 || len(days) < 5 {
+				if maxHosts > 10 || len(firstWave) < 5 {
 					t.Errorf("with renewSpread %s a renewal re-issued up to %d of %d hosts, the first wave over %d days; want at most 10 hosts and at least 5 days",
-						spread, maxHosts, hosts, len(days))
+						spread, maxHosts, hosts, len(firstWave))
 				}
 			}
 		})

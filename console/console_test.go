@@ -496,10 +496,7 @@ func TestReleaseChangedTargetsArePaged(t *testing.T) {
 		"/env/wide/releases/1": `href="/env/wide/releases/1?from=` + fmt.Sprint(changedListed) + `"`,
 		"/env/wide/releases/1?from=" + fmt.Sprint(changedListed): "7 from offset " + fmt.Sprint(changedListed) + " on",
 	} {
-		req := httptest.NewRequest("GET", path, nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec := httptest.NewRecorder()
-		c.Handler().ServeHTTP(rec, req)
+		rec := localGet(c.Handler(), path)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("GET %s: %d, body lacks %q", path, rec.Code, want)
 		}
@@ -531,10 +528,7 @@ func TestReleaseInputChangesAreBounded(t *testing.T) {
 	}
 	get := func(path string) string {
 		t.Helper()
-		req := httptest.NewRequest("GET", path, nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec := httptest.NewRecorder()
-		c.Handler().ServeHTTP(rec, req)
+		rec := localGet(c.Handler(), path)
 		if rec.Code != 200 {
 			t.Fatalf("GET %s: %d", path, rec.Code)
 		}
@@ -603,10 +597,7 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 			t.Errorf("at %s: release 3 activatable %q from %v until %v, want %q from %s until %s", now, d.Activatable,
 				d.ActivatableFrom, d.ActivatableUntil, c.state, wantFrom, wantUntil)
 		}
-		req := httptest.NewRequest("GET", "/env/dev/releases/3", nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec := httptest.NewRecorder()
-		con.Handler().ServeHTTP(rec, req)
+		rec := localGet(con.Handler(), "/env/dev/releases/3")
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `id="activatable"`) || !strings.Contains(rec.Body.String(), c.html) {
 			t.Errorf("at %s: GET /env/dev/releases/3: %d, body lacks the activatable %q", now, rec.Code, c.html)
 		}
@@ -640,10 +631,7 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 					now, rel.Version, rel.Activatable, rel.ActivatableFrom, rel.ActivatableUntil, want, from, until)
 			}
 		}
-		req = httptest.NewRequest("GET", "/env/dev", nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec = httptest.NewRecorder()
-		con.Handler().ServeHTTP(rec, req)
+		rec = localGet(con.Handler(), "/env/dev")
 		card := rec.Body.String()
 		if i := strings.Index(card, `id="release-3"`); i >= 0 {
 			card = card[i:]
@@ -665,10 +653,7 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 			WHERE e.env_tag = 'dev' GROUP BY 1`).Scan(&current, &currentUntil); err != nil {
 			t.Fatal(err)
 		}
-		req = httptest.NewRequest("GET", "/metrics", nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec = httptest.NewRecorder()
-		con.Handler().ServeHTTP(rec, req)
+		rec = localGet(con.Handler(), "/metrics")
 		const name = `configpub_environment_current_release_activatable_until_seconds{env="dev"} `
 		_, value, found := strings.Cut(rec.Body.String(), "\n"+name)
 		value, _, _ = strings.Cut(value, "\n")
@@ -706,10 +691,7 @@ func TestTimelineMarksRenewals(t *testing.T) {
 	}
 	get := func(path string) string {
 		t.Helper()
-		req := httptest.NewRequest("GET", path, nil)
-		req.RemoteAddr = "127.0.0.1:1"
-		rec := httptest.NewRecorder()
-		con.Handler().ServeHTTP(rec, req)
+		rec := localGet(con.Handler(), path)
 		if rec.Code != 200 {
 			t.Fatalf("GET %s: %d", path, rec.Code)
 		}
@@ -739,4 +721,14 @@ func TestTimelineMarksRenewals(t *testing.T) {
 			t.Errorf("the API of release %d: renewal %v (%v), want %v", v, rel.Renewal, err, want)
 		}
 	}
+}
+
+// localGet serves GET path from the loopback address, as a browser on the
+// console's machine would ask it.
+func localGet(h http.Handler, path string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", path, nil)
+	req.RemoteAddr = "127.0.0.1:1"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
