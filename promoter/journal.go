@@ -23,6 +23,8 @@ type ReleaseEvent struct {
 	Reason         string    `json:"reason"`
 	CommandID      string    `json:"commandId"`
 	RecordedAt     time.Time `json:"recordedAt"`
+	// Renewal marks an event of a renewal release (ReleaseStatus.Renewal).
+	Renewal bool `json:"renewal,omitempty"`
 }
 
 // ReleaseEvents returns the journal of every release of envTag, newest
@@ -34,6 +36,10 @@ func (s *Store) ReleaseEvents(ctx context.Context, envTag string, limit int) ([]
 	}
 	if !known {
 		return nil, fmt.Errorf("release events of %s: %w", envTag, errNoEnvironment(envTag))
+	}
+	renewals, err := s.renewalReleases(ctx, envTag)
+	if err != nil {
+		return nil, fmt.Errorf("release events of %s: %w", envTag, err)
 	}
 	if limit <= 0 {
 		limit = 1 << 30
@@ -50,6 +56,7 @@ func (s *Store) ReleaseEvents(ctx context.Context, envTag string, limit int) ([]
 		err := r.Scan(&e.ReleaseVersion, &e.Sequence, &e.Kind, &e.FromState, &e.ToState, &e.FromOutcome, &e.ToOutcome,
 			&e.Actor, &e.Reason, &e.CommandID, &e.RecordedAt)
 		e.RecordedAt = e.RecordedAt.UTC()
+		e.Renewal = renewals[e.ReleaseVersion]
 		return e, err
 	})
 	if err != nil {

@@ -649,6 +649,9 @@ func TestReleaseSourcesDigest(t *testing.T) {
 	r1 := release("prod", 1, 0, 3, func(int) bool { return true }, nil)
 	r1.SourcesDigest = sources
 	f.promote(t, r1)
+	if st, err := f.store.Status(ctx, "prod"); err != nil || st.Releases[0].Renewal {
+		t.Fatalf("status before the sources digest is recorded: %v (%+v), want release 1 not a renewal", err, st)
+	}
 
 	migrateToLatest(t, db)
 	bad := release("prod", 2, 1, 3, func(int) bool { return false }, func(int) int64 { return 1 })
@@ -679,6 +682,51 @@ func TestReleaseSourcesDigest(t *testing.T) {
 		WHERE env_tag = 'prod' AND release_version = 2`, "sha256:"+strings.Repeat("6", 64))
 	if err == nil || !strings.Contains(err.Error(), "the sources digest is immutable") {
 		t.Fatalf("changing a recorded sources digest: %v, want it refused", err)
+	}
+
+	// Release 3 changes the sources; release 4, compiled from release 3's
+	// sources, renews host 0's snapshot: the only renewal. Release 2 has
+	// release 1's digest, but release 1 was recorded without one.
+	r3 := release("prod", 3, 2, 3, nil, nil)
+	r3.SourcesDigest = "sha256:" + strings.Repeat("7", 64)
+	f.promote(t, r3)
+	r4 := release("prod", 4, 3, 3, func(i int) bool { return i == 0 }, func(int) int64 { return 3 })
+	r4.SourcesDigest = r3.SourcesDigest
+	f.promote(t, r4)
+	wantRenewal := map[int64]bool{4: true}
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Releases {
+		if r.Renewal != wantRenewal[r.ReleaseVersion] {
+			t.Errorf("status: release %d renewal %v, want %v", r.ReleaseVersion, r.Renewal, wantRenewal[r.ReleaseVersion])
+		}
+	}
+	moves, err := f.store.History(ctx, "prod", promoter.HistoryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewalMoves := 0
+	for _, m := range moves {
+		if m.Renewal != wantRenewal[m.ReleaseVersion] {
+			t.Errorf("history: move %d (release %d) renewal %v, want %v", m.MoveID, m.ReleaseVersion, m.Renewal, wantRenewal[m.ReleaseVersion])
+		}
+		if m.Renewal {
+			renewalMoves++
+		}
+	}
+	if renewalMoves != 1 {
+		t.Errorf("history: %d moves by the renewal, want 1 (host 0's)", renewalMoves)
+	}
+	evs, err := f.store.ReleaseEvents(ctx, "prod", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Renewal != wantRenewal[e.ReleaseVersion] {
+			t.Errorf("release journal: %s of release %d renewal %v, want %v", e.Kind, e.ReleaseVersion, e.Renewal, wantRenewal[e.ReleaseVersion])
+		}
 	}
 }
 

@@ -387,9 +387,9 @@ func mk(n int) []string { return make([]string, n) }
 // sourcesColumn reports whether the database records releases' sources
 // digests (config_release.sources_digest): a binary ahead of its migration
 // records none.
-func sourcesColumn(ctx context.Context, tx pgx.Tx) (bool, error) {
+func sourcesColumn(ctx context.Context, q querier) (bool, error) {
 	var has bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
 		WHERE attrelid = 'configpub.config_release'::regclass AND attname = 'sources_digest' AND NOT attisdropped)`).Scan(&has)
 	if err != nil {
 		return false, dbErr("look up the release's sources digest column", err)

@@ -58,6 +58,11 @@ type ReleaseStatus struct {
 	// not move. Nil when no snapshot of the release has a known window.
 	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
 	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
+	// Renewal marks a release compiled from the same policy sources as its
+	// base release (configpub compile --renew): it renews activation
+	// windows and changes no policy. Releases recorded before the store
+	// kept the sources digest are not marked.
+	Renewal bool `json:"renewal,omitempty"`
 }
 
 // TargetStatus is one identity: the desired pointer (SnapshotID and the
@@ -277,6 +282,13 @@ func (s *Store) statusHead(ctx context.Context, envTag string) (*Status, error) 
 	if err := rows.Err(); err != nil {
 		return nil, dbErr("read releases", err)
 	}
+	renewals, err := s.renewalReleases(ctx, envTag)
+	if err != nil {
+		return nil, err
+	}
+	for i := range st.Releases {
+		st.Releases[i].Renewal = renewals[st.Releases[i].ReleaseVersion]
+	}
 	if st.WorkflowViews, err = workflowViews(ctx, s.pool, envTag); err != nil {
 		return nil, err
 	}
@@ -453,6 +465,8 @@ type Move struct {
 	// ReceiptAt is the first receipt that names NextSnapshotID as the
 	// runtime's running snapshot in the same span.
 	ReceiptAt *time.Time `json:"receiptAt,omitempty"`
+	// Renewal marks a move to or by a renewal release (ReleaseStatus.Renewal).
+	Renewal bool `json:"renewal,omitempty"`
 }
 
 // History returns envTag's pointer moves, oldest first, each with the
@@ -484,6 +498,10 @@ func (s *Store) EachMove(ctx context.Context, envTag string, f HistoryFilter, fn
 	}
 	if !known {
 		return fmt.Errorf("history %s: %w", envTag, errNoEnvironment(envTag))
+	}
+	renewals, err := s.renewalReleases(ctx, envTag)
+	if err != nil {
+		return fmt.Errorf("history %s: %w", envTag, err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT m.*,
 			(SELECT min(e.reported_at) FROM configpub.runtime_evidence e
@@ -524,6 +542,7 @@ func (s *Store) EachMove(ctx context.Context, envTag string, f HistoryFilter, fn
 			return fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
 		}
 		m.MovedAt = m.MovedAt.UTC()
+		m.Renewal = renewals[m.ReleaseVersion]
 		if m.ReceiptAt != nil {
 			r := m.ReceiptAt.UTC()
 			m.ReceiptAt = &r
@@ -540,4 +559,31 @@ func (s *Store) EachMove(ctx context.Context, envTag string, f HistoryFilter, fn
 		return fmt.Errorf("history %s: %w", envTag, dbErr("read moves", err))
 	}
 	return nil
+}
+
+// renewalReleases returns the versions of envTag's renewal releases: those
+// recorded with the same policy sources digest as their base release (see
+// ReleaseStatus.Renewal). A database that records no sources digests has
+// none. An environment has a release per renewal or change, not per
+// target: the set is small beside what its readers stream.
+func (s *Store) renewalReleases(ctx context.Context, envTag string) (map[int64]bool, error) {
+	renewals := map[int64]bool{}
+	has, err := sourcesColumn(ctx, s.pool)
+	if err != nil || !has {
+		return renewals, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.release_version FROM configpub.config_release r
+		JOIN configpub.config_release b ON b.env_tag = r.env_tag AND b.release_version = r.base_release_version
+		WHERE r.env_tag = $1 AND r.sources_digest <> '' AND r.sources_digest = b.sources_digest`, envTag)
+	if err != nil {
+		return nil, dbErr("read renewal releases", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, dbErr("read renewal releases", err)
+	}
+	for _, v := range versions {
+		renewals[v] = true
+	}
+	return renewals, nil
 }

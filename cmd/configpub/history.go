@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -107,8 +108,8 @@ func printHistory(w io.Writer, each func(func(*promoter.Move) error) error) erro
 		if m.Retired {
 			to = "RETIRED"
 		}
-		_, err := fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
-			m.Action, m.ReleaseVersion, m.Sequence, short(from, 8), to, rt, term(m.Actor), term(m.Reason), term(m.CommandID))
+		_, err := fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", m.MovedAt.Format(time.RFC3339), m.Host, m.ServiceID,
+			m.Action, releaseCell(m.ReleaseVersion, m.Renewal), m.Sequence, short(from, 8), to, rt, term(m.Actor), term(m.Reason), term(m.CommandID))
 		return err
 	})
 	if err != nil {
@@ -131,8 +132,19 @@ func printReleaseEvents(w io.Writer, evs []promoter.ReleaseEvent) error {
 		if e.FromOutcome != "" && e.FromOutcome != e.ToOutcome {
 			outcome = e.FromOutcome + "->" + e.ToOutcome
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", e.RecordedAt.Format(time.RFC3339), e.ReleaseVersion, e.Sequence,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.RecordedAt.Format(time.RFC3339), releaseCell(e.ReleaseVersion, e.Renewal), e.Sequence,
 			term(e.Kind), state, outcome, term(e.Actor), term(e.Reason))
 	}
 	return tw.Flush()
+}
+
+// releaseCell is a release version as the history's tables print it: a
+// renewal release (compiled from the same policy sources as its base, by
+// configpub compile --renew) is marked, so that policy changes stand out
+// among daily renewals.
+func releaseCell(version int64, renewal bool) string {
+	if renewal {
+		return strconv.FormatInt(version, 10) + " (renewal)"
+	}
+	return strconv.FormatInt(version, 10)
 }

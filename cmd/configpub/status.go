@@ -216,12 +216,12 @@ func printStatus(ctx context.Context, w io.Writer, sr statusReader, envTag strin
 		fmt.Fprintf(tw, " (release %d pending: run reconcile if no promote is running)", st.PendingRelease)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "\nRELEASE\tSTATE\tOUTCOME\tREV\tTARGETS\tCOMMIT\tACTOR\tUPDATED\tACTIVATABLE\tREASON")
+	fmt.Fprintln(tw, "\nRELEASE\tSTATE\tOUTCOME\tREV\tTARGETS\tCOMMIT\tACTOR\tUPDATED\tACTIVATABLE\tRENEWAL\tREASON")
 	now := sr.Now()
 	for _, r := range st.Releases {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ReleaseVersion, r.State, r.Outcome, r.RowRevision,
 			r.TargetCount, short(r.SourceCommit, 12), safetext.Terminal(r.Actor), r.UpdatedAt.UTC().Format(time.RFC3339),
-			activatable(r, now), safetext.Terminal(r.Reason))
+			activatable(r, now), yesNo(r.Renewal), safetext.Terminal(r.Reason))
 	}
 	fmt.Fprintln(tw, "\nTARGET\tAUDIENCE\tDESIRED\tRELEASE\tPREV\tSEQ\tSTATE\tRUNNING\tDIVERGED\tACKNOWLEDGED\tLAST REJECTION\tRECEIPT\tUNVERIFIED\tLEASE EXPIRES")
 	rows := blockRows{tw: tw}

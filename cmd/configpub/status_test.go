@@ -153,3 +153,79 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusAndHistoryMarkRenewals: release 2 of seedReleases is compiled
+// from release 1's sources (a renewal); status marks it in RENEWAL and
+// the JSON, history marks its moves and its journal events, and release 1
+// is marked nowhere.
+func TestStatusAndHistoryMarkRenewals(t *testing.T) {
+	db := pgtest.New(t)
+	t.Setenv(cosignkey.PasswordEnv, "pw")
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedReleases(t, db, signer)
+	d := "--database=" + db.URL
+
+	out, code := runStore("status", "--env", "prod", "--output", "json", d)
+	if code != 0 {
+		t.Fatalf("status json: exit %d\n%s", code, out)
+	}
+	var st promoter.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	if len(st.Releases) != 2 || st.Releases[0].Renewal || !st.Releases[1].Renewal {
+		t.Fatalf("status json releases %+v, want release 2 alone a renewal", st.Releases)
+	}
+	out, _ = runStore("status", "--env", "prod", d)
+	rows := map[string]string{} // release table rows by release version
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == "1" || f[0] == "2") {
+			rows[f[0]] = l
+		}
+	}
+	if !strings.Contains(out, "RENEWAL") || !strings.Contains(rows["1"], " no ") || strings.Contains(rows["1"], " yes ") ||
+		!strings.Contains(rows["2"], " yes ") {
+		t.Errorf("status text: want RENEWAL no for release 1 and yes for release 2:\n%s", out)
+	}
+
+	for _, args := range [][]string{{"history", "--env", "prod"}, {"history", "--env", "prod", "--releases"}} {
+		out, code := runStore(append(args, d)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, out)
+		}
+		var renewal, other int
+		for _, l := range strings.Split(out, "\n") {
+			switch {
+			case strings.Contains(l, "\t") || l == "" || strings.HasPrefix(l, "TIME"):
+			case strings.Contains(l, " 2 (renewal) "):
+				renewal++
+			case strings.Contains(l, " 1 ") && !strings.Contains(l, "renewal"):
+				other++
+			}
+		}
+		if renewal == 0 || other == 0 || strings.Contains(out, "1 (renewal)") {
+			t.Errorf("%v: %d rows of release 2 marked (renewal), %d of release 1 unmarked; want both:\n%s", args, renewal, other, out)
+		}
+	}
+	out, _ = runStore("history", "--env", "prod", "--output", "json", d)
+	var moves []promoter.Move
+	if err := json.Unmarshal([]byte(out), &moves); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range moves {
+		if m.Renewal != (m.ReleaseVersion == 2) {
+			t.Errorf("history json: move of release %d renewal %v", m.ReleaseVersion, m.Renewal)
+		}
+	}
+}

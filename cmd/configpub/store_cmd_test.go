@@ -54,6 +54,9 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int
 		in := promoter.ReleaseInput{
 			CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v, BaseReleaseVersion: v - 1,
 			ManifestBytes: []byte(fmt.Sprintf("release %d", v)), Actor: "alice", Reason: fmt.Sprintf("release %d", v),
+			// Release 2 is a renewal: compiled from release 1's sources, it
+			// re-issues host-b's snapshot.
+			SourcesDigest: "sha256:" + strings.Repeat("5", 64),
 		}
 		for i, host := range []string{"host-a", "host-b"} {
 			created := v
