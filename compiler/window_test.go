@@ -1,7 +1,9 @@
 package compiler_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/forgery"
 	"github.com/configpub/configpub/internal/gen"
 )
 
@@ -510,5 +513,88 @@ func TestRenewalsMustLeaveTheWindow(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "leaseProfiles.production."+c.field)):
 			t.Errorf("%q: error %v, want one naming spec.leaseProfiles.production.%s and %q", c.profile, err, c.field, c.want)
 		}
+	}
+}
+
+// TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue: a renewal that
+// re-issues anything is compiled on the committed release without deriving
+// that release again — release N-1 is not read: one derivation, not two —
+// and derives (the next compile checks it up to date). With nothing due,
+// release N is derived, to tell an up-to-date release (left alone) from an
+// edited one (written again as derived, as a compile without Renew does).
+func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
+	ctx := context.Background()
+	dir := copyRepo(t)
+	h := newHistory(t, dir)
+	r1 := h.compile(t, time.Time{})
+	created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
+	edit(t, filepath.Join(dir, "agents/account.yaml"), "requestsPerMinute: 120", "requestsPerMinute: 121")
+	h.release(t, created.Add(10*24*time.Hour))
+	var reads []int64 // the releases read from history
+	renew := func(at time.Time) *compiler.Result {
+		t.Helper()
+		reads = nil
+		lookup := func(ctx context.Context, env string, v int64) ([]byte, error) {
+			reads = append(reads, v)
+			return h.lookup(ctx, env, v)
+		}
+		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at, Previous: lookup, Renew: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	quiet := created.Add(11 * 24 * time.Hour)
+	if res := renew(quiet); !res.Unchanged() || res.Manifest.ReleaseVersion != 2 || res.Stale() != nil || fmt.Sprint(reads) != "[1]" {
+		t.Fatalf("renew with nothing due: release %d, unchanged %v, stale %v, read %v; want release 2 verified against release 1 and left alone",
+			res.Manifest.ReleaseVersion, res.Unchanged(), res.Stale(), reads)
+	}
+
+	_, end := r1.ActivationWindow() // release 1's windows end: its kept snapshots are due
+	due, _ := bundle.ParseTime(end)
+	r3 := renew(due)
+	if r3.Manifest.ReleaseVersion != 3 || len(r3.Reissued) == 0 || len(reads) != 0 {
+		t.Fatalf("renew with %d due: release %d, read %v; want release 3 compiled on release 2 as committed, no release read",
+			len(r3.Reissued), r3.Manifest.ReleaseVersion, reads)
+	}
+
+	// Release 2 edited (a carried target's snapshotId, digests fixed to
+	// match): with nothing due it is written again as derived.
+	var c forgery.Case
+	for _, fc := range forgery.Cases() {
+		if fc.Name == "unchanged target snapshotId" {
+			c = fc
+		}
+	}
+	orig := h.releases[2]
+	forged, err := forgery.Forge(c, orig)
+	if err != nil || bytes.Equal(forged, orig) {
+		t.Fatalf("forge release 2 (%q): %v", c.Name, err)
+	}
+	writeRelease := func(archive []byte) {
+		t.Helper()
+		files, err := bundle.SplitArchive(archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			writeFile(t, filepath.Join(dir, filepath.FromSlash(f.Path)), string(f.Bytes))
+		}
+	}
+	writeRelease(forged)
+	res := renew(quiet)
+	if !bytes.Equal(res.ManifestBytes, orig) || res.Unchanged() || !errors.Is(res.Stale(), compiler.ErrStale) {
+		t.Fatalf("renew with nothing due on an edited release 2: release %d, unchanged %v, stale %v; want release 2 as derived",
+			res.Manifest.ReleaseVersion, res.Unchanged(), res.Stale())
+	}
+	writeRelease(orig)
+
+	if err := compiler.Write(ctx, r3, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	h.releases[3] = r3.ManifestBytes
+	if chk, err := h.try(due.Add(time.Hour)); err != nil || !chk.UpToDate || chk.Manifest.ReleaseVersion != 3 {
+		t.Fatalf("the renewal does not derive: %v %v", err, chk.Stale())
 	}
 }
