@@ -79,8 +79,10 @@ type Options struct {
 	// lists the Agent's new publication), and keeps every other snapshot — the release a change
 	// at CreatedAt would make, without the change. When no renewal time
 	// has come, release N is left as it is (Result.Unchanged). It derives
-	// like any release, so --check and promote verify it. Ignored with
-	// CheckOnly.
+	// like any release, so --check and promote verify it. Release N+1 is
+	// compiled on release N as committed, as after a source change: N is
+	// derived again only when nothing is due, to say whether it is up to
+	// date. Ignored with CheckOnly.
 	Renew bool
 }
 
