@@ -82,7 +82,8 @@ type Options struct {
 	// like any release, so --check and promote verify it. Release N+1 is
 	// compiled on release N as committed, as after a source change: N is
 	// derived again only when nothing is due, to say whether it is up to
-	// date. Ignored with CheckOnly.
+	// date (whether anything is due is read from release N's windows
+	// first). Ignored with CheckOnly.
 	Renew bool
 }
 
@@ -559,27 +560,32 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 	}
 	// A renewal (Renew) writes release N+1 on release N as committed,
-	// whether or not N derives (as a compile after a source change does):
-	// N+1 is compiled first, and release N is derived again only when N+1
-	// renews nothing — to tell an up-to-date release, left as it is, from
-	// an edited one, written again as derived. A renewal that re-issues
-	// anything is one derivation, not two (at 100,000 targets, half its
-	// time, and release N-1 is not read).
+	// whether or not N derives (as a compile after a source change does),
+	// and release N is derived again only when nothing is due — to tell an
+	// up-to-date release, left as it is, from an edited one, written again
+	// as derived. Either way one derivation, not two (at 100,000 targets,
+	// half the time, and release N-1 is read only to verify N).
 	renew, nothingDue := opts.Renew && !opts.CheckOnly, false
 	if verr == nil && renew {
 		base, err := cr.base()
 		if err != nil {
 			return nil, err
 		}
-		next, err := start(base, cr.header.ReleaseVersion+1, opts.CreatedAt, true)
+		due, err := renewalDue(loaded, opts.EnvTag, base, opts.CreatedAt)
 		if err != nil {
 			return nil, err
 		}
-		if next.Manifest.ReleaseVersion != cr.header.ReleaseVersion {
-			return next, nil
+		if due {
+			next, err := start(base, cr.header.ReleaseVersion+1, opts.CreatedAt, true)
+			if err != nil {
+				return nil, err
+			}
+			if next.Manifest.ReleaseVersion != cr.header.ReleaseVersion {
+				return next, nil
+			}
 		}
 		// Nothing is due: N+1 would be release N. What follows is a
-		// compile of release N, which is let go meanwhile.
+		// compile of release N.
 		renew, nothingDue = false, true
 	}
 	if verr == nil {
@@ -818,7 +824,8 @@ func parseCommitted[T any](c *committedRelease, parse func(bundle.ReleaseFile, f
 // may be nil) and, asked host by host, its target entries.
 type baseRelease struct {
 	*bundle.Manifest
-	count int // targets
+	count int      // targets
+	hosts []string // the hosts with targets, in manifest order
 	// host returns the target entries of host, in manifest order (none
 	// when the release has no targets on it).
 	host func(host string) ([]bundle.TargetEntry, error)
@@ -830,16 +837,18 @@ func fullBase(m *bundle.Manifest) *baseRelease {
 		return nil
 	}
 	span := map[string][2]int{} // the targets are sorted by host
+	var hosts []string
 	for i := range m.Targets {
 		h := m.Targets[i].Host
 		s, ok := span[h]
 		if !ok {
 			s[0] = i
+			hosts = append(hosts, h)
 		}
 		s[1] = i + 1
 		span[h] = s
 	}
-	return &baseRelease{Manifest: m, count: len(m.Targets), host: func(host string) ([]bundle.TargetEntry, error) {
+	return &baseRelease{Manifest: m, count: len(m.Targets), hosts: hosts, host: func(host string) ([]bundle.TargetEntry, error) {
 		s := span[host]
 		return m.Targets[s[0]:s[1]:s[1]], nil
 	}}
@@ -1026,6 +1035,41 @@ func previousRelease(ctx context.Context, opts Options, n int64) (*baseRelease, 
 	return prev, nil
 }
 
+// renewalDue reports whether a release created at createdAt on base
+// re-issues any of base's snapshots for its activation window: whether
+// the window of one of them ends, or its renewal time comes, by createdAt
+// under its lease profile in model m (outsideWindow, as compileTarget
+// decides for a target whose sources did not change). A Gateway or
+// Knowledge target changes with a bound Agent's publication only when
+// that Agent is itself due. A lease profile m does not know is a change:
+// the compile says what it is. It reads base host by host and stops at
+// the first snapshot due.
+func renewalDue(m *model, env string, base *baseRelease, createdAt time.Time) (bool, error) {
+	if createdAt.IsZero() {
+		return false, nil
+	}
+	for _, h := range base.hosts {
+		es, err := base.host(h)
+		if err != nil {
+			return false, err
+		}
+		var r renewal
+		for i := range es {
+			p, ok := m.repo.spec.LeaseProfiles[es[i].LeaseProfile]
+			if !ok {
+				return true, nil
+			}
+			if i == 0 || es[i].LeaseProfile != es[i-1].LeaseProfile {
+				r = renewalOf(p, env, h)
+			}
+			if outsideWindow(&es[i], createdAt, r) != "" {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 // withoutStale returns what err (from reading a release) says without the
 // ErrStale it may wrap: a release before the committed one is not stale,
 // it is unusable, which the caller says.
@@ -1045,10 +1089,11 @@ func withoutStale(err error) error {
 // its index in the root's list), at the host's turn.
 func outlineBase(o *bundle.Outline, file func(k int, host string) (bundle.ReleaseFile, error)) *baseRelease {
 	shard := make(map[string]int, len(o.Shards))
+	hosts := make([]string, len(o.Shards))
 	for k, ref := range o.Shards {
-		shard[ref.Host] = k
+		shard[ref.Host], hosts[k] = k, ref.Host
 	}
-	return &baseRelease{Manifest: o.Manifest, count: o.TargetCount(), host: func(host string) ([]bundle.TargetEntry, error) {
+	return &baseRelease{Manifest: o.Manifest, count: o.TargetCount(), hosts: hosts, host: func(host string) ([]bundle.TargetEntry, error) {
 		k, ok := shard[host]
 		if !ok {
 			return nil, nil

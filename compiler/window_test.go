@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -518,10 +519,12 @@ func TestRenewalsMustLeaveTheWindow(t *testing.T) {
 
 // TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue: a renewal that
 // re-issues anything is compiled on the committed release without deriving
-// that release again — release N-1 is not read: one derivation, not two —
-// and derives (the next compile checks it up to date). With nothing due,
-// release N is derived, to tell an up-to-date release (left alone) from an
-// edited one (written again as derived, as a compile without Renew does).
+// that release again — release N-1 is not read — and derives (the next
+// compile checks it up to date). With nothing due, release N is derived
+// instead, to tell an up-to-date release (left alone) from an edited one
+// (written again as derived, as a compile without Renew does). Either way,
+// one derivation (counted by Options.Keep, called once per target of every
+// derivation), not two.
 func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 	ctx := context.Background()
 	dir := copyRepo(t)
@@ -530,33 +533,40 @@ func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 	created, _ := bundle.ParseTime(r1.Manifest.CreatedAt)
 	edit(t, filepath.Join(dir, "agents/account.yaml"), "requestsPerMinute: 120", "requestsPerMinute: 121")
 	h.release(t, created.Add(10*24*time.Hour))
-	var reads []int64 // the releases read from history
+	var (
+		reads    []int64 // the releases read from history
+		compiled atomic.Int64
+	)
 	renew := func(at time.Time) *compiler.Result {
 		t.Helper()
 		reads = nil
+		compiled.Store(0)
 		lookup := func(ctx context.Context, env string, v int64) ([]byte, error) {
 			reads = append(reads, v)
 			return h.lookup(ctx, env, v)
 		}
-		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at, Previous: lookup, Renew: true})
+		count := func(*bundle.TargetEntry) bool { compiled.Add(1); return false }
+		res, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at, Previous: lookup, Renew: true,
+			ManifestOnly: true, Keep: count})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
+	targets := int64(len(r1.Manifest.Targets))
 
 	quiet := created.Add(11 * 24 * time.Hour)
-	if res := renew(quiet); !res.Unchanged() || res.Manifest.ReleaseVersion != 2 || res.Stale() != nil || fmt.Sprint(reads) != "[1]" {
-		t.Fatalf("renew with nothing due: release %d, unchanged %v, stale %v, read %v; want release 2 verified against release 1 and left alone",
-			res.Manifest.ReleaseVersion, res.Unchanged(), res.Stale(), reads)
+	if res := renew(quiet); !res.Unchanged() || res.Manifest.ReleaseVersion != 2 || res.Stale() != nil || fmt.Sprint(reads) != "[1]" || compiled.Load() != targets {
+		t.Fatalf("renew with nothing due: release %d, unchanged %v, stale %v, read %v, %d targets compiled; want release 2 verified against release 1 (%d targets) and left alone",
+			res.Manifest.ReleaseVersion, res.Unchanged(), res.Stale(), reads, compiled.Load(), targets)
 	}
 
 	_, end := r1.ActivationWindow() // release 1's windows end: its kept snapshots are due
 	due, _ := bundle.ParseTime(end)
 	r3 := renew(due)
-	if r3.Manifest.ReleaseVersion != 3 || len(r3.Reissued) == 0 || len(reads) != 0 {
-		t.Fatalf("renew with %d due: release %d, read %v; want release 3 compiled on release 2 as committed, no release read",
-			len(r3.Reissued), r3.Manifest.ReleaseVersion, reads)
+	if r3.Manifest.ReleaseVersion != 3 || len(r3.Reissued) == 0 || len(reads) != 0 || compiled.Load() != targets {
+		t.Fatalf("renew with %d due: release %d, read %v, %d targets compiled; want release 3 compiled (%d targets) on release 2 as committed, no release read",
+			len(r3.Reissued), r3.Manifest.ReleaseVersion, reads, compiled.Load(), targets)
 	}
 
 	// Release 2 edited (a carried target's snapshotId, digests fixed to
