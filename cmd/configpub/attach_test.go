@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/promoter"
@@ -25,19 +24,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.New(t)
 	reg := registrytest.New(t, registrytest.Options{})
-	t.Setenv(cosignkey.PasswordEnv, "pw")
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyPath, signer := testKey(t)
 	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/promoter"
 )
@@ -22,19 +21,7 @@ import (
 // changes none of that. Text and JSON.
 func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	db := pgtest.New(t)
-	t.Setenv(cosignkey.PasswordEnv, "pw")
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, signer := testKey(t)
 	snaps := seedReleases(t, db, signer)
 	ctx := context.Background()
 	// Receipts as readback records them and an observation as the Config
@@ -63,14 +50,7 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 	}
 	d := "--database=" + db.URL
 
-	out, code := runStore("status", "--env", "prod", "--output", "json", d)
-	if code != 0 {
-		t.Fatalf("status json: exit %d\n%s", code, out)
-	}
-	var st promoter.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status json: %v\n%s", err, out)
-	}
+	st, out := statusJSON(t, d)
 	if len(st.Targets) != 2 {
 		t.Fatalf("got %d targets", len(st.Targets))
 	}
@@ -101,7 +81,7 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		}
 	}
 
-	out, code = runStore("status", "--env", "prod", d)
+	out, code := runStore("status", "--env", "prod", d)
 	if code != 0 {
 		t.Fatalf("status: exit %d\n%s", code, out)
 	}
@@ -160,30 +140,11 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 // is marked nowhere.
 func TestStatusAndHistoryMarkRenewals(t *testing.T) {
 	db := pgtest.New(t)
-	t.Setenv(cosignkey.PasswordEnv, "pw")
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPath, _, err := cosignkey.WriteKeyPair(t.TempDir(), kp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, signer := testKey(t)
 	seedReleases(t, db, signer)
 	d := "--database=" + db.URL
 
-	out, code := runStore("status", "--env", "prod", "--output", "json", d)
-	if code != 0 {
-		t.Fatalf("status json: exit %d\n%s", code, out)
-	}
-	var st promoter.Status
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("status json: %v\n%s", err, out)
-	}
+	st, out := statusJSON(t, d)
 	if len(st.Releases) != 2 || st.Releases[0].Renewal || !st.Releases[1].Renewal {
 		t.Fatalf("status json releases %+v, want release 2 alone a renewal", st.Releases)
 	}
@@ -228,4 +189,19 @@ func TestStatusAndHistoryMarkRenewals(t *testing.T) {
 			t.Errorf("history json: move of release %d renewal %v", m.ReleaseVersion, m.Renewal)
 		}
 	}
+}
+
+// statusJSON runs status -o json for environment prod with database flag
+// d: the status and the output.
+func statusJSON(t *testing.T, d string) (promoter.Status, string) {
+	t.Helper()
+	out, code := runStore("status", "--env", "prod", "--output", "json", d)
+	if code != 0 {
+		t.Fatalf("status json: exit %d\n%s", code, out)
+	}
+	var st promoter.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status json: %v\n%s", err, out)
+	}
+	return st, out
 }

@@ -85,22 +85,28 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int
 	return snaps
 }
 
-func TestStoreVerbs(t *testing.T) {
-	db := pgtest.New(t)
-	dir := t.TempDir()
+// testKey writes a new cosign key pair, its private key encrypted with the
+// password "pw" (set as the verbs read it, in the environment), to a
+// temporary directory: the private key's path and its signer.
+func testKey(t *testing.T) (keyPath string, signer *cosignkey.Signer) {
+	t.Helper()
 	t.Setenv(cosignkey.PasswordEnv, "pw")
 	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyPath, _, err := cosignkey.WriteKeyPair(dir, kp)
-	if err != nil {
+	if keyPath, _, err = cosignkey.WriteKeyPair(t.TempDir(), kp); err != nil {
 		t.Fatal(err)
 	}
-	signer, err := cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw"))
-	if err != nil {
+	if signer, err = cosignkey.LoadPrivateKeyFile(keyPath, []byte("pw")); err != nil {
 		t.Fatal(err)
 	}
+	return keyPath, signer
+}
+
+func TestStoreVerbs(t *testing.T) {
+	db := pgtest.New(t)
+	keyPath, signer := testKey(t)
 	snaps := seedReleases(t, db, signer)
 	d := "--database=" + db.URL
 	// An artifact stored ahead by a promotion that never recorded.
