@@ -604,7 +604,11 @@ func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.releases[3] = r3.ManifestBytes
-	if chk, err := h.try(due.Add(time.Hour)); err != nil || !chk.UpToDate || chk.Manifest.ReleaseVersion != 3 {
-		t.Fatalf("the renewal does not derive: %v %v", err, chk.Stale())
+	chk, err := h.try(due.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !chk.UpToDate || chk.Manifest.ReleaseVersion != 3 {
+		t.Fatalf("the renewal does not derive: release %d, %v", chk.Manifest.ReleaseVersion, chk.Stale())
 	}
 }
