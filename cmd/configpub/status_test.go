@@ -144,11 +144,11 @@ func TestStatusAndHistoryMarkRenewals(t *testing.T) {
 	seedReleases(t, db, signer)
 	d := "--database=" + db.URL
 
-	st, out := statusJSON(t, d)
+	st, _ := statusJSON(t, d)
 	if len(st.Releases) != 2 || st.Releases[0].Renewal || !st.Releases[1].Renewal {
 		t.Fatalf("status json releases %+v, want release 2 alone a renewal", st.Releases)
 	}
-	out, _ = runStore("status", "--env", "prod", d)
+	out, _ := runStore("status", "--env", "prod", d)
 	rows := map[string]string{} // release table rows by release version
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && (f[0] == "1" || f[0] == "2") {
