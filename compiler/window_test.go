@@ -584,12 +584,8 @@ func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 	}
 	writeRelease := func(archive []byte) {
 		t.Helper()
-		files, err := bundle.SplitArchive(archive)
-		if err != nil {
+		if err := compiler.WriteReleaseFiles(ctx, dir, archive); err != nil {
 			t.Fatal(err)
-		}
-		for _, f := range files {
-			writeFile(t, filepath.Join(dir, filepath.FromSlash(f.Path)), string(f.Bytes))
 		}
 	}
 	writeRelease(forged)

@@ -196,15 +196,15 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 					t.Fatalf("day %d: release %d replaced %d, want %d replacing %d", d, act.ReleaseVersion, act.PreviousRelease, v, v-1)
 				}
 				// The store tells a renewal from a change by the sources
-				// digest recorded with each release.
-				var renewal bool
-				if err := h.Pool.QueryRow(ctx, `SELECT r.sources_digest <> '' AND r.sources_digest = b.sources_digest
-					FROM configpub.config_release r JOIN configpub.config_release b
-						ON b.env_tag = r.env_tag AND b.release_version = r.base_release_version
-					WHERE r.env_tag = $1 AND r.release_version = $2`, promotertest.Env, v).Scan(&renewal); err != nil || renewal == change {
-					t.Errorf("day %d: release %d recorded as a renewal: %v (%v); want %v", d, v, renewal, err, !change)
+				// digest recorded with each release (status's RENEWAL).
+				st, err := store.StatusHead(ctx, promotertest.Env)
+				if err != nil {
+					t.Fatal(err)
 				}
-				_, err := store.Rollback(ctx, promoter.RollbackInput{CommandID: promotertest.ID("rollback", renewBefore, v),
+				if r := st.Releases[len(st.Releases)-1]; r.ReleaseVersion != v || r.Renewal == change {
+					t.Errorf("day %d: release %d (newest %d) a renewal in status: %v; want %v", d, v, r.ReleaseVersion, r.Renewal, !change)
+				}
+				_, err = store.Rollback(ctx, promoter.RollbackInput{CommandID: promotertest.ID("rollback", renewBefore, v),
 					EnvTag: promotertest.Env, ToRelease: v - 1, Actor: "oncall", Reason: "drill"})
 				switch {
 				case errors.Is(err, promoter.ErrOutsideWindow):
