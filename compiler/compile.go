@@ -534,39 +534,16 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return res, nil
 	}
 
-	// Re-derive the committed release N from the trusted release N-1 —
-	// unless N is known not to derive and the next release is compiled
-	// anyway: when an input the committed release records changed (its
-	// root's shared inputs, a shard's inputsDigest), release N-1 is not
-	// read at all and the model just built is the next release's. Asked
-	// only whether N is up to date, N derives whatever changed: that names
-	// the first differing target.
-	var (
-		prev    *baseRelease
-		verr    error
-		derived bool
-	)
-	if !opts.CheckOnly && cr.check != nil {
-		err := cr.check.sharedInputs(loaded.src)
-		if err == nil {
-			err = checkInputs(loaded, opts.EnvTag, cr.check)
-		}
-		var changed *inputsChangedError
-		switch {
-		case errors.As(err, &changed):
-			verr, derived = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err), true
-		case err != nil:
-			return nil, err
-		}
-	}
 	// A renewal (Renew) writes release N+1 on release N as committed,
 	// whether or not N derives (as a compile after a source change does),
 	// and release N is derived again only when nothing is due — to tell an
 	// up-to-date release, left as it is, from an edited one, written again
 	// as derived. Either way one derivation, not two (at 100,000 targets,
-	// half the time, and release N-1 is read only to verify N).
+	// half the time, and release N-1 is read only to verify N). When
+	// something is due, N+1 is what a compile after a source change writes
+	// too, so the inputs N records are not compared first.
 	renew, nothingDue := opts.Renew && !opts.CheckOnly, false
-	if verr == nil && renew {
+	if renew {
 		base, err := cr.base()
 		if err != nil {
 			return nil, err
@@ -583,10 +560,37 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			if next.Manifest.ReleaseVersion != cr.header.ReleaseVersion {
 				return next, nil
 			}
+			// N+1 reproduced N: nothing changed since N.
 		}
-		// Nothing is due: N+1 would be release N. What follows is a
-		// compile of release N.
+		// Nothing is due: N+1 would be release N unless the sources
+		// changed. What follows is a compile of release N.
 		renew, nothingDue = false, true
+	}
+
+	// Re-derive the committed release N from the trusted release N-1 —
+	// unless N is known not to derive and the next release is compiled
+	// anyway: when an input the committed release records changed (its
+	// root's shared inputs, a shard's inputsDigest), release N-1 is not
+	// read at all and the model just built is the next release's. Asked
+	// only whether N is up to date, N derives whatever changed: that names
+	// the first differing target.
+	var (
+		prev    *baseRelease
+		verr    error
+		derived bool
+	)
+	if !opts.CheckOnly && cr.check != nil && loaded != nil { // loaded is nil once a renewal reproduced N
+		err := cr.check.sharedInputs(loaded.src)
+		if err == nil {
+			err = checkInputs(loaded, opts.EnvTag, cr.check)
+		}
+		var changed *inputsChangedError
+		switch {
+		case errors.As(err, &changed):
+			verr, derived = fmt.Errorf("%w: %s: %w", ErrStale, ManifestPath(opts.EnvTag), err), true
+		case err != nil:
+			return nil, err
+		}
 	}
 	if verr == nil {
 		prev, verr = previousRelease(ctx, opts, cr.header.ReleaseVersion)

@@ -596,6 +596,24 @@ func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 	}
 	writeRelease(orig)
 
+	// With a source change a renewal is the compile after the change, due
+	// or not: release 3 with the change, compiled once on release 2 as
+	// committed (its inputs changed: release 1 is not read).
+	agent := filepath.Join(dir, "agents/account.yaml")
+	edit(t, agent, "requestsPerMinute: 121", "requestsPerMinute: 122")
+	for name, at := range map[string]time.Time{"nothing due": quiet, "due": due} {
+		res := renew(at)
+		plain, err := compiler.Compile(ctx, os.DirFS(dir), compiler.Options{EnvTag: "dev", CreatedAt: at, Previous: h.lookup, ManifestOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Manifest.ReleaseVersion != 3 || !bytes.Equal(res.ManifestBytes, plain.ManifestBytes) || len(reads) != 0 || compiled.Load() != targets {
+			t.Fatalf("renew after a source change, %s: release %d (the same as compile: %v), read %v, %d targets compiled; want release 3 as compile writes it, compiled once (%d targets), no release read",
+				name, res.Manifest.ReleaseVersion, bytes.Equal(res.ManifestBytes, plain.ManifestBytes), reads, compiled.Load(), targets)
+		}
+	}
+	edit(t, agent, "requestsPerMinute: 122", "requestsPerMinute: 121")
+
 	if err := compiler.Write(ctx, r3, dir, ""); err != nil {
 		t.Fatal(err)
 	}
