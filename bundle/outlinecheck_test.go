@@ -1,10 +1,8 @@
 package bundle_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/configpub/configpub/bundle"
@@ -13,9 +11,9 @@ import (
 	"github.com/configpub/configpub/internal/yamlstrict"
 )
 
-// TestOutlineRefusesWhatTheWholeReleaseRefuses: ParseOutline checks a
-// release one shard at a time, without holding its target entries, and
-// comes to ParseRelease's outcome, the same error word for word or none,
+// TestOutlineRefusesWhatTheWholeReleaseRefuses: ParseOutline, which a
+// compile reads the release it builds on with, comes to ParseRelease's
+// outcome, the same error word for word or none,
 // on every forgery of a carried target or of the release, on releases
 // that break their invariants inside a shard (the first bad shard in the
 // root's order named) and on a root whose createdBy names a release that
@@ -126,8 +124,8 @@ func TestOutlineRefusesWhatTheWholeReleaseRefuses(t *testing.T) {
 			refusedInShard++
 		}
 	}
-	// Those refused for a target entry or createdBy are what the outline
-	// checks its own way: without them the test compares nothing new.
+	// Those refused for a target entry or createdBy are refused after the
+	// entries are made: without them the test compares only the root.
 	if refusedInShard < 6 {
 		t.Fatalf("%d releases refused for a target entry: the test needs its hand-made cases to be refused so", refusedInShard)
 	}
@@ -171,41 +169,4 @@ func editRoot(t *testing.T, files []bundle.ReleaseFile, f func(root *render.Valu
 		t.Fatalf("root edited: %v, want it refused for %s", err, want)
 	}
 	return out
-}
-
-// TestOutlineReadsEachShardTwice: ParseOutline reads every shard the root
-// lists twice through its reader, once for the release-wide fields and
-// once to check its entries, and a reader's error on the second read is
-// returned as it is.
-func TestOutlineReadsEachShardTwice(t *testing.T) {
-	files := laterRelease(t)
-	var mu sync.Mutex
-	reads := map[int]int{}
-	failAt := -1
-	errRead := errors.New("read failed")
-	byIndex := func(k int, _ bundle.ShardRef) (bundle.ReleaseFile, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		reads[k]++
-		if k == failAt && reads[k] == 2 {
-			return bundle.ReleaseFile{}, errRead
-		}
-		return files[k+1], nil
-	}
-	if _, err := bundle.ParseOutline(files[0], byIndex); err != nil {
-		t.Fatal(err)
-	}
-	if len(reads) != len(files)-1 {
-		t.Fatalf("%d shards read, the release has %d", len(reads), len(files)-1)
-	}
-	for k, n := range reads {
-		if n != 2 {
-			t.Fatalf("shard %d read %d times, want 2", k, n)
-		}
-	}
-	clear(reads)
-	failAt = 2
-	if _, err := bundle.ParseOutline(files[0], byIndex); !errors.Is(err, errRead) {
-		t.Fatalf("the second read of shard 2 failing: %v, want its error", err)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -830,7 +831,7 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 	if len(files) == 0 {
 		return nil, fmt.Errorf("%w: no files", ErrInvalidManifest)
 	}
-	p, err := parseRelease(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil }, false)
+	p, err := parseRelease(files[0], len(files)-1, func(k int, _ ShardRef) (ReleaseFile, error) { return files[k+1], nil })
 	if err != nil {
 		return nil, err
 	}
@@ -844,7 +845,7 @@ func ParseFiles(files []ReleaseFile) (*Manifest, error) {
 // order; a shard's bytes are let go once it is decoded, so the release's
 // files are never all held. An error from shard is returned as it is.
 func ParseRelease(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Manifest, error) {
-	p, err := parseRelease(root, -1, shard, false)
+	p, err := parseRelease(root, -1, shard)
 	if err != nil {
 		return nil, err
 	}
@@ -869,10 +870,7 @@ type Outline struct {
 }
 
 // ParseOutline reads and checks a sharded release as ParseRelease does,
-// with the same outcome, without ever holding its target entries: shard
-// is called twice per shard (the first time for the shard's subjects and
-// workflows, the second to check its entries, let go shard by shard), so
-// that a large release is checked in the room of a few shards.
+// then lets go of its target entries.
 func ParseOutline(root ReleaseFile, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Outline, error) {
 	return parseOutline(root, -1, shard)
 }
@@ -887,10 +885,11 @@ func ParseOutlineFiles(files []ReleaseFile) (*Outline, error) {
 }
 
 func parseOutline(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*Outline, error) {
-	p, err := parseRelease(root, given, shard, true)
+	p, err := parseRelease(root, given, shard)
 	if err != nil {
 		return nil, err
 	}
+	p.m.Targets = nil
 	o := &Outline{Manifest: p.m, Shards: p.refs, created: p.created}
 	o.profiles, o.subjects = p.m.index()
 	return o, nil
@@ -951,11 +950,8 @@ type parsedRelease struct {
 }
 
 // parseRelease is ParseRelease; given, unless negative, is the number of
-// shard files the caller has, which must be the number the root lists. An
-// outline (the release without its targets, Manifest.Targets nil) reads
-// each shard twice: once for the subjects every target entry derives
-// from, then to check its entries, which are let go shard by shard.
-func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error), outline bool) (*parsedRelease, error) {
+// shard files the caller has, which must be the number the root lists.
+func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (ReleaseFile, error)) (*parsedRelease, error) {
 	rootFile := root.Path
 	var r rootDoc
 	rootVal, err := decodeStrict(rootFile, root.Bytes, &r)
@@ -1016,20 +1012,14 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 		m.WorkflowLedger = append(m.WorkflowLedger, e)
 	}
 	// The shards are checked and decoded on every core, then joined in the
-	// root's order (the first bad shard in that order is the error). An
-	// outline lets go of each shard's rows once decoded: it decodes them
-	// again, shard by shard, to check them.
+	// root's order (the first bad shard in that order is the error).
 	shards := make([]*parsedShard, len(refs))
 	err = parallel.Do(len(refs), func(k int) error {
 		f, err := shard(k, refs[k])
 		if err != nil {
 			return err
 		}
-		sh, err := parseShard(m.ReleaseHeader, refs[k], f)
-		if err == nil && outline {
-			sh.targets = nil
-		}
-		shards[k] = sh
+		shards[k], err = parseShard(m.ReleaseHeader, refs[k], f)
 		return err
 	})
 	if err != nil {
@@ -1040,7 +1030,7 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	// them as each row is read.
 	total := 0
 	for k, sh := range shards {
-		total += int(refs[k].Targets)
+		total += len(sh.targets)
 		m.HostInputs = append(m.HostInputs, HostInputs{Host: refs[k].Host, Digest: sh.inputsDigest})
 		m.Subjects = append(m.Subjects, sh.subjects...)
 		m.Workflows = append(m.Workflows, sh.workflows...)
@@ -1051,77 +1041,26 @@ func parseRelease(root ReleaseFile, given int, shard func(k int, ref ShardRef) (
 	})
 	sort.SliceStable(m.Workflows, func(a, b int) bool { return m.Workflows[a].Name < m.Workflows[b].Name })
 	profiles, subjects := m.index()
-	// used collects the releases whose snapshots the targets are.
-	used := map[int64]bool{}
-	if outline {
-		m.Targets = nil
-		// Checked as Validate checks the whole release, one shard's entries
-		// at a time: the shards are sorted by host, so the targets of one
-		// are sorted against those of any other.
-		c, err := m.validateRelease()
-		if err != nil {
-			return bad(err)
+	ds := newDerivedShared()
+	m.Targets = make([]TargetEntry, 0, total)
+	for k, sh := range shards {
+		for n := range sh.targets {
+			m.Targets = append(m.Targets, m.entryOf(ds, refs[k].Host, &sh.targets[n], created, profiles, subjects))
 		}
-		first := make([]int, len(refs))
-		for k := 1; k < len(refs); k++ {
-			first[k] = first[k-1] + int(refs[k-1].Targets)
-		}
-		usedBy := make([][]int64, len(refs))
-		err = parallel.Do(len(refs), func(k int) error {
-			f, err := shard(k, refs[k])
-			if err != nil {
-				return err
-			}
-			sh, err := parseShard(m.ReleaseHeader, refs[k], f)
-			if err != nil {
-				return err
-			}
-			ds := newDerivedShared()
-			es := make([]TargetEntry, len(sh.targets))
-			for n := range sh.targets {
-				es[n] = m.entryOf(ds, refs[k].Host, &sh.targets[n], created, profiles, subjects)
-				if n == 0 || es[n].ReleaseVersion != es[n-1].ReleaseVersion {
-					usedBy[k] = append(usedBy[k], es[n].ReleaseVersion)
-				}
-			}
-			if err := c.check(es, first[k]); err != nil {
-				return fmt.Errorf("parse release manifest %s: %w", rootFile, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, vs := range usedBy {
-			for _, v := range vs {
-				used[v] = true
-			}
-		}
-		if err := m.validateReleaseDigest(); err != nil {
-			return bad(err)
-		}
-	} else {
-		ds := newDerivedShared()
-		m.Targets = make([]TargetEntry, 0, total)
-		for k, sh := range shards {
-			for n := range sh.targets {
-				m.Targets = append(m.Targets, m.entryOf(ds, refs[k].Host, &sh.targets[n], created, profiles, subjects))
-			}
-			shards[k] = nil
-		}
-		if err := m.Validate(); err != nil {
-			return bad(err)
-		}
-		for k := range m.Targets {
-			used[m.Targets[k].ReleaseVersion] = true
-		}
+		shards[k] = nil
+	}
+	if err := m.Validate(); err != nil {
+		return bad(err)
 	}
 	// The root's createdBy lists exactly the earlier releases the targets
 	// name.
-	for rv := range created {
-		if rv != m.ReleaseVersion && !used[rv] {
-			return bad(fmt.Errorf("%w: createdBy lists release %d, which created none of the targets", ErrInvalidManifest, rv))
-		}
+	unused := maps.Clone(created)
+	for k := range m.Targets {
+		delete(unused, m.Targets[k].ReleaseVersion)
+	}
+	delete(unused, m.ReleaseVersion)
+	for rv := range unused {
+		return bad(fmt.Errorf("%w: createdBy lists release %d, which created none of the targets", ErrInvalidManifest, rv))
 	}
 	// releaseDigest: the root's content without it (the root records every
 	// shard's digest, checked above against the shard's bytes).

@@ -46,59 +46,17 @@ func invalidf(field, format string, args ...any) error {
 // delivery lease the profile's, and changed exactly when this release
 // created it. It does not check releaseDigest (ParseManifest does).
 func (m *Manifest) Validate() error {
-	c, err := m.validateRelease()
-	if err != nil {
-		return err
-	}
-	if err := c.check(m.Targets, 0); err != nil {
-		return err
-	}
-	return m.validateReleaseDigest()
-}
-
-// targetCheck is what Validate checks of each target entry of a release
-// whose release-wide fields are checked (validateRelease).
-type targetCheck struct {
-	m        *Manifest
-	created  time.Time
-	profiles map[string]*LeaseProfile
-}
-
-// check checks targets, the release's entries first to
-// first+len(targets)-1 in its order: sorted and unique among themselves,
-// each against the release (checkTarget). A release read shard by shard
-// is checked one shard at a time, its shards being sorted by host.
-func (c *targetCheck) check(targets []TargetEntry, first int) error {
-	for i := range targets {
-		t := &targets[i]
-		if i > 0 {
-			p := &targets[i-1]
-			if t.Host < p.Host || t.Host == p.Host && t.ServiceID <= p.ServiceID {
-				return invalidf(fmt.Sprintf("targets[%d]", first+i), "%s/%s: targets must be sorted by host and serviceId and unique", t.Host, t.ServiceID)
-			}
-		}
-		if err := c.m.checkTarget(t, c.created, c.profiles); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// validateRelease checks what Validate checks before the target entries:
-// the release parameters, inputs, lease profiles, subjects, workflows and
-// ledger. It returns the check of the entries.
-func (m *Manifest) validateRelease() (*targetCheck, error) {
 	if err := m.ReleaseHeader.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	created, _ := ParseTime(m.CreatedAt) // checked above
 	for i, in := range m.Inputs {
 		f := fmt.Sprintf("inputs[%d]", i)
 		if in.Path == "" || (i > 0 && in.Path <= m.Inputs[i-1].Path) {
-			return nil, invalidf(f+".path", "%q: inputs must be sorted by path and unique", in.Path)
+			return invalidf(f+".path", "%q: inputs must be sorted by path and unique", in.Path)
 		}
 		if !digest.Valid(in.Digest) {
-			return nil, invalidf(f+".digest", "%q is not sha256:<64 hex>", in.Digest)
+			return invalidf(f+".digest", "%q is not sha256:<64 hex>", in.Digest)
 		}
 	}
 	profiles := map[string]*LeaseProfile{}
@@ -106,10 +64,10 @@ func (m *Manifest) validateRelease() (*targetCheck, error) {
 		p := &m.LeaseProfiles[i]
 		f := fmt.Sprintf("leaseProfiles[%d]", i)
 		if p.Name == "" || (i > 0 && p.Name <= m.LeaseProfiles[i-1].Name) {
-			return nil, invalidf(f+".name", "%q: lease profiles must be sorted by name and unique", p.Name)
+			return invalidf(f+".name", "%q: lease profiles must be sorted by name and unique", p.Name)
 		}
 		if err := p.check(); err != nil {
-			return nil, invalidf(f, "%v", err)
+			return invalidf(f, "%v", err)
 		}
 		profiles[p.Name] = p
 	}
@@ -117,35 +75,41 @@ func (m *Manifest) validateRelease() (*targetCheck, error) {
 		f := fmt.Sprintf("subjects[%d]", i)
 		if s.Kind == "" || s.Name == "" || (i > 0 && [2]string{s.Kind, s.Name} == [2]string{m.Subjects[i-1].Kind, m.Subjects[i-1].Name}) ||
 			(i > 0 && (s.Kind < m.Subjects[i-1].Kind || s.Kind == m.Subjects[i-1].Kind && s.Name < m.Subjects[i-1].Name)) {
-			return nil, invalidf(f, "%s/%s: subjects must be named, sorted by kind and name and unique", s.Kind, s.Name)
+			return invalidf(f, "%s/%s: subjects must be named, sorted by kind and name and unique", s.Kind, s.Name)
 		}
 		if !uuidRE.MatchString(s.PolicySnapshotID) || !digest.Valid(s.PolicyDigest) || s.PolicyVersion < 1 {
-			return nil, invalidf(f, "policySnapshotId %q, policyDigest %q, policyVersion %d: want a lowercase UUID, sha256:<64 hex> and >= 1", s.PolicySnapshotID, s.PolicyDigest, s.PolicyVersion)
+			return invalidf(f, "policySnapshotId %q, policyDigest %q, policyVersion %d: want a lowercase UUID, sha256:<64 hex> and >= 1", s.PolicySnapshotID, s.PolicyDigest, s.PolicyVersion)
 		}
 	}
 	for i, w := range m.Workflows {
 		if !digest.Valid(w.Digest) || (w.State != "PUBLISHED" && w.State != "DRAFT") {
-			return nil, invalidf(fmt.Sprintf("workflows[%d]", i), "digest %q state %q: want sha256:<64 hex> and PUBLISHED or DRAFT", w.Digest, w.State)
+			return invalidf(fmt.Sprintf("workflows[%d]", i), "digest %q state %q: want sha256:<64 hex> and PUBLISHED or DRAFT", w.Digest, w.State)
 		}
 	}
 	for i, e := range m.WorkflowLedger {
 		f := fmt.Sprintf("workflowLedger[%d]", i)
 		if e.WfDefID == "" || e.Version == "" || (i > 0 && e.Key() <= m.WorkflowLedger[i-1].Key()) {
-			return nil, invalidf(f, "%q: the ledger must be sorted by wfDefId@version and unique", e.Key())
+			return invalidf(f, "%q: the ledger must be sorted by wfDefId@version and unique", e.Key())
 		}
 		if !digest.Valid(e.Digest) {
-			return nil, invalidf(f+".digest", "%q is not sha256:<64 hex>", e.Digest)
+			return invalidf(f+".digest", "%q is not sha256:<64 hex>", e.Digest)
 		}
 		if e.PublishedIn < 1 || e.PublishedIn > m.ReleaseVersion {
-			return nil, invalidf(f+".publishedIn", "%d in release %d: want 1 to %d", e.PublishedIn, m.ReleaseVersion, m.ReleaseVersion)
+			return invalidf(f+".publishedIn", "%d in release %d: want 1 to %d", e.PublishedIn, m.ReleaseVersion, m.ReleaseVersion)
 		}
 	}
-	return &targetCheck{m: m, created: created, profiles: profiles}, nil
-}
-
-// validateReleaseDigest checks the form of releaseDigest, which Validate
-// checks last.
-func (m *Manifest) validateReleaseDigest() error {
+	for i := range m.Targets {
+		t := &m.Targets[i]
+		if i > 0 {
+			p := &m.Targets[i-1]
+			if t.Host < p.Host || t.Host == p.Host && t.ServiceID <= p.ServiceID {
+				return invalidf(fmt.Sprintf("targets[%d]", i), "%s/%s: targets must be sorted by host and serviceId and unique", t.Host, t.ServiceID)
+			}
+		}
+		if err := m.checkTarget(t, created, profiles); err != nil {
+			return err
+		}
+	}
 	if m.ReleaseDigest != "" && !digest.Valid(m.ReleaseDigest) {
 		return invalidf("releaseDigest", "%q is not sha256:<64 hex>", m.ReleaseDigest)
 	}

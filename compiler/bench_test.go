@@ -3,7 +3,6 @@ package compiler_test
 import (
 	"context"
 	"runtime"
-	"runtime/metrics"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gen"
+	"github.com/configpub/configpub/internal/heappeak"
 )
 
 // benchEpoch is the createdAt of the benchmarks' releases.
@@ -20,9 +20,7 @@ var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func benchCompile(b *testing.B, n int, manifestOnly bool) {
 	repo := gen.Repo(gen.Options{Targets: n})
 	opts := compiler.Options{EnvTag: "bench", CreatedAt: benchEpoch, ManifestOnly: manifestOnly}
-	stop := make(chan struct{})
-	peak := make(chan uint64)
-	go samplePeakHeap(stop, peak)
+	heap := heappeak.Start()
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	b.ResetTimer()
@@ -38,33 +36,11 @@ func benchCompile(b *testing.B, n int, manifestOnly bool) {
 	}
 	b.StopTimer()
 	reportCPU(b, cpu0)
-	close(stop)
-	b.ReportMetric(float64(<-peak)/(1<<20), "peakHeapMiB")
+	peak, _ := heap.Stop()
+	b.ReportMetric(float64(peak)/(1<<20), "peakHeapMiB")
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err == nil {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "maxRSSMiB")
-	}
-}
-
-// samplePeakHeap records the largest heap object footprint (live and not
-// yet swept) every 10ms until stop closes. It reads runtime/metrics, which
-// does not stop the world.
-func samplePeakHeap(stop <-chan struct{}, out chan<- uint64) {
-	var peak uint64
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for {
-		metrics.Read(sample)
-		if v := sample[0].Value.Uint64(); v > peak {
-			peak = v
-		}
-		select {
-		case <-stop:
-			out <- peak
-			return
-		case <-t.C:
-		}
 	}
 }
 

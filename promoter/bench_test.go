@@ -4,13 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/heappeak"
 	"github.com/configpub/configpub/internal/pointernote"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
@@ -91,18 +89,18 @@ func benchActivation(b *testing.B, n int) {
 		// The baselines move the pointers behind the store's back (to the
 		// snapshots of release 1 or 2, sequence+1); every target changes
 		// in every release, so the store moves all n regardless.
-		baseHeap = max(baseHeap, peakHeap(func() { timed(&baseT, func() { baseline(b, f, n, 1+int64(i%2), bodies) }) }))
+		baseHeap = max(baseHeap, heappeak.Rise(func() { timed(&baseT, func() { baseline(b, f, n, 1+int64(i%2), bodies) }) }))
 		timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) })
 		in := release("bench", next, next-1, n, nil, nil)
 		next++
-		promoteHeap = max(promoteHeap, peakHeap(func() {
+		promoteHeap = max(promoteHeap, heappeak.Rise(func() {
 			timed(&promoteT, func() {
 				if _, err := f.store.RecordAndActivate(ctx, in); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}))
-		activateHeap = max(activateHeap, peakHeap(func() {
+		activateHeap = max(activateHeap, heappeak.Rise(func() {
 			timed(&activateT, func() {
 				res, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("bench rb", i), EnvTag: "bench",
 					ToRelease: next - 2, Actor: "bench", Reason: "bench"})
@@ -156,36 +154,6 @@ func baselineBodies(n int) [][]byte {
 		bodies[i], _ = m.Marshal()
 	}
 	return bodies
-}
-
-// peakHeap runs fn and returns how far the live Go heap rose above its
-// level before fn, sampled every 5 ms.
-func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
-	base := read()
-	peak := base
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				peak = max(peak, read())
-			}
-		}
-	}()
-	fn()
-	close(stop)
-	wg.Wait()
-	return max(peak, read()) - base
 }
 
 // idsTo returns the host, service and snapshot arrays of n pointers at the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/configpub/configpub/internal/heappeak"
 )
 
 // BenchmarkLeaseRenewal10k measures `lease renew` of an environment of
@@ -37,9 +39,9 @@ func benchRenewal(b *testing.B, n int) {
 	var renewHeap, sameHeap uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		sameHeap = max(sameHeap, peakHeap(func() { timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) }) }))
+		sameHeap = max(sameHeap, heappeak.Rise(func() { timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) }) }))
 		f.now = f.now.Add(time.Minute)
-		renewHeap = max(renewHeap, peakHeap(func() {
+		renewHeap = max(renewHeap, heappeak.Rise(func() {
 			timed(&renewT, func() {
 				res, err := f.store.RenewLeases(ctx, "bench")
 				if err != nil || res.Renewed != n {

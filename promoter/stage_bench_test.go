@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/heappeak"
 )
 
 // BenchmarkStage10k measures staging a two-phase release of 10,000
@@ -38,14 +39,14 @@ func benchStage(b *testing.B, n int) {
 		staged := longWindows(release(fmt.Sprintf("stage-%d", i), 1, 0, n, nil, nil))
 		staged.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
 		promoted := longWindows(release(fmt.Sprintf("promote-%d", i), 1, 0, n, nil, nil))
-		stageHeap = max(stageHeap, peakHeap(func() {
+		stageHeap = max(stageHeap, heappeak.Rise(func() {
 			timed(&stageT, func() {
 				if _, err := f.store.Stage(ctx, staged); err != nil {
 					b.Fatal(err)
 				}
 			})
 		}))
-		promoteHeap = max(promoteHeap, peakHeap(func() {
+		promoteHeap = max(promoteHeap, heappeak.Rise(func() {
 			timed(&promoteT, func() {
 				if _, err := f.store.RecordAndActivate(ctx, promoted); err != nil {
 					b.Fatal(err)
