@@ -542,8 +542,8 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	// half the time, and release N-1 is read only to verify N). When
 	// something is due, N+1 is what a compile after a source change writes
 	// too, so the inputs N records are not compared first.
-	renew, nothingDue := opts.Renew && !opts.CheckOnly, false
-	if renew {
+	nothingDue := false
+	if opts.Renew && !opts.CheckOnly {
 		base, err := cr.base()
 		if err != nil {
 			return nil, err
@@ -564,7 +564,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 		// Nothing is due: N+1 would be release N unless the sources
 		// changed. What follows is a compile of release N.
-		renew, nothingDue = false, true
+		nothingDue = true
 	}
 
 	// Re-derive the committed release N from the trusted release N-1 —
@@ -612,10 +612,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		switch {
 		case err != nil:
 			return nil, err
-		case cr.matches(d.ManifestBytes) && renew:
-			// Up to date, and asked for the next release anyway: it
-			// re-issues what can no longer be activated, or reproduces
-			// release N.
 		case cr.matches(d.ManifestBytes):
 			// The committed release is what derives, byte for byte: it is
 			// not parsed at all (the derivation is its parse), and the
