@@ -522,9 +522,10 @@ func TestRenewalsMustLeaveTheWindow(t *testing.T) {
 // that release again — release N-1 is not read — and derives (the next
 // compile checks it up to date). With nothing due, release N is derived
 // instead, to tell an up-to-date release (left alone) from an edited one
-// (written again as derived, as a compile without Renew does). Either way,
-// one derivation (counted by Options.Keep, called once per target of every
-// derivation), not two.
+// (written again as derived, as a compile without Renew does). After a
+// source change a renewal writes what a compile writes, due or not. Each
+// time one derivation (counted by Options.Keep, called once per target of
+// every derivation), not two.
 func TestRenewDerivesTheCommittedReleaseOnlyWhenNothingIsDue(t *testing.T) {
 	ctx := context.Background()
 	dir := copyRepo(t)
