@@ -1196,6 +1196,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	profiles := leaseProfiles(ts)
 	c.proj = map[string]*projector{}
 	for _, aud := range []string{bundle.AudienceAgent, bundle.AudienceGateway, bundle.AudienceKnowledge} {
 		if c.proj[aud], err = newProjector(aud); err != nil {
@@ -1254,7 +1255,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.finish(ts, out, c.gatherEntries(len(ts)), changed, workflows, ledger, views)
+	return c.finish(profiles, out, c.gatherEntries(len(ts)), changed, workflows, ledger, views)
 }
 
 // gatherEntries joins the hosts' target entries in manifest order, letting
@@ -1343,11 +1344,8 @@ func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Ta
 		}
 	}
 	for _, i := range g.idx {
-		// compileTarget alone reads the target's policy, settings and
-		// document: what finish reads is the spec's other fields.
-		ts[i].policy = nil
-		ts[i].e.spec.Settings = nil
-		ts[i].e.src = nil
+		// The target is compiled: what finish reads of it is in its entry.
+		ts[i] = nil
 	}
 	if c.emit != nil {
 		if err := c.emitHost(hi, kept); err != nil {
@@ -1478,7 +1476,7 @@ func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 func itoa64(i int64) string { return strconv.FormatInt(i, 10) }
 
-func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.TargetEntry, changed []bool, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
+func (c *compilation) finish(profiles []bundle.LeaseProfile, out []Target, entries []bundle.TargetEntry, changed []bool, workflows []bundle.WorkflowVersion, ledger []bundle.LedgerEntry, views []WorkflowView) (*Result, error) {
 	m := c.m
 	in, hostIn, all, err := c.placeInputs()
 	if err != nil {
@@ -1491,16 +1489,12 @@ func (c *compilation) finish(ts []*envTarget, out []Target, entries []bundle.Tar
 	for _, ch := range changed {
 		anyChanged = anyChanged || ch
 	}
-	subjects := c.placeSubjects(ts)
+	subjects := c.placeSubjects(entries)
 	c.subjVer = nil
 	for i := range workflows {
 		if w := m.workflows[workflows[i].Name]; w != nil {
 			workflows[i].Host = w.spec.Host
 		}
-	}
-	profiles, err := c.leaseProfiles(ts)
-	if err != nil {
-		return nil, err
 	}
 	spec := &m.repo.spec
 	sort.Slice(c.reissued, func(i, j int) bool {
@@ -1702,13 +1696,14 @@ func (c *compilation) sameInputs(root []bundle.Input, hosts []bundle.HostInputs,
 
 // placeSubjects lists the subjects, sorted, each placed on the one host
 // whose targets all serve it (else in the root).
-func (c *compilation) placeSubjects(ts []*envTarget) []bundle.Subject {
+func (c *compilation) placeSubjects(entries []bundle.TargetEntry) []bundle.Subject {
 	host := map[[2]string]string{}
-	for _, t := range ts {
-		k := [2]string{t.e.spec.Subject.Kind, t.e.spec.Subject.Name}
+	for i := range entries {
+		e := &entries[i]
+		k := [2]string{e.SubjectKind, e.SubjectName}
 		if h, ok := host[k]; !ok {
-			host[k] = t.e.spec.Host
-		} else if h != t.e.spec.Host {
+			host[k] = e.Host
+		} else if h != e.Host {
 			host[k] = ""
 		}
 	}
@@ -1748,7 +1743,7 @@ func unplacedWorkflows(in []bundle.WorkflowVersion) []bundle.WorkflowVersion {
 }
 
 // leaseProfiles lists the lease profiles the targets name, sorted.
-func (c *compilation) leaseProfiles(ts []*envTarget) ([]bundle.LeaseProfile, error) {
+func leaseProfiles(ts []*envTarget) []bundle.LeaseProfile {
 	byName := map[string]bundle.LeaseProfile{}
 	for _, t := range ts {
 		name := t.e.spec.LeaseProfile
@@ -1762,7 +1757,7 @@ func (c *compilation) leaseProfiles(ts []*envTarget) ([]bundle.LeaseProfile, err
 	for _, n := range sortedKeys(byName) {
 		out = append(out, byName[n])
 	}
-	return out, nil
+	return out
 }
 
 func equalSlices[T comparable](a, b []T) bool {
