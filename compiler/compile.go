@@ -1196,7 +1196,7 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	profiles := leaseProfiles(ts)
+	profiles := leaseProfiles(ts) // before the derivation lets the targets go
 	c.proj = map[string]*projector{}
 	for _, aud := range []string{bundle.AudienceAgent, bundle.AudienceGateway, bundle.AudienceKnowledge} {
 		if c.proj[aud], err = newProjector(aud); err != nil {
@@ -1275,9 +1275,9 @@ func (c *compilation) gatherEntries(n int) []bundle.TargetEntry {
 // Agent targets, then its Gateway and Knowledge targets (whose projections
 // list the accepted publications of the host's Agents). Each target writes
 // only its own slots of out (nil with ManifestOnly) and changed, and its
-// target entries (c.entries[hi], in g.idx order).
-// With emit set, the host's targets are kept until it is the host's turn
-// to hand them over (see emitHost).
+// target entries (c.entries[hi], in g.idx order); its slots of ts are
+// let go once the host is compiled. With emit set, the host's targets are
+// kept until it is the host's turn to hand them over (see emitHost).
 func (c *compilation) compileHost(hi int, g hostGroup, ts []*envTarget, out []Target, changed []bool) error {
 	// The host's part of the model: its documents are freed with the
 	// host's policies, below.
