@@ -13,3 +13,8 @@ var ErrInvalidManifest = errors.New("invalid release manifest")
 // ErrReleaseNotRecorded: the release asked for is not recorded (in the
 // store, or in the Git history searched).
 var ErrReleaseNotRecorded = errors.New("release not recorded")
+
+// ErrHistoryIncomplete: the Git history searched for a recorded release
+// ends before that release is found because commits are missing from the
+// repository (a shallow clone), so whether it is recorded cannot be told.
+var ErrHistoryIncomplete = errors.New("history incomplete")

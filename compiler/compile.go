@@ -975,7 +975,8 @@ func unlistedShards(fsys fs.FS, env string, listed map[string]bool) ([]string, e
 }
 
 // previousRelease returns the trusted release N-1 for the committed release
-// N (nil for release 1), or an ErrStale error saying why it is unavailable.
+// N (nil for release 1), or an ErrStale error saying why it is unavailable
+// (not ErrStale when the history is incomplete: see Result.Stale).
 // A sharded release N-1 is checked whole, then holds its archive rather
 // than its target entries: each host's are decoded again from its shard
 // at the host's turn.
@@ -988,6 +989,10 @@ func previousRelease(ctx context.Context, opts Options, n int64) (*baseRelease, 
 		return nil, fmt.Errorf("%w: %s: release %d cannot be verified: no release history was given to read release %d from", ErrStale, p, n, n-1)
 	}
 	unavailable := func(err error) error {
+		if errors.Is(err, bundle.ErrHistoryIncomplete) {
+			// Not stale: whether it is cannot be told here.
+			return fmt.Errorf("%s: release %d cannot be verified against release %d: %w", p, n, n-1, err)
+		}
 		return fmt.Errorf("%w: %s: release %d cannot be verified against release %d: %w", ErrStale, p, n, n-1, err)
 	}
 	name := fmt.Sprintf("release %d of %s", n-1, opts.EnvTag)

@@ -9,7 +9,10 @@ import (
 // Stale returns nil when the committed release manifest is exactly what the
 // sources and the trusted previous release derive, and otherwise an error
 // wrapping ErrStale that names the first differing field (and target), or
-// why the committed release could not be verified.
+// why the committed release could not be verified — not wrapping ErrStale
+// when the Git history its previous release was looked up in is incomplete
+// (bundle.ErrHistoryIncomplete: a shallow clone), which says nothing of
+// whether it is stale.
 func (r *Result) Stale() error {
 	if r.UpToDate {
 		return nil

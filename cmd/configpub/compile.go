@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/policytree"
@@ -89,6 +90,11 @@ configpub lease renew, not by a release.)`,
 					_, err := fmt.Fprintf(w, "%s is up to date: release %d, %d targets, %s\n", sum.Manifest, sum.Release, sum.Targets, sum.ReleaseDigest)
 					return err
 				})
+			}
+			if err := res.Stale(); errors.Is(err, bundle.ErrHistoryIncomplete) {
+				// Written on the committed release as it is: say that it
+				// was not verified, and why.
+				fmt.Fprintf(cmd.ErrOrStderr(), "note: %v\n", err)
 			}
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err

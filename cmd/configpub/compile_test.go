@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +164,90 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	}
 	if _, err := runCLI("compile", "--repo", plain, "--env", "dev", "--check"); err == nil || !strings.Contains(err.Error(), "cannot be verified against release 1") {
 		t.Fatalf("check without history: got %v", err)
+	}
+}
+
+// TestCompileInAShallowClone: in a clone whose history is cut below
+// release 2's commit (fetch-depth: 1, the default of actions/checkout),
+// release 1 cannot be read, so release 2 cannot be verified: --check fails
+// saying so and how to fetch the rest — not that the manifest is stale,
+// which it is not; compile writes nothing new and says release 2 was not
+// verified; plan says why its digests are provisional. The full history
+// back, --check passes.
+func TestCompileInAShallowClone(t *testing.T) {
+	dir := gitFixture(t)
+	p := filepath.Join(dir, "agents", "account.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, bytes.Replace(b, []byte("requestsPerMinute: 120"), []byte("requestsPerMinute: 150"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-02T00:00:00Z"); err != nil {
+		t.Fatalf("compile release 2: %v %s", err, out)
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "release 2", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(head.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What git clone --depth 1 leaves: HEAD listed as shallow, its parent
+	// (release 1's commit) not in the repository.
+	parent := c.ParentHashes[0].String()
+	loose := filepath.Join(dir, ".git", "objects", parent[:2], parent[2:])
+	saved, err := os.ReadFile(loose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shallow := filepath.Join(dir, ".git", "shallow")
+	if err := os.WriteFile(shallow, []byte(head.Hash().String()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(loose); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
+	if err == nil || exitCode(err) != exitRefused {
+		t.Fatalf("check in a shallow clone: got %v (exit %d), want a refusal (exit 1)", err, exitCode(err))
+	}
+	for _, want := range []string{"release 2 cannot be verified against release 1", "a shallow clone", "fetch-depth: 0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("check in a shallow clone: %q does not say %q", err, want)
+		}
+	}
+	if errors.Is(err, compiler.ErrStale) || strings.Contains(err.Error(), "stale") {
+		t.Errorf("check in a shallow clone: %q calls the manifest stale", err)
+	}
+	before, _ := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	out, err := runCLI("compile", "--repo", dir, "--env", "dev")
+	if err != nil || !strings.Contains(out, "releases/dev.yaml unchanged") || !strings.Contains(out, "note: releases/dev.yaml: release 2 cannot be verified") {
+		t.Fatalf("compile in a shallow clone: %v\n%s\nwant it unchanged, with a note that release 2 was not verified", err, out)
+	}
+	if after, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(before, after) {
+		t.Fatal("compile in a shallow clone rewrote release 2")
+	}
+	out, err = runCLI("plan", "--repo", dir, "--env", "dev")
+	if err != nil || !strings.Contains(out, "note: the digests shown may still change: releases/dev.yaml: release 2 cannot be verified") ||
+		!strings.Contains(out, "a shallow clone") || strings.Contains(out, "not compiled from these sources") {
+		t.Fatalf("plan in a shallow clone: %v\n%s\nwant a note naming the missing history", err, out)
+	}
+
+	// The history fetched again (git fetch --unshallow).
+	if err := os.WriteFile(loose, saved, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(shallow); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("check with the whole history: %v %s", err, out)
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
@@ -80,6 +82,7 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 		return nil, err
 	}
 	var last plumbing.Hash
+	depth := 0 // commits below rev
 	for c != nil {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -108,11 +111,34 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 		if c.NumParents() == 0 {
 			break
 		}
-		if c, err = c.Parent(0); err != nil {
-			return nil, fmt.Errorf("first parent: %w", err)
+		parent, err := c.Parent(0)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return nil, incomplete(r, c, rev, depth, envTag, version)
 		}
+		if err != nil {
+			return nil, fmt.Errorf("release %d of %s: first parent of %s: %w", version, envTag, c.Hash.String()[:12], err)
+		}
+		c = parent
+		depth++
 	}
 	return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+}
+
+// incomplete is the error of a first-parent walk that reached commit c,
+// depth commits below rev, whose first parent is not in repository r:
+// what is missing, whether r is a shallow clone, and how to fetch the rest.
+func incomplete(r *git.Repository, c *object.Commit, rev string, depth int, envTag string, version int64) error {
+	at := rev + " itself"
+	if depth > 0 {
+		at = fmt.Sprintf("%d commits below %s", depth, rev)
+	}
+	why := "its first parent " + c.ParentHashes[0].String()[:12] + " is not in the repository"
+	if shallow, err := r.Storer.Shallow(); err == nil && slices.Contains(shallow, c.Hash) {
+		why = "a shallow clone, cut there"
+	}
+	return fmt.Errorf("release %d of %s: the first-parent history of %s ends at commit %s (%s; %s) before release %d: "+
+		"fetch the full history (git fetch --unshallow, or fetch-depth: 0 with actions/checkout): %w",
+		version, envTag, rev, c.Hash.String()[:12], at, why, version, bundle.ErrHistoryIncomplete)
 }
 
 func readBlob(f *object.File) ([]byte, error) {

@@ -2,6 +2,7 @@ package planreport
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -115,7 +116,9 @@ func New(in Input) (*Report, error) {
 	r := &Report{EnvTag: p.EnvTag, BaseRef: p.BaseRef, BaseRelease: p.BaseRelease, Release: p.Release,
 		Unchanged: p.Unchanged, AddedTargets: p.AddedTargets, RetiredTargets: p.RetiredTargets, Changed: []Target{}}
 	r.DigestsFinal = in.Head.UpToDate
-	if !r.DigestsFinal {
+	if err := in.Head.Stale(); err != nil && errors.Is(err, bundle.ErrHistoryIncomplete) {
+		r.Provisional = fmt.Sprintf("the digests shown may still change: %v", err)
+	} else if !r.DigestsFinal {
 		r.Provisional = fmt.Sprintf("%s is not compiled from these sources, so the digests shown may still change "+
 			"(they depend on the new release's createdAt, %s); run configpub compile and commit %s: "+
 			"promote refuses a release manifest that is not up to date, and the committed one fixes every digest",
