@@ -63,6 +63,13 @@ type Options struct {
 	// differ from the base release (PlanKeep), so that the head compile
 	// need not run again for them.
 	Keep func(*bundle.TargetEntry) bool
+	// Committed is the tree the committed release is read from, when it is
+	// not the tree compiled: `configpub compile --base-ref` reads the
+	// release of the branch a change is merged onto, so that a branch that
+	// compiled before builds its one release on that branch's release
+	// again instead of on its own. nil: the tree compiled. Previous or
+	// PreviousTree must then find that release's predecessor.
+	Committed fs.FS
 	// CheckOnly: the caller only asks whether the committed release is up
 	// to date (`configpub compile --check`). When it is not, the result is
 	// the re-derivation of the committed release with Stale saying why;
@@ -492,7 +499,11 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		}
 		return buildModel(again)
 	}
-	cr, err := loadCommitted(fsys, opts.EnvTag)
+	committedFS := fsys
+	if opts.Committed != nil {
+		committedFS = policytree.New(opts.Committed, policytree.Limits{})
+	}
+	cr, err := loadCommitted(committedFS, opts.EnvTag)
 	if err != nil {
 		return nil, err
 	}
@@ -619,7 +630,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			d.UpToDate = true
 			if cr.check != nil { // sharded: read again shard by shard
 				d.committedAgain = func() ([]byte, error) {
-					again, same, err := cr.readAgain(policytree.New(fsys, policytree.Limits{})) // a read budget of its own
+					again, same, err := cr.readAgain(policytree.New(committedFS, policytree.Limits{})) // a read budget of its own
 					if err != nil {
 						return nil, err
 					}

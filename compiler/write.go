@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -222,6 +223,32 @@ func CommittedRelease(fsys fs.FS, env string) ([]byte, error) {
 		return nil, err
 	}
 	return c.bytes, nil
+}
+
+// CommittedVersion returns the release version and releaseDigest that the
+// committed release of env in fsys states in its root (0 and "" when there
+// is none), without reading a sharded release's shards.
+func CommittedVersion(fsys fs.FS, env string) (int64, string, error) {
+	p := ManifestPath(env)
+	root, err := fs.ReadFile(policytree.New(fsys, policytree.Limits{}), p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("read %s: %w", p, err)
+	}
+	if bundle.IsSharded(root) {
+		r, err := bundle.ParseRoot(p, root)
+		if err != nil {
+			return 0, "", err
+		}
+		return r.ReleaseVersion, r.ReleaseDigest, nil
+	}
+	m, err := bundle.ParseManifest(p, root)
+	if err != nil {
+		return 0, "", err
+	}
+	return m.ReleaseVersion, m.ReleaseDigest, nil
 }
 
 // WriteReleaseFiles writes a release archive's files into the policy

@@ -17,7 +17,7 @@ import (
 )
 
 func addCompileCmd(root *cobra.Command) {
-	var repo, env, out, createdAt string
+	var repo, env, out, createdAt, baseRef string
 	var check, renew bool
 	cmd := &cobra.Command{
 		Use:   "compile --repo DIR --env ENV [--out DIR] [--check | --renew] [--created-at RFC3339]",
@@ -29,6 +29,12 @@ nothing and exits 1 naming the first differing field when the committed manifest
 is stale: the manifest is re-derived from the sources and the previous release as
 recorded in the first-parent Git history of HEAD, never trusted. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
 the commit time of the policy repository's HEAD.
+
+A pull request carries one release: on a branch that compiled before,
+--base-ref origin/main builds on the release committed at origin/main (N) instead
+of the working tree's (the branch's own N+1), writing N+1 on N again as if every
+edit were compiled at once (HEAD must contain the revision); with --check it
+verifies against that revision's history.
 
 A release keeps an unchanged target's snapshot only while that snapshot's
 activation window contains the release's createdAt, and the lease profile's
@@ -69,8 +75,15 @@ configpub lease renew, not by a release.)`,
 				return err
 			}
 			defer tree.Close()
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
-				ManifestOnly: true, CheckOnly: check, Renew: renew}) // --out compiles the targets again, host by host
+			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
+				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
+			var held heldRelease // with --base-ref, the release the working tree holds
+			if baseRef != "" {
+				if held, err = onBaseRef(repo, env, baseRef, check, &copts); err != nil {
+					return err
+				}
+			}
+			res, err := compiler.Compile(cmd.Context(), tree, copts)
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or compile inside the policy Git repository)", err)
 			}
@@ -99,17 +112,36 @@ configpub lease renew, not by a release.)`,
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err
 			}
+			rebuilt := baseRef != "" && (held.version != res.Manifest.ReleaseVersion || held.digest != res.Manifest.ReleaseDigest)
+			if baseRef != "" && res.Unchanged() {
+				// The release at --base-ref is what derives: the working
+				// tree's files become its (only those that differ are
+				// written).
+				archive, err := res.ReleaseArchive()
+				if err != nil {
+					return err
+				}
+				if err := compiler.WriteReleaseFiles(cmd.Context(), repo, archive); err != nil {
+					return fmt.Errorf("write release manifest: %w", err)
+				}
+			}
 			for _, t := range res.Manifest.Targets {
 				if t.Changed {
 					sum.Changed++
 				}
 			}
 			sum.State = "rewritten"
-			if res.Unchanged() {
+			if (baseRef == "" && res.Unchanged()) || (baseRef != "" && !rebuilt) {
 				sum.State = "unchanged"
+			}
+			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion {
+				sum.RebuiltFrom, sum.BaseRef = held.version, baseRef
 			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
+				if err == nil && sum.RebuiltFrom != 0 {
+					_, err = fmt.Fprintf(w, "%s held release %d, not in %s: rebuilt on the release %s holds\n", sum.Manifest, sum.RebuiltFrom, baseRef, baseRef)
+				}
 				if err == nil && sum.State == "rewritten" && sum.Reissued > 0 {
 					_, err = fmt.Fprintf(w, "%d re-issued: unchanged targets whose snapshot's activation window is due for renewal at createdAt %s (it ends within the lease profile's renewBefore, or by a renewSpread the host's renewal time came first; configpub plan says why, per target)\n",
 						sum.Reissued, res.Manifest.CreatedAt)
@@ -133,6 +165,7 @@ configpub lease renew, not by a release.)`,
 	f.BoolVar(&check, "check", false, "write nothing; exit 1 if releases/ENV.yaml is stale")
 	f.BoolVar(&renew, "renew", false, "write the next release even when nothing changed, re-issuing the snapshots whose activation window is due for renewal at createdAt (the lease profile's renewBefore and renewSpread)")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of a new release (RFC 3339)")
+	f.StringVar(&baseRef, "base-ref", "", "build on the release committed at this Git revision (the branch the change merges onto, e.g. origin/main), not on the working tree's: HEAD must contain it")
 	outputFlag(cmd)
 	root.AddCommand(cmd)
 }
@@ -155,6 +188,49 @@ type compileSummary struct {
 	// when it creates none).
 	PromotableFrom  string `json:"promotableFrom,omitempty"`
 	PromotableUntil string `json:"promotableUntil,omitempty"`
+	// RebuiltFrom is, with --base-ref, the release the working tree held
+	// when it is not the one BaseRef holds nor the one written: a release
+	// the branch compiled before, replaced by one built on BaseRef's.
+	RebuiltFrom int64  `json:"rebuiltFrom,omitempty"`
+	BaseRef     string `json:"baseRef,omitempty"`
+}
+
+// onBaseRef sets opts up to build on the release committed at baseRef
+// instead of the working tree's (compile --base-ref): HEAD must contain
+// baseRef (a release built on its release from sources without its changes
+// would undo them); release N-1 is looked up in baseRef's history; and,
+// unless check, the committed release is read from baseRef's tree. It
+// returns the release the working tree holds.
+func onBaseRef(repo, env, baseRef string, check bool, opts *compiler.Options) (heldRelease, error) {
+	if err := gitfs.Contains(repo, "HEAD", baseRef); err != nil {
+		if errors.Is(err, gitfs.ErrNotContained) {
+			return heldRelease{}, fmt.Errorf("--base-ref %s: %w: merge or rebase onto it first (a release built on its release from sources without its changes would undo them)", baseRef, err)
+		}
+		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+	}
+	opts.PreviousTree = gitfs.ReleaseTrees(repo, baseRef)
+	if !check {
+		committed, err := gitfs.TreeFS(repo, baseRef)
+		if err != nil {
+			return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+		}
+		opts.Committed = committed
+	}
+	wt, err := policytree.Dir(repo, policytree.Limits{})
+	if err != nil {
+		return heldRelease{}, err
+	}
+	defer wt.Close()
+	var h heldRelease
+	h.version, h.digest, err = compiler.CommittedVersion(wt, env)
+	return h, err
+}
+
+// heldRelease is the release a working tree holds by the version and
+// releaseDigest its root states (zero when it holds none).
+type heldRelease struct {
+	version int64
+	digest  string
 }
 
 // resolveCreatedAt picks a new release's createdAt: the flag, else

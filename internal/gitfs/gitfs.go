@@ -176,3 +176,36 @@ func relPath(root, dir string) (string, error) {
 	}
 	return strings.TrimPrefix(d, root+"/"), nil
 }
+
+// ErrNotContained: a revision's commit is not in the history of another.
+var ErrNotContained = errors.New("not in the history")
+
+// Contains returns nil when the commit base names is rev's commit or one of
+// its ancestors (along any parent), and otherwise an error wrapping
+// ErrNotContained that names both commits: rev does not hold everything
+// base holds. dir is a directory inside the Git working tree.
+func Contains(dir, rev, base string) error {
+	r, err := open(dir)
+	if err != nil {
+		return err
+	}
+	top, err := commit(r, rev)
+	if err != nil {
+		return err
+	}
+	b, err := commit(r, base)
+	if err != nil {
+		return err
+	}
+	if b.Hash == top.Hash {
+		return nil
+	}
+	ok, err := b.IsAncestor(top)
+	if err != nil {
+		return fmt.Errorf("is %s in the history of %s: %w", base, rev, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s (%s) is %w of %s (%s)", base, b.Hash.String()[:12], ErrNotContained, rev, top.Hash.String()[:12])
+	}
+	return nil
+}

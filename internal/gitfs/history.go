@@ -104,7 +104,9 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 					return &foundRelease{commit: c, prefix: prefix, file: file, root: b}, nil
 				}
 				if v < version {
-					return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s): %w", version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
+					return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s; a branch that compiled more than once? "+
+						"build its release on the one of the branch it merges onto: configpub compile --base-ref <that branch>): %w",
+						version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
 				}
 			}
 		}

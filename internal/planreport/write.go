@@ -55,6 +55,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "plan %s: %s -> release %d: %d target(s) change (%d added, %d retired), %d unchanged\n",
 		term(r.EnvTag), base, r.Release, len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
+	if r.NotOnBase != "" {
+		fmt.Fprintf(w, "warning: %s\n", term(r.NotOnBase))
+	}
 	if r.Provisional != "" {
 		fmt.Fprintf(w, "note: %s\n", term(r.Provisional))
 	}
@@ -182,6 +185,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n",
 		len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
+	if r.NotOnBase != "" {
+		fmt.Fprintf(w, "\n> **Not built on the base release:** %s\n", safetext.Text(r.NotOnBase))
+	}
 	if r.Provisional != "" {
 		fmt.Fprintf(w, "\n> **Digests are provisional:** %s\n", safetext.Text(r.Provisional))
 	}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+
+	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gitfs"
+)
+
+// editFile replaces old with new in the file at dir/rel, failing when old
+// is not there.
+func editFile(t *testing.T, dir, rel, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s does not hold %q", rel, old)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompileBaseRefRebuildsABranchsRelease: a branch that compiled, got
+// review feedback and compiled again holds release 3 on its own release 2,
+// which its base never recorded. The merge check names the fix, plan warns,
+// and compile --base-ref rebuilds it as release 2 on the base's release 1 —
+// byte for byte the release that compiling both edits at once on the base
+// writes; after that --check --base-ref passes and compile --base-ref again
+// changes nothing. A base the branch does not contain is refused: the
+// release would be built from sources without its changes.
+func TestCompileBaseRefRebuildsABranchsRelease(t *testing.T) {
+	const at = "2026-10-03T00:00:00Z"
+	dir := gitFixture(t)
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := head.Hash().String() // release 1: what the branch merges onto
+
+	// The expected release: both edits compiled at once on release 1.
+	once := copyDir(t, dir)
+	editFile(t, once, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	editFile(t, once, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", once, "--env", "dev", "--created-at", at); err != nil {
+		t.Fatalf("compile both edits at once: %v %s", err, out)
+	}
+	want, err := compiler.CommittedRelease(os.DirFS(once), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The branch: one edit compiled and committed, then another.
+	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-02T00:00:00Z"); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
+		t.Fatalf("compile the first edit: %v %s", err, out)
+	}
+	commitAll(t, r, "first edit", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	editFile(t, dir, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/3 (base 2)") {
+		t.Fatalf("compile the second edit: %v %s", err, out)
+	}
+	commitAll(t, r, "second edit", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC))
+
+	// On the branch alone release 3 verifies (release 2 is in its history);
+	// against the base it cannot, and the error says what to run.
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("check on the branch: %v %s", err, out)
+	}
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check", "--base-ref", base)
+	if exitCode(err) != exitRefused || !strings.Contains(fmtErr(err), "release 2 of dev is not in the first-parent history of "+base) ||
+		!strings.Contains(fmtErr(err), "configpub compile --base-ref") {
+		t.Fatalf("check against the base: got %v (exit %d), want a refusal naming the fix", err, exitCode(err))
+	}
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base, "--output", "json")
+	if err != nil {
+		t.Fatalf("plan: %v %s", err, out)
+	}
+	var plan struct {
+		Release   int64  `json:"release"`
+		NotOnBase string `json:"notOnBase"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if plan.Release != 3 || !strings.Contains(plan.NotOnBase, "release 3 on base 2, but "+base+" holds release 1") ||
+		!strings.Contains(plan.NotOnBase, "configpub compile --base-ref "+base) {
+		t.Fatalf("plan of release 3 on the branch: %+v, want notOnBase naming the fix", plan)
+	}
+
+	out, err = runCLI("compile", "--repo", dir, "--env", "dev", "--base-ref", base, "--created-at", at)
+	if err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "rewritten") ||
+		!strings.Contains(out, "releases/dev.yaml held release 3, not in "+base) {
+		t.Fatalf("compile --base-ref: %v\n%s", err, out)
+	}
+	got, err := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the rebuilt release is not the release both edits compile to at once on release 1")
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check", "--base-ref", base); err != nil {
+		t.Fatalf("check of the rebuilt release against the base: %v %s", err, out)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--base-ref", base, "--created-at", at); err != nil || !strings.Contains(out, "unchanged") || strings.Contains(out, "held release") {
+		t.Fatalf("compile --base-ref again: %v\n%s\nwant it unchanged", err, out)
+	}
+	if out, err = runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base); err != nil || strings.Contains(out, "warning:") {
+		t.Fatalf("plan of the rebuilt release: %v\n%s\nwant no warning", err, out)
+	}
+
+	// A base HEAD does not contain: HEAD back at the first edit, the second
+	// edit's commit as the base.
+	top, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(top.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Reset(&git.ResetOptions{Commit: c.ParentHashes[0], Mode: git.HardReset}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--base-ref", top.Hash().String(), "--created-at", at)
+	if exitCode(err) != exitRefused || !errors.Is(err, gitfs.ErrNotContained) || !strings.Contains(fmtErr(err), "merge or rebase onto it first") {
+		t.Fatalf("compile on a base HEAD does not contain: got %v (exit %d)", err, exitCode(err))
+	}
+	if after, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(before, after) {
+		t.Fatal("a refused --base-ref wrote the release")
+	}
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
