@@ -77,10 +77,34 @@ configpub lease renew, not by a release.)`,
 			defer tree.Close()
 			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
 				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
-			var held heldRelease // with --base-ref, the release the working tree holds
+			// The release built on: the working tree's, or with --base-ref
+			// the one at that revision, or — when the working tree's went
+			// back (a revert) — the newer one in HEAD's history: releases
+			// only move forward.
+			held, err := workingRelease(repo, env)
+			if err != nil {
+				held = heldRelease{} // a root that does not parse: the compile says what is wrong with it
+			}
+			onto, newer := baseRef, int64(0)
 			if baseRef != "" {
-				if held, err = onBaseRef(repo, env, baseRef, check, &copts); err != nil {
+				if err := onBaseRef(repo, baseRef, check, &copts); err != nil {
 					return err
+				}
+			} else if held.version > 0 {
+				v, c, err := gitfs.NewerRelease(cmd.Context(), repo, "HEAD", env, held.version, held.digest)
+				if err != nil && !errors.Is(err, gitfs.ErrNotRepository) {
+					return err
+				}
+				if v > 0 {
+					if check {
+						return fmt.Errorf("%w: %s is release %d, but the first-parent history of HEAD holds release %d (at %s): releases only move forward "+
+							"(a reverted release? promote does nothing with a release it recorded before); configpub compile builds release %d with these sources on release %d",
+							compiler.ErrStale, compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
+					}
+					onto, newer = c, v
+					if err := onBaseRef(repo, c, false, &copts); err != nil {
+						return err
+					}
 				}
 			}
 			res, err := compiler.Compile(cmd.Context(), tree, copts)
@@ -112,11 +136,10 @@ configpub lease renew, not by a release.)`,
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err
 			}
-			rebuilt := baseRef != "" && (held.version != res.Manifest.ReleaseVersion || held.digest != res.Manifest.ReleaseDigest)
-			if baseRef != "" && res.Unchanged() {
-				// The release at --base-ref is what derives: the working
-				// tree's files become its (only those that differ are
-				// written).
+			rebuilt := onto != "" && (held.version != res.Manifest.ReleaseVersion || held.digest != res.Manifest.ReleaseDigest)
+			if onto != "" && res.Unchanged() {
+				// The release built on is what derives: the working tree's
+				// files become its (only those that differ are written).
 				archive, err := res.ReleaseArchive()
 				if err != nil {
 					return err
@@ -131,15 +154,20 @@ configpub lease renew, not by a release.)`,
 				}
 			}
 			sum.State = "rewritten"
-			if (baseRef == "" && res.Unchanged()) || (baseRef != "" && !rebuilt) {
+			if (onto == "" && res.Unchanged()) || (onto != "" && !rebuilt) {
 				sum.State = "unchanged"
 			}
 			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion {
-				sum.RebuiltFrom, sum.BaseRef = held.version, baseRef
+				sum.RebuiltFrom, sum.BaseRef = held.version, onto
 			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
-				if err == nil && sum.RebuiltFrom != 0 {
+				switch {
+				case err != nil || sum.RebuiltFrom == 0:
+				case newer > 0:
+					_, err = fmt.Fprintf(w, "%s held release %d, older than release %d at %s: built on release %d (releases only move forward; a reverted release is a new one)\n",
+						sum.Manifest, sum.RebuiltFrom, newer, onto[:12], newer)
+				default:
 					_, err = fmt.Fprintf(w, "%s held release %d, not in %s: rebuilt on the release %s holds\n", sum.Manifest, sum.RebuiltFrom, baseRef, baseRef)
 				}
 				if err == nil && sum.State == "rewritten" && sum.Reissued > 0 {
@@ -188,9 +216,10 @@ type compileSummary struct {
 	// when it creates none).
 	PromotableFrom  string `json:"promotableFrom,omitempty"`
 	PromotableUntil string `json:"promotableUntil,omitempty"`
-	// RebuiltFrom is, with --base-ref, the release the working tree held
-	// when it is not the one BaseRef holds nor the one written: a release
-	// the branch compiled before, replaced by one built on BaseRef's.
+	// RebuiltFrom is the release the working tree held when the release
+	// written is built on another, BaseRef's: with --base-ref, a release
+	// the branch compiled before; or a newer release in HEAD's history
+	// (BaseRef its commit) when the working tree's went back (a revert).
 	RebuiltFrom int64  `json:"rebuiltFrom,omitempty"`
 	BaseRef     string `json:"baseRef,omitempty"`
 }
@@ -199,23 +228,27 @@ type compileSummary struct {
 // instead of the working tree's (compile --base-ref): HEAD must contain
 // baseRef (a release built on its release from sources without its changes
 // would undo them); release N-1 is looked up in baseRef's history; and,
-// unless check, the committed release is read from baseRef's tree. It
-// returns the release the working tree holds.
-func onBaseRef(repo, env, baseRef string, check bool, opts *compiler.Options) (heldRelease, error) {
+// unless check, the committed release is read from baseRef's tree.
+func onBaseRef(repo, baseRef string, check bool, opts *compiler.Options) error {
 	if err := gitfs.Contains(repo, "HEAD", baseRef); err != nil {
 		if errors.Is(err, gitfs.ErrNotContained) {
-			return heldRelease{}, fmt.Errorf("--base-ref %s: %w: merge or rebase onto it first (a release built on its release from sources without its changes would undo them)", baseRef, err)
+			return fmt.Errorf("--base-ref %s: %w: merge or rebase onto it first (a release built on its release from sources without its changes would undo them)", baseRef, err)
 		}
-		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+		return fmt.Errorf("--base-ref %s: %w", baseRef, err)
 	}
 	opts.PreviousTree = gitfs.ReleaseTrees(repo, baseRef)
 	if !check {
 		committed, err := gitfs.TreeFS(repo, baseRef)
 		if err != nil {
-			return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+			return fmt.Errorf("--base-ref %s: %w", baseRef, err)
 		}
 		opts.Committed = committed
 	}
+	return nil
+}
+
+// workingRelease returns the release the working tree at repo holds.
+func workingRelease(repo, env string) (heldRelease, error) {
 	wt, err := policytree.Dir(repo, policytree.Limits{})
 	if err != nil {
 		return heldRelease{}, err

@@ -101,6 +101,14 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
+			if held, err := workingRelease(repo, env); err == nil && held.version > 0 && r.NotOnBase == "" {
+				// A working tree whose release went back (a revert).
+				if v, c, err := gitfs.NewerRelease(cmd.Context(), repo, "HEAD", env, held.version, held.digest); err == nil && v > 0 {
+					r.NotOnBase = fmt.Sprintf("%s is release %d, but the first-parent history of HEAD holds release %d (at %s): releases only move forward, "+
+						"and promote does nothing with a release it recorded before; configpub compile builds release %d with these sources on release %d",
+						compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
+				}
+			}
 			w := cmd.OutOrStdout()
 			switch format {
 			case "markdown":

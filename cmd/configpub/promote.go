@@ -196,8 +196,16 @@ func printNotReactivated(w io.Writer, res *promote.Result, state string, activeR
 	if activeRelease != 0 {
 		active = fmt.Sprintf("release %d is active", activeRelease)
 	}
-	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s and since %s; %s; nothing moved (to return to it: configpub activate --env %s --release %d)\n",
+	back := fmt.Sprintf("to return to it: configpub activate --env %s --release %d", res.EnvTag, res.ReleaseVersion)
+	if activeRelease > res.ReleaseVersion {
+		// An older release: a rollback returns to it; a commit that took
+		// the release back (a revert) wants the next release instead.
+		back = fmt.Sprintf("to return to it: configpub rollback --env %s --to-release %d; to make this commit's sources "+
+			"a new release (a revert), configpub compile builds the next release on the newest one and a promotion of that commit activates it",
+			res.EnvTag, res.ReleaseVersion)
+	}
+	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s and since %s; %s; nothing moved (%s)\n",
 		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, how,
-		strings.ToLower(strings.ReplaceAll(state, "_", " ")), active, res.EnvTag, res.ReleaseVersion)
+		strings.ToLower(strings.ReplaceAll(state, "_", " ")), active, back)
 	return err
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/promote"
+	"github.com/configpub/configpub/promote/review"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -32,6 +35,31 @@ func TestReturnLine(t *testing.T) {
 	} {
 		if got := returnLine(&c.res); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestNotReactivatedSaysHowBack: a promotion of a recorded release that is
+// not active moves nothing and says how to return to it — activate for a
+// release newer than the active one (rolled back), rollback for an older
+// one, which is also what a commit reverting a change holds: that wants the
+// next release instead.
+func TestNotReactivatedSaysHowBack(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		release, active int64
+		want, not       string
+	}{
+		{"rolled back", 3, 2, "(to return to it: configpub activate --env prod --release 3)", "rollback"},
+		{"reverted", 1, 2, "(to return to it: configpub rollback --env prod --to-release 1; to make this commit's sources a new release (a revert), configpub compile builds the next release", "activate"},
+	} {
+		var b strings.Builder
+		res := &promote.Result{Review: &review.Review{Commit: "0123456789ab"}, EnvTag: "prod", ReleaseVersion: c.release, BaseRelease: c.release - 1}
+		if err := printNotReactivated(&b, res, promoter.StateSuperseded, c.active, "recorded earlier from abc"); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); !strings.Contains(got, c.want) || strings.Contains(got, "configpub "+c.not) || !strings.Contains(got, "nothing moved") {
+			t.Errorf("%s: %q, want %q and no %q", c.name, got, c.want, c.not)
 		}
 	}
 }

@@ -56,6 +56,82 @@ func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, vers
 	}
 }
 
+// releaseDigestRE finds the releaseDigest line of a release manifest root
+// written by configpub (its last line, unindented).
+var releaseDigestRE = regexp.MustCompile(`(?m)^releaseDigest: "(sha256:[0-9a-f]{64})"$`)
+
+// NewerRelease reports whether the release a working tree holds (version,
+// releaseDigest digest) went back: whether the first-parent history of rev
+// holds a newer release above a commit that holds this very release (a
+// revert of a release puts back its files). It returns the newer release's
+// version and commit, or 0 and "" — also for a release not in the history
+// (one just compiled on an older base, say) and when the walk reaches a
+// commit the repository does not hold (a shallow clone).
+func NewerRelease(ctx context.Context, dir, rev, envTag string, version int64, digest string) (int64, string, error) {
+	r, prefix, err := openAt(dir)
+	if err != nil {
+		return 0, "", err
+	}
+	file := path.Join(prefix, "releases", envTag+".yaml")
+	c, err := commit(r, rev)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return 0, "", nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	var (
+		last  plumbing.Hash
+		newer int64
+		at    string // the newer release's commit
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return 0, "", err
+		}
+		f, err := c.File(file)
+		switch {
+		case errors.Is(err, object.ErrFileNotFound):
+		case err != nil:
+			return 0, "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+		case f.Hash != last:
+			last = f.Hash
+			b, err := readBlob(f)
+			if err != nil {
+				return 0, "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+			}
+			if m := releaseVersionRE.FindSubmatch(b); m != nil {
+				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+				switch {
+				case v > version:
+					if newer == 0 {
+						newer, at = v, c.Hash.String()
+					}
+				case v < version:
+					return 0, "", nil
+				case newer == 0: // the working tree's own, not yet below a newer one
+				default:
+					if d := releaseDigestRE.FindSubmatch(b); d != nil && string(d[1]) == digest {
+						return newer, at, nil
+					}
+					return 0, "", nil
+				}
+			}
+		}
+		if c.NumParents() == 0 {
+			return 0, "", nil
+		}
+		parent, err := c.Parent(0)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return 0, "", nil
+		}
+		if err != nil {
+			return 0, "", fmt.Errorf("first parent of %s: %w", c.Hash.String()[:12], err)
+		}
+		c = parent
+	}
+}
+
 // foundRelease is where findRelease found a release: the commit, dir's
 // path in its tree, the root's path and bytes.
 type foundRelease struct {
@@ -67,7 +143,9 @@ type foundRelease struct {
 
 // findRelease walks the first-parent history of rev from its newest commit
 // for the one whose releases/<envTag>.yaml (relative to dir) is release
-// version, stopping at the first older release.
+// version. Releases only grow along that history, except where a commit
+// took a release back (a revert), so the walk stops at the second of two
+// older releases in a row that do not grow back: below them, it is not.
 func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*foundRelease, error) {
 	r, prefix, err := openAt(dir)
 	if err != nil {
@@ -81,7 +159,12 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 	if err != nil {
 		return nil, err
 	}
-	var last plumbing.Hash
+	var (
+		last   plumbing.Hash
+		below  int64          // the older release seen last (0: none since the last newer one)
+		first  *object.Commit // where the first older release was seen, and its version
+		firstV int64
+	)
 	depth := 0 // commits below rev
 	for c != nil {
 		if err := ctx.Err(); err != nil {
@@ -100,13 +183,18 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 			}
 			if m := releaseVersionRE.FindSubmatch(b); m != nil {
 				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
-				if v == version {
+				switch {
+				case v == version:
 					return &foundRelease{commit: c, prefix: prefix, file: file, root: b}, nil
-				}
-				if v < version {
-					return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s; a branch that compiled more than once? "+
-						"build its release on the one of the branch it merges onto: configpub compile --base-ref <that branch>): %w",
-						version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
+				case v < version && below != 0 && v <= below:
+					return nil, notInHistory(version, envTag, rev, first, firstV)
+				case v < version:
+					below = v
+					if first == nil {
+						first, firstV = c, v
+					}
+				default: // newer: the history went back above (a revert)
+					below = 0
 				}
 			}
 		}
@@ -123,7 +211,19 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 		c = parent
 		depth++
 	}
+	if first != nil {
+		return nil, notInHistory(version, envTag, rev, first, firstV)
+	}
 	return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
+}
+
+// notInHistory is the error of a walk for release version that found older
+// releases only, the first of them, v, at commit c: what usually leads
+// there, and what to run.
+func notInHistory(version int64, envTag, rev string, c *object.Commit, v int64) error {
+	return fmt.Errorf("release %d of %s is not in the first-parent history of %s (release %d at %s; a branch that compiled more than once? "+
+		"build its release on the one of the branch it merges onto: configpub compile --base-ref <that branch>): %w",
+		version, envTag, rev, v, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
 }
 
 // incomplete is the error of a first-parent walk that reached commit c,

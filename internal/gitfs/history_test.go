@@ -13,6 +13,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
@@ -89,18 +90,7 @@ func TestReleaseTreesFindTheRecordingCommit(t *testing.T) {
 // how far below the revision, whether the clone is shallow, and how to
 // fetch the rest; a release above the cut is still found.
 func TestReleaseTreesIncompleteHistory(t *testing.T) {
-	files := compiledRelease(t, 4)
-	release := func(v int) map[string]string {
-		m := map[string]string{}
-		for _, f := range files {
-			b := string(f.Bytes)
-			if f.Path == files[0].Path {
-				b = strings.Replace(b, "releaseVersion: 1\n", fmt.Sprintf("releaseVersion: %d\n", v), 1)
-			}
-			m[f.Path] = b
-		}
-		return m
-	}
+	release := numberedReleases(t)
 	dir := makeRepo(t, release(1))
 	second := commitFiles(t, dir, release(2), "release 2", when.Add(time.Hour))
 	commitFiles(t, dir, map[string]string{"README.md": "a later commit\n"}, "docs", when.Add(2*time.Hour))
@@ -137,3 +127,76 @@ func TestReleaseTreesIncompleteHistory(t *testing.T) {
 		t.Fatalf("release 1 in a shallow clone: got %v", err)
 	}
 }
+
+// numberedReleases returns the files of a compiled release with its root
+// numbered v, as a history of releases holds them (only the root's
+// releaseVersion and releaseDigest lines differ, the digest numberedDigest(v);
+// the walks read nothing else).
+func numberedReleases(t *testing.T) func(v int) map[string]string {
+	files := compiledRelease(t, 4)
+	return func(v int) map[string]string {
+		m := map[string]string{}
+		for _, f := range files {
+			b := string(f.Bytes)
+			if f.Path == files[0].Path {
+				b = strings.Replace(b, "releaseVersion: 1\n", fmt.Sprintf("releaseVersion: %d\n", v), 1)
+				b = releaseDigestRE.ReplaceAllString(b, fmt.Sprintf(`releaseDigest: "%s"`, numberedDigest(v)))
+			}
+			m[f.Path] = b
+		}
+		return m
+	}
+}
+
+// TestReleaseHistoryAcrossARevert: in a first-parent history of releases
+// 1, 2, 1 (a revert), 3, release 2 is found below the revert — the walk does
+// not stop at the older release the revert put back — and a release that
+// is not there is not recorded, named by the first older release seen.
+// NewerRelease finds release 2 above a working tree reverted to release 1,
+// and nothing above a working tree at or past the newest release.
+func TestReleaseHistoryAcrossARevert(t *testing.T) {
+	release := numberedReleases(t)
+	dir := makeRepo(t, release(1))
+	two := commitFiles(t, dir, release(2), "release 2", when.Add(time.Hour))
+	commitFiles(t, dir, release(1), "Revert release 2", when.Add(2*time.Hour))
+	ctx := context.Background()
+
+	// At the revert: the working tree holds release 1, release 2 above it.
+	if v, c, err := NewerRelease(ctx, dir, "HEAD", "bench", 1, numberedDigest(1)); err != nil || v != 2 || c != two.String() {
+		t.Fatalf("newer than 1 at the revert: %d %s %v, want release 2 at %s", v, c, err, two)
+	}
+	// Another release 1 (one built on an older base, not recorded here)
+	// did not go back.
+	if v, _, err := NewerRelease(ctx, dir, "HEAD", "bench", 1, numberedDigest(9)); err != nil || v != 0 {
+		t.Fatalf("newer than a release 1 not in the history: %d %v, want none", v, err)
+	}
+	if v, _, err := NewerRelease(ctx, dir, "HEAD", "bench", 3, numberedDigest(3)); err != nil || v != 0 {
+		t.Fatalf("newer than 3 (a working tree compiled past the revert): %d %v, want none", v, err)
+	}
+	three := commitFiles(t, dir, release(3), "release 3", when.Add(3*time.Hour))
+	if v, _, err := NewerRelease(ctx, dir, "HEAD", "bench", 3, numberedDigest(3)); err != nil || v != 0 {
+		t.Fatalf("newer than 3 at release 3: %d %v, want none", v, err)
+	}
+
+	trees := ReleaseTrees(dir, "HEAD")
+	for v, at := range map[int64]plumbing.Hash{3: three, 2: two} {
+		f, err := findRelease(ctx, dir, "HEAD", "bench", v)
+		if err != nil || f.commit.Hash != at {
+			t.Fatalf("release %d: %v, want it at %s", v, err, at)
+		}
+	}
+	if _, err := trees(ctx, "bench", 1); err != nil {
+		t.Fatalf("release 1: %v", err)
+	}
+	// A history that never held release 5 (1, 2, 1, 3, 4 then 6): not
+	// recorded, naming release 4, the first older release.
+	four := commitFiles(t, dir, release(4), "release 4", when.Add(4*time.Hour))
+	commitFiles(t, dir, release(6), "release 6", when.Add(5*time.Hour))
+	_, err := trees(ctx, "bench", 5)
+	if !errors.Is(err, bundle.ErrReleaseNotRecorded) || !strings.Contains(err.Error(), "(release 4 at "+four.String()[:12]) {
+		t.Fatalf("release 5: got %v, want not recorded naming release 4", err)
+	}
+}
+
+// numberedDigest is the releaseDigest numberedReleases gives release v.
+func numberedDigest(v int) string { return fmt.Sprintf("sha256:%064x", v) }

@@ -49,7 +49,8 @@ type Report struct {
 	// NotOnBase says, when the new release is not built on the base
 	// release (a branch that compiled more than once: release N+2 on its
 	// own N+1, where the base holds N), that promote will refuse it and
-	// what rebuilds it on the base release.
+	// what rebuilds it on the base release; or, set by the caller, that
+	// the working tree's release went back (a revert).
 	NotOnBase string `json:"notOnBase,omitempty"`
 	// RollbackTo is the base release, the one configpub rollback returns
 	// to once the new release is promoted, and RollbackUntil the earliest

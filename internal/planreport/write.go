@@ -186,7 +186,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(w, "**%d** target(s) change (**%d** added, **%d** retired), **%d** unchanged.\n",
 		len(r.Changed), r.AddedTargets, r.RetiredTargets, r.Unchanged)
 	if r.NotOnBase != "" {
-		fmt.Fprintf(w, "\n> **Not built on the base release:** %s\n", safetext.Text(r.NotOnBase))
+		fmt.Fprintf(w, "\n> **Not promotable as it is:** %s\n", safetext.Text(r.NotOnBase))
 	}
 	if r.Provisional != "" {
 		fmt.Fprintf(w, "\n> **Digests are provisional:** %s\n", safetext.Text(r.Provisional))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	git "github.com/go-git/go-git/v5"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gitfs"
 )
@@ -158,4 +160,82 @@ func fmtErr(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestCompileRevertIsANewRelease: a commit that reverts a released change
+// takes releases/dev.yaml back to release 1 with its sources, which verifies
+// on its own but which promote would ignore (it recorded release 1 before).
+// --check refuses it, naming release 2 in the history, and plan warns; compile builds
+// release 3 on release 2 with release 1's policy, which --check then
+// verifies across the revert.
+func TestCompileRevertIsANewRelease(t *testing.T) {
+	dir := gitFixture(t)
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release1, err := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	account, _ := os.ReadFile(filepath.Join(dir, "agents", "account.yaml"))
+	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-02T00:00:00Z"); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
+		t.Fatalf("compile release 2: %v %s", err, out)
+	}
+	commitAll(t, r, "release 2", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	// git revert: the source and the release files back as they were.
+	if err := os.WriteFile(filepath.Join(dir, "agents", "account.yaml"), account, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := compiler.WriteReleaseFiles(context.Background(), dir, release1); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "Revert release 2", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC))
+
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
+	if exitCode(err) != exitRefused || !errors.Is(err, compiler.ErrStale) ||
+		!strings.Contains(fmtErr(err), "releases/dev.yaml is release 1, but the first-parent history of HEAD holds release 2") ||
+		!strings.Contains(fmtErr(err), "releases only move forward") {
+		t.Fatalf("check of the revert: got %v (exit %d), want a stale refusal naming release 2", err, exitCode(err))
+	}
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev")
+	if err != nil || !strings.Contains(out, "warning: releases/dev.yaml is release 1, but the first-parent history of HEAD holds release 2") {
+		t.Fatalf("plan of the revert: %v\n%s\nwant a warning naming release 2", err, out)
+	}
+	out, err = runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-04T00:00:00Z")
+	if err != nil || !strings.Contains(out, "release dev/3 (base 2)") || !strings.Contains(out, "releases/dev.yaml held release 1, older than release 2") {
+		t.Fatalf("compile the revert: %v\n%s\nwant release 3 on release 2", err, out)
+	}
+	b, err := compiler.CommittedRelease(os.DirFS(dir), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3, err := bundle.ParseManifest("dev.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, err := bundle.ParseManifest("dev.yaml", release1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked int
+	for _, e := range m3.Targets {
+		if e.SubjectName != "account" {
+			continue
+		}
+		was := m1.Target(e.Host, e.ServiceID)
+		if was == nil || e.PolicyDigest != was.PolicyDigest || e.ContentDigest != was.ContentDigest || !e.Changed || e.ReleaseVersion != 3 {
+			t.Errorf("%s/%s in release 3: policy %s content %s changed %v release %d; want release 1's policy and content as a new snapshot of release 3",
+				e.Host, e.ServiceID, e.PolicyDigest, e.ContentDigest, e.Changed, e.ReleaseVersion)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("release 3 has no target of Agent account")
+	}
+	commitAll(t, r, "release 3", time.Date(2026, 10, 4, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("check of release 3, whose release 2 is below the revert: %v %s", err, out)
+	}
 }
