@@ -86,8 +86,9 @@ configpub lease renew, not by a release.)`,
 				held = heldRelease{} // a root that does not parse: the compile says what is wrong with it
 			}
 			onto, newer := baseRef, int64(0)
+			var ontoRelease heldRelease // the release onto holds
 			if baseRef != "" {
-				if err := onBaseRef(repo, baseRef, check, &copts); err != nil {
+				if ontoRelease, err = onBaseRef(repo, baseRef, check, &copts); err != nil {
 					return err
 				}
 			} else if held.version > 0 {
@@ -102,7 +103,7 @@ configpub lease renew, not by a release.)`,
 							compiler.ErrStale, compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
 					}
 					onto, newer = c, v
-					if err := onBaseRef(repo, c, false, &copts); err != nil {
+					if ontoRelease, err = onBaseRef(repo, c, false, &copts); err != nil {
 						return err
 					}
 				}
@@ -157,7 +158,7 @@ configpub lease renew, not by a release.)`,
 			if (onto == "" && res.Unchanged()) || (onto != "" && !rebuilt) {
 				sum.State = "unchanged"
 			}
-			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion {
+			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion && held != ontoRelease {
 				sum.RebuiltFrom, sum.BaseRef = held.version, onto
 			}
 			return report(cmd, sum, func(w io.Writer) error {
@@ -228,23 +229,29 @@ type compileSummary struct {
 // instead of the working tree's (compile --base-ref): HEAD must contain
 // baseRef (a release built on its release from sources without its changes
 // would undo them); release N-1 is looked up in baseRef's history; and,
-// unless check, the committed release is read from baseRef's tree.
-func onBaseRef(repo, baseRef string, check bool, opts *compiler.Options) error {
+// unless check, the committed release is read from baseRef's tree. It
+// returns the release baseRef holds.
+func onBaseRef(repo, baseRef string, check bool, opts *compiler.Options) (heldRelease, error) {
 	if err := gitfs.Contains(repo, "HEAD", baseRef); err != nil {
 		if errors.Is(err, gitfs.ErrNotContained) {
-			return fmt.Errorf("--base-ref %s: %w: merge or rebase onto it first (a release built on its release from sources without its changes would undo them)", baseRef, err)
+			return heldRelease{}, fmt.Errorf("--base-ref %s: %w: merge or rebase onto it first (a release built on its release from sources without its changes would undo them)", baseRef, err)
 		}
-		return fmt.Errorf("--base-ref %s: %w", baseRef, err)
+		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
 	}
 	opts.PreviousTree = gitfs.ReleaseTrees(repo, baseRef)
+	committed, err := gitfs.TreeFS(repo, baseRef)
+	if err != nil {
+		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+	}
 	if !check {
-		committed, err := gitfs.TreeFS(repo, baseRef)
-		if err != nil {
-			return fmt.Errorf("--base-ref %s: %w", baseRef, err)
-		}
 		opts.Committed = committed
 	}
-	return nil
+	var h heldRelease
+	h.version, h.digest, err = compiler.CommittedVersion(committed, opts.EnvTag)
+	if err != nil {
+		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
+	}
+	return h, nil
 }
 
 // workingRelease returns the release the working tree at repo holds.

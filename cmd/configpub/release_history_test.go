@@ -127,6 +127,22 @@ func TestCompileBaseRefRebuildsABranchsRelease(t *testing.T) {
 	if out, err = runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", base); err != nil || strings.Contains(out, "warning:") {
 		t.Fatalf("plan of the rebuilt release: %v\n%s\nwant no warning", err, out)
 	}
+	// A merge conflict in releases/ resolved by taking the base's files:
+	// the same release again, and no word of a release the branch held.
+	fixture, err := compiler.CommittedRelease(os.DirFS("../../fixtures/policy-repo"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiler.WriteReleaseFiles(context.Background(), dir, fixture); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI("compile", "--repo", dir, "--env", "dev", "--base-ref", base, "--created-at", at)
+	if err != nil || !strings.Contains(out, "rewritten") || strings.Contains(out, "held release") {
+		t.Fatalf("compile --base-ref on the base's own release files: %v\n%s", err, out)
+	}
+	if got, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(got, want) {
+		t.Fatal("compile --base-ref on the base's own release files wrote another release")
+	}
 
 	// A base HEAD does not contain: HEAD back at the first edit, the second
 	// edit's commit as the base.
