@@ -106,6 +106,21 @@ configpub lease renew, not by a release.)`,
 					if ontoRelease, err = onBaseRef(repo, c, false, &copts); err != nil {
 						return err
 					}
+				} else if !check {
+					// A release newer than HEAD's that HEAD does not hold is
+					// the output of an earlier compile, not committed: the
+					// next compile rebuilds it on HEAD's release rather than
+					// chaining a release on it that no commit will hold.
+					at, err := gitfs.TreeFS(repo, "HEAD")
+					if err == nil {
+						var h heldRelease
+						if h.version, h.digest, err = compiler.CommittedVersion(at, env); err == nil && h.version > 0 && held.version > h.version {
+							onto = "HEAD"
+							if ontoRelease, err = onBaseRef(repo, onto, false, &copts); err != nil {
+								return err
+							}
+						}
+					}
 				}
 			}
 			res, err := compiler.Compile(cmd.Context(), tree, copts)

@@ -255,3 +255,46 @@ func TestCompileRevertIsANewRelease(t *testing.T) {
 		t.Fatalf("check of release 3, whose release 2 is below the revert: %v %s", err, out)
 	}
 }
+
+// TestCompileAgainBeforeCommitting: edit, compile, edit again, compile —
+// before any commit. The first compile's release 2 is in no commit, so the
+// second rebuilds release 2 on HEAD's release 1 (byte for byte what one
+// compile of both edits writes) instead of chaining release 3 on it, which
+// no commit would hold and promote would refuse; the commit then checks.
+func TestCompileAgainBeforeCommitting(t *testing.T) {
+	const at = "2026-10-03T00:00:00Z"
+	dir := gitFixture(t)
+	once := copyDir(t, dir)
+	editFile(t, once, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	editFile(t, once, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", once, "--env", "dev", "--created-at", at); err != nil {
+		t.Fatalf("compile both edits at once: %v %s", err, out)
+	}
+	want, err := compiler.CommittedRelease(os.DirFS(once), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
+		t.Fatalf("compile the first edit: %v %s", err, out)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "unchanged") {
+		t.Fatalf("compile again, nothing edited: %v %s, want release 2 unchanged", err, out)
+	}
+	editFile(t, dir, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "rewritten") {
+		t.Fatalf("compile the second edit before committing: %v %s, want release 2 on 1 rewritten", err, out)
+	}
+	if got, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(got, want) {
+		t.Fatal("the release compiled in two rounds is not the one both edits compile to at once")
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "both edits", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("check of the commit: %v %s", err, out)
+	}
+}
