@@ -62,3 +62,15 @@ func TestErrorsReportedTogetherWithSuggestions(t *testing.T) {
 		t.Fatalf("got %v, want %d listed and 5 omitted", err, compiler.MaxReported)
 	}
 }
+
+// TestNoRepositoryDocument: a directory without configpub.yaml (a
+// subdirectory of the policy repository, say) is not the root, and the
+// error says so rather than pointing at a missing file's first line.
+func TestNoRepositoryDocument(t *testing.T) {
+	opts := compiler.Options{EnvTag: "dev", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	dir := copyRepo(t)
+	_, err := compiler.Compile(context.Background(), os.DirFS(filepath.Join(dir, "agents")), opts)
+	if !errors.Is(err, compiler.ErrInvalidSource) || !strings.Contains(fmt.Sprint(err), "no configpub.yaml: the directory compiled must be the policy repository's root") {
+		t.Fatalf("compile of agents/: got %v", err)
+	}
+}

@@ -195,6 +195,11 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	}
 	sum.Sum(ss.digest[:0])
 	repos := ss.byKind[KindRepository]
+	if len(repos) == 0 {
+		if _, err := fs.Stat(fsys, RepositoryFile); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no %s: the directory compiled must be the policy repository's root (configpub init writes one)", ErrInvalidSource, RepositoryFile)
+		}
+	}
 	if len(repos) != 1 {
 		return nil, &SourceError{File: RepositoryFile, Line: 1, Err: fmt.Errorf("want exactly one Repository document, found %d", len(repos))}
 	}
