@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +21,7 @@ func addCompileCmd(root *cobra.Command) {
 	var repo, env, out, createdAt, baseRef string
 	var check, renew bool
 	cmd := &cobra.Command{
-		Use:   "compile --repo DIR --env ENV [--out DIR] [--check | --renew] [--created-at RFC3339]",
+		Use:   "compile --repo DIR --env ENV [--out DIR] [--check | --renew] [--created-at RFC3339] [--base-ref REF]",
 		Short: "Compile a policy repository into values.yml per target and the release manifest",
 		Long: `compile resolves, projects, digests, renders and validates every target of
 one environment. It rewrites releases/ENV.yaml when the sources changed, and with
@@ -77,51 +78,9 @@ configpub lease renew, not by a release.)`,
 			defer tree.Close()
 			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
 				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
-			// The release built on: the working tree's, or with --base-ref
-			// the one at that revision, or — when the working tree's went
-			// back (a revert) — the newer one in HEAD's history: releases
-			// only move forward.
-			held, err := workingRelease(repo, env)
+			b, err := chooseBase(cmd.Context(), repo, env, baseRef, check, &copts)
 			if err != nil {
-				held = heldRelease{} // a root that does not parse: the compile says what is wrong with it
-			}
-			onto, newer := baseRef, int64(0)
-			var ontoRelease heldRelease // the release onto holds
-			if baseRef != "" {
-				if ontoRelease, err = onBaseRef(repo, baseRef, check, &copts); err != nil {
-					return err
-				}
-			} else if held.version > 0 {
-				v, c, err := gitfs.NewerRelease(cmd.Context(), repo, "HEAD", env, held.version, held.digest)
-				if err != nil && !errors.Is(err, gitfs.ErrNotRepository) {
-					return err
-				}
-				if v > 0 {
-					if check {
-						return fmt.Errorf("%w: %s is release %d, but the first-parent history of HEAD holds release %d (at %s): releases only move forward "+
-							"(a reverted release? promote does nothing with a release it recorded before); configpub compile builds release %d with these sources on release %d",
-							compiler.ErrStale, compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
-					}
-					onto, newer = c, v
-					if ontoRelease, err = onBaseRef(repo, c, false, &copts); err != nil {
-						return err
-					}
-				} else if !check {
-					// A release newer than HEAD's that HEAD does not hold is
-					// the output of an earlier compile, not committed: the
-					// next compile rebuilds it on HEAD's release rather than
-					// chaining a release on it that no commit will hold.
-					at, err := gitfs.TreeFS(repo, "HEAD")
-					if err == nil {
-						var h heldRelease
-						if h.version, h.digest, err = compiler.CommittedVersion(at, env); err == nil && h.version > 0 && held.version > h.version {
-							onto = "HEAD"
-							if ontoRelease, err = onBaseRef(repo, onto, false, &copts); err != nil {
-								return err
-							}
-						}
-					}
-				}
+				return err
 			}
 			res, err := compiler.Compile(cmd.Context(), tree, copts)
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
@@ -152,8 +111,9 @@ configpub lease renew, not by a release.)`,
 			if err := compiler.Write(cmd.Context(), res, repo, out); err != nil {
 				return err
 			}
-			rebuilt := onto != "" && (held.version != res.Manifest.ReleaseVersion || held.digest != res.Manifest.ReleaseDigest)
-			if onto != "" && res.Unchanged() {
+			held := b.held
+			rebuilt := b.onto != "" && (held.version != res.Manifest.ReleaseVersion || held.digest != res.Manifest.ReleaseDigest)
+			if b.onto != "" && res.Unchanged() {
 				// The release built on is what derives: the working tree's
 				// files become its (only those that differ are written).
 				archive, err := res.ReleaseArchive()
@@ -170,19 +130,19 @@ configpub lease renew, not by a release.)`,
 				}
 			}
 			sum.State = "rewritten"
-			if (onto == "" && res.Unchanged()) || (onto != "" && !rebuilt) {
+			if (b.onto == "" && res.Unchanged()) || (b.onto != "" && !rebuilt) {
 				sum.State = "unchanged"
 			}
-			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion && held != ontoRelease {
-				sum.RebuiltFrom, sum.BaseRef = held.version, onto
+			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion && held != b.ontoRelease {
+				sum.RebuiltFrom, sum.BaseRef = held.version, b.onto
 			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
 				switch {
 				case err != nil || sum.RebuiltFrom == 0:
-				case newer > 0:
+				case b.newer > 0:
 					_, err = fmt.Fprintf(w, "%s held release %d, older than release %d at %s: built on release %d (releases only move forward; a reverted release is a new one)\n",
-						sum.Manifest, sum.RebuiltFrom, newer, onto[:12], newer)
+						sum.Manifest, sum.RebuiltFrom, b.newer, b.onto[:12], b.newer)
 				default:
 					_, err = fmt.Fprintf(w, "%s held release %d, not in %s: rebuilt on the release %s holds\n", sum.Manifest, sum.RebuiltFrom, baseRef, baseRef)
 				}
@@ -238,6 +198,73 @@ type compileSummary struct {
 	// (BaseRef its commit) when the working tree's went back (a revert).
 	RebuiltFrom int64  `json:"rebuiltFrom,omitempty"`
 	BaseRef     string `json:"baseRef,omitempty"`
+}
+
+// base is the release a compile builds on, when not the working tree's.
+type base struct {
+	held        heldRelease // the release the working tree holds
+	onto        string      // the revision whose release is built on ("": the working tree's)
+	ontoRelease heldRelease // the release onto holds
+	newer       int64       // the newer release a reverted working tree is built on, else 0
+}
+
+// chooseBase decides which release a compile builds on and sets opts up for
+// it: with --base-ref, the release at that revision; when the working tree
+// holds a release that the first-parent history of HEAD holds below a
+// newer one (a revert), the newer one — releases only move forward; --check
+// refuses that release as stale — and when it holds a release newer than
+// HEAD's that HEAD does not hold (the output of an earlier compile, never
+// committed), HEAD's, rather than chain a release on one no commit holds.
+// Else the working tree's, as committed.
+func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts *compiler.Options) (base, error) {
+	var b base
+	held, err := workingRelease(repo, env)
+	if err != nil {
+		// A root that does not parse (conflict markers, say): built on
+		// as it is, the compile says what is wrong with it; --base-ref
+		// does not read it.
+		held = heldRelease{}
+	}
+	b.held = held
+	if baseRef != "" {
+		b.onto = baseRef
+		b.ontoRelease, err = onBaseRef(repo, baseRef, check, opts)
+		return b, err
+	}
+	if held.version == 0 {
+		return b, nil
+	}
+	v, c, err := gitfs.NewerRelease(ctx, repo, "HEAD", env, held.version, held.digest)
+	if errors.Is(err, gitfs.ErrNotRepository) {
+		return b, nil
+	}
+	if err != nil {
+		return b, err
+	}
+	if v > 0 {
+		if check {
+			return b, fmt.Errorf("%w: %s is release %d, but the first-parent history of HEAD holds release %d (at %s): releases only move forward "+
+				"(a reverted release? promote does nothing with a release it recorded before); configpub compile builds release %d with these sources on release %d",
+				compiler.ErrStale, compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
+		}
+		b.onto, b.newer = c, v
+		b.ontoRelease, err = onBaseRef(repo, c, false, opts)
+		return b, err
+	}
+	if check {
+		return b, nil
+	}
+	head, err := gitfs.TreeFS(repo, "HEAD")
+	if err != nil {
+		return b, nil // no commit yet: nothing is committed to build on
+	}
+	var h heldRelease
+	if h.version, h.digest, err = compiler.CommittedVersion(head, env); err != nil || h.version == 0 || held.version <= h.version {
+		return b, nil
+	}
+	b.onto = "HEAD"
+	b.ontoRelease, err = onBaseRef(repo, b.onto, false, opts)
+	return b, err
 }
 
 // onBaseRef sets opts up to build on the release committed at baseRef

@@ -143,6 +143,17 @@ func TestCompileBaseRefRebuildsABranchsRelease(t *testing.T) {
 	if got, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(got, want) {
 		t.Fatal("compile --base-ref on the base's own release files wrote another release")
 	}
+	// A conflict left in the root: --base-ref does not read it.
+	conflict := "<<<<<<< HEAD\nreleaseVersion: 2\n=======\nreleaseVersion: 3\n>>>>>>> main\n"
+	if err := os.WriteFile(filepath.Join(dir, "releases", "dev.yaml"), []byte(conflict), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--base-ref", base, "--created-at", at); err != nil {
+		t.Fatalf("compile --base-ref over a conflicted root: %v\n%s", err, out)
+	}
+	if got, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(got, want) {
+		t.Fatal("compile --base-ref over a conflicted root wrote another release")
+	}
 
 	// A base HEAD does not contain: HEAD back at the first edit, the second
 	// edit's commit as the base.
