@@ -214,8 +214,8 @@ type base struct {
 // newer one (a revert), the newer one — releases only move forward; --check
 // refuses that release as stale — and when it holds a release newer than
 // HEAD's that HEAD does not hold (the output of an earlier compile, never
-// committed), HEAD's, rather than chain a release on one no commit holds.
-// Else the working tree's, as committed.
+// committed), HEAD's, rather than chain a release on one no commit holds
+// (with no release at HEAD, only a release 1 is redone so). Else the working tree's, as committed.
 func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts *compiler.Options) (base, error) {
 	var b base
 	held, err := workingRelease(repo, env)
@@ -259,7 +259,12 @@ func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts
 		return b, nil // no commit yet: nothing is committed to build on
 	}
 	var h heldRelease
-	if h.version, h.digest, err = compiler.CommittedVersion(head, env); err != nil || h.version == 0 || held.version <= h.version {
+	if h.version, h.digest, err = compiler.CommittedVersion(head, env); err != nil || held.version <= h.version {
+		return b, nil
+	}
+	if h.version == 0 && held.version != 1 {
+		// HEAD holds no release, the working tree a later one: release
+		// files brought from elsewhere, not a compile's output to redo.
 		return b, nil
 	}
 	b.onto = "HEAD"

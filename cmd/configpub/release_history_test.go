@@ -309,3 +309,25 @@ func TestCompileAgainBeforeCommitting(t *testing.T) {
 		t.Fatalf("check of the commit: %v %s", err, out)
 	}
 }
+
+// TestCompileFirstReleaseAgainBeforeCommitting: a repository whose first
+// release is not committed yet redoes release 1 when compiled again after
+// an edit, instead of writing release 2 on a release 1 no commit holds.
+func TestCompileFirstReleaseAgainBeforeCommitting(t *testing.T) {
+	dir := gitFixture(t)
+	if err := os.RemoveAll(filepath.Join(dir, "releases")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "sources only", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil || !strings.Contains(out, "release dev/1 (base 0)") {
+		t.Fatalf("first compile: %v %s", err, out)
+	}
+	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil || !strings.Contains(out, "release dev/1 (base 0)") || !strings.Contains(out, "rewritten") {
+		t.Fatalf("compile after an edit, release 1 not committed: %v %s, want release 1 rewritten", err, out)
+	}
+}

@@ -66,7 +66,8 @@ var releaseDigestRE = regexp.MustCompile(`(?m)^releaseDigest: "(sha256:[0-9a-f]{
 // revert of a release puts back its files). It returns the newer release's
 // version and commit, or 0 and "" — also for a release not in the history
 // (one just compiled on an older base, say) and when the walk reaches a
-// commit the repository does not hold (a shallow clone).
+// commit the repository does not hold (a shallow clone) or one without the
+// file (where its history starts).
 func NewerRelease(ctx context.Context, dir, rev, envTag string, version int64, digest string) (int64, string, error) {
 	r, prefix, err := openAt(dir)
 	if err != nil {
@@ -92,6 +93,8 @@ func NewerRelease(ctx context.Context, dir, rev, envTag string, version int64, d
 		f, err := c.File(file)
 		switch {
 		case errors.Is(err, object.ErrFileNotFound):
+			// The file's history starts above: nothing newer below.
+			return 0, "", nil
 		case err != nil:
 			return 0, "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
 		case f.Hash != last:
@@ -145,7 +148,9 @@ type foundRelease struct {
 // for the one whose releases/<envTag>.yaml (relative to dir) is release
 // version. Releases only grow along that history, except where a commit
 // took a release back (a revert), so the walk stops at the second of two
-// older releases in a row that do not grow back: below them, it is not.
+// older releases in a row that do not grow back: below them, it is not; and
+// at a commit without the file, where its history starts (a release file
+// deleted and added again hides what is below).
 func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*foundRelease, error) {
 	r, prefix, err := openAt(dir)
 	if err != nil {
@@ -173,6 +178,13 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 		f, err := c.File(file)
 		switch {
 		case errors.Is(err, object.ErrFileNotFound):
+			// The file's history starts above (or rev holds none): the
+			// release is not below.
+			if first != nil {
+				return nil, notInHistory(version, envTag, rev, first, firstV)
+			}
+			return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (%s is not in %s): %w",
+				version, envTag, rev, file, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
 		case err != nil:
 			return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
 		case f.Hash != last:

@@ -200,3 +200,28 @@ func TestReleaseHistoryAcrossARevert(t *testing.T) {
 
 // numberedDigest is the releaseDigest numberedReleases gives release v.
 func numberedDigest(v int) string { return fmt.Sprintf("sha256:%064x", v) }
+
+// TestReleaseHistoryStartsWhereTheFileDoes: the walks end at a commit
+// without the release file, where its history starts — in a long history
+// before the first release they do not read every commit down to the root.
+// A file deleted and added again hides what is below the gap (stated in
+// the docs of both).
+func TestReleaseHistoryStartsWhereTheFileDoes(t *testing.T) {
+	release := numberedReleases(t)
+	dir := makeRepo(t, release(2))
+	for p := range release(2) {
+		if err := os.Remove(filepath.Join(dir, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gap := commitFiles(t, dir, map[string]string{"README.md": "no releases here\n"}, "remove the releases", when.Add(time.Hour))
+	commitFiles(t, dir, release(1), "release 1 again", when.Add(2*time.Hour))
+	ctx := context.Background()
+	if v, _, err := NewerRelease(ctx, dir, "HEAD", "bench", 1, numberedDigest(1)); err != nil || v != 0 {
+		t.Fatalf("newer than 1 across the gap: %d %v, want none", v, err)
+	}
+	_, err := ReleaseTrees(dir, "HEAD")(ctx, "bench", 0)
+	if !errors.Is(err, bundle.ErrReleaseNotRecorded) || !strings.Contains(err.Error(), "is not in "+gap.String()[:12]) {
+		t.Fatalf("release 0: got %v, want not recorded, the walk ended at %s", err, gap)
+	}
+}
