@@ -14,6 +14,7 @@ import (
 	digest "github.com/opencontainers/go-digest"
 
 	"github.com/configpub/configpub/compiler"
+	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promote/review"
 	"github.com/configpub/configpub/promoter"
@@ -70,6 +71,23 @@ type Options struct {
 	// reason.
 	BreakGlass       bool
 	BreakGlassReason string
+	// NoCatchUp promotes only the commit asked for. By default, when the
+	// store has not recorded the releases between its latest one and the
+	// one the commit's release is built on (a promotion that never ran:
+	// a CI run cancelled while newer commits queued, a runner lost), Run
+	// first promotes each of them in order from the commit of the
+	// first-parent history that holds it, as if those promotions had run.
+	NoCatchUp bool
+}
+
+// CaughtUp is a release Run promoted first, from an earlier commit of the
+// first-parent history, because the release asked for is built on it and
+// the store had not recorded it.
+type CaughtUp struct {
+	ReleaseVersion int64  `json:"releaseVersion"`
+	Commit         string `json:"commit"`
+	// Result is that promotion's result.
+	Result *Result `json:"result"`
 }
 
 // Result is the outcome of a promotion.
@@ -81,6 +99,9 @@ type Result struct {
 	ReleaseDigest  string            `json:"releaseDigest"`
 	CommandID      string            `json:"commandId"`
 	Published      []registry.Result `json:"published"` // every target artifact, then the release artifact
+	// CaughtUp lists the releases promoted first, oldest first (see
+	// Options.NoCatchUp).
+	CaughtUp []CaughtUp `json:"caughtUp,omitempty"`
 	// Activation is the store's result; Replayed is true when this command
 	// had already been applied. Nil when AlreadyActiveFrom is set or the
 	// release was staged.
@@ -137,6 +158,12 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	}
 	log.InfoContext(ctx, "commit reviewed", "commit", rev.Commit, "ref", rev.Ref, "reviewers", len(rev.Reviewers))
 
+	var caught []CaughtUp
+	if !opts.NoCatchUp {
+		if caught, err = catchUp(ctx, repo, opts, log, rev); err != nil {
+			return nil, err
+		}
+	}
 	res, err := compileAt(ctx, repo, rev, opts.EnvTag, previousFrom(opts.Store))
 	if err != nil {
 		return nil, err
@@ -169,6 +196,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
 
 	result := &Result{
+		CaughtUp:       caught,
 		Review:         rev,
 		EnvTag:         opts.EnvTag,
 		ReleaseVersion: m.ReleaseVersion,
@@ -240,6 +268,88 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 	result.Activation = act
 	result.Duration = clock().Sub(start)
 	return result, nil
+}
+
+// headReader is the optional part of the store catchUp reads; *Store
+// satisfies it.
+type headReader interface {
+	Head(ctx context.Context, envTag string) (head, pending int64, err error)
+}
+
+var _ headReader = (*promoter.Store)(nil)
+
+// catchUp promotes, oldest first, the releases between the store's latest
+// recorded release and the one the release of rev's commit is built on,
+// each from the commit of rev's first-parent history that holds it (the
+// same options, that commit asked for), and returns them. A release in the
+// history the store has not recorded is a promotion that never ran; without
+// it the commit's release cannot be verified or recorded. First, before
+// anything is written, the commit's own release is checked against its base
+// as committed (what the catching up records), with the protected ref and
+// the freeze windows: a refusal of the commit refuses before catching up.
+// Nothing is done when the commit holds no release, the store is up to its
+// base, or the store cannot say its head.
+func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.Logger, rev *review.Review) ([]CaughtUp, error) {
+	hr, ok := opts.Store.(headReader)
+	if !ok {
+		return nil, nil
+	}
+	fsys, _, err := review.CommitFS(repo, rev.Commit)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	want, _, err := compiler.CommittedVersion(fsys, opts.EnvTag)
+	if err != nil || want == 0 {
+		return nil, nil // the compile says what is wrong with it
+	}
+	head, _, err := hr.Head(ctx, opts.EnvTag)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	if head+1 >= want {
+		return nil, nil
+	}
+	// Before anything is written: the commit's own release must be what
+	// its sources and its base as committed (the very bytes the catching
+	// up records) derive, for the environment's protected ref, outside a
+	// freeze window — else it is refused now, as without catching up.
+	fromGit := func(ctx context.Context, env string, v int64) ([]byte, error) {
+		tree, err := gitfs.RepoReleaseTrees(repo, rev.Commit)(ctx, env, v)
+		if err != nil {
+			return nil, err
+		}
+		return compiler.CommittedRelease(tree, env)
+	}
+	res, err := compileAt(ctx, repo, rev, opts.EnvTag, fromGit)
+	if err != nil {
+		return nil, err
+	}
+	clock := opts.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	if _, err := promoter.CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason); err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	res = nil // let go before the releases below compile
+	var caught []CaughtUp
+	for v := head + 1; v < want; v++ {
+		c, err := gitfs.ReleaseCommit(ctx, repo, rev.Commit, opts.EnvTag, v)
+		if err != nil {
+			return caught, fmt.Errorf("promote %s@%s: release %d is built on release %d, which the store has not recorded (its latest is %d), and it cannot be caught up: %w",
+				opts.EnvTag, short(rev.Commit), want, want-1, head, err)
+		}
+		log.InfoContext(ctx, "catching up a release the store has not recorded", "env", opts.EnvTag, "release", v, "commit", c)
+		sub := opts
+		sub.NoCatchUp = true
+		sub.Review.Commit = c
+		r, err := Run(ctx, repo, sub)
+		if err != nil {
+			return caught, fmt.Errorf("promote %s@%s: catching up release %d from %s first: %w", opts.EnvTag, short(rev.Commit), v, short(c), err)
+		}
+		caught = append(caught, CaughtUp{ReleaseVersion: v, Commit: c, Result: r})
+	}
+	return caught, nil
 }
 
 // releaseStager is the part of the store `promote --stage` uses; *Store

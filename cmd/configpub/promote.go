@@ -23,7 +23,7 @@ func addPromoteCmd(root *cobra.Command) {
 		gitDir, env, dbURL, registryRef, keyPath string
 		ref, commit, signedByPath                string
 		trailers                                 []string
-		stage, breakGlass                        bool
+		stage, breakGlass, noCatchUp             bool
 		reason                                   string
 	)
 	cmd := &cobra.Command{
@@ -119,6 +119,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				Stage:            stage,
 				BreakGlass:       breakGlass,
 				BreakGlassReason: reason,
+				NoCatchUp:        noCatchUp,
 			})
 			if errors.Is(err, promoter.ErrUnconfirmed) {
 				return unconfirmedError{fmt.Errorf("%w (re-run the same promote or run `configpub reconcile --env %s`)", err, env)}
@@ -142,6 +143,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	f.StringVar(&signedByPath, "require-signed-by", "", "require a valid commit signature by one of these keys: \"github\" for GitHub's web-flow keys (shipped, fingerprint-pinned; GitHub signs merge and squash commits with them) or an armored OpenPGP keyring file")
 	f.StringArrayVar(&trailers, "require-trailer", nil, "require this trailer in the commit message, e.g. Reviewed-by (repeatable)")
 	f.BoolVar(&stage, "stage", false, "record the release as STAGED and move nothing (activate it later)")
+	f.BoolVar(&noCatchUp, "no-catch-up", false, "do not first promote, in order, the releases of the first-parent history between the store's latest and the one the commit's release is built on")
 	f.BoolVar(&breakGlass, "break-glass", false, "promote inside a freeze window (needs --reason, journaled)")
 	f.StringVar(&reason, "reason", "", "why the freeze window is broken (with --break-glass)")
 	for _, name := range []string{"git", "env", "registry", "key"} {
@@ -151,6 +153,15 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 }
 
 func printPromoteResult(w io.Writer, res *promote.Result) error {
+	for _, c := range res.CaughtUp {
+		if _, err := fmt.Fprintf(w, "caught up first: release %d from %s, which release %d is built on and the store had not recorded (a promotion that did not run):\n  ",
+			c.ReleaseVersion, c.Commit, c.ReleaseVersion+1); err != nil {
+			return err
+		}
+		if err := printPromoteResult(w, c.Result); err != nil {
+			return err
+		}
+	}
 	if st := res.Staged; st != nil {
 		verb := "staged"
 		if st.Replayed {

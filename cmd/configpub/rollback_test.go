@@ -63,3 +63,26 @@ func TestNotReactivatedSaysHowBack(t *testing.T) {
 		}
 	}
 }
+
+// TestPromoteResultSaysWhatWasCaughtUp: a promotion that first promoted a
+// release the store had not recorded says so, with that promotion's own
+// line, before its own.
+func TestPromoteResultSaysWhatWasCaughtUp(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	first := &promote.Result{Review: &review.Review{Commit: "2222222222222222222222222222222222222222"}, EnvTag: "prod", ReleaseVersion: 2, BaseRelease: 1,
+		CommandID: "c2", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 2, PreviousRelease: 1, ActivatedAt: at, Moved: 4}}
+	res := &promote.Result{Review: &review.Review{Commit: "3333333333333333333333333333333333333333"}, EnvTag: "prod", ReleaseVersion: 3, BaseRelease: 2,
+		CommandID: "c3", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, Moved: 1},
+		CaughtUp: []promote.CaughtUp{{ReleaseVersion: 2, Commit: first.Review.Commit, Result: first}}}
+	var b strings.Builder
+	if err := printPromoteResult(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	i := strings.Index(got, "caught up first: release 2 from 2222222222222222222222222222222222222222, which release 3 is built on")
+	j := strings.Index(got, "prod release 2 (base 1) from 2222")
+	k := strings.Index(got, "prod release 3 (base 2) from 3333")
+	if i < 0 || j < i || k < j {
+		t.Fatalf("got:\n%s\nwant the caught-up line, release 2's line, then release 3's", got)
+	}
+}

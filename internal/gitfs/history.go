@@ -156,6 +156,40 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 	if err != nil {
 		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
 	}
+	return findReleaseIn(ctx, r, prefix, rev, envTag, version)
+}
+
+// RepoReleaseTrees is ReleaseTrees in repository r, whose root is the
+// policy repository.
+func RepoReleaseTrees(r *git.Repository, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+		f, err := findReleaseIn(ctx, r, "", rev, envTag, version)
+		if err != nil {
+			return nil, err
+		}
+		fsys, err := Tree(f.commit)
+		if err != nil {
+			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+		}
+		return fsys, nil
+	}
+}
+
+// ReleaseCommit returns the commit of repository r (a policy repository at
+// its root) where the first-parent history of rev holds release version of
+// envTag, found as ReleaseTrees finds it (the newest such commit), or an
+// error wrapping bundle.ErrReleaseNotRecorded.
+func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, version int64) (string, error) {
+	f, err := findReleaseIn(ctx, r, "", rev, envTag, version)
+	if err != nil {
+		return "", err
+	}
+	return f.commit.Hash.String(), nil
+}
+
+// findReleaseIn is findRelease in repository r, the policy repository
+// being its directory prefix ("" for its root).
+func findReleaseIn(ctx context.Context, r *git.Repository, prefix, rev, envTag string, version int64) (*foundRelease, error) {
 	file := path.Join(prefix, "releases", envTag+".yaml")
 	c, err := commit(r, rev)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {

@@ -1,0 +1,74 @@
+package promote_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/promotertest"
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestPromoteCatchesUpReleasesThatWereNotPromoted: on real Git, registry
+// and PostgreSQL, release 2's promotion never ran (a CI run cancelled while
+// a newer push queued) and the next push holds release 3, built on it.
+// Promoting release 3 promotes release 2 first, from its own commit, then
+// release 3: the store holds 1, 2 and 3 in order, every pointer on release
+// 3. With NoCatchUp the same promotion is refused as stale, naming release
+// 2 as not recorded, and nothing is written.
+func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatal(err)
+	}
+	r3 := promotertest.AddRelease3(t, h.Repo, "    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: DEBUG",
+		"    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: WARN")
+	before := promotertest.ReadState(t, h.Pool)
+
+	only := h.Options(r3)
+	only.NoCatchUp = true
+	_, err := h.Promote(t, only)
+	if !errors.Is(err, promoter.ErrStale) || !errors.Is(err, bundle.ErrReleaseNotRecorded) {
+		t.Fatalf("release 3 alone: got %v, want stale, release 2 not recorded", err)
+	}
+	if s := promotertest.ReadState(t, h.Pool); !promotertest.SameCounts(s.Counts, before.Counts) {
+		t.Fatalf("a refused promotion wrote rows: %v (was %v)", s.Counts, before.Counts)
+	}
+
+	res, err := h.Promote(t, h.Options(r3))
+	if err != nil {
+		t.Fatalf("promote release 3 with release 2 not promoted: %v", err)
+	}
+	if len(res.CaughtUp) != 1 || res.CaughtUp[0].ReleaseVersion != 2 || res.CaughtUp[0].Commit != h.Repo.R2.String() ||
+		res.CaughtUp[0].Result == nil || res.CaughtUp[0].Result.Activation == nil {
+		t.Fatalf("caught up %+v, want release 2 promoted from %s", res.CaughtUp, h.Repo.R2)
+	}
+	if res.ReleaseVersion != 3 || res.Activation == nil || res.Activation.PreviousRelease != 2 {
+		t.Fatalf("got release %d activated %+v, want release 3 activated over release 2", res.ReleaseVersion, res.Activation)
+	}
+	s := promotertest.ReadState(t, h.Pool)
+	if !promotertest.PointersAt(s.Pointers, h.Repo.Snapshots[r3]) || s.Current != 3 {
+		t.Fatalf("got pointers %v current %d, want every pointer on release 3", s.Pointers, s.Current)
+	}
+	promotertest.CheckJournal(t, s)
+	st, err := h.Store.Status(ctx, promotertest.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]string{1: promoter.StateSuperseded, 2: promoter.StateSuperseded, 3: promoter.StateActive}
+	if len(st.Releases) != 3 {
+		t.Fatalf("%d releases recorded, want 3", len(st.Releases))
+	}
+	for _, r := range st.Releases {
+		if r.State != want[r.ReleaseVersion] {
+			t.Errorf("release %d is %s, want %s", r.ReleaseVersion, r.State, want[r.ReleaseVersion])
+		}
+	}
+	// Run again: a replay, nothing to catch up.
+	again, err := h.Promote(t, h.Options(r3))
+	if err != nil || len(again.CaughtUp) != 0 || again.Activation == nil || !again.Activation.Replayed {
+		t.Fatalf("re-run: %+v %v, want a replay with nothing caught up", again, err)
+	}
+}
