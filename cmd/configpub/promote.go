@@ -36,6 +36,13 @@ they compile to (else the release is STALE and nothing changes), publishes and
 signs every artifact (idempotent) and verifies each by digest, then records the
 release and moves every target pointer in one transaction.
 
+Releases are recorded in order. When the commit's release is built on releases
+the store has not recorded (their promotions never ran: a CI run cancelled while
+newer pushes queued, a lost runner), promote first checks the commit's release
+against its base as committed, then promotes each missing release from the
+commit of the first-parent history that holds it, oldest first, then the commit
+(--no-catch-up refuses instead).
+
 With --stage the release is recorded as STAGED and no pointer moves; activate it
 later with configpub activate (an environment with two-phase activation is always
 staged). Inside a freeze window of the environment promote is refused (exit 1,
