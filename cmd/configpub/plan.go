@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -82,6 +83,12 @@ request comment per environment. It writes nothing.`,
 			}
 			base.ForStreaming()
 			opts.PreviousTree, opts.Keep = gitfs.ReleaseTrees(repo, "HEAD"), compiler.PlanKeep(base)
+			// The head release is the one compile would write: built on the
+			// release compile builds on.
+			chosen, err := chooseBase(cmd.Context(), repo, env, "", false, &opts)
+			if err != nil {
+				return err
+			}
 			head, err := compiler.Compile(cmd.Context(), tree, opts)
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
 				return fmt.Errorf("%w (pass --created-at, set SOURCE_DATE_EPOCH, or plan inside the policy Git repository)", err)
@@ -101,13 +108,8 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
-			if held, err := workingRelease(repo, env); err == nil && held.version > 0 && r.NotOnBase == "" {
-				// A working tree whose release went back (a revert).
-				if v, c, err := gitfs.NewerRelease(cmd.Context(), repo, "HEAD", env, held.version, held.digest); err == nil && v > 0 {
-					r.NotOnBase = fmt.Sprintf("%s is release %d, but the first-parent history of HEAD holds release %d (at %s): releases only move forward, "+
-						"and promote does nothing with a release it recorded before; configpub compile builds release %d with these sources on release %d",
-						compiler.ManifestPath(env), held.version, v, c[:12], v+1, v)
-				}
+			if r.NotOnBase, err = notOnBase(cmd.Context(), repo, env, baseRef, chosen, head.Manifest, p); err != nil {
+				return err
 			}
 			w := cmd.OutOrStdout()
 			switch format {
@@ -129,4 +131,30 @@ request comment per environment. It writes nothing.`,
 	f.StringVar(&format, "format", "text", "output format: text, markdown or json")
 	f.StringVar(&createdAt, "created-at", "", "createdAt of the new release (RFC 3339; default as for compile)")
 	root.AddCommand(cmd)
+}
+
+// notOnBase says why the head release of plan p is not promotable as it
+// stands, or "": the working tree's release went back (a revert; chosen
+// built on the newer one), or the head release is built on a release the
+// history of baseRef does not hold (a branch that compiled more than once).
+func notOnBase(ctx context.Context, repo, env, baseRef string, chosen base, head *bundle.Manifest, p *compiler.Plan) (string, error) {
+	manifest := compiler.ManifestPath(env)
+	if chosen.newer > 0 {
+		return fmt.Sprintf("%s holds release %d, which the first-parent history of HEAD holds below release %d (at %s): a revert? "+
+			"Releases only move forward, and promote does nothing with a release it recorded before; configpub compile writes release %d, shown here",
+			manifest, chosen.held.version, chosen.newer, chosen.onto[:12], head.ReleaseVersion), nil
+	}
+	if p.Release <= p.BaseRelease || head.BaseReleaseVersion == p.BaseRelease {
+		return "", nil
+	}
+	_, err := gitfs.ReleaseTrees(repo, baseRef)(ctx, env, head.BaseReleaseVersion)
+	switch {
+	case err == nil:
+		return "", nil
+	case !errors.Is(err, bundle.ErrReleaseNotRecorded):
+		return "", fmt.Errorf("plan: %w", err)
+	}
+	return fmt.Sprintf("%s is release %d on base %d, but %s holds release %d: promote refuses a release "+
+		"whose base it has not recorded; build the change on release %d: configpub compile --base-ref %s",
+		manifest, p.Release, head.BaseReleaseVersion, baseRef, p.BaseRelease, p.BaseRelease, baseRef), nil
 }

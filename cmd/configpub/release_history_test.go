@@ -227,8 +227,9 @@ func TestCompileRevertIsANewRelease(t *testing.T) {
 		t.Fatalf("check of the revert: got %v (exit %d), want a stale refusal naming release 2", err, exitCode(err))
 	}
 	out, err := runCLI("plan", "--repo", dir, "--env", "dev")
-	if err != nil || !strings.Contains(out, "warning: releases/dev.yaml is release 1, but the first-parent history of HEAD holds release 2") {
-		t.Fatalf("plan of the revert: %v\n%s\nwant a warning naming release 2", err, out)
+	if err != nil || !strings.Contains(out, "warning: releases/dev.yaml holds release 1, which the first-parent history of HEAD holds below release 2") ||
+		!strings.Contains(out, "-> release 3:") {
+		t.Fatalf("plan of the revert: %v\n%s\nwant release 3, what compile writes, and a warning naming release 2", err, out)
 	}
 	out, err = runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-04T00:00:00Z")
 	if err != nil || !strings.Contains(out, "release dev/3 (base 2)") || !strings.Contains(out, "releases/dev.yaml held release 1, older than release 2") {
@@ -294,6 +295,9 @@ func TestCompileAgainBeforeCommitting(t *testing.T) {
 		t.Fatalf("compile again, nothing edited: %v %s, want release 2 unchanged", err, out)
 	}
 	editFile(t, dir, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release 1 at HEAD -> release 2:") || strings.Contains(out, "warning:") {
+		t.Fatalf("plan of the second edit before compiling it: %v %s, want release 2 on 1, what compile writes", err, out)
+	}
 	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "rewritten") {
 		t.Fatalf("compile the second edit before committing: %v %s, want release 2 on 1 rewritten", err, out)
 	}

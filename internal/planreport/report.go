@@ -46,11 +46,11 @@ type Report struct {
 	// so they are provisional whenever the digests are.
 	PromotableFrom  string `json:"promotableFrom,omitempty"`
 	PromotableUntil string `json:"promotableUntil,omitempty"`
-	// NotOnBase says, when the new release is not built on the base
-	// release (a branch that compiled more than once: release N+2 on its
-	// own N+1, where the base holds N), that promote will refuse it and
-	// what rebuilds it on the base release; or, set by the caller, that
-	// the working tree's release went back (a revert).
+	// NotOnBase, set by the caller (who reads the Git history), says why
+	// the release as it stands is not promotable and what to run: it is
+	// built on a release the base's history does not hold (a branch that
+	// compiled more than once: N+2 on its own N+1, where the base holds
+	// N), or the working tree's release went back (a revert).
 	NotOnBase string `json:"notOnBase,omitempty"`
 	// RollbackTo is the base release, the one configpub rollback returns
 	// to once the new release is promoted, and RollbackUntil the earliest
@@ -129,15 +129,6 @@ func New(in Input) (*Report, error) {
 			"(they depend on the new release's createdAt, %s); run configpub compile and commit %s: "+
 			"promote refuses a release manifest that is not up to date, and the committed one fixes every digest",
 			compiler.ManifestPath(p.EnvTag), in.Head.Manifest.CreatedAt, compiler.ManifestPath(p.EnvTag))
-	}
-	if p.Release > p.BaseRelease && in.Head.Manifest.BaseReleaseVersion != p.BaseRelease {
-		ref := p.BaseRef
-		if ref == "" {
-			ref = "<base>"
-		}
-		r.NotOnBase = fmt.Sprintf("%s is release %d on base %d, but %s holds release %d: promote refuses a release "+
-			"whose base it has not recorded; build the change on release %d: configpub compile --base-ref %s",
-			compiler.ManifestPath(p.EnvTag), p.Release, in.Head.Manifest.BaseReleaseVersion, ref, p.BaseRelease, p.BaseRelease, ref)
 	}
 	if p.Release != p.BaseRelease {
 		r.PromotableFrom, r.PromotableUntil = in.Head.PromotionWindow()
