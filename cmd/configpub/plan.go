@@ -96,6 +96,12 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
+			if chosen.onto != "" && chosen.held.version == head.Manifest.ReleaseVersion && chosen.held.digest == head.Manifest.ReleaseDigest {
+				// Built on another release than the working tree holds, the
+				// head is the working tree's release itself (compiled and
+				// not committed yet): its digests are the ones that go live.
+				head.UpToDate = true
+			}
 			head.ForStreaming()
 			if err := compiler.PlanTargets(cmd.Context(), base, head); err != nil {
 				return fmt.Errorf("plan: %w", err)

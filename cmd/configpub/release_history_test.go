@@ -294,6 +294,9 @@ func TestCompileAgainBeforeCommitting(t *testing.T) {
 	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "unchanged") {
 		t.Fatalf("compile again, nothing edited: %v %s, want release 2 unchanged", err, out)
 	}
+	if plan := planJSON(t, dir, "HEAD", "--created-at", at); plan.Release != 2 || !plan.Final {
+		t.Fatalf("plan of the compiled, uncommitted release 2: %+v, want release 2 with final digests", plan)
+	}
 	editFile(t, dir, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
 	if out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release 1 at HEAD -> release 2:") || strings.Contains(out, "warning:") {
 		t.Fatalf("plan of the second edit before compiling it: %v %s, want release 2 on 1, what compile writes", err, out)
