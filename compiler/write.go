@@ -225,30 +225,38 @@ func CommittedRelease(fsys fs.FS, env string) ([]byte, error) {
 	return c.bytes, nil
 }
 
-// CommittedVersion returns the release version and releaseDigest that the
-// committed release of env in fsys states in its root (0 and "" when there
-// is none), without reading a sharded release's shards.
-func CommittedVersion(fsys fs.FS, env string) (int64, string, error) {
+// CommittedRoot is what the root of a committed release states of it.
+type CommittedRoot struct {
+	ReleaseVersion int64
+	CreatedAt      string
+	ReleaseDigest  string
+}
+
+// CommittedVersion returns the release version, createdAt and
+// releaseDigest that the committed release of env in fsys states in its
+// root (the zero value when there is none), without reading a sharded
+// release's shards.
+func CommittedVersion(fsys fs.FS, env string) (CommittedRoot, error) {
 	p := ManifestPath(env)
 	root, err := fs.ReadFile(policytree.New(fsys, policytree.Limits{}), p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, "", nil
+		return CommittedRoot{}, nil
 	}
 	if err != nil {
-		return 0, "", fmt.Errorf("read %s: %w", p, err)
+		return CommittedRoot{}, fmt.Errorf("read %s: %w", p, err)
 	}
 	if bundle.IsSharded(root) {
 		r, err := bundle.ParseRoot(p, root)
 		if err != nil {
-			return 0, "", err
+			return CommittedRoot{}, err
 		}
-		return r.ReleaseVersion, r.ReleaseDigest, nil
+		return CommittedRoot{r.ReleaseVersion, r.CreatedAt, r.ReleaseDigest}, nil
 	}
 	m, err := bundle.ParseManifest(p, root)
 	if err != nil {
-		return 0, "", err
+		return CommittedRoot{}, err
 	}
-	return m.ReleaseVersion, m.ReleaseDigest, nil
+	return CommittedRoot{m.ReleaseVersion, m.CreatedAt, m.ReleaseDigest}, nil
 }
 
 // WriteReleaseFiles writes a release archive's files into the policy

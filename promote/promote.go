@@ -298,7 +298,8 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
-	want, _, err := compiler.CommittedVersion(fsys, opts.EnvTag)
+	root, err := compiler.CommittedVersion(fsys, opts.EnvTag)
+	want := root.ReleaseVersion
 	if err != nil || want == 0 {
 		return nil, nil // the compile says what is wrong with it
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -78,7 +79,7 @@ configpub lease renew, not by a release.)`,
 			defer tree.Close()
 			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
 				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
-			b, err := chooseBase(cmd.Context(), repo, env, baseRef, check, &copts)
+			b, err := chooseBase(cmd.Context(), repo, env, baseRef, check, createdAtPinned(createdAt), &copts)
 			if err != nil {
 				return err
 			}
@@ -215,8 +216,9 @@ type base struct {
 // refuses that release as stale — and when it holds a release newer than
 // HEAD's that HEAD does not hold (the output of an earlier compile, never
 // committed), HEAD's, rather than chain a release on one no commit holds
-// (with no release at HEAD, only a release 1 is redone so). Else the working tree's, as committed.
-func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts *compiler.Options) (base, error) {
+// (with no release at HEAD, only a release 1 is redone so), keeping its
+// createdAt unless pinned (--created-at, SOURCE_DATE_EPOCH). Else the working tree's, as committed.
+func chooseBase(ctx context.Context, repo, env, baseRef string, check, pinned bool, opts *compiler.Options) (base, error) {
 	var b base
 	held, err := workingRelease(repo, env)
 	if err != nil {
@@ -258,8 +260,8 @@ func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts
 	if err != nil {
 		return b, nil // no commit yet: nothing is committed to build on
 	}
-	var h heldRelease
-	if h.version, h.digest, err = compiler.CommittedVersion(head, env); err != nil || held.version <= h.version {
+	h, err := rootOf(head, env)
+	if err != nil || held.version <= h.version {
 		return b, nil
 	}
 	if h.version == 0 && held.version != 1 {
@@ -268,8 +270,21 @@ func chooseBase(ctx context.Context, repo, env, baseRef string, check bool, opts
 		return b, nil
 	}
 	b.onto = "HEAD"
-	b.ontoRelease, err = onBaseRef(repo, b.onto, false, opts)
-	return b, err
+	if b.ontoRelease, err = onBaseRef(repo, b.onto, false, opts); err != nil {
+		return b, err
+	}
+	if t, err := bundle.ParseTime(held.createdAt); err == nil && !pinned && held.version == h.version+1 {
+		// The release being prepared keeps the createdAt it was first
+		// compiled with (a --created-at then, say), unless one is given.
+		opts.CreatedAt = t
+	}
+	return b, nil
+}
+
+// createdAtPinned reports whether a new release's createdAt is given
+// (--created-at, SOURCE_DATE_EPOCH) rather than taken from HEAD.
+func createdAtPinned(flag string) bool {
+	return flag != "" || os.Getenv("SOURCE_DATE_EPOCH") != ""
 }
 
 // onBaseRef sets opts up to build on the release committed at baseRef
@@ -293,8 +308,7 @@ func onBaseRef(repo, baseRef string, check bool, opts *compiler.Options) (heldRe
 	if !check {
 		opts.Committed = committed
 	}
-	var h heldRelease
-	h.version, h.digest, err = compiler.CommittedVersion(committed, opts.EnvTag)
+	h, err := rootOf(committed, opts.EnvTag)
 	if err != nil {
 		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
 	}
@@ -308,16 +322,21 @@ func workingRelease(repo, env string) (heldRelease, error) {
 		return heldRelease{}, err
 	}
 	defer wt.Close()
-	var h heldRelease
-	h.version, h.digest, err = compiler.CommittedVersion(wt, env)
-	return h, err
+	return rootOf(wt, env)
 }
 
-// heldRelease is the release a working tree holds by the version and
-// releaseDigest its root states (zero when it holds none).
+// heldRelease is the release a working tree (or a revision) holds by the
+// version and releaseDigest its root states (zero when it holds none).
 type heldRelease struct {
-	version int64
-	digest  string
+	version   int64
+	digest    string
+	createdAt string
+}
+
+// rootOf returns the release the tree fsys holds.
+func rootOf(fsys fs.FS, env string) (heldRelease, error) {
+	r, err := compiler.CommittedVersion(fsys, env)
+	return heldRelease{r.ReleaseVersion, r.ReleaseDigest, r.CreatedAt}, err
 }
 
 // resolveCreatedAt picks a new release's createdAt: the flag, else

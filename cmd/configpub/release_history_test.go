@@ -338,3 +338,35 @@ func TestCompileFirstReleaseAgainBeforeCommitting(t *testing.T) {
 		t.Fatalf("compile after an edit, release 1 not committed: %v %s, want release 1 rewritten", err, out)
 	}
 }
+
+// TestCompileAgainKeepsTheReleasesCreatedAt: release 2 compiled with
+// --created-at and not committed keeps that createdAt when compiled again
+// without one (nothing changes) and after another edit (rewritten, the
+// same createdAt); a createdAt given again wins.
+func TestCompileAgainKeepsTheReleasesCreatedAt(t *testing.T) {
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	dir := gitFixture(t)
+	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-05T00:00:00Z"); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
+		t.Fatalf("compile with --created-at: %v %s", err, out)
+	}
+	createdAt := func() string {
+		t.Helper()
+		root, err := compiler.CommittedVersion(os.DirFS(dir), "dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root.CreatedAt
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil || !strings.Contains(out, "unchanged") || createdAt() != "2026-10-05T00:00:00Z" {
+		t.Fatalf("compile again without --created-at: %v %s (createdAt %s), want release 2 unchanged", err, out, createdAt())
+	}
+	editFile(t, dir, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil || !strings.Contains(out, "release dev/2 (base 1)") || !strings.Contains(out, "rewritten") ||
+		createdAt() != "2026-10-05T00:00:00Z" {
+		t.Fatalf("compile an edit without --created-at: %v %s (createdAt %s), want release 2 rewritten with its createdAt", err, out, createdAt())
+	}
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-06T00:00:00Z"); err != nil || createdAt() != "2026-10-06T00:00:00Z" {
+		t.Fatalf("compile with another --created-at: %v %s (createdAt %s)", err, out, createdAt())
+	}
+}
