@@ -232,11 +232,11 @@ type CommittedRoot struct {
 	ReleaseDigest  string
 }
 
-// CommittedVersion returns the release version, createdAt and
+// ReadCommittedRoot returns the release version, createdAt and
 // releaseDigest that the committed release of env in fsys states in its
 // root (the zero value when there is none), without reading a sharded
 // release's shards.
-func CommittedVersion(fsys fs.FS, env string) (CommittedRoot, error) {
+func ReadCommittedRoot(fsys fs.FS, env string) (CommittedRoot, error) {
 	p := ManifestPath(env)
 	root, err := fs.ReadFile(policytree.New(fsys, policytree.Limits{}), p)
 	if errors.Is(err, fs.ErrNotExist) {

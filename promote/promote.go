@@ -298,7 +298,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
-	root, err := compiler.CommittedVersion(fsys, opts.EnvTag)
+	root, err := compiler.ReadCommittedRoot(fsys, opts.EnvTag)
 	want := root.ReleaseVersion
 	if err != nil || want == 0 {
 		return nil, nil // the compile says what is wrong with it

@@ -335,7 +335,7 @@ type heldRelease struct {
 
 // rootOf returns the release the tree fsys holds.
 func rootOf(fsys fs.FS, env string) (heldRelease, error) {
-	r, err := compiler.CommittedVersion(fsys, env)
+	r, err := compiler.ReadCommittedRoot(fsys, env)
 	return heldRelease{r.ReleaseVersion, r.ReleaseDigest, r.CreatedAt}, err
 }
 

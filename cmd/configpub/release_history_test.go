@@ -35,6 +35,24 @@ func editFile(t *testing.T, dir, rel, old, new string) {
 	}
 }
 
+// bothEditsAtOnce returns the release that compiling both edits the tests
+// make (the account Agent's request rate, the advisor's token budget) at
+// once, at createdAt at, writes on the release a copy of dir holds.
+func bothEditsAtOnce(t *testing.T, dir, at string) []byte {
+	t.Helper()
+	once := copyDir(t, dir)
+	editFile(t, once, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
+	editFile(t, once, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
+	if out, err := runCLI("compile", "--repo", once, "--env", "dev", "--created-at", at); err != nil {
+		t.Fatalf("compile both edits at once: %v %s", err, out)
+	}
+	want, err := compiler.CommittedRelease(os.DirFS(once), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
 // TestCompileBaseRefRebuildsABranchsRelease: a branch that compiled, got
 // review feedback and compiled again holds release 3 on its own release 2,
 // which its base never recorded. The merge check names the fix, plan warns,
@@ -56,17 +74,7 @@ func TestCompileBaseRefRebuildsABranchsRelease(t *testing.T) {
 	}
 	base := head.Hash().String() // release 1: what the branch merges onto
 
-	// The expected release: both edits compiled at once on release 1.
-	once := copyDir(t, dir)
-	editFile(t, once, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
-	editFile(t, once, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
-	if out, err := runCLI("compile", "--repo", once, "--env", "dev", "--created-at", at); err != nil {
-		t.Fatalf("compile both edits at once: %v %s", err, out)
-	}
-	want, err := compiler.CommittedRelease(os.DirFS(once), "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := bothEditsAtOnce(t, dir, at) // the expected release
 
 	// The branch: one edit compiled and committed, then another.
 	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
@@ -276,16 +284,7 @@ func TestCompileRevertIsANewRelease(t *testing.T) {
 func TestCompileAgainBeforeCommitting(t *testing.T) {
 	const at = "2026-10-03T00:00:00Z"
 	dir := gitFixture(t)
-	once := copyDir(t, dir)
-	editFile(t, once, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
-	editFile(t, once, "agents/advisor.yaml", "tokensPerDay: 800000", "tokensPerDay: 900000")
-	if out, err := runCLI("compile", "--repo", once, "--env", "dev", "--created-at", at); err != nil {
-		t.Fatalf("compile both edits at once: %v %s", err, out)
-	}
-	want, err := compiler.CommittedRelease(os.DirFS(once), "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := bothEditsAtOnce(t, dir, at)
 
 	editFile(t, dir, "agents/account.yaml", "requestsPerMinute: 120", "requestsPerMinute: 150")
 	if out, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", at); err != nil || !strings.Contains(out, "release dev/2 (base 1)") {
@@ -352,7 +351,7 @@ func TestCompileAgainKeepsTheReleasesCreatedAt(t *testing.T) {
 	}
 	createdAt := func() string {
 		t.Helper()
-		root, err := compiler.CommittedVersion(os.DirFS(dir), "dev")
+		root, err := compiler.ReadCommittedRoot(os.DirFS(dir), "dev")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,7 +122,7 @@ func New(in Input) (*Report, error) {
 	r := &Report{EnvTag: p.EnvTag, BaseRef: p.BaseRef, BaseRelease: p.BaseRelease, Release: p.Release,
 		Unchanged: p.Unchanged, AddedTargets: p.AddedTargets, RetiredTargets: p.RetiredTargets, Changed: []Target{}}
 	r.DigestsFinal = in.Head.UpToDate
-	if err := in.Head.Stale(); err != nil && errors.Is(err, bundle.ErrHistoryIncomplete) {
+	if err := in.Head.Stale(); errors.Is(err, bundle.ErrHistoryIncomplete) {
 		r.Provisional = fmt.Sprintf("the digests shown may still change: %v", err)
 	} else if !r.DigestsFinal {
 		r.Provisional = fmt.Sprintf("%s is not compiled from these sources, so the digests shown may still change "+
