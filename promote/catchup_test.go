@@ -3,9 +3,12 @@ package promote_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
@@ -35,6 +38,24 @@ func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
 	}
 	if s := promotertest.ReadState(t, h.Pool); !promotertest.SameCounts(s.Counts, before.Counts) {
 		t.Fatalf("a refused promotion wrote rows: %v (was %v)", s.Counts, before.Counts)
+	}
+
+	// Twenty years later release 2's windows have ended: it cannot be
+	// caught up, nothing is written, and the error says how to promote the
+	// change without it.
+	late, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: func() time.Time { return gittest.Epoch.AddDate(20, 0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := h.Options(r3)
+	o.Store = late
+	_, err = h.Promote(t, o)
+	if !errors.Is(err, promoter.ErrOutsideWindow) || !strings.Contains(err.Error(), "catching up release 2 from "+h.Repo.R2.String()[:12]) ||
+		!strings.Contains(err.Error(), "rebuild it on release 1, the store's latest: configpub compile --base-ref "+h.Repo.R1.String()[:12]) {
+		t.Fatalf("release 3 after release 2's windows ended: got %v, want release 2's refusal and the way around it", err)
+	}
+	if s := promotertest.ReadState(t, h.Pool); !promotertest.SameCounts(s.Counts, before.Counts) {
+		t.Fatalf("a catch-up refused wrote rows: %v (was %v)", s.Counts, before.Counts)
 	}
 
 	res, err := h.Promote(t, h.Options(r3))

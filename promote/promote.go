@@ -346,7 +346,14 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 		sub.Review.Commit = c
 		r, err := Run(ctx, repo, sub)
 		if err != nil {
-			return caught, fmt.Errorf("promote %s@%s: catching up release %d from %s first: %w", opts.EnvTag, short(rev.Commit), v, short(c), err)
+			hint := ""
+			if at, herr := gitfs.ReleaseCommit(ctx, repo, rev.Commit, opts.EnvTag, head); herr == nil && head > 0 && len(caught) == 0 {
+				// Without release v, the change promotes only rebuilt on
+				// the store's latest release.
+				hint = fmt.Sprintf(" (to promote the change without it, rebuild it on release %d, the store's latest: configpub compile --base-ref %s, on a branch)",
+					head, short(at))
+			}
+			return caught, fmt.Errorf("promote %s@%s: catching up release %d from %s first: %w%s", opts.EnvTag, short(rev.Commit), v, short(c), err, hint)
 		}
 		caught = append(caught, CaughtUp{ReleaseVersion: v, Commit: c, Result: r})
 	}
