@@ -79,7 +79,7 @@ configpub lease renew, not by a release.)`,
 			defer tree.Close()
 			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
 				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
-			b, err := chooseBase(cmd.Context(), repo, env, baseRef, check, createdAtPinned(createdAt), &copts)
+			b, err := chooseBase(cmd.Context(), repo, tree, env, baseRef, check, createdAtPinned(createdAt), &copts)
 			if err != nil {
 				return err
 			}
@@ -209,8 +209,8 @@ type base struct {
 	newer       int64       // the newer release a reverted working tree is built on, else 0
 }
 
-// chooseBase decides which release a compile builds on and sets opts up for
-// it: with --base-ref, the release at that revision; when the working tree
+// chooseBase decides which release a compile of the working tree wt (the
+// policy repository at repo) builds on and sets opts up for it: with --base-ref, the release at that revision; when the working tree
 // holds a release that the first-parent history of HEAD holds below a
 // newer one (a revert), the newer one — releases only move forward; --check
 // refuses that release as stale — and when it holds a release newer than
@@ -218,9 +218,9 @@ type base struct {
 // committed), HEAD's, rather than chain a release on one no commit holds
 // (with no release at HEAD, only a release 1 is redone so), keeping its
 // createdAt unless pinned (--created-at, SOURCE_DATE_EPOCH). Else the working tree's, as committed.
-func chooseBase(ctx context.Context, repo, env, baseRef string, check, pinned bool, opts *compiler.Options) (base, error) {
+func chooseBase(ctx context.Context, repo string, wt fs.FS, env, baseRef string, check, pinned bool, opts *compiler.Options) (base, error) {
 	var b base
-	held, err := workingRelease(repo, env)
+	held, err := rootOf(wt, env)
 	if err != nil {
 		// A root that does not parse (conflict markers, say): built on
 		// as it is, the compile says what is wrong with it; --base-ref
@@ -269,10 +269,9 @@ func chooseBase(ctx context.Context, repo, env, baseRef string, check, pinned bo
 		// files brought from elsewhere, not a compile's output to redo.
 		return b, nil
 	}
-	b.onto = "HEAD"
-	if b.ontoRelease, err = onBaseRef(repo, b.onto, false, opts); err != nil {
-		return b, err
-	}
+	// HEAD's release, read from the tree just read (release N-1 is looked
+	// up from HEAD, as without this).
+	b.onto, b.ontoRelease, opts.Committed = "HEAD", h, head
 	if t, err := bundle.ParseTime(held.createdAt); err == nil && !pinned && held.version == h.version+1 {
 		// The release being prepared keeps the createdAt it was first
 		// compiled with (a --created-at then, say), unless one is given.
@@ -313,16 +312,6 @@ func onBaseRef(repo, baseRef string, check bool, opts *compiler.Options) (heldRe
 		return heldRelease{}, fmt.Errorf("--base-ref %s: %w", baseRef, err)
 	}
 	return h, nil
-}
-
-// workingRelease returns the release the working tree at repo holds.
-func workingRelease(repo, env string) (heldRelease, error) {
-	wt, err := policytree.Dir(repo, policytree.Limits{})
-	if err != nil {
-		return heldRelease{}, err
-	}
-	defer wt.Close()
-	return rootOf(wt, env)
 }
 
 // heldRelease is the release a working tree (or a revision) holds by the

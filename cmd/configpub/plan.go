@@ -85,7 +85,7 @@ request comment per environment. It writes nothing.`,
 			opts.PreviousTree, opts.Keep = gitfs.ReleaseTrees(repo, "HEAD"), compiler.PlanKeep(base)
 			// The head release is the one compile would write: built on the
 			// release compile builds on.
-			chosen, err := chooseBase(cmd.Context(), repo, env, "", false, createdAtPinned(createdAt), &opts)
+			chosen, err := chooseBase(cmd.Context(), repo, tree, env, "", false, createdAtPinned(createdAt), &opts)
 			if err != nil {
 				return err
 			}

@@ -34,31 +34,111 @@ const maxManifestBytes = 64 << 20
 // asked for (an fs.FS rooted at dir, read lazily, as TreeFS), from which a
 // reader takes the root and the shards it lists one at a time. It matches
 // compiler.PreviousTree. A release not found there wraps
-// bundle.ErrReleaseNotRecorded; the walk stops at the first older release.
+// bundle.ErrReleaseNotRecorded (see findReleaseIn for where the walk stops).
 func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
 	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
-		f, err := findRelease(ctx, dir, rev, envTag, version)
-		if err != nil {
-			return nil, err
-		}
-		fsys, err := Tree(f.commit)
+		r, prefix, err := openAt(dir)
 		if err != nil {
 			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
 		}
-		if f.prefix == "" {
-			return fsys, nil
-		}
-		sub, err := fs.Sub(fsys, f.prefix)
-		if err != nil {
-			return nil, fmt.Errorf("release %d of %s: tree %s at %s: %w", version, envTag, f.prefix, f.commit.Hash, err)
-		}
-		return sub, nil
+		return releaseTree(ctx, r, prefix, rev, envTag, version)
 	}
+}
+
+// RepoReleaseTrees is ReleaseTrees in repository r, whose root is the
+// policy repository.
+func RepoReleaseTrees(r *git.Repository, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+		return releaseTree(ctx, r, "", rev, envTag, version)
+	}
+}
+
+// releaseTree returns the tree of the policy repository at prefix in r at
+// the commit where the first-parent history of rev holds release version.
+func releaseTree(ctx context.Context, r *git.Repository, prefix, rev, envTag string, version int64) (fs.FS, error) {
+	f, err := findReleaseIn(ctx, r, prefix, rev, envTag, version)
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := Tree(f.commit)
+	if err != nil {
+		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+	}
+	if prefix == "" {
+		return fsys, nil
+	}
+	sub, err := fs.Sub(fsys, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("release %d of %s: tree %s at %s: %w", version, envTag, prefix, f.commit.Hash, err)
+	}
+	return sub, nil
 }
 
 // releaseDigestRE finds the releaseDigest line of a release manifest root
 // written by configpub (its last line, unindented).
 var releaseDigestRE = regexp.MustCompile(`(?m)^releaseDigest: "(sha256:[0-9a-f]{64})"$`)
+
+// walkEnd says why a walk of releases ended.
+type walkEnd int
+
+const (
+	endStopped walkEnd = iota // the visitor stopped it
+	endRoot                   // at the first commit of the history
+	endNoFile                 // at a commit without the release file, where its history starts
+	endMissing                // at a commit whose first parent the repository does not hold
+)
+
+// walked is where a walk of releases ended: why, at which commit, and how
+// many commits below the one it started from.
+type walked struct {
+	end   walkEnd
+	at    *object.Commit
+	depth int
+}
+
+// eachRelease walks the first-parent history from c and calls visit once
+// per release root that differs from the one above it (the commit it is
+// first seen at going down, its releaseVersion and bytes; a root without a
+// releaseVersion line is passed over), until visit returns true or the
+// history, or the file's history, ends.
+func eachRelease(ctx context.Context, c *object.Commit, file string, visit func(c *object.Commit, version int64, root []byte) bool) (walked, error) {
+	var last plumbing.Hash
+	for depth := 0; ; depth++ {
+		if err := ctx.Err(); err != nil {
+			return walked{}, err
+		}
+		f, err := c.File(file)
+		switch {
+		case errors.Is(err, object.ErrFileNotFound):
+			return walked{endNoFile, c, depth}, nil
+		case err != nil:
+			return walked{}, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+		case f.Hash != last:
+			last = f.Hash
+			b, err := readBlob(f)
+			if err != nil {
+				return walked{}, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+			}
+			if m := releaseVersionRE.FindSubmatch(b); m != nil {
+				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
+				if visit(c, v, b) {
+					return walked{endStopped, c, depth}, nil
+				}
+			}
+		}
+		if c.NumParents() == 0 {
+			return walked{endRoot, c, depth}, nil
+		}
+		parent, err := c.Parent(0)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			return walked{endMissing, c, depth}, nil
+		}
+		if err != nil {
+			return walked{}, fmt.Errorf("first parent of %s: %w", c.Hash.String()[:12], err)
+		}
+		c = parent
+	}
+}
 
 // NewerRelease reports whether the release a working tree holds (version,
 // releaseDigest digest) went back: whether the first-parent history of rev
@@ -73,7 +153,6 @@ func NewerRelease(ctx context.Context, dir, rev, envTag string, version int64, d
 	if err != nil {
 		return 0, "", err
 	}
-	file := path.Join(prefix, "releases", envTag+".yaml")
 	c, err := commit(r, rev)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
 		return 0, "", nil
@@ -82,57 +161,30 @@ func NewerRelease(ctx context.Context, dir, rev, envTag string, version int64, d
 		return 0, "", err
 	}
 	var (
-		last  plumbing.Hash
 		newer int64
 		at    string // the newer release's commit
+		back  bool   // this very release found below it
 	)
-	for {
-		if err := ctx.Err(); err != nil {
-			return 0, "", err
-		}
-		f, err := c.File(file)
+	_, err = eachRelease(ctx, c, path.Join(prefix, "releases", envTag+".yaml"), func(c *object.Commit, v int64, root []byte) bool {
 		switch {
-		case errors.Is(err, object.ErrFileNotFound):
-			// The file's history starts above: nothing newer below.
-			return 0, "", nil
-		case err != nil:
-			return 0, "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-		case f.Hash != last:
-			last = f.Hash
-			b, err := readBlob(f)
-			if err != nil {
-				return 0, "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+		case v > version:
+			if newer == 0 {
+				newer, at = v, c.Hash.String()
 			}
-			if m := releaseVersionRE.FindSubmatch(b); m != nil {
-				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
-				switch {
-				case v > version:
-					if newer == 0 {
-						newer, at = v, c.Hash.String()
-					}
-				case v < version:
-					return 0, "", nil
-				case newer == 0: // the working tree's own, not yet below a newer one
-				default:
-					if d := releaseDigestRE.FindSubmatch(b); d != nil && string(d[1]) == digest {
-						return newer, at, nil
-					}
-					return 0, "", nil
-				}
-			}
+			return false
+		case v < version:
+			return true
+		case newer == 0: // the working tree's own, not yet below a newer one
+			return false
 		}
-		if c.NumParents() == 0 {
-			return 0, "", nil
-		}
-		parent, err := c.Parent(0)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return 0, "", nil
-		}
-		if err != nil {
-			return 0, "", fmt.Errorf("first parent of %s: %w", c.Hash.String()[:12], err)
-		}
-		c = parent
+		d := releaseDigestRE.FindSubmatch(root)
+		back = d != nil && string(d[1]) == digest
+		return true
+	})
+	if err != nil || !back {
+		return 0, "", err
 	}
+	return newer, at, nil
 }
 
 // foundRelease is where findRelease found a release: the commit, dir's
@@ -146,33 +198,13 @@ type foundRelease struct {
 
 // findRelease walks the first-parent history of rev from its newest commit
 // for the one whose releases/<envTag>.yaml (relative to dir) is release
-// version. Releases only grow along that history, except where a commit
-// took a release back (a revert), so the walk stops at the second of two
-// older releases in a row that do not grow back: below them, it is not; and
-// at a commit without the file, where its history starts (a release file
-// deleted and added again hides what is below).
+// version (see findReleaseIn).
 func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*foundRelease, error) {
 	r, prefix, err := openAt(dir)
 	if err != nil {
 		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
 	}
 	return findReleaseIn(ctx, r, prefix, rev, envTag, version)
-}
-
-// RepoReleaseTrees is ReleaseTrees in repository r, whose root is the
-// policy repository.
-func RepoReleaseTrees(r *git.Repository, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
-	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
-		f, err := findReleaseIn(ctx, r, "", rev, envTag, version)
-		if err != nil {
-			return nil, err
-		}
-		fsys, err := Tree(f.commit)
-		if err != nil {
-			return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
-		}
-		return fsys, nil
-	}
 }
 
 // ReleaseCommit returns the commit of repository r (a policy repository at
@@ -188,7 +220,13 @@ func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, v
 }
 
 // findReleaseIn is findRelease in repository r, the policy repository
-// being its directory prefix ("" for its root).
+// being its directory prefix ("" for its root). Releases only grow along
+// the first-parent history, except where a commit took a release back (a
+// revert), so the walk stops at the second of two older releases in a row
+// that do not grow back: below them, it is not; and at a commit without
+// the file, where its history starts (a release file deleted and added
+// again hides what is below). A commit whose parent the repository does
+// not hold ends it with bundle.ErrHistoryIncomplete.
 func findReleaseIn(ctx context.Context, r *git.Repository, prefix, rev, envTag string, version int64) (*foundRelease, error) {
 	file := path.Join(prefix, "releases", envTag+".yaml")
 	c, err := commit(r, rev)
@@ -199,66 +237,40 @@ func findReleaseIn(ctx context.Context, r *git.Repository, prefix, rev, envTag s
 		return nil, err
 	}
 	var (
-		last   plumbing.Hash
+		found  *foundRelease
 		below  int64          // the older release seen last (0: none since the last newer one)
 		first  *object.Commit // where the first older release was seen, and its version
 		firstV int64
 	)
-	depth := 0 // commits below rev
-	for c != nil {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		f, err := c.File(file)
+	w, err := eachRelease(ctx, c, file, func(c *object.Commit, v int64, root []byte) bool {
 		switch {
-		case errors.Is(err, object.ErrFileNotFound):
-			// The file's history starts above (or rev holds none): the
-			// release is not below.
-			if first != nil {
-				return nil, notInHistory(version, envTag, rev, first, firstV)
+		case v == version:
+			found = &foundRelease{commit: c, prefix: prefix, file: file, root: root}
+			return true
+		case v < version && below != 0 && v <= below:
+			return true // two older releases in a row: not below
+		case v < version:
+			below = v
+			if first == nil {
+				first, firstV = c, v
 			}
-			return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (%s is not in %s): %w",
-				version, envTag, rev, file, c.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
-		case err != nil:
-			return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-		case f.Hash != last:
-			last = f.Hash
-			b, err := readBlob(f)
-			if err != nil {
-				return nil, fmt.Errorf("%s at %s: %w", file, c.Hash, err)
-			}
-			if m := releaseVersionRE.FindSubmatch(b); m != nil {
-				v, _ := strconv.ParseInt(string(m[1]), 10, 64)
-				switch {
-				case v == version:
-					return &foundRelease{commit: c, prefix: prefix, file: file, root: b}, nil
-				case v < version && below != 0 && v <= below:
-					return nil, notInHistory(version, envTag, rev, first, firstV)
-				case v < version:
-					below = v
-					if first == nil {
-						first, firstV = c, v
-					}
-				default: // newer: the history went back above (a revert)
-					below = 0
-				}
-			}
+		default: // newer: the history went back above (a revert)
+			below = 0
 		}
-		if c.NumParents() == 0 {
-			break
-		}
-		parent, err := c.Parent(0)
-		if errors.Is(err, plumbing.ErrObjectNotFound) {
-			return nil, incomplete(r, c, rev, depth, envTag, version)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("release %d of %s: first parent of %s: %w", version, envTag, c.Hash.String()[:12], err)
-		}
-		c = parent
-		depth++
-	}
-	if first != nil {
+		return false
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("release %d of %s: %w", version, envTag, err)
+	case found != nil:
+		return found, nil
+	case w.end == endMissing:
+		return nil, incomplete(r, w.at, rev, w.depth, envTag, version)
+	case first != nil:
 		return nil, notInHistory(version, envTag, rev, first, firstV)
+	case w.end == endNoFile:
+		return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s (%s is not in %s): %w",
+			version, envTag, rev, file, w.at.Hash.String()[:12], bundle.ErrReleaseNotRecorded)
 	}
 	return nil, fmt.Errorf("release %d of %s is not in the first-parent history of %s: %w", version, envTag, rev, bundle.ErrReleaseNotRecorded)
 }
