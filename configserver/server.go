@@ -3,13 +3,11 @@ package configserver
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 )
 
@@ -24,7 +22,8 @@ type ServerOptions struct {
 	MaxHeaderBytes int
 	// ShutdownTimeout bounds the graceful drain after ctx ends. Default 15 s.
 	ShutdownTimeout time.Duration
-	// TLSConfig, when set, makes Serve speak TLS (see TLSConfig()).
+	// TLSConfig, when set, makes Serve speak TLS (package tlsfiles makes
+	// one from certificate files that are renewed while serving).
 	TLSConfig *tls.Config
 	// Logger receives http.Server errors (handshake failures, timeouts).
 	// Default: discard.
@@ -107,28 +106,4 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServerOpti
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}
 	return nil
-}
-
-// TLSConfig loads a server certificate and, when clientCAFile is set,
-// requires and verifies client certificates against it (mTLS); tokens bound
-// with cnf["x5t#S256"] are then checked against the presented certificate.
-func TLSConfig(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("load TLS certificate %s: %w", certFile, err)
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	if clientCAFile != "" {
-		pemData, err := os.ReadFile(clientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("read client CA: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pemData) {
-			return nil, fmt.Errorf("client CA %s: no PEM certificate", clientCAFile)
-		}
-		cfg.ClientCAs = pool
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-	}
-	return cfg, nil
 }

@@ -46,7 +46,7 @@ events driven by PostgreSQL NOTIFY); /api/... has the same data as JSON and
 	f.StringVar(&cfg.Listen, "listen", "127.0.0.1:8090", "address to listen on; a non-loopback address needs --jwks or --trusted-proxy")
 	f.BoolVar(&cfg.ShowValues, "show-values", false, "diff releases by their stored values (the login must be a member of configpub_viewer_bytes)")
 	f.StringVar(&cfg.RepositoryURL, "repository-url", "", "web address of the policy repository (https://github.com/org/policies): release pages link the reviewed commit and pull request")
-	f.StringVar(&cfg.JWKS, "jwks", "", "operator token keys: JWKS or PEM file, or http(s) JWKS URL")
+	f.StringVar(&cfg.JWKS, "jwks", "", "operator token keys: JWKS or PEM file, or http(s) JWKS URL (read again every 5 minutes)")
 	f.StringVar(&cfg.Issuer, "issuer", "", "required operator token issuer (with --jwks)")
 	f.StringVar(&cfg.Audience, "audience", "", "required operator token audience (with --jwks)")
 	f.StringVar(&cfg.ProxyHeader, "proxy-header", "", "header carrying the user a trusted reverse proxy authenticated (e.g. X-Forwarded-User)")

@@ -7,8 +7,8 @@ import (
 )
 
 // OpenKeys loads the verification keys named by spec: an http(s) URL of a
-// JWKS, fetched now and then refreshed every opts.Interval by a goroutine
-// counted in wg that ends with ctx, or a key file (JWKS or PEM) read once.
+// JWKS or a key file (JWKS or PEM), read now and then again every
+// opts.Interval by a goroutine counted in wg that ends with ctx.
 func OpenKeys(ctx context.Context, spec string, opts RemoteOptions, wg *sync.WaitGroup) (KeySource, error) {
 	if strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://") {
 		rk := NewRemoteKeys(spec, opts)
@@ -19,9 +19,11 @@ func OpenKeys(ctx context.Context, spec string, opts RemoteOptions, wg *sync.Wai
 		go func() { defer wg.Done(); _ = rk.Run(ctx) }()
 		return rk, nil
 	}
-	keys, err := LoadKeyFile(spec)
+	fk, err := NewFileKeys(spec, opts)
 	if err != nil {
 		return nil, err
 	}
-	return NewStaticKeys(keys), nil
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = fk.Run(ctx) }()
+	return fk, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/configserver/pgstore"
+	"github.com/configpub/configpub/configserver/tlsfiles"
 )
 
 // Config describes one Config Server process. DatabaseURL, JWKS, Issuer and
@@ -28,7 +29,7 @@ type Config struct {
 	// Listener, when set, is served instead of listening on Listen.
 	Listener net.Listener
 	// JWKS is a key file (JWKS JSON or PEM public keys) or an http(s) URL of
-	// a JWKS refreshed every JWKSRefresh.
+	// a JWKS, read again every JWKSRefresh.
 	JWKS        string
 	JWKSRefresh time.Duration // default 5 minutes
 	Issuer      string
@@ -38,8 +39,11 @@ type Config struct {
 	// TLSCert and TLSKey enable TLS; ClientCA additionally requires client
 	// certificates (mTLS), and RequireCertBinding requires every token to be
 	// bound to its certificate (cnf x5t#S256).
+	// The three files are read again every TLSReload (default 1 minute), so
+	// that renewed certificates are served without a restart.
 	TLSCert, TLSKey, ClientCA string
 	RequireCertBinding        bool
+	TLSReload                 time.Duration
 	// Logger receives access logs and lifecycle events. Default: discard.
 	Logger *slog.Logger
 	Store  pgstore.Options
@@ -127,9 +131,17 @@ func Run(ctx context.Context, cfg Config) error {
 		srvOpts.Logger = cfg.Logger
 	}
 	if cfg.TLSCert != "" {
-		if srvOpts.TLSConfig, err = configserver.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA); err != nil {
+		files, err := tlsfiles.Load(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA, tlsfiles.Options{Interval: cfg.TLSReload, Logger: cfg.Logger})
+		if err != nil {
 			return err
 		}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = files.Run(ctx) }()
+		srvOpts.TLSConfig = files.TLSConfig()
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "configpub_server_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the TLS certificate in use expires (Unix time); it moves when renewed files are read.",
+		}, func() float64 { return float64(files.Certificate().NotAfter.Unix()) }))
 	}
 	ln := cfg.Listener
 	if ln == nil {
@@ -146,8 +158,8 @@ func Run(ctx context.Context, cfg Config) error {
 	return err
 }
 
-// keySource loads the token keys: a file once, or a URL fetched now and
-// refreshed in the background until ctx ends.
+// keySource loads the token keys, a file or a URL, now, and reads them again
+// in the background until ctx ends.
 func keySource(ctx context.Context, cfg *Config, wg *sync.WaitGroup) (auth.KeySource, error) {
 	return auth.OpenKeys(ctx, cfg.JWKS, auth.RemoteOptions{Interval: cfg.JWKSRefresh, Logger: cfg.Logger}, wg)
 }

@@ -10,14 +10,18 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,5 +249,147 @@ func TestRunOnAHotStandby(t *testing.T) {
 	// Authenticated, standby reachable, no pointer for this identity: 404.
 	if got := get(t, http.DefaultClient, base+"/configs?host=h1&serviceId=s1&envTag=dev", mint(t, files.PrivateKey, "")); got != 404 {
 		t.Fatalf("GET /configs on the standby: %d, want 404", got)
+	}
+}
+
+// TestRunFollowsRotatedFiles rotates, under a running server, the
+// workload-token key in its --jwks file and its TLS certificate: each is in
+// use within a reload interval, with no restart; /metrics follows the
+// certificate's expiry.
+func TestRunFollowsRotatedFiles(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	k1, err := auth.GenerateKey(filepath.Join(dir, "k1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := auth.GenerateKey(filepath.Join(dir, "k2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := filepath.Join(dir, "jwks.json")
+	writeJWKS := func(from ...*auth.KeyFiles) {
+		t.Helper()
+		var all []json.RawMessage
+		for _, kf := range from {
+			var doc struct{ Keys []json.RawMessage }
+			data, err := os.ReadFile(kf.JWKS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &doc); err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, doc.Keys...)
+		}
+		data, _ := json.Marshal(map[string]any{"keys": all})
+		if err := os.WriteFile(jwks+".tmp", data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(jwks+".tmp", jwks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeJWKS(k1)
+
+	now := time.Now()
+	ca, caKey, _ := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
+	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	issue := func(serial int64, lifetime time.Duration) *x509.Certificate {
+		t.Helper()
+		c, k, der := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "server"},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
+		keyDER, _ := x509.MarshalECPrivateKey(k)
+		writePEM(t, key+".new", "EC PRIVATE KEY", keyDER)
+		writePEM(t, crt+".new", "CERTIFICATE", der)
+		for _, p := range []string{key, crt} {
+			if err := os.Rename(p+".new", p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return c
+	}
+	first := issue(2, 24*time.Hour)
+
+	addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: jwks, JWKSRefresh: 10 * time.Millisecond,
+		Issuer: issuer, Audience: audience, TLSCert: crt, TLSKey: key, TLSReload: 10 * time.Millisecond})
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	// A new connection for every request, to see the certificate served now.
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
+		TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	base := "https://" + addr
+	waitStatus(t, client, base+"/readyz", 200)
+	url := base + "/configs?host=h1"
+	tok1, tok2 := mint(t, k1.PrivateKey, ""), mint(t, k2.PrivateKey, "")
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	status := func(tok string, want int) func() bool {
+		return func() bool { return get(t, client, url, tok) == want }
+	}
+	served := func() *x509.Certificate {
+		resp, err := client.Get(base + "/healthz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.TLS.PeerCertificates[0]
+	}
+	expiryMetric := func() int64 {
+		resp, err := client.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for line := range strings.Lines(string(body)) {
+			if v, ok := strings.CutPrefix(line, "configpub_server_tls_certificate_expiry_timestamp_seconds "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					t.Fatalf("expiry metric %q: %v", v, err)
+				}
+				return int64(f)
+			}
+		}
+		t.Fatal("/metrics has no configpub_server_tls_certificate_expiry_timestamp_seconds")
+		return 0
+	}
+
+	if got := get(t, client, url, tok1); got != http.StatusNotFound {
+		t.Fatalf("token of the key in --jwks: got %d, want 404", got)
+	}
+	if got := get(t, client, url, tok2); got != http.StatusUnauthorized {
+		t.Fatalf("token of a key not in --jwks: got %d, want 401", got)
+	}
+	if c, exp := served(), expiryMetric(); c.SerialNumber.Int64() != 2 || exp != first.NotAfter.Unix() {
+		t.Fatalf("serving serial %v, expiry metric %d; want serial 2 expiring %d", c.SerialNumber, exp, first.NotAfter.Unix())
+	}
+
+	writeJWKS(k1, k2) // the new key published next to the old one
+	eventually("the new key accepted", status(tok2, http.StatusNotFound))
+	if got := get(t, client, url, tok1); got != http.StatusNotFound {
+		t.Fatalf("during the rotation, token of the old key: got %d, want 404", got)
+	}
+	renewed := issue(3, 90*24*time.Hour)
+	eventually("the renewed certificate served", func() bool { return served().SerialNumber.Int64() == 3 })
+	if exp := expiryMetric(); exp != renewed.NotAfter.Unix() {
+		t.Fatalf("expiry metric %d, want %d", exp, renewed.NotAfter.Unix())
+	}
+	writeJWKS(k2) // the old key removed
+	eventually("the old key refused", status(tok1, http.StatusUnauthorized))
+	if got := get(t, client, url, tok2); got != http.StatusNotFound {
+		t.Fatalf("after the rotation, token of the new key: got %d, want 404", got)
 	}
 }

@@ -1,0 +1,102 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// FileKeys is a KeySource that reads a key file (a JWKS document or PEM
+// public keys) and reads it again every interval, so that a key rotated in
+// the file — a Kubernetes ConfigMap or Secret updated in place, a file an
+// agent rewrites — is used without a restart. A file that cannot be read or
+// parsed keeps the last good set (and is reported); only a successful read
+// of different content replaces it, which invalidates cached tokens.
+type FileKeys struct {
+	path     string
+	interval time.Duration
+	logger   *slog.Logger
+
+	set atomic.Pointer[KeySet]
+
+	mu   sync.Mutex // serialises reloads
+	data []byte     // the content the current set was parsed from
+	gen  uint64
+}
+
+// NewFileKeys reads path now; it fails when the file holds no usable key.
+// opts.Interval (default 5 minutes) and opts.Logger apply; the HTTP fields
+// of opts do not.
+func NewFileKeys(path string, opts RemoteOptions) (*FileKeys, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &FileKeys{path: path, interval: opts.Interval, logger: opts.Logger}
+	if _, err := f.Reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// KeySet returns the set read last.
+func (f *FileKeys) KeySet() *KeySet { return f.set.Load() }
+
+// Reload reads the file again. It reports whether the set changed; an
+// unchanged file changes nothing, and an error keeps the current set.
+func (f *FileKeys) Reload() (changed bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	data, err := os.ReadFile(f.path)
+	if err != nil {
+		return false, fmt.Errorf("read key file: %w", err)
+	}
+	if f.gen > 0 && bytes.Equal(data, f.data) {
+		return false, nil
+	}
+	keys, err := ParseKeys(f.path, data)
+	if err != nil {
+		return false, err
+	}
+	f.gen++
+	f.data = data
+	f.set.Store(&KeySet{Keys: keys, Generation: f.gen})
+	return true, nil
+}
+
+// Run reloads the file every interval until ctx ends, logging each change
+// (the key ids, never key material) and each failure, which keeps the last
+// good set. It returns ctx's error.
+func (f *FileKeys) Run(ctx context.Context) error {
+	t := time.NewTicker(f.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			changed, err := f.Reload()
+			switch {
+			case err != nil:
+				f.logger.Warn("token key file not reloaded; the previous keys stay in use", "path", f.path, "err", err)
+			case changed:
+				f.logger.Info("token key file reloaded", "path", f.path, "keys", keyIDs(f.KeySet().Keys))
+			}
+		}
+	}
+}
+
+func keyIDs(keys []Key) []string {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	return ids
+}

@@ -1,0 +1,211 @@
+// Package tlsfiles serves a TLS certificate, its private key and an optional
+// client CA bundle from files that are renewed while the server runs.
+//
+// Certificates are short-lived where they are issued automatically
+// (cert-manager's default is 90 days, renewed at two thirds of its life;
+// SPIFFE issuers renew hourly) and are renewed by rewriting the files a
+// process was started with: a Kubernetes Secret mounted as a volume is
+// updated in place. A server that read its files once serves an expired
+// certificate after the first renewal it missed, and every client refuses
+// it. Files reads them again every interval and hands each new handshake
+// what it read last; a renewal that is half-written (a certificate without
+// its new key) or unreadable keeps the pair in use until a later read finds
+// a consistent one.
+package tlsfiles
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures Files. The zero value is valid.
+type Options struct {
+	// Interval between reads of the files by Run. Default 1 minute.
+	Interval time.Duration
+	// Logger receives reloads, failed reloads and expiry warnings.
+	// Default: discard.
+	Logger *slog.Logger
+	// Now is the clock for expiry warnings and for verifying client
+	// certificates. Default time.Now.
+	Now func() time.Time
+}
+
+// Files is a server TLS configuration read from files. It is safe for
+// concurrent use.
+type Files struct {
+	certFile, keyFile, caFile string
+	opts                      Options
+
+	cur atomic.Pointer[state]
+
+	mu       sync.Mutex // serialises reloads and the warning state below
+	warnedAt time.Time  // last expiry warning for the certificate in use
+	warnedOf time.Time  // NotAfter of the certificate warned about
+}
+
+// state is one consistent read of the files.
+type state struct {
+	cert, key, ca []byte // file contents, to notice a change
+	config        *tls.Config
+	leaf          *x509.Certificate
+}
+
+// Load reads certFile and keyFile (PEM) and, when caFile is not empty, a
+// bundle of client CA certificates (PEM), which makes the configuration
+// require and verify client certificates (mTLS).
+func Load(certFile, keyFile, caFile string, opts Options) (*Files, error) {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Files{certFile: certFile, keyFile: keyFile, caFile: caFile, opts: opts}
+	if _, err := f.Reload(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// TLSConfig returns the configuration to serve with: each handshake gets
+// the files read last.
+func (f *Files) TLSConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return f.cur.Load().config, nil
+		},
+	}
+}
+
+// Certificate returns the certificate in use.
+func (f *Files) Certificate() *x509.Certificate { return f.cur.Load().leaf }
+
+// Reload reads the files again and reports whether what is served changed.
+// Files that did not change change nothing; an error keeps what is in use.
+func (f *Files) Reload() (changed bool, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cert, err := os.ReadFile(f.certFile)
+	if err != nil {
+		return false, fmt.Errorf("read TLS certificate: %w", err)
+	}
+	key, err := os.ReadFile(f.keyFile)
+	if err != nil {
+		return false, fmt.Errorf("read TLS key: %w", err)
+	}
+	var ca []byte
+	if f.caFile != "" {
+		if ca, err = os.ReadFile(f.caFile); err != nil {
+			return false, fmt.Errorf("read client CA: %w", err)
+		}
+	}
+	if old := f.cur.Load(); old != nil && bytes.Equal(cert, old.cert) && bytes.Equal(key, old.key) && bytes.Equal(ca, old.ca) {
+		return false, nil
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return false, fmt.Errorf("TLS certificate %s and key %s: %w", f.certFile, f.keyFile, err)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, Time: f.opts.Now}
+	if f.caFile != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return false, fmt.Errorf("client CA %s: no PEM certificate", f.caFile)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	f.cur.Store(&state{cert: cert, key: key, ca: ca, config: cfg, leaf: pair.Leaf})
+	return true, nil
+}
+
+// Run reads the files every interval until ctx ends, logging each change
+// (subject, serial number and expiry; never key material), each failed
+// read, and — at most hourly — that the certificate in use is near its
+// expiry (within a fifth of its lifetime) or past it. It returns ctx's error.
+func (f *Files) Run(ctx context.Context) error {
+	t := time.NewTicker(f.opts.Interval)
+	defer t.Stop()
+	f.Check()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			f.Check()
+		}
+	}
+}
+
+// Check is one step of Run: reload, then warn about expiry.
+func (f *Files) Check() {
+	changed, err := f.Reload()
+	switch {
+	case err != nil:
+		f.opts.Logger.Warn("TLS files not reloaded; the certificate in use is kept", "cert", f.certFile, "err", err)
+	case changed:
+		c := f.Certificate()
+		f.opts.Logger.Info("TLS files reloaded", "cert", f.certFile, "subject", c.Subject.String(),
+			"serial", c.SerialNumber.String(), "notAfter", c.NotAfter.UTC().Format(time.RFC3339), "clientCA", f.caFile != "")
+	}
+	f.warnExpiry()
+}
+
+func (f *Files) now() time.Time {
+	if f.opts.Now != nil {
+		return f.opts.Now()
+	}
+	return time.Now()
+}
+
+// ErrExpired and ErrExpiring classify an expiry warning.
+var (
+	ErrExpired  = errors.New("TLS certificate expired")
+	ErrExpiring = errors.New("TLS certificate near its expiry")
+)
+
+// Expiry reports whether the certificate in use at t is past its expiry
+// (ErrExpired) or within a fifth of its lifetime of it (ErrExpiring), or nil.
+func (f *Files) Expiry(t time.Time) error {
+	c := f.Certificate()
+	left := c.NotAfter.Sub(t)
+	switch {
+	case left <= 0:
+		return fmt.Errorf("%w at %s", ErrExpired, c.NotAfter.UTC().Format(time.RFC3339))
+	case left < c.NotAfter.Sub(c.NotBefore)/5:
+		return fmt.Errorf("%w: expires at %s, in %s", ErrExpiring, c.NotAfter.UTC().Format(time.RFC3339), left.Round(time.Minute))
+	}
+	return nil
+}
+
+func (f *Files) warnExpiry() {
+	now := f.now()
+	err := f.Expiry(now)
+	if err == nil {
+		return
+	}
+	f.mu.Lock()
+	c := f.Certificate()
+	if c.NotAfter.Equal(f.warnedOf) && now.Sub(f.warnedAt) < time.Hour {
+		f.mu.Unlock()
+		return
+	}
+	f.warnedOf, f.warnedAt = c.NotAfter, now
+	f.mu.Unlock()
+	level := slog.LevelWarn
+	if errors.Is(err, ErrExpired) {
+		level = slog.LevelError
+	}
+	f.opts.Logger.Log(context.Background(), level, "TLS certificate not renewed: renew the files it was read from",
+		"cert", f.certFile, "serial", c.SerialNumber.String(), "err", err)
+}
