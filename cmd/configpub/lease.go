@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/configpub/configpub/promoter"
 )
 
 func addLeaseCmd(root *cobra.Command) {
@@ -29,7 +32,11 @@ func addLeaseCmd(root *cobra.Command) {
 new issuedAt and the pointer's rolling lease window, keeping snapshot and
 sequence, in one transaction, and notifies the Config Servers. Revoked snapshots
 are skipped so their leases run out. With --interval it repeats at that interval
-until interrupted. With --attach, each renewal also attaches the renewed manifests
+until interrupted; once it has renewed, a renewal that fails (the database
+restarting or failing over, the registry unreachable) is reported on stderr and
+tried again after 5s, doubling up to the interval, instead of ending the process
+and leaving every lease to run out; the first renewal's error ends it, as without
+--interval. It reads --key once: restart it after a key rotation. With --attach, each renewal also attaches the renewed manifests
 to their artifacts in the registry as OCI referrers (as ` + "`configpub registry attach`" + `),
 so runtimes that pull from the registry keep a current lease.
 
@@ -48,28 +55,27 @@ configpub compile --renew.`,
 				return err
 			}
 			defer closeFn()
+			renewed := false // a renewer that never renewed exits on its error
+			failures := 0
 			for {
-				res, err := store.RenewLeases(ctx, env)
-				if err != nil {
+				wait := every
+				res, msg, err := renewOnce(ctx, store, env, attach, &rf)
+				switch {
+				case err == nil:
+					renewed, failures = true, 0
+					if err := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
+						return err
+					}
+				case every == 0 || !renewed || ctx.Err() != nil:
 					return storeError(err, env)
-				}
-				msg := fmt.Sprintf("%s: renewed %d leases at %s", env, res.Renewed, res.At.Format(time.RFC3339))
-				if res.SkippedCount > 0 {
-					msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", res.SkippedCount)
-				}
-				if attach {
-					rc, err := rf.client()
-					if err != nil {
-						return err
-					}
-					ar, err := store.AttachDeliveryManifests(ctx, env, rc)
-					if err != nil {
-						return err
-					}
-					msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount)
-				}
-				if err := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
-					return err
+				default:
+					// Once running, a failure (the database restarted or failed
+					// over, the registry unreachable) is reported and retried:
+					// a renewer that exits leaves every lease to run out.
+					failures++
+					wait = retryAfter(failures, every)
+					fmt.Fprintf(cmd.ErrOrStderr(), "lease renew %s: renewal failed (%d in a row): %v; next attempt in %s\n",
+						env, failures, err, wait)
 				}
 				if every == 0 {
 					return nil
@@ -77,7 +83,7 @@ configpub compile --renew.`,
 				select {
 				case <-ctx.Done():
 					return nil
-				case <-time.After(every):
+				case <-time.After(wait):
 				}
 			}
 		},
@@ -91,4 +97,39 @@ configpub compile --renew.`,
 	_ = renew.MarkFlagRequired("env")
 	lease.AddCommand(renew)
 	root.AddCommand(lease)
+}
+
+// renewOnce renews env's leases and, with attach, attaches the renewed
+// manifests; it returns the result and its one-line summary.
+func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, rf *registryFlags) (*promoter.RenewResult, string, error) {
+	res, err := store.RenewLeases(ctx, env)
+	if err != nil {
+		return nil, "", err
+	}
+	msg := fmt.Sprintf("%s: renewed %d leases at %s", env, res.Renewed, res.At.Format(time.RFC3339))
+	if res.SkippedCount > 0 {
+		msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", res.SkippedCount)
+	}
+	if attach {
+		rc, err := rf.client()
+		if err != nil {
+			return nil, "", err
+		}
+		ar, err := store.AttachDeliveryManifests(ctx, env, rc)
+		if err != nil {
+			return nil, "", fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
+		}
+		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount)
+	}
+	return res, msg, nil
+}
+
+// retryAfter is the wait before the next attempt after failures renewals
+// failed in a row: 5 s, doubling, never more than the interval.
+func retryAfter(failures int, interval time.Duration) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < failures && d < interval; i++ {
+		d *= 2
+	}
+	return min(d, interval)
 }

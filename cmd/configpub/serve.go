@@ -24,7 +24,7 @@ GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks
 (a JWKS or PEM file, or an https URL), read again every --jwks-refresh, and
 the --tls-cert, --tls-key and --client-ca files are read again every
---tls-reload: rotated keys and renewed certificates (a Kubernetes Secret or
+--tls-refresh: rotated keys and renewed certificates (a Kubernetes Secret or
 ConfigMap updated in place) are used without a restart, and an update that
 cannot be read keeps what is in use. Access logs go to stderr as JSON. SIGINT/SIGTERM shut it down gracefully.`,
 		Args: cobra.NoArgs,
@@ -46,14 +46,14 @@ cannot be read keeps what is in use. Access logs go to stderr as JSON. SIGINT/SI
 	f.DurationVar(&cfg.Store.FollowInterval, "follow-interval", 0,
 		"read pointer changes every interval instead of LISTEN/NOTIFY (automatic, 200ms, on a hot standby)")
 	f.StringVar(&cfg.JWKS, "jwks", "", "token verification keys: JWKS or PEM file, or http(s) JWKS URL (required)")
-	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "how often the --jwks file or URL is read again")
+	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "interval between reads of the --jwks file or URL")
 	f.StringVar(&cfg.Issuer, "issuer", "", "required token issuer (iss) (required)")
 	f.StringVar(&cfg.Audience, "audience", "", "required token audience (aud) (required)")
 	f.DurationVar(&cfg.Leeway, "leeway", 30*time.Second, "clock-skew leeway for exp, nbf and iat")
 	f.StringVar(&cfg.TLSCert, "tls-cert", "", "TLS certificate (PEM)")
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "TLS private key (PEM)")
 	f.StringVar(&cfg.ClientCA, "client-ca", "", "CA bundle for client certificates: enables mTLS")
-	f.DurationVar(&cfg.TLSReload, "tls-reload", time.Minute, "how often the --tls-cert, --tls-key and --client-ca files are read again")
+	f.DurationVar(&cfg.TLSRefresh, "tls-refresh", time.Minute, "interval between reads of the --tls-cert, --tls-key and --client-ca files")
 	f.BoolVar(&cfg.RequireCertBinding, "require-cert-binding", false, "require tokens bound to the client certificate (cnf x5t#S256); needs --client-ca")
 	for _, name := range []string{"jwks", "issuer", "audience"} {
 		_ = cmd.MarkFlagRequired(name)

@@ -39,11 +39,11 @@ type Config struct {
 	// TLSCert and TLSKey enable TLS; ClientCA additionally requires client
 	// certificates (mTLS), and RequireCertBinding requires every token to be
 	// bound to its certificate (cnf x5t#S256).
-	// The three files are read again every TLSReload (default 1 minute), so
+	// The three files are read again every TLSRefresh (default 1 minute), so
 	// that renewed certificates are served without a restart.
 	TLSCert, TLSKey, ClientCA string
 	RequireCertBinding        bool
-	TLSReload                 time.Duration
+	TLSRefresh                time.Duration
 	// Logger receives access logs and lifecycle events. Default: discard.
 	Logger *slog.Logger
 	Store  pgstore.Options
@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 		srvOpts.Logger = cfg.Logger
 	}
 	if cfg.TLSCert != "" {
-		files, err := tlsfiles.Load(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA, tlsfiles.Options{Interval: cfg.TLSReload, Logger: cfg.Logger})
+		files, err := tlsfiles.Load(cfg.TLSCert, cfg.TLSKey, cfg.ClientCA, tlsfiles.Options{Interval: cfg.TLSRefresh, Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}

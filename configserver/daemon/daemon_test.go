@@ -316,7 +316,7 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	first := issue(2, 24*time.Hour)
 
 	addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: jwks, JWKSRefresh: 10 * time.Millisecond,
-		Issuer: issuer, Audience: audience, TLSCert: crt, TLSKey: key, TLSReload: 10 * time.Millisecond})
+		Issuer: issuer, Audience: audience, TLSCert: crt, TLSKey: key, TLSRefresh: 10 * time.Millisecond})
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
 	// A new connection for every request, to see the certificate served now.

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/pgtest"
+)
+
+// lockedBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestLeaseRenewRidesOutADatabaseFailure: a long-running `lease renew
+// --interval` whose database connection is cut mid-renewal (as a restart or
+// a failover cuts it) reports the failure and renews again, instead of
+// exiting and leaving every lease to run out. The fault is real: the
+// renewal is made to wait on the environment's row lock, and its backend is
+// terminated there.
+func TestLeaseRenewRidesOutADatabaseFailure(t *testing.T) {
+	db := pgtest.New(t)
+	keyPath, signer := testKey(t)
+	seedReleases(t, db, signer)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms"})
+		done <- root.ExecuteContext(ctx)
+	}()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20s; output:\n%s", what, out.String())
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: lease renew exited: %v; output:\n%s", what, err, out.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	renewals := func() int { return strings.Count(out.String(), "prod: renewed 2 leases") }
+	eventually("a first renewal", func() bool { return renewals() >= 1 })
+
+	holder, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.Background())
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM configpub.environment WHERE env_tag = 'prod' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	var victim int
+	eventually("the renewal waiting on the lock", func() bool {
+		err := holder.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&victim)
+		return err == nil
+	})
+	var terminated bool
+	if err := holder.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, victim).Scan(&terminated); err != nil || !terminated {
+		t.Fatalf("terminate backend %d: %v, %v", victim, terminated, err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the failure reported", func() bool { return strings.Contains(out.String(), "renewal failed (1 in a row)") })
+	before := renewals()
+	eventually("a renewal after the failure", func() bool { return renewals() > before })
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after interrupt: got %v, want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lease renew did not stop after interrupt")
+	}
+	if got := out.String(); !strings.Contains(got, "next attempt in 50ms") {
+		t.Errorf("the failure line does not say when it retries:\n%s", got)
+	}
+}
+
+// TestLeaseRenewIntervalExitsOnItsFirstError: a renewer that has not renewed
+// once exits on its error (a wrong environment is not retried for ever).
+func TestLeaseRenewIntervalExitsOnItsFirstError(t *testing.T) {
+	db := pgtest.New(t)
+	keyPath, signer := testKey(t)
+	seedReleases(t, db, signer)
+	done := make(chan struct {
+		out  string
+		code int
+	}, 1)
+	go func() {
+		out, code := runStore("lease", "renew", "--env", "nosuch", "--key", keyPath, "--database", db.URL, "--interval", "50ms")
+		done <- struct {
+			out  string
+			code int
+		}{out, code}
+	}()
+	select {
+	case r := <-done:
+		if r.code != 1 || !strings.Contains(r.out, "environment nosuch: not found") {
+			t.Fatalf("got exit %d, output %q; want 1 naming the environment", r.code, r.out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lease renew --interval of a missing environment did not exit")
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		failures int
+		interval time.Duration
+		want     time.Duration
+	}{
+		{1, 2 * time.Minute, 5 * time.Second},
+		{2, 2 * time.Minute, 10 * time.Second},
+		{4, 2 * time.Minute, 40 * time.Second},
+		{5, 2 * time.Minute, 80 * time.Second},
+		{6, 2 * time.Minute, 2 * time.Minute},
+		{1000, 2 * time.Minute, 2 * time.Minute},
+		{1, time.Second, time.Second},
+	} {
+		if got := retryAfter(tc.failures, tc.interval); got != tc.want {
+			t.Errorf("retryAfter(%d, %s) = %s, want %s", tc.failures, tc.interval, got, tc.want)
+		}
+	}
+}
