@@ -99,6 +99,10 @@ type Result struct {
 	ReleaseDigest  string            `json:"releaseDigest"`
 	CommandID      string            `json:"commandId"`
 	Published      []registry.Result `json:"published"` // every target artifact, then the release artifact
+	// Resigned counts the artifacts, published before under another key,
+	// that this promotion signed with its key too (the first promotion
+	// after a key rotation signs every target the release did not change).
+	Resigned int64 `json:"resigned,omitempty"`
 	// CaughtUp lists the releases promoted first, oldest first (see
 	// Options.NoCatchUp).
 	CaughtUp []CaughtUp `json:"caughtUp,omitempty"`
@@ -189,11 +193,11 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
 	stage := opts.Stage || res.Rollout.TwoPhase()
-	published, err := publishAndStore(ctx, opts, log, clock, res, &in, stage)
+	published, resigned, err := publishAndStore(ctx, opts, log, clock, res, &in, stage)
 	if err != nil {
 		return nil, err
 	}
-	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published))
+	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", resigned)
 
 	result := &Result{
 		CaughtUp:       caught,
@@ -204,6 +208,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		ReleaseDigest:  m.ReleaseDigest,
 		CommandID:      in.CommandID,
 		Published:      published,
+		Resigned:       resigned,
 	}
 	views := promoter.WorkflowViewsOf(res.Workflows)
 	// Nothing of the compile result is used from here on (in holds every

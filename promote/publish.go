@@ -2,6 +2,7 @@ package promote
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"errors"
 	"fmt"
@@ -165,22 +166,25 @@ var errStopped = errors.New("stream stopped")
 // the store's time (closedWindow; stage: staged, activated later) is
 // refused. Every artifact is verified by digest
 // against the trusted keys as soon as it is published, while the
-// publication goes on (a verification that fails stops it). It returns one
-// registry.Result per target artifact, in order, then the release's.
+// publication goes on (a verification that fails stops it); an artifact
+// published before whose signatures are by another key only (after a key
+// rotation) is signed with the Signer too (see Resigner). It returns one
+// registry.Result per target artifact, in order, then the release's, and
+// how many artifacts it signed that way.
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
-	in *promoter.ReleaseInput, stage bool) ([]registry.Result, error) {
+	in *promoter.ReleaseInput, stage bool) (published []registry.Result, resigned int64, err error) {
 	m := res.Manifest
 	// The release artifact is checked now and built again when it is
 	// pushed, after every target (not held while they stream).
 	if _, err := compiled.Release(res); err != nil {
-		return nil, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
+		return nil, 0, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
 	storer, _ := opts.Store.(artifactStorer)
 	ahead := false
 	if storer != nil {
 		head, pending, err := storer.Head(ctx, opts.EnvTag)
 		if err != nil {
-			return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+			return nil, 0, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
 		}
 		in.ArtifactsStored = true
 		ahead = head == in.BaseReleaseVersion && pending == 0
@@ -194,21 +198,21 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 			now = sc.Now()
 		}
 		if w := closedWindow(m, now, stage); w != nil {
-			return nil, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
+			return nil, 0, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
 		}
 	}
 	v, err := startVerifier(ctx, opts, m.ReleaseVersion)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	published, err := publishVerified(v.ctx, opts, log, clock, res, in, storer, ahead, v)
+	published, err = publishVerified(v.ctx, opts, log, clock, res, in, storer, ahead, v)
 	if verr := v.wait(); verr != nil {
-		return nil, verr // the cause, when the publication stopped for it
+		return nil, 0, verr // the cause, when the publication stopped for it
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return published, nil
+	return published, v.resigned.Load(), nil
 }
 
 // publishVerified is publishAndStore's publication, handing each completed
@@ -352,6 +356,11 @@ type verifier struct {
 	g        *errgroup.Group
 	ctx      context.Context // cancelled once a verification fails
 	verified atomic.Int64
+	// resigner signs, with the Signer, artifacts published before under
+	// another key; nil unless the Signer's key is among the trusted keys
+	// and the Registry can sign.
+	resigner Resigner
+	resigned atomic.Int64
 }
 
 // verifyJob is one published artifact to verify: a target's, with the
@@ -378,6 +387,9 @@ func startVerifier(ctx context.Context, opts Options, release int64) (*verifier,
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	v := &verifier{opts: opts, release: release, keys: keys, queue: make(chan verifyJob, verifyQueue), g: g, ctx: gctx}
+	if rs, ok := opts.Registry.(Resigner); ok && trustsSigner(keys, opts.Signer) {
+		v.resigner = rs
+	}
 	for range verifyConcurrency {
 		g.Go(func() error {
 			for j := range v.queue {
@@ -411,7 +423,22 @@ func (v *verifier) verify(ctx context.Context, j verifyJob) error {
 	if j.unknown {
 		return fmt.Errorf("promote %s: published %s, which no target of release %d names: %w", v.opts.EnvTag, j.r.Ref(), v.release, promoter.ErrIntegrity)
 	}
-	got, err := v.opts.Registry.Verify(ctx, j.r.Ref(), registry.VerifyOptions{Keys: v.keys, Identity: j.id})
+	opts := registry.VerifyOptions{Keys: v.keys, Identity: j.id}
+	got, err := v.opts.Registry.Verify(ctx, j.r.Ref(), opts)
+	if errors.Is(err, registry.ErrSignature) && v.resigner != nil && !j.r.Pushed {
+		// Published before under another key: after a key rotation the
+		// artifact of every target the release did not change carries the
+		// old key's signature only. It is our own content (its digest is
+		// what this commit compiles to), so sign it too, and verify again.
+		var added bool
+		if added, err = v.resigner.Sign(ctx, j.r.Ref(), v.opts.Signer); err != nil {
+			return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, err)
+		}
+		if added {
+			v.resigned.Add(1)
+		}
+		got, err = v.opts.Registry.Verify(ctx, j.r.Ref(), opts)
+	}
 	if err != nil {
 		return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, err)
 	}
@@ -428,3 +455,27 @@ const (
 	verifyConcurrency = 8
 	verifyQueue       = 1024
 )
+
+// Resigner adds the signing key's signature to an artifact published before
+// under another key; *registry.Client satisfies it. Without it, the first
+// promotion after a key rotation stops at the first artifact signed by the
+// old key only.
+type Resigner interface {
+	Sign(ctx context.Context, ref string, signer crypto.Signer) (bool, error)
+}
+
+var _ Resigner = (*registry.Client)(nil)
+
+// trustsSigner reports whether signer's public key is among keys.
+func trustsSigner(keys []signing.TrustedKey, signer crypto.Signer) bool {
+	id, err := signing.KeyID(signer.Public())
+	if err != nil {
+		return false
+	}
+	for _, k := range keys {
+		if k.ID == id {
+			return true
+		}
+	}
+	return false
+}

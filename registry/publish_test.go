@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -462,5 +463,35 @@ func TestLargeReleaseArtifactVerifies(t *testing.T) {
 	}
 	if !bytes.Equal(v.Content, doc) {
 		t.Fatalf("verified %d bytes, want the %d published", len(v.Content), len(doc))
+	}
+}
+
+// TestSignAddsASignatureOnce: Sign adds a key's signature next to the
+// ones there, once, and refuses an artifact that does not exist.
+func TestSignAddsASignatureOnce(t *testing.T) {
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{})
+	oldKey, newKey2 := newKey(t), newKey(t)
+	ctx := context.Background()
+	sum, err := c.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: oldKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	for i, want := range []bool{true, false} {
+		added, err := c.Sign(ctx, ref, newKey2)
+		if err != nil || added != want {
+			t.Fatalf("sign #%d: added %v, %v; want %v", i+1, added, err, want)
+		}
+	}
+	for name, k := range map[string]*ecdsa.PrivateKey{"old": oldKey, "new": newKey2} {
+		if _, err := c.Verify(ctx, ref, registry.VerifyOptions{Keys: trusted(t, k)}); err != nil {
+			t.Errorf("verify with the %s key only: %v", name, err)
+		}
+	}
+	repo, _, _ := strings.Cut(ref, "@")
+	missing := repo + "@sha256:" + strings.Repeat("0", 64)
+	if _, err := c.Sign(ctx, missing, newKey2); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("sign a missing artifact: got %v, want ErrNotFound", err)
 	}
 }

@@ -126,6 +126,34 @@ func ensureSignature(ctx context.Context, repo *repo, dgst digest.Digest, signer
 	return n + md.Size, nil
 }
 
+// Sign adds signer's cosign signature to the artifact at ref
+// (REPOSITORY@DIGEST), next to the signatures already there, unless one by
+// that key is among them: what publishing does for each artifact it
+// pushes, for one published before under another key (after a key
+// rotation every unchanged target's artifact carries the old key's only).
+// The artifact must exist. It reports whether a signature was added.
+func (c *Client) Sign(ctx context.Context, ref string, signer crypto.Signer) (bool, error) {
+	repoName, dgst, err := ParseRef(ref)
+	if err != nil {
+		return false, fmt.Errorf("sign: %w", err)
+	}
+	repo, err := c.repository(ctx, repoName)
+	if err != nil {
+		return false, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	if _, err := repo.Resolve(ctx, dgst.String()); err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			return false, fmt.Errorf("sign %s: %w", ref, ErrNotFound)
+		}
+		return false, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	n, err := ensureSignature(ctx, repo, dgst, signer)
+	if err != nil {
+		return false, fmt.Errorf("sign %s: %w", ref, err)
+	}
+	return n > 0, nil
+}
+
 // fetchSignatureManifest GETs the manifest at a signature tag (one
 // request) and checks its digest against the one the registry reports.
 // With headFirst it asks with a HEAD first and GETs by digest only when the

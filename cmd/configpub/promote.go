@@ -169,6 +169,18 @@ func printPromoteResult(w io.Writer, res *promote.Result) error {
 			return err
 		}
 	}
+	if err := printPromoteOutcome(w, res); err != nil {
+		return err
+	}
+	if res.Resigned > 0 {
+		_, err := fmt.Fprintf(w, "signed %d artifacts published before under another key with this key too (after a key rotation: they verify with either key)\n", res.Resigned)
+		return err
+	}
+	return nil
+}
+
+// printPromoteOutcome prints what the promotion did with the release.
+func printPromoteOutcome(w io.Writer, res *promote.Result) error {
 	if st := res.Staged; st != nil {
 		verb := "staged"
 		if st.Replayed {

@@ -1,0 +1,90 @@
+package promote_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/promotertest"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/registry"
+)
+
+// TestPromoteAfterKeyRotation: CI switches to a new signing key (the
+// documented rotation's step 3) and promotes release 2, which changes some
+// targets and carries the others over with the artifacts release 1
+// published under the old key. The promotion signs those with the new key
+// too instead of stopping at the first one ("no trusted key verifies the
+// signature"), so every artifact of release 2 verifies with the new key
+// alone; the unchanged ones still verify with the old key; a re-run signs
+// nothing and writes nothing.
+func TestPromoteAfterKeyRotation(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatalf("promote release 1 with the old key: %v", err)
+	}
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newKey, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: newKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := h.Options(plumbing.ZeroHash)
+	o.Signer, o.Store = newKey, store
+	res, err := h.Promote(t, o)
+	if err != nil {
+		t.Fatalf("promote release 2 with the new key: %v", err)
+	}
+	unchanged := 0
+	for k, v := range h.Repo.Snapshots[h.Repo.R2] {
+		if h.Repo.Snapshots[h.Repo.R1][k] == v {
+			unchanged++
+		}
+	}
+	if unchanged == 0 || unchanged == len(h.Repo.Snapshots[h.Repo.R2]) {
+		t.Fatalf("fixture: %d of %d targets unchanged, want some", unchanged, len(h.Repo.Snapshots[h.Repo.R2]))
+	}
+	if res.ReleaseVersion != 2 || res.Resigned != int64(unchanged) {
+		t.Fatalf("got release %d, %d re-signed; want release 2 with its %d unchanged targets re-signed", res.ReleaseVersion, res.Resigned, unchanged)
+	}
+
+	trust := func(s *cosignkey.Signer) []signing.TrustedKey {
+		k, err := signing.NewTrustedKey(s.Public().(*ecdsa.PublicKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []signing.TrustedKey{k}
+	}
+	oldVerifies := 0
+	for _, r := range res.Published {
+		if _, err := h.Client.Verify(ctx, r.Ref(), registry.VerifyOptions{Keys: trust(newKey)}); err != nil {
+			t.Errorf("%s with the new key alone: %v", r.Ref(), err)
+		}
+		if _, err := h.Client.Verify(ctx, r.Ref(), registry.VerifyOptions{Keys: trust(h.Signer)}); err == nil {
+			oldVerifies++
+		}
+	}
+	if oldVerifies != unchanged {
+		t.Errorf("%d artifacts verify with the old key, want the %d published under it", oldVerifies, unchanged)
+	}
+
+	h.Registry.Reset()
+	again, err := h.Promote(t, o)
+	if err != nil {
+		t.Fatalf("promote release 2 again: %v", err)
+	}
+	if again.Resigned != 0 || h.Registry.Writes() != 0 {
+		t.Fatalf("re-run: %d re-signed, %d registry writes; want none", again.Resigned, h.Registry.Writes())
+	}
+}
