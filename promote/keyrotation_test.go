@@ -55,6 +55,7 @@ func TestPromoteAfterKeyRotation(t *testing.T) {
 	if unchanged == 0 || unchanged == len(h.Repo.Snapshots[h.Repo.R2]) {
 		t.Fatalf("fixture: %d of %d targets unchanged, want some", unchanged, len(h.Repo.Snapshots[h.Repo.R2]))
 	}
+	t.Logf("release 2: %d of %d targets carried over, %d re-signed", unchanged, len(h.Repo.Snapshots[h.Repo.R2]), res.Resigned)
 	if res.ReleaseVersion != 2 || res.Resigned != int64(unchanged) {
 		t.Fatalf("got release %d, %d re-signed; want release 2 with its %d unchanged targets re-signed", res.ReleaseVersion, res.Resigned, unchanged)
 	}
