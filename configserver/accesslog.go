@@ -1,6 +1,7 @@
 package configserver
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -54,9 +55,49 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// accessLog writes one record per request. Errors are logged by their
-// reason and wrapped cause, which never contain a token or a body.
+// AccessLogMode selects the requests that get an access-log record.
+type AccessLogMode int
+
+// Access-log modes (see Options.AccessLog).
+const (
+	AccessLogAll      AccessLogMode = iota // every request
+	AccessLogFailures                      // requests answered 4xx or 5xx
+	AccessLogNone                          // none
+)
+
+// ParseAccessLogMode parses "all", "failures" or "none".
+func ParseAccessLogMode(s string) (AccessLogMode, error) {
+	switch s {
+	case "all":
+		return AccessLogAll, nil
+	case "failures":
+		return AccessLogFailures, nil
+	case "none":
+		return AccessLogNone, nil
+	}
+	return 0, fmt.Errorf("access log %q: want all, failures or none", s)
+}
+
+// String returns the mode's name, as ParseAccessLogMode reads it.
+func (m AccessLogMode) String() string {
+	switch m {
+	case AccessLogFailures:
+		return "failures"
+	case AccessLogNone:
+		return "none"
+	}
+	return "all"
+}
+
+// accessLog writes one record per request the access-log mode selects.
+// Errors are logged by their reason and wrapped cause, which never contain
+// a token or a body.
 func (h *handler) accessLog(r *http.Request, rl *reqLog, status, size int, d time.Duration) {
+	switch {
+	case h.accessLogMode == AccessLogNone,
+		h.accessLogMode == AccessLogFailures && status < 400:
+		return
+	}
 	level := slog.LevelInfo
 	if status >= 500 {
 		level = slog.LevelWarn

@@ -31,6 +31,11 @@ type Options struct {
 	// Logger receives one access-log record per request (identity, snapshot
 	// id, status, size, duration; never a token or a body). Nil: discard.
 	Logger *slog.Logger
+	// AccessLog says which requests get an access-log record: every one
+	// (AccessLogAll, the zero value), those answered 4xx or 5xx
+	// (AccessLogFailures), or none (AccessLogNone). /metrics counts every
+	// request whatever it says.
+	AccessLog AccessLogMode
 	// Registry receives the server's Prometheus collectors and is served at
 	// /metrics. Nil: a private registry.
 	Registry *prometheus.Registry
@@ -67,6 +72,7 @@ type handler struct {
 	store            Store
 	verifier         Verifier
 	log              *slog.Logger
+	accessLogMode    AccessLogMode
 	metrics          *metrics
 	metricsHandler   http.Handler
 	storeTimeout     time.Duration
@@ -121,6 +127,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		store:            store,
 		verifier:         opts.Verifier,
 		log:              opts.Logger,
+		accessLogMode:    opts.AccessLog,
 		storeTimeout:     opts.StoreTimeout,
 		retryAfter:       max(int(opts.RetryAfter.Round(time.Second)/time.Second), 1),
 		maxEvidenceBytes: opts.MaxEvidenceBytes,

@@ -46,8 +46,10 @@ type Config struct {
 	TLSRefresh                time.Duration
 	// Logger receives access logs and lifecycle events. Default: discard.
 	Logger *slog.Logger
-	Store  pgstore.Options
-	Server configserver.ServerOptions
+	// AccessLog selects the requests logged (default: every one).
+	AccessLog configserver.AccessLogMode
+	Store     pgstore.Options
+	Server    configserver.ServerOptions
 	// Ready, when set, is called with the bound address once serving.
 	Ready func(addr net.Addr)
 }
@@ -124,7 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	h := configserver.NewHandler(store, configserver.Options{
-		Verifier: verifier, Logger: cfg.Logger, Registry: reg, RequireCertBinding: cfg.RequireCertBinding,
+		Verifier: verifier, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Registry: reg, RequireCertBinding: cfg.RequireCertBinding,
 	})
 	srvOpts := cfg.Server
 	if srvOpts.Logger == nil {
