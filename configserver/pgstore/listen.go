@@ -48,8 +48,15 @@ func (s *Store) Run(ctx context.Context) error {
 
 // follow runs one LISTEN session; connected is called once it is live.
 func (s *Store) follow(ctx context.Context, connected func()) error {
+	cc := s.connCfg.Copy()
+	if before := s.pool.Config().BeforeConnect; before != nil {
+		// The pool's hook (a password read from its passfile again).
+		if err := before(ctx, cc); err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
-	conn, err := pgx.ConnectConfig(cctx, s.connCfg.Copy())
+	conn, err := pgx.ConnectConfig(cctx, cc)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)

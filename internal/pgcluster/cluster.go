@@ -133,6 +133,33 @@ func (c *Cluster) EnableReplication(ctx context.Context) error {
 	return nil
 }
 
+// RequirePassword makes members of role group log in over 127.0.0.1 with
+// a password (SCRAM) instead of trust — for tests of password handling —
+// and reloads the configuration of a running server. The group need not
+// exist yet.
+func (c *Cluster) RequirePassword(ctx context.Context, group string) error {
+	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	line := "host all +" + group + " 127.0.0.1/32 scram-sha-256\n"
+	if !strings.Contains(string(b), line) {
+		// The first matching line wins: put ours first.
+		if err := os.WriteFile(hba, append([]byte(line), b...), 0o600); err != nil {
+			return fmt.Errorf("pgcluster: %w", err)
+		}
+	}
+	if !c.Running(ctx) {
+		return nil
+	}
+	cmd := c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "reload")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("pgcluster: reload: %w: %s", err, lastLines(out))
+	}
+	return nil
+}
+
 // Replica makes a hot standby of the running primary c in opts.Dir (its
 // BinDir and Durable are c's): pg_basebackup -R as ReplicationRole (call
 // EnableReplication on c first) streams a base backup and writes

@@ -9,14 +9,28 @@
 // every configpub session turns JIT off, unless the connection URL sets jit
 // itself (?jit=on, or options=-c jit=on), which an operator who measured
 // otherwise may do.
+//
+// A password read from a passfile (PGPASSFILE, the URL's passfile, or
+// ~/.pgpass: none in the URL or PGPASSWORD) is read from it again for every
+// new connection, so a long-running process — the Config Server, a
+// `lease renew --interval` — follows a password rotated in the file (a
+// Kubernetes Secret updated in place) instead of failing to log in once
+// its connections are recycled.
 package pgsession
 
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
+	"github.com/jackc/pgpassfile"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -61,14 +75,80 @@ func setInOptions(options, name string) bool {
 }
 
 // ParsePool parses a connection URL into a pool configuration with the
-// session defaults applied.
+// session defaults applied. When the password comes from a passfile, the
+// configuration's BeforeConnect reads it again for every new connection
+// (see the package documentation); a dial outside the pool calls it too.
 func ParsePool(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, err
 	}
 	Apply(cfg.ConnConfig)
+	if path := passfileOf(url); path != "" {
+		var last atomic.Pointer[string] // the password read last
+		cfg.BeforeConnect = func(_ context.Context, cc *pgx.ConnConfig) error {
+			if pw, ok := passwordFrom(path, cc); ok {
+				last.Store(&pw)
+			}
+			if pw := last.Load(); pw != nil {
+				cc.Password = *pw
+			}
+			return nil
+		}
+	}
 	return cfg, nil
+}
+
+// passfileOf returns the passfile a connection to connString takes its
+// password from, as libpq and pgconn find it, or "" when the password is
+// given otherwise (in connString or PGPASSWORD).
+func passfileOf(connString string) string {
+	if os.Getenv("PGPASSWORD") != "" {
+		return ""
+	}
+	settings := map[string]string{}
+	if u, err := neturl.Parse(connString); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		if _, ok := u.User.Password(); ok {
+			return ""
+		}
+		for k, v := range u.Query() {
+			settings[k] = v[len(v)-1]
+		}
+	} else {
+		for _, f := range strings.Fields(connString) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				settings[strings.TrimSpace(k)] = strings.Trim(v, "'")
+			}
+		}
+	}
+	if _, ok := settings["password"]; ok {
+		return ""
+	}
+	if p := settings["passfile"]; p != "" {
+		return p
+	}
+	if p := os.Getenv("PGPASSFILE"); p != "" {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".pgpass")
+	}
+	return ""
+}
+
+// passwordFrom reads the password for cc from the passfile at path; a file
+// that cannot be read, or has no entry for cc, gives none.
+func passwordFrom(path string, cc *pgx.ConnConfig) (string, bool) {
+	pf, err := pgpassfile.ReadPassfile(path)
+	if err != nil {
+		return "", false
+	}
+	host := cc.Host
+	if network, _ := pgconn.NetworkAddress(cc.Host, cc.Port); network == "unix" {
+		host = "localhost"
+	}
+	pw := pf.FindPassword(host, strconv.Itoa(int(cc.Port)), cc.Database, cc.User)
+	return pw, pw != ""
 }
 
 // NewPool opens a pool for url with the session defaults applied.
