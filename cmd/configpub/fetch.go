@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/client/ocipull"
+	"github.com/configpub/configpub/configserver/tlsfiles"
 	"github.com/configpub/configpub/internal/reloadhook"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
@@ -42,6 +45,10 @@ type fetchFlags struct {
 	exec      string
 	signal    string
 	hook      *reloadhook.Hook // built from exec and signal by runFetch
+	// TLS files for the Config Server connection, read again as they are
+	// renewed: the CA bundle its certificate chains to, and the client
+	// certificate and key for mTLS.
+	tlsCA, tlsCert, tlsKey string
 }
 
 func addFetchCmd(root *cobra.Command) {
@@ -72,7 +79,11 @@ A reload hook tells a runtime in any language that --out changed: --exec CMD run
 CONFIGPUB_PUBLICATION_ID, CONFIGPUB_ARTIFACT_DIGEST and CONFIGPUB_RELEASE_VERSION in its
 environment; --signal PID[:SIGNAL] sends SIGNAL (default HUP) to PID. The hook runs after
 each write of a changed --out and after its removal when failing closed, never for an
-unchanged load or a renewed lease; a failing hook is reported (exit 1 without --watch).`,
+unchanged load or a renewed lease; a failing hook is reported (exit 1 without --watch).
+With --tls-ca the Config Server's certificate must chain to that bundle; --tls-cert and
+--tls-key present a client certificate (mTLS, and the certificate a cert-bound token names).
+Before a request, at most once a minute, the three files are read again, so renewed
+certificates are used without a restart; a renewal read half-way keeps the set in use.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFetch(cmd, f) },
 	}
@@ -89,6 +100,9 @@ unchanged load or a renewed lease; a failing hook is reported (exit 1 without --
 	fl.StringVar(&f.out, "out", "", "where the verified values.yml is written atomically (required)")
 	fl.BoolVar(&f.watch, "watch", false, "keep the file current until interrupted (held requests, or polling)")
 	fl.DurationVar(&f.interval, "interval", time.Minute, "with --watch: longest hold of one request, or the polling interval")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA bundle (PEM) the Config Server's certificate must chain to, instead of the system roots")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "client certificate (PEM) for a Config Server that requires mTLS (with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
 	fl.DurationVar(&f.skew, "skew", 30*time.Second, "clock-skew tolerance on every validity window")
 	fl.StringVar(&f.oci, "oci", "", "verify REPOSITORY@sha256:<hex> pulled from an OCI registry with a signed delivery manifest for it (attached as a referrer, or the --server's)")
 	jsonOutputFlag(cmd, "one evidence line per load")
@@ -119,6 +133,10 @@ func (f fetchFlags) validate() error {
 		return fmt.Errorf("--interval %s must be positive", f.interval)
 	case f.report && f.server == "":
 		return errors.New("--report needs --server")
+	case (f.tlsCert == "") != (f.tlsKey == ""):
+		return errors.New("--tls-cert and --tls-key go together (the client certificate and its key)")
+	case (f.tlsCA != "" || f.tlsCert != "") && f.server == "":
+		return errors.New("--tls-ca, --tls-cert and --tls-key are for the --server connection")
 	}
 	if err := f.status.validate(f.watch); err != nil {
 		return err
@@ -154,6 +172,14 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	}
 	if f.tokenFile != "" {
 		opts.TokenSource = client.TokenFile(f.tokenFile)
+	}
+	if f.tlsCA != "" || f.tlsCert != "" {
+		tr, err := tlsfiles.NewTransport(f.tlsCA, f.tlsCert, f.tlsKey,
+			tlsfiles.Options{Logger: slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))})
+		if err != nil {
+			return err
+		}
+		opts.HTTPClient = &http.Client{Transport: tr, Timeout: client.DefaultHTTPTimeout}
 	}
 	c, err := client.New(opts)
 	if err != nil {

@@ -1,5 +1,7 @@
-// Package tlsfiles serves a TLS certificate, its private key and an optional
-// client CA bundle from files that are renewed while the server runs.
+// Package tlsfiles uses TLS certificates, keys and CA bundles from files
+// that are renewed while the process runs: a server's certificate and client
+// CA bundle (Files), a client's CA bundle and client certificate
+// (Transport).
 //
 // Certificates are short-lived where they are issued automatically
 // (cert-manager's default is 90 days, renewed at two thirds of its life;
@@ -7,10 +9,11 @@
 // process was started with: a Kubernetes Secret mounted as a volume is
 // updated in place. A server that read its files once serves an expired
 // certificate after the first renewal it missed, and every client refuses
-// it. Files reads them again every interval and hands each new handshake
-// what it read last; a renewal that is half-written (a certificate without
-// its new key) or unreadable keeps the pair in use until a later read finds
-// a consistent one.
+// it; a client presents an expired certificate, and every server refuses
+// it. Both types read the files again every interval and use what they
+// read last; a renewal that is half-written (a certificate without its new
+// key) or unreadable keeps the set in use until a later read finds a
+// consistent one.
 package tlsfiles
 
 import (
@@ -39,6 +42,16 @@ type Options struct {
 	Now func() time.Time
 }
 
+func withDefaults(opts Options) Options {
+	if opts.Interval <= 0 {
+		opts.Interval = time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return opts
+}
+
 // Files is a server TLS configuration read from files. It is safe for
 // concurrent use.
 type Files struct {
@@ -63,13 +76,7 @@ type state struct {
 // bundle of client CA certificates (PEM), which makes the configuration
 // require and verify client certificates (mTLS).
 func Load(certFile, keyFile, caFile string, opts Options) (*Files, error) {
-	if opts.Interval <= 0 {
-		opts.Interval = time.Minute
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	f := &Files{certFile: certFile, keyFile: keyFile, caFile: caFile, opts: opts}
+	f := &Files{certFile: certFile, keyFile: keyFile, caFile: caFile, opts: withDefaults(opts)}
 	if _, err := f.Reload(); err != nil {
 		return nil, err
 	}

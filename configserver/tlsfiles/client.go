@@ -1,0 +1,148 @@
+package tlsfiles
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Transport is an http.RoundTripper for a client whose TLS files are
+// renewed while it runs: a CA bundle the server's certificate must chain to
+// (instead of the system roots) and, for mutual TLS, a client certificate
+// and its key (a SPIFFE or cert-manager certificate renewed hourly or
+// daily). Before a request, at most once an interval, it reads the files
+// again; when they changed and form a consistent set, later requests use a
+// new connection pool with them (the old pool's idle connections are
+// closed), and a set that does not (a certificate written without its new
+// key yet) keeps the one in use.
+type Transport struct {
+	caFile, certFile, keyFile string
+	opts                      Options
+
+	cur atomic.Pointer[clientState]
+
+	mu        sync.Mutex // serialises reloads
+	checkedAt time.Time
+}
+
+// clientState is one consistent read of the client's files.
+type clientState struct {
+	ca, cert, key []byte
+	transport     *http.Transport
+	leaf          *x509.Certificate // nil without a client certificate
+}
+
+// NewTransport reads caFile (may be empty: the system roots) and, when
+// certFile is not empty, the client certificate certFile with its key
+// keyFile (both PEM). opts.Interval (default 1 minute), Logger and Now
+// apply.
+func NewTransport(caFile, certFile, keyFile string, opts Options) (*Transport, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("a client certificate needs both its certificate and its key file")
+	}
+	t := &Transport{caFile: caFile, certFile: certFile, keyFile: keyFile, opts: withDefaults(opts)}
+	if _, err := t.Reload(); err != nil {
+		return nil, err
+	}
+	t.checkedAt = t.now()
+	return t, nil
+}
+
+// RoundTrip sends req with the files read last, reading them again first
+// when an interval has passed since they were read.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	if now := t.now(); now.Sub(t.checkedAt) >= t.opts.Interval {
+		t.checkedAt = now
+		t.mu.Unlock()
+		t.check()
+	} else {
+		t.mu.Unlock()
+	}
+	return t.cur.Load().transport.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of the pool in use.
+func (t *Transport) CloseIdleConnections() { t.cur.Load().transport.CloseIdleConnections() }
+
+// ClientCertificate returns the client certificate in use, nil without one.
+func (t *Transport) ClientCertificate() *x509.Certificate { return t.cur.Load().leaf }
+
+// Reload reads the files again and reports whether what is used changed.
+// Files that did not change change nothing; an error keeps what is in use.
+func (t *Transport) Reload() (changed bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var s clientState
+	if t.caFile != "" {
+		if s.ca, err = os.ReadFile(t.caFile); err != nil {
+			return false, fmt.Errorf("read CA bundle: %w", err)
+		}
+	}
+	if t.certFile != "" {
+		if s.cert, err = os.ReadFile(t.certFile); err != nil {
+			return false, fmt.Errorf("read TLS client certificate: %w", err)
+		}
+		if s.key, err = os.ReadFile(t.keyFile); err != nil {
+			return false, fmt.Errorf("read TLS client key: %w", err)
+		}
+	}
+	old := t.cur.Load()
+	if old != nil && bytes.Equal(s.ca, old.ca) && bytes.Equal(s.cert, old.cert) && bytes.Equal(s.key, old.key) {
+		return false, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Time: t.opts.Now}
+	if t.caFile != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(s.ca) {
+			return false, fmt.Errorf("CA bundle %s: no PEM certificate", t.caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.certFile != "" {
+		pair, err := tls.X509KeyPair(s.cert, s.key)
+		if err != nil {
+			return false, fmt.Errorf("TLS client certificate %s and key %s: %w", t.certFile, t.keyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+		s.leaf = pair.Leaf
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	s.transport = tr
+	t.cur.Store(&s)
+	if old != nil {
+		old.transport.CloseIdleConnections()
+	}
+	return true, nil
+}
+
+// check reloads and logs the outcome.
+func (t *Transport) check() {
+	changed, err := t.Reload()
+	switch {
+	case err != nil:
+		t.opts.Logger.Warn("TLS files not reloaded; the ones in use are kept", "err", err)
+	case changed:
+		attrs := []any{"ca", t.caFile}
+		if c := t.ClientCertificate(); c != nil {
+			attrs = append(attrs, "cert", t.certFile, "subject", c.Subject.String(), "serial", c.SerialNumber.String(),
+				"notAfter", c.NotAfter.UTC().Format(time.RFC3339))
+		}
+		t.opts.Logger.Info("TLS files reloaded", attrs...)
+	}
+}
+
+func (t *Transport) now() time.Time {
+	if t.opts.Now != nil {
+		return t.opts.Now()
+	}
+	return time.Now()
+}
