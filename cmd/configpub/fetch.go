@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +75,10 @@ verified; --out is removed so nothing unverified stays usable).
 With --watch it keeps the file current until interrupted and exits 0: each request asks the
 server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
 within about a second of its commit; a server that does not hold requests is polled every
---interval with jitter (jittered back-off on failure).
+--interval with jitter (jittered back-off on failure). It reads --trust-key again every
+--interval: when the file names other keys, the client starts again over --cache-dir with
+them, as a restart would (a key added is trusted; what a removed key signed, the
+last-known-good included, is not); a file that cannot be read keeps the keys in use.
 A reload hook tells a runtime in any language that --out changed: --exec CMD runs CMD with
 /bin/sh -c and CONFIGPUB_EVENT (applied or removed), CONFIGPUB_FILE, CONFIGPUB_SNAPSHOT_ID,
 CONFIGPUB_PUBLICATION_ID, CONFIGPUB_ARTIFACT_DIGEST and CONFIGPUB_RELEASE_VERSION in its
@@ -99,7 +104,7 @@ certificates are used without a restart; a renewal read half-way keeps the set i
 	fl.StringVar(&f.cacheDir, "cache-dir", "", "directory for the last-known-good and seen-state files (required)")
 	fl.StringVar(&f.out, "out", "", "where the verified values.yml is written atomically (required)")
 	fl.BoolVar(&f.watch, "watch", false, "keep the file current until interrupted (held requests, or polling)")
-	fl.DurationVar(&f.interval, "interval", time.Minute, "with --watch: longest hold of one request, or the polling interval")
+	fl.DurationVar(&f.interval, "interval", time.Minute, "with --watch: longest hold of one request, or the polling interval; --trust-key is read again as often")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "CA bundle (PEM) the Config Server's certificate must chain to, instead of the system roots")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "client certificate (PEM) for a Config Server that requires mTLS (with --tls-key)")
 	fl.StringVar(&f.tlsKey, "tls-key", "", "the client certificate's private key (PEM)")
@@ -191,29 +196,8 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	if f.signal != "" {
 		f.hook.PID, f.hook.Signal, _ = reloadhook.ParseSignal(f.signal) // checked by validate
 	}
-
-	if f.watch && f.status.listen != "" {
-		f.handleMu = &sync.Mutex{}
-		stop, err := f.status.serveStatus(ctx, c, func(ev *client.Evidence) {
-			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
-				fmt.Fprintln(errOut, "configpub fetch:", herr)
-			}
-		}, errOut)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	if f.watch {
-		err := c.Watch(ctx, f.interval, func(ev *client.Evidence, err error) {
-			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
-				fmt.Fprintln(errOut, "configpub fetch:", herr)
-			}
-		})
-		if errors.Is(err, context.Canceled) {
-			return nil // interrupted: a clean stop
-		}
-		return err
+		return f.watchLoop(ctx, c, opts, pem, out, errOut)
 	}
 
 	var ev *client.Evidence
@@ -238,6 +222,115 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		return fmt.Errorf("applied, but the last-known-good was not persisted: %s", ev.CacheError)
 	}
 	return nil
+}
+
+// watchLoop keeps --out current with c until ctx ends. Every --interval
+// it reads --trust-key again; when the file names another set of keys, the
+// client is started again over the same cache directory with them — what a
+// restart of the sidecar does: its last-known-good is verified again, and
+// what a removed key signed is no longer trusted — so a key added or
+// removed in a mounted file takes effect without restarting the runtime.
+func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client.Options, pem []byte, out, errOut io.Writer) error {
+	for {
+		wctx, stop := context.WithCancel(ctx)
+		var stopStatus func()
+		if f.status.listen != "" {
+			f.handleMu = &sync.Mutex{}
+			var err error
+			stopStatus, err = f.status.serveStatus(wctx, c, func(ev *client.Evidence) {
+				if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+					fmt.Fprintln(errOut, "configpub fetch:", herr)
+				}
+			}, errOut)
+			if err != nil {
+				stop()
+				return err
+			}
+		}
+		changed := make(chan []byte, 1)
+		go func() {
+			next, ok := f.trustKeyChange(wctx, pem, errOut)
+			if ok {
+				changed <- next
+				stop()
+			}
+		}()
+		err := c.Watch(wctx, f.interval, func(ev *client.Evidence, err error) {
+			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+				fmt.Fprintln(errOut, "configpub fetch:", herr)
+			}
+		})
+		stop()
+		if stopStatus != nil {
+			stopStatus()
+		}
+		if ctx.Err() != nil {
+			return nil // interrupted: a clean stop
+		}
+		select {
+		case next := <-changed:
+			keys, _ := signing.ParsePublicKeys(next) // parsed by trustKeyChange
+			opts.TrustedKeys = keys
+			nc, err := client.New(opts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(errOut, "configpub fetch: %s changed: trusting %s; the client starts again over --cache-dir\n",
+				f.trustKey, strings.Join(keyIDs(keys), ", "))
+			c, pem = nc, next
+		default:
+			if errors.Is(err, context.Canceled) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// trustKeyChange reads --trust-key every --interval until it names another
+// set of usable keys than the one in pem, and returns the file's content
+// then; a file that cannot be read or parsed is reported and keeps the keys
+// in use. It returns false when ctx ends first.
+func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, errOut io.Writer) ([]byte, bool) {
+	cur, _ := signing.ParsePublicKeys(pem)
+	t := time.NewTicker(f.interval)
+	defer t.Stop()
+	var reported string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-t.C:
+		}
+		next, err := os.ReadFile(f.trustKey)
+		if err == nil && bytes.Equal(next, pem) {
+			continue
+		}
+		var keys []signing.TrustedKey
+		if err == nil {
+			keys, err = signing.ParsePublicKeys(next)
+		}
+		if err != nil {
+			if msg := err.Error(); msg != reported {
+				fmt.Fprintf(errOut, "configpub fetch: %s not read again; the keys in use are kept: %v\n", f.trustKey, err)
+				reported = msg
+			}
+			continue
+		}
+		if !slices.Equal(keyIDs(keys), keyIDs(cur)) {
+			return next, true
+		}
+		pem = next // the same keys, written differently
+	}
+}
+
+func keyIDs(keys []signing.TrustedKey) []string {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // handle writes --out from the current snapshot (or removes it when failing

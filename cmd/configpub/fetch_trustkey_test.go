@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/internal/atomicfile"
+	"github.com/configpub/configpub/internal/signing"
+)
+
+// TestFetchWatchFollowsTheTrustKeyFile: a watching sidecar reads
+// --trust-key again every --interval. A key added to the file (the key
+// rotation's "add the new key to every runtime") is trusted without a
+// restart; an unreadable file keeps the keys in use; a key removed from it
+// (a leaked key) is distrusted at once: what it signed, the last-known-good
+// included, is refused and the sidecar fails closed.
+func TestFetchWatchFollowsTheTrustKeyFile(t *testing.T) {
+	s, signerPub := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub, err := signing.MarshalPublicKey(&other.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := os.ReadFile(signerPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := filepath.Join(dir, "trusted.pub")
+	writeTrust := func(b []byte) {
+		t.Helper()
+		if err := atomicfile.Write(trust, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTrust(otherPub) // not the key the server's manifests are signed with
+	outFile := filepath.Join(dir, "values.yml")
+	args := append(s.args(t, trust, filepath.Join(dir, "cache"), outFile), "--watch", "--interval", "50ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15s; output:\n%s", what, out.String())
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: fetch exited: %v; output:\n%s", what, err, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	contains := func(s string) func() bool { return func() bool { return strings.Contains(out.String(), s) } }
+	written := func() bool { _, err := os.Stat(outFile); return err == nil }
+
+	eventually("the untrusted manifest refused", contains(`"reason":"UNTRUSTED_KEY"`))
+	if written() {
+		t.Fatal("--out written from a manifest no trusted key signed")
+	}
+	writeTrust(append(append([]byte{}, otherPub...), signer...)) // the key added
+	eventually("the added key trusted", contains("changed: trusting"))
+	eventually("applied with the added key", written)
+
+	writeTrust([]byte("-----BEGIN PUBLIC KEY-----\nnot base64\n"))
+	eventually("the broken file reported", contains("not read again; the keys in use are kept"))
+	time.Sleep(200 * time.Millisecond)
+	if !written() {
+		t.Fatal("a broken trust-key file made the sidecar drop its configuration")
+	}
+
+	writeTrust(otherPub) // the signing key removed: leaked
+	eventually("failed closed once the key was removed", func() bool { return !written() })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("after interrupt: %v", err)
+	}
+	if n := strings.Count(out.String(), "changed: trusting"); n != 2 {
+		t.Errorf("%d restarts of the client, want 2 (the key added, the key removed):\n%s", n, out.String())
+	}
+}
