@@ -1,19 +1,10 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,32 +14,8 @@ import (
 
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/tlsfiles"
+	"github.com/configpub/configpub/internal/testpki"
 )
-
-// writeCert issues a certificate for tmpl under parent (self-signed when
-// nil) and writes it and its key as PEM files in dir under name; it returns
-// the certificate, its key and the two paths.
-func writeCert(t *testing.T, dir, name string, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, string, string) {
-	t.Helper()
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if parent == nil {
-		parent, parentKey = tmpl, k
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	kd, _ := x509.MarshalECPrivateKey(k)
-	crt, key := filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")
-	if err := os.WriteFile(crt, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return c, k, crt, key
-}
 
 // TestFetchOverMutualTLS: fetch reaches a Config Server that requires a
 // client certificate from a private CA, with --tls-ca, --tls-cert and
@@ -59,14 +26,13 @@ func TestFetchOverMutualTLS(t *testing.T) {
 	s, key := newFetchServer(t, time.Hour)
 	dir := t.TempDir()
 	now := time.Now()
-	ca, caKey, caFile, _ := writeCert(t, dir, "ca", &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
-	_, _, srvCrt, srvKey := writeCert(t, dir, "server", &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "server"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
-	_, _, cliCrt, cliKey := writeCert(t, dir, "client", &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "workload"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, caKey)
+	ca := testpki.NewCA(t, "test ca", now.Add(-time.Hour), now.Add(time.Hour))
+	caFile := filepath.Join(dir, "ca.crt")
+	testpki.WriteFile(t, caFile, ca.PEM)
+	srvCrt, srvKey, cliCrt, cliKey := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key"), filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	ca.Server(t, now.Add(-time.Hour), now.Add(time.Hour)).Write(t, srvCrt, srvKey)
+	cli := ca.Client(t, now.Add(-time.Hour), now.Add(time.Hour))
+	cli.Write(t, cliCrt, cliKey)
 	files, err := tlsfiles.Load(srvCrt, srvKey, caFile, tlsfiles.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -101,8 +67,8 @@ func TestFetchOverMutualTLS(t *testing.T) {
 		t.Fatalf("got %s %s, want APPLIED", ev.Outcome, ev.Reason)
 	}
 	mu.Lock()
-	if !slices.Equal(seen, []string{"3"}) {
-		t.Fatalf("the server saw client certificates %v, want [3]", seen)
+	if want := []string{cli.Cert.SerialNumber.String()}; !slices.Equal(seen, want) {
+		t.Fatalf("the server saw client certificates %v, want %v", seen, want)
 	}
 	mu.Unlock()
 	for name, extra := range map[string][]string{

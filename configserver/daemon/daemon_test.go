@@ -2,19 +2,13 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +22,7 @@ import (
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/configserver/daemon"
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/testpki"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -149,27 +144,6 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func newCert(t *testing.T, tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, []byte) {
-	t.Helper()
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if parent == nil {
-		parent, parentKey = tmpl, k
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return c, k, der
-}
-
-func writePEM(t *testing.T, path, typ string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestMutualTLSCertificateBinding(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -179,30 +153,22 @@ func TestMutualTLSCertificateBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	ca, caKey, caDER := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
-	_, srvKey, srvDER := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "server"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
-	clientCert := func(serial int64) (tls.Certificate, string) {
-		c, k, der := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "workload"},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}, ca, caKey)
-		sum := sha256.Sum256(c.Raw)
-		return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, base64.RawURLEncoding.EncodeToString(sum[:])
+	ca := testpki.NewCA(t, "test ca", now.Add(-time.Hour), now.Add(time.Hour))
+	clientCert := func() (tls.Certificate, string) {
+		l := ca.Client(t, now.Add(-time.Hour), now.Add(time.Hour))
+		sum := sha256.Sum256(l.Cert.Raw)
+		return l.TLS(t), base64.RawURLEncoding.EncodeToString(sum[:])
 	}
-	cert1, thumb1 := clientCert(3)
-	cert2, _ := clientCert(4)
+	cert1, thumb1 := clientCert()
+	cert2, _ := clientCert()
 	caPath, crt, key := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "server.pem"), filepath.Join(dir, "server.key")
-	writePEM(t, caPath, "CERTIFICATE", caDER)
-	writePEM(t, crt, "CERTIFICATE", srvDER)
-	keyDER, _ := x509.MarshalECPrivateKey(srvKey)
-	writePEM(t, key, "EC PRIVATE KEY", keyDER)
+	testpki.WriteFile(t, caPath, ca.PEM)
+	ca.Server(t, now.Add(-time.Hour), now.Add(time.Hour)).Write(t, crt, key)
 
 	addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: files.JWKS, Issuer: issuer,
 		Audience: audience, TLSCert: crt, TLSKey: key, ClientCA: caPath, RequireCertBinding: true})
 	roots := x509.NewCertPool()
-	roots.AddCert(ca)
+	roots.AddCert(ca.Cert)
 	client := func(certs ...tls.Certificate) *http.Client {
 		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
@@ -294,31 +260,20 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	writeJWKS(k1)
 
 	now := time.Now()
-	ca, caKey, _ := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test ca"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}, nil, nil)
+	ca := testpki.NewCA(t, "test ca", now.Add(-time.Hour), now.Add(365*24*time.Hour))
 	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	issue := func(serial int64, lifetime time.Duration) *x509.Certificate {
+	issue := func(lifetime time.Duration) *x509.Certificate {
 		t.Helper()
-		c, k, der := newCert(t, &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "server"},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(lifetime), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, ca, caKey)
-		keyDER, _ := x509.MarshalECPrivateKey(k)
-		writePEM(t, key+".new", "EC PRIVATE KEY", keyDER)
-		writePEM(t, crt+".new", "CERTIFICATE", der)
-		for _, p := range []string{key, crt} {
-			if err := os.Rename(p+".new", p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return c
+		l := ca.Server(t, now.Add(-time.Hour), now.Add(lifetime))
+		l.Write(t, crt, key)
+		return l.Cert
 	}
-	first := issue(2, 24*time.Hour)
+	first := issue(24 * time.Hour)
 
 	addr := start(t, daemon.Config{DatabaseURL: db.URLFor(t, "configpub_server"), JWKS: jwks, JWKSRefresh: 10 * time.Millisecond,
 		Issuer: issuer, Audience: audience, TLSCert: crt, TLSKey: key, TLSRefresh: 10 * time.Millisecond})
 	roots := x509.NewCertPool()
-	roots.AddCert(ca)
+	roots.AddCert(ca.Cert)
 	// A new connection for every request, to see the certificate served now.
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true,
 		TLSClientConfig: &tls.Config{RootCAs: roots}}}
@@ -373,8 +328,8 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	if got := get(t, client, url, tok2); got != http.StatusUnauthorized {
 		t.Fatalf("token of a key not in --jwks: got %d, want 401", got)
 	}
-	if c, exp := served(), expiryMetric(); c.SerialNumber.Int64() != 2 || exp != first.NotAfter.Unix() {
-		t.Fatalf("serving serial %v, expiry metric %d; want serial 2 expiring %d", c.SerialNumber, exp, first.NotAfter.Unix())
+	if c, exp := served(), expiryMetric(); c.SerialNumber.Cmp(first.SerialNumber) != 0 || exp != first.NotAfter.Unix() {
+		t.Fatalf("serving serial %v, expiry metric %d; want serial %v expiring %d", c.SerialNumber, exp, first.SerialNumber, first.NotAfter.Unix())
 	}
 
 	writeJWKS(k1, k2) // the new key published next to the old one
@@ -382,8 +337,8 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	if got := get(t, client, url, tok1); got != http.StatusNotFound {
 		t.Fatalf("during the rotation, token of the old key: got %d, want 404", got)
 	}
-	renewed := issue(3, 90*24*time.Hour)
-	eventually("the renewed certificate served", func() bool { return served().SerialNumber.Int64() == 3 })
+	renewed := issue(90 * 24 * time.Hour)
+	eventually("the renewed certificate served", func() bool { return served().SerialNumber.Cmp(renewed.SerialNumber) == 0 })
 	if exp := expiryMetric(); exp != renewed.NotAfter.Unix() {
 		t.Fatalf("expiry metric %d, want %d", exp, renewed.NotAfter.Unix())
 	}

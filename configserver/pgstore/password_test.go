@@ -2,18 +2,13 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/dbschema"
-	"github.com/configpub/configpub/internal/pgcluster"
+	"github.com/configpub/configpub/internal/pgtest"
 )
 
 // TestStoreFollowsAPasswordRotatedInItsPassfile: a Config Server store
@@ -22,45 +17,16 @@ import (
 // cut: its pool and its LISTEN session, which it dials itself, log in with
 // the password the file holds then.
 func TestStoreFollowsAPasswordRotatedInItsPassfile(t *testing.T) {
-	if _, err := pgcluster.FindBinDir(); err != nil {
-		t.Skipf("no PostgreSQL binaries (run scripts/ensure-postgres.sh): %v", err)
-	}
+	c, super := pgtest.PasswordCluster(t, "configpub_login")
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "configpub-pgstore-password-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	c, err := pgcluster.New(ctx, pgcluster.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RequirePassword(ctx, "configpub_server"); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	super, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer super.Close(ctx)
 	if err := dbschema.Migrate(ctx, super); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := super.Exec(ctx, "CREATE ROLE cs LOGIN PASSWORD 'first' IN ROLE configpub_server"); err != nil {
+	if _, err := super.Exec(ctx, "CREATE ROLE cs LOGIN PASSWORD 'first' IN ROLE configpub_server, configpub_login"); err != nil {
 		t.Fatal(err)
 	}
 	passfile := filepath.Join(t.TempDir(), "pgpass")
-	writePass := func(pw string) {
-		t.Helper()
-		line := fmt.Sprintf("127.0.0.1:%d:postgres:cs:%s\n", c.Port, pw)
-		if err := atomicfile.Write(passfile, []byte(line), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePass := func(pw string) { pgtest.WritePassfile(t, passfile, c, "postgres", "cs", pw) }
 	writePass("first")
 	t.Setenv("PGPASSFILE", passfile)
 	t.Setenv("PGPASSWORD", "")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/configserver/tlsfiles"
+	"github.com/configpub/configpub/internal/testpki"
 )
 
 // serveHTTPS serves, with cfg, an answer naming the client certificate's
@@ -49,10 +50,10 @@ func TestClientTransportOverTwoMonths(t *testing.T) {
 	setNow := func(t time.Time) { now.Store(&t) }
 	clock := func() time.Time { return *now.Load() }
 	setNow(start)
-	c, k := serverCA1.issue(t, start.Add(-day), 400*day, true)
-	write(t, srvCert, c)
-	write(t, srvKey, k)
-	write(t, clientCAFile, clientCA.pem)
+	c, k := issue(t, serverCA1, start.Add(-day), 400*day, true)
+	testpki.WriteFile(t, srvCert, c)
+	testpki.WriteFile(t, srvKey, k)
+	testpki.WriteFile(t, clientCAFile, clientCA.PEM)
 	server, err := tlsfiles.Load(srvCert, srvKey, clientCAFile, tlsfiles.Options{Now: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -60,10 +61,10 @@ func TestClientTransportOverTwoMonths(t *testing.T) {
 	url := serveHTTPS(t, server.TLSConfig())
 
 	issued := start
-	c, k = clientCA.issue(t, issued, day, false)
-	write(t, cliCert, c)
-	write(t, cliKey, k)
-	write(t, caBundle, serverCA1.pem)
+	c, k = issue(t, clientCA, issued, day, false)
+	testpki.WriteFile(t, cliCert, c)
+	testpki.WriteFile(t, cliKey, k)
+	testpki.WriteFile(t, caBundle, serverCA1.PEM)
 	tr, err := tlsfiles.NewTransport(caBundle, cliCert, cliKey, tlsfiles.Options{Interval: time.Hour, Now: clock})
 	if err != nil {
 		t.Fatal(err)
@@ -87,21 +88,21 @@ func TestClientTransportOverTwoMonths(t *testing.T) {
 		setNow(today)
 		if today.Sub(issued) >= 16*time.Hour {
 			issued = today
-			c, k := clientCA.issue(t, issued, day, false)
-			write(t, cliCert, c)
-			write(t, cliKey, k)
+			c, k := issue(t, clientCA, issued, day, false)
+			testpki.WriteFile(t, cliCert, c)
+			testpki.WriteFile(t, cliKey, k)
 			renewals++
 		}
 		switch at {
 		case 21 * day: // the client trusts both server CAs (between two renewals)
-			write(t, caBundle, append(append([]byte{}, serverCA1.pem...), serverCA2.pem...))
+			testpki.WriteFile(t, caBundle, append(append([]byte{}, serverCA1.PEM...), serverCA2.PEM...))
 		case 21*day + 4*time.Hour: // the server moves to the new CA, before the next renewal
-			c, k := serverCA2.issue(t, today.Add(-day), 400*day, true)
-			write(t, srvCert, c)
-			write(t, srvKey, k)
+			c, k := issue(t, serverCA2, today.Add(-day), 400*day, true)
+			testpki.WriteFile(t, srvCert, c)
+			testpki.WriteFile(t, srvKey, k)
 			server.Check()
 		case 31 * day: // the old server CA is removed
-			write(t, caBundle, serverCA2.pem)
+			testpki.WriteFile(t, caBundle, serverCA2.PEM)
 		}
 		server.Check()
 		// Requests 4 simulated hours apart: a server closes idle
@@ -136,23 +137,23 @@ func TestClientTransportKeepsAConsistentSet(t *testing.T) {
 	dir := t.TempDir()
 	cliCert, cliKey := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca := newCA(t, "client ca")
-	c, k := ca.issue(t, start, day, false)
-	write(t, cliCert, c)
-	write(t, cliKey, k)
+	c, k := issue(t, ca, start, day, false)
+	testpki.WriteFile(t, cliCert, c)
+	testpki.WriteFile(t, cliKey, k)
 	tr, err := tlsfiles.NewTransport("", cliCert, cliKey, tlsfiles.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := tr.ClientCertificate().SerialNumber
-	c2, k2 := ca.issue(t, start.Add(16*time.Hour), day, false)
-	write(t, cliCert, c2)
+	c2, k2 := issue(t, ca, start.Add(16*time.Hour), day, false)
+	testpki.WriteFile(t, cliCert, c2)
 	if _, err := tr.Reload(); err == nil || !strings.Contains(err.Error(), "private key does not match public key") {
 		t.Fatalf("certificate without its key: got %v, want a mismatch", err)
 	}
 	if tr.ClientCertificate().SerialNumber.Cmp(first) != 0 {
 		t.Fatal("a half-written renewal replaced the certificate in use")
 	}
-	write(t, cliKey, k2)
+	testpki.WriteFile(t, cliKey, k2)
 	if changed, err := tr.Reload(); err != nil || !changed {
 		t.Fatalf("consistent renewal: changed %v, %v", changed, err)
 	}

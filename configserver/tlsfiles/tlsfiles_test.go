@@ -2,18 +2,12 @@ package tlsfiles_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"log/slog"
 	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -21,61 +15,28 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/configserver/tlsfiles"
+	"github.com/configpub/configpub/internal/testpki"
 )
 
 var start = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 
 const day = 24 * time.Hour
 
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
+func newCA(t *testing.T, name string) *testpki.CA {
+	t.Helper()
+	return testpki.NewCA(t, name, start.Add(-day), start.Add(10*365*day))
 }
 
-var serial atomic.Int64
-
-func newCA(t *testing.T, name string) *authority {
+// issue returns a leaf's certificate and key PEM under ca, valid from
+// notBefore for lifetime: a server's for 127.0.0.1, or a client's.
+func issue(t *testing.T, ca *testpki.CA, notBefore time.Time, lifetime time.Duration, server bool) (certPEM, keyPEM []byte) {
 	t.Helper()
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: name},
-		NotBefore: start.Add(-day), NotAfter: start.Add(10 * 365 * day), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return &authority{cert: c, key: k, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a leaf's certificate and key PEM, valid from notBefore for
-// lifetime.
-func (a *authority) issue(t *testing.T, notBefore time.Time, lifetime time.Duration, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: notBefore, NotAfter: notBefore.Add(lifetime), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	issue := ca.Client
 	if server {
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		issue = ca.Server
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &k.PublicKey, a.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(k)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
-
-func write(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
-		t.Fatal(err)
-	}
+	l := issue(t, notBefore, notBefore.Add(lifetime))
+	return l.CertPEM, l.KeyPEM
 }
 
 // serve accepts TLS connections with cfg until the test ends and completes
@@ -128,16 +89,16 @@ func TestAYearOfRenewals(t *testing.T) {
 	certFile, keyFile, caFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "ca.crt")
 	serverCA, oldClientCA, newClientCA := newCA(t, "server ca"), newCA(t, "client ca 1"), newCA(t, "client ca 2")
 	roots := x509.NewCertPool()
-	roots.AddCert(serverCA.cert)
+	roots.AddCert(serverCA.Cert)
 
 	var now atomic.Pointer[time.Time]
 	setNow := func(t time.Time) { now.Store(&t) }
 	setNow(start)
 	issued := start
-	crt, key := serverCA.issue(t, issued, 90*day, true)
-	write(t, certFile, crt)
-	write(t, keyFile, key)
-	write(t, caFile, oldClientCA.pem)
+	crt, key := issue(t, serverCA, issued, 90*day, true)
+	testpki.WriteFile(t, certFile, crt)
+	testpki.WriteFile(t, keyFile, key)
+	testpki.WriteFile(t, caFile, oldClientCA.PEM)
 
 	f, err := tlsfiles.Load(certFile, keyFile, caFile, tlsfiles.Options{Now: func() time.Time { return *now.Load() }})
 	if err != nil {
@@ -150,8 +111,8 @@ func TestAYearOfRenewals(t *testing.T) {
 	}
 	staticAddr := serve(t, &tls.Config{Certificates: []tls.Certificate{static}})
 
-	clientCert := func(ca *authority, at time.Time) tls.Certificate {
-		c, k := ca.issue(t, at, 2*day, false)
+	clientCert := func(ca *testpki.CA, at time.Time) tls.Certificate {
+		c, k := issue(t, ca, at, 2*day, false)
 		pair, err := tls.X509KeyPair(c, k)
 		if err != nil {
 			t.Fatal(err)
@@ -164,16 +125,16 @@ func TestAYearOfRenewals(t *testing.T) {
 		setNow(today)
 		if today.Sub(issued) >= 60*day {
 			issued = today
-			crt, key := serverCA.issue(t, issued, 90*day, true)
-			write(t, certFile, crt)
-			write(t, keyFile, key)
+			crt, key := issue(t, serverCA, issued, 90*day, true)
+			testpki.WriteFile(t, certFile, crt)
+			testpki.WriteFile(t, keyFile, key)
 			renewals++
 		}
 		switch d { // client CA rotation: add the new CA, move clients, remove the old one
 		case 190:
-			write(t, caFile, append(append([]byte{}, oldClientCA.pem...), newClientCA.pem...))
+			testpki.WriteFile(t, caFile, append(append([]byte{}, oldClientCA.PEM...), newClientCA.PEM...))
 		case 220:
-			write(t, caFile, newClientCA.pem)
+			testpki.WriteFile(t, caFile, newClientCA.PEM)
 		}
 		f.Check()
 		clientCA := oldClientCA
@@ -216,10 +177,10 @@ func TestHalfWrittenRenewal(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca := newCA(t, "ca")
 	roots := x509.NewCertPool()
-	roots.AddCert(ca.cert)
-	crt1, key1 := ca.issue(t, start, 90*day, true)
-	write(t, certFile, crt1)
-	write(t, keyFile, key1)
+	roots.AddCert(ca.Cert)
+	crt1, key1 := issue(t, ca, start, 90*day, true)
+	testpki.WriteFile(t, certFile, crt1)
+	testpki.WriteFile(t, keyFile, key1)
 	var logs bytes.Buffer
 	f, err := tlsfiles.Load(certFile, keyFile, "", tlsfiles.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -228,8 +189,8 @@ func TestHalfWrittenRenewal(t *testing.T) {
 	addr := serve(t, f.TLSConfig())
 	first := f.Certificate().SerialNumber
 
-	crt2, key2 := ca.issue(t, start.Add(60*day), 90*day, true)
-	write(t, certFile, crt2) // the key still the old one
+	crt2, key2 := issue(t, ca, start.Add(60*day), 90*day, true)
+	testpki.WriteFile(t, certFile, crt2) // the key still the old one
 	if _, err := f.Reload(); err == nil || !strings.Contains(err.Error(), "private key does not match public key") {
 		t.Fatalf("certificate without its key: got %v, want a mismatch", err)
 	}
@@ -240,11 +201,11 @@ func TestHalfWrittenRenewal(t *testing.T) {
 	if got, err := handshake(addr, start.Add(time.Hour), roots); err != nil || got.Cmp(first) != 0 {
 		t.Fatalf("after a half-written renewal: serial %v, %v; want %v", got, err, first)
 	}
-	write(t, keyFile, []byte("-----BEGIN EC PRIVATE KEY-----\ngarbage\n"))
+	testpki.WriteFile(t, keyFile, []byte("-----BEGIN EC PRIVATE KEY-----\ngarbage\n"))
 	if _, err := f.Reload(); err == nil {
 		t.Fatal("garbage key: reload succeeded")
 	}
-	write(t, keyFile, key2)
+	testpki.WriteFile(t, keyFile, key2)
 	if changed, err := f.Reload(); err != nil || !changed {
 		t.Fatalf("consistent renewal: changed %v, %v", changed, err)
 	}
@@ -270,9 +231,9 @@ func TestExpiryWarnings(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca := newCA(t, "ca")
-	crt, key := ca.issue(t, start, 90*day, true)
-	write(t, certFile, crt)
-	write(t, keyFile, key)
+	crt, key := issue(t, ca, start, 90*day, true)
+	testpki.WriteFile(t, certFile, crt)
+	testpki.WriteFile(t, keyFile, key)
 	var logs bytes.Buffer
 	now := start
 	f, err := tlsfiles.Load(certFile, keyFile, "", tlsfiles.Options{

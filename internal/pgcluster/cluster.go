@@ -107,17 +107,8 @@ const ReplicationRole = "configpub_replication"
 // then a configuration reload. wal_level=replica, max_wal_senders and
 // hot_standby are set by Start for every cluster.
 func (c *Cluster) EnableReplication(ctx context.Context) error {
-	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
-	b, err := os.ReadFile(hba)
-	if err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
-	}
-	line := "host replication " + ReplicationRole + " 127.0.0.1/32 trust\n"
-	if !strings.Contains(string(b), line) {
-		// The first matching line wins: put ours first.
-		if err := os.WriteFile(hba, append([]byte(line), b...), 0o600); err != nil {
-			return fmt.Errorf("pgcluster: %w", err)
-		}
+	if err := c.prependHBA("host replication " + ReplicationRole + " 127.0.0.1/32 trust"); err != nil {
+		return err
 	}
 	psql := filepath.Join(c.BinDir, "psql")
 	sql := `DO $$ BEGIN
@@ -138,17 +129,8 @@ func (c *Cluster) EnableReplication(ctx context.Context) error {
 // and reloads the configuration of a running server. The group need not
 // exist yet.
 func (c *Cluster) RequirePassword(ctx context.Context, group string) error {
-	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
-	b, err := os.ReadFile(hba)
-	if err != nil {
-		return fmt.Errorf("pgcluster: %w", err)
-	}
-	line := "host all +" + group + " 127.0.0.1/32 scram-sha-256\n"
-	if !strings.Contains(string(b), line) {
-		// The first matching line wins: put ours first.
-		if err := os.WriteFile(hba, append([]byte(line), b...), 0o600); err != nil {
-			return fmt.Errorf("pgcluster: %w", err)
-		}
+	if err := c.prependHBA("host all +" + group + " 127.0.0.1/32 scram-sha-256"); err != nil {
+		return err
 	}
 	if !c.Running(ctx) {
 		return nil
@@ -156,6 +138,24 @@ func (c *Cluster) RequirePassword(ctx context.Context, group string) error {
 	cmd := c.Command(ctx, filepath.Join(c.BinDir, "pg_ctl"), "-D", c.DataDir(), "reload")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("pgcluster: reload: %w: %s", err, lastLines(out))
+	}
+	return nil
+}
+
+// prependHBA puts line first in pg_hba.conf, where the first matching line
+// wins, unless it is there already.
+func (c *Cluster) prependHBA(line string) error {
+	hba := filepath.Join(c.DataDir(), "pg_hba.conf")
+	b, err := os.ReadFile(hba)
+	if err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
+	}
+	line += "\n"
+	if strings.Contains(string(b), line) {
+		return nil
+	}
+	if err := os.WriteFile(hba, append([]byte(line), b...), 0o600); err != nil {
+		return fmt.Errorf("pgcluster: %w", err)
 	}
 	return nil
 }

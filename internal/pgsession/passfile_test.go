@@ -2,55 +2,15 @@ package pgsession_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/configpub/configpub/internal/atomicfile"
-	"github.com/configpub/configpub/internal/pgcluster"
 	"github.com/configpub/configpub/internal/pgsession"
+	"github.com/configpub/configpub/internal/pgtest"
 )
-
-// scramCluster starts a private cluster where members of role group log in
-// over 127.0.0.1 with a password (SCRAM); the superuser keeps trust. It
-// returns the cluster and a superuser connection.
-func scramCluster(t *testing.T, group string) (*pgcluster.Cluster, *pgx.Conn) {
-	t.Helper()
-	if _, err := pgcluster.FindBinDir(); err != nil {
-		t.Skipf("no PostgreSQL binaries (run scripts/ensure-postgres.sh): %v", err)
-	}
-	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "configpub-passfile-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	c, err := pgcluster.New(ctx, pgcluster.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RequirePassword(ctx, group); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "CREATE ROLE "+group); err != nil {
-		t.Fatal(err)
-	}
-	return c, conn
-}
 
 // TestPasswordRotatedInThePassfile: a pool whose password comes from a
 // passfile logs its next connection in with the password the file holds
@@ -58,19 +18,13 @@ func scramCluster(t *testing.T, group string) (*pgcluster.Cluster, *pgx.Conn) {
 // Secret is updated) needs no restart of a long-running process. A
 // password given in the URL is used as given.
 func TestPasswordRotatedInThePassfile(t *testing.T) {
-	c, super := scramCluster(t, "rotating")
+	c, super := pgtest.PasswordCluster(t, "rotating")
 	ctx := context.Background()
 	if _, err := super.Exec(ctx, "CREATE ROLE app LOGIN PASSWORD 'first' IN ROLE rotating"); err != nil {
 		t.Fatal(err)
 	}
 	passfile := filepath.Join(t.TempDir(), "pgpass")
-	writePass := func(pw string) {
-		t.Helper()
-		line := fmt.Sprintf("127.0.0.1:%d:postgres:app:%s\n", c.Port, pw)
-		if err := atomicfile.Write(passfile, []byte(line), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePass := func(pw string) { pgtest.WritePassfile(t, passfile, c, "postgres", "app", pw) }
 	writePass("first")
 	t.Setenv("PGPASSFILE", passfile)
 	t.Setenv("PGPASSWORD", "")
