@@ -27,6 +27,8 @@ type FileKeys struct {
 	mu   sync.Mutex // serialises reloads
 	data []byte     // the content the current set was parsed from
 	gen  uint64
+
+	stats refreshStats
 }
 
 // NewFileKeys reads path now; it fails when the file holds no usable key.
@@ -49,11 +51,16 @@ func NewFileKeys(path string, opts RemoteOptions) (*FileKeys, error) {
 // KeySet returns the set read last.
 func (f *FileKeys) KeySet() *KeySet { return f.set.Load() }
 
+// RefreshStats reports when the file was last read successfully (changed
+// or not) and how many reads failed.
+func (f *FileKeys) RefreshStats() (lastSuccess time.Time, failures uint64) { return f.stats.get() }
+
 // Reload reads the file again. It reports whether the set changed; an
 // unchanged file changes nothing, and an error keeps the current set.
 func (f *FileKeys) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() { f.stats.record(err) }()
 	data, err := os.ReadFile(f.path)
 	if err != nil {
 		return false, fmt.Errorf("read key file: %w", err)
@@ -100,3 +107,36 @@ func keyIDs(keys []Key) []string {
 	}
 	return ids
 }
+
+// refreshStats counts the refreshes of a key source.
+type refreshStats struct {
+	lastSuccess atomic.Int64 // Unix nanoseconds
+	failures    atomic.Uint64
+}
+
+func (r *refreshStats) record(err error) {
+	if err != nil {
+		r.failures.Add(1)
+		return
+	}
+	r.lastSuccess.Store(time.Now().UnixNano())
+}
+
+func (r *refreshStats) get() (time.Time, uint64) {
+	var last time.Time
+	if ns := r.lastSuccess.Load(); ns != 0 {
+		last = time.Unix(0, ns)
+	}
+	return last, r.failures.Load()
+}
+
+// RefreshReporter is a key source that reads its keys again on a schedule
+// (FileKeys, RemoteKeys): when it last succeeded and how often it failed.
+type RefreshReporter interface {
+	RefreshStats() (lastSuccess time.Time, failures uint64)
+}
+
+var (
+	_ RefreshReporter = (*FileKeys)(nil)
+	_ RefreshReporter = (*RemoteKeys)(nil)
+)

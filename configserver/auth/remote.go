@@ -37,6 +37,8 @@ type RemoteKeys struct {
 	mu   sync.Mutex // serialises refreshes
 	etag string
 	gen  uint64
+
+	stats refreshStats
 }
 
 // NewRemoteKeys returns a key source for url. It holds no keys until the
@@ -62,10 +64,15 @@ func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
 // KeySet returns the last successfully fetched set (empty before the first).
 func (r *RemoteKeys) KeySet() *KeySet { return r.set.Load() }
 
+// RefreshStats reports when a fetch last succeeded (a 304 included) and
+// how many failed.
+func (r *RemoteKeys) RefreshStats() (lastSuccess time.Time, failures uint64) { return r.stats.get() }
+
 // Refresh fetches the JWKS now. A 304 keeps the current set.
-func (r *RemoteKeys) Refresh(ctx context.Context) error {
+func (r *RemoteKeys) Refresh(ctx context.Context) (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer func() { r.stats.record(err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
 		return fmt.Errorf("fetch jwks %s: %w", r.url, err)

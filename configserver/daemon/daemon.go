@@ -125,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerKeyMetrics(reg, keys)
 	h := configserver.NewHandler(store, configserver.Options{
 		Verifier: verifier, Logger: cfg.Logger, AccessLog: cfg.AccessLog, Registry: reg, RequireCertBinding: cfg.RequireCertBinding,
 	})
@@ -164,4 +165,32 @@ func Run(ctx context.Context, cfg Config) error {
 // in the background until ctx ends.
 func keySource(ctx context.Context, cfg *Config, wg *sync.WaitGroup) (auth.KeySource, error) {
 	return auth.OpenKeys(ctx, cfg.JWKS, auth.RemoteOptions{Interval: cfg.JWKSRefresh, Logger: cfg.Logger}, wg)
+}
+
+// registerKeyMetrics puts the token keys' state on /metrics: how many are
+// in use and, for a file or URL read again on a schedule, when that last
+// succeeded and how often it failed (an alert on its age catches a JWKS
+// that stopped refreshing long before a rotated key is needed).
+func registerKeyMetrics(reg *prometheus.Registry, keys auth.KeySource) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "configpub_server_token_keys",
+		Help: "Workload-token verification keys in use.",
+	}, func() float64 { return float64(len(keys.KeySet().Keys)) }))
+	rr, ok := keys.(auth.RefreshReporter)
+	if !ok {
+		return
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "configpub_server_token_keys_refresh_timestamp_seconds",
+		Help: "When the --jwks file or URL was last read successfully (Unix time), changed or not.",
+	}, func() float64 {
+		last, _ := rr.RefreshStats()
+		if last.IsZero() {
+			return 0
+		}
+		return float64(last.UnixNano()) / 1e9
+	}), prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "configpub_server_token_keys_refresh_failures_total",
+		Help: "Reads of the --jwks file or URL that failed (the keys in use were kept).",
+	}, func() float64 { _, n := rr.RefreshStats(); return float64(n) }))
 }

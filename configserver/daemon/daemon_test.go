@@ -220,8 +220,9 @@ func TestRunOnAHotStandby(t *testing.T) {
 
 // TestRunFollowsRotatedFiles rotates, under a running server, the
 // workload-token key in its --jwks file and its TLS certificate: each is in
-// use within a reload interval, with no restart; /metrics follows the
-// certificate's expiry.
+// use within a reload interval, with no restart, and a half-written key
+// file changes nothing; /metrics follows the certificate's expiry, the
+// keys in use and the failed reads.
 func TestRunFollowsRotatedFiles(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -302,7 +303,7 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 		resp.Body.Close()
 		return resp.TLS.PeerCertificates[0]
 	}
-	expiryMetric := func() int64 {
+	metric := func(name string) float64 {
 		resp, err := client.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
@@ -310,16 +311,20 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		for line := range strings.Lines(string(body)) {
-			if v, ok := strings.CutPrefix(line, "configpub_server_tls_certificate_expiry_timestamp_seconds "); ok {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
 				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 				if err != nil {
-					t.Fatalf("expiry metric %q: %v", v, err)
+					t.Fatalf("%s %q: %v", name, v, err)
 				}
-				return int64(f)
+				return f
 			}
 		}
-		t.Fatal("/metrics has no configpub_server_tls_certificate_expiry_timestamp_seconds")
+		t.Fatalf("/metrics has no %s", name)
 		return 0
+	}
+	expiryMetric := func() int64 { return int64(metric("configpub_server_tls_certificate_expiry_timestamp_seconds")) }
+	keysInUse := func(n float64) func() bool {
+		return func() bool { return metric("configpub_server_token_keys") == n }
 	}
 
 	if got := get(t, client, url, tok1); got != http.StatusNotFound {
@@ -332,8 +337,13 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 		t.Fatalf("serving serial %v, expiry metric %d; want serial %v expiring %d", c.SerialNumber, exp, first.SerialNumber, first.NotAfter.Unix())
 	}
 
+	if !keysInUse(1)() || metric("configpub_server_token_keys_refresh_timestamp_seconds") <= 0 {
+		t.Fatal("/metrics: want 1 token key in use and a refresh time")
+	}
+
 	writeJWKS(k1, k2) // the new key published next to the old one
 	eventually("the new key accepted", status(tok2, http.StatusNotFound))
+	eventually("2 token keys on /metrics", keysInUse(2))
 	if got := get(t, client, url, tok1); got != http.StatusNotFound {
 		t.Fatalf("during the rotation, token of the old key: got %d, want 404", got)
 	}
@@ -342,8 +352,16 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	if exp := expiryMetric(); exp != renewed.NotAfter.Unix() {
 		t.Fatalf("expiry metric %d, want %d", exp, renewed.NotAfter.Unix())
 	}
+	if err := os.WriteFile(jwks, []byte(`{"keys":`), 0o644); err != nil { // half-written
+		t.Fatal(err)
+	}
+	eventually("a failed refresh counted", func() bool { return metric("configpub_server_token_keys_refresh_failures_total") > 0 })
+	if !keysInUse(2)() || get(t, client, url, tok2) != http.StatusNotFound {
+		t.Fatal("a half-written --jwks file changed the keys in use")
+	}
 	writeJWKS(k2) // the old key removed
 	eventually("the old key refused", status(tok1, http.StatusUnauthorized))
+	eventually("1 token key on /metrics", keysInUse(1))
 	if got := get(t, client, url, tok2); got != http.StatusNotFound {
 		t.Fatalf("after the rotation, token of the new key: got %d, want 404", got)
 	}
