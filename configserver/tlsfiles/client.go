@@ -30,6 +30,7 @@ type Transport struct {
 
 	mu        sync.Mutex // serialises reloads
 	checkedAt time.Time
+	warner    expiryWarner
 }
 
 // clientState is one consistent read of the client's files.
@@ -124,7 +125,9 @@ func (t *Transport) Reload() (changed bool, err error) {
 	return true, nil
 }
 
-// check reloads and logs the outcome.
+// check reloads and logs the outcome and, at most hourly, that the client
+// certificate in use is near its expiry (within a fifth of its lifetime) or
+// past it.
 func (t *Transport) check() {
 	changed, err := t.Reload()
 	switch {
@@ -137,6 +140,9 @@ func (t *Transport) check() {
 				"notAfter", c.NotAfter.UTC().Format(time.RFC3339))
 		}
 		t.opts.Logger.Info("TLS files reloaded", attrs...)
+	}
+	if c := t.ClientCertificate(); c != nil {
+		t.warner.warn(t.opts.Logger, c, t.certFile, t.now())
 	}
 }
 

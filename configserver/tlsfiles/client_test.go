@@ -1,11 +1,13 @@
 package tlsfiles_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
 	"io/fs"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -165,5 +167,38 @@ func TestClientTransportKeepsAConsistentSet(t *testing.T) {
 	}
 	if _, err := tlsfiles.NewTransport(filepath.Join(dir, "missing.crt"), "", "", tlsfiles.Options{}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing CA bundle: got %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestClientExpiryWarning: a client certificate nobody renews is reported
+// in the log within the last fifth of its lifetime, then as an error once
+// expired.
+func TestClientExpiryWarning(t *testing.T) {
+	dir := t.TempDir()
+	cliCert, cliKey := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	ca := newCA(t, "client ca")
+	c, k := issue(t, ca, start, day, false)
+	testpki.WriteFile(t, cliCert, c)
+	testpki.WriteFile(t, cliKey, k)
+	now := start
+	var logs bytes.Buffer
+	tr, err := tlsfiles.NewTransport("", cliCert, cliKey, tlsfiles.Options{Interval: time.Minute,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serveHTTPS(t, &tls.Config{}) // any server: the request only drives the check
+	levels := map[time.Duration]string{}
+	for _, at := range []time.Duration{18 * time.Hour, 20 * time.Hour, 25 * time.Hour} {
+		now = start.Add(at)
+		before := logs.Len()
+		(&http.Client{Transport: tr, Timeout: time.Second}).Get(srv) // fails: the server has no certificate
+		if line := logs.String()[before:]; strings.Contains(line, "TLS certificate not renewed") {
+			levels[at] = strings.Fields(line)[1]
+		}
+	}
+	want := map[time.Duration]string{20 * time.Hour: "level=WARN", 25 * time.Hour: "level=ERROR"}
+	if len(levels) != len(want) || levels[20*time.Hour] != want[20*time.Hour] || levels[25*time.Hour] != want[25*time.Hour] {
+		t.Fatalf("got %v, want %v; log:\n%s", levels, want, logs.String())
 	}
 }

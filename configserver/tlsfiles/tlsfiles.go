@@ -60,9 +60,8 @@ type Files struct {
 
 	cur atomic.Pointer[state]
 
-	mu       sync.Mutex // serialises reloads and the warning state below
-	warnedAt time.Time  // last expiry warning for the certificate in use
-	warnedOf time.Time  // NotAfter of the certificate warned about
+	mu     sync.Mutex // serialises reloads
+	warner expiryWarner
 }
 
 // state is one consistent read of the files.
@@ -183,8 +182,9 @@ var (
 
 // Expiry reports whether the certificate in use at t is past its expiry
 // (ErrExpired) or within a fifth of its lifetime of it (ErrExpiring), or nil.
-func (f *Files) Expiry(t time.Time) error {
-	c := f.Certificate()
+func (f *Files) Expiry(t time.Time) error { return expiry(f.Certificate(), t) }
+
+func expiry(c *x509.Certificate, t time.Time) error {
 	left := c.NotAfter.Sub(t)
 	switch {
 	case left <= 0:
@@ -196,23 +196,33 @@ func (f *Files) Expiry(t time.Time) error {
 }
 
 func (f *Files) warnExpiry() {
-	now := f.now()
-	err := f.Expiry(now)
+	f.warner.warn(f.opts.Logger, f.Certificate(), f.certFile, f.now())
+}
+
+// expiryWarner logs, at most hourly per certificate, that a certificate in
+// use is near its expiry or past it: its files were not renewed.
+type expiryWarner struct {
+	mu       sync.Mutex
+	warnedAt time.Time // last warning
+	warnedOf time.Time // NotAfter of the certificate warned about
+}
+
+func (w *expiryWarner) warn(logger *slog.Logger, c *x509.Certificate, file string, now time.Time) {
+	err := expiry(c, now)
 	if err == nil {
 		return
 	}
-	f.mu.Lock()
-	c := f.Certificate()
-	if c.NotAfter.Equal(f.warnedOf) && now.Sub(f.warnedAt) < time.Hour {
-		f.mu.Unlock()
+	w.mu.Lock()
+	if c.NotAfter.Equal(w.warnedOf) && now.Sub(w.warnedAt) < time.Hour {
+		w.mu.Unlock()
 		return
 	}
-	f.warnedOf, f.warnedAt = c.NotAfter, now
-	f.mu.Unlock()
+	w.warnedOf, w.warnedAt = c.NotAfter, now
+	w.mu.Unlock()
 	level := slog.LevelWarn
 	if errors.Is(err, ErrExpired) {
 		level = slog.LevelError
 	}
-	f.opts.Logger.Log(context.Background(), level, "TLS certificate not renewed: renew the files it was read from",
-		"cert", f.certFile, "serial", c.SerialNumber.String(), "err", err)
+	logger.Log(context.Background(), level, "TLS certificate not renewed: renew the files it was read from",
+		"cert", file, "serial", c.SerialNumber.String(), "err", err)
 }
