@@ -249,7 +249,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 		}
 		changed := make(chan []byte, 1)
 		go func() {
-			next, ok := f.trustKeyChange(wctx, pem, errOut)
+			next, ok := f.trustKeyChange(wctx, pem, f.usableKeys(opts), errOut)
 			if ok {
 				changed <- next
 				stop()
@@ -269,11 +269,11 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 		}
 		select {
 		case next := <-changed:
-			keys, _ := signing.ParsePublicKeys(next) // parsed by trustKeyChange
+			keys, _ := signing.ParsePublicKeys(next) // checked by trustKeyChange
 			opts.TrustedKeys = keys
 			nc, err := client.New(opts)
 			if err != nil {
-				return err
+				return err // checked by usableKeys
 			}
 			fmt.Fprintf(errOut, "configpub fetch: %s changed: trusting %s; the client starts again over --cache-dir\n",
 				f.trustKey, strings.Join(keyIDs(keys), ", "))
@@ -287,11 +287,44 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 	}
 }
 
+// usableKeys returns the check a new trusted key set must pass before the
+// client starts again with it: what client.New and the status endpoint
+// (whose control keys must not be manifest keys) would refuse is refused
+// here, while the keys in use go on.
+func (f fetchFlags) usableKeys(opts client.Options) func([]signing.TrustedKey) error {
+	return func(keys []signing.TrustedKey) error {
+		opts.TrustedKeys = keys
+		if _, err := client.New(opts); err != nil {
+			return err
+		}
+		if f.status.controlPub == "" {
+			return nil
+		}
+		pem, err := os.ReadFile(f.status.controlPub)
+		if err != nil {
+			return fmt.Errorf("read control key: %w", err)
+		}
+		control, err := signing.ParsePublicKeys(pem)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.status.controlPub, err)
+		}
+		for _, k := range keys {
+			for _, c := range control {
+				if k.ID == c.ID {
+					return fmt.Errorf("key %s is also the control plane's key (--control-pub)", k.ID)
+				}
+			}
+		}
+		return nil
+	}
+}
+
 // trustKeyChange reads --trust-key every --interval until it names another
-// set of usable keys than the one in pem, and returns the file's content
-// then; a file that cannot be read or parsed is reported and keeps the keys
-// in use. It returns false when ctx ends first.
-func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, errOut io.Writer) ([]byte, bool) {
+// set of keys than the one in pem that passes usable, and returns the
+// file's content then; a file that cannot be read or parsed, or whose keys
+// do not pass, is reported and keeps the keys in use. It returns false
+// when ctx ends first.
+func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, usable func([]signing.TrustedKey) error, errOut io.Writer) ([]byte, bool) {
 	cur, _ := signing.ParsePublicKeys(pem)
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
@@ -309,6 +342,9 @@ func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, errOut io.Wr
 		var keys []signing.TrustedKey
 		if err == nil {
 			keys, err = signing.ParsePublicKeys(next)
+		}
+		if err == nil && !slices.Equal(keyIDs(keys), keyIDs(cur)) {
+			err = usable(keys)
 		}
 		if err != nil {
 			if msg := err.Error(); msg != reported {

@@ -5,6 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +98,106 @@ func TestFetchWatchFollowsTheTrustKeyFile(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "changed: trusting"); n != 2 {
 		t.Errorf("%d restarts of the client, want 2 (the key added, the key removed):\n%s", n, out.String())
+	}
+}
+
+// TestFetchStatusEndpointSurvivesAKeyChange: the runtime status endpoint
+// of a watching sidecar is served again, on the same address, by the
+// client started for a changed --trust-key file; a file that names the
+// control plane's key is refused and changes nothing.
+func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
+	s, signerPub := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	signer, err := os.ReadFile(signerPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherPub, err := signing.MarshalPublicKey(&other.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := filepath.Join(dir, "trusted.pub")
+	if err := atomicfile.Write(trust, signer, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctlPub := filepath.Join(dir, "control.pub")
+	if err := os.WriteFile(ctlPub, otherPub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := append(s.args(t, trust, filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")),
+		"--watch", "--interval", "50ms", "--status-listen", addr, "--control-pub", ctlPub, "--status-anonymous")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	current := func() string {
+		resp, err := http.Get("http://" + addr + "/status")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		var st struct {
+			Current *struct {
+				SnapshotID string `json:"snapshotId"`
+			} `json:"current"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&st) != nil || st.Current == nil {
+			return ""
+		}
+		return st.Current.SnapshotID
+	}
+	want := s.headers.Get("X-Config-Snapshot-Id")
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15s; output:\n%s", what, out.String())
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: fetch exited: %v; output:\n%s", what, err, out.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("status names the applied snapshot", func() bool { return current() == want })
+	// The control plane's key is refused as a manifest key; the keys in use
+	// go on.
+	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), otherPub...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the control key refused", func() bool { return strings.Contains(out.String(), "is also the control plane's key") })
+	third, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thirdPub, err := signing.MarshalPublicKey(&third.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), thirdPub...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the client started again", func() bool { return strings.Contains(out.String(), "changed: trusting") })
+	waitFor("status served again, by the new client", func() bool { return current() == want })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("after interrupt: %v", err)
 	}
 }
