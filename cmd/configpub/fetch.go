@@ -79,6 +79,7 @@ within about a second of its commit; a server that does not hold requests is pol
 --interval: when the file names other keys, the client starts again over --cache-dir with
 them, as a restart would (a key added is trusted; what a removed key signed, the
 last-known-good included, is not); a file that cannot be read keeps the keys in use.
+--control-pub is read again as often (a changed control key starts the status endpoint again).
 A reload hook tells a runtime in any language that --out changed: --exec CMD runs CMD with
 /bin/sh -c and CONFIGPUB_EVENT (applied or removed), CONFIGPUB_FILE, CONFIGPUB_SNAPSHOT_ID,
 CONFIGPUB_PUBLICATION_ID, CONFIGPUB_ARTIFACT_DIGEST and CONFIGPUB_RELEASE_VERSION in its
@@ -230,7 +231,13 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 // restart of the sidecar does: its last-known-good is verified again, and
 // what a removed key signed is no longer trusted — so a key added or
 // removed in a mounted file takes effect without restarting the runtime.
+// --control-pub is read again as often, and a changed control key starts
+// the status endpoint again with it.
 func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client.Options, pem []byte, out, errOut io.Writer) error {
+	var ctlPEM []byte
+	if f.status.controlPub != "" {
+		ctlPEM, _ = os.ReadFile(f.status.controlPub) // serveStatus reports an error
+	}
 	for {
 		wctx, stop := context.WithCancel(ctx)
 		var stopStatus func()
@@ -247,14 +254,22 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 				return err
 			}
 		}
-		changed := make(chan []byte, 1)
+		type change struct{ trust, control []byte } // a file's new content, nil when unchanged
+		changed := make(chan change, 2)
 		go func() {
-			next, ok := f.trustKeyChange(wctx, pem, f.usableKeys(opts), errOut)
-			if ok {
-				changed <- next
+			if next, ok := f.keyFileChange(wctx, f.trustKey, pem, f.usableKeys(opts), errOut); ok {
+				changed <- change{trust: next}
 				stop()
 			}
 		}()
+		if ctlPEM != nil {
+			go func() {
+				if next, ok := f.keyFileChange(wctx, f.status.controlPub, ctlPEM, usableControlKeys(opts.TrustedKeys), errOut); ok {
+					changed <- change{control: next}
+					stop()
+				}
+			}()
+		}
 		err := c.Watch(wctx, f.interval, func(ev *client.Evidence, err error) {
 			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
 				fmt.Fprintln(errOut, "configpub fetch:", herr)
@@ -268,8 +283,15 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 			return nil // interrupted: a clean stop
 		}
 		select {
-		case next := <-changed:
-			keys, _ := signing.ParsePublicKeys(next) // checked by trustKeyChange
+		case ch := <-changed:
+			if ch.control != nil {
+				keys, _ := signing.ParsePublicKeys(ch.control) // checked by keyFileChange
+				fmt.Fprintf(errOut, "configpub fetch: %s changed: the status endpoint starts again with control key %s\n",
+					f.status.controlPub, strings.Join(keyIDs(keys), ", "))
+				ctlPEM = ch.control
+				continue
+			}
+			keys, _ := signing.ParsePublicKeys(ch.trust) // checked by keyFileChange
 			opts.TrustedKeys = keys
 			nc, err := client.New(opts)
 			if err != nil {
@@ -277,7 +299,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 			}
 			fmt.Fprintf(errOut, "configpub fetch: %s changed: trusting %s; the client starts again over --cache-dir\n",
 				f.trustKey, strings.Join(keyIDs(keys), ", "))
-			c, pem = nc, next
+			c, pem = nc, ch.trust
 		default:
 			if errors.Is(err, context.Canceled) {
 				return nil
@@ -308,23 +330,35 @@ func (f fetchFlags) usableKeys(opts client.Options) func([]signing.TrustedKey) e
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.status.controlPub, err)
 		}
-		for _, k := range keys {
-			for _, c := range control {
-				if k.ID == c.ID {
-					return fmt.Errorf("key %s is also the control plane's key (--control-pub)", k.ID)
-				}
-			}
-		}
-		return nil
+		return disjoint(keys, control)
 	}
 }
 
-// trustKeyChange reads --trust-key every --interval until it names another
-// set of keys than the one in pem that passes usable, and returns the
-// file's content then; a file that cannot be read or parsed, or whose keys
-// do not pass, is reported and keeps the keys in use. It returns false
-// when ctx ends first.
-func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, usable func([]signing.TrustedKey) error, errOut io.Writer) ([]byte, bool) {
+// usableControlKeys returns the check a new control key set must pass:
+// none of them may be a trusted manifest key.
+func usableControlKeys(trusted []signing.TrustedKey) func([]signing.TrustedKey) error {
+	return func(control []signing.TrustedKey) error { return disjoint(trusted, control) }
+}
+
+// disjoint refuses a key that is both a manifest key and the control
+// plane's.
+func disjoint(trusted, control []signing.TrustedKey) error {
+	for _, k := range trusted {
+		for _, c := range control {
+			if k.ID == c.ID {
+				return fmt.Errorf("key %s is both a trusted manifest key (--trust-key) and the control plane's key (--control-pub)", k.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// keyFileChange reads the public-key file path every --interval until it
+// names another set of keys than the one in pem that passes usable, and
+// returns the file's content then; a file that cannot be read or parsed,
+// or whose keys do not pass, is reported and keeps the keys in use. It
+// returns false when ctx ends first.
+func (f fetchFlags) keyFileChange(ctx context.Context, path string, pem []byte, usable func([]signing.TrustedKey) error, errOut io.Writer) ([]byte, bool) {
 	cur, _ := signing.ParsePublicKeys(pem)
 	t := time.NewTicker(f.interval)
 	defer t.Stop()
@@ -335,7 +369,7 @@ func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, usable func(
 			return nil, false
 		case <-t.C:
 		}
-		next, err := os.ReadFile(f.trustKey)
+		next, err := os.ReadFile(path)
 		if err == nil && bytes.Equal(next, pem) {
 			continue
 		}
@@ -348,7 +382,7 @@ func (f fetchFlags) trustKeyChange(ctx context.Context, pem []byte, usable func(
 		}
 		if err != nil {
 			if msg := err.Error(); msg != reported {
-				fmt.Fprintf(errOut, "configpub fetch: %s not read again; the keys in use are kept: %v\n", f.trustKey, err)
+				fmt.Fprintf(errOut, "configpub fetch: %s not read again; the keys in use are kept: %v\n", path, err)
 				reported = msg
 			}
 			continue

@@ -16,6 +16,7 @@ import (
 
 	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/readback"
 )
 
 // TestFetchWatchFollowsTheTrustKeyFile: a watching sidecar reads
@@ -104,7 +105,8 @@ func TestFetchWatchFollowsTheTrustKeyFile(t *testing.T) {
 // TestFetchStatusEndpointSurvivesAKeyChange: the runtime status endpoint
 // of a watching sidecar is served again, on the same address, by the
 // client started for a changed --trust-key file; a file that names the
-// control plane's key is refused and changes nothing.
+// control plane's key is refused and changes nothing; a control key
+// rotated in --control-pub is taken without a restart.
 func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	s, signerPub := newFetchServer(t, time.Hour)
 	dir := t.TempDir()
@@ -182,7 +184,7 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), otherPub...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the control key refused", func() bool { return strings.Contains(out.String(), "is also the control plane's key") })
+	waitFor("the control key refused", func() bool { return strings.Contains(out.String(), "is both a trusted manifest key") })
 	third, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -196,6 +198,39 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	}
 	waitFor("the client started again", func() bool { return strings.Contains(out.String(), "changed: trusting") })
 	waitFor("status served again, by the new client", func() bool { return current() == want })
+
+	// The control plane's key rotated in --control-pub: a reload signed by
+	// the new key is taken, one signed by the old key refused.
+	target := readback.Target{Endpoint: "http://" + addr, Host: s.id.Host, ServiceID: s.id.ServiceID, EnvTag: s.id.EnvTag}
+	reloadWith := func(k *ecdsa.PrivateKey) error {
+		col, err := readback.NewCollector(readback.Options{Signer: k, Reload: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = col.Read(ctx, target)
+		return err
+	}
+	if err := reloadWith(other); err != nil {
+		t.Fatalf("reload signed by the control key: %v", err)
+	}
+	nextCtl, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextCtlPub, err := signing.MarshalPublicKey(&nextCtl.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(ctlPub, nextCtlPub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the control key changed", func() bool {
+		return strings.Contains(out.String(), "the status endpoint starts again with control key")
+	})
+	waitFor("a reload signed by the new control key", func() bool { return reloadWith(nextCtl) == nil })
+	if err := reloadWith(other); err == nil {
+		t.Fatal("a reload signed by the replaced control key was taken")
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("after interrupt: %v", err)
