@@ -36,9 +36,10 @@ until interrupted; once it has renewed, a renewal that fails (the database
 restarting or failing over, the registry unreachable) is reported on stderr and
 tried again after 5s, doubling up to the interval, instead of ending the process
 and leaving every lease to run out; the first renewal's error ends it, as without
---interval. It reads --key once: restart it after a key rotation. With --attach, each renewal also attaches the renewed manifests
-to their artifacts in the registry as OCI referrers (as ` + "`configpub registry attach`" + `),
-so runtimes that pull from the registry keep a current lease.
+--interval. It reads --key once: restart it after a key rotation. With --attach,
+each renewal also attaches the renewed manifests to their artifacts in the
+registry as OCI referrers (as ` + "`configpub registry attach`" + `), so runtimes
+that pull from the registry keep a current lease.
 
 The lease is the short delivery lease (minutes), renewed for as long as a
 snapshot stays current. The activation window of a snapshot (weeks: how long a
