@@ -45,7 +45,7 @@ ensure-chromium:
 test: ensure-postgres
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 25m $(PKGS)
-	$(GO) test -race -count=1 -timeout 10m ./configserver/client/ ./configserver/auth/ ./promote/review/
+	$(GO) test -race -count=1 -timeout 10m ./configserver/client/ ./configserver/auth/ ./configserver/tlsfiles/ ./promote/review/
 
 ## demo: the whole pipeline end to end on embedded defaults.
 demo: ensure-postgres build

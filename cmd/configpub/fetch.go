@@ -254,21 +254,26 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 				return err
 			}
 		}
+		// The key files' watchers get what they read from this iteration's
+		// values and end with it, before the next one changes them.
 		type change struct{ trust, control []byte } // a file's new content, nil when unchanged
 		changed := make(chan change, 2)
-		go func() {
-			if next, ok := f.keyFileChange(wctx, f.trustKey, pem, f.usableKeys(opts), errOut); ok {
+		var watchers sync.WaitGroup
+		trustPEM, trustUsable := pem, f.usableKeys(opts)
+		watchers.Go(func() {
+			if next, ok := f.keyFileChange(wctx, f.trustKey, trustPEM, trustUsable, errOut); ok {
 				changed <- change{trust: next}
 				stop()
 			}
-		}()
+		})
 		if ctlPEM != nil {
-			go func() {
-				if next, ok := f.keyFileChange(wctx, f.status.controlPub, ctlPEM, usableControlKeys(opts.TrustedKeys), errOut); ok {
+			ctlCur, ctlUsable := ctlPEM, usableControlKeys(opts.TrustedKeys)
+			watchers.Go(func() {
+				if next, ok := f.keyFileChange(wctx, f.status.controlPub, ctlCur, ctlUsable, errOut); ok {
 					changed <- change{control: next}
 					stop()
 				}
-			}()
+			})
 		}
 		err := c.Watch(wctx, f.interval, func(ev *client.Evidence, err error) {
 			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
@@ -276,6 +281,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 			}
 		})
 		stop()
+		watchers.Wait()
 		if stopStatus != nil {
 			stopStatus()
 		}
