@@ -112,6 +112,21 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 // KeyID returns the key id of the delivery-manifest signer ("" without one).
 func (s *Store) KeyID() string { return s.keyID }
 
+// WithSigner returns a Store on the same database whose delivery manifests
+// are signed by signer: a long-running renewer that follows a key rotation.
+func (s *Store) WithSigner(signer crypto.Signer) (*Store, error) {
+	if signer == nil {
+		return nil, fmt.Errorf("with signer: %w", ErrNoSigner)
+	}
+	id, err := signing.KeyID(signer.Public())
+	if err != nil {
+		return nil, fmt.Errorf("with signer: %w", err)
+	}
+	c := *s
+	c.opts.Signer, c.keyID = signer, id
+	return &c, nil
+}
+
 // Now returns the store's clock, as it times pointer moves: what a
 // caller checks activation windows against before it records a release.
 func (s *Store) Now() time.Time { return s.now() }

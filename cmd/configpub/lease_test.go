@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/configpub/configpub/internal/atomicfile"
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 )
 
@@ -157,5 +159,83 @@ func TestRetryAfter(t *testing.T) {
 		if got := retryAfter(tc.failures, tc.interval); got != tc.want {
 			t.Errorf("retryAfter(%d, %s) = %s, want %s", tc.failures, tc.interval, got, tc.want)
 		}
+	}
+}
+
+// TestLeaseRenewFollowsARotatedKey: a long-running renewer reads --key
+// again before each renewal: a key rotated in the file (the same password)
+// signs the next renewal; a file that cannot be used is reported once and
+// the key in use goes on signing.
+func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
+	db := pgtest.New(t)
+	keyPath, signer := testKey(t)
+	seedReleases(t, db, signer)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms"})
+		done <- root.ExecuteContext(ctx)
+	}()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20s; output:\n%s", what, out.String())
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s: lease renew exited: %v; output:\n%s", what, err, out.String())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	signedBy := func(keyID string) func() bool {
+		return func() bool {
+			var n int
+			err := db.Pool(t).QueryRow(ctx, `SELECT count(*) FROM configpub.current_pointer
+				WHERE env_tag = 'prod' AND manifest_key_id <> $1`, keyID).Scan(&n)
+			return err == nil && n == 0
+		}
+	}
+	eventually("a first renewal", func() bool { return strings.Contains(out.String(), "prod: renewed 2 leases") })
+	if !signedBy(signer.KeyID())() {
+		t.Fatal("leases not signed by the first key")
+	}
+
+	if err := atomicfile.Write(keyPath, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nhalf"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the unusable file reported", func() bool { return strings.Contains(out.String(), "changed but cannot be used") })
+	before := strings.Count(out.String(), "prod: renewed 2 leases")
+	eventually("renewals go on", func() bool { return strings.Count(out.String(), "prod: renewed 2 leases") > before+2 })
+	if n := strings.Count(out.String(), "changed but cannot be used"); n != 1 {
+		t.Fatalf("the unusable file reported %d times, want once:\n%s", n, out.String())
+	}
+	if !signedBy(signer.KeyID())() {
+		t.Fatal("an unusable key file changed the signing key")
+	}
+
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(keyPath, kp.PrivatePEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the new key announced", func() bool { return strings.Contains(out.String(), "signing with key "+next.KeyID()) })
+	eventually("leases signed by the new key", signedBy(next.KeyID()))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("after interrupt: %v", err)
 	}
 }
