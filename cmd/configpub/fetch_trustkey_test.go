@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -49,56 +48,30 @@ func TestFetchWatchFollowsTheTrustKeyFile(t *testing.T) {
 	}
 	writeTrust(otherPub) // not the key the server's manifests are signed with
 	outFile := filepath.Join(dir, "values.yml")
-	args := append(s.args(t, trust, filepath.Join(dir, "cache"), outFile), "--watch", "--interval", "50ms")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out lockedBuffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15s; output:\n%s", what, out.String())
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("%s: fetch exited: %v; output:\n%s", what, err, out.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	contains := func(s string) func() bool { return func() bool { return strings.Contains(out.String(), s) } }
+	r := startCLI(t, append(s.args(t, trust, filepath.Join(dir, "cache"), outFile), "--watch", "--interval", "50ms")...)
+	contains := func(s string) func() bool { return func() bool { return r.printed(s) } }
 	written := func() bool { _, err := os.Stat(outFile); return err == nil }
 
-	eventually("the untrusted manifest refused", contains(`"reason":"UNTRUSTED_KEY"`))
+	r.waitFor(t, "the untrusted manifest refused", contains(`"reason":"UNTRUSTED_KEY"`))
 	if written() {
 		t.Fatal("--out written from a manifest no trusted key signed")
 	}
 	writeTrust(append(append([]byte{}, otherPub...), signer...)) // the key added
-	eventually("the added key trusted", contains("changed: trusting"))
-	eventually("applied with the added key", written)
+	r.waitFor(t, "the added key trusted", contains("changed: trusting"))
+	r.waitFor(t, "applied with the added key", written)
 
 	writeTrust([]byte("-----BEGIN PUBLIC KEY-----\nnot base64\n"))
-	eventually("the broken file reported", contains("not read again; the keys in use are kept"))
+	r.waitFor(t, "the broken file reported", contains("not read again; the keys in use are kept"))
 	time.Sleep(200 * time.Millisecond)
 	if !written() {
 		t.Fatal("a broken trust-key file made the sidecar drop its configuration")
 	}
 
 	writeTrust(otherPub) // the signing key removed: leaked
-	eventually("failed closed once the key was removed", func() bool { return !written() })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("after interrupt: %v", err)
-	}
-	if n := strings.Count(out.String(), "changed: trusting"); n != 2 {
-		t.Errorf("%d restarts of the client, want 2 (the key added, the key removed):\n%s", n, out.String())
+	r.waitFor(t, "failed closed once the key was removed", func() bool { return !written() })
+	r.stop(t)
+	if n := r.count("changed: trusting"); n != 2 {
+		t.Errorf("%d restarts of the client, want 2 (the key added, the key removed):\n%s", n, r.out.String())
 	}
 }
 
@@ -136,17 +109,9 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	args := append(s.args(t, trust, filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")),
-		"--watch", "--interval", "50ms", "--status-listen", addr, "--control-pub", ctlPub, "--status-anonymous")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out lockedBuffer
-	root := newRootCmd()
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	r := startCLI(t, append(s.args(t, trust, filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")),
+		"--watch", "--interval", "50ms", "--status-listen", addr, "--control-pub", ctlPub, "--status-anonymous")...)
+	ctx := context.Background()
 	current := func() string {
 		resp, err := http.Get("http://" + addr + "/status")
 		if err != nil {
@@ -164,27 +129,13 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 		return st.Current.SnapshotID
 	}
 	want := s.headers.Get("X-Config-Snapshot-Id")
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 15s; output:\n%s", what, out.String())
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("%s: fetch exited: %v; output:\n%s", what, err, out.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
-	waitFor("status names the applied snapshot", func() bool { return current() == want })
+	r.waitFor(t, "status names the applied snapshot", func() bool { return current() == want })
 	// The control plane's key is refused as a manifest key; the keys in use
 	// go on.
 	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), otherPub...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the control key refused", func() bool { return strings.Contains(out.String(), "is both a trusted manifest key") })
+	r.waitFor(t, "the control key refused", func() bool { return r.printed("is both a trusted manifest key") })
 	third, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -196,8 +147,8 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), thirdPub...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the client started again", func() bool { return strings.Contains(out.String(), "changed: trusting") })
-	waitFor("status served again, by the new client", func() bool { return current() == want })
+	r.waitFor(t, "the client started again", func() bool { return r.printed("changed: trusting") })
+	r.waitFor(t, "status served again, by the new client", func() bool { return current() == want })
 
 	// The control plane's key rotated in --control-pub: a reload signed by
 	// the new key is taken, one signed by the old key refused.
@@ -224,15 +175,12 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err := atomicfile.Write(ctlPub, nextCtlPub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the control key changed", func() bool {
-		return strings.Contains(out.String(), "the status endpoint starts again with control key")
+	r.waitFor(t, "the control key changed", func() bool {
+		return r.printed("the status endpoint starts again with control key")
 	})
-	waitFor("a reload signed by the new control key", func() bool { return reloadWith(nextCtl) == nil })
+	r.waitFor(t, "a reload signed by the new control key", func() bool { return reloadWith(nextCtl) == nil })
 	if err := reloadWith(other); err == nil {
 		t.Fatal("a reload signed by the replaced control key was taken")
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("after interrupt: %v", err)
-	}
+	r.stop(t)
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,6 @@ import (
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestLeaseRenewRidesOutADatabaseFailure: a long-running `lease renew
 // --interval` whose database connection is cut mid-renewal (as a restart or
@@ -44,33 +23,10 @@ func TestLeaseRenewRidesOutADatabaseFailure(t *testing.T) {
 	db := pgtest.New(t)
 	keyPath, signer := testKey(t)
 	seedReleases(t, db, signer)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		root := newRootCmd()
-		root.SetOut(&out)
-		root.SetErr(&out)
-		root.SetArgs([]string{"lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms"})
-		done <- root.ExecuteContext(ctx)
-	}()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20s; output:\n%s", what, out.String())
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("%s: lease renew exited: %v; output:\n%s", what, err, out.String())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	renewals := func() int { return strings.Count(out.String(), "prod: renewed 2 leases") }
-	eventually("a first renewal", func() bool { return renewals() >= 1 })
+	ctx := context.Background()
+	r := startCLI(t, "lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms")
+	renewals := func() int { return r.count("prod: renewed 2 leases") }
+	r.waitFor(t, "a first renewal", func() bool { return renewals() >= 1 })
 
 	holder, err := pgx.Connect(ctx, db.URL)
 	if err != nil {
@@ -85,7 +41,7 @@ func TestLeaseRenewRidesOutADatabaseFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var victim int
-	eventually("the renewal waiting on the lock", func() bool {
+	r.waitFor(t, "the renewal waiting on the lock", func() bool {
 		err := holder.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()
 			AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&victim)
 		return err == nil
@@ -97,21 +53,12 @@ func TestLeaseRenewRidesOutADatabaseFailure(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the failure reported", func() bool { return strings.Contains(out.String(), "renewal failed (1 in a row)") })
+	r.waitFor(t, "the failure reported", func() bool { return r.printed("renewal failed (1 in a row)") })
 	before := renewals()
-	eventually("a renewal after the failure", func() bool { return renewals() > before })
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("after interrupt: got %v, want nil", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("lease renew did not stop after interrupt")
-	}
-	if got := out.String(); !strings.Contains(got, "next attempt in 50ms") {
-		t.Errorf("the failure line does not say when it retries:\n%s", got)
+	r.waitFor(t, "a renewal after the failure", func() bool { return renewals() > before })
+	r.stop(t)
+	if !r.printed("next attempt in 50ms") {
+		t.Errorf("the failure line does not say when it retries:\n%s", r.out.String())
 	}
 }
 
@@ -170,31 +117,8 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 	db := pgtest.New(t)
 	keyPath, signer := testKey(t)
 	seedReleases(t, db, signer)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		root := newRootCmd()
-		root.SetOut(&out)
-		root.SetErr(&out)
-		root.SetArgs([]string{"lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms"})
-		done <- root.ExecuteContext(ctx)
-	}()
-	eventually := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 20s; output:\n%s", what, out.String())
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("%s: lease renew exited: %v; output:\n%s", what, err, out.String())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
+	ctx := context.Background()
+	r := startCLI(t, "lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms")
 	signedBy := func(keyID string) func() bool {
 		return func() bool {
 			var n int
@@ -203,7 +127,7 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 			return err == nil && n == 0
 		}
 	}
-	eventually("a first renewal", func() bool { return strings.Contains(out.String(), "prod: renewed 2 leases") })
+	r.waitFor(t, "a first renewal", func() bool { return r.printed("prod: renewed 2 leases") })
 	if !signedBy(signer.KeyID())() {
 		t.Fatal("leases not signed by the first key")
 	}
@@ -211,11 +135,11 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 	if err := atomicfile.Write(keyPath, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nhalf"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the unusable file reported", func() bool { return strings.Contains(out.String(), "changed but cannot be used") })
-	before := strings.Count(out.String(), "prod: renewed 2 leases")
-	eventually("renewals go on", func() bool { return strings.Count(out.String(), "prod: renewed 2 leases") > before+2 })
-	if n := strings.Count(out.String(), "changed but cannot be used"); n != 1 {
-		t.Fatalf("the unusable file reported %d times, want once:\n%s", n, out.String())
+	r.waitFor(t, "the unusable file reported", func() bool { return r.printed("changed but cannot be used") })
+	before := r.count("prod: renewed 2 leases")
+	r.waitFor(t, "renewals go on", func() bool { return r.count("prod: renewed 2 leases") > before+2 })
+	if n := r.count("changed but cannot be used"); n != 1 {
+		t.Fatalf("the unusable file reported %d times, want once:\n%s", n, r.out.String())
 	}
 	if !signedBy(signer.KeyID())() {
 		t.Fatal("an unusable key file changed the signing key")
@@ -232,10 +156,7 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 	if err := atomicfile.Write(keyPath, kp.PrivatePEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the new key announced", func() bool { return strings.Contains(out.String(), "signing with key "+next.KeyID()) })
-	eventually("leases signed by the new key", signedBy(next.KeyID()))
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("after interrupt: %v", err)
-	}
+	r.waitFor(t, "the new key announced", func() bool { return r.printed("signing with key " + next.KeyID()) })
+	r.waitFor(t, "leases signed by the new key", signedBy(next.KeyID()))
+	r.stop(t)
 }
