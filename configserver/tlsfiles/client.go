@@ -1,13 +1,10 @@
 package tlsfiles
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,8 +20,8 @@ import (
 // closed), and a set that does not (a certificate written without its new
 // key yet) keeps the one in use.
 type Transport struct {
-	caFile, certFile, keyFile string
-	opts                      Options
+	paths paths
+	opts  Options
 
 	cur atomic.Pointer[clientState]
 
@@ -35,9 +32,9 @@ type Transport struct {
 
 // clientState is one consistent read of the client's files.
 type clientState struct {
-	ca, cert, key []byte
-	transport     *http.Transport
-	leaf          *x509.Certificate // nil without a client certificate
+	read      contents // to notice a change
+	transport *http.Transport
+	leaf      *x509.Certificate // nil without a client certificate
 }
 
 // NewTransport reads caFile (may be empty: the system roots) and, when
@@ -48,11 +45,11 @@ func NewTransport(caFile, certFile, keyFile string, opts Options) (*Transport, e
 	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("a client certificate needs both its certificate and its key file")
 	}
-	t := &Transport{caFile: caFile, certFile: certFile, keyFile: keyFile, opts: withDefaults(opts)}
+	t := &Transport{paths: paths{ca: caFile, cert: certFile, key: keyFile}, opts: withDefaults(opts)}
 	if _, err := t.Reload(); err != nil {
 		return nil, err
 	}
-	t.checkedAt = t.now()
+	t.checkedAt = t.opts.Now()
 	return t, nil
 }
 
@@ -60,7 +57,7 @@ func NewTransport(caFile, certFile, keyFile string, opts Options) (*Transport, e
 // when an interval has passed since they were read.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.mu.Lock()
-	if now := t.now(); now.Sub(t.checkedAt) >= t.opts.Interval {
+	if now := t.opts.Now(); now.Sub(t.checkedAt) >= t.opts.Interval {
 		t.checkedAt = now
 		t.mu.Unlock()
 		t.check()
@@ -81,38 +78,22 @@ func (t *Transport) ClientCertificate() *x509.Certificate { return t.cur.Load().
 func (t *Transport) Reload() (changed bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var s clientState
-	if t.caFile != "" {
-		if s.ca, err = os.ReadFile(t.caFile); err != nil {
-			return false, fmt.Errorf("read CA bundle: %w", err)
-		}
-	}
-	if t.certFile != "" {
-		if s.cert, err = os.ReadFile(t.certFile); err != nil {
-			return false, fmt.Errorf("read TLS client certificate: %w", err)
-		}
-		if s.key, err = os.ReadFile(t.keyFile); err != nil {
-			return false, fmt.Errorf("read TLS client key: %w", err)
-		}
+	c, err := t.paths.read()
+	if err != nil {
+		return false, err
 	}
 	old := t.cur.Load()
-	if old != nil && bytes.Equal(s.ca, old.ca) && bytes.Equal(s.cert, old.cert) && bytes.Equal(s.key, old.key) {
+	if old != nil && c.equal(old.read) {
 		return false, nil
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Time: t.opts.Now}
-	if t.caFile != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(s.ca) {
-			return false, fmt.Errorf("CA bundle %s: no PEM certificate", t.caFile)
-		}
-		cfg.RootCAs = pool
+	pool, pair, err := t.paths.parse(c)
+	if err != nil {
+		return false, err
 	}
-	if t.certFile != "" {
-		pair, err := tls.X509KeyPair(s.cert, s.key)
-		if err != nil {
-			return false, fmt.Errorf("TLS client certificate %s and key %s: %w", t.certFile, t.keyFile, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
+	s := clientState{read: c}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Time: t.opts.Now}
+	if pair != nil {
+		cfg.Certificates = []tls.Certificate{*pair}
 		s.leaf = pair.Leaf
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -134,21 +115,13 @@ func (t *Transport) check() {
 	case err != nil:
 		t.opts.Logger.Warn("TLS files not reloaded; the ones in use are kept", "err", err)
 	case changed:
-		attrs := []any{"ca", t.caFile}
+		attrs := []any{"ca", t.paths.ca}
 		if c := t.ClientCertificate(); c != nil {
-			attrs = append(attrs, "cert", t.certFile, "subject", c.Subject.String(), "serial", c.SerialNumber.String(),
-				"notAfter", c.NotAfter.UTC().Format(time.RFC3339))
+			attrs = append(attrs, certAttrs(t.paths.cert, c)...)
 		}
 		t.opts.Logger.Info("TLS files reloaded", attrs...)
 	}
 	if c := t.ClientCertificate(); c != nil {
-		t.warner.warn(t.opts.Logger, c, t.certFile, t.now())
+		t.warner.warn(t.opts.Logger, c, t.paths.cert, t.opts.Now())
 	}
-}
-
-func (t *Transport) now() time.Time {
-	if t.opts.Now != nil {
-		return t.opts.Now()
-	}
-	return time.Now()
 }

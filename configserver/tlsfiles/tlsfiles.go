@@ -49,14 +49,68 @@ func withDefaults(opts Options) Options {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	return opts
+}
+
+// paths names a CA bundle and a certificate with its key, each optional
+// ("" for none).
+type paths struct{ ca, cert, key string }
+
+// contents is one read of paths: nil for a file not named.
+type contents struct{ ca, cert, key []byte }
+
+func (c contents) equal(o contents) bool {
+	return bytes.Equal(c.ca, o.ca) && bytes.Equal(c.cert, o.cert) && bytes.Equal(c.key, o.key)
+}
+
+// read reads every file p names.
+func (p paths) read() (contents, error) {
+	var c contents
+	for _, f := range []struct {
+		path, what string
+		dst        *[]byte
+	}{{p.ca, "CA bundle", &c.ca}, {p.cert, "TLS certificate", &c.cert}, {p.key, "TLS key", &c.key}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return contents{}, fmt.Errorf("read %s: %w", f.what, err)
+		}
+		*f.dst = b
+	}
+	return c, nil
+}
+
+// parse parses c: the CA bundle's certificates (nil pool without one) and
+// the certificate with its key (nil without one). A certificate that does
+// not go with its key (a renewal read half-way) is an error.
+func (p paths) parse(c contents) (*x509.CertPool, *tls.Certificate, error) {
+	var pool *x509.CertPool
+	if p.ca != "" {
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(c.ca) {
+			return nil, nil, fmt.Errorf("CA bundle %s: no PEM certificate", p.ca)
+		}
+	}
+	if p.cert == "" {
+		return pool, nil, nil
+	}
+	pair, err := tls.X509KeyPair(c.cert, c.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TLS certificate %s and key %s: %w", p.cert, p.key, err)
+	}
+	return pool, &pair, nil
 }
 
 // Files is a server TLS configuration read from files. It is safe for
 // concurrent use.
 type Files struct {
-	certFile, keyFile, caFile string
-	opts                      Options
+	paths paths
+	opts  Options
 
 	cur atomic.Pointer[state]
 
@@ -66,16 +120,16 @@ type Files struct {
 
 // state is one consistent read of the files.
 type state struct {
-	cert, key, ca []byte // file contents, to notice a change
-	config        *tls.Config
-	leaf          *x509.Certificate
+	read   contents // to notice a change
+	config *tls.Config
+	leaf   *x509.Certificate
 }
 
 // Load reads certFile and keyFile (PEM) and, when caFile is not empty, a
 // bundle of client CA certificates (PEM), which makes the configuration
 // require and verify client certificates (mTLS).
 func Load(certFile, keyFile, caFile string, opts Options) (*Files, error) {
-	f := &Files{certFile: certFile, keyFile: keyFile, caFile: caFile, opts: withDefaults(opts)}
+	f := &Files{paths: paths{ca: caFile, cert: certFile, key: keyFile}, opts: withDefaults(opts)}
 	if _, err := f.Reload(); err != nil {
 		return nil, err
 	}
@@ -101,37 +155,23 @@ func (f *Files) Certificate() *x509.Certificate { return f.cur.Load().leaf }
 func (f *Files) Reload() (changed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	cert, err := os.ReadFile(f.certFile)
+	c, err := f.paths.read()
 	if err != nil {
-		return false, fmt.Errorf("read TLS certificate: %w", err)
+		return false, err
 	}
-	key, err := os.ReadFile(f.keyFile)
-	if err != nil {
-		return false, fmt.Errorf("read TLS key: %w", err)
-	}
-	var ca []byte
-	if f.caFile != "" {
-		if ca, err = os.ReadFile(f.caFile); err != nil {
-			return false, fmt.Errorf("read client CA: %w", err)
-		}
-	}
-	if old := f.cur.Load(); old != nil && bytes.Equal(cert, old.cert) && bytes.Equal(key, old.key) && bytes.Equal(ca, old.ca) {
+	if old := f.cur.Load(); old != nil && c.equal(old.read) {
 		return false, nil
 	}
-	pair, err := tls.X509KeyPair(cert, key)
+	pool, pair, err := f.paths.parse(c)
 	if err != nil {
-		return false, fmt.Errorf("TLS certificate %s and key %s: %w", f.certFile, f.keyFile, err)
+		return false, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}, Time: f.opts.Now}
-	if f.caFile != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return false, fmt.Errorf("client CA %s: no PEM certificate", f.caFile)
-		}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*pair}, Time: f.opts.Now}
+	if pool != nil {
 		cfg.ClientCAs = pool
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert
 	}
-	f.cur.Store(&state{cert: cert, key: key, ca: ca, config: cfg, leaf: pair.Leaf})
+	f.cur.Store(&state{read: c, config: cfg, leaf: pair.Leaf})
 	return true, nil
 }
 
@@ -158,20 +198,18 @@ func (f *Files) Check() {
 	changed, err := f.Reload()
 	switch {
 	case err != nil:
-		f.opts.Logger.Warn("TLS files not reloaded; the certificate in use is kept", "cert", f.certFile, "err", err)
+		f.opts.Logger.Warn("TLS files not reloaded; the certificate in use is kept", "cert", f.paths.cert, "err", err)
 	case changed:
-		c := f.Certificate()
-		f.opts.Logger.Info("TLS files reloaded", "cert", f.certFile, "subject", c.Subject.String(),
-			"serial", c.SerialNumber.String(), "notAfter", c.NotAfter.UTC().Format(time.RFC3339), "clientCA", f.caFile != "")
+		f.opts.Logger.Info("TLS files reloaded", append(certAttrs(f.paths.cert, f.Certificate()), "clientCA", f.paths.ca != "")...)
 	}
-	f.warnExpiry()
+	f.warner.warn(f.opts.Logger, f.Certificate(), f.paths.cert, f.opts.Now())
 }
 
-func (f *Files) now() time.Time {
-	if f.opts.Now != nil {
-		return f.opts.Now()
-	}
-	return time.Now()
+// certAttrs are the log attributes naming certificate c read from file:
+// never key material.
+func certAttrs(file string, c *x509.Certificate) []any {
+	return []any{"cert", file, "subject", c.Subject.String(), "serial", c.SerialNumber.String(),
+		"notAfter", c.NotAfter.UTC().Format(time.RFC3339)}
 }
 
 // ErrExpired and ErrExpiring classify an expiry warning.
@@ -193,10 +231,6 @@ func expiry(c *x509.Certificate, t time.Time) error {
 		return fmt.Errorf("%w: expires at %s, in %s", ErrExpiring, c.NotAfter.UTC().Format(time.RFC3339), left.Round(time.Minute))
 	}
 	return nil
-}
-
-func (f *Files) warnExpiry() {
-	f.warner.warn(f.opts.Logger, f.Certificate(), f.certFile, f.now())
 }
 
 // expiryWarner logs, at most hourly per certificate, that a certificate in
