@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/readback"
 )
 
@@ -27,24 +22,12 @@ import (
 func TestFetchServesStatusEndpoint(t *testing.T) {
 	s, trustKey := newFetchServer(t, time.Hour)
 	dir := t.TempDir()
-	ctl, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := signing.MarshalPublicKey(&ctl.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctl, pub := newKeyPEM(t)
 	ctlPub := filepath.Join(dir, "control.pub")
 	if err := os.WriteFile(ctlPub, pub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 
 	args := append(s.args(t, trustKey, filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")),
 		"--watch", "--interval", "1h", "--status-listen", addr, "--control-pub", ctlPub)

@@ -27,14 +27,7 @@ import (
 func TestFetchWatchFollowsTheTrustKeyFile(t *testing.T) {
 	s, signerPub := newFetchServer(t, time.Hour)
 	dir := t.TempDir()
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPub, err := signing.MarshalPublicKey(&other.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, otherPub := newKeyPEM(t)
 	signer, err := os.ReadFile(signerPub)
 	if err != nil {
 		t.Fatal(err)
@@ -87,14 +80,7 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherPub, err := signing.MarshalPublicKey(&other.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, otherPub := newKeyPEM(t)
 	trust := filepath.Join(dir, "trusted.pub")
 	if err := atomicfile.Write(trust, signer, 0o644); err != nil {
 		t.Fatal(err)
@@ -103,12 +89,7 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err := os.WriteFile(ctlPub, otherPub, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	r := startCLI(t, append(s.args(t, trust, filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")),
 		"--watch", "--interval", "50ms", "--status-listen", addr, "--control-pub", ctlPub, "--status-anonymous")...)
 	ctx := context.Background()
@@ -136,14 +117,7 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitFor(t, "the control key refused", func() bool { return r.printed("is both a trusted manifest key") })
-	third, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	thirdPub, err := signing.MarshalPublicKey(&third.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, thirdPub := newKeyPEM(t)
 	if err := atomicfile.Write(trust, append(append([]byte{}, signer...), thirdPub...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,14 +138,7 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 	if err := reloadWith(other); err != nil {
 		t.Fatalf("reload signed by the control key: %v", err)
 	}
-	nextCtl, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nextCtlPub, err := signing.MarshalPublicKey(&nextCtl.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nextCtl, nextCtlPub := newKeyPEM(t)
 	if err := atomicfile.Write(ctlPub, nextCtlPub, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -183,4 +150,31 @@ func TestFetchStatusEndpointSurvivesAKeyChange(t *testing.T) {
 		t.Fatal("a reload signed by the replaced control key was taken")
 	}
 	r.stop(t)
+}
+
+// newKeyPEM returns a new P-256 key and its public key as PEM (a
+// cosign.pub).
+func newKeyPEM(t *testing.T) (*ecdsa.PrivateKey, []byte) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signing.MarshalPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, pub
+}
+
+// freeAddr returns a 127.0.0.1 address nothing listens on (for a verb to
+// listen on).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
