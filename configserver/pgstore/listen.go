@@ -49,9 +49,8 @@ func (s *Store) Run(ctx context.Context) error {
 // follow runs one LISTEN session; connected is called once it is live.
 func (s *Store) follow(ctx context.Context, connected func()) error {
 	cc := s.connCfg.Copy()
-	if before := s.pool.Config().BeforeConnect; before != nil {
-		// The pool's hook (a password read from its passfile again).
-		if err := before(ctx, cc); err != nil {
+	if s.beforeConnect != nil {
+		if err := s.beforeConnect(ctx, cc); err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
 	}

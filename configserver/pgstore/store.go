@@ -94,10 +94,13 @@ func (o *Options) defaults() {
 // Store serves current pointers from memory and artifact bytes from a cache
 // backed by PostgreSQL. Call Run to keep it current.
 type Store struct {
-	opts     Options
-	connCfg  *pgx.ConnConfig
-	pool     *pgxpool.Pool
-	artifact *byteCache
+	opts    Options
+	connCfg *pgx.ConnConfig
+	// beforeConnect is the pool's hook (a password read from its passfile
+	// again), applied to the LISTEN session's dials too; nil without one.
+	beforeConnect func(context.Context, *pgx.ConnConfig) error
+	pool          *pgxpool.Pool
+	artifact      *byteCache
 
 	mu       sync.RWMutex
 	pointers map[bundle.Identity]*entry
@@ -170,14 +173,16 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		return nil, errors.New("pgstore: nil pool")
 	}
 	opts.defaults()
-	connCfg := pool.Config().ConnConfig.Copy()
+	cfg := pool.Config()
+	connCfg := cfg.ConnConfig.Copy()
 	connCfg.ConnectTimeout = opts.ConnectTimeout
 	return &Store{
-		opts:     opts,
-		connCfg:  connCfg,
-		pool:     pool,
-		artifact: newByteCache(opts.ArtifactCacheBytes),
-		pointers: make(map[bundle.Identity]*entry),
+		opts:          opts,
+		connCfg:       connCfg,
+		beforeConnect: cfg.BeforeConnect,
+		pool:          pool,
+		artifact:      newByteCache(opts.ArtifactCacheBytes),
+		pointers:      make(map[bundle.Identity]*entry),
 	}, nil
 }
 
