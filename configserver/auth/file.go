@@ -35,12 +35,7 @@ type FileKeys struct {
 // opts.Interval (default 5 minutes) and opts.Logger apply; the HTTP fields
 // of opts do not.
 func NewFileKeys(path string, opts RemoteOptions) (*FileKeys, error) {
-	if opts.Interval <= 0 {
-		opts.Interval = 5 * time.Minute
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts = opts.withDefaults()
 	f := &FileKeys{path: path, interval: opts.Interval, logger: opts.Logger}
 	if _, err := f.Reload(); err != nil {
 		return nil, err

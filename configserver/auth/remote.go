@@ -24,6 +24,18 @@ type RemoteOptions struct {
 	Logger *slog.Logger
 }
 
+// withDefaults sets the defaults a file and a URL share: a 5-minute
+// interval and a logger that discards.
+func (o RemoteOptions) withDefaults() RemoteOptions {
+	if o.Interval <= 0 {
+		o.Interval = 5 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
 // RemoteKeys is a KeySource that fetches a JWKS document from one configured
 // URL on a schedule (with ETag revalidation). It is the only place that
 // fetches keys; nothing in a token changes what or when it fetches. A failed
@@ -44,17 +56,12 @@ type RemoteKeys struct {
 // NewRemoteKeys returns a key source for url. It holds no keys until the
 // first successful Refresh.
 func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
+	opts = opts.withDefaults()
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	if opts.Interval <= 0 {
-		opts.Interval = 5 * time.Minute
-	}
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &RemoteKeys{url: url, opts: opts}
 	r.set.Store(&KeySet{})
