@@ -78,7 +78,9 @@ configpub compile --renew.`,
 					if err := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); err != nil {
 						return err
 					}
-				case every == 0 || !renewed || ctx.Err() != nil:
+				case every > 0 && ctx.Err() != nil:
+					return nil // interrupted: a clean stop (the renewal in flight rolled back)
+				case every == 0 || !renewed:
 					return storeError(err, env)
 				default:
 					// Once running, a failure (the database restarted or failed
