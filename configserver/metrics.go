@@ -93,13 +93,15 @@ var (
 		"Current pointers held in memory.", nil, nil)
 	descLag = prometheus.NewDesc("configpub_server_pointer_refresh_lag_seconds",
 		"Seconds since the in-memory pointers were last confirmed current.", nil, nil)
+	descReplicaLag = prometheus.NewDesc("configpub_server_replica_lag_seconds",
+		"How far behind its primary the hot standby the server reads is: since the oldest WAL it received and has not replayed arrived, or since it lost its WAL receiver (0 on a primary).", nil, nil)
 )
 
 // storeCollector reads StoreStats at scrape time.
 type storeCollector struct{ store StatsReporter }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descDBErrors, descRefreshes, descReconciles, descPointers, descLag} {
+	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descDBErrors, descRefreshes, descReconciles, descPointers, descLag, descReplicaLag} {
 		ch <- d
 	}
 }
@@ -118,6 +120,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		lag = time.Since(s.LastConfirmed).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
+	ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, s.ReplicaLag.Seconds())
 }
 
 // statusLabel avoids formatting the common status codes per request.

@@ -41,6 +41,9 @@ type StoreStats struct {
 	Reconciles          uint64    // full reconciles
 	Pointers            int       // current pointers held in memory
 	LastConfirmed       time.Time // last time the pointers were known current
+	// ReplicaLag is how far behind its primary the hot standby the store
+	// reads is (zero on a primary).
+	ReplicaLag time.Duration
 }
 
 // Delivery is one servable snapshot with everything the response headers

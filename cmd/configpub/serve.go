@@ -11,6 +11,7 @@ import (
 
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/daemon"
+	"github.com/configpub/configpub/configserver/pgstore"
 )
 
 func addServeCmd(root *cobra.Command) {
@@ -24,7 +25,8 @@ func addServeCmd(root *cobra.Command) {
 		Long: `Run the Config Server. It reads PostgreSQL as a member of the
 configpub_server role, follows pointer moves by LISTEN/NOTIFY (on a hot
 standby, where NOTIFY does not arrive, by reading what changed every
---follow-interval, 200ms unless set), and serves
+--follow-interval, 200ms unless set; while the standby lags its primary by
+more than --max-replica-lag it answers 503 and is not ready), and serves
 GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks
 (a JWKS or PEM file, or an https URL), read again every --jwks-refresh, and
@@ -45,6 +47,12 @@ SIGINT/SIGTERM shut it down gracefully.`,
 				return usageError{fmt.Errorf("--access-log: %w", err)}
 			}
 			cfg.AccessLog = mode
+			switch {
+			case cfg.Store.MaxReplicaLag < 0:
+				return usageError{fmt.Errorf("--max-replica-lag %s: must not be negative (0: never)", cfg.Store.MaxReplicaLag)}
+			case cfg.Store.MaxReplicaLag == 0:
+				cfg.Store.MaxReplicaLag = -1 // never
+			}
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			err = daemon.Run(cmd.Context(), cfg)
 			if errors.Is(err, daemon.ErrConfig) {
@@ -58,6 +66,8 @@ SIGINT/SIGTERM shut it down gracefully.`,
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address to listen on")
 	f.DurationVar(&cfg.Store.FollowInterval, "follow-interval", 0,
 		"read pointer changes every interval instead of LISTEN/NOTIFY (automatic, 200ms, on a hot standby)")
+	f.DurationVar(&cfg.Store.MaxReplicaLag, "max-replica-lag", pgstore.DefaultMaxReplicaLag,
+		"on a hot standby: answer 503 and fail /readyz while it has not replayed WAL received this long ago, or has had no WAL receiver this long (0: never)")
 	f.StringVar(&cfg.JWKS, "jwks", "", "token verification keys: JWKS or PEM file, or http(s) JWKS URL (required)")
 	f.DurationVar(&cfg.JWKSRefresh, "jwks-refresh", 5*time.Minute, "interval between reads of the --jwks file or URL")
 	f.StringVar(&cfg.Issuer, "issuer", "", "required token issuer (iss) (required)")

@@ -19,6 +19,9 @@ func runTokenCLI(args ...string) (string, int) {
 	root.SetErr(&out)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		out.WriteString(err.Error()) // as main prints it
+	}
 	return out.String(), exitCode(err)
 }
 
@@ -69,11 +72,17 @@ func TestTokenAndServeUsage(t *testing.T) {
 		{"serve without a database", []string{"serve", "--jwks", "k", "--issuer", "i", "--audience", "a"}},
 		{"serve with a cert but no key", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
 			"--audience", "a", "--tls-cert", "c"}},
+		{"serve with a negative replica lag", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--max-replica-lag", "-1s"}},
 	}
 	t.Setenv("CONFIGPUB_DATABASE_URL", "")
 	for _, tc := range tests {
-		if out, code := runTokenCLI(tc.args...); code != exitUsage {
+		out, code := runTokenCLI(tc.args...)
+		if code != exitUsage {
 			t.Errorf("%s: got exit %d, want %d: %s", tc.name, code, exitUsage, out)
+		}
+		if flag := tc.args[max(0, len(tc.args)-2)]; strings.HasPrefix(flag, "--max-") && !strings.Contains(out, flag) {
+			t.Errorf("%s: %q does not name %s", tc.name, out, flag)
 		}
 	}
 }

@@ -65,11 +65,6 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if s.opts.FollowInterval > 0 {
-		return s.poll(ctx, conn, connected, s.opts.FollowInterval)
-	}
-	// A hot standby cannot LISTEN (and would receive no notifications):
-	// follow it by polling.
 	var standby bool
 	qctx, qcancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	err = conn.QueryRow(qctx, "SELECT pg_is_in_recovery()").Scan(&standby)
@@ -77,9 +72,15 @@ func (s *Store) follow(ctx context.Context, connected func()) error {
 	if err != nil {
 		return fmt.Errorf("pg_is_in_recovery: %w", err)
 	}
-	if standby {
-		return s.poll(ctx, conn, connected, DefaultFollowInterval)
+	if s.opts.FollowInterval > 0 {
+		return s.poll(ctx, conn, connected, s.opts.FollowInterval, standby)
 	}
+	// A hot standby cannot LISTEN (and would receive no notifications):
+	// follow it by polling.
+	if standby {
+		return s.poll(ctx, conn, connected, DefaultFollowInterval, true)
+	}
+	s.replicaLag.Store(nil)
 	if err := s.exec(ctx, conn, "LISTEN "+pointernote.Channel); err != nil {
 		return err
 	}
@@ -139,8 +140,14 @@ const DefaultFollowInterval = 200 * time.Millisecond
 
 // poll is follow without LISTEN, for a hot standby (NOTIFY is not
 // replicated): load everything, then read what changed since the watermark
-// every interval. Each successful round confirms the pointers.
-func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), interval time.Duration) error {
+// every interval. Each successful round confirms the pointers; on a
+// standby, each also measures how far behind its primary the standby is.
+func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), interval time.Duration, standby bool) error {
+	// Each measurement comes before the read it vouches for: a standby
+	// seen current then has replayed at least what the read returns.
+	if err := s.observeStandby(ctx, conn, standby); err != nil {
+		return err
+	}
 	if err := s.reconcile(ctx, conn); err != nil {
 		return err
 	}
@@ -153,6 +160,9 @@ func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), inte
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+		if err := s.observeStandby(ctx, conn, standby); err != nil {
+			return err
 		}
 		if err := s.catchUp(ctx, conn); err != nil {
 			return err

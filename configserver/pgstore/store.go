@@ -40,6 +40,13 @@ type Options struct {
 	// set. Each round also confirms the pointers: keep it well under
 	// StaleAfter (which defaults to at least four intervals).
 	FollowInterval time.Duration
+	// MaxReplicaLag: when the store reads a hot standby that has lagged
+	// its primary for longer than this — WAL received and not replayed
+	// for that long, or no WAL receiver for that long on a standby that
+	// streams —, Current answers ErrUnavailable and Ready fails until it
+	// catches up: its pointers are the primary's of that long ago. Default
+	// DefaultMaxReplicaLag; negative: never.
+	MaxReplicaLag time.Duration
 	// ArtifactCacheBytes bounds the artifact byte cache. Default 64 MiB.
 	ArtifactCacheBytes int64
 	// QueryTimeout bounds each database round trip. Default 2 s.
@@ -64,6 +71,9 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = max(2*time.Second, 4*o.FollowInterval)
+	}
+	if o.MaxReplicaLag == 0 {
+		o.MaxReplicaLag = DefaultMaxReplicaLag
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 250 * time.Millisecond
@@ -117,6 +127,12 @@ type Store struct {
 
 	live        atomic.Bool  // LISTEN connection up and first reconcile done
 	confirmedAt atomic.Int64 // unix nanoseconds of the last confirmation
+
+	// replicaLag is how far behind its primary the hot standby read
+	// last was (nil on a primary); lagTracker measures it on Run's
+	// goroutine, across reconnects.
+	replicaLag atomic.Pointer[lag]
+	lagTracker lagTracker
 
 	hits, misses, dbErrors, refreshes, reconciles, catchUps atomic.Uint64
 }
@@ -194,6 +210,10 @@ func (s *Store) fresh() error {
 	age := time.Since(time.Unix(0, s.confirmedAt.Load()))
 	if age > s.opts.StaleAfter {
 		return fmt.Errorf("pointers not confirmed for %s: %w", age.Round(time.Millisecond), configserver.ErrUnavailable)
+	}
+	if l := s.replicaLag.Load(); l != nil && s.tooFarBehind(*l) {
+		return fmt.Errorf("pointers not confirmed: the hot standby lags its primary (%s, more than %s): %w",
+			l, s.opts.MaxReplicaLag, configserver.ErrUnavailable)
 	}
 	return nil
 }
@@ -362,5 +382,6 @@ func (s *Store) Stats() configserver.StoreStats {
 		Reconciles:          s.reconciles.Load(),
 		Pointers:            n,
 		LastConfirmed:       last,
+		ReplicaLag:          lagOf(s.replicaLag.Load()),
 	}
 }

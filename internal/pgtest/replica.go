@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +123,86 @@ func (db *DB) WaitReplayed(t testing.TB) time.Duration {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// PauseReplay pauses WAL replay on the hot standby (pg_wal_replay_pause:
+// it keeps receiving WAL from the primary and stops applying it, as an
+// operator's pause or a replay stuck behind a conflicting query does)
+// until resume is called; the test's cleanup resumes it too. Tests that
+// pause must not run in parallel with others of the same binary that read
+// the standby.
+func (db *DB) PauseReplay(t testing.TB) (resume func()) {
+	t.Helper()
+	return db.replicaFault(t, "SELECT pg_wal_replay_pause()", "SELECT pg_wal_replay_resume()")
+}
+
+// CutReplication points the hot standby's primary_conninfo at a port
+// nothing listens on and reloads it: its WAL receiver stops and cannot
+// connect again, as when the primary is unreachable or refuses
+// replication. restore puts the original connection back; the test's
+// cleanup does too. Tests that cut must not run in parallel with others of
+// the same binary that read the standby.
+func (db *DB) CutReplication(t testing.TB) (restore func()) {
+	t.Helper()
+	r, err := db.c.startReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.URL("postgres"))
+	if err != nil {
+		t.Fatalf("pgtest: connect to replica: %v", err)
+	}
+	defer conn.Close(context.Background())
+	var original string
+	if err := conn.QueryRow(ctx, "SHOW primary_conninfo").Scan(&original); err != nil {
+		t.Fatalf("pgtest: replica primary_conninfo: %v", err)
+	}
+	set := func(conninfo string) string {
+		return "ALTER SYSTEM SET primary_conninfo = '" + strings.ReplaceAll(conninfo, "'", "''") + "'"
+	}
+	return db.replicaFault(t, set("host=127.0.0.1 port=1 user=configpub_unreachable"), set(original))
+}
+
+// replicaFault runs fault on the hot standby as its superuser (reloading
+// its configuration after an ALTER SYSTEM) and returns the function that
+// runs undo, once; the test's cleanup runs it if the test did not.
+func (db *DB) replicaFault(t testing.TB, fault, undo string) func() {
+	t.Helper()
+	r, err := db.c.startReplica()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(sql string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, r.URL("postgres"))
+		if err != nil {
+			return fmt.Errorf("connect to replica: %w", err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("%s: %w", strings.SplitN(sql, "'", 2)[0], err)
+		}
+		if strings.HasPrefix(sql, "ALTER SYSTEM") {
+			if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+				return fmt.Errorf("reload replica configuration: %w", err)
+			}
+		}
+		return nil
+	}
+	if err := run(fault); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	var once sync.Once
+	restore := func() {
+		once.Do(func() {
+			if err := run(undo); err != nil {
+				t.Errorf("pgtest: undo a replica fault: %v", err)
+			}
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }
