@@ -254,25 +254,11 @@ func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Dur
 	if poll <= 0 {
 		poll = time.Second
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		for _, env := range envTags {
-			v, err := s.CheckHealth(ctx, env)
-			switch {
-			case err != nil:
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				log.WarnContext(ctx, "health gate check failed", "env", env, "err", err)
-			case v.Verdict == GateRolledBack:
-				log.InfoContext(ctx, "health gate rolled back", "env", env, "from", v.Release, "to", v.Previous, "reason", v.Reason)
-			case v.Verdict == GatePassed:
-				log.InfoContext(ctx, "health gate passed", "env", env, "release", v.Release)
-			}
+		if err := s.CheckHealthRound(ctx, envTags, log); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -280,4 +266,30 @@ func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Dur
 		case <-t.C:
 		}
 	}
+}
+
+// CheckHealthRound is one round of WatchHealth: CheckHealth of each of
+// envTags, logging a rollback, a pass and a failed check (a failure does
+// not stop the round). It returns ctx's error once ctx ends, else nil. A
+// caller that changes the store between rounds (a rotated signing key)
+// runs its own loop of rounds.
+func (s *Store) CheckHealthRound(ctx context.Context, envTags []string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	for _, env := range envTags {
+		v, err := s.CheckHealth(ctx, env)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			log.WarnContext(ctx, "health gate check failed", "env", env, "err", err)
+		case v.Verdict == GateRolledBack:
+			log.InfoContext(ctx, "health gate rolled back", "env", env, "from", v.Release, "to", v.Previous, "reason", v.Reason)
+		case v.Verdict == GatePassed:
+			log.InfoContext(ctx, "health gate passed", "env", env, "release", v.Release)
+		}
+	}
+	return nil
 }

@@ -30,7 +30,10 @@ healthGate.missingAcks moved targets have not acknowledged it, it rolls the whol
 environment back to the previous release in one transaction, as actor health-gate,
 with the evidence in the reason. A soak that ends below every threshold is
 journaled once and never re-evaluated. Receipts come from configpub readback;
-runtimes' own reports never count. Runs until interrupted (--once: one check).`,
+runtimes' own reports never count. Runs until interrupted (--once: one check).
+Before each round it reads --key again: a rotated key (with the same
+COSIGN_PASSWORD) signs the rollbacks from then on; a file that cannot be loaded
+is reported once and the key in use goes on signing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(envs) == 0 {
@@ -43,6 +46,7 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 				return usageError{errors.New("--output json needs --once (a running gate logs its steps to stderr)")}
 			}
 			ctx := cmd.Context()
+			key := followKey(sf.key, "gate")
 			store, closeFn, err := sf.open(ctx)
 			if err != nil {
 				return err
@@ -70,11 +74,23 @@ runtimes' own reports never count. Runs until interrupted (--once: one check).`,
 					return nil
 				})
 			}
+			// Each round reads --key again: a rollback after a signing-key
+			// rotation is signed with the new key, which runtimes that
+			// have dropped the old one accept.
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			if err := store.WatchHealth(ctx, envs, poll, log); err != nil && ctx.Err() == nil {
-				return err
+			t := time.NewTicker(poll)
+			defer t.Stop()
+			for {
+				store = key.follow(store, cmd.ErrOrStderr())
+				if err := store.CheckHealthRound(ctx, envs, log); err != nil {
+					return nil // interrupted
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+				}
 			}
-			return nil
 		},
 	}
 	sf.add(cmd, true)

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -55,10 +52,7 @@ configpub compile --renew.`,
 				return usageError{errors.New("--interval must not be negative")}
 			}
 			ctx := cmd.Context()
-			// Read before sf.open loads it: if the file changes in between,
-			// the first renewal's check loads it again.
-			key := followedKey{path: sf.key}
-			key.data, _ = os.ReadFile(sf.key)
+			key := followKey(sf.key, "lease renew "+env)
 			store, closeFn, err := sf.open(ctx)
 			if err != nil {
 				return err
@@ -68,7 +62,7 @@ configpub compile --renew.`,
 			failures := 0
 			for {
 				if every > 0 {
-					store = key.follow(store, cmd.ErrOrStderr(), env)
+					store = key.follow(store, cmd.ErrOrStderr())
 				}
 				wait := every
 				res, msg, err := renewOnce(ctx, store, env, attach, &rf)
@@ -146,43 +140,4 @@ func retryAfter(failures int, interval time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, interval)
-}
-
-// followedKey is the --key file of a long-running renewer.
-type followedKey struct {
-	path     string
-	data     []byte // the content signing now
-	reported string // the last problem reported, not repeated
-}
-
-// follow reads the key file again and, when it changed and its key can be
-// loaded with COSIGN_PASSWORD, returns store signing with it; otherwise
-// store. A key that cannot be loaded (a new password, a half-written or
-// removed file) is reported once and the key in use goes on signing.
-func (k *followedKey) follow(store *promoter.Store, errOut io.Writer, env string) *promoter.Store {
-	data, err := os.ReadFile(k.path)
-	if err == nil && bytes.Equal(data, k.data) {
-		k.reported = ""
-		return store
-	}
-	var next *promoter.Store
-	if err == nil {
-		var password []byte
-		if password, err = cosignPassword(); err == nil {
-			var signer *cosignkey.Signer
-			if signer, err = cosignkey.LoadPrivateKey(data, password); err == nil {
-				next, err = store.WithSigner(signer)
-			}
-		}
-	}
-	if err != nil {
-		if msg := err.Error(); msg != k.reported {
-			fmt.Fprintf(errOut, "lease renew %s: %s changed but cannot be used (%v); key %s goes on signing\n", env, k.path, err, store.KeyID())
-			k.reported = msg
-		}
-		return store
-	}
-	fmt.Fprintf(errOut, "lease renew %s: %s changed: signing with key %s (was %s)\n", env, k.path, next.KeyID(), store.KeyID())
-	k.data, k.reported = data, ""
-	return next
 }

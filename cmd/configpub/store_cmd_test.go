@@ -39,8 +39,8 @@ func sum(b []byte) string {
 
 // seedReleases promotes two releases of env "prod" (two targets; release 2
 // changes host-b) through the library and returns the snapshot ids by
-// release.
-func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int64][]string {
+// release. Each edit changes each release's input before it is recorded.
+func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer, edits ...func(*promoter.ReleaseInput)) map[int64][]string {
 	t.Helper()
 	ctx := context.Background()
 	store, err := promoter.Open(ctx, db.Pool(t), promoter.Options{Signer: signer})
@@ -77,6 +77,9 @@ func seedReleases(t *testing.T, db *pgtest.DB, signer *cosignkey.Signer) map[int
 				Lease: promoter.LeaseWindow{RefreshAfter: time.Minute, ExpiresAfter: time.Hour},
 			})
 			snaps[v] = append(snaps[v], in.Targets[i].SnapshotID)
+		}
+		for _, edit := range edits {
+			edit(&in)
 		}
 		if _, err := store.RecordAndActivate(ctx, in); err != nil {
 			t.Fatal(err)
