@@ -28,7 +28,10 @@ func BenchmarkLeaseRenewalScale(b *testing.B) { benchRenewal(b, targetsScale(b))
 //     compare-and-swap, no batches;
 //
 // and the peak Go heap growth of each (sampled every 5 ms): a renewal's
-// must not grow with n.
+// must not grow with n; and what each renewal writes to the database: its
+// WAL (what replicas stream and archives keep) and the growth of
+// delivery_manifest (what db gc collects after --renewal-min-age), both
+// per pointer.
 func benchRenewal(b *testing.B, n int) {
 	f := newFixture(b, nil)
 	ctx := context.Background()
@@ -37,10 +40,20 @@ func benchRenewal(b *testing.B, n int) {
 	bodies := baselineBodies(n)
 	var renewT, sameT time.Duration
 	var renewHeap, sameHeap uint64
+	var wal, grown int64
+	walAt := func() (lsn, size int64) {
+		b.Helper()
+		if err := f.pool.QueryRow(ctx, `SELECT (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::int8,
+			pg_total_relation_size('configpub.delivery_manifest')`).Scan(&lsn, &size); err != nil {
+			b.Fatal(err)
+		}
+		return lsn, size
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		sameHeap = max(sameHeap, heappeak.Rise(func() { timed(&sameT, func() { sameWorkBaseline(b, f, n, 2-int64(i%2), bodies) }) }))
 		f.now = f.now.Add(time.Minute)
+		lsn0, size0 := walAt()
 		renewHeap = max(renewHeap, heappeak.Rise(func() {
 			timed(&renewT, func() {
 				res, err := f.store.RenewLeases(ctx, "bench")
@@ -49,6 +62,8 @@ func benchRenewal(b *testing.B, n int) {
 				}
 			})
 		}))
+		lsn1, size1 := walAt()
+		wal, grown = wal+lsn1-lsn0, grown+size1-size0
 	}
 	k := float64(b.N)
 	b.ReportMetric(float64(renewT.Milliseconds())/k, "renew-ms/op")
@@ -56,4 +71,6 @@ func benchRenewal(b *testing.B, n int) {
 	b.ReportMetric(float64(renewT)/float64(sameT), "renew/same-work")
 	b.ReportMetric(float64(renewHeap)/(1<<20), "renew-peak-heap-MiB")
 	b.ReportMetric(float64(sameHeap)/(1<<20), "baseline-peak-heap-MiB")
+	b.ReportMetric(float64(wal)/k/float64(n), "renew-WAL-B/pointer")
+	b.ReportMetric(float64(grown)/k/float64(n), "renew-manifest-B/pointer")
 }
