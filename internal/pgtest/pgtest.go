@@ -103,6 +103,18 @@ func (db *DB) Pool(t testing.TB) *pgxpool.Pool {
 	return db.PoolURL(t, db.URL)
 }
 
+// Checkpoint runs CHECKPOINT on the test cluster as its superuser: the
+// next change of every page is then written to the WAL whole (a full-page
+// write), as after each checkpoint of a production server.
+func (db *DB) Checkpoint(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := db.c.admin.Exec(ctx, "CHECKPOINT"); err != nil {
+		t.Fatalf("pgtest: checkpoint: %v", err)
+	}
+}
+
 // PoolURL returns a pool for url (for example one from URLFor), closed in
 // t.Cleanup.
 func (db *DB) PoolURL(t testing.TB, url string) *pgxpool.Pool {
