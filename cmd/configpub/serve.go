@@ -26,7 +26,8 @@ func addServeCmd(root *cobra.Command) {
 configpub_server role, follows pointer moves by LISTEN/NOTIFY (on a hot
 standby, where NOTIFY does not arrive, by reading what changed every
 --follow-interval, 200ms unless set; while the standby lags its primary by
-more than --max-replica-lag it answers 503 and is not ready), and serves
+more than --max-replica-lag it answers 503 and is not ready; a standby takes
+no writes, so runtime evidence goes to --evidence-database), and serves
 GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks
 (a JWKS or PEM file, or an https URL), read again every --jwks-refresh, and
@@ -41,6 +42,9 @@ SIGINT/SIGTERM shut it down gracefully.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.DatabaseURL == "" {
 				cfg.DatabaseURL = os.Getenv("CONFIGPUB_DATABASE_URL") // never shown in --help: it may hold a password
+			}
+			if cfg.EvidenceDatabaseURL == "" {
+				cfg.EvidenceDatabaseURL = os.Getenv("CONFIGPUB_EVIDENCE_DATABASE_URL")
 			}
 			mode, err := configserver.ParseAccessLogMode(accessLog)
 			if err != nil {
@@ -63,6 +67,8 @@ SIGINT/SIGTERM shut it down gracefully.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.DatabaseURL, "database", "", "PostgreSQL URL of a configpub_server member (default $CONFIGPUB_DATABASE_URL)")
+	f.StringVar(&cfg.EvidenceDatabaseURL, "evidence-database", "",
+		"PostgreSQL URL (a configpub_server member) on the primary for runtime evidence, when --database is a hot standby (default $CONFIGPUB_EVIDENCE_DATABASE_URL)")
 	f.StringVar(&cfg.Listen, "listen", ":8080", "address to listen on")
 	f.DurationVar(&cfg.Store.FollowInterval, "follow-interval", 0,
 		"read pointer changes every interval instead of LISTEN/NOTIFY (automatic, 200ms, on a hot standby)")

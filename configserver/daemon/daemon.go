@@ -24,6 +24,10 @@ import (
 type Config struct {
 	// DatabaseURL connects as a member of configpub_server.
 	DatabaseURL string
+	// EvidenceDatabaseURL, when set, is where runtime evidence is inserted
+	// (also as a configpub_server member): the primary, for a server whose
+	// DatabaseURL is a hot standby, which takes no writes.
+	EvidenceDatabaseURL string
 	// Listen is the TCP address. Default ":8080". Ignored when Listener is set.
 	Listen string
 	// Listener, when set, is served instead of listening on Listen.
@@ -113,6 +117,20 @@ func Run(ctx context.Context, cfg Config) error {
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return fmt.Errorf("database pool: %w", err)
+	}
+	if cfg.EvidenceDatabaseURL != "" {
+		evCfg, err := pgstore.PoolConfig(cfg.EvidenceDatabaseURL, storeOpts)
+		if err != nil {
+			pool.Close()
+			return fmt.Errorf("evidence database: %w", err)
+		}
+		evPool, err := pgxpool.NewWithConfig(ctx, evCfg)
+		if err != nil {
+			pool.Close()
+			return fmt.Errorf("evidence database pool: %w", err)
+		}
+		defer evPool.Close() // after the store has stopped (deferred below)
+		storeOpts.EvidencePool = evPool
 	}
 	store, err := pgstore.New(pool, storeOpts)
 	if err != nil {

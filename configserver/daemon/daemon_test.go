@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -9,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,13 +211,50 @@ func TestRunOnAHotStandby(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var logs syncBuffer
 	addr := start(t, daemon.Config{DatabaseURL: db.ReplicaURLFor(t, "configpub_server"), JWKS: files.JWKS,
-		Issuer: issuer, Audience: audience})
+		Issuer: issuer, Audience: audience, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	base := "http://" + addr
 	waitStatus(t, http.DefaultClient, base+"/readyz", 200)
 	// Authenticated, standby reachable, no pointer for this identity: 404.
-	if got := get(t, http.DefaultClient, base+"/configs?host=h1&serviceId=s1&envTag=dev", mint(t, files.PrivateKey, "")); got != 404 {
+	tok := mint(t, files.PrivateKey, "")
+	if got := get(t, http.DefaultClient, base+"/configs?host=h1&serviceId=s1&envTag=dev", tok); got != 404 {
 		t.Fatalf("GET /configs on the standby: %d, want 404", got)
+	}
+
+	// A standby takes no writes: runtime evidence is refused with a 503
+	// (the server's log says why), unless the server has a pool on the
+	// primary for it.
+	evidence := func(base string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/configs/evidence", strings.NewReader(
+			`{"host":"h1","serviceId":"s1","envTag":"dev","outcome":"REJECTED","reason":"DIGEST_MISMATCH"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := evidence(base); code != http.StatusServiceUnavailable {
+		t.Errorf("evidence on the standby alone: %d %s, want 503", code, body)
+	}
+	if !strings.Contains(logs.String(), "hot standby, which takes no writes") {
+		t.Errorf("the refused evidence's log line does not name the hot standby:\n%s", logs.String())
+	}
+	withPrimary := "http://" + start(t, daemon.Config{DatabaseURL: db.ReplicaURLFor(t, "configpub_server"),
+		EvidenceDatabaseURL: db.URLFor(t, "configpub_server"), JWKS: files.JWKS, Issuer: issuer, Audience: audience})
+	waitStatus(t, http.DefaultClient, withPrimary+"/readyz", 200)
+	if code, body := evidence(withPrimary); code != http.StatusNoContent {
+		t.Fatalf("evidence with --evidence-database: %d %s, want 204", code, body)
+	}
+	var n int
+	if err := db.Pool(t).QueryRow(context.Background(), `SELECT count(*) FROM configpub.runtime_evidence
+		WHERE host = 'h1' AND outcome = 'REJECTED'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("evidence rows on the primary: %d, %v; want 1", n, err)
 	}
 }
 
@@ -365,4 +405,23 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	if got := get(t, client, url, tok2); got != http.StatusNotFound {
 		t.Fatalf("after the rotation, token of the new key: got %d, want 404", got)
 	}
+}
+
+// syncBuffer is a log sink the server's goroutines may write while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

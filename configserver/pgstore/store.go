@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/pgsession"
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // Options configures a Store. The zero value is valid.
@@ -47,6 +49,10 @@ type Options struct {
 	// catches up: its pointers are the primary's of that long ago. Default
 	// DefaultMaxReplicaLag; negative: never.
 	MaxReplicaLag time.Duration
+	// EvidencePool, when set, is where RecordEvidence inserts: a pool on
+	// the primary for a store reading a hot standby, which refuses every
+	// write. Default: the query pool. The caller owns it.
+	EvidencePool *pgxpool.Pool
 	// ArtifactCacheBytes bounds the artifact byte cache. Default 64 MiB.
 	ArtifactCacheBytes int64
 	// QueryTimeout bounds each database round trip. Default 2 s.
@@ -334,7 +340,11 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
+	pool := s.pool
+	if s.opts.EvidencePool != nil {
+		pool = s.opts.EvidencePool
+	}
+	tag, err := pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence
 		(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, detail,
 		 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, reported_at)
 		SELECT $1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::jsonb, $11::uuid, $12, $13, $14::uuid, $15::uuid, $16,
@@ -353,6 +363,11 @@ func (s *Store) RecordEvidence(ctx context.Context, ev *configserver.Evidence) e
 		ev.Audience, reported)
 	if err != nil {
 		s.dbErrors.Add(1)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == sqlstate.ReadOnlySQLTransaction {
+			return fmt.Errorf("record evidence for %s: %w: the database is a hot standby, which takes no writes (evidence needs a pool on the primary)",
+				ev.Identity, configserver.ErrUnavailable)
+		}
 		return classify("record evidence for "+ev.Identity.String(), err)
 	}
 	if tag.RowsAffected() == 0 {

@@ -20,6 +20,7 @@ const (
 	InvalidSchemaName            = "3F000"
 	ObjectNotInPrerequisiteState = "55000"
 	ObjectInUse                  = "55006"
+	ReadOnlySQLTransaction       = "25006" // a write on a hot standby
 )
 
 // Codes raised by configpub's schema (class CP).
