@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/internal/syncbuf"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -205,7 +207,7 @@ type env struct {
 	handler  http.Handler
 	verifier *auth.Verifier
 	tokenKey *ecdsa.PrivateKey
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 }
 
 type envOptions struct {
@@ -223,7 +225,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 
 func newEnvTB(t testing.TB, o envOptions) *env {
 	t.Helper()
-	e := &env{logs: &syncBuffer{}}
+	e := &env{logs: &syncbuf.Buffer{}}
 	if o.storeURL == "" {
 		e.db = pgtest.New(t)
 		o.storeURL = e.db.URLFor(t, "configpub_server")

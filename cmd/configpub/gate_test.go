@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/bundle"
-	"github.com/configpub/configpub/internal/atomicfile"
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
@@ -27,17 +25,7 @@ func TestGateFollowsARotatedKey(t *testing.T) {
 	})
 	r := startCLI(t, "gate", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "50ms")
 
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := atomicfile.Write(keyPath, kp.PrivatePEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	next := rotateKey(t, keyPath)
 	r.waitFor(t, "the new key announced", func() bool {
 		return r.printed("gate: " + keyPath + " changed: signing with key " + next.KeyID() + " (was " + signer.KeyID() + ")")
 	})

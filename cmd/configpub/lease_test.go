@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/internal/atomicfile"
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 )
 
@@ -145,17 +144,7 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 		t.Fatal("an unusable key file changed the signing key")
 	}
 
-	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	next, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := atomicfile.Write(keyPath, kp.PrivatePEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	next := rotateKey(t, keyPath)
 	r.waitFor(t, "the new key announced", func() bool { return r.printed("signing with key " + next.KeyID()) })
 	r.waitFor(t, "leases signed by the new key", signedBy(next.KeyID()))
 	r.stop(t)

@@ -1,37 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/configpub/configpub/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // runningCLI is a verb that runs in the background (`lease renew
 // --interval`, `fetch --watch`) until the test stops it.
 type runningCLI struct {
-	out    lockedBuffer // its stdout and stderr
+	out    syncbuf.Buffer // its stdout and stderr
 	done   chan error
 	cancel context.CancelFunc
 }

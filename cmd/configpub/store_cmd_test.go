@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/promoter"
@@ -105,6 +106,24 @@ func testKey(t *testing.T) (keyPath string, signer *cosignkey.Signer) {
 		t.Fatal(err)
 	}
 	return keyPath, signer
+}
+
+// rotateKey replaces the key file at keyPath, in one rename, with a new key
+// encrypted with the same password ("pw"), and returns its signer.
+func rotateKey(t *testing.T, keyPath string) *cosignkey.Signer {
+	t.Helper()
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.Write(keyPath, kp.PrivatePEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return next
 }
 
 func TestStoreVerbs(t *testing.T) {

@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -18,9 +17,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/configpub/configpub/internal/syncbuf"
 
 	"github.com/configpub/configpub/configserver/auth"
 	"github.com/configpub/configpub/configserver/daemon"
@@ -211,7 +211,7 @@ func TestRunOnAHotStandby(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	addr := start(t, daemon.Config{DatabaseURL: db.ReplicaURLFor(t, "configpub_server"), JWKS: files.JWKS,
 		Issuer: issuer, Audience: audience, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	base := "http://" + addr
@@ -405,23 +405,4 @@ func TestRunFollowsRotatedFiles(t *testing.T) {
 	if got := get(t, client, url, tok2); got != http.StatusNotFound {
 		t.Fatalf("after the rotation, token of the new key: got %d, want 404", got)
 	}
-}
-
-// syncBuffer is a log sink the server's goroutines may write while the
-// test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
