@@ -144,19 +144,10 @@ func (db *DB) PauseReplay(t testing.TB) (resume func()) {
 // the same binary that read the standby.
 func (db *DB) CutReplication(t testing.TB) (restore func()) {
 	t.Helper()
-	r, err := db.c.startReplica()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, r.URL("postgres"))
-	if err != nil {
-		t.Fatalf("pgtest: connect to replica: %v", err)
-	}
-	defer conn.Close(context.Background())
 	var original string
-	if err := conn.QueryRow(ctx, "SHOW primary_conninfo").Scan(&original); err != nil {
+	if err := db.onReplica(func(ctx context.Context, conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SHOW primary_conninfo").Scan(&original)
+	}); err != nil {
 		t.Fatalf("pgtest: replica primary_conninfo: %v", err)
 	}
 	set := func(conninfo string) string {
@@ -165,32 +156,39 @@ func (db *DB) CutReplication(t testing.TB) (restore func()) {
 	return db.replicaFault(t, set("host=127.0.0.1 port=1 user=configpub_unreachable"), set(original))
 }
 
+// onReplica runs fn on a connection to the hot standby as its superuser.
+func (db *DB) onReplica(fn func(context.Context, *pgx.Conn) error) error {
+	r, err := db.c.startReplica()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, r.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("connect to replica: %w", err)
+	}
+	defer conn.Close(context.Background())
+	return fn(ctx, conn)
+}
+
 // replicaFault runs fault on the hot standby as its superuser (reloading
 // its configuration after an ALTER SYSTEM) and returns the function that
 // runs undo, once; the test's cleanup runs it if the test did not.
 func (db *DB) replicaFault(t testing.TB, fault, undo string) func() {
 	t.Helper()
-	r, err := db.c.startReplica()
-	if err != nil {
-		t.Fatal(err)
-	}
 	run := func(sql string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, r.URL("postgres"))
-		if err != nil {
-			return fmt.Errorf("connect to replica: %w", err)
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			return fmt.Errorf("%s: %w", strings.SplitN(sql, "'", 2)[0], err)
-		}
-		if strings.HasPrefix(sql, "ALTER SYSTEM") {
-			if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
-				return fmt.Errorf("reload replica configuration: %w", err)
+		return db.onReplica(func(ctx context.Context, conn *pgx.Conn) error {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%s: %w", strings.SplitN(sql, "'", 2)[0], err)
 			}
-		}
-		return nil
+			if strings.HasPrefix(sql, "ALTER SYSTEM") {
+				if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+					return fmt.Errorf("reload replica configuration: %w", err)
+				}
+			}
+			return nil
+		})
 	}
 	if err := run(fault); err != nil {
 		t.Fatalf("pgtest: %v", err)
