@@ -32,14 +32,19 @@ type Rollout struct {
 // FreezeWindow is a period in which promote and activate are refused
 // unless broken with a reason. It is either a date range (From, Until:
 // RFC 3339, Until exclusive) or a schedule: a five-field cron expression
-// (minute hour day-of-month month day-of-week, in UTC) at which the window
-// opens, and the Duration it stays open.
+// (minute hour day-of-month month day-of-week) at which the window opens,
+// read in TimeZone (an IANA name such as Europe/Berlin; UTC when empty),
+// and the Duration it stays open. In a zone with daylight saving time the
+// window opens at the same wall-clock time all year; a local time that a
+// clock change skips does not occur that day, and one it repeats occurs
+// twice.
 type FreezeWindow struct {
 	Name     string `json:"name"`
 	From     string `json:"from,omitempty"`
 	Until    string `json:"until,omitempty"`
 	Schedule string `json:"schedule,omitempty"`
 	Duration string `json:"duration,omitempty"`
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // HealthGate watches an environment for Soak after each activation and
@@ -114,6 +119,8 @@ func (w *FreezeWindow) validate() error {
 	switch {
 	case ranged && scheduled:
 		return fmt.Errorf("give either from/until or schedule/duration, not both")
+	case ranged && w.TimeZone != "":
+		return fmt.Errorf("timeZone %q: only for a schedule (from and until carry their own offsets)", w.TimeZone)
 	case ranged:
 		from, err1 := time.Parse(time.RFC3339, w.From)
 		until, err2 := time.Parse(time.RFC3339, w.Until)
@@ -130,6 +137,9 @@ func (w *FreezeWindow) validate() error {
 		d, err := time.ParseDuration(w.Duration)
 		if err != nil || d < time.Minute || d > MaxScheduledFreeze {
 			return fmt.Errorf("duration %q: want between 1m and %s", w.Duration, MaxScheduledFreeze)
+		}
+		if _, err := w.location(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("give from/until or schedule/duration")
@@ -148,17 +158,36 @@ func (w *FreezeWindow) Contains(t time.Time) bool {
 	}
 	c, err := parseCron(w.Schedule)
 	d, derr := time.ParseDuration(w.Duration)
-	if err != nil || derr != nil || d <= 0 || d > MaxScheduledFreeze {
+	loc, lerr := w.location()
+	if err != nil || derr != nil || lerr != nil || d <= 0 || d > MaxScheduledFreeze {
 		return false
 	}
 	// The window is open at t when it opened at a minute m with
-	// t-d < m <= t.
+	// t-d < m <= t: minutes are counted in elapsed time and each is read
+	// on the zone's wall clock.
 	for m := t.Truncate(time.Minute); m.After(t.Add(-d)); m = m.Add(-time.Minute) {
-		if c.matches(m) {
+		if c.matches(m.In(loc)) {
 			return true
 		}
 	}
 	return false
+}
+
+// location is the zone a schedule is read in: UTC unless TimeZone names
+// one. "Local" is refused: a policy must not depend on the machine that
+// evaluates it.
+func (w *FreezeWindow) location() (*time.Location, error) {
+	switch w.TimeZone {
+	case "":
+		return time.UTC, nil
+	case "Local":
+		return nil, fmt.Errorf("timeZone %q: name a zone (for example Europe/Berlin or UTC), not the evaluating machine's", w.TimeZone)
+	}
+	loc, err := time.LoadLocation(w.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("timeZone %q: not a time zone of the IANA database (for example Europe/Berlin)", w.TimeZone)
+	}
+	return loc, nil
 }
 
 // FrozenAt returns the first freeze window that contains t, or nil.
@@ -179,7 +208,11 @@ func (w *FreezeWindow) Describe() string {
 	if w.From != "" {
 		return fmt.Sprintf("freeze window %q (%s to %s)", w.Name, w.From, w.Until)
 	}
-	return fmt.Sprintf("freeze window %q (schedule %q for %s, UTC)", w.Name, w.Schedule, w.Duration)
+	zone := w.TimeZone
+	if zone == "" {
+		zone = "UTC"
+	}
+	return fmt.Sprintf("freeze window %q (schedule %q for %s, %s)", w.Name, w.Schedule, w.Duration, zone)
 }
 
 // cron is a parsed five-field schedule: one bit per allowed value.

@@ -63,6 +63,104 @@ func TestFreezeWindowsOverSimulatedMonths(t *testing.T) {
 	}
 }
 
+// TestFreezeWindowInATimeZoneOverAYear walks 2027 in 30-minute steps: a
+// weekend window opening Friday 18:00 Europe/Berlin for 62 hours opens at
+// 18:00 on Berlin's wall clock in winter and in summer (the oracle computes
+// each Friday's opening with the time package in that zone), while the
+// same schedule in UTC opens at 19:00 or 20:00 Berlin time, an hour apart
+// across each clock change. It also checks the days a clock change skips
+// or repeats the opening's local time.
+func TestFreezeWindowInATimeZoneOverAYear(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	local := FreezeWindow{Name: "weekend", Schedule: "0 18 * * 5", Duration: "62h", TimeZone: "Europe/Berlin"}
+	utc := FreezeWindow{Name: "weekend", Schedule: "0 18 * * 5", Duration: "62h"}
+	if err := (&Rollout{FreezeWindows: []FreezeWindow{local}}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	oracle := func(at time.Time) bool {
+		l := at.In(berlin)
+		// The Friday on or before l (its 18:00 opening may be up to 62 h back).
+		for back := 0; back < 4; back++ {
+			day := time.Date(l.Year(), l.Month(), l.Day()-back, 18, 0, 0, 0, berlin)
+			if day.Weekday() == time.Friday && !at.Before(day) && at.Before(day.Add(62*time.Hour)) {
+				return true
+			}
+		}
+		return false
+	}
+	start := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	differ := 0
+	for now := start; now.Before(start.AddDate(1, 0, 0)); now = now.Add(30 * time.Minute) {
+		got, want := local.Contains(now), oracle(now)
+		if got != want {
+			t.Fatalf("%s (Berlin %s): frozen %v, want %v", now.Format(time.RFC3339), now.In(berlin).Format("Mon 15:04 MST"), got, want)
+		}
+		if got != utc.Contains(now) {
+			differ++
+		}
+	}
+	// The UTC schedule is 1 h (winter) or 2 h (summer) late in Berlin, at
+	// the opening and at the close: 4 or 8 half-hours a week differ.
+	if differ < 52*4 {
+		t.Errorf("the Berlin and UTC schedules differ in %d half-hours of the year, want at least %d", differ, 52*4)
+	}
+	for _, tc := range []struct {
+		name      string
+		open, not []string // RFC 3339 instants inside and outside
+	}{
+		// 2027-03-26 is the Friday before summer time (CEST from 2027-03-28):
+		// it opens at 17:00Z, the next at 16:00Z.
+		{"opens at 18:00 CET", []string{"2027-03-26T17:00:00Z"}, []string{"2027-03-26T16:59:00Z"}},
+		{"opens at 18:00 CEST", []string{"2027-04-02T16:00:00Z"}, []string{"2027-04-02T15:59:00Z"}},
+		// 62 hours of elapsed time: across the change it closes at 09:00
+		// on Monday's wall clock (CEST), an hour later than in winter.
+		{"closes after 62 h across the change", []string{"2027-03-29T06:59:00Z"}, []string{"2027-03-29T07:00:00Z"}},
+	} {
+		for _, at := range tc.open {
+			if !local.Contains(mustTime(t, at)) {
+				t.Errorf("%s: not frozen at %s", tc.name, at)
+			}
+		}
+		for _, at := range tc.not {
+			if local.Contains(mustTime(t, at)) {
+				t.Errorf("%s: frozen at %s", tc.name, at)
+			}
+		}
+	}
+	// 02:30 does not occur on 2027-03-28 in Berlin (02:00 CET becomes 03:00
+	// CEST) and occurs twice on 2027-10-31 (03:00 CEST becomes 02:00 CET).
+	night := FreezeWindow{Name: "night", Schedule: "30 2 * * *", Duration: "10m", TimeZone: "Europe/Berlin"}
+	opens := func(day time.Time) int {
+		n := 0
+		for m := day; m.Before(day.Add(24 * time.Hour)); m = m.Add(time.Minute) {
+			if night.Contains(m) && !night.Contains(m.Add(-time.Minute)) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		day  string
+		want int
+	}{{"2027-03-27T22:00:00Z", 0}, {"2027-03-28T22:00:00Z", 1}, {"2027-10-30T22:00:00Z", 2}, {"2027-10-31T23:00:00Z", 1}} {
+		if got := opens(mustTime(t, tc.day)); got != tc.want {
+			t.Errorf("02:30 Berlin in the day from %s: opens %d times, want %d", tc.day, got, tc.want)
+		}
+	}
+}
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	at, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
 func TestRolloutValidateNamesTheField(t *testing.T) {
 	for _, tc := range []struct {
 		r    Rollout
@@ -75,6 +173,9 @@ func TestRolloutValidateNamesTheField(t *testing.T) {
 		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", From: "2027-01-02T00:00:00Z", Until: "2027-01-01T00:00:00Z"}}}, "not before"},
 		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", From: "2027-01-01T00:00:00Z", Until: "2027-01-02T00:00:00Z", Schedule: "* * * * *"}}}, "not both"},
 		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", From: "a", Until: "b"}, {Name: "x"}}}, "RFC 3339"},
+		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", Schedule: "0 18 * * 5", Duration: "1h", TimeZone: "Europe/Atlantis"}}}, `timeZone "Europe/Atlantis": not a time zone`},
+		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", Schedule: "0 18 * * 5", Duration: "1h", TimeZone: "Local"}}}, `timeZone "Local": name a zone`},
+		{Rollout{FreezeWindows: []FreezeWindow{{Name: "x", From: "2027-01-01T00:00:00Z", Until: "2027-01-02T00:00:00Z", TimeZone: "UTC"}}}, "only for a schedule"},
 		{Rollout{HealthGate: &HealthGate{Soak: "0s", Rejections: 1}}, "healthGate.soak"},
 		{Rollout{HealthGate: &HealthGate{Soak: "1m"}}, "rejections or missingAcks"},
 	} {

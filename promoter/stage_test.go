@@ -97,6 +97,36 @@ func TestStageRecordsMovesNothingAndActivateMovesAll(t *testing.T) {
 	f.checkJournal(t)
 }
 
+// A freeze window's time zone is recorded with the release and read back
+// when it is activated: Friday 18:30 in Berlin is frozen by a Berlin
+// window although it is only 16:30 UTC.
+func TestFreezeWindowTimeZoneIsRecorded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := longWindows(release("prod", 1, 0, 2, nil, nil))
+	f.promote(t, r1)
+	r2 := longWindows(release("prod", 2, 1, 2, nil, nil))
+	r2.Rollout = bundle.Rollout{FreezeWindows: []bundle.FreezeWindow{
+		{Name: "berlin-weekend", Schedule: "0 18 * * 5", Duration: "62h", TimeZone: "Europe/Berlin"}}}
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	f.now = time.Date(2026, 12, 4, 17, 30, 0, 0, time.UTC) // Friday 18:30 CET
+	in := promoter.MoveInput{CommandID: id("act", "berlin"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	_, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{})
+	if !errors.Is(err, promoter.ErrFrozen) || !strings.Contains(err.Error(), "Europe/Berlin") {
+		t.Fatalf("activate on Friday 18:30 in Berlin: %v, want a refusal naming the Berlin window", err)
+	}
+	f.wantPointersAt(t, r1)
+	f.now = time.Date(2026, 12, 4, 16, 59, 0, 0, time.UTC) // 17:59 CET
+	if _, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{}); err != nil {
+		t.Fatalf("activate a minute before the window opens in Berlin: %v", err)
+	}
+	f.wantPointersAt(t, r2)
+}
+
 // TestFreezeWindowsRefuseActivationOverSimulatedMonths walks the store's
 // clock over three simulated months in 7-hour steps. Inside the weekly
 // freeze (Friday 18:00 to Monday 08:00 UTC) activate is refused naming the

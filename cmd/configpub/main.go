@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // freeze windows' time zones on machines and images without a zone database
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
