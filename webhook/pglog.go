@@ -2,9 +2,14 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/configpub/configpub/promoter"
 )
 
 // PGLog records delivery attempts in configpub.webhook_delivery (a member
@@ -31,4 +36,53 @@ func (l PGLog) Record(ctx context.Context, a Attempt) error {
 		return fmt.Errorf("record webhook delivery: %w", err)
 	}
 	return nil
+}
+
+var _ EventLog = PGLog{}
+var _ Pending = PGLog{}
+
+// RecordEvent inserts ev into configpub.webhook_event; an event recorded
+// before (a redelivery) is left as it is.
+func (l PGLog) RecordEvent(ctx context.Context, ev promoter.Event) error {
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("record webhook event: %w", err)
+	}
+	var release any
+	if ev.Release != 0 {
+		release = ev.Release
+	}
+	if _, err := l.Pool.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event)
+		VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING`,
+		ev.ID, ev.Kind, ev.EnvTag, release, raw); err != nil {
+		return fmt.Errorf("record webhook event: %w", err)
+	}
+	return nil
+}
+
+// Undelivered lists, oldest first, the events recorded in [from, to) that
+// receiver has neither accepted nor refused for good (a 4xx other than 408
+// and 429).
+func (l PGLog) Undelivered(ctx context.Context, receiver string, from, to time.Time) ([]promoter.Event, error) {
+	rows, err := l.Pool.Query(ctx, `SELECT e.event FROM configpub.webhook_event e
+		WHERE e.recorded_at >= $2 AND e.recorded_at < $3
+			AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d
+				WHERE d.event_id = e.event_id AND d.receiver = $1
+					AND (d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429))))
+		ORDER BY e.recorded_at, e.event_id`, receiver, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("undelivered webhook events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (promoter.Event, error) {
+		var raw []byte
+		var ev promoter.Event
+		if err := row.Scan(&raw); err != nil {
+			return ev, err
+		}
+		return ev, json.Unmarshal(raw, &ev)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("undelivered webhook events: %w", err)
+	}
+	return events, nil
 }

@@ -71,6 +71,13 @@ type Log interface {
 	Record(ctx context.Context, a Attempt) error
 }
 
+// EventLog is implemented by a Log that also keeps the events themselves,
+// recorded once before their first attempt, so that Redeliver can send a
+// missed one again. PGLog does.
+type EventLog interface {
+	RecordEvent(ctx context.Context, ev promoter.Event) error
+}
+
 // Options configures a Notifier.
 type Options struct {
 	// URLs are the receivers. Required.
@@ -157,20 +164,32 @@ func New(opts Options) (*Notifier, error) {
 	return n, nil
 }
 
-// Notify starts delivering ev to every receiver and returns at once.
+// Notify starts delivering ev to every receiver and returns at once. With
+// an EventLog, the event is recorded first.
 func (n *Notifier) Notify(_ context.Context, ev promoter.Event) {
 	body, err := json.Marshal(Payload{Text: ev.Text(), Event: ev})
 	if err != nil {
 		n.opts.Logger.Warn("webhook: encode event", "kind", ev.Kind, "err", err)
 		return
 	}
-	for _, r := range n.receivers {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.deliver(n.ctx, r, ev, body)
-		}()
-	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if el, ok := n.opts.Log.(EventLog); ok {
+			ctx, cancel := context.WithTimeout(n.ctx, n.opts.Timeout)
+			if err := el.RecordEvent(ctx, ev); err != nil {
+				n.opts.Logger.Warn("webhook: record event", "kind", ev.Kind, "err", err)
+			}
+			cancel()
+		}
+		for _, r := range n.receivers {
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				n.deliver(n.ctx, r, ev, body)
+			}()
+		}
+	}()
 }
 
 // Close waits for the deliveries in flight until ctx ends, then abandons
@@ -190,10 +209,19 @@ func (n *Notifier) Close(ctx context.Context) error {
 	}
 }
 
+// outcome is how one event's delivery to one receiver ended.
+type outcome int
+
+const (
+	accepted outcome = iota // 2xx
+	refused                 // a 4xx other than 408 and 429: never tried again
+	failed                  // MaxAttempts reached, or the context ended
+)
+
 // deliver attempts one event to one receiver until it is accepted (2xx),
 // refused for good (a 4xx other than 408 and 429), or MaxAttempts is
 // reached.
-func (n *Notifier) deliver(ctx context.Context, r receiver, ev promoter.Event, body []byte) {
+func (n *Notifier) deliver(ctx context.Context, r receiver, ev promoter.Event, body []byte) outcome {
 	wait := n.opts.Backoff
 	for attempt := 1; attempt <= n.opts.MaxAttempts; attempt++ {
 		a := Attempt{EventID: ev.ID, EventKind: ev.Kind, EnvTag: ev.EnvTag, Release: ev.Release, Receiver: r.name,
@@ -215,17 +243,18 @@ func (n *Notifier) deliver(ctx context.Context, r receiver, ev promoter.Event, b
 			cancel()
 		}
 		if a.Delivered {
-			return
+			return accepted
 		}
 		n.opts.Logger.Warn("webhook: delivery failed", "receiver", r.name, "event", ev.Kind, "attempt", attempt, "err", a.Error)
 		if err == nil && status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests {
-			return // refused for good
+			return refused
 		}
 		if attempt == n.opts.MaxAttempts || n.opts.Sleep(ctx, wait) != nil {
-			return
+			return failed
 		}
 		wait = min(2*wait, n.opts.MaxBackoff)
 	}
+	return failed
 }
 
 func (n *Notifier) send(ctx context.Context, target string, ev promoter.Event, body []byte) (int, error) {

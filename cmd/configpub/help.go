@@ -15,7 +15,7 @@ var helpGroups = []*cobra.Group{
 var verbGroup = map[string]string{
 	"init": "author", "compile": "author", "plan": "author", "validate": "author", "workflow": "author",
 	"keygen": "release", "publish": "release", "pull": "release", "verify-oci": "release", "promote": "release",
-	"activate": "release", "rollback": "release", "revoke": "release", "reconcile": "release", "lease": "release", "db": "release",
+	"activate": "release", "rollback": "release", "revoke": "release", "reconcile": "release", "lease": "release", "db": "release", "webhook": "release",
 	"gate":  "run",
 	"serve": "run", "fetch": "run", "token": "run", "registry": "run", "console": "run",
 	"status": "inspect", "history": "inspect", "readback": "inspect",
@@ -41,12 +41,13 @@ var verbExamples = map[string]string{
 	"configpub rollback": `  configpub rollback --env prod --release 6 --reason "error rate after release 7" --actor alice --key keys/cosign.key`,
 	"configpub revoke": `  configpub revoke --snapshot 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 --reason "leaked prompt"
   configpub revoke --publication 9d1e… --reason "bad release"`,
-	"configpub reconcile":   `  configpub reconcile --env prod`,
-	"configpub gate":        "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
-	"configpub lease renew": "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
-	"configpub db migrate":  `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
-	"configpub db gc":       "  configpub db gc --database postgres://promoter:…@db:5432/configpub --dry-run\n  configpub db gc --min-age 72h",
-	"configpub serve":       `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
+	"configpub reconcile":         `  configpub reconcile --env prod`,
+	"configpub gate":              "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
+	"configpub lease renew":       "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
+	"configpub db migrate":        `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
+	"configpub db gc":             "  configpub db gc --database postgres://promoter:…@db:5432/configpub --dry-run\n  configpub db gc --min-age 72h",
+	"configpub webhook redeliver": "  CONFIGPUB_WEBHOOK_URLS=https://hooks.example.com/configpub CONFIGPUB_WEBHOOK_SECRET=… \\\n      configpub webhook redeliver --database postgres://promoter:…@db:5432/configpub --since 24h",
+	"configpub serve":             `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
 	"configpub fetch": `  configpub fetch --server https://config.example.com --token-file /var/run/token --host app.example.com \
       --service-id com.example.assistant --env prod --config-audience agent --trust-key cosign.pub \
       --cache-dir /var/lib/configpub --out /etc/assistant/values.yml --watch`,

@@ -15,6 +15,7 @@ import (
 	"github.com/configpub/configpub/promote"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/readback"
+	"github.com/configpub/configpub/webhook"
 )
 
 // jsonReports is, per verb that takes -o json, what it prints (read off
@@ -23,30 +24,31 @@ import (
 // later without an entry here fails it, and so does an entry whose verb no
 // longer takes -o.
 var jsonReports = map[string][]any{
-	"configpub compile":         {compileSummary{}},
-	"configpub plan":            {(*planreport.Report)(nil)},                                 // Report.WriteJSON
-	"configpub promote":         {(*promote.Result)(nil)},                                    // promote.Run
-	"configpub activate":        {(*promoter.ActivationResult)(nil)},                         // Store.ActivateRelease
-	"configpub rollback":        {(*promoter.ActivationResult)(nil)},                         // Store.Rollback
-	"configpub revoke":          {(*promoter.Revocation)(nil), (*promoter.EpochResult)(nil)}, // Store.Revoke; --epoch: Store.RaiseEpoch
-	"configpub reconcile":       {(*promoter.ReconcileResult)(nil)},                          // Store.Reconcile
-	"configpub lease renew":     {(*promoter.RenewResult)(nil)},                              // Store.RenewLeases, once per renewal
-	"configpub status":          {(*promoter.Status)(nil)},                                   // Store.Status
-	"configpub history":         {[]promoter.Move(nil), []promoter.ReleaseEvent(nil)},        // Store.History; --releases: Store.ReleaseEvents
-	"configpub readback":        {[]readback.Result(nil)},                                    // readback.Run
-	"configpub gate":            {[]*promoter.GateVerdict(nil)},                              // --once: Store.CheckHealth per --env
-	"configpub version":         {buildVersion{}},
-	"configpub publish":         {(*publishReport)(nil)}, // newPublishReport
-	"configpub pull":            {pullReport{}},
-	"configpub verify-oci":      {verifyReport{}},
-	"configpub validate":        {validateReport{}},
-	"configpub init":            {initReport{}},
-	"configpub keygen":          {keyFilesReport{}},
-	"configpub token keygen":    {keyFilesReport{}},
-	"configpub db migrate":      {migrateReport{}},
-	"configpub db gc":           {gcReport{}},
-	"configpub registry attach": {attachReport{}},
-	"configpub fetch":           {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
+	"configpub compile":           {compileSummary{}},
+	"configpub plan":              {(*planreport.Report)(nil)},                                 // Report.WriteJSON
+	"configpub promote":           {(*promote.Result)(nil)},                                    // promote.Run
+	"configpub activate":          {(*promoter.ActivationResult)(nil)},                         // Store.ActivateRelease
+	"configpub rollback":          {(*promoter.ActivationResult)(nil)},                         // Store.Rollback
+	"configpub revoke":            {(*promoter.Revocation)(nil), (*promoter.EpochResult)(nil)}, // Store.Revoke; --epoch: Store.RaiseEpoch
+	"configpub reconcile":         {(*promoter.ReconcileResult)(nil)},                          // Store.Reconcile
+	"configpub lease renew":       {(*promoter.RenewResult)(nil)},                              // Store.RenewLeases, once per renewal
+	"configpub status":            {(*promoter.Status)(nil)},                                   // Store.Status
+	"configpub history":           {[]promoter.Move(nil), []promoter.ReleaseEvent(nil)},        // Store.History; --releases: Store.ReleaseEvents
+	"configpub readback":          {[]readback.Result(nil)},                                    // readback.Run
+	"configpub gate":              {[]*promoter.GateVerdict(nil)},                              // --once: Store.CheckHealth per --env
+	"configpub webhook redeliver": {(*webhook.RedeliverResult)(nil)},                           // Notifier.Redeliver
+	"configpub version":           {buildVersion{}},
+	"configpub publish":           {(*publishReport)(nil)}, // newPublishReport
+	"configpub pull":              {pullReport{}},
+	"configpub verify-oci":        {verifyReport{}},
+	"configpub validate":          {validateReport{}},
+	"configpub init":              {initReport{}},
+	"configpub keygen":            {keyFilesReport{}},
+	"configpub token keygen":      {keyFilesReport{}},
+	"configpub db migrate":        {migrateReport{}},
+	"configpub db gc":             {gcReport{}},
+	"configpub registry attach":   {attachReport{}},
+	"configpub fetch":             {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
 }
 
 var lowerCamel = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)

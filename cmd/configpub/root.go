@@ -53,6 +53,7 @@ var verbs = []func(*cobra.Command){
 	addRollbackCmd,
 	addActivateCmd,
 	addGateCmd,
+	addWebhookCmd,
 	addRevokeCmd,
 	addReconcileCmd,
 	addStatusCmd,

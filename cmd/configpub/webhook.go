@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/webhook"
 )
@@ -26,19 +29,34 @@ const (
 // environment (nil when no receiver is configured) and the function that
 // waits, at most the attempt timeout, for its deliveries.
 func notifierFromEnv(pool *pgxpool.Pool) (promoter.Notifier, func(), error) {
+	n, timeout, err := webhookFromEnv(pool)
+	if n == nil || err != nil {
+		return nil, func() {}, err
+	}
+	return n, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		_ = n.Close(ctx)
+	}, nil
+}
+
+// webhookFromEnv returns the webhook notifier configured in the
+// environment, logging to pool (nil when no receiver is configured), and
+// its attempt timeout.
+func webhookFromEnv(pool *pgxpool.Pool) (*webhook.Notifier, time.Duration, error) {
 	raw := strings.TrimSpace(os.Getenv(webhookURLsEnv))
 	if raw == "" {
-		return nil, func() {}, nil
+		return nil, 0, nil
 	}
 	secret := os.Getenv(webhookSecretEnv)
 	if secret == "" {
-		return nil, nil, usageError{errors.New(webhookURLsEnv + " is set but " + webhookSecretEnv + " is empty")}
+		return nil, 0, usageError{errors.New(webhookURLsEnv + " is set but " + webhookSecretEnv + " is empty")}
 	}
 	timeout := 5 * time.Second
 	if v := os.Getenv(webhookTimeoutEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return nil, nil, usageError{fmt.Errorf("%s=%q: want a positive duration such as 5s", webhookTimeoutEnv, v)}
+			return nil, 0, usageError{fmt.Errorf("%s=%q: want a positive duration such as 5s", webhookTimeoutEnv, v)}
 		}
 		timeout = d
 	}
@@ -50,11 +68,86 @@ func notifierFromEnv(pool *pgxpool.Pool) (promoter.Notifier, func(), error) {
 	}
 	n, err := webhook.New(webhook.Options{URLs: urls, Secret: []byte(secret), Timeout: timeout, Log: webhook.PGLog{Pool: pool}})
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("%s: %w", webhookURLsEnv, err)}
+		return nil, 0, usageError{fmt.Errorf("%s: %w", webhookURLsEnv, err)}
 	}
-	return n, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		_ = n.Close(ctx)
-	}, nil
+	return n, timeout, nil
+}
+
+func addWebhookCmd(root *cobra.Command) {
+	cmd := &cobra.Command{
+		Use:   "webhook",
+		Short: "Deliver release notifications that webhook receivers missed",
+	}
+	var (
+		sf            storeFlags
+		since, minAge time.Duration
+	)
+	redeliver := &cobra.Command{
+		Use:   "redeliver [--since 72h] [--min-age 2m]",
+		Short: "Send each webhook receiver the recorded events it has not accepted",
+		Long: `redeliver sends each receiver of ` + webhookURLsEnv + ` (signed with
+` + webhookSecretEnv + `, as the verbs that change releases send them) the events
+recorded in the last --since that it has not accepted and did not refuse for
+good (a 4xx other than 408 and 429), oldest first, with the same event id
+(X-Configpub-Delivery), which receivers deduplicate on. A verb that changes a
+release waits only ` + webhookTimeoutEnv + ` (5s) for its deliveries before it
+exits, so a receiver that was down then misses the event; every event is
+recorded (configpub.webhook_event) before its first attempt. Events recorded in
+the last --min-age are left to the deliveries that may still be retrying them.
+A receiver that still fails an event after the retries keeps the rest for a
+later run. Exits 1 when any event is still undelivered. Run it on a schedule,
+for example every 10 minutes, as the promoter's database user.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if since <= 0 {
+				return usageError{fmt.Errorf("--since must be positive, got %s", since)}
+			}
+			if minAge < 0 {
+				return usageError{fmt.Errorf("--min-age must not be negative, got %s", minAge)}
+			}
+			u, err := sf.url()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			pool, err := pgsession.NewPool(ctx, u)
+			if err != nil {
+				return fmt.Errorf("--database: %w", err)
+			}
+			defer pool.Close()
+			n, _, err := webhookFromEnv(pool)
+			if err != nil {
+				return err
+			}
+			if n == nil {
+				return usageError{errors.New(webhookURLsEnv + " is not set: no receiver to deliver to")}
+			}
+			now := time.Now().UTC()
+			res, err := n.Redeliver(ctx, webhook.PGLog{Pool: pool}, now.Add(-since), now.Add(-minAge))
+			if err != nil {
+				return err
+			}
+			if err := report(cmd, res, func(w io.Writer) error {
+				for _, r := range res.Receivers {
+					if _, err := fmt.Fprintf(w, "%s: %d undelivered event(s), %d delivered now, %d still undelivered\n",
+						r.Receiver, r.Pending, r.Delivered, r.Undelivered); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if res.Undelivered > 0 {
+				return fmt.Errorf("%d event(s) still undelivered; run again later", res.Undelivered)
+			}
+			return nil
+		},
+	}
+	sf.add(redeliver, false)
+	redeliver.Flags().DurationVar(&since, "since", 72*time.Hour, "redeliver events recorded within this long")
+	redeliver.Flags().DurationVar(&minAge, "min-age", 2*time.Minute, "leave events recorded within this long to their first delivery")
+	outputFlag(redeliver)
+	cmd.AddCommand(redeliver)
+	root.AddCommand(cmd)
 }

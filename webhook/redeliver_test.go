@@ -1,0 +1,94 @@
+package webhook_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/promoter"
+	"github.com/configpub/configpub/webhook"
+)
+
+// TestRedeliverStopsAtAReceiverStillDown: three events missed by a receiver
+// that was down. A redelivery while it is still down tries only the oldest
+// (with its retries), counts all three as undelivered and leaves them for
+// a later run; once it is up, the next run delivers the three, oldest
+// first, and a third run has nothing to send. A second receiver that
+// accepted them all along gets nothing again.
+func TestRedeliverStopsAtAReceiverStillDown(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_promoter"))
+	var up atomic.Bool
+	var downCalls, upCalls atomic.Int32
+	var order []string
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !up.Load() {
+			downCalls.Add(1)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		order = append(order, r.Header.Get(webhook.HeaderDelivery)) // one request at a time
+	}))
+	defer down.Close()
+	always := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { upCalls.Add(1) }))
+	defer always.Close()
+	// One notifier per command, as each verb that changes a release has.
+	newNotifier := func() *webhook.Notifier {
+		n, err := webhook.New(webhook.Options{URLs: []string{down.URL, always.URL}, Secret: secret, Timeout: time.Second,
+			MaxAttempts: 3, Log: webhook.PGLog{Pool: pool}, Sleep: func(context.Context, time.Duration) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	start := time.Now().Add(-time.Minute)
+	var ids []string
+	for i := range 3 {
+		ev := promoter.Event{ID: uuid.NewString(), Kind: promoter.EventActivated, EnvTag: "prod", Release: int64(i + 2), At: time.Now().UTC()}
+		ids = append(ids, ev.ID)
+		n := newNotifier()
+		n.Notify(context.Background(), ev)
+		if err := n.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // recorded in this order
+	}
+	if got := downCalls.Load(); got != 9 {
+		t.Fatalf("down receiver called %d times by the notifications, want 3 events x 3 attempts", got)
+	}
+	if got := upCalls.Load(); got != 3 {
+		t.Fatalf("the other receiver got %d deliveries, want 3", got)
+	}
+	ctx := context.Background()
+	n := newNotifier()
+	res, err := n.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != 0 || res.Undelivered != 3 || downCalls.Load() != 12 || upCalls.Load() != 3 {
+		t.Fatalf("redelivery while down: %+v, down receiver called %d times (want 12: only the oldest retried), other %d",
+			res, downCalls.Load(), upCalls.Load())
+	}
+	up.Store(true)
+	res, err = n.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != 3 || res.Undelivered != 0 || len(order) != 3 || order[0] != ids[0] || order[1] != ids[1] || order[2] != ids[2] {
+		t.Fatalf("redelivery once up: %+v, order %v, want %v", res, order, ids)
+	}
+	res, err = n.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != 0 || res.Undelivered != 0 || res.Receivers[0].Pending != 0 || res.Receivers[1].Pending != 0 || upCalls.Load() != 3 {
+		t.Fatalf("third redelivery: %+v (other receiver %d calls), want nothing to send", res, upCalls.Load())
+	}
+}
