@@ -30,7 +30,8 @@ more than --max-replica-lag it answers 503 and is not ready; a standby takes
 no writes, so runtime evidence goes to --evidence-database), and serves
 GET|HEAD /configs, /configs/snapshots/{id}, POST /configs/evidence, /healthz,
 /readyz and /metrics. Workload JWTs are verified against the keys in --jwks
-(a JWKS or PEM file, or an https URL), read again every --jwks-refresh, and
+(a JWKS or PEM file, or an https URL), read again every --jwks-refresh and,
+at most every 30s, when a token names a key id the keys in use lack, and
 the --tls-cert, --tls-key and --client-ca files are read again every
 --tls-refresh: rotated keys and renewed certificates (a Kubernetes Secret or
 ConfigMap updated in place) are used without a restart, and an update that

@@ -16,6 +16,7 @@ var ErrNoKeys = errors.New("no usable verification keys")
 // contains the token or any claim value taken from it.
 type TokenError struct {
 	Reason string
+	kid    string // the key id an unknown-key refusal names (from the token)
 }
 
 func (e *TokenError) Error() string { return "invalid bearer token: " + e.Reason }

@@ -21,6 +21,7 @@ type FileKeys struct {
 	path     string
 	interval time.Duration
 	logger   *slog.Logger
+	unknown  *unknownKeyLimiter
 
 	set atomic.Pointer[KeySet]
 
@@ -32,11 +33,12 @@ type FileKeys struct {
 }
 
 // NewFileKeys reads path now; it fails when the file holds no usable key.
-// opts.Interval (default 5 minutes) and opts.Logger apply; the HTTP fields
-// of opts do not.
+// opts.Interval (default 5 minutes), opts.Logger, opts.UnknownKeyRefresh
+// (a token naming a key id the set lacks reads the file again, at most once
+// per period) and opts.Now apply; the HTTP fields of opts do not.
 func NewFileKeys(path string, opts RemoteOptions) (*FileKeys, error) {
 	opts = opts.withDefaults()
-	f := &FileKeys{path: path, interval: opts.Interval, logger: opts.Logger}
+	f := &FileKeys{path: path, interval: opts.Interval, logger: opts.Logger, unknown: newUnknownKeyLimiter(opts)}
 	if _, err := f.Reload(); err != nil {
 		return nil, err
 	}
@@ -45,6 +47,21 @@ func NewFileKeys(path string, opts RemoteOptions) (*FileKeys, error) {
 
 // KeySet returns the set read last.
 func (f *FileKeys) KeySet() *KeySet { return f.set.Load() }
+
+var _ UnknownKeyRefresher = (*FileKeys)(nil)
+
+// RefreshForUnknownKey implements UnknownKeyRefresher.
+func (f *FileKeys) RefreshForUnknownKey(_ context.Context, kid string) bool {
+	return f.unknown.refresh(kid, f.KeySet, func() {
+		changed, err := f.Reload()
+		switch {
+		case err != nil:
+			f.logger.Warn("token key file not reloaded for an unknown key id; the previous keys stay in use", "path", f.path, "err", err)
+		case changed:
+			f.logger.Info("token key file reloaded for an unknown key id", "path", f.path, "keys", keyIDs(f.KeySet().Keys))
+		}
+	})
+}
 
 // RefreshStats reports when the file was last read successfully (changed
 // or not) and how many reads failed.

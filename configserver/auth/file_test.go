@@ -64,14 +64,16 @@ func jwksOf(t *testing.T, keys ...*ecdsa.PrivateKey) []byte {
 // TestFileKeysFollowARotation rotates a workload-token key the way an
 // operator does, in a file mounted from a ConfigMap: add the new key, let
 // tokens move to it, remove the old one. Each step takes effect on the
-// next reload, without a restart, and a broken update keeps the keys in use.
+// next reload (the on-demand reload for an unknown key id is off here: see
+// TestUnknownKeyIDReadsTheFileAgain), without a restart, and a broken
+// update keeps the keys in use.
 func TestFileKeysFollowARotation(t *testing.T) {
 	oldKey, newKey2 := newKey(t), newKey(t)
 	vol := &configMapVolume{t: t, dir: t.TempDir()}
 	path := filepath.Join(vol.dir, "jwks.json")
 	vol.update(map[string][]byte{"jwks.json": jwksOf(t, oldKey)})
 
-	fk, err := NewFileKeys(path, RemoteOptions{})
+	fk, err := NewFileKeys(path, RemoteOptions{UnknownKeyRefresh: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,4 +241,47 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestUnknownKeyIDReadsTheFileAgain: a token signed with a key just added to
+// the file verifies at once, without waiting for the scheduled reload; a
+// flood of tokens naming made-up key ids reads the file at most once per
+// UnknownKeyRefresh.
+func TestUnknownKeyIDReadsTheFileAgain(t *testing.T) {
+	oldKey, newKey2 := newKey(t), newKey(t)
+	vol := &configMapVolume{t: t, dir: t.TempDir()}
+	path := filepath.Join(vol.dir, "jwks.json")
+	vol.update(map[string][]byte{"jwks.json": jwksOf(t, oldKey)})
+	now := testNow
+	fk, err := NewFileKeys(path, RemoteOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewVerifier(fk, Options{Issuer: testIssuer, Audience: testAudience, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vol.update(map[string][]byte{"jwks.json": jwksOf(t, oldKey, newKey2)})
+	if _, err := v.Verify(craftES256(t, newKey2, map[string]any{"alg": "ES256", "kid": "k1"}, validClaims())); err != nil {
+		t.Fatalf("token of a key added to the file: %v, want it verified by an on-demand reload", err)
+	}
+	reads := func() time.Time { last, _ := fk.RefreshStats(); return last }
+	before := reads()
+	for i := range 100 {
+		tok := craftES256(t, newKey2, map[string]any{"alg": "ES256", "kid": fmt.Sprintf("made-up-%d", i)}, validClaims())
+		if _, err := v.Verify(tok); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("made-up key id: %v, want refused", err)
+		}
+	}
+	if reads() != before {
+		t.Fatal("tokens naming made-up key ids read the file again within the period")
+	}
+	now = now.Add(DefaultUnknownKeyRefresh)
+	time.Sleep(time.Millisecond) // RefreshStats keeps wall-clock times
+	if _, err := v.Verify(craftES256(t, newKey2, map[string]any{"alg": "ES256", "kid": "made-up"}, validClaims())); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("made-up key id: %v, want refused", err)
+	}
+	if reads() == before {
+		t.Fatal("a period later, a made-up key id did not read the file again")
+	}
 }

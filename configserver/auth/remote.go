@@ -22,6 +22,12 @@ type RemoteOptions struct {
 	MaxBytes int64
 	// Logger receives refresh failures. Default: discard.
 	Logger *slog.Logger
+	// UnknownKeyRefresh bounds the refreshes a token naming a key id the
+	// set lacks triggers between the scheduled ones: at most one per
+	// UnknownKeyRefresh. Default DefaultUnknownKeyRefresh; negative: none.
+	UnknownKeyRefresh time.Duration
+	// Now is the clock of that bound. Default time.Now.
+	Now func() time.Time
 }
 
 // withDefaults sets the defaults a file and a URL share: a 5-minute
@@ -33,16 +39,25 @@ func (o RemoteOptions) withDefaults() RemoteOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.UnknownKeyRefresh == 0 {
+		o.UnknownKeyRefresh = DefaultUnknownKeyRefresh
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	return o
 }
 
 // RemoteKeys is a KeySource that fetches a JWKS document from one configured
-// URL on a schedule (with ETag revalidation). It is the only place that
-// fetches keys; nothing in a token changes what or when it fetches. A failed
-// refresh keeps the last good set.
+// URL on a schedule (with ETag revalidation), and between two scheduled
+// fetches when a token names a key id the set lacks, at most once per
+// RemoteOptions.UnknownKeyRefresh. It is the only place that fetches keys:
+// a token can make it fetch sooner, never elsewhere. A failed refresh keeps
+// the last good set.
 type RemoteKeys struct {
-	url  string
-	opts RemoteOptions
+	url     string
+	opts    RemoteOptions
+	unknown *unknownKeyLimiter
 
 	set atomic.Pointer[KeySet]
 
@@ -63,9 +78,20 @@ func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
 	}
-	r := &RemoteKeys{url: url, opts: opts}
+	r := &RemoteKeys{url: url, opts: opts, unknown: newUnknownKeyLimiter(opts)}
 	r.set.Store(&KeySet{})
 	return r
+}
+
+var _ UnknownKeyRefresher = (*RemoteKeys)(nil)
+
+// RefreshForUnknownKey implements UnknownKeyRefresher.
+func (r *RemoteKeys) RefreshForUnknownKey(ctx context.Context, kid string) bool {
+	return r.unknown.refresh(kid, r.KeySet, func() {
+		if err := r.Refresh(ctx); err != nil {
+			r.opts.Logger.Warn("jwks refresh for an unknown key id failed", "url", r.url, "err", err)
+		}
+	})
 }
 
 // KeySet returns the last successfully fetched set (empty before the first).

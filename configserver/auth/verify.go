@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -111,6 +112,22 @@ func NewVerifier(keys KeySource, opts Options) (*Verifier, error) {
 	return v, nil
 }
 
+// unknownKeyWait bounds how long a request waits for the keys to be read
+// again for a key id the set lacks.
+const unknownKeyWait = 10 * time.Second
+
+const reasonUnknownKeyID = "unknown key id"
+
+// unknownKeyID reports whether err refused a token for naming a key id the
+// set lacks, and that id (taken from the token: never logged).
+func unknownKeyID(err error) (string, bool) {
+	var te *TokenError
+	if errors.As(err, &te) && te.Reason == reasonUnknownKeyID {
+		return te.kid, true
+	}
+	return "", false
+}
+
 // workloadClaims are the non-registered claims of a workload token.
 type workloadClaims struct {
 	Host           string          `json:"host"`
@@ -143,6 +160,18 @@ func (v *Verifier) Verify(raw string) (*Claims, error) {
 	}
 	v.verifications.Add(1)
 	c, err := v.verify(raw, set, now)
+	if kid, unknown := unknownKeyID(err); unknown {
+		// A key the issuer may have published since the last read.
+		if r, ok := v.keys.(UnknownKeyRefresher); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), unknownKeyWait)
+			refreshed := r.RefreshForUnknownKey(ctx, kid)
+			cancel()
+			if refreshed {
+				set = v.keys.KeySet()
+				c, err = v.verify(raw, set, now)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +219,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 	}
 	switch {
 	case !kidKnown:
-		return nil, tokenError("unknown key id")
+		return nil, &TokenError{Reason: reasonUnknownKeyID, kid: h.KeyID}
 	case !verified:
 		return nil, tokenError("signature does not verify with any configured key for its algorithm")
 	}

@@ -14,10 +14,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -378,7 +380,7 @@ func TestRemoteKeys(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	rk := NewRemoteKeys(srv.URL, RemoteOptions{})
+	rk := NewRemoteKeys(srv.URL, RemoteOptions{UnknownKeyRefresh: -1})
 	if n := len(rk.KeySet().Keys); n != 0 {
 		t.Fatalf("before refresh: got %d keys, want 0", n)
 	}
@@ -388,7 +390,7 @@ func TestRemoteKeys(t *testing.T) {
 	}
 	tok := craftES256(t, key, map[string]any{"alg": "ES256", "kid": "r1"}, validClaims())
 	if _, err := v.Verify(tok); !errors.Is(err, ErrInvalidToken) {
-		t.Fatalf("before refresh: got %v, want ErrInvalidToken (no fetch on demand)", err)
+		t.Fatalf("before refresh: got %v, want ErrInvalidToken (on-demand fetches off)", err)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("verification fetched the JWKS %d times, want 0", n)
@@ -409,6 +411,75 @@ func TestRemoteKeys(t *testing.T) {
 	}
 	if n := hits.Load(); n != 2 {
 		t.Fatalf("got %d JWKS fetches, want 2", n)
+	}
+}
+
+// TestUnknownKeyIDFetchesTheJWKSOncePerPeriod: the issuer publishes a new
+// key and signs with it at once; tokens of that key, 50 at the same time,
+// verify after one fetch instead of waiting up to the refresh interval;
+// 100 tokens naming made-up key ids within the period fetch nothing more,
+// and one a period later fetches once.
+func TestUnknownKeyIDFetchesTheJWKSOncePerPeriod(t *testing.T) {
+	k1, k2 := newKey(t), newKey(t)
+	jwk := func(kid string, k *ecdsa.PrivateKey) any {
+		return map[string]any{"kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256", "x": ecX(t, k), "y": ecY(t, k)}
+	}
+	var rotated atomic.Bool
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		keys := []any{jwk("r1", k1)}
+		if rotated.Load() {
+			keys = append(keys, jwk("r2", k2))
+		}
+		w.Write(mustJSON(t, map[string]any{"keys": keys}))
+	}))
+	defer srv.Close()
+	var mu sync.Mutex
+	now := testNow
+	rk := NewRemoteKeys(srv.URL, RemoteOptions{Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
+	if err := rk.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	v, err := NewVerifier(rk, Options{Issuer: testIssuer, Audience: testAudience, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated.Store(true)
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := v.Verify(craftES256(t, k2, map[string]any{"alg": "ES256", "kid": "r2"}, validClaims())); err != nil {
+				refused.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d of 50 tokens of the newly published key refused", n)
+	}
+	if n := hits.Load(); n != 2 {
+		t.Fatalf("%d JWKS fetches, want 2 (the first refresh and one for the new key)", n)
+	}
+	for i := range 100 {
+		if _, err := v.Verify(craftES256(t, k2, map[string]any{"alg": "ES256", "kid": fmt.Sprintf("x%d", i)}, validClaims())); !errors.Is(err, ErrInvalidToken) {
+			t.Fatalf("made-up key id: %v, want refused", err)
+		}
+	}
+	if n := hits.Load(); n != 2 {
+		t.Fatalf("made-up key ids within the period: %d fetches, want still 2", n)
+	}
+	mu.Lock()
+	now = now.Add(DefaultUnknownKeyRefresh)
+	mu.Unlock()
+	if _, err := v.Verify(craftES256(t, k2, map[string]any{"alg": "ES256", "kid": "x"}, validClaims())); !errors.Is(err, ErrInvalidToken) {
+		t.Fatalf("made-up key id: %v, want refused", err)
+	}
+	if n := hits.Load(); n != 3 {
+		t.Fatalf("a period later: %d fetches, want 3", n)
 	}
 }
 
