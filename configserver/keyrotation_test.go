@@ -29,8 +29,21 @@ import (
 // It also shows why the order matters: a runtime rolled to the new key
 // before the renewal refuses what is served, and a disconnected runtime
 // rolled to it before the old key's leases expired has nothing to run.
+//
+// It runs twice: rolling restarts the runtime over its cache directory, and
+// rolling in place changes a running client's keys (SetTrustedKeys), which
+// must behave as the restart does.
 func TestSigningKeyRotation(t *testing.T) {
 	t.Parallel()
+	for _, inPlace := range []bool{false, true} {
+		t.Run(map[bool]string{false: "restart", true: "in place"}[inPlace], func(t *testing.T) {
+			t.Parallel()
+			testSigningKeyRotation(t, inPlace)
+		})
+	}
+}
+
+func testSigningKeyRotation(t *testing.T, inPlace bool) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
 	// The clock starts an hour into the golden target's activation window.
@@ -63,6 +76,24 @@ func TestSigningKeyRotation(t *testing.T) {
 			TokenSource: func(context.Context) (string, error) { return tok, nil },
 			TrustedKeys: tks, CacheDir: dir, Clock: clockFunc(clock)})
 		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// roll gives the runtime c (over dir) the trusted keys keys: a new
+	// client restored from dir, or c with its keys changed in place.
+	roll := func(c *client.Client, dir string, keys ...*ecdsa.PrivateKey) *client.Client {
+		t.Helper()
+		if !inPlace {
+			r := runtime(dir, keys...)
+			_, _ = r.Restore(ctx) // what it restores is checked through Current
+			return r
+		}
+		var tks []signing.TrustedKey
+		for _, k := range keys {
+			tks = append(tks, trust(k))
+		}
+		if err := c.SetTrustedKeys(tks); err != nil {
 			t.Fatal(err)
 		}
 		return c
@@ -101,9 +132,11 @@ func TestSigningKeyRotation(t *testing.T) {
 	served(oldID)
 	// 1. The runtime trusts the old key; so does one that will be
 	// disconnected from here on.
-	load(runtime(cacheDir, oldKey), client.OutcomeApplied)
+	first := runtime(cacheDir, oldKey)
+	load(first, client.OutcomeApplied)
 	offline := t.TempDir()
-	load(runtime(offline, oldKey), client.OutcomeApplied)
+	offlineC := runtime(offline, oldKey)
+	load(offlineC, client.OutcomeApplied)
 
 	// Too early: a runtime trusting only the new key refuses what is served.
 	early := runtime(t.TempDir(), newKey)
@@ -111,9 +144,9 @@ func TestSigningKeyRotation(t *testing.T) {
 		t.Fatalf("new key only, before the renewal: got %s, want %s", ev.Reason, client.ReasonUntrustedKey)
 	}
 
-	// 2. Rolled to trust both keys: it restarts from its last-known-good.
+	// 2. Rolled to trust both keys: it goes on from its last-known-good.
 	advance(time.Minute)
-	both := runtime(cacheDir, oldKey, newKey)
+	both := roll(first, cacheDir, oldKey, newKey)
 	load(both, client.OutcomeUnchanged)
 
 	// 3. CI signs with the new key: the next renewal re-signs the lease.
@@ -130,13 +163,16 @@ func TestSigningKeyRotation(t *testing.T) {
 	// Why step 4 waits: the disconnected runtime's last-known-good is still
 	// signed by the old key. Rolled to both keys it runs on it until its
 	// lease ends; rolled to the new key only, it has nothing to run.
-	if _, err := runtime(offline, oldKey, newKey).Restore(ctx); err != nil {
+	offlineC = roll(offlineC, offline, oldKey, newKey)
+	if _, err := offlineC.Current(); err != nil {
 		t.Fatalf("disconnected runtime on both keys: %v", err)
 	}
-	tooEarly := runtime(offline, newKey)
-	if ev, err := tooEarly.Restore(ctx); err == nil || ev.Reason != client.ReasonUntrustedKey {
-		t.Fatalf("disconnected runtime on the new key only: got %v (%s), want %s", err, ev.Reason, client.ReasonUntrustedKey)
+	if !inPlace {
+		if ev, err := runtime(offline, newKey).Restore(ctx); err == nil || ev.Reason != client.ReasonUntrustedKey {
+			t.Fatalf("disconnected runtime restarted on the new key only: got %v (%s), want %s", err, ev.Reason, client.ReasonUntrustedKey)
+		}
 	}
+	tooEarly := roll(offlineC, offline, newKey)
 	if _, err := tooEarly.Current(); !errors.Is(err, client.ErrNoSnapshot) {
 		t.Fatalf("disconnected runtime on the new key only: current %v, want ErrNoSnapshot", err)
 	}
@@ -150,12 +186,9 @@ func TestSigningKeyRotation(t *testing.T) {
 	served(newID)
 	load(both, client.OutcomeApplied)
 	advance(time.Minute)
-	rolled := runtime(cacheDir, newKey)
-	if _, err := rolled.Restore(ctx); err != nil {
-		t.Fatalf("restart on the new key only: last-known-good: %v", err)
-	}
+	rolled := roll(both, cacheDir, newKey)
 	if snap, err := rolled.Current(); err != nil || snap.SnapshotID != r1.Targets[0].SnapshotID {
-		t.Fatalf("restart on the new key only: current %v, %v; want release 1's snapshot", snap, err)
+		t.Fatalf("rolled to the new key only: current %v, %v; want release 1's snapshot", snap, err)
 	}
 	load(rolled, client.OutcomeUnchanged)
 

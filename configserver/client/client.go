@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +54,16 @@ type Client struct {
 	configsURL string // GET <ServerURL>/configs?envTag=&host=&serviceId=
 
 	cur atomic.Pointer[active]
+	// trusted is the set of trusted keys in use: Options.TrustedKeys until
+	// SetTrustedKeys replaces it.
+	trusted atomic.Pointer[[]TrustedKey]
 
 	mu            sync.Mutex // serializes loads; guards the fields below
 	seen          seenSet    // per trusted signing key id
 	seenLoaded    bool       // the seen-state file has been read
 	restored      bool
-	lkgSnapshotID string // snapshot last persisted as (or restored from) the last-known-good
+	lkgSnapshotID string   // snapshot last persisted as (or restored from) the last-known-good
+	controlKeys   []string // key ids of the status handler's control keys: never trusted for manifests
 	faults        faults
 
 	st statusState // what the status endpoint and metrics report
@@ -92,7 +97,49 @@ func New(opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	id := opts.Identity
 	q := url.Values{"host": {id.Host}, "serviceId": {id.ServiceID}, "envTag": {id.EnvTag}}
-	return &Client{opts: opts, configsURL: opts.ServerURL + "/configs?" + q.Encode()}, nil
+	c := &Client{opts: opts, configsURL: opts.ServerURL + "/configs?" + q.Encode()}
+	c.trusted.Store(&opts.TrustedKeys)
+	return c, nil
+}
+
+// trustedKeys returns the trusted keys in use.
+func (c *Client) trustedKeys() []TrustedKey { return *c.trusted.Load() }
+
+// SetTrustedKeys replaces the trusted keys while the client runs, as a
+// restart with the new Options.TrustedKeys would (what a `configpub fetch
+// --watch` sidecar does when its trust file changes): the next load verifies
+// with the new set, and what a key no longer trusted signed stops counting at
+// once — its replay floor is dropped, a current snapshot whose lease it
+// signed is no longer current (Current answers ErrNoSnapshot until a load
+// verifies one under the new set), and a last-known-good it signed is
+// refused on restore. Rotate by adding the new key first and removing the
+// old one only after the last lease it signed has expired. An empty set, a
+// key whose id is not its own, or a status handler's control key is refused
+// and nothing changes.
+func (c *Client) SetTrustedKeys(keys []TrustedKey) error {
+	if err := validateTrustedKeys(keys); err != nil {
+		return fmt.Errorf("set trusted keys: %w", err)
+	}
+	keys = append([]TrustedKey(nil), keys...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		if slices.Contains(c.controlKeys, k.ID) {
+			return fmt.Errorf("set trusted keys: key %s is a status handler's control key; use a key of its own", k.ID)
+		}
+	}
+	c.trusted.Store(&keys)
+	// Keep only what the trusted keys signed (persisted when the
+	// client has a cache directory, as after a restart).
+	if err := c.commitSeen(c.seen); err != nil {
+		c.opts.Logger.Warn("config client: seen state not rewritten after a trusted-key change", "err", err)
+	}
+	if s := c.current(); s != nil && !slices.ContainsFunc(keys, func(k TrustedKey) bool { return k.ID == s.KeyID }) {
+		c.cur.Store(nil)
+		c.opts.Logger.Warn("config client: the current snapshot's lease was signed by a key no longer trusted; not serving it",
+			"snapshot", s.SnapshotID, "key", s.KeyID)
+	}
+	return nil
 }
 
 // Current returns the current verified snapshot, or fails closed: ErrNoSnapshot

@@ -105,20 +105,8 @@ func (o Options) validate() error {
 	if bundle.Namespace(o.Audience) == "" {
 		return fmt.Errorf("options: audience %q: want agent, gateway or knowledge", o.Audience)
 	}
-	if len(o.TrustedKeys) == 0 {
-		return fmt.Errorf("options: %w", ErrNoTrustedKey)
-	}
-	for i, k := range o.TrustedKeys {
-		if k.Key == nil || k.ID == "" {
-			return fmt.Errorf("options: trusted key %d is empty", i)
-		}
-		id, err := signing.KeyID(k.Key)
-		if err != nil {
-			return fmt.Errorf("options: trusted key %d: %w", i, err)
-		}
-		if id != k.ID {
-			return fmt.Errorf("options: trusted key %d: id %s does not match its key (%s)", i, k.ID, id)
-		}
+	if err := validateTrustedKeys(o.TrustedKeys); err != nil {
+		return fmt.Errorf("options: %w", err)
 	}
 	if o.Skew < 0 {
 		return fmt.Errorf("options: skew %s is negative", o.Skew)
@@ -157,4 +145,24 @@ var errRedirect = errors.New("redirect refused: the client follows no redirect")
 // to the location a 3xx names (with or without the token).
 func refuseRedirect(req *http.Request, _ []*http.Request) error {
 	return fmt.Errorf("%w (to %s)", errRedirect, req.URL.Redacted())
+}
+
+// validateTrustedKeys refuses an empty set and a key whose id is not its own.
+func validateTrustedKeys(keys []TrustedKey) error {
+	if len(keys) == 0 {
+		return ErrNoTrustedKey
+	}
+	for i, k := range keys {
+		if k.Key == nil || k.ID == "" {
+			return fmt.Errorf("trusted key %d is empty", i)
+		}
+		id, err := signing.KeyID(k.Key)
+		if err != nil {
+			return fmt.Errorf("trusted key %d: %w", i, err)
+		}
+		if id != k.ID {
+			return fmt.Errorf("trusted key %d: id %s does not match its key (%s)", i, k.ID, id)
+		}
+	}
+	return nil
 }

@@ -46,7 +46,8 @@ func (s seenState) mergeState(o seenState) seenState {
 }
 
 // seenSet is the seen state per signing key id. Only keys that are trusted
-// count: dropping a key from Options.TrustedKeys discards what it signed, so
+// count: dropping a key from the trusted keys (Options.TrustedKeys,
+// SetTrustedKeys) discards what it signed, so
 // a sequence or epoch pushed far ahead with a leaked key stops blocking the
 // legitimate ones once the key is distrusted.
 type seenSet map[string]seenState
@@ -137,7 +138,7 @@ func (c *Client) ensureSeen() error {
 	if err != nil {
 		return err
 	}
-	c.seen = c.seen.advanceAll(s.trustedOnly(c.opts.TrustedKeys))
+	c.seen = c.seen.advanceAll(s.trustedOnly(c.trustedKeys()))
 	c.seenLoaded = true
 	return nil
 }
@@ -199,7 +200,7 @@ func (c *Client) writeSeen(s seenSet) error {
 // has a CacheDir. When it cannot be persisted nothing changes and the error
 // is a rejection: a position the client cannot remember must not be applied.
 func (c *Client) commitSeen(next seenSet) error {
-	next = next.trustedOnly(c.opts.TrustedKeys)
+	next = next.trustedOnly(c.trustedKeys())
 	if next.equal(c.seen) {
 		return nil
 	}

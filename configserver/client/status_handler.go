@@ -64,15 +64,20 @@ func (c *Client) StatusHandler(opts StatusOptions) (http.Handler, error) {
 	if len(opts.ControlKeys) == 0 {
 		return nil, errors.New("status handler: no control key")
 	}
+	c.mu.Lock() // against SetTrustedKeys
+	defer c.mu.Unlock()
 	for i, k := range opts.ControlKeys {
 		if k.Key == nil {
 			return nil, errors.New("status handler: control key " + strconv.Itoa(i) + " is empty")
 		}
-		for _, m := range c.opts.TrustedKeys {
+		for _, m := range c.trustedKeys() {
 			if m.ID == k.ID {
 				return nil, errors.New("status handler: control key " + k.ID + " is also a delivery-manifest key; use a key of its own")
 			}
 		}
+	}
+	for _, k := range opts.ControlKeys {
+		c.controlKeys = append(c.controlKeys, k.ID)
 	}
 	if opts.ReloadTimeout <= 0 {
 		opts.ReloadTimeout = DefaultReloadTimeout

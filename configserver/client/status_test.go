@@ -167,6 +167,20 @@ func TestStatusEndpointReportsCurrentLastKnownGoodAndRejected(t *testing.T) {
 	if _, err := c.StatusHandler(client.StatusOptions{}); err == nil {
 		t.Fatal("StatusHandler accepted no control key")
 	}
+	// Nor can the control key become a delivery-manifest key later, and a
+	// set SetTrustedKeys refuses changes nothing.
+	for name, keys := range map[string][]signing.TrustedKey{
+		"the control key":          {w.key.trusted, control.trusted},
+		"no key":                   nil,
+		"a key under another's id": {{ID: w.key.trusted.ID, Key: control.trusted.Key}},
+	} {
+		if err := c.SetTrustedKeys(keys); err == nil {
+			t.Errorf("SetTrustedKeys with %s: accepted", name)
+		}
+	}
+	if _, err := c.Current(); err != nil {
+		t.Fatalf("after refused key sets: %v, want the current snapshot kept", err)
+	}
 }
 
 // gatherSlots returns slot -> snapshot id of configpub_runtime_snapshot_info.

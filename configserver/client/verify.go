@@ -223,15 +223,16 @@ func (c *Client) checkIdentity(prefix, what string, got bundle.Identity, audienc
 // verifyManifest checks the signature over the exact manifest bytes with the
 // trusted key the key id names, then parses the manifest strictly.
 func (c *Client) verifyManifest(cand candidate) (*bundle.DeliveryManifest, error) {
+	trusted := c.trustedKeys()
 	var key *signing.TrustedKey
-	for i := range c.opts.TrustedKeys {
-		if c.opts.TrustedKeys[i].ID == cand.keyID {
-			key = &c.opts.TrustedKeys[i]
+	for i := range trusted {
+		if trusted[i].ID == cand.keyID {
+			key = &trusted[i]
 			break
 		}
 	}
 	if key == nil {
-		return nil, reject(ReasonUntrustedKey, HeaderManifestKeyID, "key %s is not among the %d trusted keys", cand.keyID, len(c.opts.TrustedKeys))
+		return nil, reject(ReasonUntrustedKey, HeaderManifestKeyID, "key %s is not among the %d trusted keys", cand.keyID, len(trusted))
 	}
 	if _, err := signing.VerifyBlob([]signing.TrustedKey{*key}, cand.manifestBytes, cand.signature, key.ID); err != nil {
 		return nil, &VerificationError{Reason: ReasonSignatureInvalid, Field: HeaderManifestSignature, Err: err}
