@@ -12,8 +12,9 @@ import (
 // Pending lists the recorded events a receiver has not accepted.
 type Pending interface {
 	// Undelivered lists, oldest first, the events recorded in [from, to)
-	// that receiver (as Attempt.Receiver names it) has neither accepted
-	// nor refused for good.
+	// that were sent to receiver (as Attempt.Receiver names it) and that
+	// it has neither accepted nor refused for good: a receiver configured
+	// later is not sent what happened before.
 	Undelivered(ctx context.Context, receiver string, from, to time.Time) ([]promoter.Event, error)
 }
 
@@ -35,8 +36,8 @@ type ReceiverRedelivery struct {
 }
 
 // Redeliver sends each receiver, oldest first and one at a time, the
-// events recorded in [from, to) that it has not accepted and did not refuse
-// for good, with the usual retries and the same event ids (receivers drop
+// events recorded in [from, to) that were sent to it and that it has not
+// accepted and did not refuse for good, with the usual retries and the same event ids (receivers drop
 // duplicates by id). An event the receiver refuses for good now is counted
 // as undelivered and never listed again; a receiver that still fails an
 // event after its retries is left for a later run: its remaining events are

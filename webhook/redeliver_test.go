@@ -91,4 +91,15 @@ func TestRedeliverStopsAtAReceiverStillDown(t *testing.T) {
 	if res.Delivered != 0 || res.Undelivered != 0 || res.Receivers[0].Pending != 0 || res.Receivers[1].Pending != 0 || upCalls.Load() != 3 {
 		t.Fatalf("third redelivery: %+v (other receiver %d calls), want nothing to send", res, upCalls.Load())
 	}
+	// A receiver configured since is not sent what happened before it.
+	var lateCalls atomic.Int32
+	late := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { lateCalls.Add(1) }))
+	defer late.Close()
+	nl, err := webhook.New(webhook.Options{URLs: []string{late.URL}, Secret: secret, Log: webhook.PGLog{Pool: pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := nl.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute)); err != nil || res.Receivers[0].Pending != 0 || lateCalls.Load() != 0 {
+		t.Fatalf("a receiver added later: %+v, %v, %d calls; want nothing sent", res, err, lateCalls.Load())
+	}
 }

@@ -87,7 +87,8 @@ func addWebhookCmd(root *cobra.Command) {
 		Short: "Send each webhook receiver the recorded events it has not accepted",
 		Long: `redeliver sends each receiver of ` + webhookURLsEnv + ` (signed with
 ` + webhookSecretEnv + `, as the verbs that change releases send them) the events
-recorded in the last --since that it has not accepted and did not refuse for
+recorded in the last --since that were sent to it (a receiver configured later
+is not sent the past) and that it has not accepted and did not refuse for
 good (a 4xx other than 408 and 429), oldest first, with the same event id
 (X-Configpub-Delivery), which receivers deduplicate on. A verb that changes a
 release waits only ` + webhookTimeoutEnv + ` (5s) for its deliveries before it
