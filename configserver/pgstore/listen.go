@@ -145,7 +145,21 @@ const DefaultFollowInterval = 200 * time.Millisecond
 func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), interval time.Duration, standby bool) error {
 	// Each measurement comes before the read it vouches for: a standby
 	// seen current then has replayed at least what the read returns.
-	if err := s.observeStandby(ctx, conn, standby); err != nil {
+	measure := standby
+	observe := func() error {
+		err := s.observeStandby(ctx, conn, measure)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) {
+			// The database refuses the measurement itself (a function
+			// revoked, a managed service's replica): serve without it
+			// rather than not at all, and say so.
+			s.opts.Logger.Warn("cannot measure how far the hot standby lags its primary; --max-replica-lag does not apply", "err", err)
+			measure = false
+			return s.observeStandby(ctx, conn, false)
+		}
+		return err
+	}
+	if err := observe(); err != nil {
 		return err
 	}
 	if err := s.reconcile(ctx, conn); err != nil {
@@ -161,7 +175,7 @@ func (s *Store) poll(ctx context.Context, conn *pgx.Conn, connected func(), inte
 			return ctx.Err()
 		case <-t.C:
 		}
-		if err := s.observeStandby(ctx, conn, standby); err != nil {
+		if err := observe(); err != nil {
 			return err
 		}
 		if err := s.catchUp(ctx, conn); err != nil {

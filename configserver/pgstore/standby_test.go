@@ -3,12 +3,14 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/internal/syncbuf"
 )
 
 // A Config Server reading a hot standby that stops replaying (replay
@@ -75,6 +77,34 @@ func TestStandbyThatFallsBehindIsNotServed(t *testing.T) {
 	if lag := st.Stats().ReplicaLag; lag > maxLag {
 		t.Errorf("Stats().ReplicaLag = %s after the standby caught up", lag)
 	}
+}
+
+// A standby where the lag cannot be measured (a function the measurement
+// calls is not executable, as on some managed services' replicas) is still
+// served — without the limit, and saying so — rather than never: the
+// fault is real, the function's EXECUTE revoked in the test database on the
+// primary and replayed.
+func TestStandbyLagUnmeasurableStillServes(t *testing.T) {
+	db, owner, sd := newSeed(t)
+	id := testIdentity(1)
+	cur := sd.snapshot(t, owner, id, 1)
+	sd.move(t, owner, cur, "")
+	ctx := context.Background()
+	const fn = "pg_catalog.pg_last_wal_receive_lsn()"
+	if _, err := owner.Exec(ctx, "REVOKE EXECUTE ON FUNCTION "+fn+" FROM PUBLIC"); err != nil {
+		t.Skipf("cannot revoke %s here: %v", fn, err)
+	}
+	t.Cleanup(func() { _, _ = owner.Exec(context.Background(), "GRANT EXECUTE ON FUNCTION "+fn+" TO PUBLIC") })
+	var logs syncbuf.Buffer
+	st := runStore(t, db.ReplicaURLFor(t, "configpub_server"), Options{MaxReplicaLag: time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	waitServed(t, st, id, cur.snapshotID, 2*time.Second)
+	if !strings.Contains(logs.String(), "cannot measure how far the hot standby lags its primary") {
+		t.Errorf("no warning that the lag is not measured:\n%s", logs.String())
+	}
+	next := sd.snapshot(t, owner, id, 2)
+	sd.move(t, owner, next, "")
+	waitServed(t, st, id, next.snapshotID, 5*time.Second)
 }
 
 // waitUnavailable waits until st answers ErrUnavailable for id and returns
