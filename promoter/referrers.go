@@ -3,6 +3,7 @@ package promoter
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -24,6 +25,15 @@ type ManifestAttacher interface {
 
 var _ ManifestAttacher = (*registry.Client)(nil)
 
+// ManifestPruner removes an artifact's superseded delivery-manifest
+// referrers; *registry.Client satisfies it. An attacher that also prunes
+// keeps every artifact's referrers at registry.KeepDeliveryManifests.
+type ManifestPruner interface {
+	PruneDeliveryManifests(ctx context.Context, ref string, keep int) (int, error)
+}
+
+var _ ManifestPruner = (*registry.Client)(nil)
+
 // attachConcurrency bounds the attaches in flight.
 const attachConcurrency = 8
 
@@ -36,6 +46,14 @@ type AttachResult struct {
 	AttachedCount int
 	Skipped       []string // skipped: revoked, or the snapshot has no OCI reference
 	SkippedCount  int
+	// Pruned counts the superseded delivery-manifest referrers removed
+	// from the attached artifacts (the attacher is a ManifestPruner).
+	Pruned int
+	// PruneFailures counts the artifacts whose superseded referrers could
+	// not be removed, and PruneError is the first such error: a prune that
+	// fails never fails the attach (the new manifest is attached).
+	PruneFailures int
+	PruneError    string
 }
 
 // AttachDeliveryManifests attaches, for every current, unretired pointer of
@@ -45,9 +63,11 @@ type AttachResult struct {
 // pulling the artifact straight from the registry finds a manifest that
 // vouches for it. Run it after every pointer move and lease renewal:
 // attaching is idempotent (an attached manifest is not uploaded again),
-// and an artifact whose pointer moved away keeps only manifests that are
-// superseded (a runtime refuses them by sequence) and expire with their
-// lease. Revoked snapshots get nothing. It reads the store and writes only
+// and an attacher that is a ManifestPruner then removes the artifact's
+// superseded manifests beyond registry.KeepDeliveryManifests, so that
+// renewals do not pile up referrers every runtime lists; an artifact whose
+// pointer moved away keeps only manifests that are superseded (a runtime
+// refuses them by sequence) and expire with their lease. Revoked snapshots get nothing. It reads the store and writes only
 // to the registry: Options.MoveBatch pointers at a time in (host,
 // service_id) order, each batch read by one short statement and attached,
 // up to eight artifacts at a time, before the next is read, so memory holds
@@ -60,9 +80,14 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 		return nil, invalid("envTag", "empty")
 	}
 	attached, skipped := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
+	pruner, _ := reg.(ManifestPruner)
+	var pruneMu sync.Mutex
+	var pruned, pruneFailures int
+	var pruneErr string
 	result := func() *AttachResult {
 		return &AttachResult{Attached: attached.Items, AttachedCount: attached.Count,
-			Skipped: skipped.Items, SkippedCount: skipped.Count}
+			Skipped: skipped.Items, SkippedCount: skipped.Count,
+			Pruned: pruned, PruneFailures: pruneFailures, PruneError: pruneErr}
 	}
 	var after attachKey
 	for {
@@ -89,6 +114,19 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 			g.Go(func() error {
 				if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
 					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+				}
+				if pruner == nil {
+					return nil
+				}
+				n, err := pruner.PruneDeliveryManifests(gctx, c.ref, registry.KeepDeliveryManifests)
+				pruneMu.Lock()
+				defer pruneMu.Unlock()
+				pruned += n
+				if err != nil && gctx.Err() == nil {
+					if pruneFailures == 0 {
+						pruneErr = fmt.Sprintf("%s: %v", c.id(), err)
+					}
+					pruneFailures++
 				}
 				return nil
 			})

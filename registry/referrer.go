@@ -16,6 +16,7 @@ import (
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/errdef"
 	orasreg "oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // DeliveryManifestArtifactType is the artifactType (and layer media type)
@@ -107,10 +108,20 @@ func (c *Client) AttachDeliveryManifest(ctx context.Context, ref string, m Signe
 	if _, err := pushBlob(ctx, repo, layer, m.Manifest); err != nil {
 		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
 	}
-	if err := repo.Push(ctx, ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+	if err := repo.Push(ctx, ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) && !indexCleanupOnly(err) {
 		return "", fmt.Errorf("attach delivery manifest to %s: push referrer: %w", ref, err)
 	}
 	return desc.Digest.String(), nil
+}
+
+// indexCleanupOnly reports whether err is only the failed deletion of the
+// referrers index a push or delete replaced (registries without the
+// referrers API keep the list in a tagged index): the referrer itself and
+// the new index are in place, and a registry that does not allow deletes
+// (Distribution's default) fails every such cleanup.
+func indexCleanupOnly(err error) bool {
+	var re *remote.ReferrersError
+	return errors.As(err, &re) && re.IsReferrersIndexDelete()
 }
 
 // DeliveryManifests lists the delivery manifests attached to the values
@@ -159,6 +170,77 @@ func (c *Client) DeliveryManifests(ctx context.Context, ref string) ([]SignedDel
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// KeepDeliveryManifests is how many delivery-manifest referrers
+// PruneDeliveryManifests keeps on an artifact: the newest, and the one
+// before it for a runtime that listed the referrers just before the newest
+// was attached.
+const KeepDeliveryManifests = 2
+
+// PruneDeliveryManifests removes from the values artifact at ref
+// (REPOSITORY@DIGEST) its delivery-manifest referrers beyond the newest keep
+// (by their sequence and issuedAt annotations) and returns how many it
+// removed. Every renewal attached adds one, and a runtime pulling from the
+// registry lists them all at every load: without pruning an artifact
+// renewed every five minutes carries 8,640 after a month, and a registry
+// that keeps the list in a tagged index (no referrers API: Distribution)
+// rewrites that whole index at every attach. The superseded ones vouch for
+// nothing a runtime would accept (it refuses a lower sequence or an ended
+// lease). A removed referrer is deleted; on a registry that keeps the list
+// in a tagged index and does not allow deletes (Distribution's default) it
+// is taken off the list and its manifest stays stored. A referrer already
+// removed (a concurrent prune) is not an error.
+func (c *Client) PruneDeliveryManifests(ctx context.Context, ref string, keep int) (int, error) {
+	if keep < 1 {
+		return 0, fmt.Errorf("prune delivery manifests of %s: %w: keep %d, want at least 1", ref, ErrInvalid, keep)
+	}
+	repoName, dgst, err := ParseRef(ref)
+	if err != nil {
+		return 0, fmt.Errorf("prune delivery manifests: %w", err)
+	}
+	repo, err := c.repository(ctx, repoName)
+	if err != nil {
+		return 0, fmt.Errorf("prune delivery manifests: %w", err)
+	}
+	subject, err := repo.Resolve(ctx, dgst.String())
+	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			return 0, fmt.Errorf("prune delivery manifests of %s: %w: artifact not found", ref, ErrNotFound)
+		}
+		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)
+	}
+	subject.Digest = dgst
+	refs, err := referrers(ctx, repo, subject)
+	if err != nil {
+		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)
+	}
+	var found []ocispec.Descriptor
+	for _, d := range refs {
+		if d.ArtifactType == DeliveryManifestArtifactType && d.MediaType == ocispec.MediaTypeImageManifest {
+			found = append(found, d)
+		}
+	}
+	if len(found) <= keep {
+		return 0, nil
+	}
+	del, ok := repo.Target.(content.Deleter)
+	if !ok {
+		return 0, fmt.Errorf("prune delivery manifests of %s: %w: the repository cannot delete", ref, ErrInvalid)
+	}
+	sort.SliceStable(found, func(i, j int) bool { return newer(found[i].Annotations, found[j].Annotations) })
+	removed := 0
+	for _, d := range found[keep:] {
+		err := del.Delete(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
+		switch {
+		case err == nil, indexCleanupOnly(err):
+			removed++
+		case errors.Is(err, errdef.ErrNotFound):
+		default:
+			return removed, fmt.Errorf("prune delivery manifests of %s: delete %s: %w", ref, d.Digest, err)
+		}
+	}
+	return removed, nil
 }
 
 // referrers lists the referrers of subject through the referrers API where

@@ -68,3 +68,51 @@ func TestDeliveryManifestReferrers(t *testing.T) {
 		t.Fatalf("attach to a missing artifact: got %v, want ErrNotFound", err)
 	}
 }
+
+// TestPruneDeliveryManifests: an artifact renewed again and again lists only
+// its newest KeepDeliveryManifests delivery-manifest referrers once pruned
+// (the newest first, as a runtime reads them), also on a Distribution that
+// refuses deletes (its default), where attaching a second referrer used to
+// fail on the cleanup of the replaced referrers index.
+func TestPruneDeliveryManifests(t *testing.T) {
+	ctx := context.Background()
+	for _, noDelete := range []bool{false, true} {
+		reg := registrytest.New(t, registrytest.Options{NoDelete: noDelete})
+		rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		arts := registrytest.Artifacts(1, "prod", 1)
+		sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: arts, Signer: newKey(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := sum.Results[0].Ref()
+		at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+		for seq := int64(1); seq <= 6; seq++ {
+			m := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":` + strconv.FormatInt(seq, 10) + `}`), Signature: "c2ln",
+				KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 3,
+				IssuedAt: at.Add(time.Duration(seq) * 5 * time.Minute).Format(time.RFC3339)}
+			if _, err := rc.AttachDeliveryManifest(ctx, ref, m); err != nil {
+				t.Fatalf("attach renewal %d: %v", seq, err)
+			}
+		}
+		deleted, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepDeliveryManifests)
+		got, lerr := rc.DeliveryManifests(ctx, ref)
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		// Distribution keeps the referrers in a tagged index: without
+		// deletes the pruned manifests stay stored, and are no longer
+		// listed all the same.
+		if err != nil || deleted != 4 {
+			t.Fatalf("prune (deletes allowed: %v): pruned %d, %v; want 4", !noDelete, deleted, err)
+		}
+		if len(got) != 2 || string(got[0].Manifest) != `{"renewal":6}` || string(got[1].Manifest) != `{"renewal":5}` {
+			t.Fatalf("after pruning: %d referrers, newest %q; want renewals 6 and 5", len(got), got[0].Manifest)
+		}
+		if deleted, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepDeliveryManifests); err != nil || deleted != 0 {
+			t.Fatalf("second prune: deleted %d, %v; want nothing", deleted, err)
+		}
+	}
+}

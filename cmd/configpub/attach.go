@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/internal/textlist"
+	"github.com/configpub/configpub/promoter"
 )
 
 // newRegistryAttachCmd is `configpub registry attach`.
@@ -45,13 +46,15 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 				return err
 			}
 			rep := attachReport{EnvTag: env, AttachedCount: res.AttachedCount, Attached: append([]string{}, res.Attached...),
-				SkippedCount: res.SkippedCount, Skipped: res.Skipped}
+				SkippedCount: res.SkippedCount, Skipped: res.Skipped,
+				PrunedCount: res.Pruned, PruneFailures: res.PruneFailures, PruneError: res.PruneError}
 			return report(cmd, rep, func(w io.Writer) error {
 				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, res.AttachedCount)
 				if res.SkippedCount > 0 {
 					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", res.SkippedCount,
 						textlist.Join(res.Skipped, res.SkippedCount, attachSkippedNamed))
 				}
+				msg += pruneSummary(res)
 				_, err := fmt.Fprintln(w, msg)
 				return err
 			})
@@ -76,5 +79,18 @@ type attachReport struct {
 	AttachedCount int      `json:"attachedCount"`
 	Attached      []string `json:"attached"` // host/serviceId
 	SkippedCount  int      `json:"skippedCount,omitempty"`
-	Skipped       []string `json:"skipped,omitempty"` // host/serviceId: revoked, or no OCI reference
+	Skipped       []string `json:"skipped,omitempty"`       // host/serviceId: revoked, or no OCI reference
+	PrunedCount   int      `json:"prunedCount"`             // superseded referrers removed
+	PruneFailures int      `json:"pruneFailures,omitempty"` // artifacts whose superseded referrers stayed
+	PruneError    string   `json:"pruneError,omitempty"`    // the first failure
+}
+
+// pruneSummary is the text output's account of the superseded referrers
+// an attach removed, and of those it could not.
+func pruneSummary(res *promoter.AttachResult) string {
+	s := fmt.Sprintf("; removed %d superseded", res.Pruned)
+	if res.PruneFailures > 0 {
+		s += fmt.Sprintf(" (%d artifacts kept theirs: %s)", res.PruneFailures, res.PruneError)
+	}
+	return s
 }

@@ -85,12 +85,13 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 		AttachedCount int      `json:"attachedCount"`
 		Attached      []string `json:"attached"`
 		Skipped       []string `json:"skipped"`
+		PrunedCount   int      `json:"prunedCount"`
 	}
 	if code != exitOK {
 		t.Fatalf("registry attach -o json: exit %d\n%s", code, out)
 	}
 	decodeStrict(t, out, &ar)
-	if ar.EnvTag != "prod" || ar.AttachedCount != 2 || strings.Join(ar.Attached, " ") != "host-a/svc host-b/svc" || len(ar.Skipped) != 0 {
+	if ar.EnvTag != "prod" || ar.AttachedCount != 2 || strings.Join(ar.Attached, " ") != "host-a/svc host-b/svc" || len(ar.Skipped) != 0 || ar.PrunedCount != 0 {
 		t.Fatalf("registry attach -o json: %+v", ar)
 	}
 	out, code = runStore("db", "migrate", "--database", db.URL, "-o", "json")
@@ -121,6 +122,21 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
 		if err != nil || len(ms) != 2 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) || bytes.Equal(ms[1].Manifest, ms[0].Manifest) {
 			t.Fatalf("%s after renewal: %d attached manifests (%v), want the renewed one first", tg.Host, len(ms), err)
+		}
+	}
+	// Renewal after renewal, each artifact keeps its two newest: the one
+	// before is removed at every attach.
+	for range 2 {
+		time.Sleep(1100 * time.Millisecond)
+		out, code = runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http")
+		if code != exitOK || !strings.Contains(out, "attached 2 delivery manifests; removed 2 superseded") {
+			t.Fatalf("lease renew --attach: exit %d\n%s", code, out)
+		}
+	}
+	for i, tg := range in.Targets {
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		if err != nil || len(ms) != 2 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) {
+			t.Fatalf("%s after four attaches: %d attached manifests (%v), want the two newest", tg.Host, len(ms), err)
 		}
 	}
 }

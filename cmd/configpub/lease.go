@@ -127,7 +127,7 @@ func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bo
 		if err != nil {
 			return nil, "", fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
 		}
-		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount)
+		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount) + pruneSummary(ar)
 	}
 	return res, msg, nil
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// InMemory stores nothing on disk (Distribution's inmemory driver);
 	// BlobPath is meaningless then. For benchmarks.
 	InMemory bool
+	// NoDelete makes Distribution refuse deletes, as a registry configured
+	// without them.
+	NoDelete bool
 	// Backend, when set, is served instead of Distribution (for example
 	// go-containerregistry's registry.New(), a lighter in-memory registry
 	// for benchmarks); counting and Wrap still apply, Dir and BlobPath do
@@ -67,7 +70,7 @@ func New(t testing.TB, opts Options) *Registry {
 	var app http.Handler = opts.Backend
 	closeApp := func() error { return nil }
 	if app == nil {
-		reg, err := embedded.New(context.Background(), embedded.Options{Dir: dir, InMemory: opts.InMemory})
+		reg, err := embedded.New(context.Background(), embedded.Options{Dir: dir, InMemory: opts.InMemory, NoDelete: opts.NoDelete})
 		if err != nil {
 			t.Fatalf("registrytest: %v", err)
 		}

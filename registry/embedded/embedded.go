@@ -32,6 +32,9 @@ type Options struct {
 	// driver) and stores nothing on disk: for benchmarks and throwaway
 	// tests only. Default false.
 	InMemory bool
+	// NoDelete refuses deletes (405, as a registry configured without
+	// storage.delete.enabled): for tests of that path. Default false.
+	NoDelete bool
 }
 
 // Registry is an in-process Distribution registry.
@@ -41,7 +44,8 @@ type Registry struct {
 }
 
 // New builds the registry application over filesystem storage rooted at
-// opts.Dir (or in memory). Upload purging is off and deletes are enabled;
+// opts.Dir (or in memory). Upload purging is off and deletes are enabled
+// unless opts.NoDelete;
 // the HTTP secret that signs upload state is random per instance.
 // Distribution logs through logrus; configpub never touches its global
 // settings here.
@@ -65,7 +69,7 @@ func New(ctx context.Context, opts Options) (r *Registry, err error) {
 		Version: "0.1",
 		Storage: configuration.Storage{
 			name:          driver,
-			"delete":      configuration.Parameters{"enabled": true},
+			"delete":      configuration.Parameters{"enabled": !opts.NoDelete},
 			"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
 			// Blob descriptors (digest, size, media type) cached in process
 			// memory: existence checks and the blob checks behind a manifest
