@@ -732,3 +732,51 @@ func localGet(h http.Handler, path string) *httptest.ResponseRecorder {
 	h.ServeHTTP(rec, req)
 	return rec
 }
+
+// /metrics counts, per receiver, the notifications a webhook receiver was
+// sent and neither accepted nor refused for good within 72 hours (what
+// `configpub webhook redeliver` would send it), through the viewer role.
+func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	pool := db.Pool(t)
+	event := func(id, recorded string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event, recorded_at)
+			VALUES ($1::uuid, 'release.activated', 'prod', 2, '{}', now() - $2::interval)`, id, recorded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempt := func(id, receiver string, n int, delivered bool, status int) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.webhook_delivery (event_id, event_kind, env_tag, release_version,
+				receiver, attempt, delivered, http_status, attempted_at, duration_ms)
+			VALUES ($1::uuid, 'release.activated', 'prod', 2, $2, $3, $4, $5, now(), 1)`, id, receiver, n, delivered, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const a, b = "https://hooks.a.example/…#aaaa0000", "https://hooks.b.example/…#bbbb0000"
+	ids := []string{"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002",
+		"00000000-0000-4000-8000-000000000003", "00000000-0000-4000-8000-000000000004"}
+	event(ids[0], "1 hour")
+	attempt(ids[0], a, 1, false, 503) // missed by a
+	attempt(ids[0], b, 1, true, 200)
+	event(ids[1], "2 hours")
+	attempt(ids[1], a, 1, false, 503)
+	attempt(ids[1], a, 2, true, 200) // delivered on a retry
+	attempt(ids[1], b, 1, false, 410) // refused for good: not counted
+	event(ids[2], "3 hours")
+	attempt(ids[2], a, 1, false, 0) // missed by a (no answer)
+	attempt(ids[2], b, 1, false, 429)
+	event(ids[3], "100 hours") // too old to count
+	attempt(ids[3], a, 1, false, 503)
+	con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := localGet(con.Handler(), "/metrics")
+	mustContain(t, "metrics", rec.Body.String(),
+		`configpub_webhook_undelivered_events{receiver="`+a+`"} 2`,
+		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`)
+}

@@ -104,6 +104,9 @@ var (
 		"Unix time at which the current release's activation window ends (the earliest end of its snapshots' windows): "+
 			"after it, a change re-issues the targets whose windows ended and leaves no release to roll back to; renew.",
 		[]string{"env"}, nil)
+	descWebhookUndelivered = prometheus.NewDesc("configpub_webhook_undelivered_events",
+		"Release notifications of the last 72 hours that a webhook receiver was sent and has neither accepted nor refused for good: what configpub webhook redeliver would send it.",
+		[]string{"receiver"}, nil)
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
 )
@@ -120,7 +123,7 @@ type publicationCollector struct {
 func (p *publicationCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCurrentRelease, descStagedRelease, descTargets, descLeaseExpiring,
 		descDivergence, descAckLag, descUnacked, descPublicationDuration, descPublicationFailures,
-		descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descTargetRelease,
+		descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descWebhookUndelivered, descTargetRelease,
 		descActivatableUntil, descScrapeError} {
 		ch <- d
 	}
@@ -267,6 +270,14 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		return err
 	}
 	if err := counts(ctx, q, ch, descRevocations, `SELECT count(*) FROM configpub.revocation`, prometheus.CounterValue); err != nil {
+		return err
+	}
+	if err := counts(ctx, q, ch, descWebhookUndelivered, `SELECT receiver, count(*) FROM (
+			SELECT d.receiver FROM configpub.webhook_delivery d JOIN configpub.webhook_event e ON e.event_id = d.event_id
+			WHERE e.recorded_at > now() - interval '72 hours'
+			GROUP BY d.event_id, d.receiver
+			HAVING NOT bool_or(d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429)))) x
+		GROUP BY 1`, prometheus.GaugeValue); err != nil {
 		return err
 	}
 	if p.perTarget {
