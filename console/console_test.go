@@ -764,7 +764,7 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	attempt(ids[0], b, 1, true, 200)
 	event(ids[1], "2 hours")
 	attempt(ids[1], a, 1, false, 503)
-	attempt(ids[1], a, 2, true, 200) // delivered on a retry
+	attempt(ids[1], a, 2, true, 200)  // delivered on a retry
 	attempt(ids[1], b, 1, false, 410) // refused for good: not counted
 	event(ids[2], "3 hours")
 	attempt(ids[2], a, 1, false, 0) // missed by a (no answer)
