@@ -3,6 +3,7 @@ package promoter
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -76,6 +77,19 @@ type AttachResult struct {
 // failure stops it with what was attached so far (re-run to finish: what
 // was attached stays attached).
 func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg ManifestAttacher) (*AttachResult, error) {
+	return s.AttachDeliveryManifestsAt(ctx, envTag, reg, "")
+}
+
+// AttachDeliveryManifestsAt is AttachDeliveryManifests to the artifacts
+// under another registry prefix ("registry[:port][/path]", as publish and
+// promote take it): each pointer's artifact, by the digest its snapshot
+// recorded, at prefix/<env>/<host>/<service>. A snapshot records where it
+// was first published; after a move to another registry (promote with the
+// new prefix publishes every artifact of its release there, carried-over
+// ones included) the snapshots a release carried over still name the old
+// registry, and runtimes pulling from the new one would find no manifest.
+// An empty prefix uses the recorded references.
+func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, reg ManifestAttacher, prefix string) (*AttachResult, error) {
 	if envTag == "" {
 		return nil, invalid("envTag", "empty")
 	}
@@ -100,6 +114,13 @@ func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg 
 			if c.revoked || c.ref == "" {
 				skipped.Add(c.id())
 				continue
+			}
+			if prefix != "" {
+				_, dgst, ok := strings.Cut(c.ref, "@")
+				if !ok {
+					return result(), fmt.Errorf("attach delivery manifests %s: %s: recorded reference %q: %w: no digest", envTag, c.id(), c.ref, ErrIntegrity)
+				}
+				c.ref = registry.Repository(prefix, registry.Artifact{EnvTag: envTag, Host: c.host, ServiceID: c.service}) + "@" + dgst
 			}
 			dm, err := bundle.ParseDeliveryManifest(c.m.Manifest)
 			if err != nil {

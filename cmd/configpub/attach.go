@@ -13,12 +13,13 @@ import (
 // newRegistryAttachCmd is `configpub registry attach`.
 func newRegistryAttachCmd() *cobra.Command {
 	var (
-		sf  storeFlags
-		rf  registryFlags
-		env string
+		sf     storeFlags
+		rf     registryFlags
+		env    string
+		prefix string
 	)
 	cmd := &cobra.Command{
-		Use:   "attach --env ENV [--database URL] [--plain-http]",
+		Use:   "attach --env ENV [--database URL] [--registry PREFIX] [--plain-http]",
 		Short: "Attach every current pointer's signed delivery manifest to its artifact as an OCI referrer",
 		Long: `attach reads, for every current pointer of ENV, the signed delivery manifest the
 Config Server serves and attaches it to the pointer's artifact in the registry as an
@@ -26,7 +27,12 @@ OCI referrer (artifactType application/vnd.configpub.delivery-manifest.v1+json),
 runtime pulling the artifact by digest (configpub fetch --oci, client.LoadOCI) finds a
 manifest that vouches for it: lease, replay and revocation epoch included. Run it after
 every promote, activate, rollback and lease renewal. Attaching is idempotent; revoked
-snapshots get nothing. Registry credentials come from the Docker config file.`,
+snapshots get nothing. Registry credentials come from the Docker config file.
+
+A snapshot records the registry it was first published to. After moving to another
+registry (promote --registry NEW publishes every artifact of its release there, those
+it carries over included), pass --registry NEW: each manifest is attached to the
+pointer's artifact, by its recorded digest, under that prefix instead.`,
 		Example: `  configpub registry attach --env prod --database "$CONFIGPUB_DATABASE_URL"
   configpub lease renew --env prod --key cosign.key && configpub registry attach --env prod`,
 		Args: cobra.NoArgs,
@@ -41,7 +47,7 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 			if err != nil {
 				return err
 			}
-			res, err := store.AttachDeliveryManifests(ctx, env, rc)
+			res, err := store.AttachDeliveryManifestsAt(ctx, env, rc, prefix)
 			if err != nil {
 				return err
 			}
@@ -64,6 +70,7 @@ snapshots get nothing. Registry credentials come from the Docker config file.`,
 	rf.add(cmd)
 	outputFlag(cmd)
 	cmd.Flags().StringVar(&env, "env", "", "environment tag (required)")
+	cmd.Flags().StringVar(&prefix, "registry", "", "attach under this registry prefix (registry[:port][/path]) instead of where each snapshot was first published")
 	_ = cmd.MarkFlagRequired("env")
 	return cmd
 }

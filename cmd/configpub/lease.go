@@ -24,6 +24,8 @@ func addLeaseCmd(root *cobra.Command) {
 		env    string
 		every  time.Duration
 		attach bool
+		// attachPrefix is --registry: where --attach attaches.
+		attachPrefix string
 	)
 	renew := &cobra.Command{
 		Use:   "renew --env ENV --key cosign.key [--interval D]",
@@ -51,6 +53,9 @@ configpub compile --renew.`,
 			if every < 0 {
 				return usageError{errors.New("--interval must not be negative")}
 			}
+			if attachPrefix != "" && !attach {
+				return usageError{errors.New("--registry is where --attach attaches: give --attach too")}
+			}
 			ctx := cmd.Context()
 			key := followKey(sf.key, "lease renew "+env)
 			store, closeFn, err := sf.open(ctx)
@@ -65,7 +70,7 @@ configpub compile --renew.`,
 					store = key.follow(store, cmd.ErrOrStderr())
 				}
 				wait := every
-				res, msg, err := renewOnce(ctx, store, env, attach, &rf)
+				res, msg, err := renewOnce(ctx, store, env, attach, attachPrefix, &rf)
 				switch {
 				case err == nil:
 					renewed, failures = true, 0
@@ -101,6 +106,7 @@ configpub compile --renew.`,
 	renew.Flags().StringVar(&env, "env", "", "environment tag (required)")
 	renew.Flags().DurationVar(&every, "every", 0, "repeat at this interval until interrupted (0 = once)")
 	renew.Flags().BoolVar(&attach, "attach", false, "also attach the renewed manifests to their artifacts as OCI referrers (registry credentials from the Docker config)")
+	renew.Flags().StringVar(&attachPrefix, "registry", "", "with --attach: attach under this registry prefix instead of where each snapshot was first published (as registry attach --registry)")
 	rf.add(renew)
 	_ = renew.MarkFlagRequired("env")
 	lease.AddCommand(renew)
@@ -109,7 +115,7 @@ configpub compile --renew.`,
 
 // renewOnce renews env's leases and, with attach, attaches the renewed
 // manifests; it returns the result and its one-line summary.
-func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, rf *registryFlags) (*promoter.RenewResult, string, error) {
+func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, prefix string, rf *registryFlags) (*promoter.RenewResult, string, error) {
 	res, err := store.RenewLeases(ctx, env)
 	if err != nil {
 		return nil, "", err
@@ -123,7 +129,7 @@ func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bo
 		if err != nil {
 			return nil, "", err
 		}
-		ar, err := store.AttachDeliveryManifests(ctx, env, rc)
+		ar, err := store.AttachDeliveryManifestsAt(ctx, env, rc, prefix)
 		if err != nil {
 			return nil, "", fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
 		}

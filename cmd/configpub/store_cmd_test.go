@@ -167,6 +167,7 @@ func TestStoreVerbs(t *testing.T) {
 		{"gate --once -o json", []string{"gate", "--env", "prod", "--key", keyPath, "--once", "-o", "json", d}, 0, []string{`"envTag": "prod"`, `"release": 2`, `"verdict": "`}},
 		{"gate's old --poll sets --interval", []string{"gate", "--env", "prod", "--key", keyPath, "--poll", "0s", d}, 2, []string{"--interval must be positive"}},
 		{"lease renew's old --every sets --interval", []string{"lease", "renew", "--env", "prod", "--key", keyPath, "--every", "-1s", d}, 2, []string{"--interval must not be negative"}},
+		{"lease renew --registry without --attach", []string{"lease", "renew", "--env", "prod", "--key", keyPath, "--registry", "reg.example/configpub", d}, 2, []string{"--registry is where --attach attaches"}},
 		{"status text", []string{"status", "--env", "prod", d}, 0, []string{"current release 2", "host-a/svc", "PUBLISHED"}},
 		{"bad format", []string{"status", "--env", "prod", "--output", "xml", d}, 2, []string{"--output"}},
 		{"rollback needs a key", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "r", "--actor", "a", d}, 2, []string{"key"}},
