@@ -24,7 +24,10 @@ import (
 // API), so without pruning each attach rewrites an index that grows by one
 // every renewal.
 func BenchmarkAttachRenewals(b *testing.B) {
-	const artifacts, renewals = 20, 60
+	artifacts, renewals := 20, 60
+	if testing.Short() { // make bench-smoke: that it runs
+		artifacts, renewals = 4, 5
+	}
 	ctx := context.Background()
 	for _, prune := range []bool{true, false} {
 		name := map[bool]string{true: "attach-and-prune", false: "attach-only"}[prune]
@@ -59,7 +62,7 @@ func BenchmarkAttachRenewals(b *testing.B) {
 						}
 					}
 					if r == renewals {
-						lastAttach += time.Since(start) / artifacts
+						lastAttach += time.Since(start) / time.Duration(artifacts)
 					}
 				}
 				listed = referrerCount(b, sum.Results[0].Ref())
