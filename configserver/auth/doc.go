@@ -3,7 +3,9 @@
 //
 //   - keys come only from configuration: a PEM or JWKS file, or a JWKS URL
 //     refreshed on a schedule. A token's jku, x5u, x5c, jwk or kid header
-//     never causes a lookup outside the configured set;
+//     never causes a lookup outside the configured set; a kid the set lacks
+//     makes the configured file or URL be read again sooner, at most once
+//     per RemoteOptions.UnknownKeyRefresh (UnknownKeyRefresher);
 //   - each configured key fixes its one algorithm (ES256, RS256 or EdDSA);
 //     "none" and every HMAC algorithm are refused, so a public key can never
 //     be used as an HMAC secret;
