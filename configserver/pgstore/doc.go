@@ -16,7 +16,10 @@
 // and after a revocation; otherwise the periodic reconcile, a notification
 // that names no single identity, and a server on a hot standby (Options.
 // FollowInterval: NOTIFY is not replicated, so it polls instead of
-// LISTENing) read only the rows written since the watermark. The connection is
+// LISTENing) read only the rows written since the watermark; on a standby
+// each round also measures how far it lags its primary (WAL received and
+// not replayed, or no WAL receiver), and past Options.MaxReplicaLag its
+// pointers count as unconfirmed. The connection is
 // probed on a short heartbeat; when the pointers cannot be confirmed current
 // within StaleAfter (database down, connection lost) Current answers
 // configserver.ErrUnavailable at once, without I/O, and Run reconnects by
