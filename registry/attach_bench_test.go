@@ -16,8 +16,8 @@ import (
 // BenchmarkAttachRenewals attaches one renewed delivery manifest to each of
 // 20 artifacts in an in-memory Distribution registry, 60 renewals in a row
 // (five hours of five-minute renewals), as `lease renew --attach` does, and
-// reports the last renewal's attach time per artifact and the referrers a
-// runtime then lists, for two series in one run: attaching and pruning
+// reports the last renewal's attach time and registry requests per
+// artifact and the referrers a runtime then lists, for two series in one run: attaching and pruning
 // (what configpub does, keeping registry.KeepDeliveryManifests), and
 // attaching only (what it did before: the baseline that does less work per
 // attach). Distribution keeps referrers in a tagged index (no referrers
@@ -33,7 +33,7 @@ func BenchmarkAttachRenewals(b *testing.B) {
 		name := map[bool]string{true: "attach-and-prune", false: "attach-only"}[prune]
 		b.Run(name, func(b *testing.B) {
 			var lastAttach time.Duration
-			var listed int
+			var listed, requests int
 			for range b.N {
 				reg := registrytest.New(b, registrytest.Options{InMemory: true})
 				rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
@@ -47,6 +47,9 @@ func BenchmarkAttachRenewals(b *testing.B) {
 				}
 				at := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
 				for r := 1; r <= renewals; r++ {
+					if r == renewals {
+						reg.Reset()
+					}
 					start := time.Now()
 					for _, res := range sum.Results {
 						m := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":` + strconv.Itoa(r) + `}`), Signature: "c2ln",
@@ -63,12 +66,14 @@ func BenchmarkAttachRenewals(b *testing.B) {
 					}
 					if r == renewals {
 						lastAttach += time.Since(start) / time.Duration(artifacts)
+						requests += reg.Total() / artifacts
 					}
 				}
 				listed = referrerCount(b, sum.Results[0].Ref())
 			}
 			b.ReportMetric(float64(lastAttach.Microseconds())/float64(b.N)/1000, "last-renewal-attach-ms/artifact")
 			b.ReportMetric(float64(listed), "referrers/artifact")
+			b.ReportMetric(float64(requests)/float64(b.N), "last-renewal-requests/artifact")
 		})
 	}
 }
