@@ -164,6 +164,9 @@ func New(opts Options) (*Notifier, error) {
 	return n, nil
 }
 
+// recordTimeout is the least time an event's recording is given.
+const recordTimeout = 5 * time.Second
+
 // Notify starts delivering ev to every receiver and returns at once. With
 // an EventLog, the event is recorded first.
 func (n *Notifier) Notify(_ context.Context, ev promoter.Event) {
@@ -176,7 +179,9 @@ func (n *Notifier) Notify(_ context.Context, ev promoter.Event) {
 	go func() {
 		defer n.wg.Done()
 		if el, ok := n.opts.Log.(EventLog); ok {
-			ctx, cancel := context.WithTimeout(n.ctx, n.opts.Timeout)
+			// Recorded even when Close abandons the deliveries: it is what
+			// lets a missed event be delivered later.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(n.ctx), max(n.opts.Timeout, recordTimeout))
 			if err := el.RecordEvent(ctx, ev); err != nil {
 				n.opts.Logger.Warn("webhook: record event", "kind", ev.Kind, "err", err)
 			}
@@ -193,7 +198,8 @@ func (n *Notifier) Notify(_ context.Context, ev promoter.Event) {
 }
 
 // Close waits for the deliveries in flight until ctx ends, then abandons
-// the rest (their attempts so far are logged). It returns ctx's error when
+// the rest (their attempts so far are logged; an event being recorded is
+// still recorded, within its own bound). It returns ctx's error when
 // deliveries were abandoned.
 func (n *Notifier) Close(ctx context.Context) error {
 	done := make(chan struct{})
