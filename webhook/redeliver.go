@@ -36,13 +36,13 @@ type ReceiverRedelivery struct {
 }
 
 // Redeliver sends each receiver, oldest first and one at a time, the
-// events recorded in [from, to) that were sent to it and that it has not
-// accepted and did not refuse for good, with the usual retries and the same event ids (receivers drop
-// duplicates by id). An event the receiver refuses for good now is counted
-// as undelivered and never listed again; a receiver that still fails an
-// event after its retries is left for a later run: its remaining events are
-// counted as undelivered and not tried. Every attempt is recorded in the
-// Log.
+// events recorded in [from, to) that were sent to it and that it has
+// neither accepted nor refused for good, with the usual retries and the
+// same event ids (receivers drop duplicates by id). An event the receiver
+// refuses for good now is counted as undelivered and never listed again; a
+// receiver that still fails an event after its retries is left for a later
+// run: its remaining events are counted as undelivered and not tried.
+// Every attempt is recorded in the Log.
 func (n *Notifier) Redeliver(ctx context.Context, p Pending, from, to time.Time) (*RedeliverResult, error) {
 	res := &RedeliverResult{From: from, To: to}
 	for _, r := range n.receivers {
