@@ -249,15 +249,20 @@ func (s *Store) markPassed(ctx context.Context, envTag string, a *activationFact
 
 // WatchHealth runs CheckHealth for every environment in envTags every
 // poll (default 1 s) until ctx ends, logging each rollback and pass. It
-// returns ctx's error; a failed check is logged and retried.
-func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Duration, log *slog.Logger) error {
+// returns ctx's error; a failed check is logged and retried. Before each
+// round, next (when not nil) returns the store to check with: a store
+// signing with a rotated key, so that a rollback is signed with it.
+func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Duration, log *slog.Logger, next func(*Store) *Store) error {
 	if poll <= 0 {
 		poll = time.Second
 	}
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		if err := s.CheckHealthRound(ctx, envTags, log); err != nil {
+		if next != nil {
+			s = next(s)
+		}
+		if err := s.checkHealthRound(ctx, envTags, log); err != nil {
 			return err
 		}
 		select {
@@ -268,12 +273,10 @@ func (s *Store) WatchHealth(ctx context.Context, envTags []string, poll time.Dur
 	}
 }
 
-// CheckHealthRound is one round of WatchHealth: CheckHealth of each of
+// checkHealthRound is one round of WatchHealth: CheckHealth of each of
 // envTags, logging a rollback, a pass and a failed check (a failure does
-// not stop the round). It returns ctx's error once ctx ends, else nil. A
-// caller that changes the store between rounds (a rotated signing key)
-// runs its own loop of rounds.
-func (s *Store) CheckHealthRound(ctx context.Context, envTags []string, log *slog.Logger) error {
+// not stop the round). It returns ctx's error once ctx ends, else nil.
+func (s *Store) checkHealthRound(ctx context.Context, envTags []string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -53,7 +53,7 @@ func TestHealthGateRollsBackWithinTheSoak(t *testing.T) {
 	mu.Unlock()
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- f.store.WatchHealth(ctx, []string{"prod"}, 50*time.Millisecond, nil) }()
+	go func() { done <- f.store.WatchHealth(ctx, []string{"prod"}, 50*time.Millisecond, nil, nil) }()
 	for !promotertest.PointersAt(f.pointers(t, "prod"), snapshotsOfInput(r1)) {
 		if time.Since(start) > time.Second {
 			t.Fatalf("environment not back on release 1 within 1s: %v", f.pointers(t, "prod"))

@@ -78,19 +78,11 @@ is reported once and the key in use goes on signing.`,
 			// rotation is signed with the new key, which runtimes that
 			// have dropped the old one accept.
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			t := time.NewTicker(poll)
-			defer t.Stop()
-			for {
-				store = key.follow(store, cmd.ErrOrStderr())
-				if err := store.CheckHealthRound(ctx, envs, log); err != nil {
-					return nil // interrupted
-				}
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-t.C:
-				}
+			follow := func(s *promoter.Store) *promoter.Store { return key.follow(s, cmd.ErrOrStderr()) }
+			if err := store.WatchHealth(ctx, envs, poll, log, follow); err != nil && ctx.Err() == nil {
+				return err
 			}
+			return nil
 		},
 	}
 	sf.add(cmd, true)
