@@ -52,15 +52,7 @@ var _ UnknownKeyRefresher = (*FileKeys)(nil)
 
 // RefreshForUnknownKey implements UnknownKeyRefresher.
 func (f *FileKeys) RefreshForUnknownKey(_ context.Context, kid string) bool {
-	return f.unknown.refresh(kid, f.KeySet, func() {
-		changed, err := f.Reload()
-		switch {
-		case err != nil:
-			f.logger.Warn("token key file not reloaded for an unknown key id; the previous keys stay in use", "path", f.path, "err", err)
-		case changed:
-			f.logger.Info("token key file reloaded for an unknown key id", "path", f.path, "keys", keyIDs(f.KeySet().Keys))
-		}
-	})
+	return f.unknown.refresh(kid, f.KeySet, func() { f.reload("a token named an unknown key id") })
 }
 
 // RefreshStats reports when the file was last read successfully (changed
@@ -101,14 +93,20 @@ func (f *FileKeys) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			changed, err := f.Reload()
-			switch {
-			case err != nil:
-				f.logger.Warn("token key file not reloaded; the previous keys stay in use", "path", f.path, "err", err)
-			case changed:
-				f.logger.Info("token key file reloaded", "path", f.path, "keys", keyIDs(f.KeySet().Keys))
-			}
+			f.reload("scheduled")
 		}
+	}
+}
+
+// reload is Reload, logging a change (the key ids, never key material) and
+// a failure, which keeps the last good set; why says what prompted it.
+func (f *FileKeys) reload(why string) {
+	changed, err := f.Reload()
+	switch {
+	case err != nil:
+		f.logger.Warn("token key file not reloaded; the previous keys stay in use", "path", f.path, "reason", why, "err", err)
+	case changed:
+		f.logger.Info("token key file reloaded", "path", f.path, "reason", why, "keys", keyIDs(f.KeySet().Keys))
 	}
 }
 
