@@ -26,14 +26,15 @@ type ManifestAttacher interface {
 
 var _ ManifestAttacher = (*registry.Client)(nil)
 
-// ManifestPruner removes an artifact's superseded delivery-manifest
-// referrers; *registry.Client satisfies it. An attacher that also prunes
-// keeps every artifact's referrers at registry.KeepDeliveryManifests.
-type ManifestPruner interface {
-	PruneDeliveryManifests(ctx context.Context, ref string, keep int) (int, error)
+// KeepingAttacher is a ManifestAttacher that also removes an artifact's
+// superseded delivery-manifest referrers as it attaches a new one;
+// *registry.Client satisfies it. AttachDeliveryManifests keeps every
+// artifact's referrers at registry.KeepDeliveryManifests with it.
+type KeepingAttacher interface {
+	AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep int) (registry.Attached, error)
 }
 
-var _ ManifestPruner = (*registry.Client)(nil)
+var _ KeepingAttacher = (*registry.Client)(nil)
 
 // attachConcurrency bounds the attaches in flight.
 const attachConcurrency = 8
@@ -48,7 +49,7 @@ type AttachResult struct {
 	Skipped       []string // skipped: revoked, or the snapshot has no OCI reference
 	SkippedCount  int
 	// Pruned counts the superseded delivery-manifest referrers removed
-	// from the attached artifacts (the attacher is a ManifestPruner).
+	// from the attached artifacts (the attacher is a KeepingAttacher).
 	Pruned int
 	// PruneFailures counts the artifacts whose superseded referrers could
 	// not be removed, and PruneError is the first such error: a prune that
@@ -64,7 +65,7 @@ type AttachResult struct {
 // pulling the artifact straight from the registry finds a manifest that
 // vouches for it. Run it after every pointer move and lease renewal:
 // attaching is idempotent (an attached manifest is not uploaded again),
-// and an attacher that is a ManifestPruner then removes the artifact's
+// and an attacher that is a KeepingAttacher then removes the artifact's
 // superseded manifests beyond registry.KeepDeliveryManifests, so that
 // renewals do not pile up referrers every runtime lists; an artifact whose
 // pointer moved away keeps only manifests that are superseded (a runtime
@@ -94,7 +95,7 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 		return nil, invalid("envTag", "empty")
 	}
 	attached, skipped := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
-	pruner, _ := reg.(ManifestPruner)
+	keeper, _ := reg.(KeepingAttacher)
 	var pruneMu sync.Mutex
 	var pruned, pruneFailures int
 	var pruneErr string
@@ -133,19 +134,22 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 		g.SetLimit(attachConcurrency)
 		for _, c := range todo {
 			g.Go(func() error {
-				if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
-					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
-				}
-				if pruner == nil {
+				if keeper == nil {
+					if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
+						return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+					}
 					return nil
 				}
-				n, err := pruner.PruneDeliveryManifests(gctx, c.ref, registry.KeepDeliveryManifests)
+				at, err := keeper.AttachDeliveryManifestKeeping(gctx, c.ref, c.m, registry.KeepDeliveryManifests)
+				if err != nil {
+					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+				}
 				pruneMu.Lock()
 				defer pruneMu.Unlock()
-				pruned += n
-				if err != nil && gctx.Err() == nil {
+				pruned += at.Pruned
+				if at.PruneErr != nil && gctx.Err() == nil {
 					if pruneFailures == 0 {
-						pruneErr = fmt.Sprintf("%s: %v", c.id(), err)
+						pruneErr = fmt.Sprintf("%s: %v", c.id(), at.PruneErr)
 					}
 					pruneFailures++
 				}

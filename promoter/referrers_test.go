@@ -160,12 +160,22 @@ type revokingAttacher struct {
 }
 
 func (a *revokingAttacher) AttachDeliveryManifest(ctx context.Context, ref string, m registry.SignedDeliveryManifest) (string, error) {
+	a.call()
+	return a.Client.AttachDeliveryManifest(ctx, ref, m)
+}
+
+func (a *revokingAttacher) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep int) (registry.Attached, error) {
+	a.call()
+	return a.Client.AttachDeliveryManifestKeeping(ctx, ref, m, keep)
+}
+
+// call counts an attach and revokes on the first.
+func (a *revokingAttacher) call() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.calls++; a.calls == 1 {
 		a.revoke()
 	}
-	a.mu.Unlock()
-	return a.Client.AttachDeliveryManifest(ctx, ref, m)
 }
 
 // TestAttachReadsEachBatchInItsTurn attaches the fixture's delivery

@@ -55,13 +55,12 @@ func BenchmarkAttachRenewals(b *testing.B) {
 						m := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":` + strconv.Itoa(r) + `}`), Signature: "c2ln",
 							KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 1,
 							IssuedAt: at.Add(time.Duration(r) * 5 * time.Minute).Format(time.RFC3339)}
-						if _, err := rc.AttachDeliveryManifest(ctx, res.Ref(), m); err != nil {
-							b.Fatal(err)
-						}
+						keep := 0
 						if prune {
-							if _, err := rc.PruneDeliveryManifests(ctx, res.Ref(), registry.KeepDeliveryManifests); err != nil {
-								b.Fatal(err)
-							}
+							keep = registry.KeepDeliveryManifests
+						}
+						if at, err := rc.AttachDeliveryManifestKeeping(ctx, res.Ref(), m, keep); err != nil || at.PruneErr != nil {
+							b.Fatal(err, at.PruneErr)
 						}
 					}
 					if r == renewals {

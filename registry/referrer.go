@@ -58,23 +58,43 @@ type SignedDeliveryManifest struct {
 // manifest again uploads nothing new. Registries without the referrers API
 // get oras-go's referrers tag fallback.
 func (c *Client) AttachDeliveryManifest(ctx context.Context, ref string, m SignedDeliveryManifest) (string, error) {
+	at, err := c.AttachDeliveryManifestKeeping(ctx, ref, m, 0)
+	return at.Digest, err
+}
+
+// Attached is what AttachDeliveryManifestKeeping did.
+type Attached struct {
+	Digest string // the referrer's manifest digest
+	Pruned int    // older delivery-manifest referrers removed
+	// PruneErr says why the older referrers could not all be removed; the
+	// manifest itself is attached.
+	PruneErr error
+}
+
+// AttachDeliveryManifestKeeping attaches m as AttachDeliveryManifest does
+// and then, with keep > 0, removes the artifact's delivery-manifest
+// referrers beyond the newest keep as PruneDeliveryManifests does, with the
+// same repository and subject: no second look-up of the artifact, and the
+// registry's referrers support already known. A failed removal is
+// Attached.PruneErr, not an error: the manifest is attached.
+func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m SignedDeliveryManifest, keep int) (Attached, error) {
 	repoName, dgst, err := ParseRef(ref)
 	if err != nil {
-		return "", fmt.Errorf("attach delivery manifest: %w", err)
+		return Attached{}, fmt.Errorf("attach delivery manifest: %w", err)
 	}
 	if len(m.Manifest) == 0 || m.Signature == "" || m.KeyID == "" || m.IssuedAt == "" {
-		return "", fmt.Errorf("attach delivery manifest to %s: %w: manifest, signature, key id and issuedAt are required", ref, ErrInvalid)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w: manifest, signature, key id and issuedAt are required", ref, ErrInvalid)
 	}
 	repo, err := c.repository(ctx, repoName)
 	if err != nil {
-		return "", fmt.Errorf("attach delivery manifest: %w", err)
+		return Attached{}, fmt.Errorf("attach delivery manifest: %w", err)
 	}
 	subject, err := repo.Resolve(ctx, dgst.String())
 	if err != nil {
 		if errors.Is(err, errdef.ErrNotFound) {
-			return "", fmt.Errorf("attach delivery manifest to %s: %w: artifact not found", ref, ErrNotFound)
+			return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w: artifact not found", ref, ErrNotFound)
 		}
-		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
 	}
 	subject = ocispec.Descriptor{MediaType: subject.MediaType, Digest: dgst, Size: subject.Size}
 	layer := ocispec.Descriptor{MediaType: DeliveryManifestArtifactType, Digest: digest.FromBytes(m.Manifest), Size: int64(len(m.Manifest))}
@@ -95,23 +115,27 @@ func (c *Client) AttachDeliveryManifest(ctx context.Context, ref string, m Signe
 	}
 	b, err := json.Marshal(man)
 	if err != nil {
-		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
 	}
 	desc := manifestDescriptor(b)
 	desc.ArtifactType, desc.Annotations = man.ArtifactType, man.Annotations
+	at := Attached{Digest: desc.Digest.String()}
 	if ok, err := repo.Exists(ctx, desc); err == nil && ok {
-		return desc.Digest.String(), nil
+		return at, nil // attached before, and pruned then
 	}
 	if _, err := pushBlob(ctx, repo, emptyConfig, emptyConfigData); err != nil {
-		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
 	}
 	if _, err := pushBlob(ctx, repo, layer, m.Manifest); err != nil {
-		return "", fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
 	}
 	if err := repo.Push(ctx, ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) && !indexCleanupOnly(err) {
-		return "", fmt.Errorf("attach delivery manifest to %s: push referrer: %w", ref, err)
+		return Attached{}, fmt.Errorf("attach delivery manifest to %s: push referrer: %w", ref, err)
 	}
-	return desc.Digest.String(), nil
+	if keep > 0 {
+		at.Pruned, at.PruneErr = prune(ctx, repo, subject, ref, keep)
+	}
+	return at, nil
 }
 
 // indexCleanupOnly reports whether err is only the failed deletion of the
@@ -211,6 +235,12 @@ func (c *Client) PruneDeliveryManifests(ctx context.Context, ref string, keep in
 		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)
 	}
 	subject.Digest = dgst
+	return prune(ctx, repo, subject, ref, keep)
+}
+
+// prune removes subject's delivery-manifest referrers beyond the newest
+// keep (PruneDeliveryManifests).
+func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref string, keep int) (int, error) {
 	refs, err := referrers(ctx, repo, subject)
 	if err != nil {
 		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)

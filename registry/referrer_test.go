@@ -114,5 +114,21 @@ func TestPruneDeliveryManifests(t *testing.T) {
 		if deleted, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepDeliveryManifests); err != nil || deleted != 0 {
 			t.Fatalf("second prune: deleted %d, %v; want nothing", deleted, err)
 		}
+		// Attaching and pruning in one call: the seventh renewal in, the
+		// fifth out.
+		seventh := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":7}`), Signature: "c2ln",
+			KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 3,
+			IssuedAt: at.Add(7 * 5 * time.Minute).Format(time.RFC3339)}
+		a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, registry.KeepDeliveryManifests)
+		if err != nil || a.Pruned != 1 || a.PruneErr != nil || a.Digest == "" {
+			t.Fatalf("attach keeping %d: %+v, %v; want one pruned", registry.KeepDeliveryManifests, a, err)
+		}
+		got, err = rc.DeliveryManifests(ctx, ref)
+		if err != nil || len(got) != 2 || string(got[0].Manifest) != `{"renewal":7}` || string(got[1].Manifest) != `{"renewal":6}` {
+			t.Fatalf("after attaching the seventh: %d referrers (%v); want renewals 7 and 6", len(got), err)
+		}
+		if again, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, registry.KeepDeliveryManifests); err != nil || again.Digest != a.Digest || again.Pruned != 0 {
+			t.Fatalf("attaching the seventh again: %+v, %v; want the same referrer, nothing pruned", again, err)
+		}
 	}
 }
