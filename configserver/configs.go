@@ -43,6 +43,13 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	} else if phase == PhaseCandidate {
 		return h.serveCandidate(w, r, rl, claims, id)
 	}
+	// Every answer to a request with wait= from a server that holds
+	// requests says so, whatever it answers (wait=0, a bad wait, 404, 410
+	// and 503 included): a client without it takes the server for one
+	// that does not hold requests and polls.
+	if h.notifier != nil && len(queryValues(r.URL.RawQuery, "wait")) > 0 {
+		w.Header()[watchMaxKey] = h.watchMax
+	}
 	wait, herr := requestedWait(r.URL.RawQuery, h.maxWait)
 	if herr != nil {
 		return herr
@@ -54,7 +61,6 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 		return storeError(err)
 	}
 	if wait > 0 && h.notifier != nil {
-		w.Header()[watchMaxKey] = h.watchMax
 		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
 			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) {
 			rl.route = routeWatch

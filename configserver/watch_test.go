@@ -135,9 +135,21 @@ func TestWatchWakesOnMoveAndTimesOut(t *testing.T) {
 	}
 	for _, bad := range []string{"-5s", "soon", "1s&wait=2s"} {
 		resp, _ := e.do(t, http.MethodGet, configsPath(ids[3])+"&wait="+bad, e.token(t, ids[3], "gateway"))
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("wait=%s: got %d, want 400", bad, resp.StatusCode)
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(bundle.HeaderWatchMax) != "30" {
+			t.Errorf("wait=%s: got %d, watch max %q; want 400, 30", bad, resp.StatusCode, resp.Header.Get(bundle.HeaderWatchMax))
 		}
+	}
+	// wait=0 is answered at once, and says that this server holds
+	// requests, so that a client asking for 0 keeps watching.
+	for _, zero := range []string{"0", "0s"} {
+		resp, _ := e.do(t, http.MethodGet, configsPath(ids[3])+"&wait="+zero, e.token(t, ids[3], "gateway"))
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(bundle.HeaderWatchMax) != "30" {
+			t.Errorf("wait=%s: got %d, watch max %q; want 200, 30", zero, resp.StatusCode, resp.Header.Get(bundle.HeaderWatchMax))
+		}
+	}
+	// Without wait= nothing is announced.
+	if resp, _ := e.do(t, http.MethodGet, configsPath(ids[3]), e.token(t, ids[3], "gateway")); resp.Header.Get(bundle.HeaderWatchMax) != "" {
+		t.Errorf("a request without wait= was answered with X-Config-Watch-Max %q", resp.Header.Get(bundle.HeaderWatchMax))
 	}
 	// Retirement of the watched identity answers its watcher 410 at once.
 	err := pgx.BeginFunc(context.Background(), e.db.Pool(t), func(tx pgx.Tx) error {
