@@ -60,6 +60,7 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 	if err != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		c.restoreOnce(ctx) // the last-known-good runs on through a registry outage
 		now := c.opts.Clock.Now()
 		ev := c.newEvidence(SourceOCI, now)
 		var ve *VerificationError
@@ -115,10 +116,14 @@ func (c *Client) ServerManifest(ctx context.Context) (*SignedManifest, error) {
 // NO_DELIVERY_MANIFEST (a registry signature alone is never enough), an
 // old artifact whose manifests are superseded fails their lease or replay
 // check. An applied OCI snapshot advances the seen state and is persisted
-// as last-known-good like a served one.
+// as last-known-good like a served one. As Load, the first call restores
+// the last-known-good from CacheDir (re-verified) first, so that a refused
+// artifact, or a registry that cannot be reached (LoadOCI), leaves a
+// restarted runtime on it until its lease ends instead of failing closed.
 func (c *Client) ApplyOCI(ctx context.Context, a *OCIArtifact) (*Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.restoreOnce(ctx)
 	now := c.opts.Clock.Now()
 	ev := c.newEvidence(SourceOCI, now)
 	if err := ctx.Err(); err != nil {

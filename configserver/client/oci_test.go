@@ -195,3 +195,43 @@ func TestLoadOCIPullFailureIsUnavailable(t *testing.T) {
 		t.Fatalf("got %s %v, want UNAVAILABLE", ev.Outcome, err)
 	}
 }
+
+// TestLoadOCIKeepsTheLastKnownGoodAcrossARestart: a runtime that pulled a
+// snapshot from the registry and is restarted over its cache directory
+// while the registry cannot be reached, or with an artifact it refuses,
+// runs on its last-known-good until the lease ends, as one loading from a
+// Config Server does — it does not fail closed at once. A pull of the same
+// artifact again is UNCHANGED, not a new snapshot.
+func TestLoadOCIKeepsTheLastKnownGoodAcrossARestart(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	r2 := w.build(w.spec(2))
+	a := ociArtifact(r2)
+	noServer := func(o *client.Options) { o.ServerURL = "" }
+	if ev, err := w.client(noServer).LoadOCI(ctx, stubPuller{a}, a.Ref); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("first pull: %+v %v, want APPLIED", ev, err)
+	}
+
+	down := w.client(noServer) // restarted; the registry cannot be reached
+	ev, err := down.LoadOCI(ctx, stubPuller{}, a.Ref)
+	if ev.Outcome != client.OutcomeUnavailable || !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrNoSnapshot) {
+		t.Fatalf("registry down after a restart: %s %v, want UNAVAILABLE with the last-known-good current", ev.Outcome, err)
+	}
+	if s, err := down.Current(); err != nil || s.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("current after a failed pull: %v %v, want release 2's snapshot", s, err)
+	}
+
+	refused := ociArtifact(r2)
+	refused.SignatureVerified = false
+	restarted := w.client(noServer)
+	ev, err = restarted.ApplyOCI(ctx, refused)
+	if ev.Outcome != client.OutcomeRejected || errors.Is(err, client.ErrNoSnapshot) {
+		t.Fatalf("an unsigned artifact after a restart: %s %v, want REJECTED with the last-known-good current", ev.Outcome, err)
+	}
+	if s, err := restarted.Current(); err != nil || s.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("current after a refused artifact: %v %v, want release 2's snapshot", s, err)
+	}
+	if ev, err := w.client(noServer).ApplyOCI(ctx, ociArtifact(r2)); err != nil || ev.Outcome != client.OutcomeUnchanged {
+		t.Fatalf("the same artifact after a restart: %s %v, want UNCHANGED", ev.Outcome, err)
+	}
+}
