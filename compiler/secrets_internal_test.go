@@ -204,3 +204,31 @@ func TestSchemaErrorsDoNotEchoValues(t *testing.T) {
 		t.Errorf("schema error %q does not say which rule failed", err)
 	}
 }
+
+// TestCredentialNamedTypoIsAnUnknownField: a typo that makes a member name
+// read as a credential's (maxOutputToken for maxOutputTokens) is reported
+// as the unknown field it is, with its did-you-mean, not as a leaked
+// token; an unknown member that does hold a secret is reported the same
+// way, its value never shown; a credential-named member the schema allows
+// (a free-form setting) is still a literal secret.
+func TestCredentialNamedTypoIsAnUnknownField(t *testing.T) {
+	set, err := schemas.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(spec string) error {
+		b := []byte("apiVersion: " + APIVersion + "\nkind: Repository\nmetadata:\n  name: shop\nspec:\n" + spec)
+		_, err := parseSource("configpub.yaml", b, set, new(render.AnyBuffer))
+		return err
+	}
+	err = parse("  schemaVersion: 1\n  compatibilityGeneration: 1\n  ceilings:\n    maxOutputToken: 16384\n")
+	if err == nil || !strings.Contains(err.Error(), `spec.ceilings.maxOutputToken: unknown field (did you mean "maxOutputTokens"?)`) ||
+		strings.Contains(err.Error(), "literal secret") || strings.Contains(err.Error(), "16384") {
+		t.Fatalf("typo of maxOutputTokens: %v; want the unknown field with its did-you-mean, no value", err)
+	}
+	const secret = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+	err = parse("  schemaVersion: 1\n  compatibilityGeneration: 1\n  apiToken: \"" + secret + "\"\n")
+	if err == nil || !strings.Contains(err.Error(), "spec.apiToken: unknown field") || strings.Contains(err.Error(), secret[:12]) {
+		t.Fatalf("unknown credential-named member: %v; want an unknown field without the value", err)
+	}
+}

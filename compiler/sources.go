@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -234,8 +235,21 @@ func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer)
 		return nil, src.errorf([]string{"kind"}, "unknown kind %q", kv.Str)
 	}
 	src.Kind = kv.Str
-	// Secrets first: a schema message may quote a value.
-	if err := checkSecrets(src, doc.Value, nil); err != nil {
+	// Secrets first: a schema message may quote a value. A credential-named
+	// member the schema does not have is reported as the unknown field it
+	// is (that message quotes no value).
+	unknown := func(at []string) (string, bool) {
+		var ve *schemas.ValidationError
+		if err := set.Validate(schemaName, buf.ToAny(doc.Value)); errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				if slices.Equal(p.Path, at) && schemas.IsUnknownField(p.Message) {
+					return p.Message, true
+				}
+			}
+		}
+		return "", false
+	}
+	if err := checkSecrets(src, doc.Value, nil, unknown); err != nil {
 		return nil, err
 	}
 	if err := set.Validate(schemaName, buf.ToAny(doc.Value)); err != nil {

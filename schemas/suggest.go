@@ -3,10 +3,18 @@ package schemas
 import (
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // msgUnknownField is the message of a member the schema does not allow.
 const msgUnknownField = "unknown field"
+
+// IsUnknownField reports whether a Problem's message says that the schema
+// does not allow the member at its path (with or without a did-you-mean).
+// Such a message names the member, never its value.
+func IsUnknownField(msg string) bool {
+	return msg == msgUnknownField || strings.HasPrefix(msg, msgUnknownField+" (")
+}
 
 // suggestFields adds a did-you-mean to each unknown-field problem whose name
 // is close to a member the schema allows at that location.

@@ -74,6 +74,11 @@ func finding(path []string, rule string, inKey bool) *Finding {
 	return &Finding{Path: append([]string(nil), path...), InKey: inKey, Rule: rule}
 }
 
+// RuleCredentialName is the rule of a Finding whose member name, not its
+// value, marks it: a credential-named member holding anything but a
+// reference, null or a boolean.
+const RuleCredentialName = "credential-named field"
+
 // Field checks the value of member name against what the name says it
 // holds: a credential-named member must be exactly a vault:// reference, null
 // or a boolean (which cannot hold a secret), a reference member (…Ref naming a secret or key) exactly a
@@ -91,7 +96,7 @@ func Field(name string, v *render.Value) string {
 		if v.Kind == render.KindNull || v.Kind == render.KindBool || (v.Kind == render.KindString && IsReference(v.Str, false)) {
 			return ""
 		}
-		return "credential-named field"
+		return RuleCredentialName
 	case isKeyLikeName(n):
 		if v.Kind == render.KindString && highEntropy(v.Str) {
 			return "high-entropy value in a key-like field"
