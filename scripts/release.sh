@@ -3,7 +3,8 @@
 # Builds configpub for each of TARGETS (default linux/darwin x amd64/arm64),
 # statically (CGO_ENABLED=0), with -trimpath and the version and commit that
 # `configpub --version` prints, as OUTDIR/configpub_OS_ARCH, and writes
-# OUTDIR/SHA256SUMS (the format `sha256sum -c` reads).
+# OUTDIR/SHA256SUMS (the format `sha256sum -c` reads) over every
+# configpub_OS_ARCH binary in OUTDIR.
 # Environment: VERSION, COMMIT (default from Git), TARGETS, GO, and
 # TRIMPATH (default -trimpath) and CGO_ENABLED (default 0): the test sets
 # them as its own build has them, so it reuses the build cache instead of
@@ -30,6 +31,11 @@ for t in $TARGETS; do
 	names="$names $name"
 done
 cd "$out"
+# SHA256SUMS covers every binary in OUTDIR, not only this run's: the
+# release workflow builds all targets, then `make image` builds the linux
+# ones again into the same directory, and uploads dist/configpub_* with
+# this file (action.yml refuses a binary the sums do not list).
+names=$(ls configpub_*_* | LC_ALL=C sort)
 if command -v sha256sum >/dev/null 2>&1; then
 	sha256sum $names > SHA256SUMS
 else

@@ -24,6 +24,12 @@ func TestReleaseBuild(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	dir := t.TempDir()
+	// A binary an earlier run built into the same directory (the release
+	// workflow's `make image` after `make release`) stays listed.
+	earlier := []byte("an earlier run's binary\n")
+	if err := os.WriteFile(filepath.Join(dir, "configpub_aix_ppc64"), earlier, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	const commitID = "4f2c0d9e8b7a6f5e4d3c2b1a09f8e7d6c5b4a392"
 	build := exec.Command("sh", "../../scripts/release.sh", dir)
 	build.Env = append(os.Environ(), "VERSION=v9.8.7", "COMMIT="+commitID, "TARGETS="+runtime.GOOS+"/"+runtime.GOARCH, "TRIMPATH=", "CGO_ENABLED="+cgoEnabled(t))
@@ -40,7 +46,7 @@ func TestReleaseBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("%x  %s\n", sha256.Sum256(b), name); string(sums) != want {
+	if want := fmt.Sprintf("%x  %s\n%x  %s\n", sha256.Sum256(earlier), "configpub_aix_ppc64", sha256.Sum256(b), name); string(sums) != want {
 		t.Errorf("SHA256SUMS = %q, want %q", sums, want)
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}} {
