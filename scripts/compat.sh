@@ -179,7 +179,7 @@ check_registry() { # name host keydir
 			values=$((values + 1))
 		fi
 		n=$((n + 1))
-	done < <(grep -E '^(pushed|present) ' "$log")
+	done < <(grep -E '^(written|present) ' "$log")
 	[[ $values -gt 0 ]] || fail "$name: no target artifacts published"
 	echo "compat: ok: $name: $n artifacts ($values targets + release): cosign verify, oras pull byte-identical, crane manifest, verify-oci"
 
@@ -234,13 +234,16 @@ layout="$work/layout" prefix="127.0.0.1:$port/airgap" log="$work/publish-layout.
 "$cp" publish --repo "$REPO" --env "$ENV" --registry "$prefix" --key "$work/keys/cosign.key" \
 	--oci-layout "$layout" >"$log" || { cat "$log" >&2; fail "layout: publish --oci-layout"; }
 n=0
-while read -r _ ref tag _; do
-	repo=${ref%@*} digest=${ref#*@} tag=${tag#(} tag=${tag%,}
-	path=${repo#"$prefix/"} sig="$(echo "$digest" | tr : -).sig"
-	[[ -f "$layout/$path/index.json" ]] || fail "layout: no OCI layout at $layout/$path"
+# One line per artifact: "written DIR: tags TAG and SIGTAG (N bytes), for REPO@DIGEST".
+while read -r _ dir _ tag _ sig _ _ _ ref; do
+	repo=${ref%@*} digest=${ref#*@} dir=${dir%:}
+	path=${repo#"$prefix/"}
+	[[ "$dir" == "$layout/$path" ]] || fail "layout: publish named $dir for $repo, want $layout/$path"
+	[[ "$sig" == "$(echo "$digest" | tr : -).sig" ]] || fail "layout: publish named signature tag $sig for $digest"
+	[[ -f "$dir/index.json" ]] || fail "layout: no OCI layout at $dir"
 	for t in "$tag" "$sig"; do
-		oras cp --from-oci-layout "$layout/$path:$t" --to-plain-http "$repo:$t" >/dev/null 2>"$work/oras.err" ||
-			{ cat "$work/oras.err" >&2; fail "layout: oras cp --from-oci-layout $layout/$path:$t"; }
+		oras cp --from-oci-layout "$dir:$t" --to-plain-http "$repo:$t" >/dev/null 2>"$work/oras.err" ||
+			{ cat "$work/oras.err" >&2; fail "layout: oras cp --from-oci-layout $dir:$t"; }
 	done
 	cosign verify --key "$work/keys/cosign.pub" --insecure-ignore-tlog=true --allow-insecure-registry \
 		"$repo@$digest" >/dev/null 2>"$work/cosign.err" ||
@@ -248,7 +251,7 @@ while read -r _ ref tag _; do
 	"$cp" verify-oci "$repo@$digest" --trust-key "$work/keys/cosign.pub" --plain-http >/dev/null ||
 		fail "layout: verify-oci $repo@$digest after oras cp"
 	n=$((n + 1))
-done < <(grep -E '^(pushed|present) ' "$log")
+done < <(grep -E '^(written|present) ' "$log")
 [[ $n -gt 1 ]] || fail "layout: nothing published"
 echo "compat: ok: publish --oci-layout: $n artifacts copied with oras cp --from-oci-layout verify with cosign and verify-oci"
 

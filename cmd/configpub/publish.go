@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -89,7 +90,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 					if err != nil {
 						return err
 					}
-					return reportPublished(cmd, env, rel.ReleaseVersion, prefix, signer.KeyID(), r, false)
+					return reportPublished(cmd, env, rel.ReleaseVersion, prefix, layout, signer.KeyID(), r, false)
 				}
 			}
 			// Compile only compares here (CheckOnly): a stale release is
@@ -121,6 +122,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			if jsonOut {
 				progress = newProgress(io.Discard, total)
 			}
+			progress.layout, progress.prefix = layout, prefix
 			// The report lists every artifact only for -o json; the text
 			// report needs the release artifact's line.
 			var results []registry.Result
@@ -134,14 +136,14 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 				},
 			}, recheck)
 			if present != nil {
-				return reportPublished(cmd, env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), *present, true)
+				return reportPublished(cmd, env, res.Manifest.ReleaseVersion, prefix, layout, signer.KeyID(), *present, true)
 			}
 			progress.done()
 			if sum == nil {
 				return err
 			}
 			rep := newPublishReport(env, res.Manifest.ReleaseVersion, prefix, signer.KeyID(), sum, results)
-			rep.Compiled = true
+			rep.Compiled, rep.OCILayout = true, layout
 			if perr := report(cmd, rep, rep.text); perr != nil && err == nil {
 				err = perr
 			}
@@ -170,6 +172,10 @@ type progress struct {
 	tty   bool
 	total int
 	n     int
+	// layout is --oci-layout (prefix is --registry): each artifact is
+	// written there, not pushed, and its line names the directory and the
+	// tags to copy.
+	layout, prefix string
 }
 
 func newProgress(w io.Writer, total int) *progress {
@@ -186,11 +192,31 @@ func (p *progress) report(r registry.Result) {
 		fmt.Fprintf(p.w, "\r[%s%s] %d/%d", strings.Repeat("=", filled), strings.Repeat(" ", width-filled), p.n, p.total)
 		return
 	}
+	if p.layout != "" {
+		state := "present"
+		if r.Pushed {
+			state = "written"
+		}
+		fmt.Fprintf(p.w, "%s %s: tags %s and %s (%d bytes), for %s\n", state, layoutDir(p.layout, p.prefix, r.Repository),
+			r.Tag, signatureTag(r.Digest), r.Bytes, r.Ref())
+		return
+	}
 	state := "present"
 	if r.Pushed {
 		state = "pushed "
 	}
 	fmt.Fprintf(p.w, "%s %s (%s, %d bytes uploaded)\n", state, r.Ref(), r.Tag, r.Bytes)
+}
+
+// layoutDir is the OCI layout directory publish --oci-layout writes
+// repository into (registry.OCILayout).
+func layoutDir(layout, prefix, repository string) string {
+	return filepath.Join(layout, filepath.FromSlash(strings.TrimPrefix(repository, strings.TrimSuffix(prefix, "/")+"/")))
+}
+
+// signatureTag is the tag of the cosign signature of the manifest digest.
+func signatureTag(digest string) string {
+	return strings.Replace(digest, ":", "-", 1) + ".sig"
 }
 
 func (p *progress) done() {

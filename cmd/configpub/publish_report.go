@@ -20,9 +20,12 @@ func outputJSON(cmd *cobra.Command) bool {
 // stable; docs/cli-output.md lists them). Every ref is a pasteable
 // REPOSITORY@sha256:<hex> reference that pull and verify-oci accept.
 type publishReport struct {
-	EnvTag          string `json:"envTag"`
-	Release         int64  `json:"release"`
-	Registry        string `json:"registry"`
+	EnvTag   string `json:"envTag"`
+	Release  int64  `json:"release"`
+	Registry string `json:"registry"`
+	// OCILayout is --oci-layout: the artifacts were written there, for
+	// Registry, and nothing was pushed.
+	OCILayout       string `json:"ociLayout,omitempty"`
 	KeyID           string `json:"keyId"`
 	ReleaseArtifact string `json:"releaseArtifact,omitempty"`
 	// AlreadyPublished: the release artifact was in place, so nothing else
@@ -70,9 +73,9 @@ func newPublishReport(env string, release int64, prefix, keyID string, sum *regi
 // reportPublished reports a release whose release artifact r was found in
 // place (nothing else checked), found before (compiled false) or after the
 // compile.
-func reportPublished(cmd *cobra.Command, env string, release int64, prefix, keyID string, r registry.Result, compiled bool) error {
+func reportPublished(cmd *cobra.Command, env string, release int64, prefix, layout, keyID string, r registry.Result, compiled bool) error {
 	rep := newPublishReport(env, release, prefix, keyID, &registry.Summary{AlreadyPresent: 1}, []registry.Result{r})
-	rep.AlreadyPublished, rep.Compiled = true, compiled
+	rep.AlreadyPublished, rep.Compiled, rep.OCILayout = true, compiled, layout
 	return report(cmd, rep, rep.text)
 }
 
@@ -82,11 +85,21 @@ func (r *publishReport) text(w io.Writer) error {
 		if !r.Compiled {
 			what = "found from the committed release's files: nothing compiled or checked but the release artifact"
 		}
+		where := r.Registry
+		if r.OCILayout != "" {
+			where = fmt.Sprintf("the OCI layout %s (for %s)", r.OCILayout, r.Registry)
+		}
 		_, err := fmt.Fprintf(w, "release %s/%d is already published to %s: %s (%s; --recheck checks every artifact)\n",
-			r.EnvTag, r.Release, r.Registry, r.ReleaseArtifact, what)
+			r.EnvTag, r.Release, where, r.ReleaseArtifact, what)
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
+	if r.OCILayout != "" {
+		if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts written to the OCI layout %s for %s, nothing pushed: %d written, %d already present, %d bytes (key %s); "+
+			"copy each directory's two tags with oras cp --from-oci-layout DIR:TAG %s/...:TAG\n",
+			r.EnvTag, r.Release, r.Pushed+r.AlreadyPresent, r.OCILayout, r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID, r.Registry); err != nil {
+			return err
+		}
+	} else if _, err := fmt.Fprintf(w, "release %s/%d: %d artifacts published to %s: %d pushed, %d already present, %d bytes uploaded (key %s)\n",
 		r.EnvTag, r.Release, r.Pushed+r.AlreadyPresent, r.Registry, r.Pushed, r.AlreadyPresent, r.BytesUploaded, r.KeyID); err != nil {
 		return err
 	}
