@@ -191,6 +191,10 @@ func (d *demo) keep(ctx context.Context) error {
 	fmt.Fprintf(d.out, "    OCI registry      http://%s/v2/\n", d.regAddr)
 	fmt.Fprintf(d.out, "    Config Server     %s\n", d.srvURL)
 	fmt.Fprintf(d.out, "    Operator console  %s\n", d.conURL)
+	fmt.Fprintf(d.out, "    Signing key       %s (COSIGN_PASSWORD=%s; trusted key %s)\n",
+		d.path("keys", "cosign.key"), cosignPassword, d.path("keys", "cosign.pub"))
+	fmt.Fprintf(d.out, "To run configpub against them in another shell:\n    export CONFIGPUB_DATABASE_URL='%s' COSIGN_PASSWORD=%s\n    configpub status --env %s\n",
+		d.promDB, cosignPassword, d.opts.EnvTag)
 	<-ctx.Done()
 	return nil
 }
