@@ -24,7 +24,7 @@ descriptions. DIR must be new or empty (a .git directory alone is allowed).
 docs/authoring.md describes every kind.`,
 		Example: `  configpub init my-policy
   configpub init --env staging .
-  cd my-policy && git init && git add -A && git commit -m "policy: initial repository" && configpub compile --repo . --env dev`,
+  cd my-policy && git init -b main && git add -A && git commit -m "policy: initial repository" && configpub compile --repo . --env dev`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -47,7 +47,7 @@ docs/authoring.md describes every kind.`,
 				for _, f := range res.Files {
 					fmt.Fprintf(w, "  %s\n", f)
 				}
-				_, err := fmt.Fprintf(w, "next, in %s:\n  git init && git add -A && git commit -m \"policy: initial repository\"\n  configpub compile --repo . --env %s   # writes releases/%s.yaml; commit it with the sources\n  configpub plan --repo . --env %s\n", res.Dir, env, env, env)
+				_, err := fmt.Fprintf(w, "next, in %s:\n  git init -b main && git add -A && git commit -m \"policy: initial repository\"\n  configpub compile --repo . --env %s   # writes releases/%s.yaml; commit it with the sources\n  configpub plan --repo . --env %s\n", res.Dir, env, env, env)
 				return err
 			})
 		},

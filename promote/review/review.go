@@ -87,9 +87,16 @@ func Check(ctx context.Context, repo *git.Repository, opts Options) (*Review, er
 			return nil, err
 		}
 	}
+	otherRef := func(commit string) error {
+		return &RefusalError{Commit: commit, Ref: ref, Err: ErrNotProtectedRef,
+			Reason: fmt.Sprintf("ref %s is not the protected ref %s the promoter is configured with (CONFIGPUB_PROTECTED_REF); the caller cannot choose another", RefName(opts.Ref), ref)}
+	}
 	tipRef, err := repo.Reference(plumbing.ReferenceName(ref), true)
 	if err != nil {
-		return nil, fmt.Errorf("resolve protected ref %s: %w: %v", ref, ErrNotFound, err)
+		if opts.Ref != "" && RefName(opts.Ref) != ref {
+			return nil, otherRef(opts.Commit)
+		}
+		return nil, fmt.Errorf("resolve protected ref %s: %w: %v%s", ref, ErrNotFound, err, branchesHint(repo, ref))
 	}
 	tip := tipRef.Hash()
 	target := tip
@@ -104,8 +111,7 @@ func Check(ctx context.Context, repo *git.Repository, opts Options) (*Review, er
 		return nil, fmt.Errorf("read commit %s: %w: %v", target, ErrNotFound, err)
 	}
 	if opts.Ref != "" && RefName(opts.Ref) != ref {
-		return nil, &RefusalError{Commit: target.String(), Ref: ref, Err: ErrNotProtectedRef,
-			Reason: fmt.Sprintf("ref %s is not the protected ref %s the promoter is configured with (CONFIGPUB_PROTECTED_REF); the caller cannot choose another", RefName(opts.Ref), ref)}
+		return nil, otherRef(target.String())
 	}
 	depth, err := firstParentDepth(ctx, repo, tip, target, opts.MaxDepth)
 	if err != nil {
@@ -154,6 +160,27 @@ func Check(ctx context.Context, repo *git.Repository, opts Options) (*Review, er
 	}, nil
 }
 
+// branchesHint says, for a protected ref the repository lacks, where the
+// ref comes from and which branches the repository has (a repository
+// created by a plain git init has master, not main).
+func branchesHint(repo *git.Repository, ref string) string {
+	var names []string
+	if iter, err := repo.Branches(); err == nil {
+		_ = iter.ForEach(func(r *plumbing.Reference) error {
+			if len(names) < 8 {
+				names = append(names, r.Name().String())
+			}
+			return nil
+		})
+	}
+	has := "no branches"
+	if len(names) > 0 {
+		has = "the branches " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf(" (the protected ref is the promoter's configuration: CONFIGPUB_PROTECTED_REF, default %s; this repository has %s: "+
+		"set CONFIGPUB_PROTECTED_REF, or name the branch %s)", DefaultRef, has, strings.TrimPrefix(ref, "refs/heads/"))
+}
+
 // RefName normalises a protected ref: "" -> DefaultRef, "main" -> "refs/heads/main".
 func RefName(ref string) string {
 	switch {
@@ -170,7 +197,8 @@ func RefName(ref string) string {
 // commit hash. Names such as "main~1" are refused: a promotion names a commit.
 func ResolveCommit(repo *git.Repository, sha string) (plumbing.Hash, error) {
 	if len(sha) < 4 || len(sha) > 64 || strings.Trim(strings.ToLower(sha), "0123456789abcdef") != "" {
-		return plumbing.ZeroHash, fmt.Errorf("commit %q: want 4 to 40 hex digits: %w", sha, ErrNotFound)
+		return plumbing.ZeroHash, fmt.Errorf("commit %q: want 4 to 40 hex digits — a promotion names a commit by its hash, not a branch or revision name (git rev-parse %s): %w",
+			sha, sha, ErrNotFound)
 	}
 	h, err := repo.ResolveRevision(plumbing.Revision(strings.ToLower(sha)))
 	if err != nil {

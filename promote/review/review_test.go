@@ -165,3 +165,29 @@ func TestCheckShallowHistory(t *testing.T) {
 		t.Fatalf("got %v, want ErrIncompleteHistory (not a refusal)", err)
 	}
 }
+
+// TestMissingProtectedRefSaysWhereItComesFrom: in a repository made by a
+// plain `git init` (branch master), the default protected ref is not
+// found, and the error says where the ref comes from and which branches
+// there are; naming master with --ref is the documented refusal (the
+// caller cannot choose the ref), not the same "not found"; a revision name
+// for --commit says a promotion names a commit by its hash.
+func TestMissingProtectedRefSaysWhereItComesFrom(t *testing.T) {
+	r := gittest.New(t)
+	tip := r.Commit(gittest.Commit{Branch: "master", Files: map[string][]byte{"configpub.yaml": []byte("kind: Repository\n")}, Message: "initial"})
+	_, err := review.Check(context.Background(), r.Git, review.Options{})
+	if !errors.Is(err, review.ErrNotFound) || !strings.Contains(err.Error(), "CONFIGPUB_PROTECTED_REF") || !strings.Contains(err.Error(), "refs/heads/master") {
+		t.Fatalf("default ref in a master-only repository: %v; want not found, naming CONFIGPUB_PROTECTED_REF and refs/heads/master", err)
+	}
+	_, err = review.Check(context.Background(), r.Git, review.Options{Ref: "refs/heads/master"})
+	if !errors.Is(err, review.ErrNotProtectedRef) {
+		t.Fatalf("--ref master with the default protected ref: %v; want the caller-cannot-choose refusal", err)
+	}
+	if _, err := review.Check(context.Background(), r.Git, review.Options{ProtectedRef: "master", Commit: tip.String()}); err != nil {
+		t.Fatalf("with CONFIGPUB_PROTECTED_REF=master: %v", err)
+	}
+	_, err = review.Check(context.Background(), r.Git, review.Options{ProtectedRef: "master", Commit: "HEAD"})
+	if !errors.Is(err, review.ErrNotFound) || !strings.Contains(err.Error(), "git rev-parse HEAD") {
+		t.Fatalf("--commit HEAD: %v; want a refusal saying how to name the commit", err)
+	}
+}
