@@ -29,7 +29,7 @@ func firstDifference(committed, derived, prev *bundle.Manifest) error {
 	p := ManifestPath(committed.EnvTag)
 	from := "the sources"
 	if prev != nil {
-		from = fmt.Sprintf("the sources and recorded release %d", prev.ReleaseVersion)
+		from = fmt.Sprintf("the sources and base release %d", prev.ReleaseVersion)
 	}
 	d, err := bundle.FirstDifference(committed, derived)
 	if err != nil {

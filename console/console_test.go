@@ -206,11 +206,11 @@ func TestMetadataDiffWithoutBytes(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
 	generate(t, db.Pool(t), generated{env: "prod", targets: 6, releases: 2, changed: 2})
-	// Release 3 recorded, not activated: the staged release.
+	// Release 3 staged, not activated: the staged release.
 	if _, err := db.Pool(t).Exec(context.Background(), `INSERT INTO configpub.config_release (env_tag, release_version,
 			base_release_version, row_revision, lifecycle_state, execution_outcome, definition, definition_hash, actor,
 			target_count, command_id, last_command_id, created_at, updated_at)
-		VALUES ('prod', 3, 2, 1, 'RECORDED', 'NOT_REQUESTED', 'x', 'sha256:' || encode(sha256('x'::bytea), 'hex'), 'a', 6,
+		VALUES ('prod', 3, 2, 1, 'STAGED', 'NOT_REQUESTED', 'x', 'sha256:' || encode(sha256('x'::bytea), 'hex'), 'a', 6,
 			gen_random_uuid(), gen_random_uuid(), now(), now())`); err != nil {
 		t.Fatal(err)
 	}

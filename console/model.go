@@ -105,7 +105,7 @@ type Release struct {
 // AudienceStatus summarizes the snapshots a release created for one audience.
 type AudienceStatus struct {
 	Audience string   `json:"audience"`
-	Status   string   `json:"status"` // APPLIED, REJECTED, PUBLISHED or STAGED
+	Status   string   `json:"status"` // APPLIED, REJECTED, PUBLISHED, STAGED or RECORDED (never activated)
 	Targets  int      `json:"targets"`
 	Applied  int      `json:"applied"`
 	Rejected int      `json:"rejected"`

@@ -159,8 +159,8 @@ func (r *reader) Environment(ctx context.Context, env string) (*Environment, err
 	e := &Environment{EnvTag: env, ByState: []StateCount{}, Expiring: []LeaseRow{}, Divergence: []Divergence{}, UpdatedAt: now}
 	var current *int64
 	err := r.q.QueryRow(ctx, `SELECT (SELECT current_release_version FROM configpub.environment WHERE env_tag = $1),
-			count(*), coalesce(max(release_version) FILTER (WHERE lifecycle_state IN ('RECORDED', 'STAGED')
-				AND execution_outcome NOT IN ('NOT_APPLIED', 'INTEGRITY_ERROR')), 0)
+			count(*), coalesce(max(release_version) FILTER (WHERE (lifecycle_state = 'STAGED' AND execution_outcome NOT IN ('NOT_APPLIED', 'INTEGRITY_ERROR'))
+				OR (lifecycle_state = 'RECORDED' AND execution_outcome IN ('UNCONFIRMED', 'APPLIED'))), 0)
 		FROM configpub.config_release WHERE env_tag = $1`, env).Scan(&current, &e.Releases, &e.StagedRelease)
 	if err != nil {
 		return nil, fmt.Errorf("environment %s: %w", env, err)
@@ -383,6 +383,8 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 			a.Status = StateRejected
 		case a.Applied == a.Targets:
 			a.Status = StateApplied
+		case rel.State == "RECORDED" && rel.Outcome == "NOT_REQUESTED":
+			a.Status = "RECORDED" // recorded without activation (a release promote caught up)
 		case rel.State == "RECORDED" || rel.State == "STAGED":
 			a.Status = "STAGED"
 		default:

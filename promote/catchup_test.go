@@ -16,10 +16,12 @@ import (
 // TestPromoteCatchesUpReleasesThatWereNotPromoted: on real Git, registry
 // and PostgreSQL, release 2's promotion never ran (a CI run cancelled while
 // a newer push queued) and the next push holds release 3, built on it.
-// Promoting release 3 promotes release 2 first, from its own commit, then
-// release 3: the store holds 1, 2 and 3 in order, every pointer on release
-// 3. With NoCatchUp the same promotion is refused as stale, naming release
-// 2 as not recorded, and nothing is written.
+// Promoting release 3 records release 2 first, from its own commit,
+// without activating it, then promotes release 3: the store holds 1, 2 and
+// 3 in order, every pointer moved once, from release 1 to release 3 —
+// release 2, superseded before its promotion ran, was never served. With
+// NoCatchUp the same promotion is refused as stale, naming release 2 as
+// not recorded, and nothing is written.
 func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
 	h := promotertest.New(t)
 	ctx := context.Background()
@@ -63,11 +65,24 @@ func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
 		t.Fatalf("promote release 3 with release 2 not promoted: %v", err)
 	}
 	if len(res.CaughtUp) != 1 || res.CaughtUp[0].ReleaseVersion != 2 || res.CaughtUp[0].Commit != h.Repo.R2.String() ||
-		res.CaughtUp[0].Result == nil || res.CaughtUp[0].Result.Activation == nil {
-		t.Fatalf("caught up %+v, want release 2 promoted from %s", res.CaughtUp, h.Repo.R2)
+		res.CaughtUp[0].Result == nil || res.CaughtUp[0].Result.Activation != nil || res.CaughtUp[0].Result.Staged != nil ||
+		res.CaughtUp[0].Result.Recorded == nil || res.CaughtUp[0].Result.Recorded.ActiveRelease != 1 {
+		t.Fatalf("caught up %+v, want release 2 recorded, not activated, from %s", res.CaughtUp, h.Repo.R2)
 	}
-	if res.ReleaseVersion != 3 || res.Activation == nil || res.Activation.PreviousRelease != 2 {
-		t.Fatalf("got release %d activated %+v, want release 3 activated over release 2", res.ReleaseVersion, res.Activation)
+	if res.ReleaseVersion != 3 || res.Activation == nil || res.Activation.PreviousRelease != 1 {
+		t.Fatalf("got release %d activated %+v, want release 3 activated over release 1", res.ReleaseVersion, res.Activation)
+	}
+	// No pointer ever moved to release 2, and release 3's activation
+	// moved each pointer from release 1's snapshot.
+	var toTwo, fromOne, moves int
+	if err := h.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE release_version = 2),
+			count(*) FILTER (WHERE release_version = 3 AND previous_release_version = 1), count(*) FILTER (WHERE release_version = 3)
+		FROM configpub.pointer_move WHERE env_tag = $1`, promotertest.Env).Scan(&toTwo, &fromOne, &moves); err != nil {
+		t.Fatal(err)
+	}
+	if toTwo != 0 || moves == 0 || fromOne != moves {
+		t.Fatalf("pointer moves: %d to release 2, %d of %d to release 3 from release 1; want none to release 2 and every move from release 1",
+			toTwo, fromOne, moves)
 	}
 	s := promotertest.ReadState(t, h.Pool)
 	if !promotertest.PointersAt(s.Pointers, h.Repo.Snapshots[r3]) || s.Current != 3 {
@@ -78,13 +93,18 @@ func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[int64]string{1: promoter.StateSuperseded, 2: promoter.StateSuperseded, 3: promoter.StateActive}
+	want := map[int64]string{1: promoter.StateSuperseded, 2: promoter.StateRecorded, 3: promoter.StateActive}
 	if len(st.Releases) != 3 {
 		t.Fatalf("%d releases recorded, want 3", len(st.Releases))
 	}
 	for _, r := range st.Releases {
 		if r.State != want[r.ReleaseVersion] {
 			t.Errorf("release %d is %s, want %s", r.ReleaseVersion, r.State, want[r.ReleaseVersion])
+		}
+	}
+	for _, r := range st.Releases {
+		if r.ReleaseVersion == 2 && r.Outcome != promoter.OutcomeNotRequested {
+			t.Errorf("release 2's outcome is %s, want %s (never asked to be activated)", r.Outcome, promoter.OutcomeNotRequested)
 		}
 	}
 	// Run again: a replay, nothing to catch up.

@@ -21,6 +21,11 @@ func CommandID(commit, envTag string) string {
 // CommandID, with "stage" in place of "promote".
 func StageCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "stage") }
 
+// RecordCommandID derives the command UUID of recording commit's release
+// in envTag without activating it (a release promote catches up) like
+// CommandID, with "record" in place of "promote".
+func RecordCommandID(commit, envTag string) string { return commitCommandID(commit, envTag, "record") }
+
 func commitCommandID(commit, envTag, verb string) string {
 	sum := sha256.Sum256([]byte("configpub/command/v1\x00" + strings.ToLower(commit) + "\x00" + envTag + "\x00" + verb))
 	var u uuid.UUID

@@ -27,3 +27,22 @@ func TestCommandID(t *testing.T) {
 		t.Errorf("got %s, want %s (the derivation is a stored contract)", got, want)
 	}
 }
+
+// TestRecordedBeforeNamesWhatACatchUpWrote: a catch-up that fails at
+// release v after recording others says which, so that the failure's
+// "nothing written" (about v) is not read as "nothing at all".
+func TestRecordedBeforeNamesWhatACatchUpWrote(t *testing.T) {
+	for _, c := range []struct {
+		caught []CaughtUp
+		want   string
+	}{
+		{nil, ""},
+		{[]CaughtUp{{ReleaseVersion: 4}}, " (release 4 was recorded by this run before it, not activated; a run again continues from release 5)"},
+		{[]CaughtUp{{ReleaseVersion: 4}, {ReleaseVersion: 5}}, " (releases 4 to 5 were recorded by this run before it, not activated; a run again continues from release 6)"},
+	} {
+		v := int64(4 + len(c.caught))
+		if got := recordedBefore(c.caught, v); got != c.want {
+			t.Errorf("recordedBefore(%d caught, %d) = %q, want %q", len(c.caught), v, got, c.want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	digest "github.com/opencontainers/go-digest"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/gitfs"
 	"github.com/configpub/configpub/internal/signing"
@@ -75,14 +76,22 @@ type Options struct {
 	// store has not recorded the releases between its latest one and the
 	// one the commit's release is built on (a promotion that never ran:
 	// a CI run cancelled while newer commits queued, a runner lost), Run
-	// first promotes each of them in order from the commit of the
-	// first-parent history that holds it, as if those promotions had run.
+	// first publishes and records each of them in order from the commit
+	// of the first-parent history that holds it — recorded, neither
+	// activated nor staged, so that the pointers move once, from the
+	// active release to the commit's, never through a release superseded
+	// before it ran (as Flux applies the newest commit, not each one).
 	NoCatchUp bool
+
+	// recordOnly records the release without activating or staging it
+	// (promoter.Store.Record): how catchUp promotes the releases before
+	// the one asked for.
+	recordOnly bool
 }
 
-// CaughtUp is a release Run promoted first, from an earlier commit of the
-// first-parent history, because the release asked for is built on it and
-// the store had not recorded it.
+// CaughtUp is a release Run recorded first (published and recorded, not
+// activated), from an earlier commit of the first-parent history, because
+// the release asked for is built on it and the store had not recorded it.
 type CaughtUp struct {
 	ReleaseVersion int64  `json:"releaseVersion"`
 	Commit         string `json:"commit"`
@@ -113,6 +122,9 @@ type Result struct {
 	// Staged is the store's result when the release was staged (--stage,
 	// or an environment with two-phase activation).
 	Staged *promoter.StageResult `json:"staged,omitempty"`
+	// Recorded is the store's result for a release caught up (recorded,
+	// neither activated nor staged: see Options.NoCatchUp).
+	Recorded *promoter.RecordResult `json:"recorded,omitempty"`
 	// AlreadyActiveFrom is set when the environment's current release is
 	// already this exact release (byte-identical manifest), activated from
 	// the named other commit; nothing was written.
@@ -184,7 +196,11 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	if opts.BreakGlass && opts.BreakGlassReason == "" {
 		return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, invalid("reason", "--break-glass needs a reason"))
 	}
-	reason, err := promoter.CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason)
+	inForce, active, err := rolloutInForce(ctx, opts.Store, opts.EnvTag)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	reason, err := promoter.CheckFreezeInForce(opts.EnvTag, &res.Rollout, inForce, active, clock(), opts.BreakGlass, opts.BreakGlassReason)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
@@ -192,8 +208,13 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		in.Reason = reason
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
-	stage := opts.Stage || res.Rollout.TwoPhase()
-	published, resigned, err := publishAndStore(ctx, opts, log, clock, res, &in, stage)
+	// Two-phase activation holds when the release's policy or the active
+	// release's asks for it: a release cannot lift the policy it is
+	// activated under.
+	stage := opts.Stage || res.Rollout.TwoPhase() || inForce.TwoPhase()
+	// A release only recorded is, like a staged one, not activated now:
+	// refused only when its windows have ended.
+	published, resigned, err := publishAndStore(ctx, opts, log, clock, res, &in, stage || opts.recordOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +253,22 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 	}
 	if err := stageWorkflowViews(ctx, opts.Store, in.ManifestBytes, views); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	if opts.recordOnly {
+		rs, ok := opts.Store.(releaseRecorder)
+		if !ok {
+			return nil, fmt.Errorf("promote %s: the store cannot record releases without activating them: %w", opts.EnvTag, promoter.ErrInvalid)
+		}
+		in.CommandID = RecordCommandID(rev.Commit, opts.EnvTag)
+		result.CommandID = in.CommandID
+		rec, err := rs.Record(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+		}
+		log.InfoContext(ctx, "release recorded, not activated", "env", opts.EnvTag, "release", rec.ReleaseVersion, "replayed", rec.Replayed)
+		result.Recorded = rec
+		result.Duration = clock().Sub(start)
+		return result, nil
 	}
 	if stage {
 		st, ok := opts.Store.(releaseStager)
@@ -275,6 +312,25 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 	return result, nil
 }
 
+// rolloutReader is the optional part of the store Run reads the active
+// release's rollout policy from; *Store satisfies it.
+type rolloutReader interface {
+	RolloutInForce(ctx context.Context, envTag string) (*bundle.Rollout, int64, error)
+}
+
+var _ rolloutReader = (*promoter.Store)(nil)
+
+// rolloutInForce is the rollout policy of envTag's active release in store
+// and that release (promoter.Store.RolloutInForce); nil when the store
+// cannot say.
+func rolloutInForce(ctx context.Context, store any, envTag string) (*bundle.Rollout, int64, error) {
+	rr, ok := store.(rolloutReader)
+	if !ok {
+		return nil, 0, nil
+	}
+	return rr.RolloutInForce(ctx, envTag)
+}
+
 // headReader is the optional part of the store catchUp reads; *Store
 // satisfies it.
 type headReader interface {
@@ -283,10 +339,11 @@ type headReader interface {
 
 var _ headReader = (*promoter.Store)(nil)
 
-// catchUp promotes, oldest first, the releases between the store's latest
+// catchUp records, oldest first, the releases between the store's latest
 // recorded release and the one the release of rev's commit is built on,
 // each from the commit of rev's first-parent history that holds it (the
-// same options, that commit asked for), and returns them. A release in the
+// same options, that commit asked for, published and recorded without
+// activating or staging it), and returns them. A release in the
 // history the store has not recorded is a promotion that never ran; without
 // it the commit's release cannot be verified or recorded. First, before
 // anything is written, the commit's own release is checked against its base
@@ -334,7 +391,11 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	if clock == nil {
 		clock = time.Now
 	}
-	if _, err := promoter.CheckFreeze(opts.EnvTag, &res.Rollout, clock(), opts.BreakGlass, opts.BreakGlassReason); err != nil {
+	inForce, active, err := rolloutInForce(ctx, opts.Store, opts.EnvTag)
+	if err != nil {
+		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+	}
+	if _, err := promoter.CheckFreezeInForce(opts.EnvTag, &res.Rollout, inForce, active, clock(), opts.BreakGlass, opts.BreakGlassReason); err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
 	res = nil // let go before the releases below compile
@@ -347,7 +408,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 		}
 		log.InfoContext(ctx, "catching up a release the store has not recorded", "env", opts.EnvTag, "release", v, "commit", c)
 		sub := opts
-		sub.NoCatchUp = true
+		sub.NoCatchUp, sub.recordOnly = true, true
 		sub.Review.Commit = c
 		r, err := Run(ctx, repo, sub)
 		if err != nil {
@@ -358,12 +419,35 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 				hint = fmt.Sprintf(" (to promote the change without it, rebuild it on release %d, the store's latest: configpub compile --base-ref %s, on a branch)",
 					head, short(at))
 			}
-			return caught, fmt.Errorf("promote %s@%s: catching up release %d from %s first: %w%s", opts.EnvTag, short(rev.Commit), v, short(c), err, hint)
+			return caught, fmt.Errorf("promote %s@%s: catching up release %d from %s first: %w%s%s", opts.EnvTag, short(rev.Commit), v, short(c), err, hint,
+				recordedBefore(caught, v))
 		}
 		caught = append(caught, CaughtUp{ReleaseVersion: v, Commit: c, Result: r})
 	}
 	return caught, nil
 }
+
+// recordedBefore says which releases a catch-up recorded before release v
+// failed ("" when none): the failure's "nothing written" is about v only.
+func recordedBefore(caught []CaughtUp, v int64) string {
+	switch len(caught) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" (release %d was recorded by this run before it, not activated; a run again continues from release %d)",
+			caught[0].ReleaseVersion, v)
+	}
+	return fmt.Sprintf(" (releases %d to %d were recorded by this run before it, not activated; a run again continues from release %d)",
+		caught[0].ReleaseVersion, caught[len(caught)-1].ReleaseVersion, v)
+}
+
+// releaseRecorder is the part of the store catchUp records releases
+// with; *Store satisfies it.
+type releaseRecorder interface {
+	Record(ctx context.Context, in promoter.ReleaseInput) (*promoter.RecordResult, error)
+}
+
+var _ releaseRecorder = (*promoter.Store)(nil)
 
 // releaseStager is the part of the store `promote --stage` uses; *Store
 // satisfies it.

@@ -230,7 +230,7 @@ func TestPromoteStale(t *testing.T) {
 	}
 	// Compared, not compiled anew: the committed release is derived whole
 	// and its first difference named.
-	if !strings.Contains(err.Error(), "but the sources and recorded release 1 derive") {
+	if !strings.Contains(err.Error(), "but the sources and base release 1 derive") || !strings.Contains(err.Error(), "run configpub compile --env "+promotertest.Env+" on the branch") {
 		t.Errorf("got %v, want the first difference from the derived release named", err)
 	}
 	if n := h.Registry.Total(); n != 0 {

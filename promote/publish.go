@@ -33,7 +33,10 @@ type StaleManifestError struct {
 }
 
 func (e *StaleManifestError) Error() string {
-	return fmt.Sprintf("promote %s@%s: %v", e.EnvTag, short(e.Commit), e.Err)
+	return fmt.Sprintf("promote %s@%s: %v (the commit's %s is not what its sources compile to — sources changed without it, "+
+		"or it was edited by hand: run configpub compile --env %s on the branch and commit releases/ with the sources; "+
+		"configpub compile --check in pull-request CI refuses such a commit before it is merged)",
+		e.EnvTag, short(e.Commit), e.Err, compiler.ManifestPath(e.EnvTag), e.EnvTag)
 }
 
 // Unwrap returns promoter.ErrStale and the compiler's error.

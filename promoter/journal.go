@@ -9,7 +9,7 @@ import (
 )
 
 // ReleaseEvent is one row of a release's journal: a state or outcome change
-// (record, stage, promote, activate, rollback, candidate-rejected,
+// (record, record-only, stage, promote, activate, rollback, candidate-rejected,
 // integrity-error, health-gate-passed, ...).
 type ReleaseEvent struct {
 	ReleaseVersion int64     `json:"releaseVersion"`

@@ -39,6 +39,9 @@ const (
 	ActionRollback = "rollback"
 	ActionRevoke   = "revoke"
 	ActionStage    = "stage"
+	// ActionRecord records a release without activating or staging it
+	// (Record).
+	ActionRecord = "record"
 )
 
 // command is a row of the idempotency ledger.

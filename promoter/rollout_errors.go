@@ -30,11 +30,19 @@ type FreezeError struct {
 	EnvTag string
 	Window bundle.FreezeWindow
 	At     time.Time
+	// ActiveRelease is set when the window is one of the active release's
+	// policy (CheckFreezeInForce): it holds whatever the release being
+	// activated says.
+	ActiveRelease int64
 }
 
 func (e *FreezeError) Error() string {
-	return fmt.Sprintf("environment %s is inside %s at %s; nothing written (to override: --break-glass --reason TEXT)",
-		e.EnvTag, e.Window.Describe(), formatTime(e.At))
+	of := ""
+	if e.ActiveRelease != 0 {
+		of = fmt.Sprintf(" (the rollout policy of the active release %d: a release that changes or removes the window is held by it until it is active)", e.ActiveRelease)
+	}
+	return fmt.Sprintf("environment %s is inside %s%s at %s; nothing written (to override: --break-glass --reason TEXT)",
+		e.EnvTag, e.Window.Describe(), of, formatTime(e.At))
 }
 
 // Is makes errors.Is(err, ErrFrozen) true.
@@ -52,7 +60,8 @@ type NotReadyError struct {
 }
 
 func (e *NotReadyError) Error() string {
-	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s; nothing moved",
+	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s; nothing moved "+
+		"(a READY receipt is recorded by configpub readback --prefetch, which asks each runtime to fetch and verify its candidate)",
 		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, textlist.Join(e.Missing, len(e.Missing), 20))
 }
 

@@ -25,6 +25,11 @@ type StageResult struct {
 	TwoPhase       bool      `json:"twoPhase"`
 	StagedAt       time.Time `json:"stagedAt"`
 	Replayed       bool      `json:"-"`
+	// On a replay: the release's lifecycle state now and the environment's
+	// active release now (a release staged, then activated and rolled
+	// back since, is ROLLED_BACK; nothing is staged again).
+	StateNow  string `json:"-"`
+	ActiveNow int64  `json:"-"`
 }
 
 // Stage records a compiled release as STAGED in one transaction: the same
@@ -68,29 +73,9 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			res.Replayed = replayed
 			return err
 		}
-		e, err := lockEnv(ctx, tx, in.EnvTag, now)
+		e, err := s.insertUnmoved(ctx, tx, in, cmd, now)
 		if err != nil {
 			return err
-		}
-		if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
-			return &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
-		}
-		if err := s.recordArtifacts(ctx, tx, in); err != nil {
-			return err
-		}
-		if err := insertSnapshots(ctx, tx, in.Targets, s.opts.snapshotBatch); err != nil {
-			return err
-		}
-		if err := insertRelease(ctx, tx, in, cmd, now); err != nil {
-			return err
-		}
-		if err := insertReleaseTargets(ctx, tx, in); err != nil {
-			return err
-		}
-		if id, err := revokedTarget(ctx, tx, in.EnvTag, in.ReleaseVersion); err != nil {
-			return err
-		} else if id != "" {
-			return fmt.Errorf("snapshot %s: %w", id, ErrRevoked)
 		}
 		var moving int
 		err = tx.QueryRow(ctx, `WITH c AS (
@@ -107,9 +92,13 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		if _, err := s.signCandidates(ctx, tx, in.EnvTag, in.ReleaseVersion, e.Epoch, now); err != nil {
 			return err
 		}
+		inForce, _, err := rolloutInForce(ctx, tx, in.EnvTag)
+		if err != nil {
+			return err
+		}
 		res = StageResult{CommandID: cmd.ID, EnvTag: in.EnvTag, ReleaseVersion: in.ReleaseVersion,
 			BaseRelease: in.BaseReleaseVersion, ActiveRelease: e.Current, Targets: len(in.Targets), Moving: moving,
-			TwoPhase: in.Rollout.TwoPhase(), StagedAt: now}
+			TwoPhase: in.Rollout.TwoPhase() || inForce.TwoPhase(), StagedAt: now}
 		r := &release{EnvTag: in.EnvTag, Version: in.ReleaseVersion, Revision: 1, State: StateRecorded, Outcome: OutcomeUnconfirmed, LastCmd: cmd.ID}
 		if err := mutate(ctx, tx, r, event{Kind: ActionStage, ToState: StateStaged, ToOutcome: OutcomeNotRequested,
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now, Evidence: res}); err != nil {
@@ -120,11 +109,51 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if !res.Replayed {
+	if res.Replayed {
+		if err := s.pool.QueryRow(ctx, `SELECT r.lifecycle_state, coalesce(e.current_release_version, 0)
+			FROM configpub.config_release r JOIN configpub.environment e ON e.env_tag = r.env_tag
+			WHERE r.env_tag = $1 AND r.release_version = $2`, res.EnvTag, res.ReleaseVersion).Scan(&res.StateNow, &res.ActiveNow); err != nil {
+			return nil, dbErr(fmt.Sprintf("read release %s/%d", res.EnvTag, res.ReleaseVersion), err)
+		}
+	} else {
 		s.emit(ctx, Event{Kind: EventStaged, EnvTag: res.EnvTag, Release: res.ReleaseVersion, State: StateStaged,
 			Actor: in.Actor, Reason: in.Reason, Detail: fmt.Sprintf("%d targets, %d would move", res.Targets, res.Moving)})
 	}
 	return &res, nil
+}
+
+// insertUnmoved is what Stage and Record write before their own rows: it
+// locks the environment and compare-and-swaps its head against
+// in.BaseReleaseVersion (*CASError; also while an activation is in
+// flight), then stores the release's artifacts, snapshots, release row
+// (journaled) and targets, refusing a release with a revoked snapshot. It
+// returns the environment as locked.
+func (s *Store) insertUnmoved(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command, now time.Time) (*env, error) {
+	e, err := lockEnv(ctx, tx, in.EnvTag, now)
+	if err != nil {
+		return nil, err
+	}
+	if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
+		return nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+	}
+	if err := s.recordArtifacts(ctx, tx, in); err != nil {
+		return nil, err
+	}
+	if err := insertSnapshots(ctx, tx, in.Targets, s.opts.snapshotBatch); err != nil {
+		return nil, err
+	}
+	if err := insertRelease(ctx, tx, in, cmd, now); err != nil {
+		return nil, err
+	}
+	if err := insertReleaseTargets(ctx, tx, in); err != nil {
+		return nil, err
+	}
+	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.ReleaseVersion); err != nil {
+		return nil, err
+	} else if id != "" {
+		return nil, fmt.Errorf("snapshot %s: %w", id, ErrRevoked)
+	}
+	return e, nil
 }
 
 // releaseInfo is what the rollout layer reads of a release.
@@ -151,6 +180,52 @@ func readRelease(ctx context.Context, q querier, envTag string, version int64) (
 		return nil, fmt.Errorf("release %s/%d: recorded rollout policy: %v: %w", envTag, version, err, ErrIntegrity)
 	}
 	return &ri, nil
+}
+
+// RolloutInForce returns the rollout policy recorded with envTag's active
+// release and that release's version; nil and 0 when no release is active
+// (or the environment does not exist). Its freeze windows and its
+// two-phase requirement hold for any release that would replace the
+// active one, whatever that release's own policy says: a release cannot
+// lift the policy it is activated under (its own holds once it is
+// active). Rollbacks are never frozen.
+func (s *Store) RolloutInForce(ctx context.Context, envTag string) (*bundle.Rollout, int64, error) {
+	return rolloutInForce(ctx, s.pool, envTag)
+}
+
+func rolloutInForce(ctx context.Context, q querier, envTag string) (*bundle.Rollout, int64, error) {
+	var v int64
+	err := q.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = $1`, envTag).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && v == 0) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, dbErr("read the active release of "+envTag, err)
+	}
+	ri, err := readRelease(ctx, q, envTag, v)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &ri.Rollout, v, nil
+}
+
+// CheckFreezeInForce is CheckFreeze for a release about to replace the
+// active one: rollout (the release's own policy) and inForce (the active
+// release's, RolloutInForce; nil when none) are both checked, the active
+// one first, and a window of the active release's policy is named as such
+// (*FreezeError.ActiveRelease).
+func CheckFreezeInForce(envTag string, rollout, inForce *bundle.Rollout, activeRelease int64, t time.Time, breakGlass bool, reason string) (string, error) {
+	if inForce != nil {
+		r, err := CheckFreeze(envTag, inForce, t, breakGlass, reason)
+		var fe *FreezeError
+		if errors.As(err, &fe) {
+			fe.ActiveRelease = activeRelease
+		}
+		if err != nil || r != reason {
+			return r, err
+		}
+	}
+	return CheckFreeze(envTag, rollout, t, breakGlass, reason)
 }
 
 // clearCandidates removes the candidate pointers of every release of

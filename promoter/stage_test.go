@@ -55,7 +55,7 @@ func TestStageRecordsMovesNothingAndActivateMovesAll(t *testing.T) {
 		t.Fatalf("staging wrote %d pointer moves", n)
 	}
 	again, err := f.store.Stage(ctx, r2)
-	if err != nil || !again.Replayed || again.Moving != 2 {
+	if err != nil || !again.Replayed || again.Moving != 2 || again.StateNow != promoter.StateStaged || again.ActiveNow != 1 {
 		t.Fatalf("re-stage: %+v, %v; want a replay", again, err)
 	}
 	status, err := f.store.Status(ctx, "prod")
@@ -93,6 +93,10 @@ func TestStageRecordsMovesNothingAndActivateMovesAll(t *testing.T) {
 	}
 	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer"); n != 0 {
 		t.Fatalf("%d candidate pointers left after activation, want 0", n)
+	}
+	// Staging it again replays and says what happened since.
+	if again, err := f.store.Stage(ctx, r2); err != nil || !again.Replayed || again.StateNow != promoter.StateActive || again.ActiveNow != 2 {
+		t.Fatalf("re-stage after activation: %+v, %v; want a replay saying ACTIVE, active 2", again, err)
 	}
 	f.checkJournal(t)
 }
@@ -275,4 +279,73 @@ func TestLookUpsByKeyStayInTheirIdentityAndEnvironment(t *testing.T) {
 			t.Errorf("dev pointer %s changed: %+v, was %+v", k, a, r)
 		}
 	}
+}
+
+// TestActivePolicyHoldsAReleaseThatLiftsIt: the rollout policy recorded
+// with the active release holds for the release that would replace it. A
+// release whose own policy drops the active release's freeze window is
+// refused inside that window, naming the active release, and activates
+// with the glass broken; a release that switches two-phase activation off
+// is staged as two-phase and waits for READY receipts like any other.
+// Once active, a release's own policy holds: the next release is free of
+// the dropped window.
+func TestActivePolicyHoldsAReleaseThatLiftsIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	always := bundle.Rollout{FreezeWindows: []bundle.FreezeWindow{{Name: "launch", Schedule: "* * * * *", Duration: "2m"}}}
+	r1 := longWindows(release("prod", 1, 0, 2, nil, nil))
+	r1.Rollout = always
+	f.promote(t, r1)
+	inForce, active, err := f.store.RolloutInForce(ctx, "prod")
+	if err != nil || active != 1 || inForce == nil || len(inForce.FreezeWindows) != 1 {
+		t.Fatalf("RolloutInForce = %+v, %d, %v; want release 1's window", inForce, active, err)
+	}
+
+	r2 := longWindows(release("prod", 2, 1, 2, nil, nil)) // no window of its own
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	in := promoter.MoveInput{CommandID: id("act", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	_, err = f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{})
+	var fe *promoter.FreezeError
+	if !errors.As(err, &fe) || fe.ActiveRelease != 1 || fe.Window.Name != "launch" || !strings.Contains(err.Error(), "active release 1") {
+		t.Fatalf("activate a release without the active release's window, inside it: %v; want a refusal naming the active release 1", err)
+	}
+	f.wantPointersAt(t, r1)
+	if _, err := promoter.CheckFreezeInForce("prod", &r2.Rollout, nil, 0, f.now, false, "go"); err != nil {
+		t.Fatalf("without the active release's policy the release is not frozen: %v", err)
+	}
+	res, err := f.store.ActivateRelease(ctx, in, promoter.ActivateOptions{BreakGlass: true})
+	if err != nil || res.Moved != 2 {
+		t.Fatalf("activate with the glass broken: %+v, %v", res, err)
+	}
+	var reason string
+	if err := f.pool.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = 'prod' AND release_version = 2 AND event_kind = 'activate'`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(reason, `break-glass in freeze window "launch"`) {
+		t.Fatalf("journaled reason %q, want the broken window", reason)
+	}
+
+	// Release 2 is active: its policy (none) holds. Release 3 turns
+	// two-phase on, release 4 turns it off again while 3 is active.
+	r3 := longWindows(release("prod", 3, 2, 2, nil, nil))
+	r3.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
+	f.promote(t, r3)
+	r4 := longWindows(release("prod", 4, 3, 2, nil, nil))
+	r4.CommandID = id("stage", 4)
+	st, err := f.store.Stage(ctx, r4)
+	if err != nil || !st.TwoPhase {
+		t.Fatalf("stage release 4 (direct) under release 3 (two-phase): %+v, %v; want two-phase", st, err)
+	}
+	in4 := promoter.MoveInput{CommandID: id("act", 4), EnvTag: "prod", Release: 4, Actor: "a", Reason: "go"}
+	_, err = f.store.ActivateRelease(ctx, in4, promoter.ActivateOptions{Timeout: 300 * time.Millisecond, Poll: 50 * time.Millisecond})
+	var nr *promoter.NotReadyError
+	if !errors.As(err, &nr) || nr.Ready != 0 || len(nr.Missing) != 2 {
+		t.Fatalf("activate release 4 without READY receipts under a two-phase release: %v; want not ready", err)
+	}
+	f.wantPointersAt(t, r3)
 }

@@ -85,9 +85,9 @@ type ReadinessProgress struct {
 }
 
 // ActivateRelease is `configpub activate`: it refuses inside a freeze
-// window of the release's rollout policy (*FreezeError) unless
-// opts.BreakGlass, and, when the policy requires two-phase activation and
-// the release is STAGED, waits until every target the activation would
+// window of the release's rollout policy or of the active release's
+// (RolloutInForce) (*FreezeError) unless opts.BreakGlass, and, when either
+// policy requires two-phase activation and the release is STAGED, waits until every target the activation would
 // move has a READY receipt for exactly its candidate snapshot before
 // moving every pointer in one activation (Activate). A REJECTED candidate
 // marks the release FAILED and returns a *RejectedError; a timeout returns
@@ -102,7 +102,14 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		// Activate names what the environment has.
 		return s.Activate(ctx, in)
 	}
-	reason, err := CheckFreeze(in.EnvTag, &ri.Rollout, s.now(), opts.BreakGlass, in.Reason)
+	inForce, active, err := rolloutInForce(ctx, s.pool, in.EnvTag)
+	if err != nil {
+		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
+	}
+	if active == in.Release {
+		inForce = nil // Activate says it is active already
+	}
+	reason, err := CheckFreezeInForce(in.EnvTag, &ri.Rollout, inForce, active, s.now(), opts.BreakGlass, in.Reason)
 	if err != nil {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
 	}
@@ -110,7 +117,7 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	if ri.Outcome == OutcomeIntegrityError {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, integrityRefusal(in.EnvTag, in.Release))
 	}
-	if ri.Rollout.TwoPhase() && ri.State == StateStaged {
+	if (ri.Rollout.TwoPhase() || inForce.TwoPhase()) && ri.State == StateStaged {
 		if err := s.awaitReady(ctx, in, opts); err != nil {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
 		}

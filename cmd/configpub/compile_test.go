@@ -148,7 +148,7 @@ func TestCompileCheckDerivesFromGitHistory(t *testing.T) {
 	}
 	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
 	if err == nil || exitCode(err) != exitRefused || !strings.Contains(err.Error(), "target dev.lightapi.net/com.networknt.agent-advisor-1.0.0/dev: createdAt") ||
-		!strings.Contains(err.Error(), "recorded release 1") {
+		!strings.Contains(err.Error(), "base release 1") {
 		t.Fatalf("check of the forged release 2: got %v (exit %d), want a refusal naming the advisor's createdAt", err, exitCode(err))
 	}
 	if after, _ := compiler.CommittedRelease(os.DirFS(dir), "dev"); !bytes.Equal(after, forged) {

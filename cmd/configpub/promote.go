@@ -39,9 +39,11 @@ release and moves every target pointer in one transaction.
 Releases are recorded in order. When the commit's release is built on releases
 the store has not recorded (their promotions never ran: a CI run cancelled while
 newer pushes queued, a lost runner), promote first checks the commit's release
-against its base as committed, then promotes each missing release from the
-commit of the first-parent history that holds it, oldest first, then the commit
-(--no-catch-up refuses instead).
+against its base as committed, then publishes and records each missing release
+from the commit of the first-parent history that holds it, oldest first, without
+activating it, then promotes the commit: the pointers move once, from the active
+release to the commit's, never through a release that was superseded before its
+promotion ran (--no-catch-up refuses instead).
 
 With --stage the release is recorded as STAGED and no pointer moves; activate it
 later with configpub activate (an environment with two-phase activation is always
@@ -181,17 +183,37 @@ func printPromoteResult(w io.Writer, res *promote.Result) error {
 
 // printPromoteOutcome prints what the promotion did with the release.
 func printPromoteOutcome(w io.Writer, res *promote.Result) error {
+	if rec := res.Recorded; rec != nil {
+		verb := "recorded"
+		if rec.Replayed {
+			verb = "already recorded (replayed)"
+		}
+		_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s, not activated: no pointer moved (%d targets; %d artifacts verified); command %s\n",
+			res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, rec.Targets, len(res.Published), res.CommandID)
+		return err
+	}
 	if st := res.Staged; st != nil {
+		switch {
+		case st.Replayed && st.StateNow == promoter.StateActive:
+			_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: staged earlier by this command (replayed) and since activated: it is the active release; nothing moved\n",
+				res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit)
+			return err
+		case st.Replayed && st.StateNow != "" && st.StateNow != promoter.StateStaged:
+			// Staged by this command earlier, and rolled back or failed
+			// since: nothing is staged again.
+			return printNotReactivated(w, res, st.StateNow, st.ActiveNow, "staged earlier by this command (replayed)")
+		}
 		verb := "staged"
 		if st.Replayed {
 			verb = "already staged (replayed)"
 		}
 		mode := ""
 		if st.TwoPhase {
-			mode = "; two-phase: runtimes prefetch configPhase=candidate and report READY before activate moves anything"
+			mode = "; two-phase: activate moves nothing before every moving target has a READY receipt (configpub readback --prefetch asks each runtime to fetch and verify its candidate and records its answer)"
 		}
-		_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; no pointer moved (%d targets, %d would move)%s; activate with: configpub activate --env %s --release %d; command %s\n",
-			res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, st.Targets, st.Moving, mode, res.EnvTag, res.ReleaseVersion, res.CommandID)
+		_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s; no pointer moved (%d targets, %d would move)%s; activate with: %s; command %s\n",
+			res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, verb, st.Targets, st.Moving, mode,
+			moveCommandLine("activate", res.EnvTag, res.ReleaseVersion), res.CommandID)
 		return err
 	}
 	if res.AlreadyActiveFrom != "" {
@@ -226,13 +248,12 @@ func printNotReactivated(w io.Writer, res *promote.Result, state string, activeR
 	if activeRelease != 0 {
 		active = fmt.Sprintf("release %d is active", activeRelease)
 	}
-	back := fmt.Sprintf("to return to it: configpub activate --env %s --release %d", res.EnvTag, res.ReleaseVersion)
+	back := "to return to it: " + moveCommandLine("activate", res.EnvTag, res.ReleaseVersion)
 	if activeRelease > res.ReleaseVersion {
 		// An older release: a rollback returns to it; a commit that took
 		// the release back (a revert) wants the next release instead.
-		back = fmt.Sprintf("to return to it: configpub rollback --env %s --to-release %d; to make this commit's sources "+
-			"a new release (a revert), configpub compile builds the next release on the newest one and a promotion of that commit activates it",
-			res.EnvTag, res.ReleaseVersion)
+		back = "to return to it: " + moveCommandLine("rollback", res.EnvTag, res.ReleaseVersion) + "; to make this commit's sources " +
+			"a new release (a revert), configpub compile builds the next release on the newest one and a promotion of that commit activates it"
 	}
 	_, err := fmt.Fprintf(w, "%s release %d (base %d) from %s: %s and since %s; %s; nothing moved (%s)\n",
 		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, how,

@@ -107,9 +107,16 @@ func returnLine(res *promoter.ActivationResult) string {
 		return fmt.Sprintf("release %d can no longer be returned to: its activation window ended %s (a move back "+
 			"is refused when a target would move to a snapshot whose window ended; revert and promote instead)", prev, at)
 	}
-	how := fmt.Sprintf("configpub rollback --env %s --to-release %d", res.EnvTag, prev)
+	how := moveCommandLine("rollback", res.EnvTag, prev)
 	if prev > res.ReleaseVersion {
-		how = fmt.Sprintf("configpub activate --env %s --release %d", res.EnvTag, prev)
+		how = moveCommandLine("activate", res.EnvTag, prev)
 	}
 	return fmt.Sprintf("release %d can be returned to until %s: %s", prev, at, how)
+}
+
+// moveCommandLine is the command line that moves envTag's pointers to
+// release with verb (activate or rollback), with every flag it requires:
+// the reason, actor and signing key are placeholders to fill in.
+func moveCommandLine(verb, envTag string, release int64) string {
+	return fmt.Sprintf("configpub %s --env %s --release %d --reason TEXT --actor NAME --key cosign.key", verb, envTag, release)
 }

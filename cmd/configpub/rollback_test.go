@@ -22,9 +22,9 @@ func TestReturnLine(t *testing.T) {
 		want string
 	}{
 		{"promotion", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &until},
-			"release 2 can be returned to until 2026-12-06T12:00:00Z: configpub rollback --env prod --to-release 2"},
+			"release 2 can be returned to until 2026-12-06T12:00:00Z: configpub rollback --env prod --release 2 --reason TEXT --actor NAME --key cosign.key"},
 		{"rollback", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 1, PreviousRelease: 3, ActivatedAt: at, PreviousActivatableUntil: &until},
-			"release 3 can be returned to until 2026-12-06T12:00:00Z: configpub activate --env prod --release 3"},
+			"release 3 can be returned to until 2026-12-06T12:00:00Z: configpub activate --env prod --release 3 --reason TEXT --actor NAME --key cosign.key"},
 		{"ended", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &ended},
 			"release 2 can no longer be returned to: its activation window ended 2026-12-04T11:59:59Z (a move back is refused when a target would move to a snapshot whose window ended; revert and promote instead)"},
 		{"ends at the move", promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, PreviousActivatableUntil: &at},
@@ -50,8 +50,8 @@ func TestNotReactivatedSaysHowBack(t *testing.T) {
 		release, active int64
 		want, not       string
 	}{
-		{"rolled back", 3, 2, "(to return to it: configpub activate --env prod --release 3)", "rollback"},
-		{"reverted", 1, 2, "(to return to it: configpub rollback --env prod --to-release 1; to make this commit's sources a new release (a revert), configpub compile builds the next release", "activate"},
+		{"rolled back", 3, 2, "(to return to it: configpub activate --env prod --release 3 --reason TEXT --actor NAME --key cosign.key)", "rollback"},
+		{"reverted", 1, 2, "(to return to it: configpub rollback --env prod --release 1 --reason TEXT --actor NAME --key cosign.key; to make this commit's sources a new release (a revert), configpub compile builds the next release", "activate"},
 	} {
 		var b strings.Builder
 		res := &promote.Result{Review: &review.Review{Commit: "0123456789ab"}, EnvTag: "prod", ReleaseVersion: c.release, BaseRelease: c.release - 1}
@@ -64,15 +64,15 @@ func TestNotReactivatedSaysHowBack(t *testing.T) {
 	}
 }
 
-// TestPromoteResultSaysWhatWasCaughtUp: a promotion that first promoted a
-// release the store had not recorded says so, with that promotion's own
-// line, before its own.
+// TestPromoteResultSaysWhatWasCaughtUp: a promotion that first recorded a
+// release the store had not recorded says so, with that recording's own
+// line (recorded, not activated), before its own.
 func TestPromoteResultSaysWhatWasCaughtUp(t *testing.T) {
 	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 	first := &promote.Result{Review: &review.Review{Commit: "2222222222222222222222222222222222222222"}, EnvTag: "prod", ReleaseVersion: 2, BaseRelease: 1,
-		CommandID: "c2", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 2, PreviousRelease: 1, ActivatedAt: at, Moved: 4}}
+		CommandID: "c2", Recorded: &promoter.RecordResult{EnvTag: "prod", ReleaseVersion: 2, BaseRelease: 1, ActiveRelease: 1, Targets: 4, RecordedAt: at}}
 	res := &promote.Result{Review: &review.Review{Commit: "3333333333333333333333333333333333333333"}, EnvTag: "prod", ReleaseVersion: 3, BaseRelease: 2,
-		CommandID: "c3", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, Moved: 1},
+		CommandID: "c3", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 1, ActivatedAt: at, Moved: 1},
 		CaughtUp: []promote.CaughtUp{{ReleaseVersion: 2, Commit: first.Review.Commit, Result: first}}}
 	var b strings.Builder
 	if err := printPromoteResult(&b, res); err != nil {
@@ -80,9 +80,35 @@ func TestPromoteResultSaysWhatWasCaughtUp(t *testing.T) {
 	}
 	got := b.String()
 	i := strings.Index(got, "caught up first: release 2 from 2222222222222222222222222222222222222222, which release 3 is built on")
-	j := strings.Index(got, "prod release 2 (base 1) from 2222")
+	j := strings.Index(got, "prod release 2 (base 1) from 2222222222222222222222222222222222222222: recorded, not activated: no pointer moved (4 targets")
 	k := strings.Index(got, "prod release 3 (base 2) from 3333")
 	if i < 0 || j < i || k < j {
 		t.Fatalf("got:\n%s\nwant the caught-up line, release 2's line, then release 3's", got)
+	}
+}
+
+// TestStagedReplaySaysWhatHappenedSince: promoting again a commit whose
+// release was staged, then activated and rolled back (by the health gate,
+// say), says so and moves nothing — never "already staged, activate with"
+// for a release that was rejected; one activated since says it is active.
+func TestStagedReplaySaysWhatHappenedSince(t *testing.T) {
+	for _, c := range []struct {
+		name, state string
+		active      int64
+		want, not   string
+	}{
+		{"rolled back", promoter.StateRolledBack, 4, "staged earlier by this command (replayed) and since rolled back; release 4 is active; nothing moved", "already staged"},
+		{"activated", promoter.StateActive, 5, "staged earlier by this command (replayed) and since activated: it is the active release; nothing moved", "activate with"},
+		{"still staged", promoter.StateStaged, 4, "already staged (replayed); no pointer moved", "since"},
+	} {
+		var b strings.Builder
+		res := &promote.Result{Review: &review.Review{Commit: "0123456789ab"}, EnvTag: "prod", ReleaseVersion: 5, BaseRelease: 4,
+			Staged: &promoter.StageResult{EnvTag: "prod", ReleaseVersion: 5, Replayed: true, StateNow: c.state, ActiveNow: c.active}}
+		if err := printPromoteResult(&b, res); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.String(); !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
+			t.Errorf("%s: %q, want %q and no %q", c.name, got, c.want, c.not)
+		}
 	}
 }
