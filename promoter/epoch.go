@@ -78,10 +78,68 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 	h.str(in.Actor)
 	h.str(in.Reason)
 	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionEpoch, EnvTag: in.EnvTag}
+	return s.resignAll(ctx, cmd, in.EnvTag, in.Epoch, in.Actor, in.Reason)
+}
+
+// ActionResign is the command-ledger action of Resign.
+const ActionResign = "resign"
+
+// ResignInput re-signs an environment's current pointers.
+type ResignInput struct {
+	CommandID string // command UUID; the same id and fields replay
+	EnvTag    string
+	Actor     string
+	Reason    string
+}
+
+// Resign re-signs every current, unretired, unrevoked pointer of envTag as
+// RaiseEpoch does, without raising the epoch: the same snapshot and
+// activatedAt, a higher sequence — never below the time of the re-signing
+// in microseconds, so above every sequence the store issued before it — a
+// fresh lease, one delivery_manifest row (kind 'resign') each and one
+// journal row on the active release. It is what makes runtimes take the
+// current pointers again after the store was restored from a backup
+// taken before pointer moves they applied: a renewal keeps the sequence
+// they refuse as a regression, and activating the active release moves
+// nothing.
+func (s *Store) Resign(ctx context.Context, in ResignInput) (*EpochResult, error) {
+	res, err := s.resign(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("re-sign the current pointers of %s (command %s): %w", in.EnvTag, in.CommandID, err)
+	}
+	return res, nil
+}
+
+func (s *Store) resign(ctx context.Context, in ResignInput) (*EpochResult, error) {
+	if err := checkUUID("commandId", in.CommandID); err != nil {
+		return nil, err
+	}
+	switch {
+	case in.EnvTag == "":
+		return nil, invalid("envTag", "empty")
+	case in.Actor == "":
+		return nil, invalid("actor", "empty")
+	case in.Reason == "":
+		return nil, invalid("reason", "empty")
+	case s.opts.Signer == nil:
+		return nil, ErrNoSigner
+	}
+	h := newHasher(ActionResign)
+	h.str(in.EnvTag)
+	h.str(in.Actor)
+	h.str(in.Reason)
+	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionResign, EnvTag: in.EnvTag}
+	return s.resignAll(ctx, cmd, in.EnvTag, 0, in.Actor, in.Reason)
+}
+
+// resignAll re-signs every current pointer of envTag under cmd, with the
+// revocation epoch raised to epoch first (0: kept), and journals it on the
+// active release.
+func (s *Store) resignAll(ctx context.Context, cmd command, envTag string, epoch int64, actor, reason string) (*EpochResult, error) {
 	var res EpochResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		now := s.now()
-		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
+		replayed, err := claimSingle(ctx, tx, cmd, actor, now, &res)
 		if err != nil || replayed {
 			res.Replayed = replayed
 			if replayed && res.SkippedCount == 0 {
@@ -89,35 +147,39 @@ func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 			}
 			return err
 		}
-		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
+		e, err := lockExistingEnv(ctx, tx, envTag)
 		if err != nil {
 			return err
 		}
 		switch {
 		case e.Pending != 0:
-			return &CASError{EnvTag: in.EnvTag, Expected: e.Head, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+			return &CASError{EnvTag: envTag, Expected: e.Head, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 		case e.Current == 0:
-			return fmt.Errorf("environment %s has no active release: %w", in.EnvTag, ErrNotFound)
-		case in.Epoch <= e.Epoch:
-			return invalid("epoch", "%d is not above the current revocation epoch %d of %s (an epoch is never lowered)", in.Epoch, e.Epoch, in.EnvTag)
+			return fmt.Errorf("environment %s has no active release: %w", envTag, ErrNotFound)
+		case epoch != 0 && epoch <= e.Epoch:
+			return invalid("epoch", "%d is not above the current revocation epoch %d of %s (an epoch is never lowered)", epoch, e.Epoch, envTag)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE configpub.environment SET revocation_epoch = $2,
-			row_revision = row_revision + 1, updated_at = $3 WHERE env_tag = $1`, in.EnvTag, in.Epoch, now); err != nil {
-			return dbErr("raise revocation epoch", err)
+		kind, to := "resign", e.Epoch
+		if epoch != 0 {
+			kind, to = "raise-epoch", epoch
+			if _, err := tx.Exec(ctx, `UPDATE configpub.environment SET revocation_epoch = $2,
+				row_revision = row_revision + 1, updated_at = $3 WHERE env_tag = $1`, envTag, epoch, now); err != nil {
+				return dbErr("raise revocation epoch", err)
+			}
 		}
-		resigned, skipped, err := s.reissueAll(ctx, tx, in.EnvTag, in.Epoch, now, writeResign, cmd.ID)
+		resigned, skipped, err := s.reissueAll(ctx, tx, envTag, to, now, writeResign, cmd.ID)
 		if err != nil {
 			return err
 		}
-		res = EpochResult{CommandID: cmd.ID, EnvTag: in.EnvTag, From: e.Epoch, To: in.Epoch, Release: e.Current,
+		res = EpochResult{CommandID: cmd.ID, EnvTag: envTag, From: e.Epoch, To: to, Release: e.Current,
 			Resigned: resigned, At: now, Skipped: skipped.Items, SkippedCount: skipped.Count}
-		r, err := lockRelease(ctx, tx, in.EnvTag, e.Current)
+		r, err := lockRelease(ctx, tx, envTag, e.Current)
 		if err != nil {
 			return err
 		}
-		if err := mutate(ctx, tx, r, event{Kind: "raise-epoch", ToState: r.State, ToOutcome: r.Outcome,
-			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
-			Evidence: map[string]any{"fromEpoch": e.Epoch, "toEpoch": in.Epoch, "resigned": resigned}}); err != nil {
+		if err := mutate(ctx, tx, r, event{Kind: kind, ToState: r.State, ToOutcome: r.Outcome,
+			CommandID: cmd.ID, Hash: cmd.Hash, Actor: actor, Reason: reason, RecordedAt: now,
+			Evidence: map[string]any{"fromEpoch": e.Epoch, "toEpoch": to, "resigned": resigned}}); err != nil {
 			return err
 		}
 		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)

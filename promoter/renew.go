@@ -33,6 +33,23 @@ type RenewResult struct {
 // revoked, each renewal skips all of them.
 const SkippedListed = 100
 
+// LeaseKeyIDs returns, sorted, the ids of the keys that signed the leases
+// of envTag's current, unretired pointers (at most 16): a renewal with
+// another key replaces leases every runtime trusts with ones only runtimes
+// that trust the new key accept.
+func (s *Store) LeaseKeyIDs(ctx context.Context, envTag string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT manifest_key_id FROM configpub.current_pointer
+		WHERE env_tag = $1 AND retired_at IS NULL ORDER BY 1 LIMIT 16`, envTag)
+	if err != nil {
+		return nil, fmt.Errorf("lease keys of %s: %w", envTag, dbErr("read pointers", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("lease keys of %s: %w", envTag, dbErr("read pointers", err))
+	}
+	return ids, nil
+}
+
 // RenewLeases re-signs a fresh lease for every current pointer of envTag:
 // the same snapshot, sequence and activatedAt, a later issuedAt and the
 // pointer's rolling window, stored as the pointer's manifest and appended to

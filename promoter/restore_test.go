@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -233,5 +234,110 @@ func TestRuntimesApplyARaisedEpoch(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+}
+
+// TestResignBringsRuntimesBackAfterARestore: the store is restored from a
+// backup taken while release 2 was active, after runtimes applied a
+// rollback to release 1 that the backup does not hold. Both schemas are
+// dumped and restored, as docs/operations.md says (status reads the
+// Workflow views' schema). The restored pointers' sequences are below what
+// the runtimes the rollback moved have seen, so a lease renewal (same
+// sequence) is refused by them as a regression, and activating release 2, the active one, moves nothing;
+// `lease resign` (Store.Resign) re-signs every current pointer with a new
+// sequence, and every runtime applies release 2 again.
+func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	bin, err := pgcluster.FindBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []plumbing.Hash{h.Repo.R1, h.Repo.R2} {
+		if _, err := h.Promote(t, h.Options(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fleet := newRuntimeFleet(t, h)
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R2])
+
+	dump := filepath.Join(t.TempDir(), "configpub.dump")
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(ctx, filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	run("pg_dump", "--format=custom", "--schema=configpub", "--schema=configpub_workflow", "--file="+dump, h.DB.URL)
+	if _, err := h.Store.Rollback(ctx, promoter.RollbackInput{CommandID: id("restore", "rollback"), EnvTag: promotertest.Env,
+		ToRelease: 1, Actor: "oncall", Reason: "after the backup"}); err != nil {
+		t.Fatal(err)
+	}
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R1])
+
+	if _, err := h.Pool.Exec(ctx, "DROP SCHEMA configpub CASCADE; DROP SCHEMA configpub_workflow CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	run("pg_restore", "--dbname="+h.DB.URL, "--single-transaction", dump)
+	conn, err := h.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dbschema.Migrate(ctx, conn.Conn())
+	conn.Release()
+	if err != nil {
+		t.Fatalf("migrate after restore: %v", err)
+	}
+	store, err := promoter.Open(ctx, h.DB.Pool(t), promoter.Options{Signer: h.Signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Status(ctx, promotertest.Env)
+	if err != nil || st.CurrentRelease != 2 {
+		t.Fatalf("status after restoring both schemas: %+v %v; want release 2 active", st, err)
+	}
+
+	if _, err := store.RenewLeases(ctx, promotertest.Env); err != nil {
+		t.Fatal(err)
+	}
+	regressed := 0
+	for k, c := range fleet.clients {
+		if h.Repo.Snapshots[h.Repo.R1][k] == h.Repo.Snapshots[h.Repo.R2][k] {
+			continue // not moved by the rollback: its restored lease is the one it has
+		}
+		regressed++
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			ev, err := c.Load(ctx)
+			if err != nil && ev.Reason == client.ReasonSequenceRegression {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("runtime %s after the restore and a renewal: %+v %v; want SEQUENCE_REGRESSION", k, ev, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if regressed == 0 {
+		t.Fatal("the rollback moved no runtime: the fixture's releases 1 and 2 differ in no target")
+	}
+	if _, err := store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("restore", "activate"), EnvTag: promotertest.Env,
+		Release: 2, Actor: "oncall", Reason: "restore"}, promoter.ActivateOptions{}); !errors.Is(err, promoter.ErrConflict) {
+		t.Fatalf("activate the active release: %v, want a conflict (nothing to move)", err)
+	}
+
+	res, err := store.Resign(ctx, promoter.ResignInput{CommandID: id("restore", "resign"), EnvTag: promotertest.Env,
+		Actor: "oncall", Reason: "restored from the backup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Resigned != len(fleet.clients) || res.Release != 2 || res.From != res.To {
+		t.Fatalf("resign %+v, want every pointer of release 2 re-signed, the epoch kept", res)
+	}
+	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R2])
+	again, err := store.Resign(ctx, promoter.ResignInput{CommandID: id("restore", "resign"), EnvTag: promotertest.Env,
+		Actor: "oncall", Reason: "restored from the backup"})
+	if err != nil || !again.Replayed || again.Resigned != res.Resigned {
+		t.Fatalf("the same resign again: %+v %v, want a replay", again, err)
 	}
 }

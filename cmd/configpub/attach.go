@@ -51,10 +51,7 @@ pointer's artifact, by its recorded digest, under that prefix instead.`,
 			if err != nil {
 				return err
 			}
-			rep := attachReport{EnvTag: env, AttachedCount: res.AttachedCount, Attached: append([]string{}, res.Attached...),
-				SkippedCount: res.SkippedCount, Skipped: res.Skipped,
-				PrunedCount: res.Pruned, PruneFailures: res.PruneFailures, PruneError: res.PruneError}
-			return report(cmd, rep, func(w io.Writer) error {
+			return report(cmd, newAttachReport(env, res), func(w io.Writer) error {
 				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, res.AttachedCount)
 				if res.SkippedCount > 0 {
 					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", res.SkippedCount,
@@ -90,6 +87,13 @@ type attachReport struct {
 	PrunedCount   int      `json:"prunedCount"`             // superseded referrers removed
 	PruneFailures int      `json:"pruneFailures,omitempty"` // artifacts whose superseded referrers stayed
 	PruneError    string   `json:"pruneError,omitempty"`    // the first failure
+}
+
+// newAttachReport is the report of res, an attach of env's manifests.
+func newAttachReport(env string, res *promoter.AttachResult) *attachReport {
+	return &attachReport{EnvTag: env, AttachedCount: res.AttachedCount, Attached: append([]string{}, res.Attached...),
+		SkippedCount: res.SkippedCount, Skipped: res.Skipped,
+		PrunedCount: res.Pruned, PruneFailures: res.PruneFailures, PruneError: res.PruneError}
 }
 
 // pruneSummary is the text output's account of the superseded referrers

@@ -139,4 +139,25 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 			t.Fatalf("%s after four attaches: %d attached manifests (%v), want the two newest", tg.Host, len(ms), err)
 		}
 	}
+	// -o json carries the attach with the renewal.
+	time.Sleep(1100 * time.Millisecond)
+	out, code = runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http", "-o", "json")
+	var rr struct {
+		EnvTag  string `json:"envTag"`
+		Renewed int    `json:"renewed"`
+		At      string `json:"at"`
+		Attach  struct {
+			EnvTag        string   `json:"envTag"`
+			AttachedCount int      `json:"attachedCount"`
+			Attached      []string `json:"attached"`
+			PrunedCount   int      `json:"prunedCount"`
+		} `json:"attach"`
+	}
+	if code != exitOK {
+		t.Fatalf("lease renew --attach -o json: exit %d\n%s", code, out)
+	}
+	decodeStrict(t, out, &rr)
+	if rr.Renewed != 2 || rr.Attach.AttachedCount != 2 || rr.Attach.PrunedCount != 2 {
+		t.Fatalf("lease renew --attach -o json: %+v, want 2 renewed, 2 attached, 2 pruned", rr)
+	}
 }

@@ -43,6 +43,7 @@ var verbExamples = map[string]string{
   configpub revoke --publication 9d1e… --reason "bad release"`,
 	"configpub reconcile":         `  configpub reconcile --env prod`,
 	"configpub gate":              "  configpub gate --env prod --key keys/cosign.key\n  configpub gate --env prod --key keys/cosign.key --once",
+	"configpub lease resign":      "  configpub lease resign --env prod --reason \"restored from the 02:00 backup\" --key keys/cosign.key",
 	"configpub lease renew":       "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
 	"configpub db migrate":        `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
 	"configpub db gc":             "  configpub db gc --database postgres://promoter:…@db:5432/configpub --dry-run\n  configpub db gc --min-age 72h",

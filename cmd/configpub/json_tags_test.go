@@ -31,7 +31,8 @@ var jsonReports = map[string][]any{
 	"configpub rollback":          {(*promoter.ActivationResult)(nil)},                         // Store.Rollback
 	"configpub revoke":            {(*promoter.Revocation)(nil), (*promoter.EpochResult)(nil)}, // Store.Revoke; --epoch: Store.RaiseEpoch
 	"configpub reconcile":         {(*promoter.ReconcileResult)(nil)},                          // Store.Reconcile
-	"configpub lease renew":       {(*promoter.RenewResult)(nil)},                              // Store.RenewLeases, once per renewal
+	"configpub lease renew":       {renewReport{}},                                             // Store.RenewLeases (and the attach), once per renewal
+	"configpub lease resign":      {(*promoter.EpochResult)(nil)},                              // Store.Resign
 	"configpub status":            {(*promoter.Status)(nil)},                                   // Store.Status
 	"configpub history":           {[]promoter.Move(nil), []promoter.ReleaseEvent(nil)},        // Store.History; --releases: Store.ReleaseEvents
 	"configpub readback":          {[]readback.Result(nil)},                                    // readback.Run

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -65,12 +70,24 @@ configpub compile --renew.`,
 			defer closeFn()
 			renewed := false // a renewer that never renewed exits on its error
 			failures := 0
+			checked := "" // the signing key whose lease keys were checked
 			for {
 				if every > 0 {
 					store = key.follow(store, cmd.ErrOrStderr())
 				}
+				if store.KeyID() != checked {
+					checked = store.KeyID()
+					warnOtherLeaseKey(ctx, cmd.ErrOrStderr(), store, env)
+				}
 				wait := every
 				res, msg, err := renewOnce(ctx, store, env, attach, attachPrefix, &rf)
+				if res != nil && err != nil {
+					// Renewed, then the attach failed: the renewal is
+					// committed, and -o json says both.
+					if rerr := report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err }); rerr != nil {
+						return rerr
+					}
+				}
 				switch {
 				case err == nil:
 					renewed, failures = true, 0
@@ -109,33 +126,132 @@ configpub compile --renew.`,
 	renew.Flags().StringVar(&attachPrefix, "registry", "", "with --attach: attach under this registry prefix instead of where each snapshot was first published (as registry attach --registry)")
 	rf.add(renew)
 	_ = renew.MarkFlagRequired("env")
-	lease.AddCommand(renew)
+	lease.AddCommand(renew, newLeaseResignCmd())
 	root.AddCommand(lease)
 }
 
+// newLeaseResignCmd is `configpub lease resign`.
+func newLeaseResignCmd() *cobra.Command {
+	var (
+		sf                            storeFlags
+		env, reason, actor, commandID string
+	)
+	cmd := &cobra.Command{
+		Use:   "resign --env ENV --reason TEXT --key cosign.key",
+		Short: "Re-sign every current pointer with a new, higher sequence (after a restore from a backup)",
+		Long: `resign re-signs, for every current pointer of ENV, its delivery manifest with a
+new sequence — never below the time of the re-signing in microseconds, so above
+every sequence issued before it — and a fresh lease, keeping snapshot, activatedAt
+and revocation epoch, in one transaction journaled on the active release, and
+notifies the Config Servers. Revoked and retired pointers are skipped.
+
+It is the way back after the release store was restored from a backup taken before
+pointer moves that runtimes applied: their seen sequence is above the restored
+pointers', so they refuse every renewal (same sequence) as a regression, and
+activating the active release moves nothing. A re-signing moves no pointer; the
+same --command-id replays.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if actor == "" {
+				actor = os.Getenv("USER")
+			}
+			if actor == "" {
+				return usageError{errors.New("--actor is required ($USER is not set)")}
+			}
+			if commandID == "" {
+				commandID = uuid.NewString()
+			}
+			store, closeFn, err := sf.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			res, err := store.Resign(cmd.Context(), promoter.ResignInput{CommandID: commandID, EnvTag: env, Actor: actor, Reason: reason})
+			if err != nil {
+				return storeError(fmt.Errorf("%w (command %s)", err, commandID), env)
+			}
+			msg := fmt.Sprintf("%s: %d current pointers re-signed with new sequences (release %d active, revocation epoch %d); command %s",
+				res.EnvTag, res.Resigned, res.Release, res.To, commandID)
+			if res.Replayed {
+				msg += " (replayed)"
+			}
+			if res.SkippedCount > 0 {
+				msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s", res.SkippedCount,
+					textlist.Join(res.Skipped, res.SkippedCount, len(res.Skipped)))
+			}
+			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
+		},
+	}
+	sf.add(cmd, true)
+	outputFlag(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&env, "env", "", "environment tag (required)")
+	fl.StringVar(&reason, "reason", "", "why (required; journaled)")
+	fl.StringVar(&actor, "actor", "", "who (default $USER)")
+	fl.StringVar(&commandID, "command-id", "", "command UUID; re-running with the same id replays (default: a new UUID)")
+	_ = cmd.MarkFlagRequired("env")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+// warnOtherLeaseKey warns when store's signing key signed none of env's
+// current leases: the renewal replaces leases every runtime accepts with
+// leases only runtimes that trust this key accept (a wrong --key, or a key
+// rotation whose new key not every runtime trusts yet), and the others
+// fail closed when their lease ends. It is a warning, not a refusal: the
+// rotation's switch of the signing key looks the same.
+func warnOtherLeaseKey(ctx context.Context, w io.Writer, store *promoter.Store, env string) {
+	ids, err := store.LeaseKeyIDs(ctx, env)
+	if err != nil || len(ids) == 0 || slices.Contains(ids, store.KeyID()) {
+		return
+	}
+	fmt.Fprintf(w, "lease renew %s: warning: signing with key %s, but the current leases are signed by %s: a runtime that does not trust %s "+
+		"refuses the renewed leases (UNTRUSTED_KEY) and fails closed when its lease ends; in a key rotation, every runtime must trust the new key first\n",
+		env, store.KeyID(), strings.Join(ids, ", "), store.KeyID())
+}
+
+// renewReport is what lease renew prints per renewal with -o json: the
+// renewal's fields and, with --attach, the attach's (as registry attach
+// prints them) or why it failed (the renewal is committed either way).
+type renewReport struct {
+	*promoter.RenewResult
+	Attach      *attachReport `json:"attach,omitempty"`
+	AttachError string        `json:"attachError,omitempty"`
+}
+
 // renewOnce renews env's leases and, with attach, attaches the renewed
-// manifests; it returns the result and its one-line summary.
-func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, prefix string, rf *registryFlags) (*promoter.RenewResult, string, error) {
+// manifests; it returns the report and its one-line summary. A renewal
+// whose attach failed returns both the report and the error.
+func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, prefix string, rf *registryFlags) (*renewReport, string, error) {
 	res, err := store.RenewLeases(ctx, env)
 	if err != nil {
 		return nil, "", err
 	}
+	rep := &renewReport{RenewResult: res}
 	msg := fmt.Sprintf("%s: renewed %d leases at %s", env, res.Renewed, res.At.Format(time.RFC3339))
 	if res.SkippedCount > 0 {
 		msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", res.SkippedCount)
 	}
 	if attach {
-		rc, err := rf.client()
+		ar, err := attachRenewed(ctx, store, env, prefix, rf)
 		if err != nil {
-			return nil, "", err
+			err = fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
+			rep.AttachError = err.Error()
+			return rep, msg + "; the attach failed", err
 		}
-		ar, err := store.AttachDeliveryManifestsAt(ctx, env, rc, prefix)
-		if err != nil {
-			return nil, "", fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
-		}
+		rep.Attach = newAttachReport(env, ar)
 		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount) + pruneSummary(ar)
 	}
-	return res, msg, nil
+	return rep, msg, nil
+}
+
+// attachRenewed attaches env's current manifests (lease renew --attach).
+func attachRenewed(ctx context.Context, store *promoter.Store, env, prefix string, rf *registryFlags) (*promoter.AttachResult, error) {
+	rc, err := rf.client()
+	if err != nil {
+		return nil, err
+	}
+	return store.AttachDeliveryManifestsAt(ctx, env, rc, prefix)
 }
 
 // retryAfter is the wait before the next attempt after failures renewals

@@ -144,8 +144,20 @@ func TestLeaseRenewFollowsARotatedKey(t *testing.T) {
 		t.Fatal("an unusable key file changed the signing key")
 	}
 
+	if r.printed("warning: signing with key") {
+		t.Fatalf("a warning while the key signing was the one of the leases:\n%s", r.out.String())
+	}
+
 	next := rotateKey(t, keyPath)
 	r.waitFor(t, "the new key announced", func() bool { return r.printed("signing with key " + next.KeyID()) })
 	r.waitFor(t, "leases signed by the new key", signedBy(next.KeyID()))
+	// The first renewal with the new key replaced leases of the old one:
+	// said once, naming both keys.
+	warning := "warning: signing with key " + next.KeyID() + ", but the current leases are signed by " + signer.KeyID()
+	before = r.count("prod: renewed 2 leases")
+	r.waitFor(t, "renewals go on", func() bool { return r.count("prod: renewed 2 leases") > before+2 })
+	if n := r.count(warning); n != 1 {
+		t.Fatalf("the other key warned %d times, want once:\n%s", n, r.out.String())
+	}
 	r.stop(t)
 }
