@@ -335,3 +335,49 @@ func TestPlanSaysARenewalIsOne(t *testing.T) {
 		t.Errorf("plan markdown of the renewal: %v\n%s", err, md)
 	}
 }
+
+// TestPlanShowsARolloutPolicyChange: a pull request that changes only the
+// environment's rollout policy (two-phase activation on, a freeze window
+// added) changes no target, and the plan says what changes in the policy
+// and when it holds, in every format.
+func TestPlanShowsARolloutPolicyChange(t *testing.T) {
+	dir := gitFixture(t)
+	p := filepath.Join(dir, "environments", "dev.yaml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := "spec:\n  activation: two-phase\n  freezeWindows:\n    - name: launch\n      from: \"2030-01-01T00:00:00Z\"\n      until: \"2030-01-02T00:00:00Z\"\n"
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "spec:\n", policy, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", "json")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	var plan struct {
+		Changed        []json.RawMessage `json:"changed"`
+		RolloutChanges []struct {
+			Path string          `json:"path"`
+			Old  json.RawMessage `json:"old"`
+			New  json.RawMessage `json:"new"`
+		} `json:"rolloutChanges"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(plan.Changed) != 0 || len(plan.RolloutChanges) != 2 || plan.RolloutChanges[0].Path != "activation" ||
+		string(plan.RolloutChanges[0].New) != `"two-phase"` || plan.RolloutChanges[0].Old != nil ||
+		plan.RolloutChanges[1].Path != "freezeWindows" || !strings.Contains(string(plan.RolloutChanges[1].New), `"launch"`) {
+		t.Fatalf("plan of a rollout-only change: %s", out)
+	}
+	text, err := runCLI("plan", "--repo", dir, "--env", "dev")
+	if err != nil || !strings.Contains(text, "0 target(s) change") || !strings.Contains(text, "rollout policy changes (they hold once release 2 is active") ||
+		!strings.Contains(text, `~ activation: (none) -> "two-phase"`) {
+		t.Fatalf("plan text: %v\n%s", err, text)
+	}
+	md, err := runCLI("plan", "--repo", dir, "--env", "dev", "--output", "markdown")
+	if err != nil || !strings.Contains(md, "**Rollout policy changes**") || !strings.Contains(md, "`freezeWindows`") {
+		t.Fatalf("plan markdown: %v\n%s", err, md)
+	}
+}

@@ -69,6 +69,13 @@ type Report struct {
 	// profile's renewBefore, and the Gateways and Knowledge services bound
 	// to them list the new publications.
 	Renewal bool `json:"renewal,omitempty"`
+	// RolloutChanges lists how the environment's rollout policy changes
+	// with the new release: one entry per member that differs
+	// ("activation", "freezeWindows", "healthGate"), with its old and new
+	// value (absent: the default). A change holds once the new release is
+	// active: its own promotion and activation are held by the active
+	// release's policy (its freeze windows, its two-phase requirement).
+	RolloutChanges []ValueChange `json:"rolloutChanges,omitempty"`
 }
 
 // Target is one added, retired or changed target.
@@ -141,6 +148,13 @@ func New(in Input) (*Report, error) {
 			r.Renewal = in.Base.SourcesDigest() == in.Head.SourcesDigest()
 		}
 	}
+	if in.Base != nil {
+		changes, err := rolloutChanges(&in.Base.Rollout, &in.Head.Rollout)
+		if err != nil {
+			return nil, err
+		}
+		r.RolloutChanges = changes
+	}
 	idx := func(res *compiler.Result) map[[2]string]*compiler.Target {
 		m := map[[2]string]*compiler.Target{}
 		if res != nil {
@@ -162,6 +176,38 @@ func New(in Input) (*Report, error) {
 		r.Changed = append(r.Changed, t)
 	}
 	return r, nil
+}
+
+// rolloutChanges compares two rollout policies member by member.
+func rolloutChanges(base, head *bundle.Rollout) ([]ValueChange, error) {
+	var out []ValueChange
+	for _, m := range []struct {
+		path     string
+		old, new any
+		zero     func(*bundle.Rollout) bool
+	}{
+		{"activation", base.Activation, head.Activation, func(r *bundle.Rollout) bool { return r.Activation == "" }},
+		{"freezeWindows", base.FreezeWindows, head.FreezeWindows, func(r *bundle.Rollout) bool { return len(r.FreezeWindows) == 0 }},
+		{"healthGate", base.HealthGate, head.HealthGate, func(r *bundle.Rollout) bool { return r.HealthGate == nil }},
+	} {
+		var c ValueChange
+		c.Path = m.path
+		var err error
+		if !m.zero(base) {
+			if c.Old, err = json.Marshal(m.old); err != nil {
+				return nil, fmt.Errorf("plan: rollout %s: %w", m.path, err)
+			}
+		}
+		if !m.zero(head) {
+			if c.New, err = json.Marshal(m.new); err != nil {
+				return nil, fmt.Errorf("plan: rollout %s: %w", m.path, err)
+			}
+		}
+		if string(c.Old) != string(c.New) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 func buildTarget(tp compiler.TargetPlan, o, n *compiler.Target, docs *docCache) (Target, error) {

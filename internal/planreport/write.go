@@ -70,6 +70,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.RollbackUntil != "" {
 		fmt.Fprintf(w, "%s\n", r.rollbackSays())
 	}
+	if len(r.RolloutChanges) > 0 {
+		fmt.Fprintf(w, "rollout policy changes (%s):\n", r.rolloutWhen())
+		for _, c := range r.RolloutChanges {
+			fmt.Fprintf(w, "  ~ %s: %s -> %s\n", term(c.Path), term(shown(c.Old)), term(shown(c.New)))
+		}
+	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n%s %s/%s (%s %s %s)\n", strings.ToUpper(t.Change), term(t.Host), term(t.ServiceID),
 			term(t.Audience), term(t.SubjectKind), term(t.SubjectName))
@@ -206,6 +212,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				safetext.CodeSpan(r.RollbackUntil), safetext.Text(r.rollbackWhy()))
 		}
 	}
+	if len(r.RolloutChanges) > 0 {
+		fmt.Fprintf(w, "\n**Rollout policy changes** (%s):\n\n", safetext.Text(r.rolloutWhen()))
+		for _, c := range r.RolloutChanges {
+			fmt.Fprintf(w, "- %s: %s → %s\n", safetext.CodeSpan(c.Path), safetext.CodeSpan(shown(c.Old)), safetext.CodeSpan(shown(c.New)))
+		}
+	}
 	for _, t := range r.Changed {
 		fmt.Fprintf(w, "\n#### %s %s (%s %s %s)\n\n", strings.ToUpper(t.Change), safetext.CodeSpan(t.Host+"/"+t.ServiceID),
 			safetext.Text(t.Audience), safetext.Text(t.SubjectKind), safetext.CodeSpan(t.SubjectName))
@@ -276,4 +288,9 @@ func writeFenced(w io.Writer, lang, text string) {
 	}
 	fence := strings.Repeat("`", max(3, longest+1))
 	fmt.Fprintf(w, "%s%s\n%s\n%s\n", fence, lang, text, fence)
+}
+
+// rolloutWhen says when a rollout policy change holds.
+func (r *Report) rolloutWhen() string {
+	return fmt.Sprintf("they hold once release %d is active; its own promotion and activation are held by the active release's policy", r.Release)
 }
