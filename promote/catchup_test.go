@@ -113,3 +113,38 @@ func TestPromoteCatchesUpReleasesThatWereNotPromoted(t *testing.T) {
 		t.Fatalf("re-run: %+v %v, want a replay with nothing caught up", again, err)
 	}
 }
+
+// TestCatchUpFromTheCommitThatIntroducedTheRelease: release 2's promotion
+// never ran, and the commit after it on main changed a source without
+// compiling (a pull-request check bypassed), so it still holds release 2
+// with sources release 2 is not compiled from; the next commit compiles
+// release 3 on release 2. Promoting release 3 catches release 2 up from
+// the commit that introduced it, not the newest commit holding it, which
+// is stale.
+func TestCatchUpFromTheCommitThatIntroducedTheRelease(t *testing.T) {
+	h := promotertest.New(t)
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatal(err)
+	}
+	reviewed := []string{"Reviewed-by: Carol <carol@example.com>"}
+	files := h.Repo.Git.Files(h.Repo.R2)
+	promotertest.Replace(t, files, "environments/"+promotertest.Env+".yaml",
+		"    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: DEBUG",
+		"    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: WARN")
+	stale := h.Repo.Git.Commit(gittest.Commit{Files: files, Message: "gateway logging WARN (not compiled)", Trailers: reviewed})
+	v3, res3 := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	r3 := h.Repo.Git.Commit(gittest.Commit{Files: v3, Message: "release 3", Trailers: reviewed})
+	h.Repo.Snapshots[r3] = promotertest.SnapshotsOf(res3)
+
+	res, err := h.Promote(t, h.Options(r3))
+	if err != nil {
+		t.Fatalf("promote release 3 over a stale commit holding release 2: %v", err)
+	}
+	if len(res.CaughtUp) != 1 || res.CaughtUp[0].Commit != h.Repo.R2.String() || res.CaughtUp[0].Commit == stale.String() {
+		t.Fatalf("caught up %+v, want release 2 from %s (introduced it), not %s (stale)", res.CaughtUp, h.Repo.R2, stale)
+	}
+	s := promotertest.ReadState(t, h.Pool)
+	if !promotertest.PointersAt(s.Pointers, h.Repo.Snapshots[r3]) || s.Current != 3 {
+		t.Fatalf("got pointers %v current %d, want every pointer on release 3", s.Pointers, s.Current)
+	}
+}

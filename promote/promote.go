@@ -411,6 +411,17 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 		sub.NoCatchUp, sub.recordOnly = true, true
 		sub.Review.Commit = c
 		r, err := Run(ctx, repo, sub)
+		if errors.Is(err, promoter.ErrStale) {
+			// The newest commit holding the release changed sources
+			// without compiling it: the commit that introduced the
+			// release is compiled from its sources.
+			if first, ferr := gitfs.IntroducingCommit(ctx, repo, c, opts.EnvTag); ferr == nil && first != c {
+				log.InfoContext(ctx, "the newest commit holding the release is stale; catching it up from the commit that introduced it",
+					"env", opts.EnvTag, "release", v, "stale", c, "commit", first)
+				c, sub.Review.Commit = first, first
+				r, err = Run(ctx, repo, sub)
+			}
+		}
 		if err != nil {
 			hint := ""
 			if at, herr := gitfs.ReleaseCommit(ctx, repo, rev.Commit, opts.EnvTag, head); herr == nil && head > 0 && len(caught) == 0 {

@@ -219,6 +219,46 @@ func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, v
 	return f.commit.Hash.String(), nil
 }
 
+// IntroducingCommit returns the oldest commit of the first-parent history
+// from commit (a full hash) whose releases/<envTag>.yaml is the very file
+// commit holds, without a commit in between that holds another: where the
+// release was committed. ReleaseCommit returns the newest commit holding a
+// release; a later commit that changed sources without compiling (a
+// pull-request check bypassed) holds the same release with sources it is
+// not compiled from, and the commit that introduced it is the one to
+// promote it from. A walk that reaches a commit the repository does not
+// hold stops there.
+func IntroducingCommit(ctx context.Context, r *git.Repository, commit, envTag string) (string, error) {
+	c, err := r.CommitObject(plumbing.NewHash(commit))
+	if err != nil {
+		return "", fmt.Errorf("commit %s: %w", commit, err)
+	}
+	file := path.Join("releases", envTag+".yaml")
+	f, err := c.File(file)
+	if err != nil {
+		return "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
+	}
+	want := f.Hash
+	for c.NumParents() > 0 {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		parent, err := c.Parent(0)
+		if errors.Is(err, plumbing.ErrObjectNotFound) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("first parent of %s: %w", c.Hash.String()[:12], err)
+		}
+		pf, err := parent.File(file)
+		if err != nil || pf.Hash != want {
+			break // not there, or another release: c introduced it
+		}
+		c = parent
+	}
+	return c.Hash.String(), nil
+}
+
 // findReleaseIn is findRelease in repository r, the policy repository
 // being its directory prefix ("" for its root). Releases only grow along
 // the first-parent history, except where a commit took a release back (a
