@@ -103,6 +103,17 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	if opts.ShowValues {
+		// Checked now rather than found by every release page answering
+		// 500: the value diffs read artifact bytes.
+		var can bool
+		if err := pool.QueryRow(ctx, `SELECT has_column_privilege('configpub.artifact', 'bytes', 'SELECT')`).Scan(&can); err != nil {
+			return nil, fmt.Errorf("console: check the artifact bytes privilege: %w", err)
+		}
+		if !can {
+			return nil, fmt.Errorf("console: --show-values reads artifact bytes, which this login may not: make it a member of configpub_viewer_bytes (GRANT configpub_viewer_bytes TO <login>), or run without --show-values (diffs by digest)")
+		}
+	}
 	tpl, err := parseTemplates()
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)

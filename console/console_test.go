@@ -227,8 +227,19 @@ func TestMetadataDiffWithoutBytes(t *testing.T) {
 	if strings.Contains(rel, "requestsPerMinute") || strings.Contains(rel, ">120<") {
 		t.Errorf("metadata-mode release page shows values")
 	}
-	// The bytes flag without the bytes grant fails closed.
-	_, f2 := newTestConsole(t, viewerPool(t, db, false), Options{ShowValues: true})
+	// The bytes flag without the bytes grant is refused at start, naming
+	// the grant; a grant revoked while the console runs fails closed.
+	if _, err := New(context.Background(), viewerPool(t, db, false), Options{ShowValues: true}); err == nil ||
+		!strings.Contains(err.Error(), "configpub_viewer_bytes") {
+		t.Errorf("--show-values without the bytes grant: %v, want a refusal naming configpub_viewer_bytes", err)
+	}
+	granted := viewerPool(t, db, true)
+	_, f2 := newTestConsole(t, granted, Options{ShowValues: true})
+	if _, err := db.Pool(t).Exec(context.Background(), "REVOKE configpub_viewer_bytes FROM "+
+		pgx.Identifier{granted.Config().ConnConfig.User}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	granted.Reset() // new sessions, without the grant
 	body := f2.get("/env/prod/releases/2", 500)
 	if strings.Contains(body, "permission") || strings.Contains(body, "artifact") {
 		t.Errorf("500 body names internals: %q", body)
