@@ -179,6 +179,18 @@ func TestPagesOverGeneratedHistory(t *testing.T) {
 	f.get("/api/environments/dev/releases/99", 404)
 	f.get("/env/nope", 404)
 	f.get("/api/environments/dev/targets/h0.example/nope", 404)
+	// Time travel in an unknown environment, or to a target never served,
+	// is a 404 as the timeline and the target page are; a time before a
+	// known target was first served is not (it was not served yet).
+	f.get("/api/environments/nope/at?t=2026-01-01T00:00:00Z", 404)
+	f.get("/api/environments/dev/at?t=2026-01-01T00:00:00Z&host=h0.example&service=nope", 404)
+	if b := f.get("/api/environments/dev/at?t=2000-01-01T00:00:00Z&host=h0.example&service=svc-0", 200); !strings.Contains(b, `"serviceId": "svc-0"`) {
+		t.Errorf("time travel to before a target was served: %s", b)
+	}
+	// An unknown API path answers JSON, as every API error does.
+	if b := f.get("/api/nope", 404); !strings.Contains(b, `"error": "no such API path"`) {
+		t.Errorf("unknown API path: %q, want a JSON error", b)
+	}
 
 	metrics := f.get("/metrics", 200)
 	mustContain(t, "metrics", metrics, `configpub_environment_current_release{env="dev"} 2`,

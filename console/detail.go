@@ -299,6 +299,14 @@ func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string
 // pointer move at or before it.
 func (r *reader) IdentityAt(ctx context.Context, env, host, svc string, at time.Time) (*IdentityAt, error) {
 	out := &IdentityAt{EnvTag: env, Host: host, ServiceID: svc, At: at.UTC()}
+	var known bool
+	if err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.pointer_move
+		WHERE env_tag = $1 AND host = $2 AND service_id = $3)`, env, host, svc).Scan(&known); err != nil {
+		return nil, fmt.Errorf("%s/%s/%s at %s: %w", env, host, svc, at.Format(time.RFC3339), err)
+	}
+	if !known { // never served, at any time: as the target page
+		return nil, fmt.Errorf("target %s/%s/%s: %w", env, host, svc, ErrNotFound)
+	}
 	rows, err := r.q.Query(ctx, `SELECT `+r.moveSelect()+` FROM configpub.pointer_move m
 		JOIN configpub.config_snapshot s ON s.snapshot_id = m.next_snapshot_id
 		WHERE m.env_tag = $1 AND m.host = $2 AND m.service_id = $3 AND m.moved_at <= $4
@@ -327,6 +335,13 @@ const envAtListed = 200
 // reads only the moves after it; otherwise it scans every move before at.
 func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*EnvironmentAt, error) {
 	out := &EnvironmentAt{EnvTag: env, At: at.UTC(), ByRelease: []ReleaseCount{}, Rows: []Move{}}
+	var known bool
+	if err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, env).Scan(&known); err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
+	}
+	if !known { // as the timeline
+		return nil, fmt.Errorf("environment %s: %w", env, ErrNotFound)
+	}
 	var activated time.Time
 	err := r.q.QueryRow(ctx, `SELECT j.release_version, r.release_digest, j.recorded_at FROM configpub.config_release_journal j
 		JOIN configpub.config_release r ON r.env_tag = j.env_tag AND r.release_version = j.release_version

@@ -58,6 +58,10 @@ func (c *Console) Handler() http.Handler {
 		page(p.route, p.html, p.h)
 		api("api_"+p.route, p.json, p.h)
 	}
+	// Any other /api/ path is a JSON 404, as every API error is.
+	mux.Handle("/api/", c.instrument("api_unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, http.StatusNotFound, "no such API path")
+	})))
 	mux.Handle("GET /events", http.HandlerFunc(c.events))
 	mux.Handle("GET /metrics", c.instrument("metrics", promhttp.HandlerFor(c.reg, promhttp.HandlerOpts{Registry: c.reg})))
 	mux.Handle("GET /static/", c.instrument("static", staticHandler()))
