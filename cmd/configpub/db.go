@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgsession"
+	"github.com/configpub/configpub/internal/sqlstate"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -119,6 +121,10 @@ the schema owner (a role that may create roles).`,
 			}
 			defer conn.Close(context.WithoutCancel(ctx))
 			n, err := dbschema.MigrateCount(ctx, conn)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == sqlstate.InsufficientPrivilege {
+				return fmt.Errorf("%w (db migrate runs as the schema owner, the role that owns schema configpub — configpub_owner in docs/operations.md — not as a promoter, server or viewer login: the migration that failed was rolled back)", err)
+			}
 			if err != nil {
 				return err
 			}

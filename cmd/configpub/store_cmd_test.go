@@ -157,6 +157,8 @@ func TestStoreVerbs(t *testing.T) {
 		want     []string
 	}{
 		{"migrate again is a no-op", []string{"db", "migrate", d}, 0, []string{"applied 0 migration(s)"}},
+		{"migrate as the promoter's login says whom to run it as", []string{"db", "migrate", "--database=" + db.URLFor(t, "configpub_promoter")}, 1,
+			[]string{"SQLSTATE 42501", "db migrate runs as the schema owner"}},
 		{"gc keeps a day's artifacts", []string{"db", "gc", d}, 0, []string{"nothing to delete"}},
 		{"gc dry run", []string{"db", "gc", "--min-age", "1ms", "--dry-run", d}, 0,
 			[]string{fmt.Sprintf("would delete 1 unreferenced artifact(s), %d bytes", len(orphan))}},
@@ -209,6 +211,9 @@ func TestStoreVerbs(t *testing.T) {
 			[]string{"prod revocation epoch 0 -> 3: 2 current pointers re-signed (release 2 active)"}},
 		{"the epoch is never lowered", []string{"revoke", "--epoch", "2", "--env", "prod", "--reason", "oops", "--actor", "sec", "--key", keyPath, d}, 1,
 			[]string{"2 is not above the current revocation epoch 3 of prod (an epoch is never lowered)"}},
+		{"lease resign", []string{"lease", "resign", "--env", "prod", "--reason", "restored", "--actor", "oncall", "--key", keyPath, d}, 0,
+			[]string{"prod: 2 current pointers re-signed with new sequences (release 2 active, revocation epoch 3)"}},
+		{"lease resign needs a reason", []string{"lease", "resign", "--env", "prod", "--key", keyPath, d}, 2, []string{"reason"}},
 		{"revoke", []string{"revoke", "--snapshot", snaps[1][1], "--reason", "leak", "--actor", "sec", d}, 0, []string{"revoked snapshot " + snaps[1][1]}},
 		{"revoked is never activated", []string{"rollback", "--env", "prod", "--release", "1", "--reason", "r", "--actor", "a", "--key", keyPath, d}, 1,
 			[]string{"revoked"}},
