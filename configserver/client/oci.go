@@ -180,6 +180,19 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	if len(a.Manifests) == 0 {
 		return reject(ReasonNoDeliveryManifest, a.Ref, "no signed delivery manifest for the artifact, from the Config Server or attached in the registry: a registry signature alone is never applied")
 	}
+	// A verified manifest of another snapshot (the Config Server's current
+	// one, or a referrer attached after a pointer moved) with a higher
+	// sequence says the identity's pointer moved on from this artifact:
+	// a runtime that has seen nothing yet (an empty cache) is refused it
+	// all the same.
+	var moved *bundle.DeliveryManifest
+	for _, m := range a.Manifests {
+		var scratch Evidence
+		sm, err := c.checkSigned(candidate{manifestBytes: m.Bytes, signature: m.Signature, keyID: m.KeyID}, now, c.seen.floor(), &scratch)
+		if err == nil && sm.manifest.SnapshotID != sid && (moved == nil || sm.manifest.Sequence > moved.Sequence) {
+			moved = sm.manifest
+		}
+	}
 	var firstErr error
 	var firstEv Evidence
 	for _, m := range newestFirst(a.Manifests) {
@@ -187,6 +200,12 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 		v, err := c.verifyCandidate(candidate{values: a.Values, artifactDigest: digest, manifestBytes: m.Bytes, signature: m.Signature, keyID: m.KeyID}, now, c.seen.floor(), &try)
 		if err == nil && v.manifest.SnapshotID != sid {
 			err = reject(ReasonManifestMismatch, "annotation "+bundle.AnnotationSnapshotID, "annotation %s != signed manifest %s", sid, v.manifest.SnapshotID)
+		}
+		if err == nil && moved != nil && moved.Sequence > v.manifest.Sequence {
+			// The decisive reason, whatever was tried before.
+			*ev = try
+			return reject(ReasonSequenceRegression, "manifest.sequence", "the artifact's manifest (sequence %d) is superseded by a verified manifest of snapshot %s (sequence %d): its pointer moved on",
+				v.manifest.Sequence, moved.SnapshotID, moved.Sequence)
 		}
 		if err == nil {
 			*ev = try

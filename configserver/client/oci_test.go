@@ -235,3 +235,38 @@ func TestLoadOCIKeepsTheLastKnownGoodAcrossARestart(t *testing.T) {
 		t.Fatalf("the same artifact after a restart: %s %v, want UNCHANGED", ev.Outcome, err)
 	}
 }
+
+// TestLoadOCISupersededByTheConfigServer: a runtime with an empty cache
+// pointed at an old artifact whose attached manifest is still within its
+// lease is refused it when the Config Server's current manifest (verified:
+// trusted key, identity, lease) names another snapshot with a higher
+// sequence — the pointer moved on; without a server it has nothing to
+// tell, and applies it. A rollback to the artifact (a newer manifest for
+// it) applies.
+func TestLoadOCISupersededByTheConfigServer(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	r2, r3 := w.build(w.spec(2)), w.build(w.spec(3))
+	if r3.Manifest.Sequence <= r2.Manifest.Sequence {
+		t.Fatalf("fixture: release 3's sequence %d is not above release 2's %d", r3.Manifest.Sequence, r2.Manifest.Sequence)
+	}
+	a := ociArtifact(r2)
+	w.srv.set(r3, nil)
+	ev, err := w.client().LoadOCI(ctx, stubPuller{a}, a.Ref)
+	if err == nil || ev.Reason != client.ReasonSequenceRegression {
+		t.Fatalf("old artifact while the server's current is release 3: %s %s %v, want REJECTED SEQUENCE_REGRESSION", ev.Outcome, ev.Reason, err)
+	}
+	other := newWorld(t)
+	other.key = w.key
+	if ev, err := other.client(func(o *client.Options) { o.ServerURL = "" }).LoadOCI(ctx, stubPuller{ociArtifact(r2)}, a.Ref); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("the same artifact without a server: %s %s %v, want APPLIED", ev.Outcome, ev.Reason, err)
+	}
+	// Rolled back to release 2: the server's current manifest names it
+	// again, with a sequence above release 3's.
+	back := w.spec(2)
+	back.sequence = r3.Manifest.Sequence + 1
+	w.srv.set(w.build(back), nil)
+	if ev, err := w.client().LoadOCI(ctx, stubPuller{ociArtifact(r2)}, a.Ref); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("the artifact after a rollback to it: %s %s %v, want APPLIED", ev.Outcome, ev.Reason, err)
+	}
+}
