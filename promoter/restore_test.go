@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,5 +340,22 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 		Actor: "oncall", Reason: "restored from the backup"})
 	if err != nil || !again.Replayed || again.Resigned != res.Resigned {
 		t.Fatalf("the same resign again: %+v %v, want a replay", again, err)
+	}
+}
+
+// TestOpenRefusesAStoreWithoutTheWorkflowSchema: a database restored from
+// a dump of schema configpub alone (the Workflow views' schema missing) is
+// refused at open, naming what is missing and how to restore it, instead
+// of failing later in status and history with a missing relation.
+func TestOpenRefusesAStoreWithoutTheWorkflowSchema(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	if _, err := h.Pool.Exec(ctx, "DROP SCHEMA configpub_workflow CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := promoter.Open(ctx, h.Pool, promoter.Options{})
+	if !errors.Is(err, promoter.ErrSchema) || !strings.Contains(err.Error(), "configpub_workflow is missing") ||
+		!strings.Contains(err.Error(), "--schema=configpub_workflow") {
+		t.Fatalf("open without configpub_workflow: %v, want ErrSchema naming it and the dump that restores it", err)
 	}
 }

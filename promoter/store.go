@@ -95,7 +95,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 		s.keyID = id
 	}
 	var version int
-	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM configpub.schema_migration").Scan(&version)
+	var workflow bool
+	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), to_regnamespace('configpub_workflow') IS NOT NULL
+		FROM configpub.schema_migration`).Scan(&version, &workflow)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == sqlstate.UndefinedTable || pgErr.Code == sqlstate.InvalidSchemaName) {
@@ -106,8 +108,19 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	if version == 0 {
 		return nil, fmt.Errorf("open store: %w (run `configpub db migrate`)", ErrSchema)
 	}
+	if version >= workflowSchemaVersion && !workflow {
+		// Migrated, and the schema a migration created is gone: a
+		// restore of the configpub schema alone.
+		return nil, fmt.Errorf("open store: %w: schema configpub_workflow is missing although migration %d created it "+
+			"(a backup of schema configpub alone restored? restore configpub_workflow from the same backup: pg_dump --schema=configpub --schema=configpub_workflow)",
+			ErrSchema, workflowSchemaVersion)
+	}
 	return s, nil
 }
+
+// workflowSchemaVersion is the migration that creates schema
+// configpub_workflow (the Workflow views).
+const workflowSchemaVersion = 5
 
 // KeyID returns the key id of the delivery-manifest signer ("" without one).
 func (s *Store) KeyID() string { return s.keyID }
