@@ -179,7 +179,7 @@ check_registry() { # name host keydir
 			values=$((values + 1))
 		fi
 		n=$((n + 1))
-	done < <(grep -E '^(written|present) ' "$log")
+	done < <(grep -E '^(pushed|present) ' "$log")
 	[[ $values -gt 0 ]] || fail "$name: no target artifacts published"
 	echo "compat: ok: $name: $n artifacts ($values targets + release): cosign verify, oras pull byte-identical, crane manifest, verify-oci"
 
