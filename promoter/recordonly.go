@@ -41,20 +41,12 @@ func (s *Store) Record(ctx context.Context, in ReleaseInput) (*RecordResult, err
 }
 
 func (s *Store) recordOnly(ctx context.Context, in *ReleaseInput) (*RecordResult, error) {
-	if err := in.validate(); err != nil {
+	cmd, err := unmovedCommand(in, ActionRecord)
+	if err != nil {
 		return nil, err
 	}
-	if err := in.Rollout.Validate(); err != nil {
-		return nil, invalid("rollout", "%v", err)
-	}
-	if err := in.verifyArtifacts(); err != nil {
-		return nil, err
-	}
-	h := newHasher(ActionRecord)
-	h.str(in.commandHash())
-	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionRecord, EnvTag: in.EnvTag, Release: in.ReleaseVersion}
 	var res RecordResult
-	err := s.runTx(ctx, func(tx pgx.Tx) error {
+	err = s.runTx(ctx, func(tx pgx.Tx) error {
 		res = RecordResult{}
 		now := s.now()
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)

@@ -49,23 +49,15 @@ func (s *Store) Stage(ctx context.Context, in ReleaseInput) (*StageResult, error
 }
 
 func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, error) {
-	if err := in.validate(); err != nil {
-		return nil, err
-	}
-	if err := in.Rollout.Validate(); err != nil {
-		return nil, invalid("rollout", "%v", err)
-	}
-	if err := in.verifyArtifacts(); err != nil {
+	cmd, err := unmovedCommand(in, ActionStage)
+	if err != nil {
 		return nil, err
 	}
 	if s.opts.Signer == nil {
 		return nil, ErrNoSigner // the candidate manifests are signed when staged
 	}
-	h := newHasher(ActionStage)
-	h.str(in.commandHash())
-	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionStage, EnvTag: in.EnvTag, Release: in.ReleaseVersion}
 	var res StageResult
-	err := s.runTx(ctx, func(tx pgx.Tx) error {
+	err = s.runTx(ctx, func(tx pgx.Tx) error {
 		res = StageResult{}
 		now := s.now()
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
@@ -120,6 +112,23 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			Actor: in.Actor, Reason: in.Reason, Detail: fmt.Sprintf("%d targets, %d would move", res.Targets, res.Moving)})
 	}
 	return &res, nil
+}
+
+// unmovedCommand checks in for Stage and Record (action) and returns its
+// ledger command.
+func unmovedCommand(in *ReleaseInput, action string) (command, error) {
+	if err := in.validate(); err != nil {
+		return command{}, err
+	}
+	if err := in.Rollout.Validate(); err != nil {
+		return command{}, invalid("rollout", "%v", err)
+	}
+	if err := in.verifyArtifacts(); err != nil {
+		return command{}, err
+	}
+	h := newHasher(action)
+	h.str(in.commandHash())
+	return command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag, Release: in.ReleaseVersion}, nil
 }
 
 // insertUnmoved is what Stage and Record write before their own rows: it
