@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -152,14 +149,9 @@ activating the active release moves nothing. A re-signing moves no pointer; the
 same --command-id replays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if actor == "" {
-				actor = os.Getenv("USER")
-			}
-			if actor == "" {
-				return usageError{errors.New("--actor is required ($USER is not set)")}
-			}
-			if commandID == "" {
-				commandID = uuid.NewString()
+			actor, commandID, err := actorAndCommand(actor, commandID)
+			if err != nil {
+				return err
 			}
 			store, closeFn, err := sf.open(cmd.Context())
 			if err != nil {
@@ -175,10 +167,7 @@ same --command-id replays.`,
 			if res.Replayed {
 				msg += " (replayed)"
 			}
-			if res.SkippedCount > 0 {
-				msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s", res.SkippedCount,
-					textlist.Join(res.Skipped, res.SkippedCount, len(res.Skipped)))
-			}
+			msg += notResigned(res)
 			return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 		},
 	}

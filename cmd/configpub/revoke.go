@@ -53,14 +53,9 @@ Needs --key.`,
 			if epoch == 0 && env != "" {
 				return usageError{errors.New("--env is only used with --epoch")}
 			}
-			if actor == "" {
-				actor = os.Getenv("USER")
-			}
-			if actor == "" {
-				return usageError{errors.New("--actor is required ($USER is not set)")}
-			}
-			if commandID == "" {
-				commandID = uuid.NewString()
+			actor, commandID, err := actorAndCommand(actor, commandID)
+			if err != nil {
+				return err
 			}
 			store, closeFn, err := sf.open(cmd.Context())
 			if err != nil {
@@ -79,10 +74,7 @@ Needs --key.`,
 				if res.Replayed {
 					msg += " (replayed)"
 				}
-				if res.SkippedCount > 0 {
-					msg += fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s", res.SkippedCount,
-						textlist.Join(res.Skipped, res.SkippedCount, len(res.Skipped)))
-				}
+				msg += notResigned(res)
 				return report(cmd, res, func(w io.Writer) error { _, err := fmt.Fprintln(w, msg); return err })
 			}
 			res, err := store.Revoke(cmd.Context(), promoter.RevokeInput{
@@ -122,4 +114,29 @@ Needs --key.`,
 	fl.StringVar(&sf.key, "key", "", "cosign.key signing delivery manifests (with --epoch); password from COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("reason")
 	root.AddCommand(cmd)
+}
+
+// actorAndCommand defaults a journaled command's --actor to $USER (a usage
+// error when neither is set) and its --command-id to a new UUID.
+func actorAndCommand(actor, commandID string) (string, string, error) {
+	if actor == "" {
+		actor = os.Getenv("USER")
+	}
+	if actor == "" {
+		return "", "", usageError{errors.New("--actor is required ($USER is not set)")}
+	}
+	if commandID == "" {
+		commandID = uuid.NewString()
+	}
+	return actor, commandID, nil
+}
+
+// notResigned is the text output's line naming the current pointers a
+// re-signing skipped ("" when none).
+func notResigned(res *promoter.EpochResult) string {
+	if res.SkippedCount == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nnot re-signed (revoked or no lease window): %d: %s", res.SkippedCount,
+		textlist.Join(res.Skipped, res.SkippedCount, len(res.Skipped)))
 }
