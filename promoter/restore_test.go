@@ -122,6 +122,32 @@ func (f *runtimeFleet) applyAll(t *testing.T, want map[string]string) {
 	}
 }
 
+// pgTool returns a runner of the PostgreSQL client program name in bin
+// (pg_dump, pg_restore) that fails t with its output.
+func pgTool(t *testing.T, bin string) func(name string, args ...string) {
+	return func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.CommandContext(context.Background(), filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+}
+
+// migrateRestored runs db migrate on the harness's restored database, as
+// the owner, as the restore procedure says.
+func migrateRestored(t *testing.T, h *promotertest.Harness) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := h.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if err := dbschema.Migrate(ctx, conn.Conn()); err != nil {
+		t.Fatalf("migrate after restore: %v", err)
+	}
+}
+
 // TestSequencesStayMonotonicAcrossABackupRestore follows the documented
 // procedure (docs/operations.md, "Backup and restore"): pg_dump, two
 // promotions that every runtime applies, restore the dump into the emptied
@@ -144,12 +170,7 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R1])
 
 	dump := filepath.Join(t.TempDir(), "configpub.dump")
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.CommandContext(ctx, filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-	}
+	run := pgTool(t, bin)
 	run("pg_dump", "--format=custom", "--schema=configpub", "--file="+dump, h.DB.URL)
 
 	for _, c := range []plumbing.Hash{h.Repo.R2, r3} {
@@ -164,15 +185,7 @@ func TestSequencesStayMonotonicAcrossABackupRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("pg_restore", "--dbname="+h.DB.URL, "--single-transaction", dump)
-	conn, err := h.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = dbschema.Migrate(ctx, conn.Conn())
-	conn.Release()
-	if err != nil {
-		t.Fatalf("migrate after restore: %v", err)
-	}
+	migrateRestored(t, h)
 	var current int64
 	if err := h.Pool.QueryRow(ctx, "SELECT current_release_version FROM configpub.environment WHERE env_tag = $1", promotertest.Env).Scan(&current); err != nil || current != 1 {
 		t.Fatalf("restored database at release %d (%v), want release 1 (the backup)", current, err)
@@ -263,12 +276,7 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 	fleet.applyAll(t, h.Repo.Snapshots[h.Repo.R2])
 
 	dump := filepath.Join(t.TempDir(), "configpub.dump")
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := exec.CommandContext(ctx, filepath.Join(bin, name), args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-	}
+	run := pgTool(t, bin)
 	run("pg_dump", "--format=custom", "--schema=configpub", "--schema=configpub_workflow", "--file="+dump, h.DB.URL)
 	if _, err := h.Store.Rollback(ctx, promoter.RollbackInput{CommandID: id("restore", "rollback"), EnvTag: promotertest.Env,
 		ToRelease: 1, Actor: "oncall", Reason: "after the backup"}); err != nil {
@@ -280,15 +288,7 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	run("pg_restore", "--dbname="+h.DB.URL, "--single-transaction", dump)
-	conn, err := h.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = dbschema.Migrate(ctx, conn.Conn())
-	conn.Release()
-	if err != nil {
-		t.Fatalf("migrate after restore: %v", err)
-	}
+	migrateRestored(t, h)
 	store, err := promoter.Open(ctx, h.DB.Pool(t), promoter.Options{Signer: h.Signer})
 	if err != nil {
 		t.Fatal(err)
