@@ -57,28 +57,40 @@ func (s *Store) RaiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, er
 }
 
 func (s *Store) raiseEpoch(ctx context.Context, in EpochInput) (*EpochResult, error) {
-	if err := checkUUID("commandId", in.CommandID); err != nil {
+	if in.Epoch <= 0 {
+		return nil, invalid("epoch", "%d: want a positive epoch", in.Epoch)
+	}
+	cmd, err := s.resignCommand(ActionEpoch, ResignInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Actor: in.Actor, Reason: in.Reason}, in.Epoch)
+	if err != nil {
 		return nil, err
+	}
+	return s.resignAll(ctx, cmd, in.EnvTag, in.Epoch, in.Actor, in.Reason)
+}
+
+// resignCommand checks the input of RaiseEpoch (action ActionEpoch, epoch
+// the new one) or Resign (ActionResign) and returns its ledger command.
+func (s *Store) resignCommand(action string, in ResignInput, epoch int64) (command, error) {
+	if err := checkUUID("commandId", in.CommandID); err != nil {
+		return command{}, err
 	}
 	switch {
 	case in.EnvTag == "":
-		return nil, invalid("envTag", "empty")
-	case in.Epoch <= 0:
-		return nil, invalid("epoch", "%d: want a positive epoch", in.Epoch)
+		return command{}, invalid("envTag", "empty")
 	case in.Actor == "":
-		return nil, invalid("actor", "empty")
+		return command{}, invalid("actor", "empty")
 	case in.Reason == "":
-		return nil, invalid("reason", "empty")
+		return command{}, invalid("reason", "empty")
 	case s.opts.Signer == nil:
-		return nil, ErrNoSigner
+		return command{}, ErrNoSigner
 	}
-	h := newHasher(ActionEpoch)
+	h := newHasher(action)
 	h.str(in.EnvTag)
-	h.int(in.Epoch)
+	if action == ActionEpoch {
+		h.int(epoch) // where RaiseEpoch's recorded commands hash it
+	}
 	h.str(in.Actor)
 	h.str(in.Reason)
-	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionEpoch, EnvTag: in.EnvTag}
-	return s.resignAll(ctx, cmd, in.EnvTag, in.Epoch, in.Actor, in.Reason)
+	return command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag}, nil
 }
 
 // ActionResign is the command-ledger action of Resign.
@@ -111,24 +123,10 @@ func (s *Store) Resign(ctx context.Context, in ResignInput) (*EpochResult, error
 }
 
 func (s *Store) resign(ctx context.Context, in ResignInput) (*EpochResult, error) {
-	if err := checkUUID("commandId", in.CommandID); err != nil {
+	cmd, err := s.resignCommand(ActionResign, in, 0)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case in.EnvTag == "":
-		return nil, invalid("envTag", "empty")
-	case in.Actor == "":
-		return nil, invalid("actor", "empty")
-	case in.Reason == "":
-		return nil, invalid("reason", "empty")
-	case s.opts.Signer == nil:
-		return nil, ErrNoSigner
-	}
-	h := newHasher(ActionResign)
-	h.str(in.EnvTag)
-	h.str(in.Actor)
-	h.str(in.Reason)
-	cmd := command{ID: in.CommandID, Hash: h.sum(), Action: ActionResign, EnvTag: in.EnvTag}
 	return s.resignAll(ctx, cmd, in.EnvTag, 0, in.Actor, in.Reason)
 }
 
