@@ -26,7 +26,7 @@ type Environment struct {
 	// within the lease horizon; Expiring lists the soonest.
 	LeasesExpiring int          `json:"leasesExpiring"`
 	Expiring       []LeaseRow   `json:"expiring"`
-	Divergent      int          `json:"divergent"` // runtimes whose last report is not about the current snapshot
+	Divergent      int          `json:"divergent"` // runtimes whose last receipt (readback) is not about the current snapshot, or rejects it
 	Divergence     []Divergence `json:"divergence"`
 	UpdatedAt      time.Time    `json:"updatedAt"`
 }
