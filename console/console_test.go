@@ -794,6 +794,10 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	attempt(ids[2], b, 1, false, 429)
 	event(ids[3], "100 hours") // too old to count
 	attempt(ids[3], a, 1, false, 503)
+	// Recorded with its state change and sent to no receiver: under
+	// "none" once older than redeliver's two minutes.
+	event("00000000-0000-4000-8000-000000000005", "10 minutes")
+	event("00000000-0000-4000-8000-000000000006", "10 seconds") // its first attempts may still be on their way
 	con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -801,5 +805,6 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	rec := localGet(con.Handler(), "/metrics")
 	mustContain(t, "metrics", rec.Body.String(),
 		`configpub_webhook_undelivered_events{receiver="`+a+`"} 2`,
-		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`)
+		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`,
+		`configpub_webhook_undelivered_events{receiver="none"} 1`)
 }

@@ -164,6 +164,10 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 	if err := s.fault(ctx, "activate:environment", tx); err != nil {
 		return activateOutcome{}, err
 	}
+	ev := moveEvent(a.cmd.Action, envTag, version, a.actor, a.reason, res)
+	if err := s.recordEvent(ctx, tx, &ev); err != nil {
+		return activateOutcome{}, err
+	}
 	return activateOutcome{res: res}, nil
 }
 

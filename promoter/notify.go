@@ -2,11 +2,14 @@ package promoter
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Event kinds delivered to a Notifier.
@@ -79,20 +82,75 @@ func (s *Store) emit(ctx context.Context, ev Event) {
 }
 
 // emitMove notifies the result of a pointer-moving command: activated or
-// rolled back, or unconfirmed.
+// rolled back (the event its transaction recorded), or unconfirmed.
 func (s *Store) emitMove(ctx context.Context, action, envTag string, version int64, actor, reason string, res *ActivationResult, err error) {
 	switch {
 	case errors.Is(err, ErrUnconfirmed):
 		s.emit(ctx, Event{Kind: EventUnconfirmed, EnvTag: envTag, Release: version, Outcome: OutcomeUnconfirmed,
 			Actor: actor, Reason: reason, Detail: action + " outcome unknown: re-run the same command or reconcile"})
 	case err != nil || res == nil || res.Replayed:
-	case action == ActionRollback:
-		s.emit(ctx, Event{Kind: EventRolledBack, EnvTag: envTag, Release: version, PreviousRelease: res.PreviousRelease,
-			State: StateActive, Outcome: res.Outcome, Actor: actor, Reason: reason,
-			Detail: fmt.Sprintf("%d pointers moved, %d retired", res.Moved, res.Retired)})
 	default:
-		s.emit(ctx, Event{Kind: EventActivated, EnvTag: envTag, Release: version, PreviousRelease: res.PreviousRelease,
-			State: StateActive, Outcome: res.Outcome, Actor: actor, Reason: reason,
-			Detail: fmt.Sprintf("%d pointers moved, %d unchanged, %d retired", res.Moved, res.Unchanged, res.Retired)})
+		s.emit(ctx, moveEvent(action, envTag, version, actor, reason, res))
 	}
+}
+
+// moveEvent is the event of a pointer move's result: activated, or rolled
+// back. Its id and time derive from the command and the move, so the event
+// the activation's transaction recorded and the one sent after the commit
+// are the same.
+func moveEvent(action, envTag string, version int64, actor, reason string, res *ActivationResult) Event {
+	if action == ActionRollback {
+		return Event{ID: eventID(res.CommandID, EventRolledBack), Kind: EventRolledBack, EnvTag: envTag, Release: version,
+			PreviousRelease: res.PreviousRelease, State: StateActive, Outcome: res.Outcome, Actor: actor, Reason: reason,
+			Detail: fmt.Sprintf("%d pointers moved, %d retired", res.Moved, res.Retired), At: res.ActivatedAt}
+	}
+	return Event{ID: eventID(res.CommandID, EventActivated), Kind: EventActivated, EnvTag: envTag, Release: version,
+		PreviousRelease: res.PreviousRelease, State: StateActive, Outcome: res.Outcome, Actor: actor, Reason: reason,
+		Detail: fmt.Sprintf("%d pointers moved, %d unchanged, %d retired", res.Moved, res.Unchanged, res.Retired), At: res.ActivatedAt}
+}
+
+// eventID is the id of the event of kind that command caused: one command
+// is one state change, so the id its transaction records is the id sent
+// after the commit, and a command run again (its outcome unknown) records
+// nothing twice.
+func eventID(commandID, kind string) string {
+	sum := sha256.Sum256([]byte("configpub/event/v1\x00" + commandID + "\x00" + kind))
+	var u uuid.UUID
+	copy(u[:], sum[:16])
+	u[6] = u[6]&0x0f | 0x80 // version 8
+	u[8] = u[8]&0x3f | 0x80 // RFC 9562 variant
+	return u.String()
+}
+
+// recordEvent records ev, given its id and time, in configpub.webhook_event
+// inside tx, the transaction of the state change it reports, so that the
+// two commit together: a process that stops after the commit, before its
+// notifier recorded or sent the event, leaves it for `configpub webhook
+// redeliver`, which sends an event no receiver was ever sent to every
+// receiver. Nothing is recorded without a Notifier, or on a database
+// before migration 26. The notifier's own recording of the same id is then
+// a no-op.
+func (s *Store) recordEvent(ctx context.Context, tx pgx.Tx, ev *Event) error {
+	if s.opts.Notifier == nil || !s.events {
+		return nil
+	}
+	if ev.ID == "" {
+		ev.ID = uuid.NewString()
+	}
+	if ev.At.IsZero() {
+		ev.At = s.now()
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("record %s event: %w", ev.Kind, err)
+	}
+	var release any
+	if ev.Release != 0 {
+		release = ev.Release
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event)
+		VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING`, ev.ID, ev.Kind, ev.EnvTag, release, raw); err != nil {
+		return dbErr("record "+ev.Kind+" event", err)
+	}
+	return nil
 }

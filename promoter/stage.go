@@ -96,6 +96,10 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now, Evidence: res}); err != nil {
 			return err
 		}
+		ev := stagedEvent(&res, in.Actor, in.Reason)
+		if err := s.recordEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
 		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
 	})
 	if err != nil {
@@ -108,10 +112,17 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			return nil, dbErr(fmt.Sprintf("read release %s/%d", res.EnvTag, res.ReleaseVersion), err)
 		}
 	} else {
-		s.emit(ctx, Event{Kind: EventStaged, EnvTag: res.EnvTag, Release: res.ReleaseVersion, State: StateStaged,
-			Actor: in.Actor, Reason: in.Reason, Detail: fmt.Sprintf("%d targets, %d would move", res.Targets, res.Moving)})
+		s.emit(ctx, stagedEvent(&res, in.Actor, in.Reason))
 	}
 	return &res, nil
+}
+
+// stagedEvent is the event of a staging (its id and time derive from the
+// command and the staging: see moveEvent).
+func stagedEvent(res *StageResult, actor, reason string) Event {
+	return Event{ID: eventID(res.CommandID, EventStaged), Kind: EventStaged, EnvTag: res.EnvTag, Release: res.ReleaseVersion,
+		State: StateStaged, Actor: actor, Reason: reason, Detail: fmt.Sprintf("%d targets, %d would move", res.Targets, res.Moving),
+		At: res.StagedAt}
 }
 
 // unmovedCommand checks in for Stage and Record (action) and returns its

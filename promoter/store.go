@@ -59,6 +59,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	opts  Options
 	keyID string
+	// events: the database has configpub.webhook_event (migration 26), in
+	// which a state change records its notification (recordEvent).
+	events bool
 }
 
 // Open returns a Store on pool after checking that the database is
@@ -96,8 +99,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	var version int
 	var workflow bool
-	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), to_regnamespace('configpub_workflow') IS NOT NULL
-		FROM configpub.schema_migration`).Scan(&version, &workflow)
+	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), to_regnamespace('configpub_workflow') IS NOT NULL,
+			to_regclass('configpub.webhook_event') IS NOT NULL
+		FROM configpub.schema_migration`).Scan(&version, &workflow, &s.events)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == sqlstate.UndefinedTable || pgErr.Code == sqlstate.InvalidSchemaName) {

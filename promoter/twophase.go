@@ -245,8 +245,9 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 		SnapshotID: r.SnapshotID, Reason: r.Reason}
 	cmd := moveCommand(ActionActivate, in)
 	var failed bool
+	var events []Event
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
-		failed = false
+		failed, events = false, nil
 		now := s.now()
 		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
 		if err != nil {
@@ -276,16 +277,26 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 			return err
 		}
 		failed = true
+		events = []Event{
+			{Kind: EventRejected, EnvTag: in.EnvTag, Release: in.Release, Actor: in.Actor,
+				Detail: fmt.Sprintf("%s rejected candidate %s: %s", rej.Identity, r.SnapshotID, r.Reason)},
+			{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateFailed,
+				Outcome: OutcomeNotApplied, Actor: in.Actor, Reason: in.Reason, Detail: "candidate rejected; no pointer moved"},
+		}
+		for i := range events {
+			if err := s.recordEvent(ctx, tx, &events[i]); err != nil {
+				return err
+			}
+		}
 		return clearCandidates(ctx, tx, in.EnvTag, in.Release)
 	})
 	if err != nil {
 		return err
 	}
 	if failed {
-		s.emit(ctx, Event{Kind: EventRejected, EnvTag: in.EnvTag, Release: in.Release, Actor: in.Actor,
-			Detail: fmt.Sprintf("%s rejected candidate %s: %s", rej.Identity, r.SnapshotID, r.Reason)})
-		s.emit(ctx, Event{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateFailed,
-			Outcome: OutcomeNotApplied, Actor: in.Actor, Reason: in.Reason, Detail: "candidate rejected; no pointer moved"})
+		for _, ev := range events {
+			s.emit(ctx, ev)
+		}
 	}
 	return rej
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/webhook"
 )
@@ -54,5 +56,62 @@ func TestNeverAnsweringWebhookDoesNotDelayActivation(t *testing.T) {
 	if got := f.count(t, `SELECT count(*) FROM configpub.webhook_delivery
 		WHERE NOT delivered AND error = 'no answer within 2s' AND event_kind = 'release.activated'`); got != 2 {
 		t.Fatalf("%d unanswered attempts logged, want 2", got)
+	}
+}
+
+// TestStateChangesRecordTheirEventInTheirTransaction: with a Notifier, an
+// activation, a rollback and a staging each record their notification in
+// configpub.webhook_event in their own transaction, under the id the
+// notifier is then given: the notifier here records and sends nothing — as
+// a process that stopped right after the commit, a fault a test cannot
+// cause between the commit and the notifier for real — and every event is
+// in the table all the same, for webhook redeliver. Without a Notifier
+// nothing is recorded.
+func TestStateChangesRecordTheirEventInTheirTransaction(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	ctx := context.Background()
+	f.promote(t, release("prod", 1, 0, 2, nil, nil))
+	f.promote(t, release("prod", 2, 1, 2, nil, nil))
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("events", "rollback"), EnvTag: "prod", ToRelease: 1,
+		Actor: "gate", Reason: "rejections"}); err != nil {
+		t.Fatal(err)
+	}
+	r3 := release("prod", 3, 2, 2, nil, nil)
+	r3.CommandID = id("events", "stage")
+	if _, err := f.store.Stage(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.pool.Query(ctx, `SELECT event_id::text, event_kind, release_version FROM configpub.webhook_event ORDER BY recorded_at, event_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		ID, Kind string
+		Release  int64
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{{"", promoter.EventActivated, 1}, {"", promoter.EventActivated, 2}, {"", promoter.EventRolledBack, 1}, {"", promoter.EventStaged, 3}}
+	rec.mu.Lock()
+	notified := append([]promoter.Event(nil), rec.events...)
+	rec.mu.Unlock()
+	if len(got) != len(want) || len(notified) != len(want) {
+		t.Fatalf("recorded %+v, notified %d; want %d events", got, len(notified), len(want))
+	}
+	for i := range want {
+		if got[i].Kind != want[i].Kind || got[i].Release != want[i].Release || got[i].ID != notified[i].ID {
+			t.Errorf("event %d: recorded %+v, notified %s %s; want %s of release %d under the notified id", i, got[i],
+				notified[i].Kind, notified[i].ID, want[i].Kind, want[i].Release)
+		}
+	}
+
+	plain := newFixture(t, nil)
+	plain.promote(t, release("prod", 1, 0, 2, nil, nil))
+	if n := plain.count(t, "SELECT count(*) FROM configpub.webhook_event"); n != 0 {
+		t.Fatalf("%d events recorded without a Notifier", n)
 	}
 }

@@ -45,11 +45,18 @@ type ReceiverRedelivery struct {
 // Every attempt is recorded in the Log.
 func (n *Notifier) Redeliver(ctx context.Context, p Pending, from, to time.Time) (*RedeliverResult, error) {
 	res := &RedeliverResult{From: from, To: to}
-	for _, r := range n.receivers {
+	// Every receiver's list is read before anything is sent: an event sent
+	// to no receiver yet is every receiver's, not only the first one's.
+	pending := make([][]promoter.Event, len(n.receivers))
+	for i, r := range n.receivers {
 		events, err := p.Undelivered(ctx, r.name, from, to)
 		if err != nil {
 			return res, err
 		}
+		pending[i] = events
+	}
+	for i, r := range n.receivers {
+		events := pending[i]
 		rr := ReceiverRedelivery{Receiver: r.name, Pending: len(events)}
 		for _, ev := range events {
 			body, err := json.Marshal(Payload{Text: ev.Text(), Event: ev})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -101,5 +102,61 @@ func TestRedeliverStopsAtAReceiverStillDown(t *testing.T) {
 	}
 	if res, err := nl.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute)); err != nil || res.Receivers[0].Pending != 0 || lateCalls.Load() != 0 {
 		t.Fatalf("a receiver added later: %+v, %v, %d calls; want nothing sent", res, err, lateCalls.Load())
+	}
+}
+
+// TestRedeliverSendsAnEventNoReceiverWasSent: an event recorded with its
+// state change and sent to no receiver (the process stopped after the
+// commit, before its first attempt) is sent by redeliver to every
+// receiver; one already sent to some receiver is still not sent to a
+// receiver configured after it.
+func TestRedeliverSendsAnEventNoReceiverWasSent(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_promoter"))
+	ctx := context.Background()
+	got := map[string][]string{}
+	var mu sync.Mutex
+	receiver := func(name string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[name] = append(got[name], r.Header.Get(webhook.HeaderDelivery))
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	a, b := receiver("a"), receiver("b")
+	start := time.Now().Add(-time.Minute)
+	// Sent to a only, before b was configured.
+	sent := promoter.Event{ID: uuid.NewString(), Kind: promoter.EventActivated, EnvTag: "prod", Release: 2, At: time.Now().UTC()}
+	na, err := webhook.New(webhook.Options{URLs: []string{a.URL}, Secret: secret, Log: webhook.PGLog{Pool: pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	na.Notify(ctx, sent)
+	if err := na.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Recorded with its state change; nothing sent.
+	unsent := promoter.Event{ID: uuid.NewString(), Kind: promoter.EventRolledBack, EnvTag: "prod", Release: 1, At: time.Now().UTC()}
+	if err := (webhook.PGLog{Pool: pool}).RecordEvent(ctx, unsent); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	got = map[string][]string{}
+	mu.Unlock()
+	nab, err := webhook.New(webhook.Options{URLs: []string{a.URL, b.URL}, Secret: secret, Log: webhook.PGLog{Pool: pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := nab.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if res.Delivered != 2 || res.Undelivered != 0 || len(got["a"]) != 1 || got["a"][0] != unsent.ID || len(got["b"]) != 1 || got["b"][0] != unsent.ID {
+		t.Fatalf("redeliver: %+v, a got %v, b got %v; want the unsent event (%s) at both and nothing else", res, got["a"], got["b"], unsent.ID)
 	}
 }

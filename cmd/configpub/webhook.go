@@ -87,13 +87,16 @@ func addWebhookCmd(root *cobra.Command) {
 		Short: "Send each webhook receiver the recorded events it has not accepted",
 		Long: `redeliver sends each receiver of ` + webhookURLsEnv + ` (signed with
 ` + webhookSecretEnv + `, as the verbs that change releases send them) the events
-recorded in the last --since that were sent to it (a receiver configured later
-is not sent the past) and that it has not accepted and did not refuse for
+recorded in the last --since that were sent to it, or to no receiver at all (the
+process that recorded one stopped before its first attempt; a receiver configured
+later is not sent what the others were sent before it), and that it has not
+accepted and did not refuse for
 good (a 4xx other than 408 and 429), oldest first, with the same event id
 (X-Configpub-Delivery), which receivers deduplicate on. A verb that changes a
 release waits only ` + webhookTimeoutEnv + ` (5s) for its deliveries before it
 exits, so a receiver that was down then misses the event; every event is
-recorded (configpub.webhook_event) before its first attempt. Events recorded in
+recorded (configpub.webhook_event) in the transaction of the state change it
+reports, before any attempt. Events recorded in
 the last --min-age are left to the deliveries that may still be retrying them.
 A receiver that still fails an event after the retries keeps the rest for a
 later run. Exits 1 when any event is still undelivered. Run it on a schedule,
