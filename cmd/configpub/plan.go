@@ -77,11 +77,15 @@ request comment per environment. It writes nothing.`,
 			if hosts := compiler.CommittedChanges(baseFS, tree, env); hosts != nil {
 				opts.Keep = func(e *bundle.TargetEntry) bool { return hosts[e.Host] }
 			}
-			base, err := compiler.Compile(cmd.Context(), baseFS, opts)
-			if err != nil {
-				return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
+			// A base that holds no release of env (the first pull request
+			// of a repository) is release 0: every target is added.
+			var base *compiler.Result
+			if root, err := compiler.ReadCommittedRoot(baseFS, env); err != nil || root.ReleaseVersion != 0 {
+				if base, err = compiler.Compile(cmd.Context(), baseFS, opts); err != nil {
+					return fmt.Errorf("plan: compile base %s: %w", baseRef, err)
+				}
+				base.ForStreaming()
 			}
-			base.ForStreaming()
 			opts.PreviousTree, opts.Keep = gitfs.ReleaseTrees(repo, "HEAD"), compiler.PlanKeep(base)
 			// The head release is the one compile would write: built on the
 			// release compile builds on.

@@ -381,3 +381,30 @@ func TestPlanShowsARolloutPolicyChange(t *testing.T) {
 		t.Fatalf("plan markdown: %v\n%s", err, md)
 	}
 }
+
+// TestPlanOfTheFirstRelease: the first pull request of a repository
+// compiles release 1 on a base that holds no release; its plan is from
+// release 0, every target added (it said "release 1 -> release 1" with the
+// targets as changed, comparing with a release 1 the base never held).
+func TestPlanOfTheFirstRelease(t *testing.T) {
+	dir := copyDir(t, "../../fixtures/policy-repo")
+	if err := os.RemoveAll(filepath.Join(dir, "releases")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "sources", time.Date(2026, 10, 1, 9, 30, 0, 0, time.UTC))
+	if out, err := runCLI("compile", "--repo", dir, "--env", "dev"); err != nil {
+		t.Fatalf("compile release 1: %v\n%s", err, out)
+	}
+	commitAll(t, r, "release 1", time.Date(2026, 10, 1, 10, 0, 0, 0, time.UTC))
+	text, err := runCLI("plan", "--repo", dir, "--env", "dev", "--base-ref", "HEAD~1")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, text)
+	}
+	if !strings.Contains(text, "plan dev: release 0 at HEAD~1 -> release 1: 5 target(s) change (5 added, 0 retired), 0 unchanged") {
+		t.Fatalf("plan of the first release:\n%s", text)
+	}
+}
