@@ -212,3 +212,40 @@ func TestRestoreKeepsSeenStateOfExpiredFile(t *testing.T) {
 		t.Fatalf("got %s %s, want REJECTED SEQUENCE_REGRESSION", ev.Outcome, ev.Reason)
 	}
 }
+
+// TestPinnedSnapshotSurvivesAnEpochRaiseThatResignsIt: raising the
+// revocation epoch re-signs every current pointer, so a session pinned to
+// the snapshot that is still current goes on, under the re-signed
+// manifest; a raise that comes with another current snapshot ends it.
+func TestPinnedSnapshotSurvivesAnEpochRaiseThatResignsIt(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	r2 := w.build(w.spec(2))
+	w.srv.set(r2, nil)
+	c := w.client()
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	session, err := c.Pin(client.PinOptions{OnRevoke: client.DenyOnRevoke})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resigned := w.spec(2)
+	resigned.manifestEpoch, resigned.sequence = 4, 3
+	w.srv.set(w.build(resigned), nil)
+	if ev, err := c.Load(ctx); err != nil || ev.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("load of the re-signed release 2: %+v %v", ev, err)
+	}
+	if s, err := session.Snapshot(); err != nil || s.Manifest.RevocationEpoch != 4 {
+		t.Fatalf("pinned session after an epoch raise re-signed its snapshot: %v, want it standing under epoch 4", err)
+	}
+	r3 := w.spec(3)
+	r3.manifestEpoch, r3.sequence = 5, 4
+	w.srv.set(w.build(r3), nil)
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := session.Snapshot(); !errors.Is(err, client.ErrPinRevoked) {
+		t.Fatalf("pinned session after a raise with another current snapshot: %v, want ErrPinRevoked", err)
+	}
+}

@@ -215,7 +215,10 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 			firstErr, firstEv = err, try
 		}
 	}
+	// The snapshot refused is the artifact's, whichever manifest failed
+	// (the newest may be the Config Server's, of another snapshot).
 	*ev = firstEv
+	ev.SnapshotID, ev.ArtifactDigest = sid, digest
 	return firstErr
 }
 

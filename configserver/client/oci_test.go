@@ -177,8 +177,9 @@ func TestLoadOCIManifestFromConfigServer(t *testing.T) {
 	a.Manifests = nil
 	w.srv.set(w.build(w.spec(3)), nil)
 	ev, err := w.client().LoadOCI(ctx, stubPuller{a}, a.Ref)
-	if err == nil || ev.Reason != client.ReasonManifestMismatch {
-		t.Fatalf("server's manifest for release 3: got %s %s %v, want REJECTED MANIFEST_MISMATCH", ev.Outcome, ev.Reason, err)
+	if err == nil || ev.Reason != client.ReasonManifestMismatch || ev.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("server's manifest for release 3: got %s %s %v naming snapshot %s, want REJECTED MANIFEST_MISMATCH naming the artifact's %s",
+			ev.Outcome, ev.Reason, err, ev.SnapshotID, r2.Manifest.SnapshotID)
 	}
 	w.srv.set(r2, nil)
 	a.Manifests = nil

@@ -91,16 +91,25 @@ func (p *Pinned) Pin() Pin { return p.pin }
 // Snapshot returns the pinned snapshot. It fails closed with ErrExpired
 // once the lease of its last verified manifest (plus skew) has ended, and
 // with ErrPinRevoked once it is known revoked (by Check, or by a current
-// snapshot whose signed revocation epoch is above the pinned one's) unless
-// OnRevoke is AllowUntilLeaseEnds.
+// snapshot of another id whose signed revocation epoch is above the pinned
+// one's; the pinned snapshot itself re-signed with a raised epoch stands)
+// unless OnRevoke is AllowUntilLeaseEnds. A revocation is not persisted: a
+// restarted runtime learns it again from Rehydrate or Check.
 func (p *Pinned) Snapshot() (*Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.revoked == "" {
 		if cur := p.c.current(); cur != nil && cur.Manifest != nil && p.snap.Manifest != nil &&
 			cur.Manifest.RevocationEpoch > p.snap.Manifest.RevocationEpoch {
-			p.revoked = fmt.Sprintf("revocation epoch raised to %d above the pinned %d",
-				cur.Manifest.RevocationEpoch, p.snap.Manifest.RevocationEpoch)
+			if cur.SnapshotID == p.pin.SnapshotID && cur.ArtifactDigest == p.pin.ArtifactDigest {
+				// The pinned snapshot is the current one, re-signed with the
+				// raised epoch (revoke --epoch re-signs every current
+				// pointer): it stands, under its newer manifest and lease.
+				p.snap = cur
+			} else {
+				p.revoked = fmt.Sprintf("revocation epoch raised to %d above the pinned %d",
+					cur.Manifest.RevocationEpoch, p.snap.Manifest.RevocationEpoch)
+			}
 		}
 	}
 	if p.revoked != "" && p.opts.OnRevoke == DenyOnRevoke {

@@ -30,7 +30,7 @@ type StatusOptions struct {
 	// runtime's identity and the endpoint's scope. They must differ from
 	// the delivery-manifest keys: the control plane's reader never holds
 	// the key that vouches for configuration.
-	ControlKeys []signing.TrustedKey
+	ControlKeys []TrustedKey
 	// AnonymousStatus serves GET /status without a token (for a port only
 	// the pod can reach). POST /reload always needs one.
 	AnonymousStatus bool

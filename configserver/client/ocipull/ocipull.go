@@ -11,7 +11,6 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
-	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -23,8 +22,8 @@ import (
 // verify: without one the client never applies the artifact.
 type Puller struct {
 	Registry *registry.Client
-	Keys     []signing.TrustedKey // trusted cosign public keys
-	Identity bundle.Identity      // the runtime's; empty fields are not checked
+	Keys     []client.TrustedKey // trusted cosign public keys (client.ParseTrustedKeys); rotated apart from the client's manifest keys
+	Identity bundle.Identity     // the runtime's; empty fields are not checked
 }
 
 var _ client.OCIPuller = (*Puller)(nil)

@@ -3,6 +3,22 @@
 // load outcomes) as Prometheus metrics on a registry the caller provides. It
 // is a package of its own so that the runtime library itself stays free of
 // the Prometheus client's dependencies.
+//
+// The metrics, each labelled host, service_id, env_tag and audience:
+//
+//   - configpub_runtime_snapshot_info (gauge, 1): one series per snapshot
+//     the runtime holds, slot current, last_known_good, last_rejected or
+//     candidate, with snapshot_id, publication_id, release_version,
+//     artifact_digest, policy_digest and reason (the rejection's, for
+//     last_rejected);
+//   - configpub_runtime_snapshot_loaded_timestamp_seconds (gauge, by slot):
+//     when the runtime verified, or rejected, that slot's snapshot;
+//   - configpub_runtime_lease_expires_timestamp_seconds (gauge): the end of
+//     the current snapshot's signed lease;
+//   - configpub_runtime_failed_closed (gauge): 1 while the runtime has no
+//     valid configuration;
+//   - configpub_runtime_loads_total (counter, by outcome and reason): the
+//     loads, as Evidence reports them.
 package statusmetrics
 
 import (
