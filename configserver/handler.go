@@ -1,6 +1,7 @@
 package configserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -62,6 +63,12 @@ type Options struct {
 	// a Store that implements Notifier; otherwise wait= is ignored. Default
 	// DefaultMaxWait (5 minutes).
 	MaxWait time.Duration
+	// MaxWatchesPerIdentity bounds the requests one identity may have held
+	// at once (a runtime holds one; a runtime with a sidecar two): one
+	// more is answered 429 at once, so that a single token cannot hold
+	// every connection the server can accept. Default
+	// DefaultMaxWatchesPerIdentity.
+	MaxWatchesPerIdentity int
 	// WatchAnswered, when set, is called after the answer of each parked
 	// watch request is written, with its status and the time the write
 	// ended (server-side watch latency measurements). It must be quick.
@@ -89,6 +96,8 @@ type handler struct {
 	stopOnce    sync.Once
 	parkedMu    sync.Mutex
 	parkedSet   map[*parked]struct{}
+	holding     map[bundle.Identity]int // held requests per identity (under parkedMu)
+	maxHolding  int
 	wakes       wakeQueue // parked requests woken by a change, being answered
 
 	watchAnswered func(status int, written time.Time)
@@ -138,6 +147,8 @@ func NewHandler(store Store, opts Options) http.Handler {
 		watchMax:         []string{strconv.FormatInt(int64(opts.MaxWait/time.Second), 10)},
 		stopWatches:      make(chan struct{}),
 		parkedSet:        make(map[*parked]struct{}),
+		holding:          make(map[bundle.Identity]int),
+		maxHolding:       cmp.Or(opts.MaxWatchesPerIdentity, DefaultMaxWatchesPerIdentity),
 		watchAnswered:    opts.WatchAnswered,
 	}
 	h.notifier, _ = store.(Notifier)

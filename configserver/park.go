@@ -164,6 +164,7 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 	h.parkedMu.Lock()
 	delete(h.parkedSet, p)
 	h.parkedMu.Unlock()
+	h.release(p.id)
 	h.metrics.watchers.Dec()
 	if reason != "" {
 		p.rl.reason = reason

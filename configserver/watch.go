@@ -14,6 +14,36 @@ import (
 // DefaultMaxWait bounds wait= when Options.MaxWait is 0.
 const DefaultMaxWait = 5 * time.Minute
 
+// DefaultMaxWatchesPerIdentity is Options.MaxWatchesPerIdentity's default.
+const DefaultMaxWatchesPerIdentity = 8
+
+// hold takes one of id's held-request slots, false when id holds its
+// limit already; release gives it back.
+func (h *handler) hold(id bundle.Identity) bool {
+	h.parkedMu.Lock()
+	defer h.parkedMu.Unlock()
+	if h.holding[id] >= h.maxHolding {
+		return false
+	}
+	h.holding[id]++
+	return true
+}
+
+func (h *handler) release(id bundle.Identity) {
+	h.parkedMu.Lock()
+	defer h.parkedMu.Unlock()
+	if h.holding[id]--; h.holding[id] <= 0 {
+		delete(h.holding, id)
+	}
+}
+
+// errTooManyWatches answers a request to hold beyond the identity's limit.
+func errTooManyWatches(limit int) *httpError {
+	return &httpError{status: http.StatusTooManyRequests, code: "too_many_requests",
+		message: "this identity holds " + strconv.Itoa(limit) + " requests already; retry after 1 s",
+		reason:  "held requests limit", retryAfter: 1}
+}
+
 // watchSlack is added to a held request's read and write deadlines beyond
 // its wait, so that the server's own timeouts never cut a watch short.
 const watchSlack = 10 * time.Second
@@ -59,6 +89,19 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 // "Connection: close". Where the connection cannot be taken over (HTTP/2,
 // a test recorder) the handler's goroutine waits instead.
 func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, wait time.Duration) *httpError {
+	// A held request never outlives its token: the answer it ends with is
+	// given while the token is valid.
+	if !c.Expiry.IsZero() {
+		if left := c.Expiry.Sub(h.now()); left < wait {
+			wait = left
+		}
+		if wait <= 0 {
+			return h.writeDelivery(w, r, rl, c, d)
+		}
+	}
+	if !h.hold(id) {
+		return errTooManyWatches(h.maxHolding)
+	}
 	sw, _ := w.(*statusWriter)
 	if sw != nil && !h.stopped() {
 		hdr := w.Header()
@@ -73,6 +116,7 @@ func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 			return nil
 		}
 	}
+	defer h.release(id)
 	return h.waitInline(w, r, rl, c, id, d, wait)
 }
 

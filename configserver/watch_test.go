@@ -14,6 +14,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/configserver/auth"
 )
 
 // watchAnswer is what one held GET /configs?wait= got back.
@@ -285,4 +286,62 @@ func TestWatchShutdownAnswersEveryWaiter(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Serve did not return after shutdown")
 	}
+}
+
+// TestHeldRequestsAreBounded: found by attacking the server with one
+// workload token. A held request never outlives its token: one whose token
+// expires in 2 s is answered (304, while the token is valid) then, not at
+// the end of its 30 s wait — a parked request was answered with new
+// configuration after its token had expired. And one identity may hold
+// MaxWatchesPerIdentity requests at once: one more is answered 429 at once
+// with Retry-After, while another identity still holds — one token held
+// every file descriptor of the server with 20,000 parked requests.
+func TestHeldRequestsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{handler: configserver.Options{MaxWait: 30 * time.Second, MaxWatchesPerIdentity: 2}})
+	base := e.serve(t, configserver.ServerOptions{})
+	c := &http.Client{Timeout: time.Minute}
+	id := bundle.Identity{Host: "watch-bounded.example", ServiceID: "gw", EnvTag: "prod"}
+	other := bundle.Identity{Host: "watch-bounded-other.example", ServiceID: "gw", EnvTag: "prod"}
+	etags := map[bundle.Identity]string{}
+	for _, x := range []bundle.Identity{id, other} {
+		s := e.seed.publish(t, x, "gateway", 1, []byte("bounded "+x.Host+"\n"))
+		e.seed.move(t, s)
+		waitAnswer(t, e, x, http.StatusOK, s.ID)
+		etags[x] = `"` + s.ArtifactDigest + `"`
+	}
+
+	short, err := auth.Mint(e.tokenKey, auth.MintOptions{Issuer: issuer, Audience: audience, Host: id.Host,
+		ServiceID: id.ServiceID, EnvTag: id.EnvTag, ConfigAudience: "gateway", TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := recvWatch(t, startWatch(c, base, id, short, etags[id], "30s"), 10*time.Second)
+	if a.status != http.StatusNotModified || a.took > 5*time.Second {
+		t.Fatalf("held request of a token that expires in 2 s: %d after %s, want 304 by its expiry", a.status, a.took)
+	}
+
+	tok := e.token(t, id, "gateway")
+	held := []<-chan watchAnswer{startWatch(c, base, id, tok, etags[id], "30s"), startWatch(c, base, id, tok, etags[id], "30s")}
+	for _, h := range held {
+		expectHeld(t, h, 300*time.Millisecond)
+	}
+	third := recvWatch(t, startWatch(c, base, id, tok, etags[id], "30s"), 5*time.Second)
+	if third.status != http.StatusTooManyRequests || third.header.Get("Retry-After") == "" || third.took > 2*time.Second {
+		t.Fatalf("a third held request of one identity: %d (Retry-After %q) after %s, want 429 at once",
+			third.status, third.header.Get("Retry-After"), third.took)
+	}
+	otherHeld := startWatch(c, base, other, e.token(t, other, "gateway"), etags[other], "30s")
+	expectHeld(t, otherHeld, 300*time.Millisecond)
+	// Once one of the two ends (its pointer moved), the identity may hold
+	// again.
+	next := e.seed.publish(t, id, "gateway", 2, []byte("bounded next\n"))
+	e.seed.move(t, next)
+	for _, h := range held {
+		if a := recvWatch(t, h, 5*time.Second); a.status != http.StatusOK {
+			t.Fatalf("held request after the move: %d, want 200", a.status)
+		}
+	}
+	again := startWatch(c, base, id, tok, `"`+next.ArtifactDigest+`"`, "30s")
+	expectHeld(t, again, 300*time.Millisecond)
 }
