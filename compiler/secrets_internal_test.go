@@ -232,3 +232,25 @@ func TestCredentialNamedTypoIsAnUnknownField(t *testing.T) {
 		t.Fatalf("unknown credential-named member: %v; want an unknown field without the value", err)
 	}
 }
+
+// TestUnknownKindIsShownOnlyAsAName: the kind check runs before the secret
+// scan, so an unknown kind is shown only when it reads as a kind name; a
+// pasted token in kind: never reaches the error (and CI logs).
+func TestUnknownKindIsShownOnlyAsAName(t *testing.T) {
+	set, err := schemas.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parse := func(kind string) error {
+		b := []byte("apiVersion: " + APIVersion + "\nkind: \"" + kind + "\"\nmetadata:\n  name: a\nspec: {}\n")
+		_, err := parseSource("agents/a.yaml", b, set, new(render.AnyBuffer))
+		return err
+	}
+	const token = "ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	if err := parse(token); err == nil || strings.Contains(err.Error(), token[:12]) || !strings.Contains(err.Error(), "not shown") {
+		t.Fatalf("a token as kind: %v, want an unknown kind without the value", err)
+	}
+	if err := parse("Agnet"); err == nil || !strings.Contains(err.Error(), `unknown kind "Agnet"`) || !strings.Contains(err.Error(), "Agent") {
+		t.Fatalf("a misspelt kind: %v, want it named with the kinds", err)
+	}
+}

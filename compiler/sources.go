@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -213,6 +214,19 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 }
 
 // parseSource parses, schema-checks and secret-checks one document.
+// kindName is what an unknown kind must look like to be shown in an error.
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z]{0,39}$`)
+
+// kindList names the kinds of source documents, sorted.
+func kindList() string {
+	ks := make([]string, 0, len(kindSchemas))
+	for k := range kindSchemas {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return strings.Join(ks, ", ")
+}
+
 // buf holds the document's plain form while the schema checks it.
 func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer) (*source, error) {
 	doc, err := yamlstrict.Parse(file, b)
@@ -232,7 +246,12 @@ func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer)
 	}
 	schemaName, ok := kindSchemas[kv.Str]
 	if !ok {
-		return nil, src.errorf([]string{"kind"}, "unknown kind %q", kv.Str)
+		// Checked before the secret scan: the value is shown only when
+		// it reads as a kind name (a pasted token would reach CI logs).
+		if !kindName.MatchString(kv.Str) {
+			return nil, src.errorf([]string{"kind"}, "unknown kind (the value is not a kind name and is not shown; kinds: %s)", kindList())
+		}
+		return nil, src.errorf([]string{"kind"}, "unknown kind %q (kinds: %s)", kv.Str, kindList())
 	}
 	src.Kind = kv.Str
 	// Secrets first: a schema message may quote a value. A credential-named
