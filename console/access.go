@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -66,9 +67,33 @@ func (c *Console) identify(r *http.Request) (who, reason string) {
 		}
 	}
 	if peer.IsLoopback() {
+		// A loopback peer is served without credentials only under a
+		// loopback name: a web page whose domain an attacker re-points to
+		// 127.0.0.1 (DNS rebinding) is same-origin with the console and
+		// would read it through the operator's browser, with its own
+		// domain in Host.
+		if !loopbackHost(r.Host) {
+			return "", "host " + strconv.Quote(r.Host) + " is not a loopback name (localhost, 127.0.0.1, [::1]): open the console by one, or give it --jwks"
+		}
 		return "local", ""
 	}
 	return "", "not a loopback client"
+}
+
+// loopbackHost reports whether a request's Host (host[:port]) names the
+// loopback interface: localhost (or a name under .localhost, which
+// resolves there by RFC 6761) or a loopback address.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 func peerAddr(remote string) (netip.Addr, bool) {

@@ -63,13 +63,13 @@ func BenchmarkPageRender10k(b *testing.B) {
 		for _, p := range pages {
 			if prime {
 				req := httptest.NewRequest("GET", p, nil)
-				req.RemoteAddr = "127.0.0.1:1"
+				req.RemoteAddr, req.Host = "127.0.0.1:1", "localhost:8090"
 				h.ServeHTTP(httptest.NewRecorder(), req)
 			}
 			var ds []time.Duration
 			for r := 0; r < rounds; r++ {
 				req := httptest.NewRequest("GET", p, nil)
-				req.RemoteAddr = "127.0.0.1:1"
+				req.RemoteAddr, req.Host = "127.0.0.1:1", "localhost:8090"
 				rec := httptest.NewRecorder()
 				t0 := time.Now()
 				h.ServeHTTP(rec, req)

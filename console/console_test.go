@@ -187,6 +187,11 @@ func TestPagesOverGeneratedHistory(t *testing.T) {
 	if b := f.get("/api/environments/dev/at?t=2000-01-01T00:00:00Z&host=h0.example&service=svc-0", 200); !strings.Contains(b, `"serviceId": "svc-0"`) {
 		t.Errorf("time travel to before a target was served: %s", b)
 	}
+	// A NUL or a byte that is not UTF-8 in the path is a 400, not a store
+	// error.
+	f.get("/env/dev%00/releases/3", 400)
+	f.get("/api/environments/dev%ff/timeline", 400)
+	f.get("/api/environments/dev/targets/a%00/b", 400)
 	// An unknown API path answers JSON, as every API error does.
 	if b := f.get("/api/nope", 404); !strings.Contains(b, `"error": "no such API path"`) {
 		t.Errorf("unknown API path: %q, want a JSON error", b)
@@ -290,6 +295,10 @@ func TestAccessControl(t *testing.T) {
 	}{
 		{"loopback without credentials", "127.0.0.1:5555", "", "", 200},
 		{"ipv6 loopback", "[::1]:5555", "", "", 200},
+		// DNS rebinding: a page of another domain, re-pointed at 127.0.0.1,
+		// reaches the console from the operator's browser with its own
+		// name in Host.
+		{"loopback under a rebound name", "127.0.0.1:5555", "", "", 401},
 		{"remote without credentials", "203.0.113.7:5555", "", "", 401},
 		{"remote with a valid bearer", "203.0.113.7:5555", "Bearer " + tok, "", 200},
 		{"remote with a bad bearer", "203.0.113.7:5555", "Bearer " + tok[:len(tok)-4] + "AAAA", "", 401},
@@ -305,6 +314,13 @@ func TestAccessControl(t *testing.T) {
 			}
 			req := httptest.NewRequest("GET", path, nil)
 			req.RemoteAddr = tc.remote
+			req.Host = "127.0.0.1:8090"
+			switch tc.name {
+			case "ipv6 loopback":
+				req.Host = "[::1]:8090"
+			case "loopback under a rebound name":
+				req.Host = "rebind.attacker.example:8090"
+			}
 			if tc.authz != "" {
 				req.Header.Set("Authorization", tc.authz)
 			}
@@ -750,7 +766,7 @@ func TestTimelineMarksRenewals(t *testing.T) {
 // console's machine would ask it.
 func localGet(h http.Handler, path string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("GET", path, nil)
-	req.RemoteAddr = "127.0.0.1:1"
+	req.RemoteAddr, req.Host = "127.0.0.1:1", "localhost:8090"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec

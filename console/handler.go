@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -72,7 +73,20 @@ func (c *Console) Handler() http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	root.Handle("/", authed)
-	return secure(root)
+	return secure(cleanPath(root))
+}
+
+// cleanPath answers 400 for a path that holds a NUL or is not UTF-8 (after
+// decoding): no environment, host or service is named so, and PostgreSQL
+// refuses such text with an error that was logged and answered 500.
+func cleanPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !utf8.ValidString(r.URL.Path) || strings.ContainsRune(r.URL.Path, 0) {
+			writeError(w, r, http.StatusBadRequest, "the path is not UTF-8 text")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // secure sets the headers every response carries.
