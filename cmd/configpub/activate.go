@@ -27,13 +27,15 @@ identity it does not contain is retired, signing a delivery manifest per moved
 target. It is the explicit way back to a rolled-back release (re-running its
 promote never re-activates it), and the way to activate a STAGED release
 (promote --stage). Refused with nothing moved (exit 1) like rollback, and inside
-a freeze window of the environment unless --break-glass (the reason is journaled).
+a freeze window of the environment — of the release's rollout policy or of the
+active release's — unless --break-glass (the reason is journaled).
 
-In an environment with two-phase activation, activate of a STAGED release first
-waits (at most --timeout, printing progress to stderr) until every target whose
-pointer moves has a READY receipt for exactly its candidate snapshot, then moves
-every pointer in one transaction. A REJECTED candidate marks the release FAILED
-(exit 1, nothing moved); a timeout exits 1 naming the identities not READY.
+In an environment with two-phase activation (the release's policy or the active
+release's), activate of a STAGED release first waits (at most --timeout,
+printing progress to stderr) until every target whose pointer moves has a READY
+receipt for exactly its candidate snapshot, then moves every pointer in one
+transaction. A REJECTED candidate marks the release FAILED (exit 1, nothing
+moved); a timeout exits 1 naming the identities not READY.
 Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -48,7 +48,10 @@ promotion ran (--no-catch-up refuses instead).
 With --stage the release is recorded as STAGED and no pointer moves; activate it
 later with configpub activate (an environment with two-phase activation is always
 staged). Inside a freeze window of the environment promote is refused (exit 1,
-naming the window) unless --break-glass --reason TEXT, which is journaled.
+naming the window) unless --break-glass --reason TEXT, which is journaled. The
+rollout policy of the active release holds for the release that replaces it: its
+freeze windows refuse, and its two-phase activation stages, a release whose own
+policy drops them.
 
 Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict, frozen),
 2 usage, 3 outcome unconfirmed (re-run the same promote or run reconcile).
