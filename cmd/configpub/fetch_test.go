@@ -321,7 +321,7 @@ func TestFetchOCI(t *testing.T) {
 	}{
 		{"signed artifact without a delivery manifest", keyFile(&signer.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonNoDeliveryManifest, false},
 		{"signed artifact with its delivery manifest", keyFile(&signer.PublicKey), exitOK, client.OutcomeApplied, client.ReasonNewSnapshot, true},
-		{"signed by an untrusted key", keyFile(&other.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonSignatureInvalid, true},
+		{"signed by an untrusted key", keyFile(&other.PublicKey), exitFailClosed, client.OutcomeRejected, client.ReasonUnsignedArtifact, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -61,7 +61,9 @@ func reasonOf(err error) client.Reason {
 	case errors.Is(err, registry.ErrDigestMismatch):
 		return client.ReasonDigestMismatch
 	case errors.Is(err, registry.ErrSignature):
-		return client.ReasonSignatureInvalid
+		// The artifact's cosign signature, not a delivery manifest's
+		// (SIGNATURE_INVALID): the two key sets rotate apart.
+		return client.ReasonUnsignedArtifact
 	case errors.Is(err, registry.ErrIdentity):
 		return client.ReasonIdentityMismatch
 	case errors.Is(err, registry.ErrInvalid):

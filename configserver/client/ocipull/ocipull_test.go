@@ -64,7 +64,7 @@ func TestPullVerified(t *testing.T) {
 		reason client.Reason // "" = not a verification verdict
 	}{
 		{"another identity", ocipull.Puller{Registry: rc, Keys: keys, Identity: other}, ref, client.ReasonIdentityMismatch},
-		{"untrusted key", ocipull.Puller{Registry: rc, Keys: otherKeys, Identity: id}, ref, client.ReasonSignatureInvalid},
+		{"untrusted key", ocipull.Puller{Registry: rc, Keys: otherKeys, Identity: id}, ref, client.ReasonUnsignedArtifact},
 		{"nothing at the digest", ocipull.Puller{Registry: rc, Keys: keys, Identity: id}, missing, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
