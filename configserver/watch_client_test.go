@@ -3,6 +3,9 @@ package configserver_test
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"net/http/httptest"
 	"testing"
@@ -179,5 +182,65 @@ func TestClientWatchFallsBackToPolling(t *testing.T) {
 	e.seed.moveAt(t, r2, goldenIssued, 5*time.Minute, 15*time.Minute)
 	if ev := nextApplied(t, evs, 3*time.Second); ev.SnapshotID != r2.ID {
 		t.Fatalf("polling applied %s, want %s", ev.SnapshotID, r2.ID)
+	}
+}
+
+// TestSetTrustedKeysWakesAHeldWatch: a runtime watching through a held
+// request removes the key that signed its current lease (SetTrustedKeys):
+// the held request ends at once and a load under the new keys follows —
+// it was failed closed until the hold ran out (22.5 s with the default
+// HTTP timeout) — and putting the key back applies again at once.
+func TestSetTrustedKeysWakesAHeldWatch(t *testing.T) {
+	t.Parallel()
+	e, r1, _ := goldenEnv(t)
+	c := goldenClient(t, e, e.srv.URL)
+	evs := watchEvents(t, c, time.Minute)
+	if ev := nextApplied(t, evs, 5*time.Second); ev.SnapshotID != r1.ID {
+		t.Fatalf("first load applied %s, want %s", ev.SnapshotID, r1.ID)
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.NewTrustedKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetTrustedKeys([]client.TrustedKey{other}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case ev := <-evs:
+		if ev.Outcome != client.OutcomeRejected || time.Since(start) > 2*time.Second {
+			t.Fatalf("after the signing key was removed: %s %s after %s, want a prompt REJECTED load", ev.Outcome, ev.Reason, time.Since(start))
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("no load within 3 s of the trusted keys changing: the held request was waited out")
+	}
+	if err := c.SetTrustedKeys(e.seed.trusted); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if ev := nextAppliedAfterRejections(t, evs, 3*time.Second); ev.SnapshotID != r1.ID || time.Since(start) > 3*time.Second {
+		t.Fatalf("after the key came back: applied %s after %s", ev.SnapshotID, time.Since(start))
+	}
+}
+
+// nextAppliedAfterRejections is nextApplied that passes over REJECTED and
+// UNAVAILABLE evidence.
+func nextAppliedAfterRejections(t *testing.T, evs <-chan *client.Evidence, d time.Duration) *client.Evidence {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Outcome == client.OutcomeApplied {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no APPLIED evidence within %s", d)
+			return nil
+		}
 	}
 }

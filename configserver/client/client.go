@@ -67,6 +67,11 @@ type Client struct {
 	faults        faults
 
 	st statusState // what the status endpoint and metrics report
+
+	// keysChanged wakes Watch (a held request, or its wait for the next
+	// one) when SetTrustedKeys changed the trusted keys: a load under the
+	// new set follows at once.
+	keysChanged chan struct{}
 }
 
 // active is the published current snapshot with its deadlines.
@@ -97,7 +102,7 @@ func New(opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	id := opts.Identity
 	q := url.Values{"host": {id.Host}, "serviceId": {id.ServiceID}, "envTag": {id.EnvTag}}
-	c := &Client{opts: opts, configsURL: opts.ServerURL + "/configs?" + q.Encode()}
+	c := &Client{opts: opts, configsURL: opts.ServerURL + "/configs?" + q.Encode(), keysChanged: make(chan struct{}, 1)}
 	c.trusted.Store(&opts.TrustedKeys)
 	return c, nil
 }
@@ -112,7 +117,8 @@ func (c *Client) trustedKeys() []TrustedKey { return *c.trusted.Load() }
 // once — its replay floor is dropped, a current snapshot whose lease it
 // signed is no longer current (Current answers ErrNoSnapshot until a load
 // verifies one under the new set), and a last-known-good it signed is
-// refused on restore. Rotate by adding the new key first and removing the
+// refused on restore. A running Watch ends its held request and loads
+// under the new set at once. Rotate by adding the new key first and removing the
 // old one only after the last lease it signed has expired. An empty set, a
 // key whose id is not its own, or a status handler's control key is refused
 // and nothing changes.
@@ -138,6 +144,10 @@ func (c *Client) SetTrustedKeys(keys []TrustedKey) error {
 		c.cur.Store(nil)
 		c.opts.Logger.Warn("config client: the current snapshot's lease was signed by a key no longer trusted; not serving it",
 			"snapshot", s.SnapshotID, "key", s.KeyID)
+	}
+	select {
+	case c.keysChanged <- struct{}{}: // a running Watch loads at once
+	default:
 	}
 	return nil
 }

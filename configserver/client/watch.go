@@ -80,6 +80,8 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
+		case <-c.keysChanged:
+			t.Stop() // the trusted keys changed: load under them now
 		case <-t.C:
 		}
 	}
@@ -110,12 +112,36 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evide
 	c.restoreOnce(ctx)
 	base := c.current()
 	c.mu.Unlock()
-	resp, sendErr := c.send(ctx, base, c.opts.Clock.Now(), wait)
+	// A change of the trusted keys ends the held request: the answer it
+	// waits for was asked under the old set, and a runtime that lost its
+	// current snapshot with a removed key must not wait out the hold.
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel() // after the answer's body is read
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-c.keysChanged:
+			cancel()
+		case <-stop:
+		}
+	}()
+	resp, sendErr := c.send(hctx, base, c.opts.Clock.Now(), wait)
+	close(stop)
+	<-stopped // a change it took is seen below, not lost
+	kicked := hctx.Err() != nil && ctx.Err() == nil
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.opts.Clock.Now()
 	ev = c.newEvidence(SourceServer, now)
+	if kicked {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		ev, err = c.finish(ev, c.fetch(ctx, now, ev)) // afresh, under the new keys
+		return ev, 0, err
+	}
 	if sendErr != nil {
 		ev, err = c.finish(ev, sendErr)
 		return ev, 0, err
