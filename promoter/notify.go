@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Event kinds delivered to a Notifier.
@@ -140,6 +141,18 @@ func (s *Store) recordEvent(ctx context.Context, tx pgx.Tx, ev *Event) error {
 	if ev.At.IsZero() {
 		ev.At = s.now()
 	}
+	if err := RecordEvent(ctx, tx, *ev); err != nil {
+		return dbErr("record "+ev.Kind+" event", err)
+	}
+	return nil
+}
+
+// RecordEvent inserts ev into configpub.webhook_event through db (a pool
+// or a transaction); an event recorded before (the same id) is left as it
+// is. The webhook package's event log records through it too.
+func RecordEvent(ctx context.Context, db interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}, ev Event) error {
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("record %s event: %w", ev.Kind, err)
@@ -148,9 +161,9 @@ func (s *Store) recordEvent(ctx context.Context, tx pgx.Tx, ev *Event) error {
 	if ev.Release != 0 {
 		release = ev.Release
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event)
+	if _, err := db.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event)
 		VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING`, ev.ID, ev.Kind, ev.EnvTag, release, raw); err != nil {
-		return dbErr("record "+ev.Kind+" event", err)
+		return fmt.Errorf("record %s event: %w", ev.Kind, err)
 	}
 	return nil
 }

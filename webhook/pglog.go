@@ -41,21 +41,12 @@ func (l PGLog) Record(ctx context.Context, a Attempt) error {
 var _ EventLog = PGLog{}
 var _ Pending = PGLog{}
 
-// RecordEvent inserts ev into configpub.webhook_event; an event recorded
-// before (a redelivery) is left as it is.
+// RecordEvent inserts ev into configpub.webhook_event
+// (promoter.RecordEvent); an event recorded before (a redelivery, or the
+// state change's own transaction) is left as it is.
 func (l PGLog) RecordEvent(ctx context.Context, ev promoter.Event) error {
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("record webhook event: %w", err)
-	}
-	var release any
-	if ev.Release != 0 {
-		release = ev.Release
-	}
-	if _, err := l.Pool.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event)
-		VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING`,
-		ev.ID, ev.Kind, ev.EnvTag, release, raw); err != nil {
-		return fmt.Errorf("record webhook event: %w", err)
+	if err := promoter.RecordEvent(ctx, l.Pool, ev); err != nil {
+		return fmt.Errorf("webhook: %w", err)
 	}
 	return nil
 }
