@@ -97,6 +97,7 @@ type handler struct {
 	parkedMu    sync.Mutex
 	parkedSet   map[*parked]struct{}
 	holding     map[bundle.Identity]int // held requests per identity (under parkedMu)
+	parkedBy    map[bundle.Identity][]*parked
 	maxHolding  int
 	wakes       wakeQueue // parked requests woken by a change, being answered
 
@@ -148,6 +149,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		stopWatches:      make(chan struct{}),
 		parkedSet:        make(map[*parked]struct{}),
 		holding:          make(map[bundle.Identity]int),
+		parkedBy:         make(map[bundle.Identity][]*parked),
 		maxHolding:       cmp.Or(opts.MaxWatchesPerIdentity, DefaultMaxWatchesPerIdentity),
 		watchAnswered:    opts.WatchAnswered,
 	}

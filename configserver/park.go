@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ func (h *handler) park(p *parked, wait time.Duration) {
 	h.metrics.watchers.Inc()
 	h.parkedMu.Lock()
 	h.parkedSet[p] = struct{}{}
+	h.parkedBy[p.id] = append(h.parkedBy[p.id], p)
 	h.parkedMu.Unlock()
 	p.mu.Lock()
 	p.timer = time.AfterFunc(wait, func() { p.end("") })
@@ -163,6 +165,11 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 	h := p.h
 	h.parkedMu.Lock()
 	delete(h.parkedSet, p)
+	if by := slices.DeleteFunc(h.parkedBy[p.id], func(q *parked) bool { return q == p }); len(by) > 0 {
+		h.parkedBy[p.id] = by
+	} else {
+		delete(h.parkedBy, p.id)
+	}
 	h.parkedMu.Unlock()
 	h.release(p.id)
 	h.metrics.watchers.Dec()

@@ -3,6 +3,7 @@ package configserver
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,27 @@ func (h *handler) release(id bundle.Identity) {
 	if h.holding[id]--; h.holding[id] <= 0 {
 		delete(h.holding, id)
 	}
+}
+
+// endGone answers id's parked requests whose clients have closed their
+// connections, so that their slots are free, and returns how many it
+// answered. A parked connection is not read while it waits (no goroutine
+// runs for it), so a client that went away is found only by asking: when
+// its identity asks for more than its limit — a runtime restarting in a
+// loop, or one token opening and dropping connections — rather than on
+// every request.
+func (h *handler) endGone(id bundle.Identity) int {
+	h.parkedMu.Lock()
+	ps := slices.Clone(h.parkedBy[id])
+	h.parkedMu.Unlock()
+	n := 0
+	for _, p := range ps {
+		if peerGone(p.conn) {
+			p.end("client gone")
+			n++
+		}
+	}
+	return n
 }
 
 // errTooManyWatches answers a request to hold beyond the identity's limit.
@@ -99,7 +121,7 @@ func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 			return h.writeDelivery(w, r, rl, c, d)
 		}
 	}
-	if !h.hold(id) {
+	if !h.hold(id) && (h.endGone(id) == 0 || !h.hold(id)) {
 		return errTooManyWatches(h.maxHolding)
 	}
 	sw, _ := w.(*statusWriter)

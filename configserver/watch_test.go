@@ -345,3 +345,57 @@ func TestHeldRequestsAreBounded(t *testing.T) {
 	again := startWatch(c, base, id, tok, `"`+next.ArtifactDigest+`"`, "30s")
 	expectHeld(t, again, 300*time.Millisecond)
 }
+
+// TestAGoneClientFreesItsSlot: a parked request is not read while it waits,
+// so a client that went away held one of its identity's slots until the
+// wait ended — a runtime restarting in a loop, or one dropping its
+// connections, was refused 429 by its own dead requests. At the limit the
+// server now looks for requests whose clients have closed and answers them,
+// and the new request is held; live ones still count.
+func TestAGoneClientFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{handler: configserver.Options{MaxWait: 30 * time.Second, MaxWatchesPerIdentity: 2}})
+	base := e.serve(t, configserver.ServerOptions{})
+	id := bundle.Identity{Host: "watch-gone.example", ServiceID: "gw", EnvTag: "prod"}
+	s := e.seed.publish(t, id, "gateway", 1, []byte("gone\n"))
+	e.seed.move(t, s)
+	waitAnswer(t, e, id, http.StatusOK, s.ID)
+	etag := `"` + s.ArtifactDigest + `"`
+	tok := e.token(t, id, "gateway")
+
+	// Two clients park and go away (their connections closed).
+	for range 2 {
+		c := &http.Client{Transport: &http.Transport{}, Timeout: 500 * time.Millisecond}
+		a := <-startWatch(c, base, id, tok, etag, "30s")
+		if a.err == nil {
+			t.Fatalf("a held request answered %d before its client gave up; want it held", a.status)
+		}
+		c.CloseIdleConnections()
+	}
+	c := &http.Client{Timeout: time.Minute}
+	var held <-chan watchAnswer
+	for try := 0; ; try++ {
+		held = startWatch(c, base, id, tok, etag, "30s")
+		select {
+		case a := <-held:
+			if a.status != http.StatusTooManyRequests || try == 20 {
+				t.Fatalf("a request after two clients went away: %d (%v) after %d tries, want it held", a.status, a.err, try)
+			}
+			time.Sleep(50 * time.Millisecond) // the closes may not have reached the server yet
+			continue
+		case <-time.After(300 * time.Millisecond):
+		}
+		break
+	}
+	// A live request still counts: the identity now holds one live and may
+	// hold one more, then is refused.
+	expectHeld(t, startWatch(c, base, id, tok, etag, "30s"), 300*time.Millisecond)
+	if a := recvWatch(t, startWatch(c, base, id, tok, etag, "30s"), 5*time.Second); a.status != http.StatusTooManyRequests {
+		t.Fatalf("a third request with two live ones held: %d, want 429", a.status)
+	}
+	next := e.seed.publish(t, id, "gateway", 2, []byte("gone next\n"))
+	e.seed.move(t, next)
+	if a := recvWatch(t, held, 5*time.Second); a.status != http.StatusOK {
+		t.Fatalf("held request after the move: %d, want 200", a.status)
+	}
+}
