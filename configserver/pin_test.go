@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 )
 
@@ -83,8 +85,20 @@ func TestPinnedSessionAcrossReleasesRestartAndRevocation(t *testing.T) {
 		t.Fatalf("pinned session after release 2 loaded: %v, want release 1's exact bytes", err)
 	}
 
-	// A restarted runtime: a new client on the same cache directory.
-	restarted := goldenClient(t, e, e.srv.URL, inCache)
+	// A restarted runtime: a new client on the same cache directory, whose
+	// token is for a while another identity's (a misconfigured rotation).
+	var wrongToken atomic.Bool
+	otherToken := e.token(t, bundle.Identity{Host: "someone-else.example", ServiceID: r1.Identity.ServiceID,
+		EnvTag: r1.Identity.EnvTag}, r1.Audience)
+	restarted := goldenClient(t, e, e.srv.URL, inCache, func(o *client.Options) {
+		own := o.TokenSource
+		o.TokenSource = func(ctx context.Context) (string, error) {
+			if wrongToken.Load() {
+				return otherToken, nil
+			}
+			return own(ctx)
+		}
+	})
 	if _, err := restarted.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +109,24 @@ func TestPinnedSessionAcrossReleasesRestartAndRevocation(t *testing.T) {
 	if s, err := again.Snapshot(); err != nil || s.SnapshotID != r1.ID || !bytes.Equal(s.Values, r1.Body) {
 		t.Fatalf("re-hydrated snapshot: %v, want release 1's exact bytes", err)
 	}
+	// A 403 (the wrong token) marks the pinned snapshot revoked; the next
+	// Check answered under a verified manifest clears the mark — a 403 was
+	// taken as a revocation for the rest of the session.
+	wrongToken.Store(true)
+	if err := again.Check(ctx); err != nil {
+		t.Fatalf("check with another identity's token: %v", err)
+	}
+	if _, err := again.Snapshot(); !errors.Is(err, client.ErrPinRevoked) || !strings.Contains(again.Revoked(), "403") {
+		t.Fatalf("pinned snapshot after a 403: %v (%q), want ErrPinRevoked naming the 403", err, again.Revoked())
+	}
+	wrongToken.Store(false)
+	if err := again.Check(ctx); err != nil {
+		t.Fatalf("check with the right token: %v", err)
+	}
+	if s, err := again.Snapshot(); err != nil || s.SnapshotID != r1.ID || again.Revoked() != "" {
+		t.Fatalf("pinned snapshot after a verified check: %v (%q), want release 1 and no revocation", err, again.Revoked())
+	}
+
 	// The pin is checked: another snapshot of the identity is not it.
 	other := pin
 	other.SnapshotID = r2.ID

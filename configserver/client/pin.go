@@ -135,7 +135,10 @@ func (p *Pinned) Revoked() string {
 // identity, which is what a revocation does) or a signed revocation epoch
 // above the pinned one marks it revoked; a renewed lease is taken. Any
 // other failure (unreachable, a response that fails verification) changes
-// nothing and is returned.
+// nothing and is returned. A refusal is unsigned — a token of the wrong
+// identity draws a 403 too, and a proxy can answer anything — so a later
+// Check answered with the snapshot under a verified manifest (whose epoch
+// is not below any seen) clears the mark it left: the signed answer wins.
 func (p *Pinned) Check(ctx context.Context) error {
 	snap, err := p.c.fetchPinned(ctx, p.pin)
 	p.mu.Lock()
@@ -144,7 +147,7 @@ func (p *Pinned) Check(ctx context.Context) error {
 	var ve *VerificationError
 	switch {
 	case err == nil:
-		p.snap = snap
+		p.snap, p.revoked = snap, ""
 		return nil
 	case errors.As(err, &ue) && (ue.Status == http.StatusForbidden || ue.Status == http.StatusNotFound || ue.Status == http.StatusGone):
 		p.revoked = fmt.Sprintf("the server no longer serves it (%d)", ue.Status)
