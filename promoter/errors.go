@@ -38,8 +38,9 @@ var (
 	// ErrOutsideWindow: a pointer move to a snapshot outside its activation
 	// window was refused (*WindowError); nothing moved.
 	ErrOutsideWindow = errors.New("snapshot outside its activation window")
-	// ErrSchema: the database is not migrated (run `configpub db migrate`).
-	ErrSchema = errors.New("database schema missing")
+	// ErrSchema: the database is not migrated, or not to the migration this
+	// binary needs (run `configpub db migrate`).
+	ErrSchema = errors.New("database schema missing or not migrated")
 )
 
 // CASError reports a lost compare-and-swap on an environment's head, the

@@ -20,3 +20,8 @@ func SetArtifactBatchBytes(opts *Options, n int) { opts.artifactBatchBytes = n }
 
 // SetSnapshotBatch sets how many snapshots one statement records.
 func SetSnapshotBatch(opts *Options, n int) { opts.snapshotBatch = n }
+
+// AllowSchemaBehind lets Open use a database not migrated as far as this
+// binary needs, for a test of what a later migration does to data recorded
+// before it.
+func AllowSchemaBehind(opts *Options) { opts.schemaBehind = true }

@@ -548,7 +548,7 @@ func TestActivationWindowOfReleasesRecordedBeforeItsMigration(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewAt(t, 23)
 	f := &fixture{db: db, pool: db.Pool(t), key: newKey(t), now: t0}
-	f.store = f.open(t, nil)
+	f.store = f.open(t, promoter.AllowSchemaBehind)
 	const life = 21 * day
 	r1, r2 := f.promoteWindowed(t, life)
 
@@ -644,7 +644,7 @@ func TestReleaseSourcesDigest(t *testing.T) {
 	ctx := context.Background()
 	db := pgtest.NewAt(t, 24)
 	f := &fixture{db: db, pool: db.Pool(t), key: newKey(t), now: t0}
-	f.store = f.open(t, nil)
+	f.store = f.open(t, promoter.AllowSchemaBehind)
 	sources := "sha256:" + strings.Repeat("5", 64)
 	r1 := release("prod", 1, 0, 3, func(int) bool { return true }, nil)
 	r1.SourcesDigest = sources

@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
@@ -22,6 +24,7 @@ import (
 	"github.com/configpub/configpub/configserver/pgstore"
 	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgcluster"
+	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/promoter"
@@ -357,5 +360,37 @@ func TestOpenRefusesAStoreWithoutTheWorkflowSchema(t *testing.T) {
 	if !errors.Is(err, promoter.ErrSchema) || !strings.Contains(err.Error(), "configpub_workflow is missing") ||
 		!strings.Contains(err.Error(), "--schema=configpub_workflow") {
 		t.Fatalf("open without configpub_workflow: %v, want ErrSchema naming it and the dump that restores it", err)
+	}
+}
+
+// TestOpenRefusesADatabaseBehindThisBinary: a binary upgraded before its
+// migration ran (the upgrade's `db migrate` skipped or late) is refused at
+// open, naming both migrations and what to run, and writes nothing — a
+// promotion failed part-way on a grant the binary expected, having recorded
+// its release, and status on a missing column. Once migrated it opens.
+func TestOpenRefusesADatabaseBehindThisBinary(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	latest, err := dbschema.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.NewAt(t, latest-1)
+	pool := db.Pool(t)
+	_, err = promoter.Open(ctx, pool, promoter.Options{})
+	want := fmt.Sprintf("the database is at migration %d and this configpub needs %d", latest-1, latest)
+	if !errors.Is(err, promoter.ErrSchema) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "configpub db migrate") {
+		t.Fatalf("open of a database one migration behind: %v, want ErrSchema saying %q and to run db migrate", err, want)
+	}
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if n, err := dbschema.MigrateCount(ctx, conn); err != nil || n != 1 {
+		t.Fatalf("migrate: %d %v, want the one missing migration applied", n, err)
+	}
+	if _, err := promoter.Open(ctx, pool, promoter.Options{}); err != nil {
+		t.Fatalf("open once migrated: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/internal/sqlstate"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	// "activate:pointers", "commit") with the open transaction; a non-nil
 	// error aborts the transaction there.
 	faultInjector func(ctx context.Context, step string, tx pgx.Tx) error
+	// schemaBehind opens a database not yet migrated as far as this
+	// binary needs (test-only: the tests of what a migration does to data
+	// recorded before it).
+	schemaBehind bool
 	// artifactBatchBytes bounds the artifact bytes one statement records
 	// (defaultArtifactBatchBytes; tests set it smaller).
 	artifactBatchBytes int
@@ -111,6 +116,17 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	}
 	if version == 0 {
 		return nil, fmt.Errorf("open store: %w (run `configpub db migrate`)", ErrSchema)
+	}
+	need, err := dbschema.Latest()
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if version < need && !s.opts.schemaBehind {
+		// An upgrade whose migration has not run yet: refuse before
+		// anything is written, rather than fail part-way on a column or
+		// grant the binary expects.
+		return nil, fmt.Errorf("open store: %w: the database is at migration %d and this configpub needs %d "+
+			"(run `configpub db migrate` with this binary as the schema owner; nothing was written)", ErrSchema, version, need)
 	}
 	if version >= workflowSchemaVersion && !workflow {
 		// Migrated, and the schema a migration created is gone: a

@@ -107,7 +107,13 @@ database (schema configpub, group roles configpub_promoter, configpub_server,
 configpub_workflow_reader, configpub_viewer and configpub_viewer_bytes,
 append-only triggers, grants). Each applied migration
 is recorded in configpub.schema_migration; re-running applies nothing. Run it as
-the schema owner (a role that may create roles).`,
+the schema owner (a role that may create roles).
+
+A database that a newer configpub migrated is left as it is: migrate applies
+nothing, warns, and exits 0 (an upgrade in progress, a CI runner not switched
+yet). The commands that open the release store (promote, activate, rollback,
+status, lease, gc and the others) refuse a database not migrated as far as their
+binary needs, before writing anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u, err := sf.url()
@@ -121,6 +127,21 @@ the schema owner (a role that may create roles).`,
 			}
 			defer conn.Close(context.WithoutCancel(ctx))
 			n, err := dbschema.MigrateCount(ctx, conn)
+			var newer *dbschema.NewerSchemaError
+			if errors.As(err, &newer) {
+				// A newer configpub migrated the database (an upgrade under
+				// way, a CI runner not switched yet): nothing to apply, as
+				// Flyway treats "future" migrations.
+				rep := migrateReport{SchemaVersion: newer.Binary, DatabaseVersion: newer.Database}
+				fmt.Fprintf(cmd.ErrOrStderr(), "configpub: warning: the database is at migration %d, newer than this configpub's %d "+
+					"(a newer configpub migrated it); nothing applied. Upgrade this binary: the commands of an older "+
+					"configpub are not guaranteed against a newer schema\n", newer.Database, newer.Binary)
+				return report(cmd, rep, func(w io.Writer) error {
+					_, err := fmt.Fprintf(w, "applied 0 migration(s); database at migration %d, newer than this binary's %d\n",
+						rep.DatabaseVersion, rep.SchemaVersion)
+					return err
+				})
+			}
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == sqlstate.InsufficientPrivilege {
 				return fmt.Errorf("%w (db migrate runs as the schema owner, the role that owns schema configpub — configpub_owner in docs/operations.md — not as a promoter, server or viewer login: the migration that failed was rolled back)", err)
@@ -132,7 +153,8 @@ the schema owner (a role that may create roles).`,
 			if err != nil {
 				return err
 			}
-			rep := migrateReport{Applied: n, SchemaVersion: ms[len(ms)-1].Version}
+			latest := ms[len(ms)-1].Version
+			rep := migrateReport{Applied: n, SchemaVersion: latest, DatabaseVersion: latest}
 			return report(cmd, rep, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "applied %d migration(s); schema version %d\n", rep.Applied, rep.SchemaVersion)
 				return err
@@ -380,6 +402,7 @@ func (r gcReport) text(w io.Writer) error {
 
 // migrateReport is what db migrate prints with --output json.
 type migrateReport struct {
-	Applied       int `json:"applied"`       // migrations applied by this run (0 when up to date)
-	SchemaVersion int `json:"schemaVersion"` // the newest embedded migration
+	Applied         int `json:"applied"`         // migrations applied by this run (0 when up to date)
+	SchemaVersion   int `json:"schemaVersion"`   // the newest embedded migration
+	DatabaseVersion int `json:"databaseVersion"` // the database's newest migration afterwards
 }

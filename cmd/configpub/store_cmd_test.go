@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/cosignkey"
+	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/promoter"
 )
@@ -271,5 +273,36 @@ func TestUnconfirmedIsExit3(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "configpub reconcile --env prod") {
 		t.Fatalf("got %q, want the reconcile hint", err)
+	}
+}
+
+// TestDBMigrateOnADatabaseANewerBinaryMigrated: an upgrade under way — a
+// newer configpub migrated the database and a CI runner still on this one
+// runs the shipped workflow's `db migrate`. It applies nothing, warns that
+// the binary should be upgraded, and exits 0 (its promote runs on), as
+// Flyway treats "future" migrations; the message no longer blames
+// migration 001.
+func TestDBMigrateOnADatabaseANewerBinaryMigrated(t *testing.T) {
+	db := pgtest.New(t)
+	if _, err := db.Pool(t).Exec(context.Background(), `INSERT INTO configpub.schema_migration (version, name, checksum)
+		VALUES (999, 'from_the_future', 'sha256:00')`); err != nil {
+		t.Fatal(err)
+	}
+	latest, err := dbschema.Latest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("db", "migrate", "-o", "json", "--database="+db.URL)
+	if err != nil {
+		t.Fatalf("db migrate on a newer database: %v\n%s", err, out)
+	}
+	for _, want := range []string{"warning: the database is at migration 999, newer than this configpub's " + strconv.Itoa(latest),
+		"Upgrade this binary", `"applied": 0`, `"databaseVersion": 999`, `"schemaVersion": ` + strconv.Itoa(latest)} {
+		if !strings.Contains(out, want) {
+			t.Errorf("db migrate output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "001_init") {
+		t.Errorf("db migrate output blames migration 001:\n%s", out)
 	}
 }

@@ -2,6 +2,7 @@ package dbschema
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/configpub/configpub/internal/sqlstate"
 )
@@ -22,3 +23,14 @@ var ErrChecksumMismatch = errors.New("applied migration differs from the embedde
 // ErrNewerSchema is returned when the database records a migration this
 // binary does not know (a newer configpub migrated it).
 var ErrNewerSchema = errors.New("database schema is newer than this binary")
+
+// NewerSchemaError is the ErrNewerSchema of a database that records
+// migration Database while this binary knows migrations up to Binary.
+type NewerSchemaError struct{ Database, Binary int }
+
+func (e *NewerSchemaError) Error() string {
+	return fmt.Sprintf("database has migration %d, this binary knows up to %d: %v", e.Database, e.Binary, ErrNewerSchema)
+}
+
+// Is makes errors.Is(err, ErrNewerSchema) hold.
+func (e *NewerSchemaError) Is(target error) bool { return target == ErrNewerSchema }

@@ -36,6 +36,16 @@ func Migrations() ([]Migration, error) {
 	return ReadMigrations(migrationFS, "migrations")
 }
 
+// Latest returns the version of the newest embedded migration: the schema
+// this binary's commands need.
+func Latest() (int, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return 0, err
+	}
+	return ms[len(ms)-1].Version, nil
+}
+
 // ReadMigrations reads the NNN_name.sql files of dir in fsys, in version
 // order. A name without a positive version or a version used twice is an
 // error. Another schema with its own embedded migrations (a service's
@@ -150,7 +160,7 @@ CREATE TABLE IF NOT EXISTS `+schema+`.schema_migration (
 			return fmt.Errorf("read ledger: %w", err)
 		}
 		if newest > latest {
-			return fmt.Errorf("database has migration %d, this binary knows up to %d: %w", newest, latest, ErrNewerSchema)
+			return &NewerSchemaError{Database: newest, Binary: latest}
 		}
 		var sum string
 		err := tx.QueryRow(ctx, "SELECT checksum FROM "+schema+".schema_migration WHERE version = $1", m.Version).Scan(&sum)
@@ -173,6 +183,10 @@ CREATE TABLE IF NOT EXISTS `+schema+`.schema_migration (
 		applied = true
 		return nil
 	})
+	var newer *NewerSchemaError
+	if errors.As(err, &newer) {
+		return false, err // about the database, not about migration m
+	}
 	if err != nil {
 		return false, fmt.Errorf("migration %03d_%s: %w", m.Version, m.Name, err)
 	}
