@@ -238,7 +238,25 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 	if f.status.controlPub != "" {
 		ctlPEM, _ = os.ReadFile(f.status.controlPub) // serveStatus reports an error
 	}
+	fresh := true // c has not loaded yet
 	for {
+		if fresh && opts.CacheDir != "" {
+			// The last-known-good, verified again, is written to --out
+			// before the first request: a Config Server holds that request
+			// until the pointer moves, so a sidecar restarted with its
+			// cache but an empty --out (a rescheduled pod) would otherwise
+			// leave its runtime without configuration for up to --interval.
+			// Written, printed and hooked as any load, not reported: the
+			// first load reports what the runtime runs.
+			quiet := f
+			quiet.report = false
+			if ev, err := c.Restore(ctx); err == nil {
+				if herr := quiet.handle(ctx, c, ev, out, errOut); herr != nil {
+					fmt.Fprintln(errOut, "configpub fetch:", herr)
+				}
+			}
+		}
+		fresh = false
 		wctx, stop := context.WithCancel(ctx)
 		var stopStatus func()
 		if f.status.listen != "" {
@@ -305,7 +323,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 			}
 			fmt.Fprintf(errOut, "configpub fetch: %s changed: trusting %s; the client starts again over --cache-dir\n",
 				f.trustKey, strings.Join(keyIDs(keys), ", "))
-			c, pem = nc, ch.trust
+			c, pem, fresh = nc, ch.trust, true
 		default:
 			if errors.Is(err, context.Canceled) {
 				return nil

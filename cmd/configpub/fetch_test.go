@@ -41,6 +41,7 @@ type fetchServer struct {
 
 	mu   sync.Mutex
 	flip bool // serve one body byte flipped
+	hold bool // hold a wait= request naming the current ETag until its client goes (a Config Server's watch)
 }
 
 func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
@@ -133,6 +134,13 @@ func (s *fetchServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	if r.Header.Get("If-None-Match") == s.headers.Get("ETag") {
+		s.mu.Lock()
+		hold := s.hold
+		s.mu.Unlock()
+		if hold && r.URL.Query().Get("wait") != "" {
+			<-r.Context().Done() // the pointer never moves
+			return
+		}
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

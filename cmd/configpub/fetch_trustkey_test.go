@@ -178,3 +178,35 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestFetchWatchWritesTheLastKnownGoodAtStart: a watching sidecar
+// restarted with its cache but an empty --out (a pod rescheduled with a
+// persistent cache volume and a fresh output volume) writes the verified
+// last-known-good at once. Its first request is held by the Config Server
+// until the pointer moves; --out used to be written only when that request
+// ended, up to --interval later.
+func TestFetchWatchWritesTheLastKnownGoodAtStart(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	cache, outFile := filepath.Join(dir, "cache"), filepath.Join(dir, "values.yml")
+	if out, err := runCLI(s.args(t, key, cache, outFile)...); err != nil {
+		t.Fatalf("first fetch: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(outFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(outFile); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.hold = true
+	s.mu.Unlock()
+	r := startCLI(t, append(s.args(t, key, cache, outFile), "--watch", "--interval", "1h")...)
+	r.waitFor(t, "--out written from the last-known-good", func() bool {
+		got, err := os.ReadFile(outFile)
+		return err == nil && string(got) == string(want)
+	})
+	r.waitFor(t, "the RESTORED evidence printed", func() bool { return r.printed(`"reason":"RESTORED"`) })
+	r.stop(t)
+}
