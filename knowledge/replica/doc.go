@@ -22,13 +22,16 @@
 // sequence (a replay), another snapshot at the applied sequence, a lower
 // revocation epoch, and — unless Options.AllowRollback — a lower release
 // version, source event watermark or policy version. It then inserts new
-// replicas, updates changed ones, deletes exactly the tombstoned ones,
-// leaves unchanged rows untouched and moves the applied pointer. A refusal
-// or a failure at any point (a crash, a kill -9, a lost connection) leaves
-// the previous replica set and its pointer: PostgreSQL rolls the
-// transaction back. A replica that the new inventory neither lists nor
-// tombstones is not deleted: it is ErrUnlisted unless
-// Options.PruneUnlisted. Re-applying the applied snapshot writes nothing.
+// replicas, updates changed ones, deletes the tombstoned ones and every
+// other materialized replica the complete inventory does not list (those
+// of a release the service skipped, or one a rollback leaves; ErrUnlisted
+// instead with Options.KeepUnlisted), leaves unchanged rows untouched and
+// moves the applied pointer, so that the materialized set is exactly the
+// snapshot's inventory. A refusal or a failure at any point (a crash, a
+// kill -9, a lost connection) leaves the previous replica set and its
+// pointer: PostgreSQL rolls the transaction back; an incomplete or
+// unverified inventory deletes nothing. Re-applying the applied snapshot
+// writes nothing.
 // Apply creates no jobs and calls nothing outside its transaction.
 //
 // Schema and roles: Migrate (run by the service database's owner) creates

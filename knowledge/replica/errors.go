@@ -20,7 +20,7 @@ var (
 	ErrRegression = errors.New("regressing knowledge snapshot")
 	// ErrUnlisted: a materialized replica that the new inventory neither
 	// lists nor tombstones (the service skipped releases, or follows a
-	// rollback) while Options.PruneUnlisted is off.
+	// rollback) while Options.KeepUnlisted is set.
 	ErrUnlisted = errors.New("materialized replica neither listed nor tombstoned")
 	// ErrNotApplied: no snapshot has been materialized for the identity.
 	ErrNotApplied = errors.New("no knowledge snapshot applied")

@@ -28,6 +28,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Follow the rollbacks the control plane signs; the zero value refuses
+	// them (ErrRegression) and keeps the rolled-back release's replicas.
 	store := replica.New(loader, replica.Options{AllowRollback: true})
 
 	var c *client.Client // the runtime client, configured for audience knowledge
@@ -40,7 +42,7 @@ func Example() {
 	}
 	res, err := store.Apply(ctx, snap)
 	switch {
-	case errors.Is(err, replica.ErrRegression), errors.Is(err, replica.ErrIncomplete), errors.Is(err, replica.ErrUnlisted):
+	case errors.Is(err, replica.ErrRegression), errors.Is(err, replica.ErrIncomplete):
 		log.Printf("replicas kept at the applied snapshot: %v", err)
 	case err != nil:
 		log.Fatal(err)

@@ -215,7 +215,7 @@ func TestRefusalsLeaveTablesUnchanged(t *testing.T) {
 			s.Manifest = nil
 			return s
 		}, replica.Options{}, replica.ErrInvalid},
-		{"release 4 skipping 3 leaves unlisted replicas", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 4, 12) }, replica.Options{}, replica.ErrUnlisted},
+		{"release 4 skipping 3 leaves unlisted replicas, kept", func(t *testing.T) *client.Snapshot { return g.snapshot(t, 4, 12) }, replica.Options{KeepUnlisted: true}, replica.ErrUnlisted},
 	}
 	// One database: every refusal must leave it exactly as release 2 left it.
 	_, pool := newDB(t)
@@ -238,14 +238,18 @@ func TestRefusalsLeaveTablesUnchanged(t *testing.T) {
 	}
 }
 
-// TestRollbackAndSkipWhenAllowed: with AllowRollback and PruneUnlisted a
-// signed rollback (release 1 at a later sequence) and a skipped release
-// materialize exactly their inventories.
+// TestRollbackAndSkipWhenAllowed: with AllowRollback a signed rollback
+// (release 1 at a later sequence) and a skipped release materialize
+// exactly their inventories: what releases 2 and 3 removed or added is not
+// left behind. The default deletes the replicas no tombstone names (with
+// only tombstones deleting, a service that skipped a release — promote's
+// catch-up records those it passes over — stayed at its applied snapshot,
+// removed bindings still readable, while status called it applied).
 func TestRollbackAndSkipWhenAllowed(t *testing.T) {
 	ctx := context.Background()
 	_, pool := newDB(t)
 	g := gen{n: 21}
-	s := replica.New(pool, replica.Options{AllowRollback: true, PruneUnlisted: true})
+	s := replica.New(pool, replica.Options{AllowRollback: true})
 	for _, step := range []struct{ k, seq int64 }{{1, 10}, {2, 11}, {1, 12}, {4, 13}} {
 		res, err := s.Apply(ctx, g.snapshot(t, step.k, step.seq))
 		if err != nil {

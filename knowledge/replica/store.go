@@ -21,11 +21,20 @@ type Options struct {
 	// a rollback the control plane signed. Off, such a snapshot is
 	// ErrRegression.
 	AllowRollback bool
-	// PruneUnlisted deletes materialized replicas that the new (complete,
-	// verified) inventory neither lists nor tombstones — replicas of a
-	// release the service skipped, or added after the release a rollback
-	// returns to. Off, such a replica is ErrUnlisted: only an explicit
-	// tombstone deletes.
+	// KeepUnlisted refuses (ErrUnlisted) a snapshot whose complete,
+	// verified inventory neither lists nor tombstones a materialized
+	// replica, instead of deleting that replica. A snapshot's tombstones
+	// name what changed since the release before it, so a service that
+	// skipped releases (promote records the releases a catch-up passes
+	// over without activating them) or follows a rollback meets such
+	// replicas — removed bindings and knowledge bases among them — and,
+	// with KeepUnlisted, stays at its applied snapshot until an operator
+	// acts.
+	KeepUnlisted bool
+	// PruneUnlisted is ignored.
+	//
+	// Deprecated: Apply deletes unlisted replicas unless KeepUnlisted is
+	// set.
 	PruneUnlisted bool
 	// Now is the clock for applied_at. Default time.Now.
 	Now func() time.Time
@@ -176,9 +185,9 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 		}
 	}
 	if len(unlisted) > 0 {
-		if !s.opts.PruneUnlisted {
+		if s.opts.KeepUnlisted {
 			k := unlisted[0]
-			return nil, fmt.Errorf("%w: %d materialized replica(s), e.g. %s %s, are neither in the inventory of release %d nor tombstoned (set PruneUnlisted to delete them)",
+			return nil, fmt.Errorf("%w: %d materialized replica(s), e.g. %s %s, are neither in the inventory of release %d nor tombstoned (KeepUnlisted is set: unset it to delete them)",
 				ErrUnlisted, len(unlisted), k.kind, k.id, st.ReleaseVersion)
 		}
 		for _, k := range unlisted {
