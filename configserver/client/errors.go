@@ -37,38 +37,39 @@ type Reason string
 
 // Reasons for REJECTED outcomes (a response or file failed verification).
 const (
-	ReasonDigestMismatch          Reason = "DIGEST_MISMATCH"           // body digest != ETag / X-Artifact-Digest / Repr-Digest
-	ReasonHeaderMissing           Reason = "HEADER_MISSING"            // a required response header is absent
-	ReasonHeaderInvalid           Reason = "HEADER_INVALID"            // a header is malformed
-	ReasonHeaderMismatch          Reason = "HEADER_MISMATCH"           // a header disagrees with the signed manifest
-	ReasonParse                   Reason = "PARSE_ERROR"               // not a single well-formed YAML document
-	ReasonDuplicateKey            Reason = "DUPLICATE_KEY"             // a mapping key appears twice
-	ReasonUnknownField            Reason = "UNKNOWN_FIELD"             // a top-level or envelope field not in the schema
-	ReasonMissingField            Reason = "MISSING_FIELD"             // a required field is absent
-	ReasonInvalidField            Reason = "INVALID_FIELD"             // wrong type or format, or a value with no JSON equivalent
-	ReasonSchemaUnsupported       Reason = "SCHEMA_UNSUPPORTED"        // runtimePolicy.schemaVersion is not bundle.SchemaVersion
-	ReasonIdentityMismatch        Reason = "IDENTITY_MISMATCH"         // envelope host/serviceId/envTag != the requested identity
-	ReasonAudienceMismatch        Reason = "AUDIENCE_MISMATCH"         // envelope audience != the configured audience
-	ReasonContentDigestMismatch   Reason = "CONTENT_DIGEST_MISMATCH"   // recomputed contentDigest != runtimePolicy.contentDigest
-	ReasonManifestInvalid         Reason = "MANIFEST_INVALID"          // delivery manifest not decodable / not canonical
-	ReasonUntrustedKey            Reason = "UNTRUSTED_KEY"             // X-Manifest-Key-Id is not a trusted key
-	ReasonSignatureInvalid        Reason = "SIGNATURE_INVALID"         // the signature does not verify
-	ReasonManifestMismatch        Reason = "MANIFEST_MISMATCH"         // a signed manifest field != the envelope or body (mix-and-match)
-	ReasonNotYetValid             Reason = "NOT_YET_VALID"             // now < validFrom - skew
-	ReasonExpired                 Reason = "EXPIRED"                   // now >= expiresAt + skew
-	ReasonRevocationRegression    Reason = "REVOCATION_REGRESSION"     // revocation epoch lower than one seen
-	ReasonSequenceRegression      Reason = "SEQUENCE_REGRESSION"       // (sequence, issuedAt) lower than one seen: a replay
-	ReasonEpochBelowEnvelope      Reason = "EPOCH_BELOW_ENVELOPE"      // manifest revocationEpoch < the envelope's (the minimum it was compiled for)
-	ReasonOutsideActivationWindow Reason = "OUTSIDE_ACTIVATION_WINDOW" // manifest activatedAt outside the envelope's validFrom..expiresAt
-	ReasonSeenStateUnreadable     Reason = "SEEN_STATE_UNREADABLE"     // the seen-state file is damaged or unreadable: nothing is applied until it is repaired or removed
-	ReasonSeenStateUnwritable     Reason = "SEEN_STATE_UNWRITABLE"     // the seen-state could not be persisted: the candidate was not applied
-	ReasonBodyTooLarge            Reason = "BODY_TOO_LARGE"            // body larger than Options.MaxBodyBytes
-	ReasonTruncated               Reason = "TRUNCATED"                 // body shorter than announced / connection cut
-	ReasonUnexpectedNotModified   Reason = "UNEXPECTED_NOT_MODIFIED"   // 304 with nothing to keep, or for another ETag
-	ReasonCacheCorrupt            Reason = "CACHE_CORRUPT"             // last-known-good file damaged or unreadable
-	ReasonUnsignedArtifact        Reason = "UNSIGNED_ARTIFACT"         // OCI artifact without a verified cosign signature
-	ReasonNoDeliveryManifest      Reason = "NO_DELIVERY_MANIFEST"      // OCI artifact without a signed delivery manifest for it
-	ReasonManifestPhase           Reason = "MANIFEST_PHASE_MISMATCH"   // a candidate manifest on a load of the current configuration, or a current-phase manifest on a candidate prefetch
+	ReasonDigestMismatch          Reason = "DIGEST_MISMATCH"              // body digest != ETag / X-Artifact-Digest / Repr-Digest
+	ReasonHeaderMissing           Reason = "HEADER_MISSING"               // a required response header is absent
+	ReasonHeaderInvalid           Reason = "HEADER_INVALID"               // a header is malformed
+	ReasonHeaderMismatch          Reason = "HEADER_MISMATCH"              // a header disagrees with the signed manifest
+	ReasonParse                   Reason = "PARSE_ERROR"                  // not a single well-formed YAML document
+	ReasonDuplicateKey            Reason = "DUPLICATE_KEY"                // a mapping key appears twice
+	ReasonUnknownField            Reason = "UNKNOWN_FIELD"                // a top-level or envelope field not in the schema
+	ReasonMissingField            Reason = "MISSING_FIELD"                // a required field is absent
+	ReasonInvalidField            Reason = "INVALID_FIELD"                // wrong type or format, or a value with no JSON equivalent
+	ReasonSchemaUnsupported       Reason = "SCHEMA_UNSUPPORTED"           // runtimePolicy.schemaVersion is not bundle.SchemaVersion
+	ReasonIdentityMismatch        Reason = "IDENTITY_MISMATCH"            // envelope host/serviceId/envTag != the requested identity
+	ReasonAudienceMismatch        Reason = "AUDIENCE_MISMATCH"            // envelope audience != the configured audience
+	ReasonContentDigestMismatch   Reason = "CONTENT_DIGEST_MISMATCH"      // recomputed contentDigest != runtimePolicy.contentDigest
+	ReasonPropertySetMismatch     Reason = "PROPERTY_SET_DIGEST_MISMATCH" // recomputed propertySetDigest != manifest.propertySetDigest
+	ReasonManifestInvalid         Reason = "MANIFEST_INVALID"             // delivery manifest not decodable / not canonical
+	ReasonUntrustedKey            Reason = "UNTRUSTED_KEY"                // X-Manifest-Key-Id is not a trusted key
+	ReasonSignatureInvalid        Reason = "SIGNATURE_INVALID"            // the signature does not verify
+	ReasonManifestMismatch        Reason = "MANIFEST_MISMATCH"            // a signed manifest field != the envelope or body (mix-and-match)
+	ReasonNotYetValid             Reason = "NOT_YET_VALID"                // now < validFrom - skew
+	ReasonExpired                 Reason = "EXPIRED"                      // now >= expiresAt + skew
+	ReasonRevocationRegression    Reason = "REVOCATION_REGRESSION"        // revocation epoch lower than one seen
+	ReasonSequenceRegression      Reason = "SEQUENCE_REGRESSION"          // (sequence, issuedAt) lower than one seen: a replay
+	ReasonEpochBelowEnvelope      Reason = "EPOCH_BELOW_ENVELOPE"         // manifest revocationEpoch < the envelope's (the minimum it was compiled for)
+	ReasonOutsideActivationWindow Reason = "OUTSIDE_ACTIVATION_WINDOW"    // manifest activatedAt outside the envelope's validFrom..expiresAt
+	ReasonSeenStateUnreadable     Reason = "SEEN_STATE_UNREADABLE"        // the seen-state file is damaged or unreadable: nothing is applied until it is repaired or removed
+	ReasonSeenStateUnwritable     Reason = "SEEN_STATE_UNWRITABLE"        // the seen-state could not be persisted: the candidate was not applied
+	ReasonBodyTooLarge            Reason = "BODY_TOO_LARGE"               // body larger than Options.MaxBodyBytes
+	ReasonTruncated               Reason = "TRUNCATED"                    // body shorter than announced / connection cut
+	ReasonUnexpectedNotModified   Reason = "UNEXPECTED_NOT_MODIFIED"      // 304 with nothing to keep, or for another ETag
+	ReasonCacheCorrupt            Reason = "CACHE_CORRUPT"                // last-known-good file damaged or unreadable
+	ReasonUnsignedArtifact        Reason = "UNSIGNED_ARTIFACT"            // OCI artifact without a verified cosign signature
+	ReasonNoDeliveryManifest      Reason = "NO_DELIVERY_MANIFEST"         // OCI artifact without a signed delivery manifest for it
+	ReasonManifestPhase           Reason = "MANIFEST_PHASE_MISMATCH"      // a candidate manifest on a load of the current configuration, or a current-phase manifest on a candidate prefetch
 )
 
 // ReasonCandidateLease is the UNAVAILABLE reason of a prefetch whose

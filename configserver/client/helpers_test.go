@@ -74,6 +74,7 @@ type spec struct {
 	schemaVersion            int
 	namespace                map[string]any
 	contentDigest            string // overrides the computed one
+	propertySetDigest        string // overrides the computed one
 	extraEnvelope            [][2]string
 	extraTop                 [][2]string
 	signer                   *keyPair
@@ -226,7 +227,12 @@ func (w *world) build(s spec) *release {
 		RefreshAfter: rfc(s.envFrom.Add(s.envTo.Sub(s.envFrom) / 2)), ExpiresAt: rfc(s.envTo),
 		RevocationEpoch: s.epoch, CompatibilityGeneration: 1,
 	}
-	values := render(w.t, env, bundle.Namespace(w.aud), ns, map[string]any{"logging.level": "INFO", "server.httpsPort": 8443}, s.extraEnvelope, s.extraTop)
+	settings := map[string]any{"logging.level": "INFO", "server.httpsPort": 8443}
+	values := render(w.t, env, bundle.Namespace(w.aud), ns, settings, s.extraEnvelope, s.extraTop)
+	psd := propertySetDigest(w.t, settings, s.extraTop)
+	if s.propertySetDigest != "" {
+		psd = s.propertySetDigest
+	}
 	mhost := s.envHost
 	if s.manifestHost != "" {
 		mhost = s.manifestHost
@@ -236,7 +242,7 @@ func (w *world) build(s spec) *release {
 		Audience: env.Audience, SnapshotID: uuidN(3000 + s.release), PublicationID: env.PublicationID,
 		PolicySnapshotID: env.PolicySnapshotID, ReleaseVersion: env.ReleaseVersion,
 		ArtifactDigest: jcs.BytesDigest(values), ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest,
-		PropertySetDigest: digestOf(fmt.Sprintf("props-%d", s.release)), SchemaVersion: env.SchemaVersion,
+		PropertySetDigest: psd, SchemaVersion: env.SchemaVersion,
 		CompatibilityGeneration: env.CompatibilityGeneration, RevocationEpoch: env.RevocationEpoch,
 		Sequence: s.sequence, IssuedAt: rfc(s.issuedAt), ValidFrom: rfc(s.leaseFrom),
 		RefreshAfter: rfc(s.leaseFrom.Add(s.leaseTo.Sub(s.leaseFrom) / 2)), ExpiresAt: rfc(s.leaseTo),
@@ -261,6 +267,25 @@ func (w *world) build(s spec) *release {
 		kid = s.keyID
 	}
 	return &release{spec: s, Envelope: env, Values: values, Manifest: m, ManifestBytes: mb, Signature: sig, KeyID: kid}
+}
+
+// propertySetDigest is the digest of the settings properties render writes:
+// settings and the extra top-level keys (their values read as YAML scalars).
+func propertySetDigest(t tb, settings map[string]any, extraTop [][2]string) string {
+	t.Helper()
+	props := copyMap(settings)
+	for _, kv := range extraTop {
+		var v any
+		if err := yaml.Unmarshal([]byte(kv[1]), &v); err != nil {
+			t.Fatal(err)
+		}
+		props[kv[0]] = v
+	}
+	b, err := canon.Marshal(props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jcs.BytesDigest(b)
 }
 
 func copyMap(m map[string]any) map[string]any {

@@ -204,6 +204,11 @@ func TestTamper(t *testing.T) {
 			s.contentDigest = digestOf("something else")
 			return served{rel: w.build(s)}
 		}, client.ReasonContentDigestMismatch, "runtimePolicy.contentDigest"},
+		{"propertySetDigest does not cover the settings", func(w *world, r1, r2, r3 *release) served {
+			s := w.spec(3)
+			s.propertySetDigest = digestOf("something else")
+			return served{rel: w.build(s)}
+		}, client.ReasonPropertySetMismatch, "manifest.propertySetDigest"},
 		{"manifest validFrom in the future", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			s.leaseFrom, s.leaseTo = t0.Add(10*time.Minute), t0.Add(3*time.Hour)

@@ -17,6 +17,7 @@ type document struct {
 	Namespace map[string]any // JSON-compatible value of the audience namespace
 	Settings  map[string]any // the flat settings properties ("server.httpsPort": 8443); nil when none
 	namespace *render.Value  // the namespace as read, for its canonical digest
+	props     *render.Value  // the settings properties as read, for propertySetDigest
 }
 
 // parseValues parses values.yml for audience with the reader the compiler
@@ -39,7 +40,7 @@ func parseValues(b []byte, audience string) (*document, error) {
 	}
 	top := parsed.Value
 	ns := bundle.Namespace(audience)
-	var doc document
+	doc := document{props: render.Map()}
 	var envNode *yaml.Node
 	for i, key := range top.Keys {
 		// The value tree keeps the document's key order, so key i is at
@@ -60,6 +61,7 @@ func parseValues(b []byte, audience string) (*document, error) {
 				doc.Settings = map[string]any{}
 			}
 			doc.Settings[key] = plain(top.Vals[i])
+			doc.props.Add(key, top.Vals[i])
 		}
 	}
 	if envNode == nil {

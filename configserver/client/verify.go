@@ -109,6 +109,9 @@ func (c *Client) checkBody(cand candidate, sm *signed, now time.Time, ev *Eviden
 	if err := compareManifest(m, env); err != nil {
 		return nil, err
 	}
+	if err := checkPropertySet(m, doc); err != nil {
+		return nil, err
+	}
 	envWin, err := parseWindow("runtimePolicy", env.ValidFrom, env.RefreshAfter, env.ExpiresAt)
 	if err != nil {
 		return nil, err
@@ -284,6 +287,25 @@ func compareManifest(m *bundle.DeliveryManifest, env *bundle.RuntimePolicy) erro
 	}
 	if m.RevocationEpoch < env.RevocationEpoch {
 		return reject(ReasonEpochBelowEnvelope, "manifest.revocationEpoch", "manifest epoch %d < envelope epoch %d", m.RevocationEpoch, env.RevocationEpoch)
+	}
+	return nil
+}
+
+// checkPropertySet recomputes propertySetDigest — SHA-256 over the RFC 8785
+// form of the settings properties, every top-level key besides the envelope
+// and the namespace — and requires the signed manifest's. The envelope does
+// not carry it; a manifest without one (signed before it was recorded) has
+// nothing to compare.
+func checkPropertySet(m *bundle.DeliveryManifest, doc *document) error {
+	if m.PropertySetDigest == "" {
+		return nil
+	}
+	d, err := render.Digest(doc.props)
+	if err != nil {
+		return &VerificationError{Reason: ReasonInvalidField, Field: "values.yml", Err: err}
+	}
+	if d != m.PropertySetDigest {
+		return reject(ReasonPropertySetMismatch, "manifest.propertySetDigest", "manifest %s != recomputed %s", m.PropertySetDigest, d)
 	}
 	return nil
 }
