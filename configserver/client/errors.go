@@ -84,6 +84,7 @@ const (
 	ReasonUnauthorized     Reason = "UNAUTHORIZED"      // 401
 	ReasonForbidden        Reason = "FORBIDDEN"         // 403
 	ReasonNotFound         Reason = "NOT_FOUND"         // 404: no current snapshot
+	ReasonRetired          Reason = "RETIRED"           // 410: a release retired the identity (its target was removed)
 	ReasonServerError      Reason = "SERVER_ERROR"      // 5xx
 	ReasonUnexpectedStatus Reason = "UNEXPECTED_STATUS" // any other status
 	ReasonRedirectRefused  Reason = "REDIRECT_REFUSED"  // a 3xx answer: the client follows no redirect

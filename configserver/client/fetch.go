@@ -98,6 +98,8 @@ func statusError(status int) *UnavailableError {
 		ue.Reason = ReasonForbidden
 	case status == http.StatusNotFound:
 		ue.Reason = ReasonNotFound
+	case status == http.StatusGone:
+		ue.Reason = ReasonRetired
 	case status >= 500:
 		ue.Reason = ReasonServerError
 	default:

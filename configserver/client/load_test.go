@@ -356,6 +356,7 @@ func TestLoadUnavailableStatuses(t *testing.T) {
 		{"unauthorized", http.StatusUnauthorized, client.ReasonUnauthorized},
 		{"forbidden", http.StatusForbidden, client.ReasonForbidden},
 		{"no current snapshot", http.StatusNotFound, client.ReasonNotFound},
+		{"identity retired", http.StatusGone, client.ReasonRetired},
 		{"store unavailable", http.StatusServiceUnavailable, client.ReasonServerError},
 		{"teapot", http.StatusTeapot, client.ReasonUnexpectedStatus},
 	}
