@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -163,6 +164,14 @@ func (f fetchFlags) validate() error {
 func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	if err := f.validate(); err != nil {
 		return usageError{err}
+	}
+	// Before anything is loaded: a load would persist the last-known-good
+	// and the seen-state and then fail to write --out, and the next run,
+	// finding nothing new, would neither write nor report it.
+	if dir := filepath.Dir(f.out); dir != "" {
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usageError{fmt.Errorf("--out %s: directory %s does not exist (fetch does not create it)", f.out, dir)}
+		}
 	}
 	pem, err := os.ReadFile(f.trustKey)
 	if err != nil {

@@ -271,7 +271,7 @@ func TestFetchOCI(t *testing.T) {
 	var tg struct {
 		Host, ServiceID, EnvTag, Audience                      string
 		SnapshotID, PublicationID, PolicyDigest, ContentDigest string
-		ArtifactDigest                                         string
+		ArtifactDigest, PropertySetDigest                      string
 		ReleaseVersion                                         int64
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "target.json"))
@@ -334,7 +334,7 @@ func TestFetchOCI(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.attach {
-				attachManifest(t, rc, ref, values, tg.SnapshotID, signer)
+				attachManifest(t, rc, ref, values, tg.SnapshotID, tg.PropertySetDigest, signer)
 			}
 			outFile := filepath.Join(t.TempDir(), "values.yml")
 			out, err := runCLI("fetch", "--oci", ref, "--plain-http", "--host", tg.Host, "--service-id", tg.ServiceID,
@@ -360,7 +360,7 @@ func TestFetchOCI(t *testing.T) {
 // attachManifest signs a delivery manifest for the artifact at ref (the
 // golden values.yml), its lease around the real clock (the CLI uses it),
 // and attaches it to the artifact as a referrer.
-func attachManifest(t *testing.T, rc *registry.Client, ref string, values []byte, snapshotID string, key *ecdsa.PrivateKey) {
+func attachManifest(t *testing.T, rc *registry.Client, ref string, values []byte, snapshotID, propertySetDigest string, key *ecdsa.PrivateKey) {
 	t.Helper()
 	var doc struct {
 		Env bundle.RuntimePolicy `yaml:"runtimePolicy"`
@@ -374,7 +374,7 @@ func attachManifest(t *testing.T, rc *registry.Client, ref string, values []byte
 		Type: bundle.DeliveryManifestType, Host: e.Host, ServiceID: e.ServiceID, EnvTag: e.EnvTag, Audience: e.Audience,
 		SnapshotID: snapshotID, PublicationID: e.PublicationID, PolicySnapshotID: e.PolicySnapshotID,
 		ReleaseVersion: e.ReleaseVersion, ArtifactDigest: jcs.BytesDigest(values), ContentDigest: e.ContentDigest,
-		PolicyDigest: e.PolicyDigest, PropertySetDigest: e.ContentDigest, SchemaVersion: e.SchemaVersion,
+		PolicyDigest: e.PolicyDigest, PropertySetDigest: propertySetDigest, SchemaVersion: e.SchemaVersion,
 		CompatibilityGeneration: e.CompatibilityGeneration, RevocationEpoch: e.RevocationEpoch, Sequence: 1,
 		ActivatedAt: e.ValidFrom, IssuedAt: now.Format(time.RFC3339), ValidFrom: now.Add(-time.Minute).Format(time.RFC3339),
 		RefreshAfter: now.Add(time.Minute).Format(time.RFC3339), ExpiresAt: now.Add(time.Hour).Format(time.RFC3339),
@@ -457,5 +457,23 @@ func waitFile(t *testing.T, path, want string) {
 			t.Fatalf("%s: got %q, want %q", path, got, want)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestFetchOutInAMissingDirectory: --out in a directory that does not
+// exist is refused before anything is loaded, naming the directory. It was
+// found after the load: the last-known-good and seen-state were persisted,
+// --out could not be written, and the next run, finding nothing new,
+// neither wrote nor reported it.
+func TestFetchOutInAMissingDirectory(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	cache, missing := filepath.Join(dir, "cache"), filepath.Join(dir, "nodir")
+	out, err := runCLI(s.args(t, key, cache, filepath.Join(missing, "values.yml"))...)
+	if exitCode(err) != exitUsage || !strings.Contains(out+err.Error(), "directory "+missing+" does not exist") {
+		t.Fatalf("fetch --out in a missing directory: exit %d (%v), want 2 naming %s\n%s", exitCode(err), err, missing, out)
+	}
+	if entries, _ := os.ReadDir(cache); len(entries) > 0 {
+		t.Fatalf("the cache directory holds %d entries: something was loaded", len(entries))
 	}
 }
