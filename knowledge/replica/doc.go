@@ -31,7 +31,7 @@
 // kill -9, a lost connection) leaves the previous replica set and its
 // pointer: PostgreSQL rolls the transaction back; an incomplete or
 // unverified inventory deletes nothing. Re-applying the applied snapshot
-// writes nothing.
+// writes nothing; a lease renewal of it writes only the pointer's lease.
 // Apply creates no jobs and calls nothing outside its transaction.
 //
 // Schema and roles: Migrate (run by the service database's owner) creates
@@ -40,6 +40,10 @@
 // release and snapshot that wrote it), and two NOLOGIN group roles:
 // LoaderRole, the only writer (SELECT, INSERT, UPDATE on applied_snapshot;
 // SELECT, INSERT, UPDATE, DELETE on replica), and ReaderRole (SELECT on
-// both) for the service's API and job roles. Neither can create objects
-// or reach any other schema.
+// both, and the view live_replica: the replicas whose applied snapshot's
+// signed lease, applied_snapshot.lease_expires_at, has not ended) for the
+// service's API and job roles. Neither can create objects in these schemas
+// or reach any other schema. A lease renewal of the applied snapshot moves
+// its lease_expires_at forward without rewriting a replica, so readers of
+// live_replica fail closed when the runtime client does.
 package replica

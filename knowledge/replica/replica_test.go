@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -270,10 +271,12 @@ func TestRoles(t *testing.T) {
 	want := map[string][]string{
 		replica.LoaderRole: {
 			"configpub_knowledge.applied_snapshot INSERT", "configpub_knowledge.applied_snapshot SELECT", "configpub_knowledge.applied_snapshot UPDATE",
+			"configpub_knowledge.live_replica SELECT",
 			"configpub_knowledge.replica DELETE", "configpub_knowledge.replica INSERT", "configpub_knowledge.replica SELECT", "configpub_knowledge.replica UPDATE",
 			"configpub_knowledge.schema_migration SELECT", "schema configpub_knowledge USAGE",
 		},
-		replica.ReaderRole: {"configpub_knowledge.applied_snapshot SELECT", "configpub_knowledge.replica SELECT", "schema configpub_knowledge USAGE"},
+		replica.ReaderRole: {"configpub_knowledge.applied_snapshot SELECT", "configpub_knowledge.live_replica SELECT",
+			"configpub_knowledge.replica SELECT", "schema configpub_knowledge USAGE"},
 	}
 	for role, w := range want {
 		got, err := pgtest.Grants(ctx, owner, role)
@@ -296,5 +299,81 @@ func TestRoles(t *testing.T) {
 	}
 	if _, err := loader.Exec(ctx, "SELECT count(*) FROM configpub.artifact"); err == nil {
 		t.Fatal("loader read configpub's own tables")
+	}
+}
+
+// renewedAt is g's snapshot of release k at manifest sequence seq as a
+// lease renewal issued at issued would carry it, its lease ending at
+// expires.
+func renewedAt(t testing.TB, g gen, k, seq int64, issued, expires time.Time) *client.Snapshot {
+	t.Helper()
+	s := g.snapshot(t, k, seq)
+	m := *s.Manifest
+	m.IssuedAt = issued.UTC().Format(time.RFC3339)
+	s.Manifest, s.ExpiresAt = &m, expires.UTC()
+	return s
+}
+
+// TestLeaseFollowsRenewalsForMonths: the applied pointer records the signed
+// lease of what the loader applied, and each renewal of the applied
+// snapshot (same sequence, later issuedAt) moves it forward without writing
+// a replica, over 90 days of daily renewals; a replayed older renewal moves
+// nothing. Once the loader stops (no renewal after day 60), the readers'
+// view live_replica holds nothing for the identity: the materialized
+// replicas fail closed as the runtime client does — they stayed readable
+// for good.
+func TestLeaseFollowsRenewalsForMonths(t *testing.T) {
+	ctx := context.Background()
+	db, pool := newDB(t)
+	g := gen{n: 9}
+	s := replica.New(pool, replica.Options{})
+	start := time.Now().UTC().Truncate(time.Second).Add(-90 * 24 * time.Hour)
+	lease := 25 * time.Hour
+	if _, err := s.Apply(ctx, renewedAt(t, g, 1, 10, start, start.Add(lease))); err != nil {
+		t.Fatal(err)
+	}
+	live := func() int {
+		t.Helper()
+		var n int
+		if err := db.Pool(t).QueryRow(ctx, `SELECT count(*) FROM configpub_knowledge.live_replica
+			WHERE host = $1 AND service_id = $2 AND env_tag = $3`, identity.Host, identity.ServiceID, identity.EnvTag).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := readTables(t, pool)
+	for day := 1; day <= 60; day++ {
+		issued := start.Add(time.Duration(day) * 24 * time.Hour)
+		res, err := s.Apply(ctx, renewedAt(t, g, 1, 10, issued, issued.Add(lease)))
+		if err != nil || res.Outcome != replica.OutcomeUnchanged || !res.LeaseRenewed {
+			t.Fatalf("day %d renewal: %+v %v, want UNCHANGED with the lease renewed", day, res, err)
+		}
+		// The same renewal again, and the day before's, move nothing.
+		for _, again := range []time.Time{issued, issued.Add(-24 * time.Hour)} {
+			if res, err := s.Apply(ctx, renewedAt(t, g, 1, 10, again, again.Add(lease))); err != nil || res.LeaseRenewed {
+				t.Fatalf("day %d: a replayed renewal issued %s: %+v %v, want nothing moved", day, again, res, err)
+			}
+		}
+		p, err := s.Applied(ctx, identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := issued.Add(lease); !p.LeaseExpiresAt.Equal(want) || !p.ManifestIssuedAt.Equal(issued) {
+			t.Fatalf("day %d: pointer lease %s issued %s, want %s and %s", day, p.LeaseExpiresAt, p.ManifestIssuedAt, want, issued)
+		}
+	}
+	if after := readTables(t, pool); !reflect.DeepEqual(after.set(), before.set()) {
+		t.Fatal("renewals rewrote the replica set")
+	}
+	if n := live(); n != 0 {
+		t.Fatalf("live_replica holds %d replicas of an identity whose lease ended on day 61 of 90, want none", n)
+	}
+	// A renewal today brings them back.
+	now := time.Now().UTC().Truncate(time.Second)
+	if res, err := s.Apply(ctx, renewedAt(t, g, 1, 10, now, now.Add(lease))); err != nil || !res.LeaseRenewed {
+		t.Fatalf("today's renewal: %+v %v", res, err)
+	}
+	if n, want := live(), len(expectedSet(t, g, 1)); n != want {
+		t.Fatalf("live_replica after today's renewal: %d replicas, want %d", n, want)
 	}
 }

@@ -39,10 +39,13 @@ type Position struct {
 	CompatibilityGeneration int64
 	ManifestSequence        int64
 	ManifestIssuedAt        time.Time
-	ArtifactDigest          string
-	ContentDigest           string
-	PolicyDigest            string
-	InventoryDigest         string
+	// LeaseExpiresAt is the end of the signed lease of that manifest
+	// (the runtime client fails closed there); zero when not recorded.
+	LeaseExpiresAt  time.Time
+	ArtifactDigest  string
+	ContentDigest   string
+	PolicyDigest    string
+	InventoryDigest string
 }
 
 // Staged is a snapshot's complete replica set, validated and ready to be
@@ -87,6 +90,12 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 	if err != nil {
 		return nil, fail(ErrInvalid, "manifest.issuedAt %q: %v", m.IssuedAt, err)
 	}
+	lease := snap.ExpiresAt // what the client verified: the lease, bounded as it bounds it
+	if lease.IsZero() && m.ExpiresAt != "" {
+		if lease, err = time.Parse(time.RFC3339Nano, m.ExpiresAt); err != nil {
+			return nil, fail(ErrInvalid, "manifest.expiresAt %q: %v", m.ExpiresAt, err)
+		}
+	}
 	cb, err := canonical(snap.Namespace)
 	if err != nil {
 		return nil, fail(ErrInvalid, "knowledgePolicy: %v", err)
@@ -98,7 +107,7 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 		SnapshotID: m.SnapshotID, PublicationID: env.PublicationID, PolicySnapshotID: env.PolicySnapshotID,
 		ReleaseVersion: env.ReleaseVersion, PolicyVersion: env.PolicyVersion, SourceEventSequence: env.SourceEventSequence,
 		RevocationEpoch: max(m.RevocationEpoch, env.RevocationEpoch), CompatibilityGeneration: env.CompatibilityGeneration,
-		ManifestSequence: m.Sequence, ManifestIssuedAt: issued.UTC(),
+		ManifestSequence: m.Sequence, ManifestIssuedAt: issued.UTC(), LeaseExpiresAt: lease.UTC(),
 		ArtifactDigest: snap.ArtifactDigest, ContentDigest: env.ContentDigest, PolicyDigest: env.PolicyDigest,
 	}}
 	inv, ok := snap.Namespace["inventory"].(map[string]any)

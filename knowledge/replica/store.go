@@ -61,7 +61,7 @@ type Outcome string
 // Outcomes.
 const (
 	OutcomeApplied   Outcome = "APPLIED"   // the replica set and pointer are the snapshot's now
-	OutcomeUnchanged Outcome = "UNCHANGED" // the snapshot (same manifest sequence) was already applied; nothing written
+	OutcomeUnchanged Outcome = "UNCHANGED" // the snapshot (same manifest sequence) was already applied; no replica written
 )
 
 // Result reports one Apply.
@@ -73,7 +73,11 @@ type Result struct {
 	Updated    int      // replicas whose digest changed
 	Kept       int      // replicas unchanged (their rows are not written)
 	Deleted    int      // replicas deleted by a tombstone
-	Pruned     int      // replicas deleted under PruneUnlisted
+	// LeaseRenewed: UNCHANGED, and a later lease of the applied snapshot
+	// (a renewal: same sequence, later issuedAt) moved the pointer's
+	// lease_expires_at forward.
+	LeaseRenewed bool
+	Pruned       int // replicas deleted under PruneUnlisted
 }
 
 // Pointer is an identity's applied snapshot.
@@ -86,10 +90,12 @@ type Pointer struct {
 
 // Apply stages snap (Stage) and materializes it in one transaction: under
 // a per-identity lock it reads the applied pointer, refuses a regression,
-// inserts new replicas, updates changed ones, deletes exactly the
-// tombstoned ones, leaves unchanged rows untouched and moves the applied
-// pointer — all or nothing. Re-applying the applied snapshot writes
-// nothing (OutcomeUnchanged). Apply writes only the replica tables and the
+// inserts new replicas, updates changed ones, deletes the tombstoned ones
+// and those the inventory does not list (unless Options.KeepUnlisted),
+// leaves unchanged rows untouched and moves the applied pointer with the
+// signed lease — all or nothing. Re-applying the applied snapshot writes
+// nothing (OutcomeUnchanged); a lease renewal of it (same sequence, later
+// issuedAt) moves only the pointer's lease (Result.LeaseRenewed). Apply writes only the replica tables and the
 // pointer: it creates no jobs and triggers nothing else, so a repeated or
 // replayed apply has no external effect.
 func (s *Store) Apply(ctx context.Context, snap *client.Snapshot) (*Result, error) {
@@ -128,6 +134,16 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 		if same {
 			res.Outcome = OutcomeUnchanged
 			res.Kept = prev.ItemCount
+			if st.ManifestIssuedAt.After(prev.ManifestIssuedAt) && st.LeaseExpiresAt.After(prev.LeaseExpiresAt) {
+				// A lease renewal: only the pointer's lease moves.
+				if _, err := tx.Exec(ctx, `UPDATE configpub_knowledge.applied_snapshot
+					SET manifest_issued_at = $4, lease_expires_at = $5
+					WHERE host = $1 AND service_id = $2 AND env_tag = $3`,
+					id.Host, id.ServiceID, id.EnvTag, st.ManifestIssuedAt, st.LeaseExpiresAt); err != nil {
+					return nil, fmt.Errorf("record the renewed lease: %w", err)
+				}
+				res.LeaseRenewed = true
+			}
 			return res, nil
 		}
 	}
@@ -200,8 +216,8 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 	if _, err := tx.Exec(ctx, `INSERT INTO configpub_knowledge.applied_snapshot (host, service_id, env_tag,
 		snapshot_id, publication_id, policy_snapshot_id, release_version, policy_version, source_event_sequence,
 		revocation_epoch, compatibility_generation, manifest_sequence, manifest_issued_at, artifact_digest,
-		content_digest, policy_digest, inventory_digest, item_count, applied_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+		content_digest, policy_digest, inventory_digest, item_count, applied_at, lease_expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		ON CONFLICT (host, service_id, env_tag) DO UPDATE SET snapshot_id = excluded.snapshot_id,
 		publication_id = excluded.publication_id, policy_snapshot_id = excluded.policy_snapshot_id,
 		release_version = excluded.release_version, policy_version = excluded.policy_version,
@@ -209,10 +225,12 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 		compatibility_generation = excluded.compatibility_generation, manifest_sequence = excluded.manifest_sequence,
 		manifest_issued_at = excluded.manifest_issued_at, artifact_digest = excluded.artifact_digest,
 		content_digest = excluded.content_digest, policy_digest = excluded.policy_digest,
-		inventory_digest = excluded.inventory_digest, item_count = excluded.item_count, applied_at = excluded.applied_at`,
+		inventory_digest = excluded.inventory_digest, item_count = excluded.item_count, applied_at = excluded.applied_at,
+		lease_expires_at = excluded.lease_expires_at`,
 		id.Host, id.ServiceID, id.EnvTag, st.SnapshotID, st.PublicationID, st.PolicySnapshotID, st.ReleaseVersion,
 		st.PolicyVersion, st.SourceEventSequence, st.RevocationEpoch, st.CompatibilityGeneration, st.ManifestSequence,
-		st.ManifestIssuedAt, st.ArtifactDigest, st.ContentDigest, st.PolicyDigest, st.InventoryDigest, len(st.Items), now); err != nil {
+		st.ManifestIssuedAt, st.ArtifactDigest, st.ContentDigest, st.PolicyDigest, st.InventoryDigest, len(st.Items), now,
+		nullTime(st.LeaseExpiresAt)); err != nil {
 		return nil, fmt.Errorf("move the applied pointer: %w", err)
 	}
 	if len(del.kinds) > 0 {
@@ -327,18 +345,32 @@ type querier interface {
 
 func readPointer(ctx context.Context, q querier, id bundle.Identity) (*Pointer, error) {
 	p := &Pointer{Identity: id}
+	var lease *time.Time
 	err := q.QueryRow(ctx, `SELECT snapshot_id::text, publication_id::text, policy_snapshot_id::text, release_version,
 		policy_version, source_event_sequence, revocation_epoch, compatibility_generation, manifest_sequence,
-		manifest_issued_at, artifact_digest, content_digest, policy_digest, inventory_digest, item_count, applied_at
+		manifest_issued_at, artifact_digest, content_digest, policy_digest, inventory_digest, item_count, applied_at,
+		lease_expires_at
 		FROM configpub_knowledge.applied_snapshot WHERE host = $1 AND service_id = $2 AND env_tag = $3`,
 		id.Host, id.ServiceID, id.EnvTag).Scan(&p.SnapshotID, &p.PublicationID, &p.PolicySnapshotID, &p.ReleaseVersion,
 		&p.PolicyVersion, &p.SourceEventSequence, &p.RevocationEpoch, &p.CompatibilityGeneration, &p.ManifestSequence,
-		&p.ManifestIssuedAt, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.InventoryDigest, &p.ItemCount, &p.AppliedAt)
+		&p.ManifestIssuedAt, &p.ArtifactDigest, &p.ContentDigest, &p.PolicyDigest, &p.InventoryDigest, &p.ItemCount, &p.AppliedAt,
+		&lease)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotApplied
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read applied pointer: %w", err)
 	}
+	if lease != nil {
+		p.LeaseExpiresAt = lease.UTC()
+	}
 	return p, nil
+}
+
+// nullTime is t, or SQL NULL when t is zero.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
