@@ -76,7 +76,7 @@ func LoadTargets(path, envTag string) ([]Target, error) {
 			return nil, fmt.Errorf("targets %s [%d]: %w", path, i, err)
 		}
 		if seen[t.Identity()] {
-			return nil, fmt.Errorf("targets %s [%d]: %s listed twice", path, i, t.Identity())
+			return nil, fmt.Errorf("targets %s [%d]: %s listed twice (an identity is one runtime: its receipts and status are one; read one endpoint of instances that share it, or give each instance its own target)", path, i, t.Identity())
 		}
 		seen[t.Identity()] = true
 	}
