@@ -359,7 +359,11 @@ func parsePair(o, n *Target, f func(*Target) []byte) (*render.Value, *render.Val
 }
 
 // differ collects JSON-pointer paths. Maps compare member by member, lists
-// item by item; a subtree that appears or disappears is one path.
+// item by item; a subtree that appears or disappears is one path. A list
+// whose items are all objects with a string kind and id (a Knowledge
+// replica inventory, its tombstones) compares items by (kind, id): an item
+// removed from the middle of such a list is one removed path, not a change
+// of every item after it.
 type differ struct{ added, removed, changed []string }
 
 func escapePointer(s string) string {
@@ -376,6 +380,12 @@ func (d *differ) diff(path string, a, b *render.Value) {
 	case a.Kind == render.KindMap && b.Kind == render.KindMap:
 		d.diffMembers(path, a, b)
 	case a.Kind == render.KindList && b.Kind == render.KindList:
+		if ka, ok := keyedItems(a); ok {
+			if kb, ok := keyedItems(b); ok {
+				d.diffKeyed(path, a, b, ka, kb)
+				return
+			}
+		}
 		for i := 0; i < len(a.Items) || i < len(b.Items); i++ {
 			var x, y *render.Value
 			if i < len(a.Items) {
@@ -391,6 +401,60 @@ func (d *differ) diff(path string, a, b *render.Value) {
 		cb, _ := render.Canonical(b)
 		if string(ca) != string(cb) {
 			d.changed = append(d.changed, path)
+		}
+	}
+}
+
+// keyedItems indexes the items of list v by kind and id, when every item
+// is an object with both as strings and no two share them.
+func keyedItems(v *render.Value) (map[[2]string]int, bool) {
+	if len(v.Items) == 0 {
+		return nil, false
+	}
+	idx := make(map[[2]string]int, len(v.Items))
+	for i, it := range v.Items {
+		if it.Kind != render.KindMap {
+			return nil, false
+		}
+		kind, id := it.Get("kind"), it.Get("id")
+		if kind == nil || id == nil || kind.Kind != render.KindString || id.Kind != render.KindString {
+			return nil, false
+		}
+		k := [2]string{kind.Str, id.Str}
+		if _, dup := idx[k]; dup {
+			return nil, false
+		}
+		idx[k] = i
+	}
+	return idx, true
+}
+
+// diffKeyed compares two keyed lists item by item of the same key: an item
+// only in a is removed at its index in a, one only in b added at its index
+// in b, and one in both compared in place when its index did not move, or
+// else (a path names one position in both documents) removed and added
+// when it changed.
+func (d *differ) diffKeyed(path string, a, b *render.Value, ka, kb map[[2]string]int) {
+	for i, it := range a.Items {
+		k := [2]string{it.Get("kind").Str, it.Get("id").Str}
+		j, ok := kb[k]
+		switch {
+		case !ok:
+			d.removed = append(d.removed, path+"/"+itoa(i))
+		case i == j:
+			d.diff(path+"/"+itoa(i), it, b.Items[j])
+		default:
+			ca, _ := render.Canonical(it)
+			cb, _ := render.Canonical(b.Items[j])
+			if string(ca) != string(cb) {
+				d.removed = append(d.removed, path+"/"+itoa(i))
+				d.added = append(d.added, path+"/"+itoa(j))
+			}
+		}
+	}
+	for j, it := range b.Items {
+		if _, ok := ka[[2]string{it.Get("kind").Str, it.Get("id").Str}]; !ok {
+			d.added = append(d.added, path+"/"+itoa(j))
 		}
 	}
 }

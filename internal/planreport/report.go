@@ -319,7 +319,7 @@ func valueChanges(tp compiler.TargetPlan, o, n *compiler.Target) ([]ValueChange,
 		return nil, err
 	}
 	var out []ValueChange
-	for _, paths := range [][]string{tp.Modified, tp.Added, tp.Removed} {
+	for kind, paths := range [][]string{tp.Modified, tp.Added, tp.Removed} {
 		for _, p := range paths {
 			a, b := oPS, nPS
 			rest := p
@@ -329,6 +329,15 @@ func valueChanges(tp compiler.TargetPlan, o, n *compiler.Target) ([]ValueChange,
 			segs := pointerSegments(rest)
 			vc := ValueChange{Path: p}
 			ov, nv := lookup(a, segs), lookup(b, segs)
+			// An added path has no old value and a removed one no new
+			// value, even where the position holds another item of a
+			// list compared by key.
+			switch kind {
+			case 1:
+				ov = nil
+			case 2:
+				nv = nil
+			}
 			if vc.Old, err = canonical(ov); err != nil {
 				return nil, err
 			}

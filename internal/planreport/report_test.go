@@ -236,3 +236,36 @@ func TestWorkflowFindsItsComment(t *testing.T) {
 		t.Errorf("policy-pr.yml does not set %s", want)
 	}
 }
+
+// TestKnowledgeInventoryChangeIsKeyed: an index generation replaced in the
+// middle of a Knowledge replica inventory is shown as that item removed and
+// the new one added, compared by (kind, id); it was shown as the id of every
+// item after it changing ("items/4/id: product-docs/11 -> product-docs/12").
+func TestKnowledgeInventoryChangeIsKeyed(t *testing.T) {
+	base := fixtureFS(t)
+	head := fixtureFS(t)
+	edit(t, head, "knowledge/product-docs.yaml", "indexGenerations: [11, 12]", "indexGenerations: [12, 13]")
+	r := report(t, base, head)
+	var removed, added bool
+	for _, v := range target(t, r, "com.networknt.knowledge-1.0.0").Values {
+		if !strings.Contains(v.Path, "/inventory/items/") {
+			continue
+		}
+		switch {
+		case v.Old != nil && v.New != nil && strings.HasSuffix(v.Path, "/digest"):
+			// An item of the same kind and id whose content changed (the
+			// knowledge base, whose generations changed), in place.
+		case v.Old != nil && v.New != nil:
+			t.Errorf("inventory item %s changed %s -> %s: items are compared by position", v.Path, v.Old, v.New)
+		case v.New == nil && strings.Contains(string(v.Old), `"id":"product-docs/11"`):
+			removed = true
+		case v.Old == nil && strings.Contains(string(v.New), `"id":"product-docs/13"`):
+			added = true
+		default:
+			t.Errorf("inventory item %s: %s -> %s, want only product-docs/11 removed and product-docs/13 added", v.Path, v.Old, v.New)
+		}
+	}
+	if !removed || !added {
+		t.Errorf("plan does not show generation 11 removed (%v) and 13 added (%v)", removed, added)
+	}
+}
