@@ -60,6 +60,13 @@ func TestHealthGateRollsBackWithinTheSoak(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The pointers are read back as soon as the rollback commits, possibly
+	// before the gate has the COMMIT's reply: cancelled then, it would
+	// rightly call the outcome unconfirmed. Wait for its notification.
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(strings.Join(rec.kinds(), ","), promoter.EventRolledBack) &&
+		time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	cancel()
 	<-done
 	var actor, reason string

@@ -96,14 +96,15 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	}
 	out, code = runStore("db", "migrate", "--database", db.URL, "-o", "json")
 	var mr struct {
-		Applied       int `json:"applied"`
-		SchemaVersion int `json:"schemaVersion"`
+		Applied         int `json:"applied"`
+		SchemaVersion   int `json:"schemaVersion"`
+		DatabaseVersion int `json:"databaseVersion"`
 	}
 	if code != exitOK {
 		t.Fatalf("db migrate -o json: exit %d\n%s", code, out)
 	}
 	decodeStrict(t, out, &mr)
-	if mr.Applied != 0 || mr.SchemaVersion < 1 {
+	if mr.Applied != 0 || mr.SchemaVersion < 1 || mr.DatabaseVersion != mr.SchemaVersion {
 		t.Fatalf("db migrate -o json on a migrated database: %+v", mr)
 	}
 	for i, tg := range in.Targets {
