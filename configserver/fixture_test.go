@@ -216,6 +216,9 @@ type envOptions struct {
 	store    pgstore.Options
 	handler  configserver.Options
 	noWait   bool
+	// keys, when set, is the token verifier's key source around the
+	// env's token key (default: that key alone, fixed).
+	keys func(auth.Key) auth.KeySource
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -259,8 +262,12 @@ func newEnvTB(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := auth.NewVerifier(auth.NewStaticKeys([]auth.Key{{ID: kid, Algorithm: auth.ES256, Public: k.Public()}}),
-		auth.Options{Issuer: issuer, Audience: audience})
+	key := auth.Key{ID: kid, Algorithm: auth.ES256, Public: k.Public()}
+	var keys auth.KeySource = auth.NewStaticKeys([]auth.Key{key})
+	if o.keys != nil {
+		keys = o.keys(key)
+	}
+	v, err := auth.NewVerifier(keys, auth.Options{Issuer: issuer, Audience: audience})
 	if err != nil {
 		t.Fatal(err)
 	}

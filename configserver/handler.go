@@ -24,6 +24,24 @@ type Verifier interface {
 	Verify(raw string) (*auth.Claims, error)
 }
 
+// keyTruster is a Verifier that can say whether the key that verified a
+// token is still trusted (*auth.Verifier): a held request is answered only
+// under a key still in the set.
+type keyTruster interface {
+	Trusts(keyID string) bool
+}
+
+// stillTrusted refuses claims whose verifying key has left the key set
+// since they were verified (a key removed from the JWKS while a request
+// was held). A Verifier that cannot tell passes everything.
+func (h *handler) stillTrusted(c *auth.Claims) *httpError {
+	kt, ok := h.verifier.(keyTruster)
+	if !ok || c == nil || kt.Trusts(c.KeyID) {
+		return nil
+	}
+	return errUnauthorized(errors.New("the token's key was removed from the trusted keys while the request was held"))
+}
+
 // Options configures NewHandler. The zero value is valid but refuses every
 // request that needs a token (no Verifier: fail closed).
 type Options struct {

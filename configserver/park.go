@@ -180,10 +180,11 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 	bp := wireBufs.Get().(*[]byte)
 	buf := (*bp)[:0]
 	var body []byte
-	if err == nil && d.hv != nil && d.Identity == p.claims.Identity() && d.Audience == p.claims.ConfigAudience {
+	refused := h.stillTrusted(p.claims)
+	if refused == nil && err == nil && d.hv != nil && d.Identity == p.claims.Identity() && d.Audience == p.claims.ConfigAudience {
 		buf, body = p.wireDelivery(buf, d)
 	} else {
-		buf, body = p.wireSlow(buf, d, err)
+		buf, body = p.wireSlow(buf, d, err, refused)
 	}
 	_ = p.conn.SetWriteDeadline(time.Now().Add(watchSlack))
 	if len(body) > 0 {
@@ -241,15 +242,17 @@ func (p *parked) wireDelivery(buf []byte, d *Delivery) ([]byte, []byte) {
 	return append(buf, "\r\n"...), body
 }
 
-// wireSlow renders any other answer (an error, or a delivery without
-// prebuilt header lines) through writeDelivery and writeError.
-func (p *parked) wireSlow(buf []byte, d *Delivery, err error) ([]byte, []byte) {
+// wireSlow renders any other answer (refused, an error, or a delivery
+// without prebuilt header lines) through writeDelivery and writeError.
+func (p *parked) wireSlow(buf []byte, d *Delivery, err error, refused *httpError) ([]byte, []byte) {
 	cw := &connWriter{hdr: p.hdr}
 	p.sw.ResponseWriter = cw
-	var herr *httpError
-	if err != nil {
+	herr := refused
+	switch {
+	case herr != nil:
+	case err != nil:
 		herr = storeError(err)
-	} else {
+	default:
 		herr = p.h.writeDelivery(p.sw, p.r, p.rl, p.claims, d)
 	}
 	if herr != nil {

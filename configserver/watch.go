@@ -165,6 +165,9 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 		}
 		if !sameAnswer(r, first, d) {
 			cancel()
+			if herr := h.stillTrusted(c); herr != nil {
+				return herr
+			}
 			return h.writeDelivery(w, r, rl, c, d) // moved (200) or renewed (304, new manifest)
 		}
 		select {
@@ -178,6 +181,9 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 			rl.reason = "client gone"
 		}
 		cancel()
+		if herr := h.stillTrusted(c); herr != nil {
+			return herr
+		}
 		return h.writeDelivery(w, r, rl, c, d)
 	}
 }

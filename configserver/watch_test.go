@@ -2,11 +2,16 @@ package configserver_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,4 +403,55 @@ func TestAGoneClientFreesItsSlot(t *testing.T) {
 	if a := recvWatch(t, held, 5*time.Second); a.status != http.StatusOK {
 		t.Fatalf("held request after the move: %d, want 200", a.status)
 	}
+}
+
+// swappableKeys is a token key source whose set a test replaces (what a
+// re-read JWKS file does).
+type swappableKeys struct{ set atomic.Pointer[auth.KeySet] }
+
+func (s *swappableKeys) KeySet() *auth.KeySet { return s.set.Load() }
+
+// TestHeldRequestOfARemovedKey: a request held since its token was
+// verified is answered only while the token's key is still trusted. Once
+// the key is removed from the key set (a leaked key taken out of the
+// JWKS), the pointer move that wakes the request is answered 401, not with
+// the new configuration; a request of another identity whose token's key
+// stays trusted gets its 200. A held request used to be answered with
+// whatever its identity's answer became, up to --max-wait after the key
+// was removed.
+func TestHeldRequestOfARemovedKey(t *testing.T) {
+	t.Parallel()
+	keys := &swappableKeys{}
+	var tokenKey auth.Key
+	e := newEnv(t, envOptions{handler: configserver.Options{MaxWait: 30 * time.Second},
+		keys: func(k auth.Key) auth.KeySource {
+			tokenKey = k
+			keys.set.Store(&auth.KeySet{Keys: []auth.Key{k}, Generation: 1})
+			return keys
+		}})
+	base := e.serve(t, configserver.ServerOptions{})
+	c := &http.Client{Timeout: time.Minute}
+	id := bundle.Identity{Host: "watch-removed-key.example", ServiceID: "gw", EnvTag: "prod"}
+	s := e.seed.publish(t, id, "gateway", 1, []byte("removed key\n"))
+	e.seed.move(t, s)
+	waitAnswer(t, e, id, http.StatusOK, s.ID)
+	held := startWatch(c, base, id, e.token(t, id, "gateway"), `"`+s.ArtifactDigest+`"`, "30s")
+	expectHeld(t, held, 300*time.Millisecond)
+
+	// The key leaves the set (another takes its place), then the pointer
+	// moves.
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys.set.Store(&auth.KeySet{Keys: []auth.Key{{ID: "next", Algorithm: auth.ES256, Public: other.Public()}}, Generation: 2})
+	next := e.seed.publish(t, id, "gateway", 2, []byte("removed key next\n"))
+	e.seed.move(t, next)
+	a := recvWatch(t, held, 5*time.Second)
+	if a.status != http.StatusUnauthorized || a.snapshot != "" || len(a.body) > 0 && strings.Contains(string(a.body), "removed key next") {
+		t.Fatalf("held request of a removed key after the move: %d (snapshot %q), want 401 without the new configuration", a.status, a.snapshot)
+	}
+	// With its key back, the identity is served again.
+	keys.set.Store(&auth.KeySet{Keys: []auth.Key{tokenKey}, Generation: 3})
+	waitAnswer(t, e, id, http.StatusOK, next.ID)
 }

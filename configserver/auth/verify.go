@@ -58,6 +58,8 @@ type Claims struct {
 	// CertThumbprint is cnf["x5t#S256"] (RFC 8705): the base64url SHA-256 of
 	// the client certificate the token is bound to; empty when unbound.
 	CertThumbprint string
+	// KeyID is the ID of the configured key that verified the token.
+	KeyID string
 }
 
 // Identity returns the runtime identity the token grants.
@@ -181,6 +183,18 @@ func (v *Verifier) Verify(raw string) (*Claims, error) {
 	return c, nil
 }
 
+// Trusts reports whether the current key set still holds the key with ID
+// keyID (Claims.KeyID): a request held since its token was verified is
+// answered only while it does.
+func (v *Verifier) Trusts(keyID string) bool {
+	for _, k := range v.keys.KeySet().Keys {
+		if k.ID == keyID {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, error) {
 	tok, err := jwt.ParseSigned(raw, v.algs)
 	if err != nil {
@@ -204,6 +218,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 	var std jwt.Claims
 	var wc workloadClaims
 	verified, kidKnown := false, h.KeyID == ""
+	var keyID string
 	for _, k := range set.Keys {
 		if h.KeyID != "" && k.ID != h.KeyID {
 			continue
@@ -213,7 +228,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 			continue
 		}
 		if err := tok.Claims(k.Public, &std, &wc); err == nil {
-			verified = true
+			verified, keyID = true, k.ID
 			break
 		}
 	}
@@ -238,7 +253,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 		if std.Subject == "" || len(std.Subject) > maxClaimLen {
 			return nil, tokenError("claim sub missing or too long")
 		}
-		return &Claims{Subject: std.Subject, Expiry: std.Expiry.Time()}, nil
+		return &Claims{Subject: std.Subject, Expiry: std.Expiry.Time(), KeyID: keyID}, nil
 	}
 	for _, f := range []struct{ name, val string }{
 		{"host", wc.Host}, {"sid", wc.ServiceID}, {"env", wc.EnvTag}, {"config_audience", wc.ConfigAudience},
@@ -265,6 +280,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 		ConfigAudience: wc.ConfigAudience,
 		Expiry:         std.Expiry.Time(),
 		CertThumbprint: thumb,
+		KeyID:          keyID,
 	}
 	if std.NotBefore != nil {
 		c.NotBefore = std.NotBefore.Time()
