@@ -824,3 +824,64 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`,
 		`configpub_webhook_undelivered_events{receiver="none"} 1`)
 }
+
+// TestOverviewJudgesWhatTheRuntimeRuns: the overview judges a target by
+// the receipts about what its runtime runs, as configpub status does. A
+// readback that records a runtime's old rejection (of a release it never
+// ran) after the receipt of the desired snapshot it runs leaves it
+// APPLIED and not divergent — the console called every target of an
+// environment PUBLISHED and divergent after a rollback and a release
+// forward, while status said APPLIED. A runtime that runs an older
+// snapshot is divergent, reported with the release it runs.
+func TestOverviewJudgesWhatTheRuntimeRuns(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "run", targets: 6, releases: 2, changed: 2})
+	ctx := context.Background()
+	now := releaseAt(2).Add(time.Hour)
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// svc-0 and svc-1 changed in release 2: each has a release-1 snapshot.
+	receipt := func(svc, outcome, about, running string) {
+		t.Helper()
+		if _, err := db.Pool(t).Exec(ctx, `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id,
+				outcome, reason, artifact_digest, reported_at, kind, endpoint, running_snapshot_id)
+			SELECT p.host, p.service_id, p.env_tag, s.snapshot_id, $3, CASE WHEN $3 = 'REJECTED' THEN 'UNTRUSTED_KEY' ELSE '' END,
+				s.artifact_digest, p.moved_at + interval '1 minute', 'receipt', 'https://' || p.host || '/status',
+				CASE $5 WHEN 'current' THEN p.snapshot_id WHEN 'old' THEN s.snapshot_id END
+			FROM configpub.current_pointer p JOIN configpub.config_snapshot s
+				ON s.host = p.host AND s.service_id = p.service_id AND s.env_tag = p.env_tag
+			WHERE p.env_tag = $1 AND p.service_id = $2
+				AND s.release_version = CASE $4 WHEN 'old' THEN 1 ELSE p.release_version END`, "run", svc, outcome, about, running); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receipt("svc-1", "REJECTED", "old", "current") // an old rejection, read back after what it runs
+	receipt("svc-0", "APPLIED", "old", "old")      // runs release 1's snapshot
+	e, err := c.rd.Environment(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, s := range e.ByState {
+		got[s.State] = s.Count
+	}
+	if got[StateApplied] != 5 || got[StatePublished] != 1 || e.Divergent != 1 {
+		t.Errorf("overview: by state %v, %d divergent; want 5 APPLIED, 1 PUBLISHED, 1 divergent (svc-0)", got, e.Divergent)
+	}
+	if len(e.Divergence) != 1 || e.Divergence[0].ServiceID != "svc-0" || e.Divergence[0].ReportedRelease != 1 ||
+		e.Divergence[0].CurrentRelease != 2 || e.Divergence[0].Outcome != "APPLIED" || e.Divergence[0].ReportedDigest == "" {
+		t.Errorf("divergence %+v, want svc-0 running release 1 where release 2 is desired", e.Divergence)
+	}
+	// The target pages say the same.
+	for svc, want := range map[string]string{"svc-0": StatePublished, "svc-1": StateApplied} {
+		td, err := c.rd.TargetDetail(ctx, "run", "h0.example", svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if td.Current == nil || td.Current.State != want {
+			t.Errorf("target page of %s: %+v, want %s", svc, td.Current, want)
+		}
+	}
+}

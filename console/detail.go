@@ -243,8 +243,12 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 	if r.f.evidenceKnd {
 		kind = "e.kind"
 	}
+	runs := "''"
+	if r.f.receipts {
+		runs = "coalesce(e.running_snapshot_id::text, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id::text END, '')"
+	}
 	rows, err = r.q.Query(ctx, `SELECT e.evidence_id, `+kind+`, e.outcome, e.reason, coalesce(e.snapshot_id::text, ''),
-			coalesce(s.release_version, 0), e.artifact_digest, e.reported_at, `+r.receiptsOnly("e")+`
+			coalesce(s.release_version, 0), e.artifact_digest, e.reported_at, `+r.receiptsOnly("e")+`, `+runs+`
 		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
 		WHERE e.env_tag = $1 AND e.host = $2 AND e.service_id = $3 ORDER BY e.evidence_id DESC LIMIT $4`, env, host, svc, movesListed)
 	if err != nil {
@@ -252,7 +256,8 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 	}
 	t.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Evidence, error) {
 		var e Evidence
-		err := row.Scan(&e.EvidenceID, &e.Kind, &e.Outcome, &e.Reason, &e.SnapshotID, &e.SnapshotRelease, &e.ArtifactDigest, &e.ReportedAt, &e.currentReceipt)
+		err := row.Scan(&e.EvidenceID, &e.Kind, &e.Outcome, &e.Reason, &e.SnapshotID, &e.SnapshotRelease, &e.ArtifactDigest, &e.ReportedAt,
+			&e.currentReceipt, &e.runs)
 		e.ReportedAt = e.ReportedAt.UTC()
 		return e, err
 	})
@@ -271,14 +276,22 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 	return t, nil
 }
 
-// pointerState derives a pointer's state; of the runtime's reports (newest
-// first) only the last receipt about the current configuration counts.
+// pointerState derives a pointer's state as the overview (and configpub
+// status) does, from the runtime's receipts about the current
+// configuration (newest first): APPLIED when the last one naming what the
+// runtime runs names the pointer's snapshot, REJECTED when the last
+// rejection is about it and came after the move.
 func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string {
-	var receipt *Evidence
+	var runs, rejection *Evidence
 	for i := range ev {
-		if ev[i].currentReceipt {
-			receipt = &ev[i]
-			break
+		if !ev[i].currentReceipt {
+			continue
+		}
+		if runs == nil && ev[i].runs != "" {
+			runs = &ev[i]
+		}
+		if rejection == nil && ev[i].Outcome == StateRejected {
+			rejection = &ev[i]
 		}
 	}
 	switch {
@@ -288,8 +301,10 @@ func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string
 		return StateRevoked
 	case !now.Before(p.ExpiresAt):
 		return StateLeaseExpired
-	case receipt != nil && receipt.SnapshotID == p.SnapshotID:
-		return receipt.Outcome
+	case runs != nil && runs.runs == p.SnapshotID:
+		return StateApplied
+	case rejection != nil && rejection.SnapshotID == p.SnapshotID && !rejection.ReportedAt.Before(p.MovedAt):
+		return StateRejected
 	default:
 		return StatePublished
 	}

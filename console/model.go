@@ -247,6 +247,7 @@ type Evidence struct {
 	EvidenceID      int64     `json:"evidenceId"`
 	Kind            string    `json:"kind"` // observation (reported by the runtime, unverified) or receipt
 	currentReceipt  bool      // a receipt about the current configuration (sets the state)
+	runs            string    // the snapshot such a receipt reads the runtime running ("" when it names none)
 	Outcome         string    `json:"outcome"`
 	Reason          string    `json:"reason,omitempty"`
 	SnapshotID      string    `json:"snapshotId,omitempty"`

@@ -111,31 +111,53 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 // overviewSQL computes, for $1's current pointers at time $2 with lease
 // horizon $3, three kinds of rows: 'n' (state, count, expiring count,
 // divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
-// first divergent targets). Revocations by publication are looked up per
-// pointer only when there are any: the uncorrelated EXISTS runs once and
-// spares 100,000 index probes at 100,000 targets in the usual case.
+// first divergent targets). A target is judged as configpub status judges
+// it, by the receipts read back about the current configuration: APPLIED
+// when the last receipt that names what the runtime runs (its running
+// snapshot, or an APPLIED receipt's) names the desired snapshot, REJECTED
+// when the last rejection is about the desired snapshot and came after the
+// move, PUBLISHED otherwise; divergent when it runs another snapshot, or
+// REJECTED. (The last receipt alone misjudged a runtime whose readback
+// repeats an old rejection after the receipt of what it runs.) Revocations
+// by publication are looked up per pointer only when there are any: the
+// uncorrelated EXISTS runs once and spares 100,000 index probes at 100,000
+// targets in the usual case.
 func (r *reader) overviewSQL() string {
-	return `WITH ev AS (
-			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, outcome, artifact_digest
-			FROM configpub.runtime_evidence WHERE env_tag = $1 AND ` + r.receiptsOnly("runtime_evidence") + `
+	return `WITH run AS (
+			SELECT DISTINCT ON (host, service_id) host, service_id,
+				coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
+			FROM configpub.runtime_evidence e WHERE env_tag = $1 AND ` + r.receiptsOnly("e") + `
+				AND (e.running_snapshot_id IS NOT NULL OR e.outcome = 'APPLIED')
 			ORDER BY host, service_id, evidence_id DESC),
+		rej AS (
+			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, artifact_digest, reported_at
+			FROM configpub.runtime_evidence e WHERE env_tag = $1 AND ` + r.receiptsOnly("e") + ` AND e.outcome = 'REJECTED'
+			ORDER BY host, service_id, evidence_id DESC),
+		cls AS (
+			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after, p.lease_expires_at, p.retired,
+				run.runs, run.runs IS NOT NULL AND run.runs <> p.snapshot_id AS runs_other,
+				rej.snapshot_id = p.snapshot_id AND rej.reported_at >= p.moved_at AS rejected, rej.artifact_digest AS rej_digest
+			FROM (SELECT p.*, ` + r.retiredAtCol("p") + ` IS NOT NULL AS retired FROM configpub.current_pointer p WHERE p.env_tag = $1) p
+			LEFT JOIN run ON run.host = p.host AND run.service_id = p.service_id
+			LEFT JOIN rej ON rej.host = p.host AND rej.service_id = p.service_id),
 		st AS MATERIALIZED (
 			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
-				ev.snapshot_id AS ev_snapshot,
-				coalesce(ev.outcome, '') AS outcome, coalesce(ev.artifact_digest, '') AS ev_digest,
-				CASE WHEN ` + r.retiredAtCol("p") + ` IS NOT NULL THEN 'RETIRED'
+				CASE WHEN p.runs_other OR NOT coalesce(p.rejected, false) THEN p.runs ELSE p.snapshot_id END AS ev_snapshot,
+				CASE WHEN p.runs_other THEN 'APPLIED' WHEN coalesce(p.rejected, false) THEN 'REJECTED'
+					WHEN p.runs IS NOT NULL THEN 'APPLIED' ELSE '' END AS outcome,
+				CASE WHEN NOT coalesce(p.runs_other, false) AND coalesce(p.rejected, false) THEN p.rej_digest END AS ev_digest,
+				CASE WHEN p.retired THEN 'RETIRED'
 					WHEN p.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)
 						OR (EXISTS (SELECT 1 FROM configpub.revocation WHERE publication_id IS NOT NULL)
 							AND EXISTS (SELECT 1 FROM configpub.config_snapshot rs
 								JOIN configpub.revocation v ON v.publication_id = rs.publication_id
 								WHERE rs.snapshot_id = p.snapshot_id)) THEN 'REVOKED'
 					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
-					WHEN ev.snapshot_id = p.snapshot_id THEN ev.outcome
+					WHEN p.runs = p.snapshot_id THEN 'APPLIED'
+					WHEN coalesce(p.rejected, false) THEN 'REJECTED'
 					ELSE 'PUBLISHED' END AS state,
-				ev.snapshot_id IS NOT NULL AND (ev.snapshot_id <> p.snapshot_id OR ev.outcome = 'REJECTED') AS divergent
-			FROM configpub.current_pointer p
-			LEFT JOIN ev ON ev.host = p.host AND ev.service_id = p.service_id
-			WHERE p.env_tag = $1)
+				coalesce(p.runs_other, false) OR (coalesce(p.rejected, false) AND p.runs IS DISTINCT FROM p.snapshot_id) AS divergent
+			FROM cls p)
 		SELECT 'n', state, count(*)::int,
 			(count(*) FILTER (WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3)))::int,
 			(count(*) FILTER (WHERE state <> 'RETIRED' AND divergent))::int,
@@ -145,7 +167,8 @@ func (r *reader) overviewSQL() string {
 			FROM st WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3) ORDER BY expires, host, service_id LIMIT ` + fmt.Sprint(listed) + `)
 		UNION ALL (SELECT 'div', st.state, 0, 0, 0, st.host, st.service_id, NULL, NULL, s.release_version,
 				coalesce((SELECT es.release_version FROM configpub.config_snapshot es WHERE es.snapshot_id = st.ev_snapshot), 0),
-				st.outcome, st.ev_digest, s.artifact_digest
+				st.outcome, coalesce(st.ev_digest, (SELECT es.artifact_digest FROM configpub.config_snapshot es
+					WHERE es.snapshot_id = st.ev_snapshot), ''), s.artifact_digest
 			FROM st JOIN configpub.config_snapshot s ON s.snapshot_id = st.snapshot_id
 			WHERE st.state <> 'RETIRED' AND st.divergent ORDER BY st.host, st.service_id LIMIT ` + fmt.Sprint(listed) + `)`
 }
