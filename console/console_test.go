@@ -885,3 +885,56 @@ func TestOverviewJudgesWhatTheRuntimeRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsCountFailuresNotIntents: every command journals its intent
+// UNCONFIRMED before its transaction, so configpub_publication_failures_total
+// counted every successful promotion (and the shipped dashboard summed it).
+// It counts NOT_APPLIED and INTEGRITY_ERROR events only; a release left
+// UNCONFIRMED for more than two minutes is configpub_unconfirmed_releases,
+// what configpub reconcile settles.
+func TestMetricsCountFailuresNotIntents(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.Pool(t)
+	generate(t, pool, generated{env: "unc", targets: 3, releases: 2, changed: 1})
+	ctx := context.Background()
+	for _, r := range []struct {
+		version int
+		age     string
+	}{{3, "10 minutes"}, {4, "10 seconds"}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.config_release (env_tag, release_version, base_release_version, row_revision,
+				lifecycle_state, execution_outcome, definition, definition_hash, release_digest, source_commit, source_ref,
+				actor, reviewers, reason, target_count, command_id, last_command_id, created_at, updated_at)
+			VALUES ('unc', $1::bigint, $1::bigint - 1, 1, 'RECORDED', 'UNCONFIRMED', 'x'::bytea, 'sha256:' || encode(sha256('x'::bytea), 'hex'),
+				'sha256:' || encode(sha256($1::bigint::text::bytea), 'hex'), 'deadbeef', 'refs/heads/main', 'alex@example.com', '{}', '', 3,
+				md5('u' || $1::bigint::text)::uuid, md5('u' || $1::bigint::text)::uuid, now() - $2::interval, now() - $2::interval)`, r.version, r.age); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.config_release_journal (env_tag, release_version, sequence, command_id,
+				command_hash, event_kind, to_state, to_outcome, actor, recorded_at)
+			VALUES ('unc', $1::bigint, 1, md5('u' || $1::bigint::text)::uuid, 'sha256:00', 'record', 'RECORDED', 'UNCONFIRMED', 'alex@example.com',
+				now() - $2::interval)`, r.version, r.age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := localGet(con.Handler(), "/metrics").Body.String()
+	mustContain(t, "metrics", body, `configpub_unconfirmed_releases{env="unc"} 1`)
+	if strings.Contains(body, `outcome="UNCONFIRMED"`) {
+		t.Errorf("an intent journaled UNCONFIRMED is counted as a publication failure:\n%s", grepLines(body, "configpub_publication_failures_total"))
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

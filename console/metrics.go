@@ -87,8 +87,11 @@ var (
 	descPublicationDuration = prometheus.NewDesc("configpub_publication_duration_seconds",
 		"Seconds from a release's record to its first activation.", []string{"env"}, nil)
 	descPublicationFailures = prometheus.NewDesc("configpub_publication_failures_total",
-		"Release-journal events whose outcome was NOT_APPLIED, UNCONFIRMED or INTEGRITY_ERROR, by phase (event kind).",
+		"Release-journal events whose outcome was NOT_APPLIED or INTEGRITY_ERROR, by phase (event kind).",
 		[]string{"env", "phase", "outcome"}, nil)
+	descUnconfirmed = prometheus.NewDesc("configpub_unconfirmed_releases",
+		"Releases whose execution outcome has been UNCONFIRMED for more than two minutes: a command that lost its "+
+			"COMMIT's reply or stopped after writing its intent; configpub reconcile settles them.", []string{"env"}, nil)
 	descValidationFailures = prometheus.NewDesc("configpub_snapshot_rejections_total",
 		"Runtime reports rejecting a snapshot, by audience.", []string{"env", "audience"}, nil)
 	descRejectedPublications = prometheus.NewDesc("configpub_rejected_publications",
@@ -123,7 +126,7 @@ type publicationCollector struct {
 func (p *publicationCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCurrentRelease, descStagedRelease, descTargets, descLeaseExpiring,
 		descDivergence, descAckLag, descUnacked, descPublicationDuration, descPublicationFailures,
-		descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descWebhookUndelivered, descTargetRelease,
+		descUnconfirmed, descValidationFailures, descRejectedPublications, descRollbacks, descRevocations, descWebhookUndelivered, descTargetRelease,
 		descActivatableUntil, descScrapeError} {
 		ch <- d
 	}
@@ -248,10 +251,35 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	for env, h := range durs {
 		ch <- prometheus.MustNewConstHistogram(descPublicationDuration, h.count, h.sum, h.buckets, env)
 	}
+	// Every command journals its intent UNCONFIRMED before its transaction
+	// (a write-ahead record the same command settles), so an UNCONFIRMED
+	// event is no failure; one left so is (configpub_unconfirmed_releases).
 	if err := counts(ctx, q, ch, descPublicationFailures, `SELECT env_tag, event_kind, to_outcome, count(*)
-		FROM configpub.config_release_journal WHERE to_outcome IN ('NOT_APPLIED', 'UNCONFIRMED', 'INTEGRITY_ERROR')
+		FROM configpub.config_release_journal WHERE to_outcome IN ('NOT_APPLIED', 'INTEGRITY_ERROR')
 		GROUP BY 1, 2, 3`, prometheus.CounterValue); err != nil {
 		return err
+	}
+	unconfirmed := map[string]int64{}
+	rows, err = q.Query(ctx, `SELECT env_tag, count(*) FROM configpub.config_release
+		WHERE execution_outcome = 'UNCONFIRMED' AND updated_at < now() - interval '2 minutes' GROUP BY 1`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var env string
+		var n int64
+		if err := rows.Scan(&env, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		unconfirmed[env] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, e := range envs {
+		ch <- prometheus.MustNewConstMetric(descUnconfirmed, prometheus.GaugeValue, float64(unconfirmed[e.EnvTag]), e.EnvTag)
 	}
 	if err := counts(ctx, q, ch, descValidationFailures, `SELECT e.env_tag, coalesce(s.audience, 'unknown'), count(*)
 		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
