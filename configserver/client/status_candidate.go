@@ -79,6 +79,14 @@ func (c *Client) prefetch(ctx context.Context, now time.Time, ev *Evidence) erro
 	if resp.StatusCode != http.StatusOK {
 		return unavailableStatus(resp)
 	}
+	// As a load does: the announced snapshot, replaced by the signed value
+	// once verified, so that a candidate refused before its manifest is
+	// read (an untrusted key) is still reported about the snapshot staged —
+	// a receipt without one is not recorded, and the staged release would
+	// never fail.
+	if sid := resp.Header.Get(HeaderSnapshotID); isUUID(sid) {
+		ev.SnapshotID = sid
+	}
 	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), bundle.PhaseCandidate, ev)
 	var ve *VerificationError
 	if errors.As(err, &ve) && strings.HasPrefix(ve.Field, "manifest.") && (ve.Reason == ReasonExpired || ve.Reason == ReasonNotYetValid) {

@@ -89,6 +89,27 @@ func TestPrefetchHoldsACandidateWithoutApplyingIt(t *testing.T) {
 	if st := c.Status(); st.Candidate.Result != bundle.ResultRejected || st.Candidate.Reason == "" || st.Current.SnapshotID != r1.Manifest.SnapshotID {
 		t.Fatalf("after a tampered candidate: got candidate %+v current %+v", st.Candidate, st.Current)
 	}
+	// A candidate signed by a key the runtime does not trust is refused
+	// before its manifest is read; the receipt still names the snapshot the
+	// server announced, so the staged release can fail.
+	tamper.Store(false)
+	k := newKeyPair(t)
+	untrusted := w.candidateSpec(2)
+	untrusted.signer = &k
+	r2 = w.build(untrusted)
+	if ev, err := c.Prefetch(context.Background()); err == nil || ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonUntrustedKey ||
+		ev.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("candidate of an untrusted key: got %+v, %v; want REJECTED UNTRUSTED_KEY about %s", ev, err, r2.Manifest.SnapshotID)
+	}
+	var rejected *bundle.Receipt
+	for _, r := range c.Status().Receipts("http://runtime") {
+		if r.Phase == bundle.PhaseCandidate {
+			rejected = &r
+		}
+	}
+	if rejected == nil || rejected.Result != bundle.ResultRejected || rejected.SnapshotID != r2.Manifest.SnapshotID {
+		t.Fatalf("candidate receipt of an untrusted key: got %+v, want REJECTED about release 2", rejected)
+	}
 	staged.Store(false)
 	if ev, _ := c.Prefetch(context.Background()); ev.Outcome != client.OutcomeUnavailable || ev.Reason != client.ReasonNotFound {
 		t.Fatalf("nothing staged: got %s %s, want UNAVAILABLE NOT_FOUND", ev.Outcome, ev.Reason)
