@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -485,11 +486,29 @@ func TestOverviewCountsRevokedTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("with release 2's publication revoked (svc-0, svc-1)", 2)
+	revokedReleases := func(when string, want ...int64) {
+		t.Helper()
+		tl, err := c.rd.Timeline(ctx, "rev", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, rel := range tl.Releases {
+			if rel.Activatable == "revoked" {
+				got = append(got, rel.Version)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("timeline of rev %s: releases %v never activatable again, want %v", when, got, want)
+		}
+	}
+	revokedReleases("with release 2's publication revoked", 2)
 	if _, err := db.Pool(t).Exec(ctx, `INSERT INTO configpub.revocation (snapshot_id, reason, actor, revoked_at)
 		SELECT snapshot_id, 'leaked', 'alex@example.com', now() FROM configpub.current_pointer WHERE env_tag = 'rev' AND service_id = 'svc-5'`); err != nil {
 		t.Fatal(err)
 	}
 	check("with svc-5's snapshot revoked too", 3)
+	revokedReleases("with svc-5's snapshot (release 1's, kept by release 2) revoked too", 2, 1)
 }
 
 // TestReleaseChangedTargetsArePaged: a release of more changed targets than

@@ -91,7 +91,9 @@ type Release struct {
 	// release can be moved to it (activated, or rolled back to): the latest
 	// start and earliest end of its snapshots' activation windows; nil when
 	// unknown. Activatable is "until", "ended" or "from" (before the
-	// windows open) at the time the page was read, "" when unknown.
+	// windows open) at the time the page was read, "revoked" when a
+	// snapshot of its mapping (or its publication) is revoked — it can
+	// never be activated again — and "" when unknown.
 	ActivatableFrom  *time.Time `json:"activatableFrom,omitempty"`
 	ActivatableUntil *time.Time `json:"activatableUntil,omitempty"`
 	Activatable      string     `json:"activatable,omitempty"`

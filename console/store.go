@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/configpub/configpub/internal/dbschema"
 )
 
 // querier is the part of *pgxpool.Pool the read functions use.
@@ -353,6 +356,25 @@ func (r *reader) releases(ctx context.Context, env string, before int64, limit i
 	})
 	if err != nil {
 		return nil, fmt.Errorf("releases %s: %w", env, err)
+	}
+	if len(out) > 0 && r.f.releaseCnt {
+		versions := make([]int64, len(out))
+		for i := range out {
+			versions[i] = out[i].Version
+		}
+		rows, err := r.q.Query(ctx, dbschema.RevokedReleasesSQL, env, versions)
+		if err != nil {
+			return nil, fmt.Errorf("releases %s: revoked: %w", env, err)
+		}
+		revoked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, fmt.Errorf("releases %s: revoked: %w", env, err)
+		}
+		for i := range out {
+			if slices.Contains(revoked, out[i].Version) {
+				out[i].Activatable = "revoked"
+			}
+		}
 	}
 	return out, nil
 }

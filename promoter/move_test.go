@@ -142,6 +142,17 @@ func TestARevokedSnapshotIsNeverActivatedAgain(t *testing.T) {
 	if got := f.count(t, "SELECT count(*) FROM configpub.config_release_journal"); got != journal {
 		t.Fatalf("refused rollback wrote %d journal rows, want 0", got-journal)
 	}
+	// status says so: release 1 can never be activated again, whatever
+	// its activation window (it said "until" the window's end).
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range st.Releases {
+		if want := r.ReleaseVersion == 1; r.Revoked != want {
+			t.Errorf("status of release %d: revoked %v, want %v", r.ReleaseVersion, r.Revoked, want)
+		}
+	}
 	// A new release reusing the revoked snapshot is refused too.
 	r3 := release("prod", 3, 2, 2, func(i int) bool { return i != 0 }, func(int) int64 { return 1 })
 	if _, err := f.store.RecordAndActivate(ctx, r3); !errors.Is(err, promoter.ErrRevoked) {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/internal/dbschema"
 )
 
 // Target states reported by Status. The state says what the runtime runs
@@ -63,6 +66,10 @@ type ReleaseStatus struct {
 	// windows and changes no policy. Releases recorded before the store
 	// kept the sources digest are not marked.
 	Renewal bool `json:"renewal,omitempty"`
+	// Revoked: a snapshot of the release's mapping, or its publication, is
+	// revoked, so it can never be activated (or rolled back to) again,
+	// whatever its activation window says.
+	Revoked bool `json:"revoked,omitempty"`
 }
 
 // TargetStatus is one identity: the desired pointer (SnapshotID and the
@@ -286,8 +293,21 @@ func (s *Store) statusHead(ctx context.Context, envTag string) (*Status, error) 
 	if err != nil {
 		return nil, err
 	}
+	versions := make([]int64, len(st.Releases))
 	for i := range st.Releases {
 		st.Releases[i].Renewal = renewals[st.Releases[i].ReleaseVersion]
+		versions[i] = st.Releases[i].ReleaseVersion
+	}
+	rows, err = s.pool.Query(ctx, dbschema.RevokedReleasesSQL, envTag, versions)
+	if err != nil {
+		return nil, dbErr("read revoked releases", err)
+	}
+	revoked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, dbErr("read revoked releases", err)
+	}
+	for i := range st.Releases {
+		st.Releases[i].Revoked = slices.Contains(revoked, st.Releases[i].ReleaseVersion)
 	}
 	if st.WorkflowViews, err = workflowViews(ctx, s.pool, envTag); err != nil {
 		return nil, err

@@ -193,6 +193,8 @@ report carries "kind" (observation or receipt) and "phase" (current or candidate
 // before its windows open, "-" when no window is known.
 func activatable(r promoter.ReleaseStatus, now time.Time) string {
 	switch {
+	case r.Revoked:
+		return "never (revoked)"
 	case r.ActivatableUntil == nil:
 		return "-"
 	case !now.Before(*r.ActivatableUntil):
