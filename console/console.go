@@ -39,8 +39,10 @@ type Options struct {
 	// request from one of them without the header is refused, loopback
 	// included.
 	TrustedProxies []netip.Prefix
-	// LeaseHorizon: a lease expiring within it (or past its refresh point)
-	// counts as about to expire. Default 72 hours.
+	// LeaseHorizon: a lease past its refresh point, or expiring within
+	// the horizon while it is longer than the horizon, counts as about to
+	// expire (a lease shorter than the horizon always ends within it).
+	// Default 72 hours.
 	LeaseHorizon time.Duration
 	// PerTargetMetrics exports configpub_target_current_release per target
 	// (one series per target: mind the cardinality). Default false.

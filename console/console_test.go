@@ -957,3 +957,45 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestLeasesAboutToExpireMeanSomething: with leases shorter than the
+// lease horizon (15 minutes against 72 hours) every lease ends within it,
+// so the overview counted every target as about to expire at all times. A
+// lease counts when its renewal is due (past its refresh point), or when
+// it is longer than the horizon and ends within it.
+func TestLeasesAboutToExpireMeanSomething(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.Pool(t)
+	generate(t, pool, generated{env: "lease", targets: 5, releases: 1})
+	ctx := context.Background()
+	now := releaseAt(1).Add(time.Hour)
+	lease := func(svc string, from, refresh, expires time.Duration) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE configpub.current_pointer SET lease_valid_from = $2, lease_refresh_after = $3,
+				lease_expires_at = $4 WHERE env_tag = 'lease' AND service_id = $1`,
+			svc, now.Add(from), now.Add(refresh), now.Add(expires)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease("svc-0", -10*time.Minute, 20*time.Minute, 50*time.Minute)  // short, renewal not due
+	lease("svc-1", -40*time.Minute, -10*time.Minute, 20*time.Minute) // short, renewal due
+	lease("svc-2", -10*24*time.Hour, time.Hour, 48*time.Hour)        // long, ends within the horizon
+	lease("svc-3", -time.Hour, 29*24*time.Hour, 30*24*time.Hour)     // long, far from its end
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.rd.Environment(ctx, "lease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, l := range e.Expiring {
+		listed = append(listed, l.ServiceID)
+	}
+	slices.Sort(listed)
+	if e.LeasesExpiring != 2 || !slices.Equal(listed, []string{"svc-1", "svc-2"}) {
+		t.Errorf("leases about to expire: %d, listed %v; want 2: svc-1 (renewal due) and svc-2 (ends within the horizon)", e.LeasesExpiring, listed)
+	}
+}

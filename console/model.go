@@ -22,8 +22,9 @@ type Environment struct {
 	Releases       int          `json:"releases"`
 	Targets        int          `json:"targets"`
 	ByState        []StateCount `json:"byState"`
-	// LeasesExpiring counts targets past their refresh point or expiring
-	// within the lease horizon; Expiring lists the soonest.
+	// LeasesExpiring counts targets past their refresh point, or whose
+	// lease is longer than the lease horizon and ends within it; Expiring
+	// lists the soonest.
 	LeasesExpiring int          `json:"leasesExpiring"`
 	Expiring       []LeaseRow   `json:"expiring"`
 	Divergent      int          `json:"divergent"` // runtimes whose last receipt (readback) is not about the current snapshot, or rejects it

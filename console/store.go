@@ -137,7 +137,7 @@ func (r *reader) overviewSQL() string {
 			FROM configpub.runtime_evidence e WHERE env_tag = $1 AND ` + r.receiptsOnly("e") + ` AND e.outcome = 'REJECTED'
 			ORDER BY host, service_id, evidence_id DESC),
 		cls AS (
-			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after, p.lease_expires_at, p.retired,
+			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after, p.lease_expires_at, p.lease_valid_from, p.retired,
 				run.runs, run.runs IS NOT NULL AND run.runs <> p.snapshot_id AS runs_other,
 				rej.snapshot_id = p.snapshot_id AND rej.reported_at >= p.moved_at AS rejected, rej.artifact_digest AS rej_digest
 			FROM (SELECT p.*, ` + r.retiredAtCol("p") + ` IS NOT NULL AS retired FROM configpub.current_pointer p WHERE p.env_tag = $1) p
@@ -145,6 +145,10 @@ func (r *reader) overviewSQL() string {
 			LEFT JOIN rej ON rej.host = p.host AND rej.service_id = p.service_id),
 		st AS MATERIALIZED (
 			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after AS refresh, p.lease_expires_at AS expires,
+				-- About to expire: past its refresh point (a renewal is due), or
+				-- ending within the horizon although the lease is longer than
+				-- it (a lease shorter than the horizon always ends within it).
+				p.lease_refresh_after <= $2 OR (p.lease_expires_at < $3 AND p.lease_expires_at - p.lease_valid_from > $3 - $2) AS expiring,
 				CASE WHEN p.runs_other OR NOT coalesce(p.rejected, false) THEN p.runs ELSE p.snapshot_id END AS ev_snapshot,
 				CASE WHEN p.runs_other THEN 'APPLIED' WHEN coalesce(p.rejected, false) THEN 'REJECTED'
 					WHEN p.runs IS NOT NULL THEN 'APPLIED' ELSE '' END AS outcome,
@@ -162,12 +166,12 @@ func (r *reader) overviewSQL() string {
 				coalesce(p.runs_other, false) OR (coalesce(p.rejected, false) AND p.runs IS DISTINCT FROM p.snapshot_id) AS divergent
 			FROM cls p)
 		SELECT 'n', state, count(*)::int,
-			(count(*) FILTER (WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3)))::int,
+			(count(*) FILTER (WHERE state <> 'RETIRED' AND expiring))::int,
 			(count(*) FILTER (WHERE state <> 'RETIRED' AND divergent))::int,
 			'', '', NULL::timestamptz, NULL::timestamptz, 0::bigint, 0::bigint, '', '', ''
 		FROM st GROUP BY state
 		UNION ALL (SELECT 'lease', state, 0, 0, 0, host, service_id, refresh, expires, 0, 0, '', '', ''
-			FROM st WHERE state <> 'RETIRED' AND (refresh <= $2 OR expires < $3) ORDER BY expires, host, service_id LIMIT ` + fmt.Sprint(listed) + `)
+			FROM st WHERE state <> 'RETIRED' AND expiring ORDER BY expires, host, service_id LIMIT ` + fmt.Sprint(listed) + `)
 		UNION ALL (SELECT 'div', st.state, 0, 0, 0, st.host, st.service_id, NULL, NULL, s.release_version,
 				coalesce((SELECT es.release_version FROM configpub.config_snapshot es WHERE es.snapshot_id = st.ev_snapshot), 0),
 				st.outcome, coalesce(st.ev_digest, (SELECT es.artifact_digest FROM configpub.config_snapshot es
