@@ -878,6 +878,8 @@ func TestOverviewJudgesWhatTheRuntimeRuns(t *testing.T) {
 	}
 	receipt("svc-1", "REJECTED", "old", "current") // an old rejection, read back after what it runs
 	receipt("svc-0", "APPLIED", "old", "old")      // runs release 1's snapshot
+	receipt("svc-2", "APPLIED", "new", "current")  // ran the desired snapshot,
+	receipt("svc-2", "REJECTED", "new", "none")    // then rejected it and failed closed
 	e, err := c.rd.Environment(ctx, "run")
 	if err != nil {
 		t.Fatal(err)
@@ -886,15 +888,16 @@ func TestOverviewJudgesWhatTheRuntimeRuns(t *testing.T) {
 	for _, s := range e.ByState {
 		got[s.State] = s.Count
 	}
-	if got[StateApplied] != 5 || got[StatePublished] != 1 || e.Divergent != 1 {
-		t.Errorf("overview: by state %v, %d divergent; want 5 APPLIED, 1 PUBLISHED, 1 divergent (svc-0)", got, e.Divergent)
+	if got[StateApplied] != 4 || got[StatePublished] != 1 || got[StateRejected] != 1 || e.Divergent != 2 {
+		t.Errorf("overview: by state %v, %d divergent; want 4 APPLIED, 1 PUBLISHED, 1 REJECTED, 2 divergent (svc-0, svc-2)", got, e.Divergent)
 	}
-	if len(e.Divergence) != 1 || e.Divergence[0].ServiceID != "svc-0" || e.Divergence[0].ReportedRelease != 1 ||
-		e.Divergence[0].CurrentRelease != 2 || e.Divergence[0].Outcome != "APPLIED" || e.Divergence[0].ReportedDigest == "" {
-		t.Errorf("divergence %+v, want svc-0 running release 1 where release 2 is desired", e.Divergence)
+	if len(e.Divergence) != 2 || e.Divergence[0].ServiceID != "svc-0" || e.Divergence[0].ReportedRelease != 1 ||
+		e.Divergence[0].CurrentRelease != 2 || e.Divergence[0].Outcome != "APPLIED" || e.Divergence[0].ReportedDigest == "" ||
+		e.Divergence[1].ServiceID != "svc-2" || e.Divergence[1].Outcome != "NONE" {
+		t.Errorf("divergence %+v, want svc-0 running release 1 where release 2 is desired, svc-2 running nothing", e.Divergence)
 	}
 	// The target pages say the same.
-	for svc, want := range map[string]string{"svc-0": StatePublished, "svc-1": StateApplied} {
+	for svc, want := range map[string]string{"svc-0": StatePublished, "svc-1": StateApplied, "svc-2": StateRejected} {
 		td, err := c.rd.TargetDetail(ctx, "run", "h0.example", svc)
 		if err != nil {
 			t.Fatal(err)

@@ -278,17 +278,17 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 
 // pointerState derives a pointer's state as the overview (and configpub
 // status) does, from the runtime's receipts about the current
-// configuration (newest first): APPLIED when the last one naming what the
-// runtime runs names the pointer's snapshot, REJECTED when the last
-// rejection is about it and came after the move.
+// configuration (newest first): APPLIED when the last one reads the
+// runtime running the pointer's snapshot, REJECTED when the last rejection
+// is about it and came after the move.
 func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string {
 	var runs, rejection *Evidence
 	for i := range ev {
 		if !ev[i].currentReceipt {
 			continue
 		}
-		if runs == nil && ev[i].runs != "" {
-			runs = &ev[i]
+		if runs == nil {
+			runs = &ev[i] // the last receipt: its runs is "" when the runtime failed closed
 		}
 		if rejection == nil && ev[i].Outcome == StateRejected {
 			rejection = &ev[i]

@@ -116,8 +116,9 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 // divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
 // first divergent targets). A target is judged as configpub status judges
 // it, by the receipts read back about the current configuration: APPLIED
-// when the last receipt that names what the runtime runs (its running
-// snapshot, or an APPLIED receipt's) names the desired snapshot, REJECTED
+// when the last receipt reads the runtime running (its running snapshot,
+// or an APPLIED receipt's; nothing when it failed closed) the desired
+// snapshot, REJECTED
 // when the last rejection is about the desired snapshot and came after the
 // move, PUBLISHED otherwise; divergent when it runs another snapshot, or
 // REJECTED. (The last receipt alone misjudged a runtime whose readback
@@ -130,7 +131,6 @@ func (r *reader) overviewSQL() string {
 			SELECT DISTINCT ON (host, service_id) host, service_id,
 				coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
 			FROM configpub.runtime_evidence e WHERE env_tag = $1 AND ` + r.receiptsOnly("e") + `
-				AND (e.running_snapshot_id IS NOT NULL OR e.outcome = 'APPLIED')
 			ORDER BY host, service_id, evidence_id DESC),
 		rej AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id, snapshot_id, artifact_digest, reported_at
@@ -138,7 +138,7 @@ func (r *reader) overviewSQL() string {
 			ORDER BY host, service_id, evidence_id DESC),
 		cls AS (
 			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after, p.lease_expires_at, p.lease_valid_from, p.retired,
-				run.runs, run.runs IS NOT NULL AND run.runs <> p.snapshot_id AS runs_other,
+				run.runs, run.host IS NOT NULL AND run.runs IS DISTINCT FROM p.snapshot_id AS runs_other,
 				rej.snapshot_id = p.snapshot_id AND rej.reported_at >= p.moved_at AS rejected, rej.artifact_digest AS rej_digest
 			FROM (SELECT p.*, ` + r.retiredAtCol("p") + ` IS NOT NULL AS retired FROM configpub.current_pointer p WHERE p.env_tag = $1) p
 			LEFT JOIN run ON run.host = p.host AND run.service_id = p.service_id
@@ -150,8 +150,8 @@ func (r *reader) overviewSQL() string {
 				-- it (a lease shorter than the horizon always ends within it).
 				p.lease_refresh_after <= $2 OR (p.lease_expires_at < $3 AND p.lease_expires_at - p.lease_valid_from > $3 - $2) AS expiring,
 				CASE WHEN p.runs_other OR NOT coalesce(p.rejected, false) THEN p.runs ELSE p.snapshot_id END AS ev_snapshot,
-				CASE WHEN p.runs_other THEN 'APPLIED' WHEN coalesce(p.rejected, false) THEN 'REJECTED'
-					WHEN p.runs IS NOT NULL THEN 'APPLIED' ELSE '' END AS outcome,
+				CASE WHEN p.runs_other AND p.runs IS NULL THEN 'NONE' WHEN p.runs_other THEN 'APPLIED'
+					WHEN coalesce(p.rejected, false) THEN 'REJECTED' WHEN p.runs IS NOT NULL THEN 'APPLIED' ELSE '' END AS outcome,
 				CASE WHEN NOT coalesce(p.runs_other, false) AND coalesce(p.rejected, false) THEN p.rej_digest END AS ev_digest,
 				CASE WHEN p.retired THEN 'RETIRED'
 					WHEN p.snapshot_id IN (SELECT snapshot_id FROM configpub.revocation WHERE snapshot_id IS NOT NULL)

@@ -269,3 +269,28 @@ func TestRenewLeasesKeepsSequenceWithALaterIssuedAtAndNotifies(t *testing.T) {
 		t.Fatalf("got state %s, want REVOKED", st.Targets[0].State)
 	}
 }
+
+// TestStatusReadsARuntimeThatFailedClosed: the last receipt decides what a
+// runtime runs. One that names nothing running (a runtime that rejected its
+// snapshot and failed closed) is RUNNING none and diverged; status kept
+// saying RUNNING desired from the receipt before it.
+func TestStatusReadsARuntimeThatFailedClosed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 2, nil, nil)
+	f.promote(t, r1)
+	f.writeReceipt(t, r1.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	f.writeReceipt(t, r1.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	f.writeReceipt(t, r1.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "EXPIRED") // nothing running
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tg := range st.Targets {
+		failed := i == 1
+		if tg.Running == nil || (tg.Running.SnapshotID == "") != failed || tg.Diverged != failed {
+			t.Errorf("target %d: running %+v, diverged %v; want running nothing: %v", i, tg.Running, tg.Diverged, failed)
+		}
+	}
+}

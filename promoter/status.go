@@ -128,7 +128,7 @@ type TargetStatus struct {
 
 // RunningSnapshot is the snapshot a runtime reports running.
 type RunningSnapshot struct {
-	SnapshotID     string    `json:"snapshotId"`
+	SnapshotID     string    `json:"snapshotId"`               // "" when the runtime runs nothing (failed closed)
 	ReleaseVersion int64     `json:"releaseVersion,omitempty"` // 0 when the id is not a known snapshot
 	PublicationID  string    `json:"publicationId,omitempty"`
 	ReportedAt     time.Time `json:"reportedAt"`
@@ -354,7 +354,7 @@ func (s *Store) eachTargetStatus(ctx context.Context, envTag string, fn func(*Ta
 		FROM configpub.current_pointer p
 		JOIN configpub.config_snapshot s ON s.snapshot_id = p.snapshot_id
 		LEFT JOIN LATERAL (SELECT e.runs, e.reported_at FROM ev e
-			WHERE e.host = p.host AND e.service_id = p.service_id AND e.runs IS NOT NULL
+			WHERE e.host = p.host AND e.service_id = p.service_id
 			ORDER BY e.evidence_id DESC LIMIT 1) run ON true
 		LEFT JOIN configpub.config_snapshot rs ON rs.snapshot_id = run.runs
 		LEFT JOIN LATERAL (SELECT * FROM anyev e WHERE e.host = p.host AND e.service_id = p.service_id
@@ -388,12 +388,14 @@ func (s *Store) eachTargetStatus(ctx context.Context, envTag string, fn func(*Ta
 		}
 		t.MovedAt, t.LeaseExpiresAt = t.MovedAt.UTC(), t.LeaseExpiresAt.UTC()
 		t.LastEvidence, t.LastRejection, t.LastReceipt, t.LastObservation = last.evidence(), rej.evidence(), rcpt.evidence(), obs.evidence()
-		if runID != nil {
-			t.Running = &RunningSnapshot{SnapshotID: *runID, PublicationID: deref(runPub), ReportedAt: runAt.UTC()}
+		if runAt != nil {
+			// The last receipt: a REJECTED one that names nothing running
+			// reads a runtime that failed closed (SnapshotID "").
+			t.Running = &RunningSnapshot{SnapshotID: deref(runID), PublicationID: deref(runPub), ReportedAt: runAt.UTC()}
 			if runRelease != nil {
 				t.Running.ReleaseVersion = *runRelease
 			}
-			t.Diverged = *runID != t.SnapshotID
+			t.Diverged = t.Running.SnapshotID != t.SnapshotID
 		}
 		lagEnd := now
 		if ackAt != nil {

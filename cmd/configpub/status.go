@@ -277,6 +277,8 @@ func running(t promoter.TargetStatus) string {
 	switch {
 	case r == nil:
 		return "-"
+	case r.SnapshotID == "":
+		return "none"
 	case r.SnapshotID == t.SnapshotID:
 		return "desired"
 	case r.ReleaseVersion != 0:
