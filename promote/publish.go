@@ -174,6 +174,15 @@ var errStopped = errors.New("stream stopped")
 // rotation) is signed with the Signer too (see Resigner). It returns one
 // registry.Result per target artifact, in order, then the release's, and
 // how many artifacts it signed that way.
+// revocationChecker is the optional part of the store that refuses
+// targets whose snapshot is revoked before anything is published;
+// *promoter.Store satisfies it.
+type revocationChecker interface {
+	CheckNotRevoked(ctx context.Context, envTag string, targets []bundle.TargetEntry) error
+}
+
+var _ revocationChecker = (*promoter.Store)(nil)
+
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
 	in *promoter.ReleaseInput, stage bool) (published []registry.Result, resigned int64, err error) {
 	m := res.Manifest
@@ -202,6 +211,14 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 		}
 		if w := closedWindow(m, now, stage); w != nil {
 			return nil, 0, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
+		}
+		// A release that keeps a revoked snapshot is refused by the
+		// recording; refused now, its tags are not pushed either — a
+		// corrected release of the same number met them as a conflict.
+		if rc, ok := opts.Store.(revocationChecker); ok {
+			if err := rc.CheckNotRevoked(ctx, in.EnvTag, m.Targets); err != nil {
+				return nil, 0, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, err)
+			}
 		}
 	}
 	v, err := startVerifier(ctx, opts, m.ReleaseVersion)

@@ -235,3 +235,37 @@ func TestRenewBeforeKeepsARollbackTargetOverMonths(t *testing.T) {
 		})
 	}
 }
+
+// TestPromoteRefusesARevokedSnapshotBeforePublishing: release 2 keeps a
+// release-1 snapshot that was revoked since. The recording refuses it; the
+// promotion now refuses it before publishing, so none of release 2's tags
+// are pushed — a corrected release 2 met the refused one's tags as a
+// conflict and had to be published under another prefix.
+func TestPromoteRefusesARevokedSnapshotBeforePublishing(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatal(err)
+	}
+	var kept string
+	for id, snap := range h.Repo.Snapshots[h.Repo.R2] {
+		if h.Repo.Snapshots[h.Repo.R1][id] == snap {
+			kept = snap
+		}
+	}
+	if kept == "" {
+		t.Fatal("release 2 of the fixture keeps no release-1 snapshot")
+	}
+	if _, err := h.Pool.Exec(ctx, `INSERT INTO configpub.revocation (snapshot_id, reason, actor, revoked_at)
+		VALUES ($1, 'leaked', 'security', now())`, kept); err != nil {
+		t.Fatal(err)
+	}
+	writes := h.Registry.Writes()
+	_, err := h.Promote(t, h.Options(h.Repo.R2))
+	if !errors.Is(err, promoter.ErrRevoked) || !strings.Contains(err.Error(), kept) || !strings.Contains(err.Error(), "nothing published") {
+		t.Fatalf("promote of a release keeping a revoked snapshot: %v; want ErrRevoked naming %s, nothing published", err, kept)
+	}
+	if w := h.Registry.Writes() - writes; w != 0 {
+		t.Fatalf("the refused promotion wrote %d times to the registry, want none", w)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/pointernote"
 )
 
@@ -143,6 +144,46 @@ func notifyRevocation(ctx context.Context, tx pgx.Tx, res *Revocation) error {
 	}
 	if _, err := tx.Exec(ctx, pointernote.SendSQL, string(payload)); err != nil {
 		return dbErr("notify revocation", err)
+	}
+	return nil
+}
+
+// CheckNotRevoked returns ErrRevoked, naming the target, when a snapshot
+// of targets, or its publication, is revoked: what recording them would
+// refuse, checked before a promotion publishes anything. It reads every
+// revocation (a handful) and compares them in memory.
+func (s *Store) CheckNotRevoked(ctx context.Context, envTag string, targets []bundle.TargetEntry) error {
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(snapshot_id::text, ''), coalesce(publication_id::text, '')
+		FROM configpub.revocation`)
+	if err != nil {
+		return dbErr("read revocations", err)
+	}
+	snapshots, publications := map[string]bool{}, map[string]bool{}
+	for rows.Next() {
+		var snap, pub string
+		if err := rows.Scan(&snap, &pub); err != nil {
+			rows.Close()
+			return dbErr("read revocations", err)
+		}
+		if snap != "" {
+			snapshots[snap] = true
+		}
+		if pub != "" {
+			publications[pub] = true
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return dbErr("read revocations", err)
+	}
+	for _, t := range targets {
+		switch {
+		case snapshots[t.SnapshotID]:
+			return fmt.Errorf("%s/%s/%s: snapshot %s: %w", t.Host, t.ServiceID, envTag, t.SnapshotID, ErrRevoked)
+		case publications[t.PublicationID]:
+			return fmt.Errorf("%s/%s/%s: snapshot %s of revoked publication %s: %w", t.Host, t.ServiceID, envTag,
+				t.SnapshotID, t.PublicationID, ErrRevoked)
+		}
 	}
 	return nil
 }
