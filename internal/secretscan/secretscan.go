@@ -207,6 +207,11 @@ var valueRules = []struct {
 	{"SendGrid key", []string{"sg."}, regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}`)},
 	{"DigitalOcean token", []string{"dop_v1_", "doo_v1_"}, regexp.MustCompile(`\bdo[op]_v1_[a-f0-9]{64}`)},
 	{"Authorization header", []string{"authorization"}, regexp.MustCompile(`(?i)\b(proxy-)?authorization\s*[:=]\s*\S{6,}`)},
+	// An API-key header or assignment in text (a prompt, a note) whose
+	// value is token-shaped: 16 or more token characters with a digit — a
+	// placeholder (YOUR_API_KEY, ${API_KEY}, <key>) has none.
+	{"API key header", []string{"api-key", "api_key", "apikey", "auth-token", "access-token", "access_token"},
+		regexp.MustCompile(`(?i)\b(x-)?(api[-_]?key|auth-token|access[-_]token)["']?\s*[:=]\s*["']?(?:[0-9][A-Za-z0-9._~+/=-]{15,}|[A-Za-z._~+/=-]{1,24}[0-9][A-Za-z0-9._~+/=-]{14,})`)},
 	{"URL userinfo password", []string{"://"}, regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^/\s:@?#]*:[^/\s@?#]+@`)},
 	{"credential query parameter", []string{"pass=", "passwd=", "password=", "pwd=", "token=", "key=", "secret=", "sig=", "signature=", "x-amz-", "auth=", "code="},
 		regexp.MustCompile(`(?i)[?&;](password|passwd|pwd|pass|token|access_token|id_token|refresh_token|api[_-]?key|apikey|secret|client_secret|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|auth|code)=[^&\s#$]`)},
