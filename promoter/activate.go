@@ -32,6 +32,9 @@ func (s *Store) activate(ctx context.Context, a activation) (*ActivationResult, 
 		out, err = s.activateTx(ctx, tx, a)
 		return err
 	})
+	if err != nil && !errors.Is(err, ErrUnconfirmed) && lostDatabase(err) {
+		return nil, fmt.Errorf("%w: %w", ErrPending, err)
+	}
 	if err != nil {
 		return nil, err
 	}

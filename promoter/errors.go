@@ -28,6 +28,13 @@ var (
 	// is unknown. Re-run the same command or run Reconcile; never retry with
 	// a new command.
 	ErrUnconfirmed = errors.New("outcome unconfirmed")
+	// ErrPending: the command recorded its intent, and its activation
+	// transaction failed before its COMMIT for want of the database (the
+	// connection lost, the server gone, the context ended): nothing moved,
+	// and the environment stays pending on the command, refusing other
+	// moves, until the same command is re-run (it continues) or Reconcile
+	// settles it NOT_APPLIED.
+	ErrPending = errors.New("activation not completed; its intent is pending")
 	// ErrNotFound: the release, snapshot or environment does not exist.
 	ErrNotFound = errors.New("not found")
 	// ErrInvalid: the input is malformed (the message names the field).

@@ -239,3 +239,53 @@ func (f *fixture) atActivationCommit(t *testing.T, do func(context.Context, pgx.
 	})
 	return s, commits
 }
+
+// TestConnectionLostMidActivationIsPending: the rollback's intent commits,
+// then its activation transaction loses its connection before COMMIT (the
+// database stopped, as a failover drill did). Nothing moved, but the
+// environment is pending on the command: the error is ErrPending — the
+// CLI's exit 3 with "re-run or reconcile" — not a refusal (exit 1, which
+// said nothing of the pending state that refuses every other move). The
+// same command re-run completes it.
+func TestConnectionLostMidActivationIsPending(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	r2 := release("prod", 2, 1, 3, nil, nil)
+	f.promote(t, r2)
+	killed := false
+	s := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
+			if step != "activate:locked" || killed {
+				return nil
+			}
+			killed = true
+			pid := tx.Conn().PgConn().PID()
+			var ok bool
+			if err := f.pool.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
+				return fmt.Errorf("terminate backend %d: %v %v", pid, ok, err)
+			}
+			return nil
+		})
+	})
+	in := promoter.RollbackInput{CommandID: id("rollback", "lost"), EnvTag: "prod", ToRelease: 1, Actor: "oncall", Reason: "drill"}
+	_, err := s.Rollback(ctx, in)
+	if !errors.Is(err, promoter.ErrPending) || errors.Is(err, promoter.ErrUnconfirmed) {
+		t.Fatalf("rollback whose activation lost its connection: %v, want ErrPending", err)
+	}
+	f.wantPointersAt(t, r2)
+	st, err := f.store.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PendingRelease != 1 {
+		t.Fatalf("pending release %d, want 1 (the rollback's)", st.PendingRelease)
+	}
+	if _, err := f.store.Rollback(ctx, in); err != nil {
+		t.Fatalf("the same rollback again: %v, want it to complete", err)
+	}
+	f.wantPointersAt(t, r1)
+	f.checkJournal(t)
+}

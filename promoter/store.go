@@ -5,6 +5,8 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"runtime"
 	"time"
 
@@ -237,6 +239,21 @@ func connectionLost(e *pgconn.PgError) bool {
 		return true
 	}
 	return sqlstate.EndsSession(e.Code)
+}
+
+// lostDatabase reports an error that says the database went away, not that
+// it refused: the connection lost or refused, the server shutting down,
+// the context ended.
+func lostDatabase(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return connectionLost(pgErr)
+	}
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errNotSent) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.Timeout(err)
 }
 
 // errNotSent marks a BEGIN or COMMIT that pgconn guarantees never reached

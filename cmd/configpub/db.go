@@ -84,9 +84,10 @@ func (f *storeFlags) open(ctx context.Context) (store *promoter.Store, closeFn f
 	return store, func() { drain(); pool.Close() }, nil
 }
 
-// storeError maps an unknown outcome to exit 3 with the way out.
+// storeError maps an unknown outcome, or an activation left pending, to
+// exit 3 with the way out.
 func storeError(err error, env string) error {
-	if errors.Is(err, promoter.ErrUnconfirmed) {
+	if errors.Is(err, promoter.ErrUnconfirmed) || errors.Is(err, promoter.ErrPending) {
 		return unconfirmedError{fmt.Errorf("%w (re-run with the same --command-id, or run `configpub reconcile --env %s`)", err, env)}
 	}
 	return err

@@ -133,7 +133,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				BreakGlassReason: reason,
 				NoCatchUp:        noCatchUp,
 			})
-			if errors.Is(err, promoter.ErrUnconfirmed) {
+			if errors.Is(err, promoter.ErrUnconfirmed) || errors.Is(err, promoter.ErrPending) {
 				return unconfirmedError{fmt.Errorf("%w (re-run the same promote or run `configpub reconcile --env %s`)", err, env)}
 			}
 			if err != nil {
