@@ -26,7 +26,9 @@ const MinRetryDelay = 500 * time.Millisecond
 // After a failed load it backs off exponentially with ±20% jitter, from
 // MinRetryDelay up to the interval, and resets on success. fn (which may be
 // nil) receives every load's evidence and error; it runs on Watch's
-// goroutine. Watch returns ctx.Err().
+// goroutine. No wait outlasts the current snapshot's lease (plus skew):
+// the load at its end reports the runtime failed closed then, not an
+// interval later. Watch returns ctx.Err().
 //
 // A held request does not block Load, Restore or ApplyOCI: the answer is
 // verified under the client's lock once it arrives, and discarded for a
@@ -72,6 +74,12 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 				}
 			}
 		}
+		// Never wait past the current snapshot's end (its lease plus skew):
+		// the load that follows it reports the runtime failed closed then,
+		// not up to an interval (or a back-off) later.
+		if until := c.untilEnd(); until > 0 && until < delay {
+			delay = until
+		}
 		if delay <= 0 {
 			continue
 		}
@@ -101,7 +109,20 @@ func (c *Client) watchWait(interval, serverMax time.Duration) time.Duration {
 			wait = min(wait, until)
 		}
 	}
+	if until := c.untilEnd(); until > 0 {
+		wait = min(wait, until)
+	}
 	return max(wait, time.Millisecond)
+}
+
+// untilEnd is the time left before the current snapshot's lease (plus
+// skew) ends; 0 when there is none or it has ended.
+func (c *Client) untilEnd() time.Duration {
+	s := c.current()
+	if s == nil {
+		return 0
+	}
+	return max(s.ExpiresAt.Add(c.opts.Skew).Sub(c.opts.Clock.Now()), 0)
 }
 
 // loadWaiting is Load with wait=: the request is sent and held without the

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/simclock"
 )
 
 func TestWatchPollsAndEndsWithContext(t *testing.T) {
@@ -84,5 +86,51 @@ func TestWatchRejectsNonPositiveInterval(t *testing.T) {
 	w := newWorld(t)
 	if err := w.client().Watch(context.Background(), 0, nil); err == nil {
 		t.Fatal("Watch with interval 0: got nil, want an error")
+	}
+}
+
+// realClock is the wall clock, for a test of Watch's own timers.
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// TestWatchFailsClosedAtTheLeaseEnd: with the Config Server down, a
+// watching runtime reports itself failed closed when its lease (plus skew)
+// ends, not at its next load — a fetch sidecar kept --out up to
+// an interval after its lease ended.
+func TestWatchFailsClosedAtTheLeaseEnd(t *testing.T) {
+	w := newWorld(t)
+	w.clock = simclock.New(time.Now())
+	s := w.spec(1)
+	now := time.Now()
+	s.issuedAt, s.activatedAt, s.leaseFrom = now.Add(-time.Minute), now.Add(-time.Minute), now.Add(-time.Minute)
+	s.leaseTo = now.Add(3 * time.Second).Truncate(time.Second) // rfc() keeps whole seconds
+	r1 := w.build(s)
+	var served atomic.Int32
+	w.srv.setRaw(func(rw http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 1 {
+			rw.WriteHeader(http.StatusServiceUnavailable) // the database is down
+			return
+		}
+		for k, v := range r1.headers() {
+			rw.Header()[k] = v
+		}
+		_, _ = rw.Write(r1.Values)
+	})
+	c := w.client(func(o *client.Options) { o.Clock, o.Skew = realClock{}, 0 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var failedAt time.Time
+	_ = c.Watch(ctx, time.Minute, func(ev *client.Evidence, _ error) {
+		if ev.FailedClosed && failedAt.IsZero() {
+			failedAt = time.Now()
+			cancel()
+		}
+	})
+	if failedAt.IsZero() {
+		t.Fatal("the runtime never reported failing closed")
+	}
+	if late := failedAt.Sub(s.leaseTo); late < 0 || late > 700*time.Millisecond {
+		t.Fatalf("failed closed %s after the lease ended, want within 700ms (the next load was an interval away)", late)
 	}
 }
