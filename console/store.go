@@ -116,13 +116,13 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 // divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
 // first divergent targets). A target is judged as configpub status judges
 // it, by the receipts read back about the current configuration: APPLIED
-// when the last receipt reads the runtime running (its running snapshot,
-// or an APPLIED receipt's; nothing when it failed closed) the desired
-// snapshot, REJECTED
-// when the last rejection is about the desired snapshot and came after the
-// move, PUBLISHED otherwise; divergent when it runs another snapshot, or
-// REJECTED. (The last receipt alone misjudged a runtime whose readback
-// repeats an old rejection after the receipt of what it runs.) Revocations
+// when the last receipt reads the runtime running the desired snapshot
+// (its running snapshot, or an APPLIED receipt's; nothing when it failed
+// closed), REJECTED when the last rejection is about the desired snapshot
+// and came after the move, PUBLISHED otherwise; divergent when it runs
+// another snapshot (or nothing), or is REJECTED. (The last receipt's
+// outcome alone misjudged a runtime whose readback repeats an old
+// rejection after the receipt of what it runs.) Revocations
 // by publication are looked up per pointer only when there are any: the
 // uncorrelated EXISTS runs once and spares 100,000 index probes at 100,000
 // targets in the usual case.
