@@ -156,6 +156,15 @@ const progressInterval = 5 * time.Second
 // errStopped ends a target stream whose consumer stopped taking targets.
 var errStopped = errors.New("stream stopped")
 
+// revocationChecker is the optional part of the store that refuses
+// targets whose snapshot is revoked before anything is published;
+// *promoter.Store satisfies it.
+type revocationChecker interface {
+	CheckNotRevoked(ctx context.Context, envTag string, targets []bundle.TargetEntry) error
+}
+
+var _ revocationChecker = (*promoter.Store)(nil)
+
 // publishAndStore takes the release's targets one at a time
 // (res.EachTarget: a result compiled ManifestOnly is compiled again, host by
 // host) and hands each to the registry (PublishSeq: bounded, idempotent) and
@@ -174,15 +183,6 @@ var errStopped = errors.New("stream stopped")
 // rotation) is signed with the Signer too (see Resigner). It returns one
 // registry.Result per target artifact, in order, then the release's, and
 // how many artifacts it signed that way.
-// revocationChecker is the optional part of the store that refuses
-// targets whose snapshot is revoked before anything is published;
-// *promoter.Store satisfies it.
-type revocationChecker interface {
-	CheckNotRevoked(ctx context.Context, envTag string, targets []bundle.TargetEntry) error
-}
-
-var _ revocationChecker = (*promoter.Store)(nil)
-
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
 	in *promoter.ReleaseInput, stage bool) (published []registry.Result, resigned int64, err error) {
 	m := res.Manifest
