@@ -1002,3 +1002,34 @@ func TestLeasesAboutToExpireMeanSomething(t *testing.T) {
 		t.Errorf("leases about to expire: %d, listed %v; want 2: svc-1 (renewal due) and svc-2 (ends within the horizon)", e.LeasesExpiring, listed)
 	}
 }
+
+// TestHTMLErrorsArePagesOfTheConsole: an error on an HTML route (a release
+// that does not exist, an unknown environment) is a page of the console
+// with its status and a way back — it was a bare text/plain line — while
+// /api/ routes keep answering JSON.
+func TestHTMLErrorsArePagesOfTheConsole(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "err", targets: 2, releases: 1})
+	c, err := New(context.Background(), viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handler()
+	rec := localGet(h, "/env/err/releases/99")
+	body := rec.Body.String()
+	if rec.Code != http.StatusNotFound || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") ||
+		!strings.Contains(body, "404 Not Found") || !strings.Contains(body, `<a href="/">All environments</a>`) ||
+		!strings.Contains(body, `<a href="/env/err">Timeline: err</a>`) {
+		t.Errorf("a release that does not exist: %d %s\n%s", rec.Code, rec.Header().Get("Content-Type"), body)
+	}
+	rec = localGet(h, "/env/nosuch")
+	if body := rec.Body.String(); rec.Code != http.StatusNotFound || !strings.Contains(body, "All environments") ||
+		strings.Contains(body, "Timeline: nosuch") {
+		t.Errorf("an unknown environment: %d\n%s", rec.Code, body)
+	}
+	rec = localGet(h, "/api/env/err/releases/99")
+	if rec.Code != http.StatusNotFound || !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+		t.Errorf("the API: %d %s, want a JSON 404", rec.Code, rec.Header().Get("Content-Type"))
+	}
+}

@@ -214,13 +214,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, r, http.StatusNotFound, err.Error())
+		c.renderError(w, r, http.StatusNotFound, err.Error())
 	case errors.Is(err, ErrBadRequest):
-		writeError(w, r, http.StatusBadRequest, err.Error())
+		c.renderError(w, r, http.StatusBadRequest, err.Error())
 	default:
 		// Database errors may name internals: logged, not shown.
 		c.opts.Logger.Error("console: read failed", "path", r.URL.Path, "err", err)
-		writeError(w, r, http.StatusInternalServerError, "the console could not read the release store")
+		c.renderError(w, r, http.StatusInternalServerError, "the console could not read the release store")
 	}
 }
 

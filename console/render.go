@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -23,7 +24,7 @@ type templates struct {
 	pages map[string]*template.Template
 }
 
-var pageNames = []string{"overview", "timeline", "release", "target", "at"}
+var pageNames = []string{"overview", "timeline", "release", "target", "at", "error"}
 
 func parseTemplates() (*templates, error) {
 	funcs := template.FuncMap{
@@ -71,6 +72,38 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, da
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorPage is what the error page shows: the status line and the message.
+type errorPage struct {
+	Status  string
+	Message string
+}
+
+// renderError answers an HTML route's error as a page of the console, with
+// a way back, and an /api/ route's as JSON (writeError).
+func (c *Console) renderError(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		writeError(w, r, code, msg)
+		return
+	}
+	// The layout links the environment's timeline from a page below it
+	// that failed, not when the environment itself is what was not found.
+	env := r.PathValue("env")
+	if env != "" && (r.URL.Path == "/env/"+url.PathEscape(env) ||
+		code == http.StatusNotFound && (strings.Contains(msg, "environment "+env) || strings.Contains(msg, "timeline "+env+":"))) {
+		env = ""
+	}
+	var buf bytes.Buffer
+	err := c.tpl.pages["error"].Execute(&buf, view{Page: "error", Env: env, User: user(r), ShowValues: c.opts.ShowValues,
+		Data: errorPage{Status: strconv.Itoa(code) + " " + http.StatusText(code), Message: msg}})
+	if err != nil {
+		writeError(w, r, code, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 }
 
