@@ -1033,3 +1033,43 @@ func TestHTMLErrorsArePagesOfTheConsole(t *testing.T) {
 		t.Errorf("the API: %d %s, want a JSON 404", rec.Code, rec.Header().Get("Content-Type"))
 	}
 }
+
+// TestTimelineCountsCandidateReceipts: a staged release's audiences count
+// the snapshots a prefetch read back READY (or REJECTED) in the candidate
+// phase — the timeline showed "STAGED 0/2 applied" while two-phase
+// activation waited for READY receipts it did not show.
+func TestTimelineCountsCandidateReceipts(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.Pool(t)
+	generate(t, pool, generated{env: "cand", targets: 4, releases: 2, changed: 2})
+	ctx := context.Background()
+	for svc, outcome := range map[string]string{"svc-0": "READY", "svc-1": "REJECTED"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id,
+				outcome, reason, artifact_digest, reported_at, kind, phase, endpoint)
+			SELECT s.host, s.service_id, s.env_tag, s.snapshot_id, $2, '', s.artifact_digest, now(), 'receipt', 'candidate',
+				'https://' || s.host || '/status'
+			FROM configpub.config_snapshot s WHERE s.env_tag = 'cand' AND s.release_version = 2 AND s.service_id = $1`, svc, outcome); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := c.rd.Timeline(ctx, "cand", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets, ready, rejected int
+	for _, rel := range tl.Releases {
+		if rel.Version == 2 {
+			for _, a := range rel.Audiences {
+				targets, ready, rejected = targets+a.Targets, ready+a.Ready, rejected+a.CandidateRejected
+			}
+		}
+	}
+	if targets != 2 || ready != 1 || rejected != 1 {
+		t.Fatalf("release 2's audiences: %d targets, %d ready, %d candidate rejected; want 2, 1, 1", targets, ready, rejected)
+	}
+}

@@ -107,13 +107,18 @@ type Release struct {
 
 // AudienceStatus summarizes the snapshots a release created for one audience.
 type AudienceStatus struct {
-	Audience string   `json:"audience"`
-	Status   string   `json:"status"` // APPLIED, REJECTED, PUBLISHED, STAGED or RECORDED (never activated)
-	Targets  int      `json:"targets"`
-	Applied  int      `json:"applied"`
-	Rejected int      `json:"rejected"`
-	Digests  []string `json:"digests"` // artifact digests of the first few targets
-	More     int      `json:"more"`    // targets not listed in Digests
+	Audience string `json:"audience"`
+	Status   string `json:"status"` // APPLIED, REJECTED, PUBLISHED, STAGED or RECORDED (never activated)
+	Targets  int    `json:"targets"`
+	Applied  int    `json:"applied"`
+	Rejected int    `json:"rejected"`
+	// Ready and CandidateRejected count the snapshots a prefetch read back
+	// READY, or REJECTED, in the candidate phase (a staged release's
+	// two-phase activation waits for READY).
+	Ready             int      `json:"ready"`
+	CandidateRejected int      `json:"candidateRejected"`
+	Digests           []string `json:"digests"` // artifact digests of the first few targets
+	More              int      `json:"more"`    // targets not listed in Digests
 }
 
 // JournalEvent is one release-journal row.

@@ -389,13 +389,21 @@ const digestsListed = 3
 // audiences fills the per-audience status of the releases lo..hi from the
 // snapshots each created and the evidence about them.
 func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels []Release) error {
+	receipts := "false"
+	if r.f.receipts {
+		receipts = "kind = 'receipt'"
+	}
 	rows, err := r.q.Query(ctx, `WITH ev AS (
-			SELECT snapshot_id, bool_or(outcome = 'APPLIED') AS applied, bool_or(outcome = 'REJECTED') AS rejected
+			SELECT snapshot_id, bool_or(outcome = 'APPLIED' AND phase = 'current') AS applied,
+				bool_or(outcome = 'REJECTED' AND phase = 'current') AS rejected,
+				bool_or(outcome = 'READY' AND phase = 'candidate') AS ready,
+				bool_or(outcome = 'REJECTED' AND phase = 'candidate') AS cand_rejected
 			FROM configpub.runtime_evidence WHERE snapshot_id IN (SELECT snapshot_id FROM configpub.config_snapshot
-				WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3) AND `+r.receiptsOnly("runtime_evidence")+`
+				WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3) AND `+receipts+`
 			GROUP BY snapshot_id)
 		SELECT s.release_version, s.audience, count(*),
 			count(*) FILTER (WHERE ev.applied), count(*) FILTER (WHERE ev.rejected),
+			count(*) FILTER (WHERE ev.ready), count(*) FILTER (WHERE ev.cand_rejected),
 			bool_and(s.validation_state = 'VALID'),
 			array(SELECT d.artifact_digest FROM configpub.config_snapshot d WHERE d.env_tag = $1
 				AND d.release_version = s.release_version AND d.audience = s.audience
@@ -416,7 +424,7 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 		var v int64
 		var a AudienceStatus
 		var valid bool
-		if err := rows.Scan(&v, &a.Audience, &a.Targets, &a.Applied, &a.Rejected, &valid, &a.Digests); err != nil {
+		if err := rows.Scan(&v, &a.Audience, &a.Targets, &a.Applied, &a.Rejected, &a.Ready, &a.CandidateRejected, &valid, &a.Digests); err != nil {
 			return fmt.Errorf("timeline %s: snapshots: %w", env, err)
 		}
 		rel := byVersion[v]
