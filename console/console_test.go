@@ -1073,3 +1073,33 @@ func TestTimelineCountsCandidateReceipts(t *testing.T) {
 		t.Fatalf("release 2's audiences: %d targets, %d ready, %d candidate rejected; want 2, 1, 1", targets, ready, rejected)
 	}
 }
+
+// TestJournalEventsAreBounded: every lease resignation and epoch raise
+// journals an event for the release it re-signs, so a release's events
+// grew without bound (150 resignations: 38 KB pages). A page lists the
+// newest and says how many older ones it left out.
+func TestJournalEventsAreBounded(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "jr", targets: 2, releases: 3})
+	ctx := context.Background()
+	c, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.rd.journalListed = 2
+	tl, err := c.rd.Timeline(ctx, "jr", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int
+	if err := db.Pool(t).QueryRow(ctx, `SELECT count(*) FROM configpub.config_release_journal WHERE env_tag = 'jr'`).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	if total <= 2 || len(tl.Events) != 2 || tl.EventsMore != total-2 {
+		t.Fatalf("timeline: %d events listed, %d more, of %d; want 2 listed and the rest counted", len(tl.Events), tl.EventsMore, total)
+	}
+	if body := localGet(c.Handler(), "/env/jr").Body.String(); !strings.Contains(body, fmt.Sprintf("and %d older events", total-2)) {
+		t.Errorf("the timeline page does not say how many events it left out")
+	}
+}

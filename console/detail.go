@@ -34,7 +34,7 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 		return nil, err
 	}
 	d.Release = one[0]
-	if d.Journal, err = r.journal(ctx, env, v, v); err != nil {
+	if d.Journal, d.JournalMore, err = r.journal(ctx, env, v, v); err != nil {
 		return nil, err
 	}
 	var def, baseDef []byte

@@ -64,7 +64,10 @@ type Timeline struct {
 	CurrentRelease int64          `json:"currentRelease"`
 	Releases       []Release      `json:"releases"`
 	Events         []JournalEvent `json:"events"`
-	Older          int64          `json:"older,omitempty"` // "before" cursor of the next page; 0 = none
+	// EventsMore counts the older events of the page's releases not listed
+	// (each page lists the newest journalListed).
+	EventsMore int   `json:"eventsMore,omitempty"`
+	Older      int64 `json:"older,omitempty"` // "before" cursor of the next page; 0 = none
 }
 
 // Release is one release with its per-audience publication status.
@@ -139,6 +142,9 @@ type JournalEvent struct {
 type ReleaseDetail struct {
 	Release
 	Journal []JournalEvent `json:"journal"`
+	// JournalMore counts the older journal events not listed (the newest
+	// journalListed are).
+	JournalMore int `json:"journalMore,omitempty"`
 	// DiffMode is "values" when the diff was computed from the stored
 	// artifact bytes, "metadata" when only digests were compared.
 	DiffMode string `json:"diffMode"`

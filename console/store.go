@@ -58,6 +58,8 @@ type reader struct {
 	f            features
 	now          func() time.Time
 	leaseHorizon time.Duration
+	// journalListed, when set (tests), replaces the journalListed bound.
+	journalListed int
 	showValues   bool
 	repository   string // Options.RepositoryURL, checked
 }
@@ -279,7 +281,7 @@ func (r *reader) Timeline(ctx context.Context, env string, before int64) (*Timel
 	if err := r.audiences(ctx, env, lo, hi, t.Releases); err != nil {
 		return nil, err
 	}
-	t.Events, err = r.journal(ctx, env, lo, hi)
+	t.Events, t.EventsMore, err = r.journal(ctx, env, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -452,14 +454,29 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 	return rows.Err()
 }
 
-// journal reads the journal events of releases lo..hi, newest first.
-func (r *reader) journal(ctx context.Context, env string, lo, hi int64) ([]JournalEvent, error) {
+// journalListed bounds the journal events a page lists: every lease
+// resignation and epoch raise journals an event per release it re-signs,
+// so a release's events grow for as long as it is current.
+const journalListed = 100
+
+// journalListedFor is journalListed, or the value a test set.
+func (r *reader) journalListedFor() int {
+	if r.journalListed > 0 {
+		return r.journalListed
+	}
+	return journalListed
+}
+
+// journal reads the newest journal events of releases lo..hi, newest
+// first, at most journalListed, and how many older ones it left out.
+func (r *reader) journal(ctx context.Context, env string, lo, hi int64) ([]JournalEvent, int, error) {
+	limit := r.journalListedFor()
 	rows, err := r.q.Query(ctx, `SELECT release_version, sequence, event_kind, coalesce(from_state, ''), to_state,
 			to_outcome, actor, reason, recorded_at
 		FROM configpub.config_release_journal WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3
-		ORDER BY recorded_at DESC, release_version DESC, sequence DESC`, env, lo, hi)
+		ORDER BY recorded_at DESC, release_version DESC, sequence DESC LIMIT $4`, env, lo, hi, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", env, err)
+		return nil, 0, fmt.Errorf("journal %s: %w", env, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (JournalEvent, error) {
 		var j JournalEvent
@@ -468,10 +485,18 @@ func (r *reader) journal(ctx context.Context, env string, lo, hi int64) ([]Journ
 		return j, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", env, err)
+		return nil, 0, fmt.Errorf("journal %s: %w", env, err)
 	}
 	if out == nil {
 		out = []JournalEvent{}
 	}
-	return out, nil
+	if len(out) <= limit {
+		return out, 0, nil
+	}
+	var total int
+	if err := r.q.QueryRow(ctx, `SELECT count(*) FROM configpub.config_release_journal
+		WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3`, env, lo, hi).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("journal %s: %w", env, err)
+	}
+	return out[:limit], total - limit, nil
 }
