@@ -60,8 +60,8 @@ type reader struct {
 	leaseHorizon time.Duration
 	// journalListed, when set (tests), replaces the journalListed bound.
 	journalListed int
-	showValues   bool
-	repository   string // Options.RepositoryURL, checked
+	showValues    bool
+	repository    string // Options.RepositoryURL, checked
 }
 
 // receiptsOnly is the condition on runtime_evidence row alias that keeps
