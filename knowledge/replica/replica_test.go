@@ -377,3 +377,25 @@ func TestLeaseFollowsRenewalsForMonths(t *testing.T) {
 		t.Fatalf("live_replica after today's renewal: %d replicas, want %d", n, want)
 	}
 }
+
+// TestAnOlderManifestOfTheAppliedSnapshot: a loader whose runtime still
+// holds the applied snapshot under a manifest from before a re-signing
+// (lease resign, revoke --epoch) is told so — it was told "a replayed
+// delivery", alarming for a benign case — and nothing changes.
+func TestAnOlderManifestOfTheAppliedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	_, pool := newDB(t)
+	g := gen{n: 5}
+	s := replica.New(pool, replica.Options{})
+	if _, err := s.Apply(ctx, g.snapshot(t, 1, 12)); err != nil {
+		t.Fatal(err)
+	}
+	before := readTables(t, pool)
+	_, err := s.Apply(ctx, g.snapshot(t, 1, 11))
+	if !errors.Is(err, replica.ErrRegression) || !strings.Contains(err.Error(), "re-signed since") || strings.Contains(err.Error(), "replayed") {
+		t.Fatalf("the applied snapshot under an older manifest: %v, want ErrRegression saying it was re-signed since", err)
+	}
+	if after := readTables(t, pool); !reflect.DeepEqual(after, before) {
+		t.Fatal("the refusal changed the tables")
+	}
+}

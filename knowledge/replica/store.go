@@ -259,6 +259,12 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 // sequence (a repeat or a lease renewal): nothing to write.
 func (s *Store) checkOrder(p *Pointer, st *Staged) (bool, error) {
 	switch {
+	case st.ManifestSequence < p.ManifestSequence && st.SnapshotID == p.SnapshotID:
+		// The applied snapshot itself, under a manifest from before it was
+		// re-signed (lease resign, revoke --epoch): a loader whose runtime
+		// has not loaded the newer manifest yet, nothing to apply.
+		return false, fmt.Errorf("%w: snapshot %s is applied under a later delivery manifest (sequence %d > %d: re-signed since); nothing to apply",
+			ErrRegression, p.SnapshotID, p.ManifestSequence, st.ManifestSequence)
 	case st.ManifestSequence < p.ManifestSequence:
 		return false, fmt.Errorf("%w: delivery manifest sequence %d < applied %d (snapshot %s, release %d): a replayed delivery",
 			ErrRegression, st.ManifestSequence, p.ManifestSequence, p.SnapshotID, p.ReleaseVersion)
