@@ -123,11 +123,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 	c := &Console{
 		pool: pool,
 		opts: opts,
-		rd:   &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, showValues: opts.ShowValues, repository: repo},
-		hub:  newHub(),
-		pc:   newPageCache(opts.CacheTTL, opts.Now),
-		reg:  opts.Registry,
-		tpl:  tpl,
+		rd: &reader{q: pool, f: f, now: opts.Now, leaseHorizon: opts.LeaseHorizon, journalListed: journalListed,
+			showValues: opts.ShowValues, repository: repo},
+		hub: newHub(),
+		pc:  newPageCache(opts.CacheTTL, opts.Now),
+		reg: opts.Registry,
+		tpl: tpl,
 	}
 	c.m = newHTTPMetrics(c.reg, c.hub)
 	c.reg.MustRegister(&publicationCollector{rd: c.rd, perTarget: opts.PerTargetMetrics, logger: opts.Logger})

@@ -259,27 +259,10 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		GROUP BY 1, 2, 3`, prometheus.CounterValue); err != nil {
 		return err
 	}
-	unconfirmed := map[string]int64{}
-	rows, err = q.Query(ctx, `SELECT env_tag, count(*) FROM configpub.config_release
-		WHERE execution_outcome = 'UNCONFIRMED' AND updated_at < now() - interval '2 minutes' GROUP BY 1`)
-	if err != nil {
+	if err := counts(ctx, q, ch, descUnconfirmed, `SELECT env_tag, count(*) FILTER (WHERE execution_outcome = 'UNCONFIRMED'
+			AND updated_at < now() - interval '2 minutes')
+		FROM configpub.config_release GROUP BY 1`, prometheus.GaugeValue); err != nil {
 		return err
-	}
-	for rows.Next() {
-		var env string
-		var n int64
-		if err := rows.Scan(&env, &n); err != nil {
-			rows.Close()
-			return err
-		}
-		unconfirmed[env] = n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for _, e := range envs {
-		ch <- prometheus.MustNewConstMetric(descUnconfirmed, prometheus.GaugeValue, float64(unconfirmed[e.EnvTag]), e.EnvTag)
 	}
 	if err := counts(ctx, q, ch, descValidationFailures, `SELECT e.env_tag, coalesce(s.audience, 'unknown'), count(*)
 		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id

@@ -54,12 +54,11 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 
 // reader runs the console's queries.
 type reader struct {
-	q            querier
-	f            features
-	now          func() time.Time
-	leaseHorizon time.Duration
-	// journalListed, when set (tests), replaces the journalListed bound.
-	journalListed int
+	q             querier
+	f             features
+	now           func() time.Time
+	leaseHorizon  time.Duration
+	journalListed int // journal events a page lists (the const journalListed; tests set fewer)
 	showValues    bool
 	repository    string // Options.RepositoryURL, checked
 }
@@ -459,18 +458,10 @@ func (r *reader) audiences(ctx context.Context, env string, lo, hi int64, rels [
 // so a release's events grow for as long as it is current.
 const journalListed = 100
 
-// journalListedFor is journalListed, or the value a test set.
-func (r *reader) journalListedFor() int {
-	if r.journalListed > 0 {
-		return r.journalListed
-	}
-	return journalListed
-}
-
 // journal reads the newest journal events of releases lo..hi, newest
 // first, at most journalListed, and how many older ones it left out.
 func (r *reader) journal(ctx context.Context, env string, lo, hi int64) ([]JournalEvent, int, error) {
-	limit := r.journalListedFor()
+	limit := r.journalListed
 	rows, err := r.q.Query(ctx, `SELECT release_version, sequence, event_kind, coalesce(from_state, ''), to_state,
 			to_outcome, actor, reason, recorded_at
 		FROM configpub.config_release_journal WHERE env_tag = $1 AND release_version BETWEEN $2 AND $3
