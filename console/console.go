@@ -74,6 +74,14 @@ type Console struct {
 	reg  *prometheus.Registry
 	m    *httpMetrics
 	tpl  *templates
+
+	// wake tells followLeases that leases may have moved (a notification
+	// arrived) or that a live client connected.
+	wake chan struct{}
+	// leaseCheck bounds how long followLeases waits between looks at the
+	// clock; leaseSettle is how long it lets a burst of notifications
+	// settle before it reads the leases again.
+	leaseCheck, leaseSettle time.Duration
 }
 
 // New checks the schema the pool reaches and returns a Console. Call Run to
@@ -129,7 +137,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Console, error
 		pc:  newPageCache(opts.CacheTTL, opts.Now),
 		reg: opts.Registry,
 		tpl: tpl,
+
+		wake:        make(chan struct{}, 1),
+		leaseCheck:  time.Minute,
+		leaseSettle: time.Second,
 	}
+	c.hub.onSubscribe = c.poke
 	c.m = newHTTPMetrics(c.reg, c.hub)
 	c.reg.MustRegister(&publicationCollector{rd: c.rd, perTarget: opts.PerTargetMetrics, logger: opts.Logger})
 	return c, nil

@@ -11,19 +11,17 @@ import (
 	"github.com/configpub/configpub/internal/pointernote"
 )
 
-// journalChannel is the channel the schema's trigger NOTIFYs release-journal
-// inserts on, with a payload that names the environment as a pointer note
-// does ({"envTag": ...}).
-const journalChannel = "configpub_console"
-
 // Channels the console LISTENs on: pointer moves and revocations (the
-// promoter's) and release-journal inserts.
-var listenChannels = []string{pointernote.Channel, journalChannel}
+// promoter's), and release-journal inserts (the schema's trigger) and new
+// receipts (readback's).
+var listenChannels = []string{pointernote.Channel, pointernote.ConsoleChannel}
 
 // hub fans environment-change notices out to server-sent-event clients.
 type hub struct {
 	mu   sync.Mutex
 	subs map[chan string]struct{}
+	// onSubscribe, when set, runs after a client subscribed.
+	onSubscribe func()
 }
 
 func newHub() *hub { return &hub{subs: map[chan string]struct{}{}} }
@@ -33,6 +31,9 @@ func (h *hub) subscribe() chan string {
 	h.mu.Lock()
 	h.subs[ch] = struct{}{}
 	h.mu.Unlock()
+	if h.onSubscribe != nil {
+		h.onSubscribe()
+	}
 	return ch
 }
 
@@ -62,8 +63,13 @@ func (h *hub) publish(env string) {
 }
 
 // Run LISTENs for changes until ctx ends, reconnecting with back-off, and
-// forwards them to the live clients. It returns nil when ctx ends.
+// forwards them to the live clients, with the moments leases pass a point
+// the pages show, which no notification announces. It returns nil when
+// ctx ends.
 func (c *Console) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { c.followLeases(ctx) })
 	delay := 100 * time.Millisecond
 	for {
 		err := c.listen(ctx, func() { delay = 100 * time.Millisecond })
@@ -118,6 +124,72 @@ func (c *Console) listen(ctx context.Context, connected func()) error {
 		}
 		c.pc.invalidate()
 		c.hub.publish(p.EnvTag)
+		c.poke()
+	}
+}
+
+// poke wakes followLeases without blocking; a wake already pending
+// covers this one.
+func (c *Console) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// followLeases tells the live clients of an environment when one of its
+// leases passes its refresh point, its end, or the start of the lease
+// horizon before its end: the overview and target pages change then
+// (LEASE_EXPIRED, leases about to expire) without any notification — a
+// page watched during an incident kept showing APPLIED after the lease had
+// ended. It reads the next such moment of every environment when a
+// notification or a new client wakes it, only while clients are
+// connected, and otherwise looks at the clock at least every leaseCheck
+// (the clock may be injected). It returns when ctx ends.
+func (c *Console) followLeases(ctx context.Context) {
+	var due map[string]time.Time // nil: to be read
+	for {
+		wait := c.leaseCheck
+		if c.hub.clients() > 0 {
+			now := c.opts.Now()
+			if due == nil {
+				var err error
+				if due, err = c.rd.LeaseMoments(ctx, now); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					c.opts.Logger.Warn("console: read lease moments", "err", err)
+					due = nil
+				}
+			}
+			passed := false
+			for env, t := range due {
+				if t.After(now) {
+					wait = min(wait, t.Sub(now))
+					continue
+				}
+				passed = true
+				delete(due, env)
+				c.pc.invalidate()
+				c.hub.publish(env)
+			}
+			if passed {
+				due = nil // read the next moments
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+			due = nil
+			select { // let a burst settle: one read for an activation's notifications
+			case <-ctx.Done():
+				return
+			case <-time.After(c.leaseSettle):
+			}
+		case <-time.After(wait):
+		}
 	}
 }
 

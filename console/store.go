@@ -181,6 +181,37 @@ func (r *reader) overviewSQL() string {
 			WHERE st.state <> 'RETIRED' AND st.divergent ORDER BY st.host, st.service_id LIMIT ` + fmt.Sprint(listed) + `)`
 }
 
+// LeaseMoments returns, per environment, the next moment after now at
+// which one of its leases passes a point the pages show: its refresh
+// point, its end, or the start of the lease horizon before its end (for a
+// lease longer than the horizon). An environment with none is absent.
+func (r *reader) LeaseMoments(ctx context.Context, now time.Time) (map[string]time.Time, error) {
+	rows, err := r.q.Query(ctx, `SELECT env_tag, min(least(
+			CASE WHEN lease_refresh_after > $1 THEN lease_refresh_after END,
+			CASE WHEN lease_expires_at > $1 THEN lease_expires_at END,
+			CASE WHEN lease_expires_at - lease_valid_from > $2 - $1 AND lease_expires_at - ($2 - $1) > $1
+				THEN lease_expires_at - ($2 - $1) END))
+		FROM configpub.current_pointer GROUP BY env_tag`, now, now.Add(r.leaseHorizon))
+	if err != nil {
+		return nil, fmt.Errorf("lease moments: %w", err)
+	}
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var env string
+		var t *time.Time
+		if err := rows.Scan(&env, &t); err != nil {
+			return nil, fmt.Errorf("lease moments: %w", err)
+		}
+		if t != nil {
+			out[env] = *t
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lease moments: %w", err)
+	}
+	return out, nil
+}
+
 // listed bounds the rows of the overview's lists.
 const listed = 10
 

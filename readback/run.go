@@ -112,6 +112,13 @@ func Each(ctx context.Context, c *Collector, store *Store, targets []Target, fn 
 	for range order { // after a failed fn: let the dispatcher see stop
 	}
 	wg.Wait()
+	// The console's notifications are best effort: the receipts are
+	// recorded whether or not a live page learns of them now.
+	if store != nil {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = store.Flush(fctx)
+		cancel()
+	}
 	switch {
 	case fnErr != nil:
 		return fnErr

@@ -2,22 +2,104 @@ package readback
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/pointernote"
 )
 
 // Store records receipts in the release store (the promoter's database
-// role: the Config Server's role cannot write a receipt).
+// role: the Config Server's role cannot write a receipt) and tells the
+// operator console's live pages about them (see notices).
 type Store struct {
 	pool *pgxpool.Pool
+	n    *notices
 }
 
 // NewStore returns a Store over pool.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+func NewStore(pool *pgxpool.Pool) *Store {
+	s := &Store{pool: pool}
+	s.n = newNotices(time.Now, func(ctx context.Context, env string) error {
+		_, err := pool.Exec(ctx, pointernote.ConsoleSQL, env)
+		return err
+	})
+	return s
+}
+
+// Flush notifies the console of every environment with receipts it has not
+// been told about yet.
+func (s *Store) Flush(ctx context.Context) error { return s.n.flush(ctx) }
+
+// noticeEvery is how often the console is notified of one environment's
+// new receipts at most.
+const noticeEvery = time.Second
+
+// notices throttles the console notifications of new receipts: one per
+// environment at the first new receipt, then at most one every noticeEvery
+// while more arrive, and flush sends what is still due — not one per
+// receipt, which at 100,000 targets would be 100,000 a readback round.
+type notices struct {
+	now  func() time.Time
+	send func(ctx context.Context, env string) error
+
+	mu      sync.Mutex
+	sent    map[string]time.Time // environment -> last notification sent
+	pending map[string]bool      // environments with receipts since then
+}
+
+func newNotices(now func() time.Time, send func(ctx context.Context, env string) error) *notices {
+	return &notices{now: now, send: send, sent: map[string]time.Time{}, pending: map[string]bool{}}
+}
+
+// changed notes a new receipt of env and notifies the console unless it
+// was notified of env less than noticeEvery ago (then flush or a later
+// receipt does). A notification that fails is left pending: the receipt
+// is recorded, the console only learns of it later.
+func (n *notices) changed(ctx context.Context, env string) {
+	n.mu.Lock()
+	now := n.now()
+	if last, ok := n.sent[env]; ok && now.Sub(last) < noticeEvery {
+		n.pending[env] = true
+		n.mu.Unlock()
+		return
+	}
+	n.sent[env] = now
+	delete(n.pending, env)
+	n.mu.Unlock()
+	if err := n.send(ctx, env); err != nil {
+		n.mu.Lock()
+		n.pending[env] = true
+		n.mu.Unlock()
+	}
+}
+
+// flush sends the notifications still due, in environment order.
+func (n *notices) flush(ctx context.Context) error {
+	n.mu.Lock()
+	envs := slices.Sorted(maps.Keys(n.pending))
+	clear(n.pending)
+	n.mu.Unlock()
+	var errs []error
+	for _, env := range envs {
+		err := n.send(ctx, env)
+		n.mu.Lock()
+		if err != nil {
+			n.pending[env] = true
+			errs = append(errs, fmt.Errorf("notify the console of %s: %w", env, err))
+		} else {
+			n.sent[env] = n.now()
+		}
+		n.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
 
 // Record inserts r as a receipt unless the same receipt (identity, phase,
 // snapshot, result and runtime load time) is already recorded; it reports
@@ -84,6 +166,9 @@ func (s *Store) Record(ctx context.Context, r bundle.Receipt, observedAt time.Ti
 	if !valid {
 		return false, fmt.Errorf("record receipt for %s: snapshot %s (or what the runtime runs or keeps) is not one of its identity and audience %s: %w",
 			r.Identity(), r.SnapshotID, r.Audience, ErrInvalidReceipt)
+	}
+	if !exists {
+		s.n.changed(ctx, r.EnvTag)
 	}
 	return !exists, nil
 }

@@ -24,7 +24,8 @@ Connect as a member of configpub_viewer (and of configpub_viewer_bytes with
 clients without credentials; any other client needs a bearer JWT verified
 against --jwks (--issuer, --audience, claim sub) or, from a --trusted-proxy
 address, the user header named by --proxy-header. Pages update live (server-sent
-events driven by PostgreSQL NOTIFY); /api/... has the same data as JSON and
+events driven by PostgreSQL NOTIFY, new readback receipts and leases passing
+their refresh point or end); /api/... has the same data as JSON and
 /metrics the publication metrics. SIGINT/SIGTERM stop it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -4,6 +4,10 @@
 // reloads the pointers a notification names. The channel, the payload and
 // the SQL that sends it are defined here once.
 //
+// The operator console also LISTENs on ConsoleChannel, where what moves no
+// pointer is announced per environment: release-journal inserts (a trigger
+// of the schema) and new readback receipts.
+//
 // Pointer changes are notified in batches: one notification names a range
 // of at most BatchSize identities of one environment, so that an activation
 // of 100,000 pointers sends about fifty notifications, not 100,000, and a
@@ -14,6 +18,13 @@ import "strconv"
 
 // Channel is the NOTIFY channel pointer changes are signalled on.
 const Channel = "configpub_pointer"
+
+// ConsoleChannel is the NOTIFY channel of changes to an environment that
+// move no pointer; its payload is {"envTag": ...}, the EnvTag of a Note.
+const ConsoleChannel = "configpub_console"
+
+// ConsoleSQL sends a ConsoleChannel notification for the environment $1.
+const ConsoleSQL = `SELECT pg_notify('` + ConsoleChannel + `', json_build_object('envTag', $1::text)::text)`
 
 // BatchSize is the most identities one notification's Range covers.
 const BatchSize = 2000
