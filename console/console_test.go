@@ -509,6 +509,19 @@ func TestOverviewCountsRevokedTargets(t *testing.T) {
 	}
 	check("with svc-5's snapshot revoked too", 3)
 	revokedReleases("with svc-5's snapshot (release 1's, kept by release 2) revoked too", 2, 1)
+
+	// The timeline lists the revocations, newest first.
+	tl, err := c.rd.Timeline(ctx, "rev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := tl.Revocations; len(v) != 2 || v[0].ServiceID != "svc-5" || v[0].ReleaseVersion != 1 || v[0].Current != 1 ||
+		v[0].Reason != "leaked" || v[1].PublicationID == "" || v[1].ReleaseVersion != 2 || v[1].Snapshots != 2 ||
+		v[1].Current != 2 || v[1].Actor != "alex@example.com" || tl.RevocationsMore {
+		t.Errorf("timeline revocations %+v, want svc-5's snapshot (1 current) then release 2's publication (2 snapshots, 2 current)", v)
+	}
+	page := localGet(c.Handler(), "/env/rev").Body.String()
+	mustContain(t, "timeline page", page, `<h2 id="revocations">Revocations</h2>`, "h0.example/svc-5</a>", "(2 snapshots)", "bad release")
 }
 
 // TestReleaseChangedTargetsArePaged: a release of more changed targets than

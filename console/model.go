@@ -68,6 +68,28 @@ type Timeline struct {
 	// (each page lists the newest journalListed).
 	EventsMore int   `json:"eventsMore,omitempty"`
 	Older      int64 `json:"older,omitempty"` // "before" cursor of the next page; 0 = none
+	// Revocations are the environment's newest revocationsListed
+	// revocations, newest first, on the first page only;
+	// RevocationsMore says there are older ones.
+	Revocations     []Revocation `json:"revocations"`
+	RevocationsMore bool         `json:"revocationsMore,omitempty"`
+}
+
+// Revocation is one revocation of an environment: a snapshot (of one
+// target) or a publication (every snapshot a release created), why, by
+// whom and when, and how many current pointers are still at it.
+type Revocation struct {
+	ID             int64     `json:"revocationId"`
+	SnapshotID     string    `json:"snapshotId,omitempty"`
+	PublicationID  string    `json:"publicationId,omitempty"`
+	Host           string    `json:"host,omitempty"`
+	ServiceID      string    `json:"serviceId,omitempty"`
+	ReleaseVersion int64     `json:"releaseVersion"`
+	Snapshots      int64     `json:"snapshots"`
+	Current        int64     `json:"current"`
+	Reason         string    `json:"reason"`
+	Actor          string    `json:"actor"`
+	RevokedAt      time.Time `json:"revokedAt"`
 }
 
 // Release is one release with its per-audience publication status.

@@ -212,6 +212,33 @@ func (r *reader) LeaseMoments(ctx context.Context, now time.Time) (map[string]ti
 	return out, nil
 }
 
+// revocationsListed is how many revocations the timeline lists.
+const revocationsListed = 20
+
+// revocations reads env's newest revocationsListed revocations and
+// whether there are more.
+func (r *reader) revocations(ctx context.Context, env string) ([]Revocation, bool, error) {
+	rows, err := r.q.Query(ctx, dbschema.RevocationsSQL, env, revocationsListed+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("revocations of %s: %w", env, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Revocation, error) {
+		var v Revocation
+		var command string
+		err := row.Scan(&v.ID, &v.SnapshotID, &v.PublicationID, &v.Reason, &v.Actor, &v.RevokedAt, &command,
+			&v.Host, &v.ServiceID, &v.ReleaseVersion, &v.Snapshots, &v.Current)
+		v.RevokedAt = v.RevokedAt.UTC()
+		return v, err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("revocations of %s: %w", env, err)
+	}
+	if len(out) > revocationsListed {
+		return out[:revocationsListed], true, nil
+	}
+	return out, false, nil
+}
+
 // listed bounds the rows of the overview's lists.
 const listed = 10
 
@@ -283,7 +310,7 @@ const timelinePage = 10
 // Timeline reads env's releases newest first, at most timelinePage of them
 // below before (0 = from the newest), with the journal events of the page.
 func (r *reader) Timeline(ctx context.Context, env string, before int64) (*Timeline, error) {
-	t := &Timeline{EnvTag: env, Releases: []Release{}, Events: []JournalEvent{}}
+	t := &Timeline{EnvTag: env, Releases: []Release{}, Events: []JournalEvent{}, Revocations: []Revocation{}}
 	var current *int64
 	if err := r.q.QueryRow(ctx, `SELECT current_release_version FROM configpub.environment WHERE env_tag = $1`, env).
 		Scan(&current); err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -306,6 +333,11 @@ func (r *reader) Timeline(ctx context.Context, env string, before int64) (*Timel
 	t.Releases = rels
 	if len(rels) == 0 {
 		return t, nil
+	}
+	if before == 0 {
+		if t.Revocations, t.RevocationsMore, err = r.revocations(ctx, env); err != nil {
+			return nil, err
+		}
 	}
 	lo, hi := rels[len(rels)-1].Version, rels[0].Version
 	if err := r.audiences(ctx, env, lo, hi, t.Releases); err != nil {

@@ -203,3 +203,58 @@ func TestRenewalAndReSigningListTheFirstSkippedAndCountAll(t *testing.T) {
 	}
 	check("epoch raise replayed", again.Resigned, again.SkippedCount, again.Skipped)
 }
+
+// TestRevocationsListWhatWasRevoked: an environment's revocations, newest
+// first, say what was revoked (a snapshot and its target, or a publication
+// and the release that created it), how many snapshots it covers and how
+// many current pointers are still at one of them, with actor, reason and
+// time; another environment's are not listed.
+func TestRevocationsListWhatWasRevoked(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	p1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, p1)
+	d1 := release("dev", 1, 0, 2, nil, nil)
+	f.promote(t, d1)
+	revoke := func(in promoter.RevokeInput, name, reason string) {
+		t.Helper()
+		in.CommandID, in.Reason, in.Actor = moveID(name), reason, "sec"
+		if _, err := f.store.Revoke(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	revoke(promoter.RevokeInput{SnapshotID: p1.Targets[1].SnapshotID}, "rev-snap", "leaked prompt")
+	f.now = f.now.Add(time.Minute)
+	revoke(promoter.RevokeInput{PublicationID: d1.Targets[0].PublicationID}, "rev-dev", "bad dev release")
+	f.now = f.now.Add(time.Minute)
+	revoke(promoter.RevokeInput{PublicationID: p1.Targets[0].PublicationID}, "rev-pub", "bad release")
+
+	got, err := f.store.Revocations(ctx, "prod", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("prod revocations: got %+v, want 2 (dev's not listed)", got)
+	}
+	pub, snap := got[0], got[1]
+	if pub.PublicationID != p1.Targets[0].PublicationID || pub.SnapshotID != "" || pub.ReleaseVersion != 1 ||
+		pub.Snapshots != 3 || pub.Current != 3 || pub.Reason != "bad release" || pub.Actor != "sec" {
+		t.Errorf("newest: got %+v, want release 1's publication: 3 snapshots, 3 current pointers at them", pub)
+	}
+	if snap.SnapshotID != p1.Targets[1].SnapshotID || snap.PublicationID != "" || snap.Host != p1.Targets[1].Host ||
+		snap.ServiceID != p1.Targets[1].ServiceID || snap.ReleaseVersion != 1 || snap.Snapshots != 1 || snap.Current != 1 ||
+		snap.Reason != "leaked prompt" || !snap.RevokedAt.Before(pub.RevokedAt) {
+		t.Errorf("oldest: got %+v, want the snapshot of %s/%s, current, revoked before the publication",
+			snap, p1.Targets[1].Host, p1.Targets[1].ServiceID)
+	}
+	if one, err := f.store.Revocations(ctx, "prod", 1); err != nil || len(one) != 1 || one[0].RevocationID != pub.RevocationID {
+		t.Errorf("limit 1: got %+v, %v; want the newest only", one, err)
+	}
+	if dev, err := f.store.Revocations(ctx, "dev", 0); err != nil || len(dev) != 1 || dev[0].Snapshots != 2 || dev[0].Reason != "bad dev release" {
+		t.Errorf("dev revocations: got %+v, %v; want its publication (2 snapshots)", dev, err)
+	}
+	if _, err := f.store.Revocations(ctx, "nope", 0); !errors.Is(err, promoter.ErrNotFound) {
+		t.Errorf("unknown environment: got %v, want ErrNotFound", err)
+	}
+}

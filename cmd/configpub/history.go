@@ -19,15 +19,21 @@ func addHistoryCmd(root *cobra.Command) {
 		sf                  storeFlags
 		env, target, format string
 		limit               int
-		releases            bool
+		releases, revoked   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "history --env ENV [--target HOST[/SERVICE]] [--limit N]",
+		Use:   "history --env ENV [--target HOST[/SERVICE] | --releases | --revocations] [--limit N]",
 		Short: "List pointer moves with actor, reason, command and the runtime reports about each move's snapshot",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
+			}
+			if releases && revoked {
+				return usageError{fmt.Errorf("--releases and --revocations list different journals: give one")}
+			}
+			if target != "" && (releases || revoked) {
+				return usageError{fmt.Errorf("--target selects pointer moves: it does not go with --releases or --revocations")}
 			}
 			var filter promoter.HistoryFilter
 			if target != "" {
@@ -53,6 +59,16 @@ func addHistoryCmd(root *cobra.Command) {
 				}
 				return printReleaseEvents(cmd.OutOrStdout(), evs)
 			}
+			if revoked {
+				vs, err := store.Revocations(cmd.Context(), env, limit)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSONArray(cmd.OutOrStdout(), vs)
+				}
+				return printRevocations(cmd.OutOrStdout(), vs)
+			}
 			each := func(fn func(*promoter.Move) error) error {
 				return store.EachMove(cmd.Context(), env, filter, fn)
 			}
@@ -71,6 +87,7 @@ func addHistoryCmd(root *cobra.Command) {
 	fl.StringVar(&target, "target", "", "only moves of HOST or HOST/SERVICE")
 	fl.IntVar(&limit, "limit", 0, "only the newest N moves (0 = all)")
 	fl.BoolVar(&releases, "releases", false, "list the release journal instead: every state and outcome change (staged, activated, failed, integrity errors, break-glass reasons, health gate)")
+	fl.BoolVar(&revoked, "revocations", false, "list the environment's revocations instead: the snapshot (and its target) or publication (and its release) revoked, why, by whom, when, and how many current pointers are still at it")
 	formatFlag(cmd, &format)
 	_ = cmd.MarkFlagRequired("env")
 	root.AddCommand(cmd)
@@ -134,6 +151,24 @@ func printReleaseEvents(w io.Writer, evs []promoter.ReleaseEvent) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", e.RecordedAt.Format(time.RFC3339), releaseCell(e.ReleaseVersion, e.Renewal), e.Sequence,
 			term(e.Kind), state, outcome, term(e.Actor), term(e.Reason))
+	}
+	return tw.Flush()
+}
+
+// printRevocations prints revocations as a table, actor and reason escaped
+// like printHistory's. CURRENT counts the current pointers still at a
+// revoked snapshot: each needs a release or a rollback before its lease ends.
+func printRevocations(w io.Writer, vs []promoter.RevocationRecord) error {
+	term := safetext.Terminal
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tID\tREVOKED\tRELEASE\tSNAPSHOTS\tCURRENT\tACTOR\tREASON")
+	for _, v := range vs {
+		what := "publication " + v.PublicationID
+		if v.SnapshotID != "" {
+			what = "snapshot " + short(v.SnapshotID, 8) + " (" + v.Host + "/" + v.ServiceID + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", v.RevokedAt.Format(time.RFC3339), v.RevocationID, what,
+			v.ReleaseVersion, v.Snapshots, v.Current, term(v.Actor), term(v.Reason))
 	}
 	return tw.Flush()
 }

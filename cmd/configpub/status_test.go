@@ -126,6 +126,27 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		t.Errorf("history text lacks the report: %s", out)
 	}
 
+	// Revocations: none yet, then the snapshot revoke recorded.
+	if out, code := runStore("history", "--env", "prod", "--revocations", d); code != 0 || strings.Count(out, "\n") != 1 {
+		t.Errorf("history --revocations before any: exit %d, want the header alone:\n%s", code, out)
+	}
+	if out, code := runStore("revoke", "--snapshot", snaps[1][1], "--reason", "leaked prompt", "--actor", "sec", d); code != 0 {
+		t.Fatalf("revoke: exit %d\n%s", code, out)
+	}
+	out, code = runStore("history", "--env", "prod", "--revocations", d)
+	if code != 0 || !strings.Contains(out, "snapshot "+snaps[1][1][:8]+" (host-b/svc)") || !strings.Contains(out, "leaked prompt") {
+		t.Errorf("history --revocations: exit %d, want the snapshot of host-b/svc and its reason:\n%s", code, out)
+	}
+	out, _ = runStore("history", "--env", "prod", "--revocations", "-o", "json", d)
+	var revs []promoter.RevocationRecord
+	if err := json.Unmarshal([]byte(out), &revs); err != nil || len(revs) != 1 || revs[0].SnapshotID != snaps[1][1] ||
+		revs[0].Host != "host-b" || revs[0].Actor != "sec" || revs[0].ReleaseVersion != 1 {
+		t.Errorf("history --revocations -o json: %v, %+v; want the one snapshot revocation", err, revs)
+	}
+	if out, code := runStore("history", "--env", "prod", "--revocations", "--releases", d); code != exitUsage {
+		t.Errorf("--revocations with --releases: exit %d, want %d\n%s", code, exitUsage, out)
+	}
+
 	for _, verb := range []string{"status", "history"} {
 		out, code := runStore(verb, "--env", "nosuch", d)
 		if code != exitRefused || !strings.Contains(out, `"nosuch"`) {

@@ -17,3 +17,30 @@ const RevokedReleasesSQL = `SELECT r.v FROM unnest($2::bigint[]) AS r(v)
 				AND c.snapshot_release = (SELECT s.release_version FROM configpub.config_snapshot s
 					WHERE s.publication_id = rv.publication_id AND s.env_tag = $1 LIMIT 1)
 			WHERE rv.publication_id IS NOT NULL)`
+
+// RevocationsSQL lists the revocations of environment $1, newest first, at
+// most $2 (NULL: all): revocation id, snapshot id and publication id (” when
+// not that kind), reason, actor, time, command id (”), the revoked
+// snapshot's host and service id (”), the release that created what was
+// revoked (0 when unknown), how many snapshots the revocation covers and
+// how many of the environment's current pointers are at one of them now.
+// A revocation names no environment: a snapshot's is its own, a
+// publication's that of the snapshots it created.
+const RevocationsSQL = `SELECT v.revocation_id, coalesce(v.snapshot_id::text, ''),
+		CASE WHEN v.snapshot_id IS NULL THEN v.publication_id::text ELSE '' END,
+		v.reason, v.actor, v.revoked_at, coalesce(v.command_id::text, ''),
+		coalesce(s.host, ''), coalesce(s.service_id, ''), coalesce(s.release_version, ps.release_version, 0),
+		CASE WHEN s.snapshot_id IS NOT NULL THEN 1
+			ELSE (SELECT count(*) FROM configpub.config_snapshot x WHERE x.publication_id = v.publication_id AND x.env_tag = $1) END,
+		CASE WHEN s.snapshot_id IS NOT NULL THEN
+				(SELECT count(*) FROM configpub.current_pointer p WHERE p.env_tag = $1 AND p.host = s.host
+					AND p.service_id = s.service_id AND p.snapshot_id = s.snapshot_id)
+			ELSE (SELECT count(*) FROM configpub.current_pointer p JOIN configpub.config_snapshot x ON x.snapshot_id = p.snapshot_id
+				WHERE p.env_tag = $1 AND x.publication_id = v.publication_id) END
+	FROM configpub.revocation v
+	LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = v.snapshot_id AND s.env_tag = $1
+	LEFT JOIN LATERAL (SELECT x.release_version FROM configpub.config_snapshot x
+		WHERE v.snapshot_id IS NULL AND x.publication_id = v.publication_id AND x.env_tag = $1 LIMIT 1) ps ON true
+	WHERE s.snapshot_id IS NOT NULL OR ps.release_version IS NOT NULL
+	ORDER BY v.revoked_at DESC, v.revocation_id DESC
+	LIMIT $2`
