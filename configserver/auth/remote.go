@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,7 @@ func (o RemoteOptions) withDefaults() RemoteOptions {
 // the last good set.
 type RemoteKeys struct {
 	url     string
+	shown   string // url as errors and logs name it: without credentials
 	opts    RemoteOptions
 	unknown *unknownKeyLimiter
 
@@ -68,9 +70,9 @@ type RemoteKeys struct {
 	stats refreshStats
 }
 
-// NewRemoteKeys returns a key source for url. It holds no keys until the
+// NewRemoteKeys returns a key source for rawURL. It holds no keys until the
 // first successful Refresh.
-func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
+func NewRemoteKeys(rawURL string, opts RemoteOptions) *RemoteKeys {
 	opts = opts.withDefaults()
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
@@ -78,7 +80,7 @@ func NewRemoteKeys(url string, opts RemoteOptions) *RemoteKeys {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = 1 << 20
 	}
-	r := &RemoteKeys{url: url, opts: opts, unknown: newUnknownKeyLimiter(opts)}
+	r := &RemoteKeys{url: rawURL, shown: displayURL(rawURL), opts: opts, unknown: newUnknownKeyLimiter(opts)}
 	r.set.Store(&KeySet{})
 	return r
 }
@@ -89,7 +91,7 @@ var _ UnknownKeyRefresher = (*RemoteKeys)(nil)
 func (r *RemoteKeys) RefreshForUnknownKey(ctx context.Context, kid string) bool {
 	return r.unknown.refresh(kid, r.KeySet, func() {
 		if err := r.Refresh(ctx); err != nil {
-			r.opts.Logger.Warn("jwks refresh for an unknown key id failed", "url", r.url, "err", err)
+			r.opts.Logger.Warn("jwks refresh for an unknown key id failed", "url", r.shown, "err", err)
 		}
 	})
 }
@@ -108,7 +110,7 @@ func (r *RemoteKeys) Refresh(ctx context.Context) (err error) {
 	defer func() { r.stats.record(err) }()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 	if err != nil {
-		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+		return fmt.Errorf("fetch jwks %s: %w", r.shown, withoutURL(err))
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	if r.etag != "" {
@@ -116,7 +118,7 @@ func (r *RemoteKeys) Refresh(ctx context.Context) (err error) {
 	}
 	resp, err := r.opts.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+		return fmt.Errorf("fetch jwks %s: %w", r.shown, withoutURL(err))
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
@@ -124,16 +126,16 @@ func (r *RemoteKeys) Refresh(ctx context.Context) (err error) {
 		return nil
 	case http.StatusOK:
 	default:
-		return fmt.Errorf("fetch jwks %s: status %d", r.url, resp.StatusCode)
+		return fmt.Errorf("fetch jwks %s: status %d", r.shown, resp.StatusCode)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, r.opts.MaxBytes+1))
 	if err != nil {
-		return fmt.Errorf("fetch jwks %s: %w", r.url, err)
+		return fmt.Errorf("fetch jwks %s: %w", r.shown, err)
 	}
 	if int64(len(body)) > r.opts.MaxBytes {
-		return fmt.Errorf("fetch jwks %s: document larger than %d bytes", r.url, r.opts.MaxBytes)
+		return fmt.Errorf("fetch jwks %s: document larger than %d bytes", r.shown, r.opts.MaxBytes)
 	}
-	keys, err := ParseJWKS(r.url, body)
+	keys, err := ParseJWKS(r.shown, body)
 	if err != nil {
 		return err
 	}
@@ -154,8 +156,40 @@ func (r *RemoteKeys) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 			if err := r.Refresh(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				r.opts.Logger.Warn("jwks refresh failed", "url", r.url, "err", err)
+				r.opts.Logger.Warn("jwks refresh failed", "url", r.shown, "err", err)
 			}
 		}
 	}
+}
+
+// displayURL is a JWKS URL as errors and logs name it: a password in it
+// is masked and its query (an API key, a signed-URL token) left out, so
+// that a refresh a client can provoke with an unknown key id never logs a
+// credential.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	query := u.RawQuery != "" || u.ForceQuery
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	if query {
+		return u.String() + "?…"
+	}
+	return u.String()
+}
+
+// withoutURL returns err without the *url.Error around it, whose message
+// repeats the request URL with its query (the caller names the URL).
+func withoutURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -217,7 +218,7 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 	}
 	var std jwt.Claims
 	var wc workloadClaims
-	verified, kidKnown := false, h.KeyID == ""
+	verified, kidKnown, critical := false, h.KeyID == "", false
 	var keyID string
 	for _, k := range set.Keys {
 		if h.KeyID != "" && k.ID != h.KeyID {
@@ -227,16 +228,26 @@ func (v *Verifier) verify(raw string, set *KeySet, now time.Time) (*Claims, erro
 		if string(k.Algorithm) != h.Algorithm {
 			continue
 		}
-		if err := tok.Claims(k.Public, &std, &wc); err == nil {
+		// The signature first, then the claims: a token its issuer signed
+		// with malformed claims is not a signature failure (an operator
+		// would go and check the keys).
+		err := tok.Claims(k.Public)
+		if err == nil {
 			verified, keyID = true, k.ID
 			break
 		}
+		critical = critical || errors.Is(err, jose.ErrUnsupportedCriticalHeader)
 	}
 	switch {
 	case !kidKnown:
 		return nil, &TokenError{Reason: reasonUnknownKeyID, kid: h.KeyID}
+	case !verified && critical:
+		return nil, tokenError("header crit names an extension this server does not understand")
 	case !verified:
 		return nil, tokenError("signature does not verify with any configured key for its algorithm")
+	}
+	if err := tok.UnsafeClaimsWithoutVerification(&std, &wc); err != nil { // verified above
+		return nil, tokenError(malformedClaims(err))
 	}
 	if std.Expiry == nil {
 		return nil, tokenError("claim exp missing")
@@ -340,4 +351,13 @@ func claimReason(err error) string {
 	default:
 		return "claims invalid"
 	}
+}
+
+// malformedClaims is the reason of a verified token whose claims could not
+// be read, never showing a claim's value.
+func malformedClaims(err error) string {
+	if strings.Contains(err.Error(), "duplicate key") {
+		return "signature verifies but a claim is given twice"
+	}
+	return "signature verifies but the claims are malformed (a claim of the wrong type, or not a JSON object)"
 }

@@ -59,7 +59,13 @@ func mustJSON(t testing.TB, v any) []byte {
 // header.
 func craftES256(t testing.TB, key *ecdsa.PrivateKey, header, claims map[string]any) string {
 	t.Helper()
-	input := b64(mustJSON(t, header)) + "." + b64(mustJSON(t, claims))
+	return craftES256Payload(t, key, header, mustJSON(t, claims))
+}
+
+// craftES256Payload is craftES256 with the claims as written.
+func craftES256Payload(t testing.TB, key *ecdsa.PrivateKey, header map[string]any, payload []byte) string {
+	t.Helper()
+	input := b64(mustJSON(t, header)) + "." + b64(payload)
 	sum := sha256.Sum256([]byte(input))
 	r, s, err := ecdsa.Sign(rand.Reader, key, sum[:])
 	if err != nil {
@@ -142,6 +148,10 @@ func TestVerify(t *testing.T) {
 	valid := craftES256(t, good, hdr, validClaims())
 	parts := strings.Split(valid, ".")
 	tampered := parts[0] + "." + b64(mustJSON(t, with(validClaims(), "host", "h2.example"))) + "." + parts[2]
+	// A payload with the host claim twice (the JSON is written by hand:
+	// an encoder writes each key once).
+	dupClaims := mustJSON(t, validClaims())
+	duplicated := craftES256Payload(t, good, hdr, append(dupClaims[:len(dupClaims)-1], []byte(`,"host":"h2.example"}`)...))
 	otherJWK := map[string]any{"kty": "EC", "crv": "P-256",
 		"x": ecX(t, other), "y": ecY(t, other)}
 
@@ -180,6 +190,10 @@ func TestVerify(t *testing.T) {
 		{name: "missing env", token: craftES256(t, good, hdr, with(validClaims(), "env", nil)), reason: "env missing"},
 		{name: "unknown config_audience", token: craftES256(t, good, hdr, with(validClaims(), "config_audience", "portal")), reason: "config_audience"},
 		{name: "ES256 token but RS256 header", token: craftES256(t, good, map[string]any{"alg": "RS256", "kid": gk.ID}, validClaims()), reason: "signature"},
+		// Signed by a trusted key, refused for what they are, not as a signature failure.
+		{name: "exp a string, signed", token: craftES256(t, good, hdr, with(validClaims(), "exp", "1796515687")), reason: "signature verifies but the claims are malformed"},
+		{name: "a claim given twice, signed", token: duplicated, reason: "signature verifies but a claim is given twice"},
+		{name: "crit header", token: craftES256(t, good, map[string]any{"alg": "ES256", "kid": gk.ID, "crit": []string{"exp"}, "exp": 1}, validClaims()), reason: "header crit"},
 	}
 	v := newTestVerifier(t, gk)
 	for _, tc := range tests {
