@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 // Event kinds delivered to a Notifier.
@@ -40,23 +42,28 @@ type Event struct {
 	At              time.Time `json:"at"`
 }
 
-// Text is the one-line, Slack-compatible summary of the event.
+// Text is the one-line, Slack-compatible summary of the event. Actor,
+// reason and detail come from commits and operators (a reason is often a
+// pull request's title): they are escaped as Slack requires (&, <, >) and
+// their control characters shown as escapes, so that they cannot ping a
+// channel, post a link under a false label or break the line.
 func (e *Event) Text() string {
-	s := fmt.Sprintf("configpub %s: %s release %d", e.Kind, e.EnvTag, e.Release)
+	esc := safetext.Slack
+	s := fmt.Sprintf("configpub %s: %s release %d", esc(e.Kind), esc(e.EnvTag), e.Release)
 	if e.State != "" {
-		s += " " + e.State
+		s += " " + esc(e.State)
 	}
 	if e.PreviousRelease != 0 {
 		s += fmt.Sprintf(" (from release %d)", e.PreviousRelease)
 	}
 	if e.Actor != "" {
-		s += " by " + e.Actor
+		s += " by " + esc(e.Actor)
 	}
 	if e.Reason != "" {
-		s += ": " + e.Reason
+		s += ": " + esc(e.Reason)
 	}
 	if e.Detail != "" {
-		s += " — " + e.Detail
+		s += " — " + esc(e.Detail)
 	}
 	return s
 }

@@ -115,3 +115,17 @@ func TestStateChangesRecordTheirEventInTheirTransaction(t *testing.T) {
 		t.Fatalf("%d events recorded without a Notifier", n)
 	}
 }
+
+// TestEventTextIsSafeInChat: an event's text carries the actor and the
+// reason — a commit subject, often a pull request's title — into the
+// operators' chat. Slack markup in them (a channel ping, a link under a
+// false label) is escaped, and so are control characters.
+func TestEventTextIsSafeInChat(t *testing.T) {
+	ev := promoter.Event{Kind: "release.activated", EnvTag: "prod", Release: 2, PreviousRelease: 1, State: "ACTIVE",
+		Actor: "<!channel> Mallory", Reason: "<!here> <https://evil.example/phish|Approved by SecOps> & see\nFAKE", Detail: "3 pointers moved"}
+	want := `configpub release.activated: prod release 2 ACTIVE (from release 1) by &lt;!channel&gt; Mallory: ` +
+		`&lt;!here&gt; &lt;https://evil.example/phish|Approved by SecOps&gt; &amp; see\nFAKE — 3 pointers moved`
+	if got := ev.Text(); got != want {
+		t.Errorf("text:\n got %s\nwant %s", got, want)
+	}
+}

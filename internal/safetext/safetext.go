@@ -1,6 +1,7 @@
 // Package safetext makes untrusted text (setting keys, commit subjects,
 // reasons, branch names) safe to print: on a terminal, where an escape
-// sequence could rewrite the screen, and in Markdown, where a backtick,
+// sequence could rewrite the screen, in a chat message, where markup could
+// ping a channel or disguise a link, and in Markdown, where a backtick,
 // newline, pipe, "<!--" or HTML could break out of a code span, hide the
 // rows after it or inject markup into a pull-request comment.
 //
@@ -22,6 +23,17 @@ import (
 // A backslash is doubled, so no escape can be forged; other text prints
 // unchanged.
 func Terminal(s string) string { return terminal(s, false) }
+
+// Slack returns s as Terminal does, with &, < and > written &amp;, &lt;
+// and &gt;, as Slack (and the chat tools that take its incoming-webhook
+// format) require of message text: a commit subject or an actor must not
+// be able to post an @here ping (<!here>) or a link under a false label
+// (<https://example.com|Approved>).
+func Slack(s string) string {
+	return slackEscaper.Replace(Terminal(s))
+}
+
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // TerminalLines is Terminal for multi-line messages (an error listing
 // several problems): newlines and tabs are kept and backslashes are left

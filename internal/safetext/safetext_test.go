@@ -24,6 +24,20 @@ func TestTerminal(t *testing.T) {
 	}
 }
 
+func TestSlack(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain subject":                   "plain subject",
+		"<!here> please look":             "&lt;!here&gt; please look",
+		"<https://evil.example|Approved>": "&lt;https://evil.example|Approved&gt;",
+		"&amp; already escaped":           "&amp;amp; already escaped",
+		"two\nlines\u202e":                `two\nlines\u202e`,
+	} {
+		if got := Slack(in); got != want {
+			t.Errorf("Slack(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestTerminalLines(t *testing.T) {
 	in := "two problems:\n\tkey \"a\x1b[2Jb\": bad\n\tpattern ^[^\\s]+$\u202e"
 	want := "two problems:\n\tkey \"a\\x1b[2Jb\": bad\n\tpattern ^[^\\s]+$\\u202e"
