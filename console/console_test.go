@@ -504,7 +504,7 @@ func TestOverviewCountsRevokedTargets(t *testing.T) {
 	}
 	revokedReleases("with release 2's publication revoked", 2)
 	if _, err := db.Pool(t).Exec(ctx, `INSERT INTO configpub.revocation (snapshot_id, reason, actor, revoked_at)
-		SELECT snapshot_id, 'leaked', 'alex@example.com', now() FROM configpub.current_pointer WHERE env_tag = 'rev' AND service_id = 'svc-5'`); err != nil {
+		SELECT snapshot_id, E'leaked\u202eevil\x1b[2J', 'alex@example.com', now() FROM configpub.current_pointer WHERE env_tag = 'rev' AND service_id = 'svc-5'`); err != nil {
 		t.Fatal(err)
 	}
 	check("with svc-5's snapshot revoked too", 3)
@@ -516,12 +516,16 @@ func TestOverviewCountsRevokedTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v := tl.Revocations; len(v) != 2 || v[0].ServiceID != "svc-5" || v[0].ReleaseVersion != 1 || v[0].Current != 1 ||
-		v[0].Reason != "leaked" || v[1].PublicationID == "" || v[1].ReleaseVersion != 2 || v[1].Snapshots != 2 ||
+		v[0].Reason != "leaked\u202eevil\x1b[2J" || v[1].PublicationID == "" || v[1].ReleaseVersion != 2 || v[1].Snapshots != 2 ||
 		v[1].Current != 2 || v[1].Actor != "alex@example.com" || tl.RevocationsMore {
 		t.Errorf("timeline revocations %+v, want svc-5's snapshot (1 current) then release 2's publication (2 snapshots, 2 current)", v)
 	}
 	page := localGet(c.Handler(), "/env/rev").Body.String()
-	mustContain(t, "timeline page", page, `<h2 id="revocations">Revocations</h2>`, "h0.example/svc-5</a>", "(2 snapshots)", "bad release")
+	mustContain(t, "timeline page", page, `<h2 id="revocations">Revocations</h2>`, "h0.example/svc-5</a>", "(2 snapshots)", "bad release",
+		`leaked\u202eevil\x1b[2J`) // a reason's control characters shown as escapes, not interpreted
+	if strings.ContainsAny(page, "\u202e\x1b") {
+		t.Errorf("timeline page carries a raw bidirectional override or escape character")
+	}
 }
 
 // TestReleaseChangedTargetsArePaged: a release of more changed targets than

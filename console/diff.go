@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -141,6 +142,7 @@ func diffValues(old, cur []byte) ([]Change, int, error) {
 			envelope++
 			return
 		}
+		ov, nv = cutPair(ov, nv)
 		out = append(out, Change{Path: p, Old: ov, New: nv})
 	}
 	// Compared by raw value, shown masked: a changed secret reference is
@@ -208,7 +210,7 @@ func flatten(n *yaml.Node, path, key string, out map[string]leaf) {
 }
 
 // display renders a scalar for the diff: secret references and values
-// under credential-like keys are masked, long values cut.
+// under credential-like keys are masked (cutPair cuts long values).
 func display(key string, n *yaml.Node) string {
 	v := n.Value
 	if isSecretRef(key, v) {
@@ -220,10 +222,50 @@ func display(key string, n *yaml.Node) string {
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 || n.Tag == "!!str" {
 		v = strconv.Quote(v)
 	}
-	if len(v) > maxValueLen {
-		v = v[:maxValueLen] + "…"
-	}
 	return v
+}
+
+// cutPair cuts a changed value's old and new forms to about maxValueLen
+// bytes each, on rune boundaries. When they share a long prefix, both
+// windows start shortly before the first difference ("…" marks what is
+// left out): cutting both at the start showed a change past it as two
+// equal values.
+func cutPair(a, b string) (string, string) {
+	if len(a) <= maxValueLen && len(b) <= maxValueLen {
+		return a, b
+	}
+	start := 0
+	if a != "" && b != "" {
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		if i > maxValueLen/2 {
+			start = i - maxValueLen/4
+		}
+	}
+	return window(a, start), window(b, start)
+}
+
+// window is v from byte start for about maxValueLen bytes, both ends moved
+// back to rune boundaries and marked "…" where v goes on.
+func window(v string, start int) string {
+	start = min(start, len(v))
+	for start > 0 && start < len(v) && !utf8.RuneStart(v[start]) {
+		start--
+	}
+	end := min(len(v), start+maxValueLen)
+	for end > start && end < len(v) && !utf8.RuneStart(v[end]) {
+		end--
+	}
+	w := v[start:end]
+	if start > 0 {
+		w = "…" + w
+	}
+	if end < len(v) {
+		w += "…"
+	}
+	return w
 }
 
 // isSecretRef reports whether a value must not be shown: any value of a

@@ -2,7 +2,9 @@ package console
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/configpub/configpub/bundle"
 )
@@ -52,6 +54,35 @@ agentPolicy:
 	}
 	if _, _, err := diffValues([]byte("a: [unclosed"), cur); err == nil {
 		t.Errorf("unparseable previous values: got no error")
+	}
+}
+
+// TestLongValuesShowWhereTheyChanged: a long prompt changed past its first
+// 120 bytes showed as two equal cut values; both windows now start shortly
+// before the first difference, and no cut splits a character.
+func TestLongValuesShowWhereTheyChanged(t *testing.T) {
+	head := strings.Repeat("You help customers with balances, transactions, transfers — ", 6)
+	old := []byte("agentPolicy:\n  prompt: \"" + head + "Be brief.\"\n  motto: \"" + strings.Repeat("é", 200) + "\"\n")
+	cur := []byte("agentPolicy:\n  prompt: \"" + head + "Never give investment advice.\"\n  motto: \"" + strings.Repeat("é", 201) + "\"\n")
+	changes, _, err := diffValues(old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changes) != 2 {
+		t.Fatalf("got %+v, want the motto and the prompt changed", changes)
+	}
+	for _, c := range changes {
+		if c.Old == c.New {
+			t.Errorf("%s: old and new show the same: %q", c.Path, c.Old)
+		}
+		for _, v := range []string{c.Old, c.New} {
+			if !utf8.ValidString(v) || len(v) > maxValueLen+2*len("…") {
+				t.Errorf("%s: shown %q (%d bytes): want valid UTF-8 of at most about %d bytes", c.Path, v, len(v), maxValueLen)
+			}
+		}
+	}
+	if p := changes[1]; !strings.HasPrefix(p.Old, "…") || !strings.Contains(p.Old, "Be brief.") || !strings.Contains(p.New, "Never give investment") {
+		t.Errorf("prompt: got %q -> %q, want windows around the change", p.Old, p.New)
 	}
 }
 

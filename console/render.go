@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 //go:embed templates/*.html
@@ -41,6 +43,11 @@ func parseTemplates() (*templates, error) {
 		"title": audienceTitle,
 		"lower": func(s string) string { return string(bytes.ToLower([]byte(s))) },
 		"itoa":  func(n int64) string { return strconv.FormatInt(n, 10) },
+		// plain shows text from commits, operators and runtimes (actors,
+		// reasons, refs, paths) with control characters and bidirectional
+		// overrides as escapes: HTML escaping alone let "approved\u202e..."
+		// display reversed.
+		"plain": safetext.Terminal,
 	}
 	t := &templates{pages: map[string]*template.Template{}}
 	for _, name := range pageNames {
