@@ -521,6 +521,20 @@ func (s *Store) EachMove(ctx context.Context, envTag string, f HistoryFilter, fn
 	if !known {
 		return fmt.Errorf("history %s: %w", envTag, errNoEnvironment(envTag))
 	}
+	if f.Host != "" {
+		// A mistyped target must not read as one that never moved.
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot
+				WHERE env_tag = $1 AND host = $2 AND ($3 = '' OR service_id = $3))`, envTag, f.Host, f.ServiceID).Scan(&known); err != nil {
+			return fmt.Errorf("history %s: %w", envTag, dbErr("read targets", err))
+		}
+		if !known {
+			target := f.Host
+			if f.ServiceID != "" {
+				target += "/" + f.ServiceID
+			}
+			return fmt.Errorf("history %s: no release of environment %q has a target %q: %w", envTag, envTag, target, ErrNotFound)
+		}
+	}
 	renewals, err := s.renewalReleases(ctx, envTag)
 	if err != nil {
 		return fmt.Errorf("history %s: %w", envTag, err)

@@ -147,6 +147,11 @@ func TestStatusAndHistoryKeepRuntimeEvidenceApart(t *testing.T) {
 		t.Errorf("--revocations with --releases: exit %d, want %d\n%s", code, exitUsage, out)
 	}
 
+	for _, target := range []string{"nosuch.example", "host-b/nosuch"} {
+		if out, code := runStore("history", "--env", "prod", "--target", target, d); code != exitRefused || !strings.Contains(out, `"`+target+`"`) {
+			t.Errorf("history --target %s: exit %d, want 1 naming the target (not an empty history)\n%s", target, code, out)
+		}
+	}
 	for _, verb := range []string{"status", "history"} {
 		out, code := runStore(verb, "--env", "nosuch", d)
 		if code != exitRefused || !strings.Contains(out, `"nosuch"`) {
