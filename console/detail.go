@@ -342,14 +342,24 @@ func (r *reader) IdentityAt(ctx context.Context, env, host, svc string, at time.
 // envAtListed bounds the targets listed by EnvironmentAt.
 const envAtListed = 200
 
+// atListed is the time-travel page size: envAtListed unless a test set
+// the reader's atPage.
+func (r *reader) atListed() int {
+	if r.atPage > 0 {
+		return r.atPage
+	}
+	return envAtListed
+}
+
 // EnvironmentAt reconstructs env at at from the pointer-move journal: each
 // identity's last move at or before at, counted by the release of its
 // snapshot. When the schema keeps per-mapping counts it starts from the
 // last activation or rollback at or before at (which left every identity
 // of the environment at that release's mapping, the others retired) and
 // reads only the moves after it; otherwise it scans every move before at.
-func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*EnvironmentAt, error) {
-	out := &EnvironmentAt{EnvTag: env, At: at.UTC(), ByRelease: []ReleaseCount{}, Rows: []Move{}}
+// It lists a page of targets (envAtListed) from offset from, by host and service.
+func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time, from int) (*EnvironmentAt, error) {
+	out := &EnvironmentAt{EnvTag: env, At: at.UTC(), ByRelease: []ReleaseCount{}, Rows: []Move{}, From: from}
 	var known bool
 	if err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, env).Scan(&known); err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
@@ -367,9 +377,9 @@ func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*
 	}
 	var rows pgx.Rows
 	if r.f.releaseCnt && r.f.retired && out.Release != 0 {
-		rows, err = r.q.Query(ctx, r.envAtFromActivationSQL(), env, at, envAtListed, activated, out.Release)
+		rows, err = r.q.Query(ctx, r.envAtFromActivationSQL(), env, at, r.atListed(), activated, out.Release, from)
 	} else {
-		rows, err = r.q.Query(ctx, r.envAtScanSQL(), env, at, envAtListed)
+		rows, err = r.q.Query(ctx, r.envAtScanSQL(), env, at, r.atListed(), from)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", env, at.Format(time.RFC3339), err)
@@ -394,12 +404,15 @@ func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time) (*
 		out.ByRelease = append(out.ByRelease, ReleaseCount{Release: v, Count: ns[i]})
 		out.Targets += ns[i]
 	}
-	out.More = out.Targets - len(out.Rows)
+	out.More = max(0, out.Targets-from-len(out.Rows))
+	if out.More > 0 && len(out.Rows) > 0 {
+		out.Next = from + len(out.Rows)
+	}
 	sortReleaseCounts(out.ByRelease)
 	return out, nil
 }
 
-// envAtScanSQL lists, for env $1 at $2, the first $3 identities' last moves
+// envAtScanSQL lists, for env $1 at $2, $3 identities' last moves from offset $4
 // with the counts by snapshot release, from every move at or before $2 (in
 // the order a backward scan of the pointer_move_identity_at index gives):
 // only the listed rows travel.
@@ -411,7 +424,7 @@ func (r *reader) envAtScanSQL() string {
 		counts AS MATERIALIZED (
 			SELECT s.release_version AS rel, count(*)::int AS n FROM last l
 			JOIN configpub.config_snapshot s ON s.snapshot_id = l.next_snapshot_id WHERE NOT l.retired GROUP BY 1),
-		page AS (SELECT move_id FROM last WHERE NOT retired ORDER BY host, service_id LIMIT $3)
+		page AS (SELECT move_id FROM last WHERE NOT retired ORDER BY host, service_id LIMIT $3 OFFSET $4)
 		SELECT ` + r.moveSelect() + `,
 			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
 		FROM page JOIN configpub.pointer_move m ON m.move_id = page.move_id
@@ -424,8 +437,8 @@ func (r *reader) envAtScanSQL() string {
 // $2), and the moves after $4: the counts are the mapping's kept counts
 // with each identity moved since taken out of its mapping release and put
 // in its new snapshot's release (unless retired); the listed identities
-// are the first of the mapping and of the moved ones, each with its last
-// move at or before $2 read from the identity index.
+// are $3 from offset $6 of the mapping's and the moved ones, each with its
+// last move at or before $2 read from the identity index.
 func (r *reader) envAtFromActivationSQL() string {
 	const lastMove = `(SELECT m.move_id, m.retired FROM configpub.pointer_move m
 				WHERE m.env_tag = $1 AND m.host = %[1]s.host AND m.service_id = %[1]s.service_id AND m.moved_at <= $2
@@ -451,11 +464,11 @@ func (r *reader) envAtFromActivationSQL() string {
 			(SELECT l.move_id, t.host, t.service_id FROM configpub.config_release_target t
 				CROSS JOIN LATERAL ` + fmt.Sprintf(lastMove, "t") + ` l
 				WHERE t.env_tag = $1 AND t.release_version = $5 AND NOT l.retired
-				ORDER BY t.host, t.service_id LIMIT $3)
+				ORDER BY t.host, t.service_id LIMIT $3::int + $6::int)
 			UNION
 			(SELECT l.move_id, d.host, d.service_id FROM delta d CROSS JOIN LATERAL ` + fmt.Sprintf(lastMove, "d") + ` l
-				WHERE NOT l.retired ORDER BY d.host, d.service_id LIMIT $3)),
-		listed AS (SELECT move_id FROM page ORDER BY host, service_id LIMIT $3)
+				WHERE NOT l.retired ORDER BY d.host, d.service_id LIMIT $3::int + $6::int)),
+		listed AS (SELECT move_id FROM page ORDER BY host, service_id LIMIT $3 OFFSET $6)
 		SELECT ` + r.moveSelect() + `,
 			(SELECT coalesce(array_agg(rel ORDER BY rel), '{}') FROM counts), (SELECT coalesce(array_agg(n ORDER BY rel), '{}') FROM counts)
 		FROM listed JOIN configpub.pointer_move m ON m.move_id = listed.move_id

@@ -19,7 +19,7 @@ import (
 //	GET /env/{env}                            publication timeline (?before=N pages)
 //	GET /env/{env}/releases/{n}[?from=N]      release and its diff against its base (changed targets paged)
 //	GET /env/{env}/targets/{host}/{service}   target: pointer, history, evidence, lease
-//	GET /env/{env}/at?t=TIME[&host=&service=] time travel
+//	GET /env/{env}/at?t=TIME[&host=&service=|&from=N] time travel
 //	GET /api/...                              the same data as JSON (see README)
 //	GET /events[?env=]                        server-sent events: "change"
 //	GET /metrics                              Prometheus metrics
@@ -171,9 +171,13 @@ func (c *Console) at(_ http.ResponseWriter, r *http.Request) (string, any, error
 	if p.Host != "" {
 		p.Identity, err = c.rd.IdentityAt(r.Context(), p.EnvTag, p.Host, p.ServiceID, t)
 	} else {
+		from, ferr := optInt(r, "from")
+		if ferr != nil {
+			return "", nil, ferr
+		}
 		var v any
-		v, err = c.pc.get(fmt.Sprintf("at\x00%s\x00%d", p.EnvTag, t.UnixNano()), func() (any, error) {
-			return c.rd.EnvironmentAt(r.Context(), p.EnvTag, t)
+		v, err = c.pc.get(fmt.Sprintf("at\x00%s\x00%d\x00%d", p.EnvTag, t.UnixNano(), from), func() (any, error) {
+			return c.rd.EnvironmentAt(r.Context(), p.EnvTag, t, int(from))
 		})
 		p.Env, _ = v.(*EnvironmentAt)
 	}

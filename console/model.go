@@ -309,8 +309,10 @@ type EnvironmentAt struct {
 	ReleaseDigest string         `json:"releaseDigest,omitempty"`
 	Targets       int            `json:"targets"`
 	ByRelease     []ReleaseCount `json:"byRelease"`
-	Rows          []Move         `json:"targetsServed"` // first page, by host and service
-	More          int            `json:"more"`
+	Rows          []Move         `json:"targetsServed"` // one page, by host and service, from offset From
+	From          int            `json:"from,omitempty"`
+	More          int            `json:"more"`           // targets after this page
+	Next          int            `json:"next,omitempty"` // offset of the next page; 0 = none
 }
 
 // ReleaseCount counts targets served a snapshot of one release.

@@ -55,6 +55,7 @@ func loadFeatures(ctx context.Context, q querier) (features, error) {
 // reader runs the console's queries.
 type reader struct {
 	q             querier
+	atPage        int // time-travel page size; 0 = envAtListed
 	f             features
 	now           func() time.Time
 	leaseHorizon  time.Duration

@@ -88,16 +88,38 @@ func TestEnvironmentAtFromActivationEqualsTheScan(t *testing.T) {
 	scan.f.releaseCnt = false
 	var sawRetired, sawDelta bool
 	for at := genT0.Add(-10 * time.Minute); at.Before(later.Add(time.Hour)); at = at.Add(10 * time.Minute) {
-		want, err := scan.EnvironmentAt(ctx, "dev", at)
+		want, err := scan.EnvironmentAt(ctx, "dev", at, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := fast.EnvironmentAt(ctx, "dev", at)
+		got, err := fast.EnvironmentAt(ctx, "dev", at, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("dev at %s: from the activation\n%+v\nscanning every move\n%+v", at.Format(time.RFC3339), got, want)
+		}
+		// Paged by 7, each way lists the same targets, each once.
+		for _, rd := range []reader{fast, scan} {
+			rd.atPage = 7
+			var paged []Move
+			for from, pages := 0, 0; ; pages++ {
+				p, err := rd.EnvironmentAt(ctx, "dev", at, from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				paged = append(paged, p.Rows...)
+				if p.More != p.Targets-len(paged) || pages > 10 {
+					t.Fatalf("dev at %s from %d: more %d after %d of %d listed", at.Format(time.RFC3339), from, p.More, len(paged), p.Targets)
+				}
+				if p.Next == 0 {
+					break
+				}
+				from = p.Next
+			}
+			if len(paged) != len(want.Rows) || (len(paged) > 0 && !reflect.DeepEqual(paged, want.Rows)) {
+				t.Fatalf("dev at %s paged by 7 (activation counts %v): %d targets, want %d", at.Format(time.RFC3339), rd.f.releaseCnt, len(paged), len(want.Rows))
+			}
 		}
 		if want.Release == 7 && want.Targets == 15 {
 			sawRetired = true
