@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/internal/yamlstrict"
 )
 
@@ -34,10 +35,14 @@ type SourceError struct {
 }
 
 func (e *SourceError) Error() string {
+	// The file name and field path are shown escaped: a name holding a
+	// newline would otherwise start a line of its own (a forged log line
+	// or CI annotation).
+	file := safetext.Terminal(e.File)
 	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+		return fmt.Sprintf("%s:%d: %v", file, e.Line, e.Err)
 	}
-	return fmt.Sprintf("%s:%d: %s: %v", e.File, e.Line, e.Field, e.Err)
+	return fmt.Sprintf("%s:%d: %s: %v", file, e.Line, safetext.Terminal(e.Field), e.Err)
 }
 
 // Unwrap returns the cause.

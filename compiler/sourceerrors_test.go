@@ -74,3 +74,14 @@ func TestNoRepositoryDocument(t *testing.T) {
 		t.Fatalf("compile of agents/: got %v", err)
 	}
 }
+
+// TestSourceErrorShowsTheFileNameEscaped: a SourceError (and the yamlstrict
+// refusal it is made from) prints its file name and field escaped, so a
+// name holding a newline cannot start a line of its own, whoever prints it.
+func TestSourceErrorShowsTheFileNameEscaped(t *testing.T) {
+	const want = `agents/x\n::error title=PWN::ok.yaml:3: spec.a\u202eb: bad`
+	err := &compiler.SourceError{File: "agents/x\n::error title=PWN::ok.yaml", Line: 3, Field: "spec.a\u202eb", Err: errors.New("bad")}
+	if got := err.Error(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

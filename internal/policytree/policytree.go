@@ -4,7 +4,10 @@
 //
 // The reader never follows a symbolic link and never opens a device, FIFO or
 // socket: such an entry is refused with an error naming its path, so nothing
-// outside the repository is ever read. Every read is bounded before it
+// outside the repository is ever read. Nor does it read a name holding a
+// control or format character (a newline, an escape, a bidirectional
+// override) or a byte that is not UTF-8: such a name is refused, shown
+// escaped, so no file name can forge a line of a log or CI annotation. Every read is bounded before it
 // starts: a file larger than Limits.MaxFileBytes, or one that would take the
 // bytes read through one FS past Limits.MaxTotalBytes, is refused from its
 // size alone, and the read itself stops one byte past the limit in case the
@@ -33,6 +36,7 @@ import (
 	"syscall"
 
 	"github.com/configpub/configpub/internal/atomicfile"
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 // Default limits (documented in README.md, "Security model").
@@ -52,7 +56,20 @@ var (
 	ErrTooLarge = errors.New("exceeds the policy tree read limit")
 	// ErrOutside refuses a path that leaves the repository.
 	ErrOutside = errors.New("path leaves the repository")
+	// ErrControlName refuses a name holding a control character (C0, DEL,
+	// C1), a line or paragraph separator, a Unicode format character
+	// (U+202E) or a byte that is not UTF-8.
+	ErrControlName = errors.New("control or format character in the name (shown escaped): rename the file")
 )
+
+// nameError refuses p when it holds a character a terminal or a log would
+// not show as it is; the error names p escaped.
+func nameError(op, p string) error {
+	if !safetext.HasControl(p) {
+		return nil
+	}
+	return &fs.PathError{Op: op, Path: safetext.Terminal(p), Err: ErrControlName}
+}
 
 // Limits bound what an FS reads. Zero fields select the defaults.
 type Limits struct {
@@ -129,6 +146,9 @@ func New(fsys fs.FS, lim Limits) *FS {
 // component must exist, every parent must be a directory, none may be a
 // symbolic link, and the final one must be a directory or a regular file.
 func (f *FS) check(op, name string) (fs.FileInfo, error) {
+	if err := nameError(op, name); err != nil {
+		return nil, err
+	}
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
@@ -188,7 +208,7 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 // Open opens a directory or a regular file. A file's reads count against
 // the limits.
 func (f *FS) Open(name string) (fs.File, error) {
-	if fs.ValidPath(name) {
+	if fs.ValidPath(name) && !safetext.HasControl(name) {
 		if file, fi, ok := f.fast.open(name); ok {
 			// Opened without a link in its path, and a regular file: the
 			// checks below, made in one call; its size is that of what
@@ -302,9 +322,10 @@ func (b *boundedFile) Read(p []byte) (int, error) {
 
 // Walk calls fn, in lexical order, with the path of every regular file of
 // fsys under ".", skipping every entry for which skip returns true (a
-// skipped directory is not entered). A symbolic link or special file that is
-// not skipped is an error naming its path: a policy tree is only directories
-// and regular files.
+// skipped directory is not entered). A symbolic link, special file or name
+// holding a control character that is not skipped is an error naming its
+// path: a policy tree is only directories and regular files, with names that
+// print as they are.
 func Walk(fsys fs.FS, skip func(p string, d fs.DirEntry) bool, fn func(p string) error) error {
 	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -315,6 +336,9 @@ func Walk(fsys fs.FS, skip func(p string, d fs.DirEntry) bool, fn func(p string)
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if err := nameError("read", p); err != nil {
+			return err
 		}
 		if err := modeError(d.Type()); err != nil {
 			return &fs.PathError{Op: "read", Path: p, Err: err}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 // tree builds a directory with a regular file, and entries the reader must
@@ -223,4 +225,50 @@ func umask() fs.FileMode {
 	m := syscall.Umask(0)
 	syscall.Umask(m)
 	return fs.FileMode(m)
+}
+
+// TestNamesWithControlCharactersAreRefused: a file or directory whose name
+// holds a newline (which would start a forged log line or CI annotation),
+// an escape, DEL, a C1 control, a line separator, a bidirectional override
+// or a byte that is not UTF-8 is refused when walked or opened, naming the
+// path escaped on one line, in a working tree and in any other tree; a
+// hidden one is skipped as hidden entries are.
+func TestNamesWithControlCharactersAreRefused(t *testing.T) {
+	for _, c := range []struct{ name, shown string }{
+		{"agents/x\n::error title=PWN::configpub check passed.yaml", `agents/x\n::error title=PWN::configpub check passed.yaml`},
+		{"agents/esc\x1b[2J.yaml", `agents/esc\x1b[2J.yaml`},
+		{"agents/del\x7f.yaml", `agents/del\x7f.yaml`},
+		{"agents/c1\u0085.yaml", `agents/c1\u0085.yaml`},
+		{"agents/sep\u2028.yaml", `agents/sep\u2028.yaml`},
+		{"agents/lmth.\u202eyaml", `agents/lmth.\u202eyaml`},
+		{"agents/bad\xff.yaml", `agents/bad\xff.yaml`},
+		{"dir\n/a.yaml", `dir\n`},
+	} {
+		root := t.TempDir()
+		p := filepath.Join(root, filepath.FromSlash(c.name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("a: 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, ".hidden\n.yaml"), []byte("a: 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Dir(root, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapFS := fstest.MapFS{c.name: {Data: []byte("a: 1\n")}, "ok.yaml": {Data: []byte("a: 1\n")}}
+		for _, fsys := range []fs.FS{d, New(mapFS, Limits{})} {
+			err := Walk(fsys, func(p string, _ fs.DirEntry) bool { return strings.HasPrefix(p, ".") }, func(string) error { return nil })
+			if !errors.Is(err, ErrControlName) || !strings.Contains(err.Error(), c.shown) || safetext.HasControl(err.Error()) {
+				t.Errorf("%T: Walk with %q: got %q, want ErrControlName naming %s on one line", fsys, c.name, err, c.shown)
+			}
+			if _, err := fs.ReadFile(fsys, c.name); !errors.Is(err, ErrControlName) {
+				t.Errorf("%T: ReadFile %q: got %v, want ErrControlName", fsys, c.name, err)
+			}
+		}
+		d.Close()
+	}
 }

@@ -87,6 +87,22 @@ func isPlain(s string) bool {
 	return true
 }
 
+// HasControl reports whether s holds a character Terminal would escape
+// other than a backslash: a control character (C0, DEL, C1), a Unicode
+// format character, a line or paragraph separator, or a byte that is not
+// UTF-8. A name holding one (a file name) prints differently from what it
+// is, or not at all.
+func HasControl(s string) bool {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || unsafeRune(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}
+
 func unsafeRune(r rune) bool {
 	return r < 0x20 || (r >= 0x7f && r < 0xa0) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r)
 }

@@ -74,3 +74,23 @@ func TestText(t *testing.T) {
 		t.Error("control character kept")
 	}
 }
+
+func TestHasControl(t *testing.T) {
+	for in, want := range map[string]bool{
+		"agents/a.yaml":           false,
+		"ünïcode/✓.yaml":          false,
+		`back\slash.yaml`:         false,
+		"x\n::error title=PWN::y": true,
+		"tab\t.yaml":              true,
+		"del\x7f":                 true,
+		"c1\u0085":                true,
+		"bidi\u202e.yaml":         true,
+		"zero\u200bwidth":         true,
+		"line\u2029sep":           true,
+		"bad\xffutf8":             true,
+	} {
+		if got := HasControl(in); got != want {
+			t.Errorf("HasControl(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package yamlstrict
 import (
 	"errors"
 	"fmt"
+
+	"github.com/configpub/configpub/internal/safetext"
 )
 
 // ErrRefused is wrapped by every *Error.
@@ -34,10 +36,14 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	// The file name and field path are shown escaped: a name holding a
+	// newline would otherwise start a line of its own (a forged log line
+	// or CI annotation).
+	file := safetext.Terminal(e.File)
 	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+		return fmt.Sprintf("%s:%d: %s", file, e.Line, e.Msg)
 	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+	return fmt.Sprintf("%s:%d: %s: %s", file, e.Line, safetext.Terminal(e.Field), e.Msg)
 }
 
 // Unwrap returns ErrRefused.

@@ -102,3 +102,16 @@ func TestLine(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorShowsTheFileNameEscaped: a refusal prints its file name and
+// field escaped, so a name holding a newline cannot start a line of its own.
+func TestErrorShowsTheFileNameEscaped(t *testing.T) {
+	_, err := Parse("agents/x\n::error title=PWN::ok.yaml", []byte("a: 1\na: 2\n"))
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.HasPrefix(err.Error(), `agents/x\n::error title=PWN::ok.yaml:2: `) {
+		t.Errorf("got %q, want the name escaped on one line", err)
+	}
+	e := &Error{File: "a\x1b.yaml", Line: 1, Field: "k\u2028", Msg: "bad"}
+	if got, want := e.Error(), `a\x1b.yaml:1: k\u2028: bad`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
