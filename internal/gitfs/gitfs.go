@@ -27,8 +27,12 @@ import (
 // ErrNotRepository: dir is not inside a Git working tree.
 var ErrNotRepository = errors.New("not a git repository")
 
+// open opens the repository that contains dir. In a linked worktree (made
+// by `git worktree add`: its .git is a file naming
+// $GIT_DIR/worktrees/NAME) HEAD is the worktree's own and the objects and
+// refs are the main repository's, read through its commondir.
 func open(dir string) (*git.Repository, error) {
-	r, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	r, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		return nil, fmt.Errorf("open %s: %w", dir, ErrNotRepository)
 	}

@@ -16,11 +16,12 @@ import (
 // as long as the repository is open.
 const objectCacheSize = 16 * cache.MiByte
 
-// Open opens the Git repository at dir (a worktree or a bare repository;
-// parent directories are not searched), with the object cache bounded and
-// the pack files it reads kept open (gitfs.Bounded).
+// Open opens the Git repository at dir (a worktree, a linked worktree made
+// by `git worktree add`, or a bare repository; parent directories are not
+// searched), with the object cache bounded and the pack files it reads
+// kept open (gitfs.Bounded).
 func Open(dir string) (*git.Repository, error) {
-	repo, err := git.PlainOpen(dir)
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}

@@ -3,6 +3,7 @@ package review_test
 import (
 	"errors"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -48,5 +49,34 @@ func TestOpen(t *testing.T) {
 	}
 	if _, err := review.Open(t.TempDir()); err == nil {
 		t.Error("opened a directory that is not a repository")
+	}
+}
+
+// TestOpenLinkedWorktree: a worktree made by `git worktree add` opens with
+// the main repository's branches and objects (its own directory holds
+// neither).
+func TestOpenLinkedWorktree(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git binary not installed: git worktree add cannot be run")
+	}
+	r := gittest.New(t)
+	tip := r.Commit(gittest.Commit{Files: map[string][]byte{"configpub.yaml": []byte("kind: Repository\n")}, Message: "one"})
+	wt := filepath.Join(t.TempDir(), "wt")
+	cmd := exec.Command(gitBin, "worktree", "add", "--detach", wt, gittest.Main)
+	cmd.Dir = r.Dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git worktree add: %v\n%s", err, out)
+	}
+	repo, err := review.Open(wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName(gittest.Main), true)
+	if err != nil || ref.Hash() != tip {
+		t.Fatalf("main is %v (%v), want %s", ref, err, tip)
+	}
+	if _, _, err := review.CommitFS(repo, tip.String()); err != nil {
+		t.Fatal(err)
 	}
 }
