@@ -85,3 +85,29 @@ func TestSourceErrorShowsTheFileNameEscaped(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestATargetOfNoEnvironmentIsRefused: a Target whose envTag names no
+// Environment document (a typo: dve) is refused at its envTag, whichever
+// environment is compiled, suggesting the closest one — it was skipped, and
+// the compile said "0 targets change". A Target of another environment
+// that exists (the fixture's prod targets, compiling dev) is skipped.
+func TestATargetOfNoEnvironmentIsRefused(t *testing.T) {
+	for _, c := range []struct{ envTag, want string }{
+		{"dve", `targets/dev/account.yaml:8: spec.envTag: no Environment document defines envTag "dve" (did you mean "dev"?)`},
+		{"staging", `targets/dev/account.yaml:8: spec.envTag: no Environment document defines envTag "staging" (add environments/staging.yaml)`},
+	} {
+		dir := copyRepo(t)
+		edit(t, filepath.Join(dir, "targets/dev/account.yaml"), "  envTag: dev\n", "  envTag: "+c.envTag+"\n")
+		for _, env := range []string{"dev", "prod"} {
+			opts := compiler.Options{EnvTag: env, CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+			_, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
+			if !errors.Is(err, compiler.ErrInvalidSource) || !strings.Contains(fmt.Sprint(err), c.want) {
+				t.Errorf("envTag %s, compiling %s: got %v, want %s", c.envTag, env, err, c.want)
+			}
+		}
+	}
+	opts := compiler.Options{EnvTag: "dev", CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := compiler.Compile(context.Background(), os.DirFS(copyRepo(t)), opts); err != nil {
+		t.Fatalf("the fixture, with prod targets, compiling dev: %v", err)
+	}
+}

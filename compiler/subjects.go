@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/schemas"
 )
 
 // envTarget is a Target document selected for the environment.
@@ -45,6 +46,12 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 			}
 		}
 		if sp.EnvTag != c.env {
+			// A target of another environment is that environment's;
+			// one of no environment would never be compiled (a typo:
+			// envTag: dve), so it is refused, not skipped.
+			if m.envs[sp.EnvTag] == nil {
+				return nil, errUnknownEnv(s, sp.EnvTag)
+			}
 			continue
 		}
 		if _, _, err := m.hostTenant(s, sp.Host); err != nil {
@@ -112,6 +119,18 @@ func (c *compilation) selectTargets() ([]*envTarget, error) {
 		return a.ServiceID < b.ServiceID
 	})
 	return out, nil
+}
+
+// errUnknownEnv refuses a target whose envTag names no Environment
+// document, suggesting the closest one.
+func errUnknownEnv(s *source, envTag string) error {
+	path := []string{"spec", "envTag"}
+	if s.index != nil {
+		if m := schemas.Closest(envTag, s.index.names(KindEnvironment)); m != "" {
+			return s.errorf(path, "no Environment document defines envTag %q (did you mean %q?): the target would never be compiled", envTag, m)
+		}
+	}
+	return s.errorf(path, "no Environment document defines envTag %q (add environments/%s.yaml): the target would never be compiled", envTag, envTag)
 }
 
 // hostGroup is one host of the environment: the indexes (into the sorted
