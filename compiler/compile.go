@@ -21,6 +21,7 @@ import (
 	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/policytree"
 	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/schemas"
 )
 
@@ -92,6 +93,12 @@ type Options struct {
 	// date (whether anything is due is read from release N's windows
 	// first). Ignored with CheckOnly.
 	Renew bool
+	// Ignored, when set, reports whether Git ignores the file p of the
+	// policy tree (slash-separated) and does not track it (gitfs.Ignored):
+	// such a file is not a source, since a release is compiled from what
+	// is committed and a clean clone does not have it. Result.Ignored
+	// lists the *.yaml and *.yml files left out. Nil: none is.
+	Ignored func(p string) bool
 }
 
 // PreviousRelease returns the recorded manifest bytes of release version of
@@ -152,6 +159,9 @@ type Result struct {
 	// activation window no longer contains this release's createdAt, why it
 	// became a new snapshot of this release.
 	Reissued []Reissue
+	// Ignored lists the *.yaml and *.yml files of the policy tree that
+	// Options.Ignored left out, sorted.
+	Ignored []string
 
 	stale error
 	// workflowSpecs are the repository's Workflow documents by name, as
@@ -457,6 +467,38 @@ const timeFormat = "2006-01-02T15:04:05Z"
 // non-canonical manifest is repaired), and Stale names the first
 // difference.
 func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
+	var ignored []string
+	res, err := compile(ctx, fsys, opts, &ignored)
+	if err != nil && len(ignored) > 0 {
+		// What the ignored files defined may be what is missing.
+		return nil, fmt.Errorf("%w\n(%s)", err, IgnoredNote(ignored))
+	}
+	if res != nil {
+		res.Ignored = ignored
+	}
+	return res, err
+}
+
+// maxIgnoredShown bounds the files IgnoredNote names.
+const maxIgnoredShown = 10
+
+// IgnoredNote says that the files Git ignores (Result.Ignored) were not
+// compiled, naming them escaped (at most 10, and how many more).
+func IgnoredNote(files []string) string {
+	n := min(len(files), maxIgnoredShown)
+	shown := make([]string, n)
+	for i, f := range files[:n] {
+		shown[i] = safetext.Terminal(f)
+	}
+	more := ""
+	if len(files) > n {
+		more = fmt.Sprintf(" and %d more", len(files)-n)
+	}
+	return fmt.Sprintf("ignored by Git: not compiled: a release is compiled from what is committed: %s%s", strings.Join(shown, ", "), more)
+}
+
+// compile is Compile; it sets *ignored to the source files left out.
+func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (*Result, error) {
 	if opts.EnvTag == "" {
 		return nil, errors.New("compile: envTag is required")
 	}
@@ -468,10 +510,11 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile: schemas: %w", err)
 	}
-	ss, err := loadSources(ctx, fsys, set)
+	ss, err := loadSources(ctx, fsys, set, opts.Ignored)
 	if err != nil {
 		return nil, err
 	}
+	*ignored = ss.ignored
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -490,7 +533,7 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 			loaded = nil
 			return m, nil
 		}
-		again, err := loadSources(ctx, policytree.New(fsys, policytree.Limits{}), set) // a read budget per pass
+		again, err := loadSources(ctx, policytree.New(fsys, policytree.Limits{}), set, opts.Ignored) // a read budget per pass
 		if err != nil {
 			return nil, err
 		}

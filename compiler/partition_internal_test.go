@@ -29,7 +29,7 @@ func TestCompileLetsGoOfEachHostsDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := loadSources(ctx, policytree.New(os.DirFS("../fixtures/policy-repo"), policytree.Limits{}), set)
+	ss, err := loadSources(ctx, policytree.New(os.DirFS("../fixtures/policy-repo"), policytree.Limits{}), set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestTargetDocumentsLetGoAsTheirHostCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := loadSources(ctx, policytree.New(os.DirFS(dir), policytree.Limits{}), set)
+	ss, err := loadSources(ctx, policytree.New(os.DirFS(dir), policytree.Limits{}), set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

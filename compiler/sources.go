@@ -97,6 +97,8 @@ type sources struct {
 	// digest is the SHA-256 over every document's path and digest, in path
 	// order: two loads of the same tree have the same digest.
 	digest [sha256.Size]byte
+	// ignored lists the *.yaml and *.yml files Git ignores, left out.
+	ignored []string
 }
 
 func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name] }
@@ -130,17 +132,29 @@ func (ss *sources) names(kind string) []string {
 	return out
 }
 
-// loadSources reads every *.yaml/*.yml file of fsys except hidden paths and
-// the releases directory, strictly. A cancelled ctx stops it between files.
-func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, error) {
+// loadSources reads every *.yaml/*.yml file of fsys except hidden paths, the
+// releases directory and what ignored reports (nil: nothing), strictly. A
+// cancelled ctx stops it between files.
+func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func(p string) bool) (*sources, error) {
 	ss := &sources{byKind: map[string]map[string]*source{}}
-	// Hidden entries and the releases directory are not sources; any other
-	// symbolic link or special file is refused by the tree reader.
+	// Hidden entries, the releases directory and the files Git ignores
+	// (not directories: Git keeps a tracked file in an ignored directory)
+	// are not sources; any other symbolic link or special file is refused
+	// by the tree reader.
 	var paths []string
 	err := policytree.Walk(fsys, func(p string, d fs.DirEntry) bool {
-		return strings.HasPrefix(path.Base(p), ".") || (p == ReleasesDir && d.IsDir())
+		if strings.HasPrefix(path.Base(p), ".") || (p == ReleasesDir && d.IsDir()) {
+			return true
+		}
+		if ignored == nil || d.IsDir() || (d.Type().IsRegular() && !isYAML(p)) || !ignored(p) {
+			return false
+		}
+		if d.Type().IsRegular() {
+			ss.ignored = append(ss.ignored, p)
+		}
+		return true
 	}, func(p string) error {
-		if path.Ext(p) == ".yaml" || path.Ext(p) == ".yml" {
+		if isYAML(p) {
 			paths = append(paths, p)
 		}
 		return nil
@@ -212,6 +226,9 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set) (*sources, e
 	}
 	return ss, nil
 }
+
+// isYAML: p is named like a source document.
+func isYAML(p string) bool { return path.Ext(p) == ".yaml" || path.Ext(p) == ".yml" }
 
 // parseSource parses, schema-checks and secret-checks one document.
 // kindName is what an unknown kind must look like to be shown in an error.

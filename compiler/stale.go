@@ -38,6 +38,16 @@ func firstDifference(committed, derived, prev *bundle.Manifest) error {
 	if d == nil {
 		return fmt.Errorf("%w: %s is not in canonical form", ErrStale, p)
 	}
+	if d.Target != "" && d.Field == "(entry)" {
+		// A whole target is missing on one side: say which, not the
+		// entry's JSON.
+		if d.B == "" {
+			return fmt.Errorf("%w: %s: target %s is not declared by any source (was it in an uncommitted or ignored file?)", ErrStale, p, d.Target)
+		}
+		if d.A == "" {
+			return fmt.Errorf("%w: %s: target %s is declared by the sources, but the release does not list it (compile, and commit %s)", ErrStale, p, d.Target, p)
+		}
+	}
 	where := d.Field
 	if d.Target != "" {
 		where = "target " + d.Target + ": " + d.Field

@@ -97,7 +97,7 @@ func workflowModel(ctx context.Context, fsys fs.FS) (*model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workflow diff: schemas: %w", err)
 	}
-	ss, err := loadSources(ctx, fsys, set)
+	ss, err := loadSources(ctx, fsys, set, nil)
 	if err != nil {
 		return nil, err
 	}

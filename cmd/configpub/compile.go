@@ -77,8 +77,12 @@ configpub lease renew, not by a release.)`,
 				return err
 			}
 			defer tree.Close()
+			ignored, err := gitIgnored(repo)
+			if err != nil {
+				return err
+			}
 			copts := compiler.Options{EnvTag: env, CreatedAt: at, PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"),
-				ManifestOnly: true, CheckOnly: check, Renew: renew} // --out compiles the targets again, host by host
+				ManifestOnly: true, CheckOnly: check, Renew: renew, Ignored: ignored} // --out compiles the targets again, host by host
 			b, err := chooseBase(cmd.Context(), repo, tree, env, baseRef, check, createdAtPinned(createdAt), &copts)
 			if err != nil {
 				return err
@@ -90,6 +94,7 @@ configpub lease renew, not by a release.)`,
 			if err != nil {
 				return err
 			}
+			warnIgnored(cmd.ErrOrStderr(), res.Ignored)
 			sum := compileSummary{EnvTag: env, Manifest: compiler.ManifestPath(env), Release: res.Manifest.ReleaseVersion,
 				BaseRelease: res.Manifest.BaseReleaseVersion, Targets: len(res.Manifest.Targets), ReleaseDigest: res.Manifest.ReleaseDigest,
 				Reissued: len(res.Reissued)}

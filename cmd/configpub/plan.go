@@ -87,6 +87,9 @@ request comment per environment. It writes nothing.`,
 				base.ForStreaming()
 			}
 			opts.PreviousTree, opts.Keep = gitfs.ReleaseTrees(repo, "HEAD"), compiler.PlanKeep(base)
+			if opts.Ignored, err = gitIgnored(repo); err != nil {
+				return err
+			}
 			// The head release is the one compile would write: built on the
 			// release compile builds on.
 			chosen, err := chooseBase(cmd.Context(), repo, tree, env, "", false, createdAtPinned(createdAt), &opts)
@@ -100,6 +103,7 @@ request comment per environment. It writes nothing.`,
 			if err != nil {
 				return err
 			}
+			warnIgnored(cmd.ErrOrStderr(), head.Ignored)
 			if chosen.onto != "" && chosen.held.version == head.Manifest.ReleaseVersion && chosen.held.digest == head.Manifest.ReleaseDigest {
 				// Built on another release than the working tree holds, the
 				// head is the working tree's release itself (compiled and
