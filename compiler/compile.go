@@ -93,12 +93,13 @@ type Options struct {
 	// date (whether anything is due is read from release N's windows
 	// first). Ignored with CheckOnly.
 	Renew bool
-	// Ignored, when set, reports whether Git ignores the file p of the
-	// policy tree (slash-separated) and does not track it (gitfs.Ignored):
-	// such a file is not a source, since a release is compiled from what
-	// is committed and a clean clone does not have it. Result.Ignored
-	// lists the *.yaml and *.yml files left out. Nil: none is.
-	Ignored func(p string) bool
+	// Ignored, when set, reports whether Git ignores the file or
+	// directory p of the policy tree (slash-separated) and does not track
+	// it (gitfs.Ignored): such a file, or anything in such a directory,
+	// is not a source, since a release is compiled from what is committed
+	// and a clean clone does not have it. Result.Ignored lists the *.yaml
+	// and *.yml files and the directories left out. Nil: none is.
+	Ignored func(p string, isDir bool) bool
 }
 
 // PreviousRelease returns the recorded manifest bytes of release version of
@@ -159,8 +160,9 @@ type Result struct {
 	// activation window no longer contains this release's createdAt, why it
 	// became a new snapshot of this release.
 	Reissued []Reissue
-	// Ignored lists the *.yaml and *.yml files of the policy tree that
-	// Options.Ignored left out, sorted.
+	// Ignored lists the *.yaml and *.yml files and the directories
+	// ("local/") of the policy tree that Options.Ignored left out, in
+	// path order.
 	Ignored []string
 
 	stale error

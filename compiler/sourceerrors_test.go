@@ -121,12 +121,12 @@ func TestIgnoredFilesAreNotSources(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "scratch.yaml"), []byte("not: [a source\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts := compiler.Options{EnvTag: "dev", CheckOnly: true, Ignored: func(p string) bool { return p == "scratch.yaml" }}
+	opts := compiler.Options{EnvTag: "dev", CheckOnly: true, Ignored: func(p string, _ bool) bool { return p == "scratch.yaml" }}
 	res, err := compiler.Compile(context.Background(), os.DirFS(dir), opts)
 	if err != nil || strings.Join(res.Ignored, ",") != "scratch.yaml" {
 		t.Fatalf("got %v, %v; want scratch.yaml left out", res, err)
 	}
-	opts.Ignored = func(p string) bool { return p == "scratch.yaml" || p == "agents/advisor.yaml" }
+	opts.Ignored = func(p string, _ bool) bool { return p == "scratch.yaml" || p == "agents/advisor.yaml" }
 	_, err = compiler.Compile(context.Background(), os.DirFS(dir), opts)
 	if !errors.Is(err, compiler.ErrInvalidSource) || !strings.Contains(err.Error(), `Agent "advisor" is not defined`) ||
 		!strings.HasSuffix(err.Error(), "\n(ignored by Git: not compiled: a release is compiled from what is committed: agents/advisor.yaml, scratch.yaml)") {

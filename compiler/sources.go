@@ -97,7 +97,8 @@ type sources struct {
 	// digest is the SHA-256 over every document's path and digest, in path
 	// order: two loads of the same tree have the same digest.
 	digest [sha256.Size]byte
-	// ignored lists the *.yaml and *.yml files Git ignores, left out.
+	// ignored lists the *.yaml and *.yml files and the directories
+	// ("local/") Git ignores, left out.
 	ignored []string
 }
 
@@ -135,21 +136,23 @@ func (ss *sources) names(kind string) []string {
 // loadSources reads every *.yaml/*.yml file of fsys except hidden paths, the
 // releases directory and what ignored reports (nil: nothing), strictly. A
 // cancelled ctx stops it between files.
-func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func(p string) bool) (*sources, error) {
+func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func(p string, isDir bool) bool) (*sources, error) {
 	ss := &sources{byKind: map[string]map[string]*source{}}
-	// Hidden entries, the releases directory and the files Git ignores
-	// (not directories: Git keeps a tracked file in an ignored directory)
-	// are not sources; any other symbolic link or special file is refused
-	// by the tree reader.
+	// Hidden entries, the releases directory and what Git ignores are not
+	// sources; any other symbolic link or special file is refused by the
+	// tree reader.
 	var paths []string
 	err := policytree.Walk(fsys, func(p string, d fs.DirEntry) bool {
 		if strings.HasPrefix(path.Base(p), ".") || (p == ReleasesDir && d.IsDir()) {
 			return true
 		}
-		if ignored == nil || d.IsDir() || (d.Type().IsRegular() && !isYAML(p)) || !ignored(p) {
+		if ignored == nil || (d.Type().IsRegular() && !isYAML(p)) || !ignored(p, d.IsDir()) {
 			return false
 		}
-		if d.Type().IsRegular() {
+		switch {
+		case d.IsDir():
+			ss.ignored = append(ss.ignored, p+"/")
+		case d.Type().IsRegular():
 			ss.ignored = append(ss.ignored, p)
 		}
 		return true

@@ -13,7 +13,7 @@ import (
 // repository repo (gitfs.Ignored), or nil outside a Git repository: a
 // release is compiled from what is committed, and a clean clone (CI's
 // compile --check, promote) has no ignored file.
-func gitIgnored(repo string) (func(string) bool, error) {
+func gitIgnored(repo string) (func(string, bool) bool, error) {
 	ig, err := gitfs.Ignored(repo)
 	if errors.Is(err, gitfs.ErrNotRepository) {
 		return nil, nil

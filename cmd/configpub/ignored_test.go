@@ -43,7 +43,7 @@ func TestGitIgnoredFilesAreNotCompiled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("compile --check with ignored files: %v\n%s", err, out)
 	}
-	want := "warning: ignored by Git: not compiled: a release is compiled from what is committed: local/target.yaml, scratch.yaml\n"
+	want := "warning: ignored by Git: not compiled: a release is compiled from what is committed: local/, scratch.yaml\n"
 	if !strings.Contains(out, want) {
 		t.Errorf("got %q, want the warning %q", out, want)
 	}

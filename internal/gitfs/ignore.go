@@ -20,16 +20,17 @@ import (
 // maxIgnoreFileBytes bounds one .gitignore or info/exclude file.
 const maxIgnoreFileBytes = 1 << 20
 
-// Ignored returns a function reporting whether Git ignores the file p
-// (slash-separated, relative to dir, a directory inside a Git working tree)
-// and does not track it: what `git status` leaves out and `git add` refuses,
-// so a clean clone of the repository does not have it. The rules are the
+// Ignored returns a function reporting whether Git ignores the file or
+// directory p (slash-separated, relative to dir, a directory inside a Git
+// working tree) and does not track it (nor, for a directory, anything in
+// it): what `git status` leaves out and `git add` refuses, so a clean clone
+// of the repository does not have it. The rules are the
 // repository's: $GIT_DIR/info/exclude and every .gitignore from the
 // worktree's root down to p's directory (the user's core.excludesFile is
 // not read: it is not the repository's). A file in Git's index is tracked,
-// whatever the patterns say. A .gitignore that is a symbolic link or not a
+// whatever the patterns say, and so is a directory holding one. A .gitignore that is a symbolic link or not a
 // regular file is not read, as Git does not read it.
-func Ignored(dir string) (func(p string) bool, error) {
+func Ignored(dir string) (func(p string, isDir bool) bool, error) {
 	r, prefix, err := openAt(dir)
 	if err != nil {
 		return nil, err
@@ -62,22 +63,25 @@ type ignored struct {
 
 	mu      sync.Mutex
 	dirs    map[string][]gitignore.Pattern // every pattern that applies beneath a directory
-	tracked map[string]bool                // the index's paths, read at the first ignored file
+	tracked map[string]bool                // the index's paths and their directories, read at the first ignored path
 }
 
-func (ig *ignored) match(p string) bool {
+func (ig *ignored) match(p string, isDir bool) bool {
 	ig.mu.Lock()
 	defer ig.mu.Unlock()
 	full := path.Join(ig.prefix, p)
 	parts := strings.Split(full, "/")
-	if !gitignore.NewMatcher(ig.patterns(path.Dir(full))).Match(parts, false) {
+	if !gitignore.NewMatcher(ig.patterns(path.Dir(full))).Match(parts, isDir) {
 		return false
 	}
 	if ig.tracked == nil {
+		// Every tracked path and every directory holding one.
 		ig.tracked = map[string]bool{}
 		if idx, err := ig.repo.Storer.Index(); err == nil {
 			for _, e := range idx.Entries {
-				ig.tracked[e.Name] = true
+				for n := e.Name; n != "." && !ig.tracked[n]; n = path.Dir(n) {
+					ig.tracked[n] = true
+				}
 			}
 		}
 	}

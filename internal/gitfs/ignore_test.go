@@ -14,7 +14,7 @@ func TestIgnored(t *testing.T) {
 	for rel, s := range map[string]string{
 		".git/info/exclude":          "scratch.yaml\n",
 		".gitignore":                 "# comments and blank lines\n\nlocal/\n*.tmp.yaml\r\n",
-		"policy/agents/.gitignore":   "draft-*.yaml\n!draft-keep.yaml\n",
+		"policy/agents/.gitignore":   "draft-*.yaml\n!draft-keep.yaml\ndrafts/\n",
 		"policy/local/new.yaml":      "n: 1\n",
 		"policy/agents/draft-x.yaml": "d: 1\n",
 	} {
@@ -41,9 +41,20 @@ func TestIgnored(t *testing.T) {
 		"sub/scratch.yaml":       true,
 		"targets/dev/t.yaml":     false,
 	} {
-		if got := ignored(p); got != want {
+		if got := ignored(p, false); got != want {
 			t.Errorf("%s: ignored %v, want %v", p, got, want)
 		}
+	}
+	for p, want := range map[string]bool{"local": false /* holds a tracked file */, "agents": false, "build": false} {
+		if got := ignored(p, true); got != want {
+			t.Errorf("directory %s: ignored %v, want %v", p, got, want)
+		}
+	}
+	if !ignored("agents/drafts", true) {
+		t.Errorf("directory agents/drafts: not ignored, want it ignored (drafts/)")
+	}
+	if !ignored("agents/draft-y.yaml", true) {
+		t.Errorf("directory agents/draft-y.yaml: not ignored, want it ignored (draft-*.yaml)")
 	}
 	if _, err := Ignored(t.TempDir()); err == nil {
 		t.Error("outside a repository: no error")
