@@ -87,8 +87,37 @@ func flatten(v *render.Value) *render.Value {
 	return out.SortKeys()
 }
 
+// reservedSettingKeys are the top-level members of values.yml that are not
+// settings: the envelope and the policy namespaces.
+var reservedSettingKeys = []string{
+	"runtimePolicy",
+	bundle.Namespace(bundle.AudienceAgent),
+	bundle.Namespace(bundle.AudienceGateway),
+	bundle.Namespace(bundle.AudienceKnowledge),
+}
+
+// foldSettingKey is how a case-insensitive consumer compares keys: Viper
+// lower-cases them; Spring's relaxed binding and .NET's configuration binder
+// also ignore "-" and "_".
+func foldSettingKey(k string) string {
+	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(k))
+}
+
+// reservedSettingKey returns the reserved name k stands for in a consumer
+// that ignores case, "-" and "_", or "".
+func reservedSettingKey(k string) string {
+	f := foldSettingKey(k)
+	for _, r := range reservedSettingKeys {
+		if f == strings.ToLower(r) {
+			return r
+		}
+	}
+	return ""
+}
+
 // checkSettingKeys refuses setting keys that would collide with the
-// envelope or a namespace, or that contain "." (ambiguous once flattened).
+// envelope or a namespace (ignoring case, "-" and "_": RuntimePolicy is
+// runtimePolicy to Viper), or that contain "." (ambiguous once flattened).
 func checkSettingKeys(src *source, path []string, v *render.Value, top bool) error {
 	if v == nil || v.Kind != render.KindMap {
 		return nil
@@ -98,24 +127,14 @@ func checkSettingKeys(src *source, path []string, v *render.Value, top bool) err
 		if strings.Contains(k, ".") || k == "" {
 			return src.errorf(p, "setting key %q must be non-empty and must not contain \".\"", k)
 		}
-		if top && (k == "runtimePolicy" || bundle.Namespace(audienceOfNamespace(k)) == k) {
+		if r := reservedSettingKey(k); top && r == k {
 			return src.errorf(p, "setting key %q is reserved", k)
+		} else if top && r != "" {
+			return src.errorf(p, "setting key %q is reserved: it is %q to a runtime that ignores case, \"-\" and \"_\" (Viper, Spring, .NET)", k, r)
 		}
 		if err := checkSettingKeys(src, p, v.Vals[i], false); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func audienceOfNamespace(k string) string {
-	switch k {
-	case "agentPolicy":
-		return bundle.AudienceAgent
-	case "gatewayPolicy":
-		return bundle.AudienceGateway
-	case "knowledgePolicy":
-		return bundle.AudienceKnowledge
-	}
-	return ""
 }

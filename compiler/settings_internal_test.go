@@ -60,3 +60,26 @@ func TestDeriveID(t *testing.T) {
 		t.Errorf("parts not separated")
 	}
 }
+
+func TestReservedSettingKeyIgnoresCaseAndSeparators(t *testing.T) {
+	tests := []struct {
+		name, key, want string
+	}{
+		{"exact", "runtimePolicy", "runtimePolicy"},
+		{"capitalised", "RuntimePolicy", "runtimePolicy"},
+		{"lower case", "runtimepolicy", "runtimePolicy"},
+		{"kebab case", "runtime-policy", "runtimePolicy"},
+		{"snake case", "AGENT_POLICY", "agentPolicy"},
+		{"gateway namespace", "Gateway-Policy", "gatewayPolicy"},
+		{"knowledge namespace", "knowledge_policy", "knowledgePolicy"},
+		{"longer name", "runtimePolicyOverrides", ""},
+		{"ordinary setting", "logging", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reservedSettingKey(tt.key); got != tt.want {
+				t.Errorf("reservedSettingKey(%q) = %q, want %q", tt.key, got, tt.want)
+			}
+		})
+	}
+}
