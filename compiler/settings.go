@@ -3,6 +3,8 @@ package compiler
 import (
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
 )
@@ -117,7 +119,9 @@ func reservedSettingKey(k string) string {
 
 // checkSettingKeys refuses setting keys that would collide with the
 // envelope or a namespace (ignoring case, "-" and "_": RuntimePolicy is
-// runtimePolicy to Viper), or that contain "." (ambiguous once flattened).
+// runtimePolicy to Viper), that contain "." (ambiguous once flattened), or
+// that are not in Unicode NFC (an Environment's "café" and a Target's
+// decomposed "café" would be two keys that look alike).
 func checkSettingKeys(src *source, path []string, v *render.Value, top bool) error {
 	if v == nil || v.Kind != render.KindMap {
 		return nil
@@ -126,6 +130,9 @@ func checkSettingKeys(src *source, path []string, v *render.Value, top bool) err
 		p := append(path[:len(path):len(path)], k)
 		if strings.Contains(k, ".") || k == "" {
 			return src.errorf(p, "setting key %q must be non-empty and must not contain \".\"", k)
+		}
+		if !norm.NFC.IsNormalString(k) {
+			return src.errorf(p, "setting key %+q is not in Unicode NFC (composed) form; write %+q: the two look alike, but an override of one would not reach the other", k, norm.NFC.String(k))
 		}
 		if r := reservedSettingKey(k); top && r == k {
 			return src.errorf(p, "setting key %q is reserved", k)
