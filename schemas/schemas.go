@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -170,7 +172,7 @@ func (s *Set) Validate(name string, doc any) error {
 		return fmt.Errorf("validate %s: %w", name, err)
 	}
 	var probs []Problem
-	collect(ve, &probs)
+	collect(ve, doc, nil, &probs)
 	probs = expandMissing(sch, probs)
 	s.suggestFields(name, probs)
 	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Pointer() < probs[j].Pointer() })
@@ -188,11 +190,17 @@ var printer = message.NewPrinter(language.English)
 
 // collect flattens the leaves of a validation error tree. A missing-property
 // leaf becomes one problem per missing name, located at that name; an
-// additional-property leaf one per unknown name.
-func collect(ve *jsonschema.ValidationError, out *[]Problem) {
+// additional-property leaf one per unknown name; a key that fails a
+// propertyNames schema one problem at the key. within is the location of
+// the nearest enclosing error whose location can be trusted.
+func collect(ve *jsonschema.ValidationError, doc any, within []string, out *[]Problem) {
+	if k, ok := ve.ErrorKind.(*kind.PropertyNames); ok {
+		collectKey(ve, doc, within, k.Property, out)
+		return
+	}
 	if len(ve.Causes) > 0 {
 		for _, c := range ve.Causes {
-			collect(c, out)
+			collect(c, doc, ve.InstanceLocation, out)
 		}
 		return
 	}
@@ -211,6 +219,100 @@ func collect(ve *jsonschema.ValidationError, out *[]Problem) {
 	}
 }
 
+// collectKey flattens a propertyNames violation into a problem at the key's
+// own path, saying that it is the key that fails: its causes are located
+// relative to the key (their whole instance), which put them at the
+// document. The violation's own location cannot be used as it is:
+// jsonschema/v6 (v6.0.3) stores it without copying the validator's location
+// slice, which the validation of later siblings then overwrites; only its
+// length holds. So the key is looked for in doc, at that depth below within
+// (the location of an enclosing error, which is copied).
+func collectKey(ve *jsonschema.ValidationError, doc any, within []string, key string, out *[]Problem) {
+	var msgs []string
+	var leaves func(c *jsonschema.ValidationError)
+	leaves = func(c *jsonschema.ValidationError) {
+		if len(c.Causes) > 0 {
+			for _, cc := range c.Causes {
+				leaves(cc)
+			}
+			return
+		}
+		msgs = append(msgs, keyMessage(c.ErrorKind))
+	}
+	for _, c := range ve.Causes {
+		leaves(c)
+	}
+	if len(msgs) == 0 {
+		msgs = append(msgs, "invalid key")
+	}
+	depth := len(ve.InstanceLocation)
+	if len(within) > depth {
+		within = nil
+	}
+	for _, at := range membersNamed(doc, within, depth, key) {
+		for _, m := range msgs {
+			*out = append(*out, Problem{Path: append(at, key), Message: m})
+		}
+	}
+}
+
+// membersNamed returns the locations, depth segments long and starting
+// with prefix, of the maps in doc that have a member named key.
+func membersNamed(doc any, prefix []string, depth int, key string) [][]string {
+	var out [][]string
+	var walk func(v any, loc []string)
+	walk = func(v any, loc []string) {
+		if len(loc) < len(prefix) {
+			seg := prefix[len(loc)]
+			switch v := v.(type) {
+			case map[string]any:
+				if c, ok := v[seg]; ok {
+					walk(c, append(loc, seg))
+				}
+			case []any:
+				if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(v) {
+					walk(v[i], append(loc, seg))
+				}
+			}
+			return
+		}
+		if len(loc) == depth {
+			if m, ok := v.(map[string]any); ok {
+				if _, ok := m[key]; ok {
+					out = append(out, slices.Clone(loc))
+				}
+			}
+			return
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				walk(c, append(loc[:len(loc):len(loc)], k))
+			}
+		case []any:
+			for i, c := range v {
+				walk(c, append(loc[:len(loc):len(loc)], strconv.Itoa(i)))
+			}
+		}
+	}
+	walk(doc, nil)
+	return out
+}
+
+// keyMessage describes a key that fails its propertyNames schema. The key
+// is in the problem's path, so the message does not repeat it.
+func keyMessage(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Pattern:
+		return fmt.Sprintf("key does not match pattern %q", k.Want)
+	case *kind.MinLength:
+		return fmt.Sprintf("key must have at least %d characters", k.Want)
+	case *kind.MaxLength:
+		return fmt.Sprintf("key must have at most %d characters", k.Want)
+	}
+	return "invalid key: " + k.LocalizedString(printer)
+}
+
 // redactedMessage describes a violation without the offending value: a value that
 // fails a pattern or format may be a credential (a key pasted where a
 // reference belongs), so only the rule is named.
@@ -220,8 +322,6 @@ func redactedMessage(k jsonschema.ErrorKind) string {
 		return fmt.Sprintf("value does not match pattern %q (the value is not shown)", k.Want)
 	case *kind.Format:
 		return fmt.Sprintf("value is not a valid %s (the value is not shown)", k.Want)
-	case *kind.PropertyNames:
-		return "invalid member name (the name is not shown)"
 	case *kind.ContentEncoding:
 		return fmt.Sprintf("value is not %s encoded (the value is not shown)", k.Want)
 	case *kind.ContentMediaType:

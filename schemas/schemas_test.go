@@ -2,6 +2,9 @@ package schemas
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -52,5 +55,39 @@ func TestStandalone(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte(`"description": "System prompt.`)) {
 		t.Error("standalone schema lost the field descriptions")
+	}
+}
+
+// TestInvalidKeyIsLocatedAtTheKey checks that a key refused by a
+// propertyNames schema is reported at its own path, as a key: the pattern's
+// violation is located relative to the key, which put it at the document.
+func TestInvalidKeyIsLocatedAtTheKey(t *testing.T) {
+	s, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, key string
+	}{
+		{"space", "a b"},
+		{"leading digit", "1"},
+		{"empty", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := map[string]any{
+				"apiVersion": "configpub.dev/v1", "kind": "Environment",
+				"metadata": map[string]any{"name": "dev"},
+				"spec":     map[string]any{"settings": map[string]any{"agent": map[string]any{tt.key: json.Number("1"), "ok": "x"}}},
+			}
+			var ve *ValidationError
+			if err := s.Validate("source/environment", doc); !errors.As(err, &ve) {
+				t.Fatalf("got %v, want a *ValidationError", err)
+			}
+			want := Problem{Path: []string{"spec", "settings", "agent", tt.key}, Message: `key does not match pattern "^[A-Za-z_][A-Za-z0-9_-]*$"`}
+			if len(ve.Problems) != 1 || !slices.Equal(ve.Problems[0].Path, want.Path) || ve.Problems[0].Message != want.Message {
+				t.Errorf("got %+v, want [%+v]", ve.Problems, want)
+			}
+		})
 	}
 }
