@@ -313,6 +313,12 @@ func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer)
 // the parsed tree: the decoded spec is all a compile keeps.
 func (s *source) decode(v any) error {
 	if err := render.Decode(s.Doc.Value, v); err != nil {
+		// At the member refused (an integer field's 1e+300), not the
+		// document's first line.
+		var de *render.DecodeError
+		if errors.As(err, &de) && len(de.Path) > 0 {
+			return s.errorf(de.Path, "%s", de.Msg)
+		}
 		return s.errorf(nil, "decode: %v", err)
 	}
 	s.release()

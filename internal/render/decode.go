@@ -337,18 +337,28 @@ func (d *decoder) mismatch(v *Value, t reflect.Type) error {
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
-	msg := fmt.Sprintf(format, args...)
-	if len(d.path) > 0 {
-		var b strings.Builder
-		for _, p := range d.path {
-			if b.Len() > 0 && !strings.HasPrefix(p, "[") {
-				b.WriteByte('.')
-			}
-			b.WriteString(p)
-		}
-		msg = b.String() + ": " + msg
+	return &DecodeError{Path: append([]string(nil), d.path...), Msg: fmt.Sprintf(format, args...)}
+}
+
+// DecodeError is a refusal by Decode at a member path of the value: keys,
+// and "[i]" for list items (as the strict YAML reader locates them).
+type DecodeError struct {
+	Path []string
+	Msg  string
+}
+
+func (e *DecodeError) Error() string {
+	if len(e.Path) == 0 {
+		return e.Msg
 	}
-	return errors.New(msg)
+	var b strings.Builder
+	for _, p := range e.Path {
+		if b.Len() > 0 && !strings.HasPrefix(p, "[") {
+			b.WriteByte('.')
+		}
+		b.WriteString(p)
+	}
+	return b.String() + ": " + e.Msg
 }
 
 func kindName(k Kind) string {

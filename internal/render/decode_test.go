@@ -2,10 +2,12 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,6 +176,11 @@ func TestDecodeNamesThePath(t *testing.T) {
 	err := Decode(Map().Add("items", List(Map().Add("id", String("a")), Map().Add("value", String("x")))), &got)
 	if err == nil || !strings.HasPrefix(err.Error(), "items[1].value: ") {
 		t.Fatalf("error %v, want one naming items[1].value", err)
+	}
+	// The path is also there as segments, for a caller to locate the member.
+	var de *DecodeError
+	if !errors.As(err, &de) || !slices.Equal(de.Path, []string{"items", "[1]", "value"}) {
+		t.Fatalf("got %#v, want a *DecodeError at [items [1] value]", err)
 	}
 }
 
