@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	gojcs "github.com/gowebpki/jcs"
 	yaml "gopkg.in/yaml.v3"
@@ -39,13 +40,13 @@ func Parse(file string, data []byte) (*Doc, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: file, Line: 1, Msg: "empty document", Class: Syntax}
 		}
-		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: "), Class: Syntax}
+		return nil, syntaxError(file, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return nil, &Error{File: file, Line: extra.Line, Msg: "more than one yaml document in a file", Class: Syntax}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: "), Class: Syntax}
+		return nil, syntaxError(file, data, err)
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
 		return nil, &Error{File: file, Line: 1, Msg: "empty document", Class: Syntax}
@@ -66,6 +67,38 @@ func ParseValue(file string, data []byte) (*render.Value, error) {
 		return nil, err
 	}
 	return d.Value, nil
+}
+
+// syntaxError is the refusal of data that yaml.v3 could not read. Bytes
+// that are not UTF-8 are located at the first one: yaml.v3 reports them at
+// line 1 whatever their line. (A file starting with a UTF-16 byte order
+// mark is UTF-16 to yaml.v3, and is left to it.)
+func syntaxError(file string, data []byte, err error) *Error {
+	if !bytes.HasPrefix(data, []byte{0xfe, 0xff}) && !bytes.HasPrefix(data, []byte{0xff, 0xfe}) && !utf8.Valid(data) {
+		line, col, b := firstInvalidUTF8(data)
+		return &Error{File: file, Line: line, Msg: fmt.Sprintf("invalid UTF-8 at column %d (byte 0x%02x): a source file must be UTF-8 text", col, b), Class: Syntax}
+	}
+	return &Error{File: file, Line: yamlErrLine(err), Msg: "invalid yaml: " + strings.TrimPrefix(err.Error(), "yaml: "), Class: Syntax}
+}
+
+// firstInvalidUTF8 returns the line and column (in characters, from 1) of
+// the first byte of data that does not start a valid UTF-8 sequence, and
+// the byte.
+func firstInvalidUTF8(data []byte) (line, col int, b byte) {
+	line, col = 1, 1
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return line, col, data[i]
+		}
+		if r == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+		i += n
+	}
+	return line, col, 0
 }
 
 // yamlErrLine extracts "line N" from a yaml.v3 error message.

@@ -39,6 +39,10 @@ func TestParseRefuses(t *testing.T) {
 		{"custom tag", "a: !thing x\n", 1, "a", "is not allowed"},
 		{"two documents", "a: 1\n---\nb: 2\n", 2, "", "more than one yaml document"},
 		{"empty", "", 1, "", "empty document"},
+		{"not utf-8 on line 3", "a: 1\nb: 2\nc: caf\xe9\n", 3, "", "invalid UTF-8 at column 7 (byte 0xe9)"},
+		{"not utf-8 after a multi-byte character", "a:\n  b: \u00e9\xff\n", 2, "", "invalid UTF-8 at column 7 (byte 0xff)"},
+		{"not utf-8 in a comment", "a: 1\n# r\xc3\n", 2, "", "invalid UTF-8 at column 4 (byte 0xc3)"},
+		{"truncated utf-8 at the end", "a: 1\nb: \xe2\x82", 2, "", "invalid UTF-8 at column 4 (byte 0xe2)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,5 +117,21 @@ func TestErrorShowsTheFileNameEscaped(t *testing.T) {
 	e := &Error{File: "a\x1b.yaml", Line: 1, Field: "k\u2028", Msg: "bad"}
 	if got, want := e.Error(), `a\x1b.yaml:1: k\u2028: bad`; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestParseReadsUTF16 checks that a file with a UTF-16 byte order mark,
+// which yaml.v3 reads as UTF-16, is not refused as invalid UTF-8.
+func TestParseReadsUTF16(t *testing.T) {
+	in := []byte{0xff, 0xfe}
+	for _, r := range "a: 1\n" {
+		in = append(in, byte(r), 0)
+	}
+	d, err := Parse("f.yaml", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Value.Get("a"); v == nil || v.Kind != render.KindInt || v.Int != 1 {
+		t.Errorf("got %#v, want a: 1", d.Value)
 	}
 }
