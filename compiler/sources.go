@@ -75,7 +75,7 @@ func (s *source) errorf(path []string, format string, args ...any) error {
 		if err != nil {
 			return fmt.Errorf("%s: re-read to locate %s: %w", s.File, yamlstrict.FieldPath(path), err)
 		}
-		d, err := yamlstrict.Parse(s.File, b)
+		d, err := yamlstrict.ParseSource(s.File, b)
 		if err != nil {
 			return fromStrict(err)
 		}
@@ -249,7 +249,7 @@ func kindList() string {
 
 // buf holds the document's plain form while the schema checks it.
 func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer) (*source, error) {
-	doc, err := yamlstrict.Parse(file, b)
+	doc, err := yamlstrict.ParseSource(file, b)
 	if err != nil {
 		return nil, fromStrict(err)
 	}

@@ -30,7 +30,16 @@ type Doc struct {
 }
 
 // Parse reads exactly one YAML document from data and converts it strictly.
-func Parse(file string, data []byte) (*Doc, error) {
+func Parse(file string, data []byte) (*Doc, error) { return parse(file, data, false) }
+
+// ParseSource is Parse with the rules of policy sources that Parse, which
+// also reads published artifacts (values.yml, release manifests), does not
+// apply, so that a runtime never refuses a values.yml published before
+// them: an integer literal beyond int64 (100000000000000000000), a float
+// to yaml.v3, is refused as an integer beyond ±2^53.
+func ParseSource(file string, data []byte) (*Doc, error) { return parse(file, data, true) }
+
+func parse(file string, data []byte, source bool) (*Doc, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: file, Line: 1, Msg: fmt.Sprintf("file is %d bytes, more than the %d allowed", len(data), MaxFileSize), Class: Syntax}
 	}
@@ -52,7 +61,7 @@ func Parse(file string, data []byte) (*Doc, error) {
 		return nil, &Error{File: file, Line: 1, Msg: "empty document", Class: Syntax}
 	}
 	n := root.Content[0]
-	c := converter{file: file}
+	c := converter{file: file, source: source}
 	v, err := c.convert(n, nil, 1)
 	if err != nil {
 		return nil, err
@@ -116,7 +125,10 @@ func yamlErrLine(err error) int {
 	return 1
 }
 
-type converter struct{ file string }
+type converter struct {
+	file   string
+	source bool // ParseSource's rules
+}
 
 // maxPathShown bounds the field path of a message (deep nesting).
 const maxPathShown = 12
@@ -279,7 +291,18 @@ func (c *converter) scalar(n *yaml.Node, path []string) (*render.Value, error) {
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, c.fail(n, path, "number %q has no JSON equivalent (NaN and infinities are refused)", n.Value)
 		}
+		// An integer literal beyond int64 (100000000000000000000) is a
+		// float to yaml.v3; it is an integer beyond ±2^53 as surely as
+		// one that fits int64 is.
+		if c.source && !explicit && !strings.ContainsAny(n.Value, ".eE") && math.Abs(f) > render.MaxSafeInt {
+			return nil, c.fail(n, path, "integer %s is beyond ±2^53 and has no exact JSON equivalent", n.Value)
+		}
 		if canon, err := gojcs.NumberToJSON(f); err != nil || canon != n.Value {
+			if !strings.ContainsAny(canon, ".eE") && math.Abs(f) > render.MaxSafeInt {
+				// Its canonical form is an integer beyond ±2^53, which
+				// is refused as well: no unquoted form means this number.
+				return nil, c.fail(n, path, "number %q would be read as the integer %s, beyond ±2^53 with no exact JSON equivalent; quote it", n.Value, canon)
+			}
 			return nil, c.fail(n, path, "number %q would be read as %s; write %s or quote it", n.Value, canon, canon)
 		}
 		return render.Float(f), nil

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	yaml "gopkg.in/yaml.v3"
+
 	"github.com/configpub/configpub/internal/render"
 )
 
@@ -31,6 +33,8 @@ func TestParseRefuses(t *testing.T) {
 		{"overflowing float with a leading point", "a: .5e999\n", 1, "a", "overflows a 64-bit float"},
 		{"underflowing float", "a: 1e-400\n", 1, "a", "would be read as 0"},
 		{"beyond 2^53", "a: 9007199254740993\n", 1, "a", "beyond ±2^53"},
+		{"float read as an integer beyond 2^53", "a: 1e16\n", 1, "a", "number \"1e16\" would be read as the integer 10000000000000000, beyond ±2^53 with no exact JSON equivalent; quote it"},
+		{"float read as a large float", "a: 1e21\n", 1, "a", "would be read as 1e+21; write 1e+21 or quote it"},
 		{"octal", "a: [010]\n", 1, "a[0]", "not plain decimal"},
 		{"hex", "a: 0x1F\n", 1, "a", "not plain decimal"},
 		{"yaml 1.1 float", "v: 1.10\n", 1, "v", "would be read as 1.1"},
@@ -133,5 +137,66 @@ func TestParseReadsUTF16(t *testing.T) {
 	}
 	if v := d.Value.Get("a"); v == nil || v.Kind != render.KindInt || v.Int != 1 {
 		t.Errorf("got %#v, want a: 1", d.Value)
+	}
+}
+
+// TestParseSourceRefusesIntegersBeyondInt64: an integer literal beyond
+// int64 is a float to yaml.v3, and was accepted where one that fits int64
+// was refused as beyond ±2^53.
+func TestParseSourceRefusesIntegersBeyondInt64(t *testing.T) {
+	tests := []struct {
+		name, in string
+		line     int
+		field    string
+	}{
+		{"beyond uint64", "a: 100000000000000000000\n", 1, "a"},
+		{"negative beyond int64", "a:\n  b: -9223372036854775809\n", 2, "a.b"},
+		{"with a plus sign", "a: [+20000000000000000000]\n", 1, "a[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseSource("f.yaml", []byte(tt.in))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v, want *Error", err)
+			}
+			if e.Line != tt.line || e.Field != tt.field || !strings.Contains(e.Msg, "is beyond ±2^53 and has no exact JSON equivalent") {
+				t.Errorf("got %d %q %q, want %d %q beyond ±2^53", e.Line, e.Field, e.Msg, tt.line, tt.field)
+			}
+		})
+	}
+	// What stays accepted: a float said explicitly, a float in its
+	// canonical form, an integer within ±2^53.
+	for _, in := range []string{"a: !!float 100000000000000000000\n", "a: !!float 5\n", "a: 1e+21\n", "a: 9007199254740991\n"} {
+		if _, err := ParseSource("f.yaml", []byte(in)); err != nil {
+			t.Errorf("%q: got %v, want it accepted", in, err)
+		}
+	}
+}
+
+// TestIntegerBeyondInt64WasNeverThatInteger shows why refusing the literal
+// breaks no source that meant it: Parse (which still reads published
+// values.yml) and yaml.v3 (what a Go runtime and Viper read values.yml
+// with) both read 100000000000000000000 as the float 1e+20, and no int64
+// holds it.
+func TestIntegerBeyondInt64WasNeverThatInteger(t *testing.T) {
+	in := []byte("a: 100000000000000000000\n")
+	d, err := Parse("values.yml", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Value.Get("a"); v.Kind != render.KindFloat || v.Float != 1e20 {
+		t.Errorf("Parse: got %#v, want the float 1e+20", v)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(in, &m); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := m["a"].(float64); !ok || f != 1e20 {
+		t.Errorf("yaml.v3: got %T %v, want float64 1e+20", m["a"], m["a"])
+	}
+	var n struct{ A int64 }
+	if err := yaml.Unmarshal(in, &n); err == nil {
+		t.Errorf("yaml.v3 stored it in an int64: %d", n.A)
 	}
 }
