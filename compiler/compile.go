@@ -48,6 +48,12 @@ type Options struct {
 	// one at a time, as the committed release's are, rather than held
 	// whole while release N derives.
 	PreviousTree PreviousTree
+	// Introduced, when set, returns the policy tree the committed release
+	// was compiled from, so that a stale release names the inputs edited
+	// since (see IntroducedTree). nil: they are named from the release
+	// manifest alone — the inputs its root lists, and the hosts whose own
+	// inputs changed.
+	Introduced IntroducedTree
 	// ManifestOnly: the caller needs the release manifest only (its
 	// target entries: identity, snapshot, digests, changed), not the
 	// compiled targets. Every target is still rendered and validated, host
@@ -105,6 +111,13 @@ type Options struct {
 // PreviousRelease returns the recorded manifest bytes of release version of
 // envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
 type PreviousRelease func(ctx context.Context, envTag string, version int64) ([]byte, error)
+
+// IntroducedTree returns the policy tree of the commit that introduced the
+// committed release file of envTag (Git: the oldest commit of the first-parent
+// history of HEAD that holds the same bytes): the sources it was compiled
+// from, when a later commit changed them without compiling. A tree whose
+// release file is not the committed one is not used.
+type IntroducedTree func(ctx context.Context, envTag string) (fs.FS, error)
 
 // PreviousTree returns a policy tree whose releases/<envTag>.yaml is release
 // version of envTag, or an error wrapping bundle.ErrReleaseNotRecorded.
@@ -186,6 +199,9 @@ type Result struct {
 	// and sources SourcesDigest, kept by ForStreaming.
 	promotion, activation *[2]string
 	sources               string
+	// ownInputs is each host's own inputs (Options.CheckOnly only), to
+	// name those that changed when the release is stale.
+	ownInputs map[string][]bundle.Input
 }
 
 // SourcesDigest returns a digest of the policy sources the release was
@@ -561,8 +577,12 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (
 		if err != nil {
 			return nil, err
 		}
-		return &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
-			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, keep: opts.Keep, archiveSize: archiveSize}, nil
+		c := &compilation{m: m, env: opts.EnvTag, set: set, createdAt: createdAt, base: base,
+			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, keep: opts.Keep, archiveSize: archiveSize}
+		if opts.CheckOnly {
+			c.ownInputs = map[string][]bundle.Input{}
+		}
+		return c, nil
 	}
 	// start runs one derivation; a ManifestOnly result keeps how to run it
 	// again, for EachTarget.
@@ -698,7 +718,7 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (
 			case len(cr.unlisted) > 0:
 				verr = fmt.Errorf("%w: %s is not listed by %s; configpub compile removes it", ErrStale, cr.unlisted[0], ManifestPath(opts.EnvTag))
 			default:
-				verr = firstDifference(committed, d.Manifest, prev.manifest())
+				verr = firstDifference(committed, d.Manifest, prev.manifest(), changedInputs(ctx, opts, committedFS, committed, d))
 			}
 			if opts.CheckOnly || nothingDue {
 				// Asked only whether N is up to date; or a renewal with
@@ -1200,6 +1220,9 @@ type compilation struct {
 	// archiveSize is the size of the committed release archive (0: none):
 	// room for the release's own archive, allocated once.
 	archiveSize int
+	// ownInputs, kept when set (a check, whose stale release names the
+	// inputs that changed), is each host's own inputs as placed.
+	ownInputs map[string][]bundle.Input
 
 	// only, when set, selects the hosts compiled (with emit: the others
 	// are skipped and emit nothing).
@@ -1563,7 +1586,7 @@ func (c *compilation) finish(profiles []bundle.LeaseProfile, out []Target, entri
 		return a.Host < b.Host || a.Host == b.Host && a.ServiceID < b.ServiceID
 	})
 	res := &Result{Targets: out, Workflows: views, Reissued: c.reissued, ProtectedRef: m.repo.spec.ProtectedRef, Rollout: c.rollout,
-		workflowSpecs: make(map[string]*workflowSpec, len(m.workflows))}
+		workflowSpecs: make(map[string]*workflowSpec, len(m.workflows)), ownInputs: c.ownInputs}
 	for name, w := range m.workflows {
 		spec := w.spec // a copy: the result does not hold the documents' sources
 		res.workflowSpecs[name] = &spec
@@ -1734,6 +1757,9 @@ func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInp
 				return nil, nil, nil, fmt.Errorf("compile %s: inputs of %s: %w", c.env, h, err)
 			}
 			hosts = append(hosts, bundle.HostInputs{Host: h, Digest: d})
+			if c.ownInputs != nil {
+				c.ownInputs[h] = in
+			}
 		}
 		i = j
 	}

@@ -24,8 +24,9 @@ func (r *Result) Stale() error {
 }
 
 // firstDifference explains how the committed release differs from the one
-// derived from the sources and prev (nil for release 1).
-func firstDifference(committed, derived, prev *bundle.Manifest) error {
+// derived from the sources and prev (nil for release 1), naming first the
+// inputs that changed since it was compiled, when that is known.
+func firstDifference(committed, derived, prev *bundle.Manifest, changed inputChanges) error {
 	p := ManifestPath(committed.EnvTag)
 	from := "the sources"
 	if prev != nil {
@@ -51,6 +52,12 @@ func firstDifference(committed, derived, prev *bundle.Manifest) error {
 	where := d.Field
 	if d.Target != "" {
 		where = "target " + d.Target + ": " + d.Field
+	}
+	if what := changed.describe(committed.ReleaseVersion); what != "" {
+		if sameValues(committed, derived) {
+			what += "; no target's values changed"
+		}
+		return fmt.Errorf("%w: %s: %s (%s is %s, but %s derive %s)", ErrStale, p, what, where, orNone(d.A), from, orNone(d.B))
 	}
 	return fmt.Errorf("%w: %s: %s is %s, but %s derive %s", ErrStale, p, where, orNone(d.A), from, orNone(d.B))
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/bundle"
@@ -27,8 +28,8 @@ func addCompileCmd(root *cobra.Command) {
 		Long: `compile resolves, projects, digests, renders and validates every target of
 one environment. It rewrites releases/ENV.yaml when the sources changed, and with
 --out writes OUT/ENV/HOST/SERVICEID/values.yml plus target.json. --check writes
-nothing and exits 1 naming the first differing field when the committed manifest
-is stale: the manifest is re-derived from the sources and the previous release as
+nothing and exits 1 naming the sources edited since the committed manifest was
+compiled and its first differing field when it is stale: the manifest is re-derived from the sources and the previous release as
 recorded in the first-parent Git history of HEAD, never trusted. A new release's createdAt is --created-at, else SOURCE_DATE_EPOCH, else
 the commit time of the policy repository's HEAD.
 
@@ -86,6 +87,9 @@ configpub lease renew, not by a release.)`,
 			b, err := chooseBase(cmd.Context(), repo, tree, env, baseRef, check, createdAtPinned(createdAt), &copts)
 			if err != nil {
 				return err
+			}
+			if check && copts.Committed == nil {
+				copts.Introduced = introducedTree(repo) // a stale release names the sources edited since
 			}
 			res, err := compiler.Compile(cmd.Context(), tree, copts)
 			if errors.Is(err, compiler.ErrCreatedAtRequired) {
@@ -360,4 +364,24 @@ func resolveCreatedAt(flag, repo string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("createdAt from HEAD: %w", err)
 	}
 	return t, nil
+}
+
+// introducedTree is compiler.IntroducedTree in the Git repository whose
+// root is repo: the tree of the commit that introduced HEAD's release file.
+func introducedTree(repo string) compiler.IntroducedTree {
+	return func(ctx context.Context, envTag string) (fs.FS, error) {
+		r, err := git.PlainOpen(repo)
+		if err != nil {
+			return nil, err
+		}
+		head, err := r.Head()
+		if err != nil {
+			return nil, err
+		}
+		c, err := gitfs.IntroducingCommit(ctx, r, head.Hash().String(), envTag)
+		if err != nil {
+			return nil, err
+		}
+		return gitfs.TreeFS(repo, c)
+	}
 }

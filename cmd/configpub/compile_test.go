@@ -381,3 +381,40 @@ func TestCompileRenewBefore(t *testing.T) {
 		t.Fatalf("check of the renewal: %v\n%s", err, out)
 	}
 }
+
+// TestCompileCheckNamesTheEditedSources: a commit that edits sources
+// without compiling makes the committed release stale; --check names the
+// files edited since the commit that introduced the release, and says
+// when no target's values changed (a comment) — it named only the
+// release digest, or inputs[1].digest for the environment document.
+func TestCompileCheckNamesTheEditedSources(t *testing.T) {
+	dir := gitFixture(t)
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo := func(rel, text string) {
+		t.Helper()
+		f, err := os.OpenFile(filepath.Join(dir, rel), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTo("agents/account.yaml", "# reviewed\n")
+	commitAll(t, r, "a comment", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
+	if want := "sources edited since release 1 was compiled: agents/account.yaml; no target's values changed (releaseDigest is"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want it to contain %q", err, want)
+	}
+	appendTo("environments/dev.yaml", "# reviewed\n")
+	appendTo("targets/prod/account.yaml", "# not an input of dev\n")
+	commitAll(t, r, "two more comments", time.Date(2026, 10, 3, 0, 0, 0, 0, time.UTC))
+	_, err = runCLI("compile", "--repo", dir, "--env", "dev", "--check")
+	if want := "sources edited since release 1 was compiled: agents/account.yaml, environments/dev.yaml; no target's values changed (inputs[1].digest is"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want it to contain %q", err, want)
+	}
+}
