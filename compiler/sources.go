@@ -142,6 +142,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	// sources; any other symbolic link or special file is refused by the
 	// tree reader.
 	var paths []string
+	var miscased []error // agents/x.YAML: refused, not silently left out
 	err := policytree.Walk(fsys, func(p string, d fs.DirEntry) bool {
 		if strings.HasPrefix(path.Base(p), ".") || (p == ReleasesDir && d.IsDir()) {
 			return true
@@ -159,6 +160,8 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	}, func(p string) error {
 		if isYAML(p) {
 			paths = append(paths, p)
+		} else if ext := path.Ext(p); strings.EqualFold(ext, ".yaml") || strings.EqualFold(ext, ".yml") {
+			miscased = append(miscased, &SourceError{File: p, Line: 1, Err: fmt.Errorf("extension %s is not compiled: a source file ends in .yaml or .yml, in lower case; rename it (or move it under a hidden directory if it is not a source)", ext)})
 		}
 		return nil
 	})
@@ -198,7 +201,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	if err != nil {
 		return nil, err
 	}
-	if err := joinSourceErrors(errs); err != nil {
+	if err := joinSourceErrors(append(miscased, errs...)); err != nil {
 		return nil, err
 	}
 	sum := sha256.New()
