@@ -39,7 +39,7 @@ func TestAttachAfterARegistryMove(t *testing.T) {
 	}
 	missing := func() (n int) {
 		for _, ref := range refs {
-			ms, err := h.Client.DeliveryManifests(ctx, ref)
+			ms, err := h.Client.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
 			if err != nil {
 				t.Fatalf("%s: %v", ref, err)
 			}

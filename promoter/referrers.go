@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -31,7 +32,7 @@ var _ ManifestAttacher = (*registry.Client)(nil)
 // *registry.Client satisfies it. AttachDeliveryManifests keeps every
 // artifact's referrers at registry.KeepDeliveryManifests with it.
 type KeepingAttacher interface {
-	AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep int) (registry.Attached, error)
+	AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep registry.KeepOptions) (registry.Attached, error)
 }
 
 var _ KeepingAttacher = (*registry.Client)(nil)
@@ -140,7 +141,8 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 					}
 					return nil
 				}
-				at, err := keeper.AttachDeliveryManifestKeeping(gctx, c.ref, c.m, registry.KeepDeliveryManifests)
+				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey)}
+				at, err := keeper.AttachDeliveryManifestKeeping(gctx, c.ref, c.m, keep)
 				if err != nil {
 					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
 				}
@@ -166,6 +168,33 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 			return result(), nil
 		}
 		after = batch[len(batch)-1].attachKey
+	}
+}
+
+// issued returns a registry.KeepOptions.Issued that vouches for a
+// delivery-manifest referrer of the pointer k of envTag when it carries a
+// manifest the store issued for that pointer (delivery_manifest: the same
+// bytes, signature and key id): a prune keeps only such referrers, and
+// removes those anyone with push access to the repository attached.
+func (s *Store) issued(envTag string, k attachKey) func(context.Context, registry.SignedDeliveryManifest) (bool, error) {
+	return func(ctx context.Context, m registry.SignedDeliveryManifest) (bool, error) {
+		dm, err := bundle.ParseDeliveryManifest(m.Manifest)
+		if err != nil {
+			return false, nil
+		}
+		issuedAt, err := time.Parse(time.RFC3339Nano, dm.IssuedAt)
+		if err != nil {
+			return false, nil
+		}
+		var ok bool
+		err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.delivery_manifest
+			WHERE host = $1 AND service_id = $2 AND env_tag = $3 AND sequence = $4 AND issued_at = $5
+				AND manifest = $6 AND signature = $7 AND key_id = $8)`,
+			k.host, k.service, envTag, dm.Sequence, issuedAt, m.Manifest, m.Signature, m.KeyID).Scan(&ok)
+		if err != nil {
+			return false, dbErr("read delivery manifests", err)
+		}
+		return ok, nil
 	}
 }
 

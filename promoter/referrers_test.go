@@ -2,6 +2,9 @@ package promoter_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"strings"
 	"sync"
@@ -86,7 +89,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	if again, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc); err != nil || len(again.Attached) == 0 {
 		t.Fatalf("re-attach: %+v %v", again, err)
 	}
-	ms, err := rc.DeliveryManifests(ctx, ref1)
+	ms, err := rc.DeliveryManifests(ctx, ref1, registry.DeliveryManifestOptions{})
 	if err != nil || len(ms) != 1 {
 		t.Fatalf("release 1 artifact: %d attached manifests %v, want exactly 1 after attaching twice", len(ms), err)
 	}
@@ -164,7 +167,7 @@ func (a *revokingAttacher) AttachDeliveryManifest(ctx context.Context, ref strin
 	return a.Client.AttachDeliveryManifest(ctx, ref, m)
 }
 
-func (a *revokingAttacher) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep int) (registry.Attached, error) {
+func (a *revokingAttacher) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m registry.SignedDeliveryManifest, keep registry.KeepOptions) (registry.Attached, error) {
 	a.call()
 	return a.Client.AttachDeliveryManifestKeeping(ctx, ref, m, keep)
 }
@@ -176,6 +179,94 @@ func (a *revokingAttacher) call() {
 	if a.calls++; a.calls == 1 {
 		a.revoke()
 	}
+}
+
+// TestAttachKeepsTheIssuedReferrersAmongJunk attaches a release's delivery
+// manifests to a real registry and then, as anyone with push access could
+// with oras attach, eight referrers of the delivery-manifest type with huge
+// sequence annotations, naming the promoter's key id and signed by another
+// key. A runtime that pulls from the registry still applies the artifact,
+// and a lease renewal's attach keeps the renewed manifest and the one
+// before it, the two the store issued, and removes the eight (the prune
+// ordered the referrers by their unsigned annotations and removed the
+// genuine ones, the manifest it had just attached included, so a fresh
+// runtime failed closed with UNTRUSTED_KEY).
+func TestAttachKeepsTheIssuedReferrersAmongJunk(t *testing.T) {
+	ctx := context.Background()
+	h := promotertest.New(t)
+	clk := simclock.New(time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC))
+	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const host, svc = "dev.lightapi.net", "com.networknt.agent-advisor-1.0.0"
+	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}
+	o := h.Options(h.Repo.R1)
+	o.Review.Commit, o.Store = h.Repo.R1.String(), store
+	res, err := h.Promote(t, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	for _, p := range res.Published {
+		if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
+			ref = p.Ref()
+		}
+	}
+	if _, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc); err != nil {
+		t.Fatal(err)
+	}
+	trusted := []signing.TrustedKey{h.Signer.TrustedKey()}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		junk := []byte(fmt.Sprintf(`{"junk":%d}`, i))
+		sig, err := signing.SignBlob(other, junk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, registry.SignedDeliveryManifest{Manifest: junk, Signature: sig,
+			KeyID: trusted[0].ID, Sequence: 1<<62 + int64(i), IssuedAt: clk.Now().Format(time.RFC3339)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	puller := &ocipull.Puller{Registry: rc, Keys: trusted, ManifestKeys: trusted, Identity: id}
+	load := func(when string) {
+		t.Helper()
+		c, err := client.New(client.Options{Identity: id, Audience: bundle.AudienceAgent, TrustedKeys: trusted, Clock: clk, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := c.LoadOCI(ctx, puller, ref); err != nil || ev.Outcome != client.OutcomeApplied {
+			t.Fatalf("%s: a fresh runtime got %s %s (%v), want APPLIED", when, ev.Outcome, ev.Reason, err)
+		}
+	}
+	load("with eight junk referrers")
+
+	clk.Set(clk.Now().Add(5 * time.Minute))
+	if _, err := store.RenewLeases(ctx, promotertest.Env); err != nil {
+		t.Fatal(err)
+	}
+	ar, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc)
+	if err != nil || ar.PruneFailures != 0 || ar.Pruned < 8 {
+		t.Fatalf("attach after the renewal: %+v, %v; want the eight junk referrers removed", ar, err)
+	}
+	ms, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("after the attach: %d referrers (%v), want the renewed manifest and the one before", len(ms), err)
+	}
+	for _, m := range ms {
+		if _, err := signing.VerifyBlob(trusted, m.Manifest, m.Signature, m.KeyID); err != nil {
+			t.Fatalf("kept referrer %s: %v", m.Manifest, err)
+		}
+	}
+	load("after the renewal's attach")
 }
 
 // TestAttachReadsEachBatchInItsTurn attaches the fixture's delivery

@@ -46,18 +46,18 @@ func BenchmarkAttachRenewals(b *testing.B) {
 					b.Fatal(err)
 				}
 				at := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+				key := newKey(b)
+				keys := trusted(b, key)
 				for r := 1; r <= renewals; r++ {
 					if r == renewals {
 						reg.Reset()
 					}
 					start := time.Now()
 					for _, res := range sum.Results {
-						m := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":` + strconv.Itoa(r) + `}`), Signature: "c2ln",
-							KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 1,
-							IssuedAt: at.Add(time.Duration(r) * 5 * time.Minute).Format(time.RFC3339)}
-						keep := 0
+						m := signedManifest(b, key, 1, at.Add(time.Duration(r)*5*time.Minute), `"renewal":`+strconv.Itoa(r))
+						keep := registry.KeepOptions{Keys: keys}
 						if prune {
-							keep = registry.KeepDeliveryManifests
+							keep.Keep = registry.KeepDeliveryManifests
 						}
 						if at, err := rc.AttachDeliveryManifestKeeping(ctx, res.Ref(), m, keep); err != nil || at.PruneErr != nil {
 							b.Fatal(err, at.PruneErr)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"time"
 
 	digest "github.com/opencontainers/go-digest"
 	specs "github.com/opencontainers/image-spec/specs-go"
@@ -17,6 +16,8 @@ import (
 	"oras.land/oras-go/v2/errdef"
 	orasreg "oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote"
+
+	"github.com/configpub/configpub/internal/signing"
 )
 
 // DeliveryManifestArtifactType is the artifactType (and layer media type)
@@ -38,8 +39,14 @@ const (
 )
 
 // maxReferrersRead bounds how many delivery-manifest referrers one
-// DeliveryManifests call fetches (the newest by their annotations).
-const maxReferrersRead = 8
+// DeliveryManifests call returns, and maxReferrersScan how many it reads
+// (manifest and layer) to find them: anyone who can push to the repository
+// can attach referrers, so a listing may hold thousands that are not the
+// promoter's.
+const (
+	maxReferrersRead = 8
+	maxReferrersScan = 32
+)
 
 // SignedDeliveryManifest is a delivery manifest with its signature, as the
 // promoter stored it and the Config Server serves it.
@@ -58,7 +65,7 @@ type SignedDeliveryManifest struct {
 // manifest again uploads nothing new. Registries without the referrers API
 // get oras-go's referrers tag fallback.
 func (c *Client) AttachDeliveryManifest(ctx context.Context, ref string, m SignedDeliveryManifest) (string, error) {
-	at, err := c.AttachDeliveryManifestKeeping(ctx, ref, m, 0)
+	at, err := c.AttachDeliveryManifestKeeping(ctx, ref, m, KeepOptions{})
 	return at.Digest, err
 }
 
@@ -72,12 +79,13 @@ type Attached struct {
 }
 
 // AttachDeliveryManifestKeeping attaches m as AttachDeliveryManifest does
-// and then, with keep > 0, removes the artifact's delivery-manifest
-// referrers beyond the newest keep as PruneDeliveryManifests does, with the
-// same repository and subject: no second look-up of the artifact, and the
-// registry's referrers support already known. A failed removal is
-// Attached.PruneErr, not an error: the manifest is attached.
-func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m SignedDeliveryManifest, keep int) (Attached, error) {
+// and then, with keep.Keep > 0, prunes the artifact's delivery-manifest
+// referrers as PruneDeliveryManifests does, with the same repository and
+// subject: no second look-up of the artifact, and the registry's referrers
+// support already known. The referrer just attached is never removed and
+// counts as one of those kept. A failed removal is Attached.PruneErr, not
+// an error: the manifest is attached.
+func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, m SignedDeliveryManifest, keep KeepOptions) (Attached, error) {
 	repoName, dgst, err := ParseRef(ref)
 	if err != nil {
 		return Attached{}, fmt.Errorf("attach delivery manifest: %w", err)
@@ -132,8 +140,8 @@ func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, 
 	if err := repo.Push(ctx, ocispec.Descriptor{MediaType: desc.MediaType, Digest: desc.Digest, Size: desc.Size}, bytes.NewReader(b)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) && !indexCleanupOnly(err) {
 		return Attached{}, fmt.Errorf("attach delivery manifest to %s: push referrer: %w", ref, err)
 	}
-	if keep > 0 {
-		at.Pruned, at.PruneErr = prune(ctx, repo, subject, ref, keep)
+	if keep.Keep > 0 {
+		at.Pruned, at.PruneErr = prune(ctx, repo, subject, ref, keep, desc.Digest)
 	}
 	return at, nil
 }
@@ -148,13 +156,27 @@ func indexCleanupOnly(err error) bool {
 	return errors.As(err, &re) && re.IsReferrersIndexDelete()
 }
 
+// DeliveryManifestOptions say which delivery-manifest referrers
+// DeliveryManifests returns. The zero value returns the newest by their
+// (unsigned) annotations, verifying nothing.
+type DeliveryManifestOptions struct {
+	// Keys are the trusted delivery-manifest keys. When set, a referrer
+	// whose key id annotation names none of them is skipped unread, and one
+	// whose signature does not verify with the key it names is skipped
+	// after reading: junk referrers anyone with push access can attach
+	// never crowd out the genuine ones.
+	Keys []signing.TrustedKey
+}
+
 // DeliveryManifests lists the delivery manifests attached to the values
-// artifact at ref (REPOSITORY@DIGEST) as referrers and returns the newest
-// few (by their sequence and issuedAt annotations), newest first, each
-// layer read against its digest. Nothing here is verified: the runtime
-// client checks each signature and every field before using one. A
-// repository that cannot list referrers yields ErrNotFound.
-func (c *Client) DeliveryManifests(ctx context.Context, ref string) ([]SignedDeliveryManifest, error) {
+// artifact at ref (REPOSITORY@DIGEST) as referrers and returns up to eight,
+// newest first by their sequence and issuedAt annotations, each layer read
+// against its digest. With opts.Keys it returns only those whose signature
+// verifies with a trusted key, reading at most 32 referrers (those naming
+// an untrusted key are not read) to find them. The runtime client checks
+// each signature and every field again before using one. A repository that
+// cannot list referrers yields ErrNotFound.
+func (c *Client) DeliveryManifests(ctx context.Context, ref string, opts DeliveryManifestOptions) ([]SignedDeliveryManifest, error) {
 	repoName, dgst, err := ParseRef(ref)
 	if err != nil {
 		return nil, fmt.Errorf("delivery manifests: %w", err)
@@ -171,79 +193,40 @@ func (c *Client) DeliveryManifests(ctx context.Context, ref string) ([]SignedDel
 		return nil, fmt.Errorf("delivery manifests of %s: %w", ref, err)
 	}
 	subject.Digest = dgst
-	refs, err := referrers(ctx, repo, subject)
+	found, err := deliveryReferrers(ctx, repo, subject)
 	if err != nil {
 		return nil, fmt.Errorf("delivery manifests of %s: %w", ref, err)
 	}
-	var found []ocispec.Descriptor
-	for _, d := range refs {
-		if d.ArtifactType == DeliveryManifestArtifactType && d.MediaType == ocispec.MediaTypeImageManifest {
-			found = append(found, d)
-		}
-	}
-	sort.SliceStable(found, func(i, j int) bool { return newer(found[i].Annotations, found[j].Annotations) })
-	if len(found) > maxReferrersRead {
-		found = found[:maxReferrersRead]
-	}
-	out := make([]SignedDeliveryManifest, 0, len(found))
+	out := make([]SignedDeliveryManifest, 0, min(len(found), maxReferrersRead))
+	read := 0
 	for _, d := range found {
+		if len(out) == maxReferrersRead || read == maxReferrersScan {
+			break
+		}
+		if len(opts.Keys) > 0 && !hasKey(opts.Keys, d.Annotations[AnnotationManifestKeyID]) {
+			continue
+		}
+		read++
 		s, err := readDeliveryManifest(ctx, repo, d)
 		if err != nil {
 			continue // a damaged referrer is skipped; the client needs one good one
+		}
+		if len(opts.Keys) > 0 {
+			if _, err := signing.VerifyBlob(opts.Keys, s.Manifest, s.Signature, s.KeyID); err != nil {
+				continue
+			}
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// KeepDeliveryManifests is how many delivery-manifest referrers
-// PruneDeliveryManifests keeps on an artifact: the newest, and the one
-// before it for a runtime that listed the referrers just before the newest
-// was attached.
-const KeepDeliveryManifests = 2
-
-// PruneDeliveryManifests removes from the values artifact at ref
-// (REPOSITORY@DIGEST) its delivery-manifest referrers beyond the newest keep
-// (by their sequence and issuedAt annotations) and returns how many it
-// removed. Every renewal attached adds one, and a runtime pulling from the
-// registry lists them all at every load: without pruning an artifact
-// renewed every five minutes carries 8,640 after a month, and a registry
-// that keeps the list in a tagged index (no referrers API: Distribution)
-// rewrites that whole index at every attach. The superseded ones vouch for
-// nothing a runtime would accept (it refuses a lower sequence or an ended
-// lease). A removed referrer is deleted; on a registry that keeps the list
-// in a tagged index and does not allow deletes (Distribution's default) it
-// is taken off the list and its manifest stays stored. A referrer already
-// removed (a concurrent prune) is not an error.
-func (c *Client) PruneDeliveryManifests(ctx context.Context, ref string, keep int) (int, error) {
-	if keep < 1 {
-		return 0, fmt.Errorf("prune delivery manifests of %s: %w: keep %d, want at least 1", ref, ErrInvalid, keep)
-	}
-	repoName, dgst, err := ParseRef(ref)
-	if err != nil {
-		return 0, fmt.Errorf("prune delivery manifests: %w", err)
-	}
-	repo, err := c.repository(ctx, repoName)
-	if err != nil {
-		return 0, fmt.Errorf("prune delivery manifests: %w", err)
-	}
-	subject, err := repo.Resolve(ctx, dgst.String())
-	if err != nil {
-		if errors.Is(err, errdef.ErrNotFound) {
-			return 0, fmt.Errorf("prune delivery manifests of %s: %w: artifact not found", ref, ErrNotFound)
-		}
-		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)
-	}
-	subject.Digest = dgst
-	return prune(ctx, repo, subject, ref, keep)
-}
-
-// prune removes subject's delivery-manifest referrers beyond the newest
-// keep (PruneDeliveryManifests).
-func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref string, keep int) (int, error) {
+// deliveryReferrers lists subject's delivery-manifest referrers, newest
+// first by their (unsigned) sequence and issuedAt annotations.
+func deliveryReferrers(ctx context.Context, repo *repo, subject ocispec.Descriptor) ([]ocispec.Descriptor, error) {
 	refs, err := referrers(ctx, repo, subject)
 	if err != nil {
-		return 0, fmt.Errorf("prune delivery manifests of %s: %w", ref, err)
+		return nil, err
 	}
 	var found []ocispec.Descriptor
 	for _, d := range refs {
@@ -251,26 +234,23 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 			found = append(found, d)
 		}
 	}
-	if len(found) <= keep {
-		return 0, nil
-	}
-	del, ok := repo.Target.(content.Deleter)
-	if !ok {
-		return 0, fmt.Errorf("prune delivery manifests of %s: %w: the repository cannot delete", ref, ErrInvalid)
-	}
-	sort.SliceStable(found, func(i, j int) bool { return newer(found[i].Annotations, found[j].Annotations) })
-	removed := 0
-	for _, d := range found[keep:] {
-		err := del.Delete(ctx, ocispec.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size})
-		switch {
-		case err == nil, indexCleanupOnly(err):
-			removed++
-		case errors.Is(err, errdef.ErrNotFound):
-		default:
-			return removed, fmt.Errorf("prune delivery manifests of %s: delete %s: %w", ref, d.Digest, err)
+	sort.SliceStable(found, func(i, j int) bool {
+		a, b := found[i].Annotations, found[j].Annotations
+		sa, _ := strconv.ParseInt(a[AnnotationManifestSequence], 10, 64)
+		sb, _ := strconv.ParseInt(b[AnnotationManifestSequence], 10, 64)
+		return newer(sa, a[AnnotationManifestIssuedAt], sb, b[AnnotationManifestIssuedAt])
+	})
+	return found, nil
+}
+
+// hasKey reports whether id names one of keys.
+func hasKey(keys []signing.TrustedKey, id string) bool {
+	for _, k := range keys {
+		if k.ID == id {
+			return true
 		}
 	}
-	return removed, nil
+	return false
 }
 
 // referrers lists the referrers of subject through the referrers API where
@@ -313,16 +293,4 @@ func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor)
 		Manifest: lb, Signature: m.Annotations[AnnotationManifestSignature], KeyID: m.Annotations[AnnotationManifestKeyID],
 		Sequence: seq, IssuedAt: m.Annotations[AnnotationManifestIssuedAt],
 	}, nil
-}
-
-// newer orders referrer annotations by (sequence, issuedAt), newest first.
-func newer(a, b map[string]string) bool {
-	sa, _ := strconv.ParseInt(a[AnnotationManifestSequence], 10, 64)
-	sb, _ := strconv.ParseInt(b[AnnotationManifestSequence], 10, 64)
-	if sa != sb {
-		return sa > sb
-	}
-	ta, _ := time.Parse(time.RFC3339Nano, a[AnnotationManifestIssuedAt])
-	tb, _ := time.Parse(time.RFC3339Nano, b[AnnotationManifestIssuedAt])
-	return ta.After(tb)
 }

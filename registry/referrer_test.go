@@ -2,12 +2,14 @@ package registry_test
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/configpub/configpub/internal/registrytest"
+	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
 )
 
@@ -42,7 +44,7 @@ func TestDeliveryManifestReferrers(t *testing.T) {
 			t.Fatalf("attach %d: %v", seq, err)
 		}
 	}
-	got, err := rc.DeliveryManifests(ctx, ref)
+	got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +59,11 @@ func TestDeliveryManifestReferrers(t *testing.T) {
 	if len(seqs) != 3 || seqs[0] != 7 || seqs[1] != 5 || seqs[2] != 2 {
 		t.Fatalf("got sequences %v, want [7 5 2] (newest first, the repeated attach stored once)", seqs)
 	}
-	if none, err := rc.DeliveryManifests(ctx, other); err != nil || len(none) != 0 {
+	if none, err := rc.DeliveryManifests(ctx, other, registry.DeliveryManifestOptions{}); err != nil || len(none) != 0 {
 		t.Fatalf("another artifact: got %d manifests %v, want none", len(none), err)
 	}
 	missing := reg.Host + "/configpub/prod/nobody/none@" + arts[0].ArtifactDigest
-	if _, err := rc.DeliveryManifests(ctx, missing); !errors.Is(err, registry.ErrNotFound) {
+	if _, err := rc.DeliveryManifests(ctx, missing, registry.DeliveryManifestOptions{}); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("missing artifact: got %v, want ErrNotFound", err)
 	}
 	if _, err := rc.AttachDeliveryManifest(ctx, missing, manifest(1)); !errors.Is(err, registry.ErrNotFound) {
@@ -88,17 +90,19 @@ func TestPruneDeliveryManifests(t *testing.T) {
 			t.Fatal(err)
 		}
 		ref := sum.Results[0].Ref()
+		key := newKey(t)
+		keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: trusted(t, key)}
 		at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-		for seq := int64(1); seq <= 6; seq++ {
-			m := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":` + strconv.FormatInt(seq, 10) + `}`), Signature: "c2ln",
-				KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 3,
-				IssuedAt: at.Add(time.Duration(seq) * 5 * time.Minute).Format(time.RFC3339)}
-			if _, err := rc.AttachDeliveryManifest(ctx, ref, m); err != nil {
-				t.Fatalf("attach renewal %d: %v", seq, err)
+		renewal := func(n int) registry.SignedDeliveryManifest {
+			return signedManifest(t, key, 3, at.Add(time.Duration(n)*5*time.Minute), `"renewal":`+strconv.Itoa(n))
+		}
+		for n := 1; n <= 6; n++ {
+			if _, err := rc.AttachDeliveryManifest(ctx, ref, renewal(n)); err != nil {
+				t.Fatalf("attach renewal %d: %v", n, err)
 			}
 		}
-		deleted, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepDeliveryManifests)
-		got, lerr := rc.DeliveryManifests(ctx, ref)
+		deleted, err := rc.PruneDeliveryManifests(ctx, ref, keep)
+		got, lerr := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
 		if lerr != nil {
 			t.Fatal(lerr)
 		}
@@ -108,27 +112,121 @@ func TestPruneDeliveryManifests(t *testing.T) {
 		if err != nil || deleted != 4 {
 			t.Fatalf("prune (deletes allowed: %v): pruned %d, %v; want 4", !noDelete, deleted, err)
 		}
-		if len(got) != 2 || string(got[0].Manifest) != `{"renewal":6}` || string(got[1].Manifest) != `{"renewal":5}` {
+		if len(got) != 2 || string(got[0].Manifest) != string(renewal(6).Manifest) || string(got[1].Manifest) != string(renewal(5).Manifest) {
 			t.Fatalf("after pruning: %d referrers, newest %q; want renewals 6 and 5", len(got), got[0].Manifest)
 		}
-		if deleted, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepDeliveryManifests); err != nil || deleted != 0 {
+		if deleted, err := rc.PruneDeliveryManifests(ctx, ref, keep); err != nil || deleted != 0 {
 			t.Fatalf("second prune: deleted %d, %v; want nothing", deleted, err)
 		}
 		// Attaching and pruning in one call: the seventh renewal in, the
 		// fifth out.
-		seventh := registry.SignedDeliveryManifest{Manifest: []byte(`{"renewal":7}`), Signature: "c2ln",
-			KeyID: "sha256:0000000000000000000000000000000000000000000000000000000000000000", Sequence: 3,
-			IssuedAt: at.Add(7 * 5 * time.Minute).Format(time.RFC3339)}
-		a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, registry.KeepDeliveryManifests)
+		seventh := renewal(7) // ECDSA signatures are randomized: the same signed manifest twice
+		a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, keep)
 		if err != nil || a.Pruned != 1 || a.PruneErr != nil || a.Digest == "" {
 			t.Fatalf("attach keeping %d: %+v, %v; want one pruned", registry.KeepDeliveryManifests, a, err)
 		}
-		got, err = rc.DeliveryManifests(ctx, ref)
-		if err != nil || len(got) != 2 || string(got[0].Manifest) != `{"renewal":7}` || string(got[1].Manifest) != `{"renewal":6}` {
+		got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+		if err != nil || len(got) != 2 || string(got[0].Manifest) != string(renewal(7).Manifest) || string(got[1].Manifest) != string(renewal(6).Manifest) {
 			t.Fatalf("after attaching the seventh: %d referrers (%v); want renewals 7 and 6", len(got), err)
 		}
-		if again, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, registry.KeepDeliveryManifests); err != nil || again.Digest != a.Digest || again.Pruned != 0 {
-			t.Fatalf("attaching the seventh again: %+v, %v; want the same referrer, nothing pruned", again, err)
+		if again, err := rc.AttachDeliveryManifestKeeping(ctx, ref, seventh, keep); err != nil || again.Digest != a.Digest || again.Pruned != 0 {
+			t.Fatalf("attaching the seventh again (deletes allowed: %v): %+v, %v; want the same referrer, nothing pruned", !noDelete, again, err)
+		}
+		if _, err := rc.PruneDeliveryManifests(ctx, ref, registry.KeepOptions{Keep: 2}); !errors.Is(err, registry.ErrInvalid) {
+			t.Fatalf("prune with no way to tell genuine referrers: got %v, want ErrInvalid", err)
 		}
 	}
+}
+
+// TestJunkReferrersNeitherCrowdOutNorPrune attaches, after a genuine signed
+// delivery manifest, twelve referrers of the delivery-manifest type with
+// huge sequence annotations (what anyone with push access can attach with
+// oras attach): eight naming the trusted key id with a signature that does
+// not verify, four naming another key. DeliveryManifests with the trusted
+// keys still returns the genuine one (it returned the eight newest by the
+// junk's annotations: none genuine), and an attach that prunes keeps the
+// manifest it attached and the one before it and removes the junk (it
+// removed everything below the junk's sequence, the manifest it had just
+// attached included).
+func TestJunkReferrersNeitherCrowdOutNorPrune(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	key, other := newKey(t), newKey(t)
+	keys := trusted(t, key)
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	genuine := signedManifest(t, key, 3, at, `"renewal":1`)
+	if _, err := rc.AttachDeliveryManifest(ctx, ref, genuine); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		junk := signedManifest(t, other, 1<<62, at.Add(time.Duration(i)*time.Minute), `"junk":`+strconv.Itoa(i))
+		if i < 8 {
+			junk.KeyID = keys[0].ID // names the trusted key, signed by another
+		}
+		junk.Sequence = 1<<62 + int64(i)
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{Keys: keys})
+	if err != nil || len(got) != 1 || string(got[0].Manifest) != string(genuine.Manifest) {
+		t.Fatalf("with 12 junk referrers: got %d manifests (%v), want the genuine one", len(got), err)
+	}
+
+	next := signedManifest(t, key, 3, at.Add(5*time.Minute), `"renewal":2`)
+	a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, next, registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: keys})
+	if err != nil || a.PruneErr != nil || a.Pruned != 12 {
+		t.Fatalf("attach keeping 2: %+v, %v; want the 12 junk referrers removed", a, err)
+	}
+	got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(next.Manifest) || string(got[1].Manifest) != string(genuine.Manifest) {
+		t.Fatalf("after the attach: %d referrers (%v); want renewals 2 and 1, nothing else", len(got), err)
+	}
+
+	// An issuer that vouches for what it issued (a promoter without the
+	// public keys) keeps the same: the junk back, then pruned by Issued.
+	for i := range 3 {
+		junk := signedManifest(t, other, 1<<62, at.Add(time.Duration(i)*time.Minute), `"again":`+strconv.Itoa(i))
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	issued := func(_ context.Context, m registry.SignedDeliveryManifest) (bool, error) {
+		return string(m.Manifest) == string(genuine.Manifest) || string(m.Manifest) == string(next.Manifest), nil
+	}
+	third := signedManifest(t, key, 3, at.Add(10*time.Minute), `"renewal":3`)
+	if a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, third, registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: issued}); err != nil || a.PruneErr != nil || a.Pruned != 4 {
+		t.Fatalf("attach keeping 2 by what was issued: %+v, %v; want the 3 junk and renewal 1 removed", a, err)
+	}
+	got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(third.Manifest) || string(got[1].Manifest) != string(next.Manifest) {
+		t.Fatalf("after the third attach: %d referrers (%v); want renewals 3 and 2", len(got), err)
+	}
+}
+
+// signedManifest is a delivery manifest signed by key, with the given
+// sequence and issuedAt (in the signed bytes and the annotations) and the
+// JSON member extra.
+func signedManifest(t testing.TB, key *ecdsa.PrivateKey, seq int64, issued time.Time, extra string) registry.SignedDeliveryManifest {
+	t.Helper()
+	at := issued.Format(time.RFC3339)
+	b := []byte(`{` + extra + `,"issuedAt":"` + at + `","sequence":` + strconv.FormatInt(seq, 10) + `}`)
+	sig, err := signing.SignBlob(key, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := signing.KeyID(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registry.SignedDeliveryManifest{Manifest: b, Signature: sig, KeyID: id, Sequence: seq, IssuedAt: at}
 }

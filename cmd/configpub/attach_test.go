@@ -108,7 +108,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 		t.Fatalf("db migrate -o json on a migrated database: %+v", mr)
 	}
 	for i, tg := range in.Targets {
-		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref(), registry.DeliveryManifestOptions{})
 		if err != nil || len(ms) != 1 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) {
 			t.Fatalf("%s: %d attached manifests (%v), want exactly the stored one", tg.Host, len(ms), err)
 		}
@@ -120,7 +120,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 		t.Fatalf("lease renew --attach: exit %d\n%s", code, out)
 	}
 	for i, tg := range in.Targets {
-		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref(), registry.DeliveryManifestOptions{})
 		if err != nil || len(ms) != 2 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) || bytes.Equal(ms[1].Manifest, ms[0].Manifest) {
 			t.Fatalf("%s after renewal: %d attached manifests (%v), want the renewed one first", tg.Host, len(ms), err)
 		}
@@ -135,7 +135,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 		}
 	}
 	for i, tg := range in.Targets {
-		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref())
+		ms, err := rc.DeliveryManifests(ctx, pub.Results[i].Ref(), registry.DeliveryManifestOptions{})
 		if err != nil || len(ms) != 2 || !bytes.Equal(ms[0].Manifest, stored(tg.Host)) {
 			t.Fatalf("%s after four attaches: %d attached manifests (%v), want the two newest", tg.Host, len(ms), err)
 		}

@@ -216,7 +216,7 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		if rerr != nil {
 			return rerr
 		}
-		ev, err = c.LoadOCI(ctx, &ocipull.Puller{Registry: rc, Keys: keys, Identity: f.identity}, f.oci)
+		ev, err = c.LoadOCI(ctx, &ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: keys, Identity: f.identity}, f.oci)
 	} else {
 		ev, err = c.Load(ctx)
 	}

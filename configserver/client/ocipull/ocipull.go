@@ -18,12 +18,20 @@ import (
 // verifies it: the layer digest, a cosign signature by one of Keys over
 // this manifest digest, and the identity annotations. It also reads the
 // signed delivery manifests attached to the artifact as OCI referrers
-// (registry.DeliveryManifestArtifactType), newest first, for the client to
-// verify: without one the client never applies the artifact.
+// (registry.DeliveryManifestArtifactType), newest first, those signed by
+// one of ManifestKeys, for the client to verify: without one the client
+// never applies the artifact.
 type Puller struct {
 	Registry *registry.Client
 	Keys     []client.TrustedKey // trusted cosign public keys (client.ParseTrustedKeys); rotated apart from the client's manifest keys
-	Identity bundle.Identity     // the runtime's; empty fields are not checked
+	// ManifestKeys are the client's trusted delivery-manifest keys
+	// (Options.TrustedKeys). Set, only referrers signed by one of them are
+	// handed over: anyone who can push to the repository can attach
+	// referrers, and without them eight junk referrers with higher
+	// (unsigned) sequence annotations crowd out the genuine manifest.
+	// Empty, the newest eight by their annotations are handed over.
+	ManifestKeys []client.TrustedKey
+	Identity     bundle.Identity // the runtime's; empty fields are not checked
 }
 
 var _ client.OCIPuller = (*Puller)(nil)
@@ -44,7 +52,7 @@ func (p *Puller) PullVerified(ctx context.Context, ref string) (*client.OCIArtif
 		Ref: v.Ref(), LayerDigest: v.Layer.Digest.String(), Values: v.Content,
 		Annotations: v.Manifest.Annotations, SignatureVerified: v.KeyID != "",
 	}
-	ms, err := p.Registry.DeliveryManifests(ctx, v.Ref())
+	ms, err := p.Registry.DeliveryManifests(ctx, v.Ref(), registry.DeliveryManifestOptions{Keys: p.ManifestKeys})
 	if err != nil && !errors.Is(err, registry.ErrNotFound) {
 		return nil, err
 	}
