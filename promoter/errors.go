@@ -48,6 +48,9 @@ var (
 	// ErrSchema: the database is not migrated, or not to the migration this
 	// binary needs (run `configpub db migrate`).
 	ErrSchema = errors.New("database schema missing or not migrated")
+	// ErrAttachFailed: AttachDeliveryManifests could not attach some
+	// pointers' manifests (AttachResult.Failed); it attached the others.
+	ErrAttachFailed = errors.New("delivery manifests not attached")
 )
 
 // CASError reports a lost compare-and-swap on an environment's head, the

@@ -40,6 +40,9 @@ var _ KeepingAttacher = (*registry.Client)(nil)
 // attachConcurrency bounds the attaches in flight.
 const attachConcurrency = 8
 
+// attachFailedNamed is how many failed pointers an attach's error names.
+const attachFailedNamed = 5
+
 // AttachResult reports AttachDeliveryManifests. Its lists name, in
 // (host, serviceId) order, the first SkippedListed pointers as
 // "host/serviceId" and its counts count them all: an attach after every
@@ -49,6 +52,12 @@ type AttachResult struct {
 	AttachedCount int
 	Skipped       []string // skipped: revoked, or the snapshot has no OCI reference
 	SkippedCount  int
+	// Failed lists the pointers whose attach failed and FailedCount counts
+	// them; FailError is the first failure in (host, serviceId) order.
+	// The others are attached all the same.
+	Failed      []string
+	FailedCount int
+	FailError   string
 	// Pruned counts the superseded delivery-manifest referrers removed
 	// from the attached artifacts (the attacher is a KeepingAttacher).
 	Pruned int
@@ -75,9 +84,14 @@ type AttachResult struct {
 // service_id) order, each batch read by one short statement and attached,
 // up to eight artifacts at a time, before the next is read, so memory holds
 // one batch of manifests whatever the size of the environment and a
-// pointer is attached as it was when its batch was read. A registry
-// failure stops it with what was attached so far (re-run to finish: what
-// was attached stays attached).
+// pointer is attached as it was when its batch was read. Each pointer is
+// attached on its own: one that fails (an artifact deleted from the
+// registry, a refused upload) is counted in AttachResult.Failed and the
+// others are attached all the same, so that a rollback still reaches every
+// runtime it can; the error, after every pointer was tried, matches
+// ErrAttachFailed and names the first failures (re-run to retry them: what
+// was attached stays attached). A failure to read the store, or ctx ending,
+// stops it with what was attached so far.
 func (s *Store) AttachDeliveryManifests(ctx context.Context, envTag string, reg ManifestAttacher) (*AttachResult, error) {
 	return s.AttachDeliveryManifestsAt(ctx, envTag, reg, "")
 }
@@ -95,15 +109,21 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 	if envTag == "" {
 		return nil, invalid("envTag", "empty")
 	}
-	attached, skipped := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
+	attached, skipped, failed := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
+	var failErr error
 	keeper, _ := reg.(KeepingAttacher)
 	var pruneMu sync.Mutex
 	var pruned, pruneFailures int
 	var pruneErr string
 	result := func() *AttachResult {
-		return &AttachResult{Attached: attached.Items, AttachedCount: attached.Count,
+		r := &AttachResult{Attached: attached.Items, AttachedCount: attached.Count,
 			Skipped: skipped.Items, SkippedCount: skipped.Count,
+			Failed: failed.Items, FailedCount: failed.Count,
 			Pruned: pruned, PruneFailures: pruneFailures, PruneError: pruneErr}
+		if failErr != nil {
+			r.FailError = failErr.Error()
+		}
+		return r
 	}
 	var after attachKey
 	for {
@@ -131,25 +151,29 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 			c.m.IssuedAt = dm.IssuedAt
 			todo = append(todo, c)
 		}
-		g, gctx := errgroup.WithContext(ctx)
+		// Not errgroup.WithContext: one failed attach must not cancel the
+		// others.
+		var g errgroup.Group
 		g.SetLimit(attachConcurrency)
-		for _, c := range todo {
+		errs := make([]error, len(todo))
+		for i, c := range todo {
 			g.Go(func() error {
 				if keeper == nil {
-					if _, err := reg.AttachDeliveryManifest(gctx, c.ref, c.m); err != nil {
-						return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+					if _, err := reg.AttachDeliveryManifest(ctx, c.ref, c.m); err != nil {
+						errs[i] = err
 					}
 					return nil
 				}
 				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey)}
-				at, err := keeper.AttachDeliveryManifestKeeping(gctx, c.ref, c.m, keep)
+				at, err := keeper.AttachDeliveryManifestKeeping(ctx, c.ref, c.m, keep)
 				if err != nil {
-					return fmt.Errorf("attach delivery manifests %s: %s: %w", envTag, c.id(), err)
+					errs[i] = err
+					return nil
 				}
 				pruneMu.Lock()
 				defer pruneMu.Unlock()
 				pruned += at.Pruned
-				if at.PruneErr != nil && gctx.Err() == nil {
+				if at.PruneErr != nil && ctx.Err() == nil {
 					if pruneFailures == 0 {
 						pruneErr = fmt.Sprintf("%s: %v", c.id(), at.PruneErr)
 					}
@@ -158,13 +182,25 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 				return nil
 			})
 		}
-		if err := g.Wait(); err != nil {
-			return result(), err
+		_ = g.Wait() // every func returns nil; failures are in errs
+		if err := ctx.Err(); err != nil {
+			return result(), fmt.Errorf("attach delivery manifests %s: %w", envTag, err)
 		}
-		for _, c := range todo {
+		for i, c := range todo {
+			if errs[i] != nil {
+				failed.Add(c.id())
+				if failErr == nil {
+					failErr = fmt.Errorf("%s: %w", c.id(), errs[i])
+				}
+				continue
+			}
 			attached.Add(c.id())
 		}
 		if len(batch) < s.opts.MoveBatch {
+			if failed.Count > 0 {
+				return result(), fmt.Errorf("attach delivery manifests %s: %w: %d of %d (%s); first: %w", envTag, ErrAttachFailed,
+					failed.Count, failed.Count+attached.Count, textlist.Join(failed.Items, failed.Count, attachFailedNamed), failErr)
+			}
 			return result(), nil
 		}
 		after = batch[len(batch)-1].attachKey

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -27,7 +28,10 @@ OCI referrer (artifactType application/vnd.configpub.delivery-manifest.v1+json),
 runtime pulling the artifact by digest (configpub fetch --oci, client.LoadOCI) finds a
 manifest that vouches for it: lease, replay and revocation epoch included. Run it after
 every promote, activate, rollback and lease renewal. Attaching is idempotent; revoked
-snapshots get nothing. Registry credentials come from the Docker config file.
+snapshots get nothing. Each pointer is attached on its own: one that fails (its artifact
+gone from the registry) does not stop the others; the output counts and names the
+failed ones and the exit status is 1. Registry credentials come from the Docker config
+file.
 
 A snapshot records the registry it was first published to. After moving to another
 registry (promote --registry NEW publishes every artifact of its release there, those
@@ -48,19 +52,24 @@ pointer's artifact, by its recorded digest, under that prefix instead.`,
 				return err
 			}
 			res, err := store.AttachDeliveryManifestsAt(ctx, env, rc, prefix)
-			if err != nil {
+			if err != nil && !errors.Is(err, promoter.ErrAttachFailed) {
 				return err
 			}
-			return report(cmd, newAttachReport(env, res), func(w io.Writer) error {
+			// Some failed, the others are attached: say what was done,
+			// then fail.
+			if rerr := report(cmd, newAttachReport(env, res), func(w io.Writer) error {
 				msg := fmt.Sprintf("%s: attached %d delivery manifests", env, res.AttachedCount)
 				if res.SkippedCount > 0 {
 					msg += fmt.Sprintf(" (%d skipped: revoked or no OCI reference: %s)", res.SkippedCount,
 						textlist.Join(res.Skipped, res.SkippedCount, attachSkippedNamed))
 				}
-				msg += pruneSummary(res)
+				msg += failedSummary(res) + pruneSummary(res)
 				_, err := fmt.Fprintln(w, msg)
 				return err
-			})
+			}); rerr != nil {
+				return rerr
+			}
+			return err
 		},
 	}
 	sf.add(cmd, false)
@@ -84,6 +93,9 @@ type attachReport struct {
 	Attached      []string `json:"attached"` // host/serviceId
 	SkippedCount  int      `json:"skippedCount,omitempty"`
 	Skipped       []string `json:"skipped,omitempty"`       // host/serviceId: revoked, or no OCI reference
+	FailedCount   int      `json:"failedCount,omitempty"`   // pointers whose attach failed
+	Failed        []string `json:"failed,omitempty"`        // host/serviceId
+	FailError     string   `json:"failError,omitempty"`     // the first failure
 	PrunedCount   int      `json:"prunedCount"`             // superseded referrers removed
 	PruneFailures int      `json:"pruneFailures,omitempty"` // artifacts whose superseded referrers stayed
 	PruneError    string   `json:"pruneError,omitempty"`    // the first failure
@@ -93,7 +105,18 @@ type attachReport struct {
 func newAttachReport(env string, res *promoter.AttachResult) *attachReport {
 	return &attachReport{EnvTag: env, AttachedCount: res.AttachedCount, Attached: append([]string{}, res.Attached...),
 		SkippedCount: res.SkippedCount, Skipped: res.Skipped,
+		FailedCount: res.FailedCount, Failed: res.Failed, FailError: res.FailError,
 		PrunedCount: res.Pruned, PruneFailures: res.PruneFailures, PruneError: res.PruneError}
+}
+
+// failedSummary is the text output's account of the pointers whose attach
+// failed: how many, and the first few with the first error.
+func failedSummary(res *promoter.AttachResult) string {
+	if res.FailedCount == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d failed (%s; first: %s)", res.FailedCount,
+		textlist.Join(res.Failed, res.FailedCount, attachSkippedNamed), res.FailError)
 }
 
 // pruneSummary is the text output's account of the superseded referrers

@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/registrytest"
@@ -16,11 +18,12 @@ import (
 	"github.com/configpub/configpub/registry"
 )
 
-// TestRegistryAttachAndRenewAttach: after a release whose artifacts are in
-// a real registry, `registry attach` attaches each pointer's stored
-// delivery manifest to its artifact (again: nothing new), and `lease renew
-// --attach` attaches the renewed one, listed first.
-func TestRegistryAttachAndRenewAttach(t *testing.T) {
+// attachFixture records and activates release 1 of prod with one target
+// per host, each artifact published to a real registry, and returns the
+// database, the signing key's path, a registry client and the published
+// artifacts (in hosts order).
+func attachFixture(t *testing.T, hosts ...string) (*pgtest.DB, string, *registry.Client, *registry.Summary, promoter.ReleaseInput) {
+	t.Helper()
 	ctx := context.Background()
 	db := pgtest.New(t)
 	reg := registrytest.New(t, registrytest.Options{})
@@ -33,7 +36,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	in := promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: 1,
 		ManifestBytes: []byte("release 1"), Actor: "alice", Reason: "release 1"}
 	var arts []registry.Artifact
-	for i, host := range []string{"host-a", "host-b"} {
+	for i, host := range hosts {
 		values := []byte(fmt.Sprintf("host: %s\n", host))
 		tg := promoter.Target{
 			Host: host, ServiceID: "svc", EnvTag: "prod", Audience: "gateway",
@@ -65,6 +68,16 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	if _, err := store.RecordAndActivate(ctx, in); err != nil {
 		t.Fatal(err)
 	}
+	return db, keyPath, rc, pub, in
+}
+
+// TestRegistryAttachAndRenewAttach: after a release whose artifacts are in
+// a real registry, `registry attach` attaches each pointer's stored
+// delivery manifest to its artifact (again: nothing new), and `lease renew
+// --attach` attaches the renewed one, listed first.
+func TestRegistryAttachAndRenewAttach(t *testing.T) {
+	ctx := context.Background()
+	db, keyPath, rc, pub, in := attachFixture(t, "host-a", "host-b")
 	stored := func(host string) []byte {
 		var m []byte
 		if err := db.Pool(t).QueryRow(ctx, "SELECT manifest FROM configpub.current_pointer WHERE host = $1", host).Scan(&m); err != nil {
@@ -161,4 +174,69 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	if rr.Renewed != 2 || rr.Attach.AttachedCount != 2 || rr.Attach.PrunedCount != 2 {
 		t.Fatalf("lease renew --attach -o json: %+v, want 2 renewed, 2 attached, 2 pruned", rr)
 	}
+}
+
+// TestRegistryAttachGoesOnPastAFailedTarget: with one of four artifacts
+// deleted from the registry, `registry attach` attaches the three others,
+// says which one failed and why, and exits non-zero; -o json counts it;
+// `lease renew --attach` renews and attaches the three others the same way.
+// An attach stopped at the first failure and cancelled the attaches in
+// flight, and never read the later batches: after one lost artifact no OCI
+// runtime got a rollback's manifest.
+func TestRegistryAttachGoesOnPastAFailedTarget(t *testing.T) {
+	ctx := context.Background()
+	db, keyPath, rc, pub, _ := attachFixture(t, "host-a", "host-b", "host-c", "host-d")
+	repoName, dgst, err := registry.ParseRef(pub.Results[0].Ref())
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := remote.NewRepository(repoName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	desc, err := repo.Resolve(ctx, dgst.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Delete(ctx, desc); err != nil {
+		t.Fatalf("delete host-a's artifact: %v", err)
+	}
+	attachedTo := func(when string) {
+		t.Helper()
+		for _, r := range pub.Results[1:] {
+			if ms, err := rc.DeliveryManifests(ctx, r.Ref(), registry.DeliveryManifestOptions{}); err != nil || len(ms) == 0 {
+				t.Fatalf("%s: %s has %d manifests (%v), want its manifest attached", when, r.Ref(), len(ms), err)
+			}
+		}
+	}
+
+	out, code := runStore("registry", "attach", "--env", "prod", "--database", db.URL, "--plain-http")
+	if code == exitOK || !strings.Contains(out, "attached 3 delivery manifests; 1 failed (host-a/svc; first: host-a/svc: ") {
+		t.Fatalf("registry attach with host-a's artifact gone: exit %d, want a failure naming host-a/svc after the others\n%s", code, out)
+	}
+	attachedTo("registry attach")
+	out, code = runStore("registry", "attach", "--env", "prod", "--database", db.URL, "--plain-http", "-o", "json")
+	var ar struct {
+		AttachedCount int      `json:"attachedCount"`
+		FailedCount   int      `json:"failedCount"`
+		Failed        []string `json:"failed"`
+		FailError     string   `json:"failError"`
+	}
+	if code == exitOK {
+		t.Fatalf("registry attach -o json: exit %d, want a failure\n%s", code, out)
+	}
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&ar); err != nil { // the error follows the report
+		t.Fatalf("registry attach -o json: %v\n%s", err, out)
+	}
+	if ar.AttachedCount != 3 || ar.FailedCount != 1 || strings.Join(ar.Failed, " ") != "host-a/svc" || !strings.Contains(ar.FailError, "not found") {
+		t.Fatalf("registry attach -o json: %+v", ar)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // a later issuedAt (seconds)
+	out, code = runStore("lease", "renew", "--env", "prod", "--database", db.URL, "--key", keyPath, "--attach", "--plain-http")
+	if code == exitOK || !strings.Contains(out, "renewed 4 leases") || !strings.Contains(out, "attached 3 delivery manifests; 1 failed (host-a/svc") {
+		t.Fatalf("lease renew --attach with host-a's artifact gone: exit %d\n%s", code, out)
+	}
+	attachedTo("lease renew --attach")
 }

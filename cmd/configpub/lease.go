@@ -226,7 +226,12 @@ func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bo
 		if err != nil {
 			err = fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
 			rep.AttachError = err.Error()
-			return rep, msg + "; the attach failed", err
+			if ar == nil || !errors.Is(err, promoter.ErrAttachFailed) {
+				return rep, msg + "; the attach failed", err
+			}
+			// Some failed, the others are attached.
+			rep.Attach = newAttachReport(env, ar)
+			return rep, msg + fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount) + failedSummary(ar) + pruneSummary(ar), err
 		}
 		rep.Attach = newAttachReport(env, ar)
 		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount) + pruneSummary(ar)
