@@ -129,13 +129,8 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 			remove = append(remove, d)
 			continue
 		}
-		// Signed bytes: their sequence and issuedAt, not the annotations.
-		var signed struct {
-			Sequence int64  `json:"sequence"`
-			IssuedAt string `json:"issuedAt"`
-		}
-		_ = json.Unmarshal(s.Manifest, &signed)
-		good = append(good, genuine{d: d, sequence: signed.Sequence, issuedAt: signed.IssuedAt})
+		seq, issued := signedOrder(s.Manifest)
+		good = append(good, genuine{d: d, sequence: seq, issuedAt: issued})
 	}
 	sort.SliceStable(good, func(i, j int) bool {
 		return newer(good[i].sequence, good[i].issuedAt, good[j].sequence, good[j].issuedAt)
@@ -178,6 +173,17 @@ func isGenuine(ctx context.Context, keep KeepOptions, s SignedDeliveryManifest) 
 		return false, nil
 	}
 	return keep.Issued(ctx, s)
+}
+
+// signedOrder returns the sequence and issuedAt of a genuine referrer's
+// signed bytes: what orders it, not its annotations.
+func signedOrder(b []byte) (int64, string) {
+	var signed struct {
+		Sequence int64  `json:"sequence"`
+		IssuedAt string `json:"issuedAt"`
+	}
+	_ = json.Unmarshal(b, &signed)
+	return signed.Sequence, signed.IssuedAt
 }
 
 // newer orders (sequence, issuedAt) pairs, newest first.

@@ -129,7 +129,19 @@ func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, 
 	desc.ArtifactType, desc.Annotations = man.ArtifactType, man.Annotations
 	at := Attached{Digest: desc.Digest.String()}
 	if ok, err := repo.Exists(ctx, desc); err == nil && ok {
-		return at, nil // attached before, and pruned then
+		// Stored: attached before. Listed, or taken off the list by a
+		// prune because a newer genuine manifest is listed (a registry
+		// without deletes keeps the pruned manifest stored), it stays as
+		// it is. Otherwise an attach was interrupted between pushing the
+		// referrer and updating the tagged referrers index (no referrers
+		// API): push it again, which lists it.
+		done, err := listedOrSuperseded(ctx, repo, subject, desc.Digest, m, keep)
+		if err != nil {
+			return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
+		}
+		if done {
+			return at, nil
+		}
 	}
 	if _, err := pushBlob(ctx, repo, emptyConfig, emptyConfigData); err != nil {
 		return Attached{}, fmt.Errorf("attach delivery manifest to %s: %w", ref, err)
@@ -144,6 +156,51 @@ func (c *Client) AttachDeliveryManifestKeeping(ctx context.Context, ref string, 
 		at.Pruned, at.PruneErr = prune(ctx, repo, subject, ref, keep, desc.Digest)
 	}
 	return at, nil
+}
+
+// listedOrSuperseded reports whether the referrer at dgst, a stored
+// manifest carrying m, is among subject's listed referrers, or a listed
+// referrer is newer than m: genuine by keep's Keys or Issued and newer by
+// its signed sequence and issuedAt, or, when keep has neither, newer by its
+// annotations. It reads at most maxPruneRead referrers.
+func listedOrSuperseded(ctx context.Context, repo *repo, subject ocispec.Descriptor, dgst digest.Digest, m SignedDeliveryManifest, keep KeepOptions) (bool, error) {
+	found, err := deliveryReferrers(ctx, repo, subject)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range found {
+		if d.Digest == dgst {
+			return true, nil
+		}
+	}
+	verify := len(keep.Keys) > 0 || keep.Issued != nil
+	for i, d := range found {
+		if i == maxPruneRead {
+			break
+		}
+		seq, _ := strconv.ParseInt(d.Annotations[AnnotationManifestSequence], 10, 64)
+		if !newer(seq, d.Annotations[AnnotationManifestIssuedAt], m.Sequence, m.IssuedAt) {
+			break // newest first by the annotations: nothing further claims to be newer
+		}
+		if !verify {
+			return true, nil
+		}
+		s, err := readDeliveryManifest(ctx, repo, d)
+		if err != nil {
+			continue
+		}
+		ok, err := isGenuine(ctx, keep, s)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			continue
+		}
+		if seq, issued := signedOrder(s.Manifest); newer(seq, issued, m.Sequence, m.IssuedAt) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // indexCleanupOnly reports whether err is only the failed deletion of the

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"errors"
+	"net/http"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -229,4 +232,85 @@ func signedManifest(t testing.TB, key *ecdsa.PrivateKey, seq int64, issued time.
 		t.Fatal(err)
 	}
 	return registry.SignedDeliveryManifest{Manifest: b, Signature: sig, KeyID: id, Sequence: seq, IssuedAt: at}
+}
+
+// TestAttachRelistsAReferrerItsIndexMissed interrupts an attach between the
+// referrer's push and the update of the tagged referrers index (Distribution
+// has no referrers API): a fault-injecting handler fails the index's PUT
+// once. Attaching again lists the referrer (an attach that found it stored
+// reported success and left it unlisted, so no runtime saw it), while a
+// manifest pruned after a newer one was attached stays off the list when it
+// is attached again, on a Distribution that refuses deletes.
+func TestAttachRelistsAReferrerItsIndexMissed(t *testing.T) {
+	ctx := context.Background()
+	fault := &failIndexPut{}
+	reg := registrytest.New(t, registrytest.Options{NoDelete: true, Wrap: func(h http.Handler) http.Handler { fault.next = h; return fault }})
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	key := newKey(t)
+	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: trusted(t, key)}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	first := signedManifest(t, key, 3, at, `"renewal":1`)
+
+	fault.arm()
+	if _, err := rc.AttachDeliveryManifestKeeping(ctx, ref, first, keep); err == nil {
+		t.Fatal("attach with the referrers index PUT failing: got no error")
+	}
+	if got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{}); err != nil || len(got) != 0 {
+		t.Fatalf("after the interrupted attach: %d listed (%v), want none", len(got), err)
+	}
+	if _, err := rc.AttachDeliveryManifestKeeping(ctx, ref, first, keep); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(got) != 1 || string(got[0].Manifest) != string(first.Manifest) {
+		t.Fatalf("after attaching again: %d listed (%v), want the manifest", len(got), err)
+	}
+
+	// Renewals 2 and 3 prune renewal 1 (kept stored: no deletes); attached
+	// again, it stays pruned.
+	for n := 2; n <= 3; n++ {
+		if _, err := rc.AttachDeliveryManifestKeeping(ctx, ref, signedManifest(t, key, 3, at.Add(time.Duration(n)*time.Minute), `"renewal":`+strconv.Itoa(n)), keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rc.AttachDeliveryManifestKeeping(ctx, ref, first, keep); err != nil {
+		t.Fatal(err)
+	}
+	got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(got) != 2 || string(got[1].Manifest) == string(first.Manifest) {
+		t.Fatalf("renewal 1 attached again after it was pruned: %d listed (%v), want renewals 3 and 2 only", len(got), err)
+	}
+}
+
+// failIndexPut is a fault-injecting handler in front of the registry: once
+// armed, it answers the next PUT of a referrers index (the tag
+// sha256-<hex> of the referrers tag schema) with 500 itself.
+type failIndexPut struct {
+	next  http.Handler
+	mu    sync.Mutex
+	armed bool
+}
+
+func (f *failIndexPut) arm() { f.mu.Lock(); f.armed = true; f.mu.Unlock() }
+
+func (f *failIndexPut) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	fail := f.armed && r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/sha256-")
+	if fail {
+		f.armed = false
+	}
+	f.mu.Unlock()
+	if fail {
+		http.Error(w, "injected fault", http.StatusInternalServerError)
+		return
+	}
+	f.next.ServeHTTP(w, r)
 }
