@@ -37,8 +37,17 @@ type Options struct {
 	RetryMinWait, RetryMaxWait time.Duration
 	// Transport is the base HTTP transport. Nil means a clone of
 	// http.DefaultTransport that keeps Concurrency*2 idle connections per
-	// host.
+	// host, with the timeouts below.
 	Transport http.RoundTripper
+	// ResponseHeaderTimeout bounds the wait for a response's headers once
+	// a request is sent (its body included), so a registry that accepts
+	// connections and never answers fails the request (a timeout, retried
+	// as MaxRetries says) instead of holding it for ever. Default 60s.
+	// Connecting is bounded at 30s and the TLS handshake at 10s. There is
+	// no bound on a whole request: a large upload or download takes as long
+	// as it takes; give the context a deadline for that. Unused with
+	// Transport.
+	ResponseHeaderTimeout time.Duration
 	// UserAgent sent with every request. Default "configpub".
 	UserAgent string
 	// Storage holds the repositories. Nil means remote OCI registries over
@@ -90,11 +99,17 @@ func New(opts Options) (*Client, error) {
 		}
 		store = s
 	}
+	if opts.ResponseHeaderTimeout <= 0 {
+		opts.ResponseHeaderTimeout = 60 * time.Second
+	}
 	base := opts.Transport
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 0
 		t.MaxIdleConnsPerHost = opts.Concurrency * 2
+		t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		t.TLSHandshakeTimeout = 10 * time.Second
+		t.ResponseHeaderTimeout = opts.ResponseHeaderTimeout
 		base = t
 	}
 	policy := &retry.GenericPolicy{

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,11 +24,11 @@ import (
 // per host, each artifact published to a real registry, and returns the
 // database, the signing key's path, a registry client and the published
 // artifacts (in hosts order).
-func attachFixture(t *testing.T, hosts ...string) (*pgtest.DB, string, *registry.Client, *registry.Summary, promoter.ReleaseInput) {
+func attachFixture(t *testing.T, opts registrytest.Options, hosts ...string) (*pgtest.DB, string, *registry.Client, *registry.Summary, promoter.ReleaseInput) {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.New(t)
-	reg := registrytest.New(t, registrytest.Options{})
+	reg := registrytest.New(t, opts)
 	keyPath, signer := testKey(t)
 	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
 	if err != nil {
@@ -77,7 +79,7 @@ func attachFixture(t *testing.T, hosts ...string) (*pgtest.DB, string, *registry
 // --attach` attaches the renewed one, listed first.
 func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	ctx := context.Background()
-	db, keyPath, rc, pub, in := attachFixture(t, "host-a", "host-b")
+	db, keyPath, rc, pub, in := attachFixture(t, registrytest.Options{}, "host-a", "host-b")
 	stored := func(host string) []byte {
 		var m []byte
 		if err := db.Pool(t).QueryRow(ctx, "SELECT manifest FROM configpub.current_pointer WHERE host = $1", host).Scan(&m); err != nil {
@@ -185,7 +187,7 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 // runtime got a rollback's manifest.
 func TestRegistryAttachGoesOnPastAFailedTarget(t *testing.T) {
 	ctx := context.Background()
-	db, keyPath, rc, pub, _ := attachFixture(t, "host-a", "host-b", "host-c", "host-d")
+	db, keyPath, rc, pub, _ := attachFixture(t, registrytest.Options{}, "host-a", "host-b", "host-c", "host-d")
 	repoName, dgst, err := registry.ParseRef(pub.Results[0].Ref())
 	if err != nil {
 		t.Fatal(err)
@@ -239,4 +241,53 @@ func TestRegistryAttachGoesOnPastAFailedTarget(t *testing.T) {
 		t.Fatalf("lease renew --attach with host-a's artifact gone: exit %d\n%s", code, out)
 	}
 	attachedTo("lease renew --attach")
+}
+
+// TestLeaseRenewAttachHasADeadline: `lease renew --interval 1s --attach`
+// against a registry that stops answering (a fault-injecting handler holds
+// every request) reports each round's attach as failed within the interval
+// and keeps renewing in the database: the attach ran without a deadline, and
+// one stuck registry stopped every lease renewal, those of runtimes that
+// only use the Config Server included.
+func TestLeaseRenewAttachHasADeadline(t *testing.T) {
+	hang := &hangingRegistry{release: make(chan struct{})}
+	t.Cleanup(func() { close(hang.release) })
+	db, keyPath, _, _, _ := attachFixture(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang.next = h; return hang }}, "host-a")
+	r := startCLI(t, "lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "1s", "--attach", "--plain-http")
+	renewals := func() int { return r.count("prod: renewed 1 leases") }
+	r.waitFor(t, "a first renewal attached", func() bool { return r.printed("attached 1 delivery manifests") })
+	hang.set(true)
+	r.waitFor(t, "the attach failing on its deadline", func() bool { return r.printed("renewal failed (1 in a row)") })
+	before := renewals()
+	r.waitFor(t, "renewals going on", func() bool { return renewals() >= before+2 })
+	r.stop(t)
+	if !r.printed("context deadline exceeded") {
+		t.Errorf("the failure does not say the attach ran out of time:\n%s", r.out.String())
+	}
+}
+
+// hangingRegistry is a fault-injecting handler in front of the registry:
+// once set, it holds every request without answering until the client
+// gives up or the test ends.
+type hangingRegistry struct {
+	next    http.Handler
+	release chan struct{}
+	mu      sync.Mutex
+	hanging bool
+}
+
+func (h *hangingRegistry) set(hanging bool) { h.mu.Lock(); h.hanging = hanging; h.mu.Unlock() }
+
+func (h *hangingRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	hanging := h.hanging
+	h.mu.Unlock()
+	if !hanging {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	select {
+	case <-r.Context().Done():
+	case <-h.release:
+	}
 }

@@ -44,7 +44,9 @@ and leaving every lease to run out; the first renewal's error ends it, as withou
 COSIGN_PASSWORD) signs from then on. With --attach, each renewal also attaches
 the renewed manifests to their artifacts in the registry as OCI referrers (as
 ` + "`configpub registry attach`" + `), so runtimes that pull from the registry keep
-a current lease.
+a current lease; with --interval the attach must end within three quarters of
+the interval (a registry that hangs is a failed attach, reported and retried,
+never a renewal held up).
 
 The lease is the short delivery lease (minutes), renewed for as long as a
 snapshot stays current. The activation window of a snapshot (weeks: how long a
@@ -77,7 +79,7 @@ configpub compile --renew.`,
 					warnOtherLeaseKey(ctx, cmd.ErrOrStderr(), store, env)
 				}
 				wait := every
-				res, msg, err := renewOnce(ctx, store, env, attach, attachPrefix, &rf)
+				res, msg, err := renewOnce(ctx, store, env, attach, attachPrefix, &rf, attachDeadline(every))
 				if res != nil && err != nil {
 					// Renewed, then the attach failed: the renewal is
 					// committed, and -o json says both.
@@ -211,7 +213,7 @@ type renewReport struct {
 // renewOnce renews env's leases and, with attach, attaches the renewed
 // manifests; it returns the report and its one-line summary. A renewal
 // whose attach failed returns both the report and the error.
-func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, prefix string, rf *registryFlags) (*renewReport, string, error) {
+func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bool, prefix string, rf *registryFlags, attachFor time.Duration) (*renewReport, string, error) {
 	res, err := store.RenewLeases(ctx, env)
 	if err != nil {
 		return nil, "", err
@@ -222,7 +224,12 @@ func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bo
 		msg += fmt.Sprintf(" (%d skipped: revoked or no lease window)", res.SkippedCount)
 	}
 	if attach {
-		ar, err := attachRenewed(ctx, store, env, prefix, rf)
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if attachFor > 0 {
+			actx, cancel = context.WithTimeout(ctx, attachFor)
+		}
+		ar, err := attachRenewed(actx, store, env, prefix, rf)
+		cancel()
 		if err != nil {
 			err = fmt.Errorf("renewed %d leases, attach: %w", res.Renewed, err)
 			rep.AttachError = err.Error()
@@ -237,6 +244,15 @@ func renewOnce(ctx context.Context, store *promoter.Store, env string, attach bo
 		msg += fmt.Sprintf("; attached %d delivery manifests", ar.AttachedCount) + pruneSummary(ar)
 	}
 	return rep, msg, nil
+}
+
+// attachDeadline is how long the attach of one renewal round of lease
+// renew --interval may take: three quarters of the interval, so that a
+// registry that hangs never holds up the next database renewal (every
+// lease, the Config Server path's included, depends on it); 0 (no
+// interval) sets none.
+func attachDeadline(every time.Duration) time.Duration {
+	return every - every/4
 }
 
 // attachRenewed attaches env's current manifests (lease renew --attach).
