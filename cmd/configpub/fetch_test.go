@@ -281,7 +281,9 @@ func TestFetchOCI(t *testing.T) {
 	if err := json.Unmarshal(raw, &tg); err != nil {
 		t.Fatal(err)
 	}
-	reg := registrytest.New(t, registrytest.Options{})
+	hang := &hangingRegistry{release: make(chan struct{})}
+	t.Cleanup(func() { close(hang.release) })
+	reg := registrytest.New(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang.next = h; return hang }})
 	rc, err := registry.New(registry.Options{PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)
@@ -355,6 +357,35 @@ func TestFetchOCI(t *testing.T) {
 			}
 		})
 	}
+
+	// Stopped (SIGTERM) during a slow pull, a runtime with a valid
+	// last-known-good keeps it and its --out: the cache was restored after
+	// the pull, with the cancelled context, and the run failed closed.
+	t.Run("interrupted during a slow pull", func(t *testing.T) {
+		outFile, cacheDir := filepath.Join(t.TempDir(), "values.yml"), t.TempDir()
+		args := []string{"fetch", "--oci", ref, "--plain-http", "--host", tg.Host, "--service-id", tg.ServiceID,
+			"--env", tg.EnvTag, "--config-audience", tg.Audience, "--trust-key", keyFile(&signer.PublicKey), "--out", outFile, "--cache-dir", cacheDir}
+		if out, err := runCLI(args...); err != nil {
+			t.Fatalf("first fetch: %v\n%s", err, out)
+		}
+		hang.set(true)
+		defer hang.set(false)
+		r := startCLI(t, args...)
+		time.Sleep(500 * time.Millisecond) // the pull is held by the registry
+		r.cancel()
+		var err error
+		select {
+		case err = <-r.done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("fetch did not end when interrupted")
+		}
+		if code := exitCode(err); code == exitFailClosed || code == exitOK {
+			t.Fatalf("interrupted: exit %d (%v), want 1 (unavailable, the last-known-good current)\n%s", code, err, r.out.String())
+		}
+		if b, err := os.ReadFile(outFile); err != nil || string(b) != string(values) {
+			t.Fatalf("--out after an interrupted fetch: %v, want the values.yml kept", err)
+		}
+	})
 }
 
 // attachManifest signs a delivery manifest for the artifact at ref (the

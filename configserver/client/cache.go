@@ -106,7 +106,9 @@ func (c *Client) restoreOnce(ctx context.Context) {
 	}
 	now := c.opts.Clock.Now()
 	ev := c.newEvidence(SourceCache, now)
-	_, _ = c.finish(ev, c.restore(ctx, now, ev)) // logged by finish
+	// Not cancelled with ctx: reading the local file is quick, and a load
+	// interrupted as it starts is no reason to fail closed.
+	_, _ = c.finish(ev, c.restore(context.WithoutCancel(ctx), now, ev)) // logged by finish
 }
 
 func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error {

@@ -54,13 +54,17 @@ type OCIPuller interface {
 // an artifact is applied when either source vouches for it. A puller error
 // that is a *VerificationError (the puller found a digest or signature
 // failure) is REJECTED with its reason; any other pull failure is
-// UNAVAILABLE.
+// UNAVAILABLE. As Load, the first call restores the last-known-good before
+// pulling: a pull that fails, or is interrupted (the runtime told to stop
+// during a slow pull), leaves it current until its lease ends.
 func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidence, error) {
+	c.mu.Lock()
+	c.restoreOnce(ctx) // the last-known-good runs on through a registry outage
+	c.mu.Unlock()
 	a, err := p.PullVerified(ctx, ref)
 	if err != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.restoreOnce(ctx) // the last-known-good runs on through a registry outage
 		now := c.opts.Clock.Now()
 		ev := c.newEvidence(SourceOCI, now)
 		var ve *VerificationError
