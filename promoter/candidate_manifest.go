@@ -166,8 +166,8 @@ func (s *Store) storeCandidates(ctx context.Context, tx pgx.Tx, envTag string, v
 // activation calls it before every readiness check. It returns how many
 // manifests it signed; a release that is not staged has none.
 func (s *Store) RenewCandidates(ctx context.Context, envTag string, version int64) (int, error) {
-	if s.opts.Signer == nil {
-		return 0, ErrNoSigner
+	if err := s.readyToSign(ctx); err != nil {
+		return 0, err
 	}
 	var n int
 	err := s.runTx(ctx, func(tx pgx.Tx) error {

@@ -134,6 +134,9 @@ func (s *Store) resign(ctx context.Context, in ResignInput) (*EpochResult, error
 // revocation epoch raised to epoch first (0: kept), and journals it on the
 // active release.
 func (s *Store) resignAll(ctx context.Context, cmd command, envTag string, epoch int64, actor, reason string) (*EpochResult, error) {
+	if err := s.readyToSign(ctx); err != nil {
+		return nil, err
+	}
 	var res EpochResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		now := s.now()

@@ -42,6 +42,9 @@ var (
 	// ErrNoSigner: the operation signs delivery manifests and Options.Signer
 	// is nil.
 	ErrNoSigner = errors.New("no delivery-manifest signer configured")
+	// ErrClockSkew: the store's clock is further from the database
+	// server's than Options.MaxClockSkew; nothing was signed.
+	ErrClockSkew = errors.New("clock skew")
 	// ErrOutsideWindow: a pointer move to a snapshot outside its activation
 	// window was refused (*WindowError); nothing moved.
 	ErrOutsideWindow = errors.New("snapshot outside its activation window")

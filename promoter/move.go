@@ -85,8 +85,8 @@ func (s *Store) move(ctx context.Context, action string, in MoveInput) (*Activat
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	if s.opts.Signer == nil {
-		return nil, ErrNoSigner
+	if err := s.readyToSign(ctx); err != nil {
+		return nil, err
 	}
 	cmd := moveCommand(action, in)
 	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {

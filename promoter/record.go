@@ -73,8 +73,8 @@ func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*Activ
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	if s.opts.Signer == nil {
-		return nil, ErrNoSigner
+	if err := s.readyToSign(ctx); err != nil {
+		return nil, err
 	}
 	cmd := command{ID: in.CommandID, Hash: in.commandHash(), Action: ActionPromote, EnvTag: in.EnvTag, Release: in.ReleaseVersion}
 	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {

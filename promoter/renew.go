@@ -67,8 +67,8 @@ func (s *Store) RenewLeases(ctx context.Context, envTag string) (*RenewResult, e
 	if envTag == "" {
 		return nil, fmt.Errorf("renew leases: %w", invalid("envTag", "empty"))
 	}
-	if s.opts.Signer == nil {
-		return nil, fmt.Errorf("renew leases %s: %w", envTag, ErrNoSigner)
+	if err := s.readyToSign(ctx); err != nil {
+		return nil, fmt.Errorf("renew leases %s: %w", envTag, err)
 	}
 	var res *RenewResult
 	err := s.runTx(ctx, func(tx pgx.Tx) error {

@@ -53,8 +53,8 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if s.opts.Signer == nil {
-		return nil, ErrNoSigner // the candidate manifests are signed when staged
+	if err := s.readyToSign(ctx); err != nil {
+		return nil, err // the candidate manifests are signed when staged
 	}
 	var res StageResult
 	err = s.runTx(ctx, func(tx pgx.Tx) error {

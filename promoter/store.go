@@ -28,6 +28,13 @@ type Options struct {
 	Signer crypto.Signer
 	// Clock returns the current time. nil = time.Now.
 	Clock func() time.Time
+	// MaxClockSkew is how far Clock may be from the database server's
+	// clock before a store refuses to sign (ErrClockSkew): the leases it
+	// signs run on its clock, and a host clock minutes behind signs leases
+	// that end early, or have ended, while it reports success. 0 = 5 s
+	// when Clock is nil, no comparison when Clock is set (a simulated
+	// clock); negative = never compared.
+	MaxClockSkew time.Duration
 	// MaxRetries bounds the retries of a transaction that failed with a
 	// serialization failure or deadlock (40001, 40P01). 0 = 5.
 	MaxRetries int
@@ -81,6 +88,9 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	s := &Store{pool: pool, opts: opts}
 	if s.opts.Clock == nil {
 		s.opts.Clock = time.Now
+		if s.opts.MaxClockSkew == 0 {
+			s.opts.MaxClockSkew = defaultMaxClockSkew
+		}
 	}
 	if s.opts.MaxRetries <= 0 {
 		s.opts.MaxRetries = 5
@@ -160,6 +170,43 @@ func (s *Store) WithSigner(signer crypto.Signer) (*Store, error) {
 	c := *s
 	c.opts.Signer, c.keyID = signer, id
 	return &c, nil
+}
+
+// defaultMaxClockSkew is Options.MaxClockSkew for the host's own clock.
+const defaultMaxClockSkew = 5 * time.Second
+
+// readyToSign checks what signing delivery manifests needs: a signer, and
+// a clock within MaxClockSkew of the database server's (one query).
+func (s *Store) readyToSign(ctx context.Context) error {
+	if s.opts.Signer == nil {
+		return ErrNoSigner
+	}
+	if s.opts.MaxClockSkew <= 0 {
+		return nil
+	}
+	var db time.Time
+	before := s.opts.Clock()
+	if err := s.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&db); err != nil {
+		return fmt.Errorf("read the database server's clock: %w", err)
+	}
+	after := s.opts.Clock()
+	// The database read its clock between before and after.
+	off := time.Duration(0)
+	switch {
+	case db.Before(before):
+		off = before.Sub(db) // ahead
+	case db.After(after):
+		off = after.Sub(db) // behind (negative)
+	}
+	if off.Abs() <= s.opts.MaxClockSkew {
+		return nil
+	}
+	dir := "ahead of"
+	if off < 0 {
+		dir = "behind"
+	}
+	return fmt.Errorf("%w: this host's clock is %s %s the database server's (at most %s): the leases it signs would run on the wrong time — set the host's time (NTP)",
+		ErrClockSkew, off.Abs().Round(time.Millisecond), dir, s.opts.MaxClockSkew)
 }
 
 // Now returns the store's clock, as it times pointer moves: what a
