@@ -227,6 +227,7 @@ func (f *treeFS) info(name string, parent *object.Tree, e *object.TreeEntry) *fi
 		fi.mode = fs.ModeSymlink | 0o444
 	case filemode.Submodule:
 		fi.mode = fs.ModeIrregular
+		fi.sys = gitlink(e.Hash.String())
 	default:
 		fi.mode = 0o444
 	}

@@ -15,6 +15,8 @@ type fileInfo struct {
 	mode    fs.FileMode
 	modTime time.Time
 
+	sys any // a gitlink for a submodule; nil otherwise
+
 	once   sync.Once
 	size   int64
 	sizeOf func() int64 // reads the size the first time it is asked for; nil: size is known
@@ -39,7 +41,14 @@ func (i *fileInfo) setSize(n int64) { i.once.Do(func() { i.size, i.sizeOf = n, n
 func (i *fileInfo) Mode() fs.FileMode  { return i.mode }
 func (i *fileInfo) ModTime() time.Time { return i.modTime }
 func (i *fileInfo) IsDir() bool        { return i.mode.IsDir() }
-func (i *fileInfo) Sys() any           { return nil }
+func (i *fileInfo) Sys() any           { return i.sys }
+
+// gitlink is the Sys() of a submodule entry: the commit it records
+// (policytree.Gitlink, refused as a submodule).
+type gitlink string
+
+// Gitlink returns the commit the submodule entry records.
+func (g gitlink) Gitlink() string { return string(g) }
 
 // file is an open regular file, held in memory (policy files are small).
 type file struct {

@@ -56,6 +56,10 @@ var (
 	ErrTooLarge = errors.New("exceeds the policy tree read limit")
 	// ErrOutside refuses a path that leaves the repository.
 	ErrOutside = errors.New("path leaves the repository")
+	// ErrSubmodule refuses a Git submodule: a directory holding a .git
+	// file or directory (a working tree's submodule or nested repository)
+	// or a gitlink entry of a Git tree.
+	ErrSubmodule = errors.New("submodule: policy is read only from this repository's commit")
 	// ErrControlName refuses a name holding a control character (C0, DEL,
 	// C1), a line or paragraph separator, a Unicode format character
 	// (U+202E) or a byte that is not UTF-8.
@@ -163,7 +167,7 @@ func (f *FS) check(op, name string) (fs.FileInfo, error) {
 		if fi, err = f.b.lstat(p); err != nil {
 			return nil, &fs.PathError{Op: op, Path: name, Err: unwrapPathError(err)}
 		}
-		if err := modeError(fi.Mode()); err != nil {
+		if err := entryError(fi.Mode(), func() (fs.FileInfo, error) { return fi, nil }); err != nil {
 			return nil, &fs.PathError{Op: op, Path: p, Err: err}
 		}
 		if i < len(parts)-1 && !fi.IsDir() {
@@ -177,6 +181,27 @@ func unwrapPathError(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
+	}
+	return err
+}
+
+// Gitlink is implemented by the FileInfo.Sys() of a Git tree's entry that
+// is a submodule (a gitlink, which gitfs lists as an irregular file): the
+// reader refuses it with ErrSubmodule rather than ErrSpecial.
+type Gitlink interface {
+	// Gitlink returns the commit the submodule entry records.
+	Gitlink() string
+}
+
+// entryError is modeError, naming a gitlink a submodule.
+func entryError(m fs.FileMode, info func() (fs.FileInfo, error)) error {
+	err := modeError(m)
+	if err == ErrSpecial && m&fs.ModeIrregular != 0 {
+		if fi, ierr := info(); ierr == nil {
+			if _, ok := fi.Sys().(Gitlink); ok {
+				return ErrSubmodule
+			}
+		}
 	}
 	return err
 }
@@ -322,10 +347,12 @@ func (b *boundedFile) Read(p []byte) (int, error) {
 
 // Walk calls fn, in lexical order, with the path of every regular file of
 // fsys under ".", skipping every entry for which skip returns true (a
-// skipped directory is not entered). A symbolic link, special file or name
-// holding a control character that is not skipped is an error naming its
-// path: a policy tree is only directories and regular files, with names that
-// print as they are.
+// skipped directory is not entered). A symbolic link, special file,
+// submodule (a directory other than the root holding a .git entry, or a
+// Git tree's gitlink) or name holding a control character that is not
+// skipped is an error naming its path: a policy tree is only this
+// repository's directories and regular files, with names that print as they
+// are.
 func Walk(fsys fs.FS, skip func(p string, d fs.DirEntry) bool, fn func(p string) error) error {
 	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -340,14 +367,24 @@ func Walk(fsys fs.FS, skip func(p string, d fs.DirEntry) bool, fn func(p string)
 		if err := nameError("read", p); err != nil {
 			return err
 		}
-		if err := modeError(d.Type()); err != nil {
+		if err := entryError(d.Type(), d.Info); err != nil {
 			return &fs.PathError{Op: "read", Path: p, Err: err}
 		}
 		if d.IsDir() {
+			if p != "." && hasDotGit(fsys, p) {
+				return &fs.PathError{Op: "read", Path: p, Err: ErrSubmodule}
+			}
 			return nil
 		}
 		return fn(p)
 	})
+}
+
+// hasDotGit: directory p holds a .git entry of any kind (a submodule's
+// .git file, a nested repository's directory).
+func hasDotGit(fsys fs.FS, p string) bool {
+	_, err := fs.Stat(fsys, p+"/.git")
+	return err == nil || errors.Is(err, ErrSymlink) || errors.Is(err, ErrSpecial)
 }
 
 // ReadFile reads one regular file named on the command line (not through a

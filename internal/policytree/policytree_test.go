@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -272,3 +273,91 @@ func TestNamesWithControlCharactersAreRefused(t *testing.T) {
 		d.Close()
 	}
 }
+
+type gitlinkSys string
+
+func (g gitlinkSys) Gitlink() string { return string(g) }
+
+// TestSubmodulesAreRefused: a directory other than the root holding a .git
+// file or directory (a submodule, a nested repository) is refused as a
+// submodule when walked, and so is a gitlink entry; the root's .git is not.
+func TestSubmodulesAreRefused(t *testing.T) {
+	for _, dotgit := range []string{"file", "dir"} {
+		root := t.TempDir()
+		for _, d := range []string{".git", "a", "sub/agents"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if dotgit == "file" {
+			if err := os.WriteFile(filepath.Join(root, "sub", ".git"), []byte("gitdir: ../.git/modules/sub\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.Mkdir(filepath.Join(root, "sub", ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, "sub", "agents", "x.yaml"), []byte("a: 1\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Dir(root, Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		err = Walk(d, func(p string, _ fs.DirEntry) bool { return strings.HasPrefix(path.Base(p), ".") }, func(p string) error {
+			read = append(read, p)
+			return nil
+		})
+		d.Close()
+		if !errors.Is(err, ErrSubmodule) || !strings.Contains(err.Error(), "read sub: submodule") || len(read) != 0 {
+			t.Errorf(".git %s: got %v (read %v), want sub refused as a submodule", dotgit, err, read)
+		}
+	}
+	fi, err := fs.Stat(fstest.MapFS{"x": {}}, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := New(irregularFS{fstest.MapFS{"ok.yaml": {Data: []byte("a: 1\n")}, "vendored": {Mode: fs.ModeIrregular}}, fi}, Limits{})
+	if err := Walk(tree, nil, func(string) error { return nil }); !errors.Is(err, ErrSubmodule) {
+		t.Errorf("a gitlink, walked: got %v, want ErrSubmodule", err)
+	}
+	if _, err := fs.ReadFile(tree, "vendored"); !errors.Is(err, ErrSubmodule) {
+		t.Errorf("a gitlink, read: got %v, want ErrSubmodule", err)
+	}
+}
+
+// irregularFS describes its irregular entries as gitlinks, as gitfs's
+// Git-tree reader does.
+type irregularFS struct {
+	fstest.MapFS
+	link fs.FileInfo
+}
+
+func (f irregularFS) Stat(name string) (fs.FileInfo, error) {
+	fi, err := f.MapFS.Stat(name)
+	if err == nil && fi.Mode()&fs.ModeIrregular != 0 {
+		return linkInfo{f.link, fi.Name()}, nil
+	}
+	return fi, err
+}
+
+func (f irregularFS) Lstat(name string) (fs.FileInfo, error) { return f.Stat(name) }
+
+func (f irregularFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	es, err := f.MapFS.ReadDir(name)
+	for i, e := range es {
+		if e.Type()&fs.ModeIrregular != 0 {
+			es[i] = fs.FileInfoToDirEntry(linkInfo{f.link, e.Name()})
+		}
+	}
+	return es, err
+}
+
+type linkInfo struct {
+	fs.FileInfo
+	name string
+}
+
+func (l linkInfo) Name() string      { return l.name }
+func (l linkInfo) Mode() fs.FileMode { return fs.ModeIrregular }
+func (l linkInfo) Sys() any          { return gitlinkSys("0123") }
