@@ -99,7 +99,7 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			// manifest, then again host by host while --out is written and
 			// while its artifacts are pushed (compiled.Stream).
 			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
-				PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), ManifestOnly: true, CheckOnly: true})
+				PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), Introduced: introducedTree(repo), ManifestOnly: true, CheckOnly: true})
 			if err != nil {
 				return err
 			}

@@ -7,6 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/registrytest"
@@ -254,5 +257,31 @@ func TestRepublishStopsAtTheReleaseArtifact(t *testing.T) {
 		"--key", filepath.Join(filepath.Dir(keyPub), cosignkey.PrivateKeyFile), "--plain-http", "--recheck"); err == nil ||
 		!strings.Contains(out+err.Error(), "stale") || !strings.Contains(err.Error(), "but the sources derive") {
 		t.Fatalf("--recheck with an edited source: %v\n%s; want the stale release refused, its first difference named", err, out)
+	}
+}
+
+// TestPublishNamesTheEditedSources: publish refuses a stale release as
+// compile --check does, naming the sources edited since the commit that
+// introduced the release (it said only 'releaseDigest is …').
+func TestPublishNamesTheEditedSources(t *testing.T) {
+	_, prefix, keyPub, repo := publisher(t)
+	r, err := git.PlainInit(repo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "fixture", time.Date(2026, 10, 1, 9, 30, 0, 0, time.UTC))
+	agent := filepath.Join(repo, "agents", "advisor.yaml")
+	b, err := os.ReadFile(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(agent, append(b, "# reviewed\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "a comment", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+	out, err := runCLI("publish", "--repo", repo, "--env", "dev", "--registry", prefix,
+		"--key", filepath.Join(filepath.Dir(keyPub), cosignkey.PrivateKeyFile), "--plain-http")
+	if want := "sources edited since release 1 was compiled: agents/advisor.yaml; no target's values changed"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\n%s; want it to contain %q", err, out, want)
 	}
 }
