@@ -40,6 +40,13 @@ type PublishRequest struct {
 	// rotation). Default false: the tag is written last, so a tag naming the
 	// expected digest means the artifact is complete and signed.
 	EnsureSignatures bool
+	// Recheck also checks an artifact whose tag is in place: its config
+	// and layer blobs exist, and its signature manifest, payload and a
+	// signature by Signer that verifies are there; what is missing is
+	// pushed again (a blob or signature deleted from the registry since).
+	// It implies EnsureSignatures and costs a few requests per artifact.
+	// Default false: the tag alone says the artifact is complete.
+	Recheck bool
 }
 
 // The kinds of artifact a Result reports.
@@ -254,7 +261,7 @@ func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, pack
 		n := i
 		i++
 		g.Go(func() error {
-			res, err := c.publishOne(gctx, p, req.Signer, cfg, req.EnsureSignatures)
+			res, err := c.publishOne(gctx, p, req.Signer, cfg, req.EnsureSignatures, req.Recheck)
 			if err != nil {
 				return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 			}
@@ -276,7 +283,7 @@ func (c *Client) run(ctx context.Context, req PublishRequest, sum *Summary, pack
 	if err != nil || p == nil {
 		return err
 	}
-	res, err := c.publishOne(ctx, p, req.Signer, cfg, req.EnsureSignatures)
+	res, err := c.publishOne(ctx, p, req.Signer, cfg, req.EnsureSignatures, req.Recheck)
 	if err != nil {
 		return fmt.Errorf("publish %s:%s: %w", p.repository, p.tag, err)
 	}
@@ -336,8 +343,10 @@ func tagged(ctx context.Context, repo *repo, p *packed) (bool, error) {
 // manifest under its tag. So a tag that names the expected digest means
 // the artifact was published completely, and checking it is the whole cost
 // of an unchanged re-publish; an interrupted publish leaves no tag and is
-// finished by the next run.
-func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome, ensureSig bool) (Result, error) {
+// finished by the next run. With recheck, an artifact whose tag is in
+// place has its blobs and signature checked and repaired as well
+// (PublishRequest.Recheck).
+func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer, cfg *configHome, ensureSig, recheck bool) (Result, error) {
 	res := p.result()
 	repo, err := c.repository(ctx, p.repository)
 	if err != nil {
@@ -349,13 +358,34 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		return res, err
 	}
 	if done {
-		if ensureSig {
-			n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer)
+		if recheck {
+			// The tag names the manifest, which names its blobs; the
+			// registry does not keep them from being deleted.
+			up, err := cfg.ensure(ctx, repo)
 			if err != nil {
 				return res, err
 			}
-			res.Signed, res.Pushed, res.Bytes = n > 0, n > 0, n
+			if up {
+				res.Blobs++
+				res.Bytes += emptyConfig.Size
+			}
+			if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+				return res, err
+			}
+			if up {
+				res.Blobs++
+				res.Bytes += p.layer.Size
+			}
 		}
+		if ensureSig || recheck {
+			n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer, recheck)
+			if err != nil {
+				return res, err
+			}
+			res.Signed = n > 0
+			res.Bytes += n
+		}
+		res.Pushed = res.Bytes > 0
 		return res, nil
 	}
 	up, err := cfg.ensure(ctx, repo)
@@ -373,7 +403,7 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		res.Blobs++
 		res.Bytes += p.layer.Size
 	}
-	n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer)
+	n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer, false)
 	if err != nil {
 		return res, err
 	}

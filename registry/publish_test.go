@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 
 	digest "github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/credentials"
 
 	"github.com/configpub/configpub/bundle"
@@ -493,5 +495,84 @@ func TestSignAddsASignatureOnce(t *testing.T) {
 	missing := repo + "@sha256:" + strings.Repeat("0", 64)
 	if _, err := c.Sign(ctx, missing, newKey2); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("sign a missing artifact: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestRecheckRepairsWhatWasDeleted deletes from a real Distribution
+// registry, after a publication, one artifact's layer blob, another's
+// signature manifest and a third's signature payload blob. Publishing again
+// with Recheck pushes each back (it reported all three present: their tags
+// name the expected digests) and every artifact pulls and verifies again;
+// a fourth, untouched, uploads nothing.
+func TestRecheckRepairsWhatWasDeleted(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	c := newClient(t, registry.Options{MaxRetries: -1})
+	key := newKey(t)
+	arts := registrytest.Artifacts(4, "prod", 1)
+	req := registry.PublishRequest{Prefix: reg.Host + "/cp", Artifacts: arts, Signer: key}
+	sum, err := c.Publish(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := sum.Results
+	repoOf := func(r registry.Result) *remote.Repository { return plainRepo(t, r.Repository) }
+
+	// 0: the layer blob.
+	layer := ocispec.Descriptor{Digest: digest.Digest(arts[0].ArtifactDigest), Size: int64(len(arts[0].Values))}
+	if err := repoOf(res[0]).Blobs().Delete(ctx, layer); err != nil {
+		t.Fatalf("delete layer: %v", err)
+	}
+	// 1: the signature manifest.
+	r1 := repoOf(res[1])
+	sig1, err := r1.Resolve(ctx, registry.SignatureTag(digest.Digest(res[1].Digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Delete(ctx, sig1); err != nil {
+		t.Fatalf("delete signature: %v", err)
+	}
+	// 2: the signature's payload blob.
+	r2 := repoOf(res[2])
+	sig2, err := r2.Resolve(ctx, registry.SignatureTag(digest.Digest(res[2].Digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := r2.Fetch(ctx, sig2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm ocispec.Manifest
+	err = json.NewDecoder(rc).Decode(&sm)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Blobs().Delete(ctx, sm.Layers[0]); err != nil {
+		t.Fatalf("delete signature payload: %v", err)
+	}
+
+	keys := trusted(t, key)
+	for i := range 3 {
+		if _, err := c.Verify(ctx, res[i].Ref(), registry.VerifyOptions{Keys: keys}); err == nil {
+			t.Fatalf("artifact %d verifies after its deletion", i)
+		}
+	}
+	plain, err := c.Publish(ctx, req)
+	if err != nil || plain.AlreadyPresent != 4 {
+		t.Fatalf("publish without recheck: %+v, %v; want all four present by their tags", plain, err)
+	}
+	req.Recheck = true
+	again, err := c.Publish(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Pushed != 3 || again.AlreadyPresent != 1 || !again.Results[1].Signed || again.Results[0].Blobs != 1 || again.Results[3].Pushed {
+		t.Fatalf("publish --recheck: %+v; want the three broken ones pushed again, the fourth untouched", again.Results)
+	}
+	for i, r := range again.Results {
+		if _, err := c.Verify(ctx, r.Ref(), registry.VerifyOptions{Keys: keys}); err != nil {
+			t.Fatalf("artifact %d after the recheck: %v", i, err)
+		}
 	}
 }

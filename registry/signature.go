@@ -48,8 +48,10 @@ func SignaturePayload(repository string, dgst digest.Digest) ([]byte, error) {
 // ensureSignature makes sure the signature manifest at sha256-<hex>.sig
 // holds a signature by signer over the payload for dgst. Signatures by
 // other keys already there are kept (key rotation). It returns the bytes
-// uploaded (0 when a matching signature was present).
-func ensureSignature(ctx context.Context, repo *repo, dgst digest.Digest, signer crypto.Signer) (int64, error) {
+// uploaded (0 when a matching signature was present). With recheck, a
+// matching signature whose payload blob is missing has the payload pushed
+// again.
+func ensureSignature(ctx context.Context, repo *repo, dgst digest.Digest, signer crypto.Signer, recheck bool) (int64, error) {
 	pl, err := SignaturePayload(repo.name, dgst)
 	if err != nil {
 		return 0, err
@@ -74,7 +76,14 @@ func ensureSignature(ctx context.Context, repo *repo, dgst digest.Digest, signer
 		for _, l := range existing.Layers {
 			if l.Digest == plDesc.Digest && l.Size == plDesc.Size {
 				if _, err := signing.VerifyBlob([]signing.TrustedKey{trusted}, pl, l.Annotations[SignatureAnnotation], ""); err == nil {
-					return 0, nil // already signed by this key
+					if !recheck {
+						return 0, nil // already signed by this key
+					}
+					up, err := pushBlob(ctx, repo, plDesc, pl)
+					if err != nil || !up {
+						return 0, err
+					}
+					return plDesc.Size, nil
 				}
 			}
 		}
@@ -147,7 +156,7 @@ func (c *Client) Sign(ctx context.Context, ref string, signer crypto.Signer) (bo
 		}
 		return false, fmt.Errorf("sign %s: %w", ref, err)
 	}
-	n, err := ensureSignature(ctx, repo, dgst, signer)
+	n, err := ensureSignature(ctx, repo, dgst, signer, false)
 	if err != nil {
 		return false, fmt.Errorf("sign %s: %w", ref, err)
 	}

@@ -46,8 +46,11 @@ it marks a whole publication. publish looks it up first, from the committed
 release's files: when it is in place, publish compiles nothing, checks nothing
 else and says the release is already published (one request). Use compile
 --check to verify the sources. --recheck compiles the release and checks every
-artifact (one request each), pushing what is missing, for example after
-something removed an artifact from the registry; --ensure-signatures does too.
+artifact — its tag, config and layer blobs, and a signature by --key that
+verifies, with its payload (a few requests each) — pushing what is missing, for
+example after something removed an artifact, a blob or a signature from the
+registry. --ensure-signatures checks every tag and adds this key's signature
+where it is missing.
 
 Otherwise the release is compiled once for its manifest, which must be up to
 date, then again host by host while its artifacts are pushed (and once more for

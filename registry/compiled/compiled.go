@@ -369,7 +369,9 @@ func FindPublished(ctx context.Context, c *registry.Client, prefix string, fsys 
 }
 
 // PublishRelease publishes the release of res the way `configpub publish`
-// does. Unless recheck or req.EnsureSignatures is set, a release artifact
+// does. With recheck every artifact is checked down to its blobs and
+// signature (registry.PublishRequest.Recheck). Unless recheck or
+// req.EnsureSignatures is set, a release artifact
 // already in place ends it: the release artifact is pushed last, once
 // every target is complete, so it says the whole release was published;
 // that Result is returned as present and nothing else is checked (callers
@@ -399,6 +401,7 @@ func PublishRelease(ctx context.Context, c *registry.Client, res *compiler.Resul
 			return &registry.Summary{AlreadyPresent: 1}, &r, nil
 		}
 	}
+	req.Recheck = req.Recheck || recheck
 	req.Release, req.ReleaseFrom = nil, func() (*registry.Release, error) { return Release(res) }
 	sum, err = c.PublishSeq(ctx, req, Stream(ctx, res))
 	return sum, nil, err
