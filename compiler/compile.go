@@ -581,6 +581,9 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (
 			next: release, reproduce: reproduce, manifestOnly: opts.ManifestOnly, keep: opts.Keep, archiveSize: archiveSize}
 		if opts.CheckOnly {
 			c.ownInputs = map[string][]bundle.Input{}
+			if cr != nil && cr.check != nil {
+				c.recordedInputs = cr.check.hosts
+			}
 		}
 		return c, nil
 	}
@@ -1221,8 +1224,11 @@ type compilation struct {
 	// room for the release's own archive, allocated once.
 	archiveSize int
 	// ownInputs, kept when set (a check, whose stale release names the
-	// inputs that changed), is each host's own inputs as placed.
-	ownInputs map[string][]bundle.Input
+	// inputs that changed), is each host's own inputs as placed — of the
+	// hosts whose inputsDigest is not the one recordedInputs (the
+	// committed release's, by host; nil: unknown) states.
+	ownInputs      map[string][]bundle.Input
+	recordedInputs map[string]string
 
 	// only, when set, selects the hosts compiled (with emit: the others
 	// are skipped and emit nothing).
@@ -1757,7 +1763,7 @@ func (c *compilation) placeInputs() (root []bundle.Input, hosts []bundle.HostInp
 				return nil, nil, nil, fmt.Errorf("compile %s: inputs of %s: %w", c.env, h, err)
 			}
 			hosts = append(hosts, bundle.HostInputs{Host: h, Digest: d})
-			if c.ownInputs != nil {
+			if c.ownInputs != nil && (c.recordedInputs == nil || c.recordedInputs[h] != d) {
 				c.ownInputs[h] = in
 			}
 		}
