@@ -1096,6 +1096,21 @@ type targetRow struct {
 	extra                                                       *targetExtra
 }
 
+// CRLFNote returns, when b has CRLF line endings and with LF ones would
+// digest to want, a note saying so (" (the file has CRLF line endings; ...)"),
+// and "" otherwise: a checkout with core.autocrlf=true (Git for Windows'
+// default) converts the committed LF bytes, which are what is digested.
+func CRLFNote(b []byte, want string) string {
+	if !bytes.Contains(b, []byte("\r\n")) || render.BytesDigest(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))) != want {
+		return ""
+	}
+	return " (the file has CRLF line endings; " + CRLFAdvice + ")"
+}
+
+// CRLFAdvice follows the files whose CRLF line endings explain a digest
+// mismatch.
+const CRLFAdvice = "configpub digests the committed bytes: check it out with LF (.gitattributes: * text=auto eol=lf)"
+
 // parseShard checks shard file f against the root's entry ref (path,
 // digest, header, target count) and decodes its rows.
 func parseShard(h ReleaseHeader, ref ShardRef, f ReleaseFile) (*parsedShard, error) {
@@ -1106,7 +1121,7 @@ func parseShard(h ReleaseHeader, ref ShardRef, f ReleaseFile) (*parsedShard, err
 		return nil, fmt.Errorf("parse release manifest: %w: the shard of %s is %s, want %s", ErrInvalidManifest, ref.Host, f.Path, want)
 	}
 	if got := render.BytesDigest(f.Bytes); got != ref.Digest {
-		return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s", ErrDigestMismatch, f.Path, got, ref.Digest))
+		return bad(fmt.Errorf("%w: shard %s digests to %s, the root records %s%s", ErrDigestMismatch, f.Path, got, ref.Digest, CRLFNote(f.Bytes, ref.Digest)))
 	}
 	sd, ok := decodeShardRendered(f.Bytes)
 	if !ok {

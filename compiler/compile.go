@@ -485,19 +485,65 @@ const timeFormat = "2006-01-02T15:04:05Z"
 // non-canonical manifest is repaired), and Stale names the first
 // difference.
 func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
-	var ignored []string
-	res, err := compile(ctx, fsys, opts, &ignored)
-	if err != nil && len(ignored) > 0 {
-		// What the ignored files defined may be what is missing.
-		return nil, fmt.Errorf("%w\n(%s)", err, IgnoredNote(ignored))
+	var in readNotes
+	res, err := compile(ctx, fsys, opts, &in)
+	if err != nil {
+		if errors.Is(err, ErrStale) {
+			err = in.crlf(err)
+		}
+		if len(in.ignored) > 0 {
+			// What the ignored files defined may be what is missing.
+			err = fmt.Errorf("%w\n(%s)", err, IgnoredNote(in.ignored))
+		}
+		return nil, err
 	}
-	if res != nil {
-		res.Ignored = ignored
+	res.Ignored = in.ignored
+	if res.stale != nil && errors.Is(res.stale, ErrStale) {
+		res.stale = in.crlf(res.stale)
 	}
-	return res, err
+	return res, nil
 }
 
-// maxIgnoredShown bounds the files IgnoredNote names.
+// readNotes is what a compile read that can explain its outcome.
+type readNotes struct {
+	ignored []string // the source files and directories Git ignores, left out
+	// crlfSources are the digests of the source files with CRLF line
+	// endings had they LF ones, by path; recorded the inputs' digests the
+	// committed release records, by path, when it lists them.
+	crlfSources, recorded map[string]string
+	rootCRLF              string // the committed root, when it has CRLF line endings
+}
+
+// crlf adds to a stale error the files whose CRLF line endings explain it:
+// a source that would digest as the committed release records it (or that
+// the release records only in a shard's inputsDigest) with LF line
+// endings, or a root that is not in canonical form and has CRLF ones.
+func (in *readNotes) crlf(err error) error {
+	var files []string
+	if in.rootCRLF != "" && errors.Is(err, errNotCanonical) {
+		files = append(files, in.rootCRLF)
+	}
+	for _, p := range sortedKeys(in.crlfSources) {
+		if d, ok := in.recorded[p]; !ok || d == in.crlfSources[p] {
+			files = append(files, p)
+		}
+	}
+	if len(files) == 0 {
+		return err
+	}
+	more := ""
+	if len(files) > maxIgnoredShown {
+		files, more = files[:maxIgnoredShown], fmt.Sprintf(" and %d more", len(files)-maxIgnoredShown)
+	}
+	have := "have"
+	if len(files) == 1 {
+		have = "has"
+	}
+	return fmt.Errorf("%w\n(%s%s %s CRLF line endings; %s)", err, strings.Join(files, ", "), more, have, bundle.CRLFAdvice)
+}
+
+// maxIgnoredShown bounds the files IgnoredNote (and a note of files with
+// CRLF line endings) names.
 const maxIgnoredShown = 10
 
 // IgnoredNote says that the files Git ignores (Result.Ignored) were not
@@ -515,8 +561,8 @@ func IgnoredNote(files []string) string {
 	return fmt.Sprintf("ignored by Git: not compiled: a release is compiled from what is committed: %s%s", strings.Join(shown, ", "), more)
 }
 
-// compile is Compile; it sets *ignored to the source files left out.
-func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (*Result, error) {
+// compile is Compile; it notes in *in what can explain its outcome.
+func compile(ctx context.Context, fsys fs.FS, opts Options, in *readNotes) (*Result, error) {
 	if opts.EnvTag == "" {
 		return nil, errors.New("compile: envTag is required")
 	}
@@ -532,7 +578,7 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (
 	if err != nil {
 		return nil, err
 	}
-	*ignored = ss.ignored
+	in.ignored, in.crlfSources = ss.ignored, ss.crlf
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -567,6 +613,12 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, ignored *[]string) (
 	cr, err := loadCommitted(committedFS, opts.EnvTag)
 	if err != nil {
 		return nil, err
+	}
+	if cr != nil {
+		in.rootCRLF = cr.crlfRoot
+		if len(in.crlfSources) > 0 {
+			in.recorded = cr.inputs()
+		}
 	}
 	var archiveSize int
 	if cr != nil {
@@ -793,6 +845,24 @@ type committedRelease struct {
 	// check is what a sharded release records of its inputs (nil for a
 	// single file).
 	check *inputCheck
+	// crlfRoot is the root's path when it has CRLF line endings.
+	crlfRoot string
+}
+
+// inputs returns the input digests the release lists, by path: a sharded
+// release's shared inputs (the others are recorded per host as one
+// digest), a single file's every input.
+func (c *committedRelease) inputs() map[string]string {
+	if c.check != nil {
+		return c.check.shared
+	}
+	out := map[string]string{}
+	if c.m != nil {
+		for _, x := range c.m.Inputs {
+			out[x.Path] = x.Digest
+		}
+	}
+	return out
 }
 
 // matches reports whether b is the committed release, byte for byte.
@@ -963,6 +1033,9 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	c := &committedRelease{fsys: fsys, env: env}
+	if bytes.Contains(root, []byte("\r\n")) {
+		c.crlfRoot = p
+	}
 	if bundle.IsSharded(root) {
 		r, err := bundle.ParseRoot(p, root)
 		if err != nil {

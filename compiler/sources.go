@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -100,6 +101,9 @@ type sources struct {
 	// ignored lists the *.yaml and *.yml files and the directories
 	// ("local/") Git ignores, left out.
 	ignored []string
+	// crlf holds, by path, the digest that each document with CRLF line
+	// endings would have with LF ones (a checkout with core.autocrlf).
+	crlf map[string]string
 }
 
 func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name] }
@@ -172,7 +176,8 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
-	var plain render.AnyBufferPool // for schema validation
+	lf := make([]string, len(paths)) // the LF digest of a file with CRLF line endings
+	var plain render.AnyBufferPool   // for schema validation
 	err = parallel.Do(len(paths), func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -181,6 +186,9 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 		if err != nil {
 			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)
 			return nil
+		}
+		if bytes.Contains(b, []byte("\r\n")) {
+			lf[i] = render.BytesDigest(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")))
 		}
 		buf := plain.Get()
 		src, err := parseSource(paths[i], b, set, buf)
@@ -203,6 +211,14 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	}
 	if err := joinSourceErrors(append(miscased, errs...)); err != nil {
 		return nil, err
+	}
+	for i, d := range lf {
+		if d != "" {
+			if ss.crlf == nil {
+				ss.crlf = map[string]string{}
+			}
+			ss.crlf[paths[i]] = d
+		}
 	}
 	sum := sha256.New()
 	for _, src := range parsed {

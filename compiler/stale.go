@@ -1,6 +1,7 @@
 package compiler
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/configpub/configpub/bundle"
@@ -37,7 +38,7 @@ func firstDifference(committed, derived, prev *bundle.Manifest, changed inputCha
 		return fmt.Errorf("%w: %s: %w", ErrStale, p, err)
 	}
 	if d == nil {
-		return fmt.Errorf("%w: %s is not in canonical form", ErrStale, p)
+		return fmt.Errorf("%w: %s %w", ErrStale, p, errNotCanonical)
 	}
 	if d.Target != "" && d.Field == "(entry)" {
 		// A whole target is missing on one side: say which, not the
@@ -61,6 +62,10 @@ func firstDifference(committed, derived, prev *bundle.Manifest, changed inputCha
 	}
 	return fmt.Errorf("%w: %s: %s is %s, but %s derive %s", ErrStale, p, where, orNone(d.A), from, orNone(d.B))
 }
+
+// errNotCanonical: the committed release holds what derives, not in the
+// bytes compile writes.
+var errNotCanonical = errors.New("is not in canonical form")
 
 func orNone(s string) string {
 	if s == "" {

@@ -20,7 +20,10 @@ the current directory): configpub.yaml (Repository), an Environment, a Host, an
 Agent with the ModelAlias and Gateway it needs, and a Target for it. Every file
 starts with a yaml-language-server line pointing at a self-contained copy of its
 JSON Schema in .configpub/schemas/, so editors complete fields and show their
-descriptions. DIR must be new or empty (a .git directory alone is allowed).
+descriptions. A .gitattributes (* text=auto eol=lf) keeps LF line endings in
+every checkout: configpub digests the committed bytes, and a file checked out
+with CRLF (core.autocrlf) would not match them. DIR must be new or empty (a .git
+directory alone is allowed).
 docs/authoring.md describes every kind.`,
 		Example: `  configpub init my-policy
   configpub init --env staging .

@@ -44,7 +44,7 @@ func TestInitCompilesValidatesAndPlans(t *testing.T) {
 	if err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	for _, f := range []string{"configpub.yaml", "environments/dev.yaml", "targets/dev/assistant.yaml", ".configpub/schemas/agent.json"} {
+	for _, f := range []string{"configpub.yaml", "environments/dev.yaml", "targets/dev/assistant.yaml", ".configpub/schemas/agent.json", ".gitattributes"} {
 		if !strings.Contains(out, "  "+f+"\n") {
 			t.Errorf("init output does not list %s:\n%s", f, out)
 		}
@@ -55,6 +55,11 @@ func TestInitCompilesValidatesAndPlans(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(agent), "# yaml-language-server: $schema=../.configpub/schemas/agent.json\n") {
 		t.Errorf("agents/assistant.yaml does not start with its schema line:\n%s", agent)
+	}
+	// Checkouts keep LF (core.autocrlf=true would write CRLF, and the
+	// committed digests would not match).
+	if b, err := os.ReadFile(filepath.Join(dir, ".gitattributes")); err != nil || !strings.Contains(string(b), "\n* text=auto eol=lf\n") {
+		t.Errorf(".gitattributes: %q, %v; want * text=auto eol=lf", b, err)
 	}
 	var schema map[string]any
 	b, err := os.ReadFile(filepath.Join(dir, ".configpub", "schemas", "agent.json"))

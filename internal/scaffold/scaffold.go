@@ -2,7 +2,8 @@
 // source documents that compiles (a Repository, an Environment, a Host, an
 // Agent with the ModelAlias and Gateway it needs, and a Target for it), each
 // starting with a yaml-language-server line that points at a self-contained
-// copy of its JSON Schema under .configpub/schemas/.
+// copy of its JSON Schema under .configpub/schemas/, and a .gitattributes
+// that keeps LF line endings in every checkout.
 package scaffold
 
 import (
@@ -148,13 +149,22 @@ func toFS(files map[string][]byte) fs.FS {
 	return m
 }
 
-// Files returns the documents and editor schemas Init writes, by
-// slash-separated path.
+// GitAttributes is the .gitattributes Init writes: every checkout keeps
+// LF line endings (Git for Windows converts to CRLF by default, with
+// core.autocrlf=true), since configpub digests the committed bytes and a
+// release file or source checked out with CRLF no longer matches them.
+const GitAttributes = `# configpub digests the committed bytes of every source and release file:
+# keep LF line endings in every checkout (core.autocrlf would write CRLF).
+* text=auto eol=lf
+`
+
+// Files returns the documents, editor schemas and .gitattributes Init
+// writes, by slash-separated path.
 func Files(opts Options) (map[string][]byte, error) {
 	if opts.EnvTag == "" {
 		opts.EnvTag = "dev"
 	}
-	out := map[string][]byte{}
+	out := map[string][]byte{".gitattributes": []byte(GitAttributes)}
 	kinds := map[string]bool{}
 	for _, d := range documents(opts.EnvTag) {
 		kinds[d.kind] = true
