@@ -146,6 +146,9 @@ configpub lease renew, not by a release.)`,
 			if rebuilt && held.version != 0 && held.version != res.Manifest.ReleaseVersion && held != b.ontoRelease {
 				sum.RebuiltFrom, sum.BaseRef = held.version, b.onto
 			}
+			if sum.State == "rewritten" {
+				warnPromotionEnded(cmd.ErrOrStderr(), sum, res.Manifest.CreatedAt, createdAtPinned(createdAt), time.Now())
+			}
 			return report(cmd, sum, func(w io.Writer) error {
 				_, err := fmt.Fprintf(w, "release %s/%d (base %d): %d targets, %d changed; %s %s %s\n", env, sum.Release, sum.BaseRelease, sum.Targets, sum.Changed, sum.Manifest, sum.State, sum.ReleaseDigest)
 				switch {
@@ -291,6 +294,23 @@ func chooseBase(ctx context.Context, repo string, wt fs.FS, env, baseRef string,
 
 // createdAtPinned reports whether a new release's createdAt is given
 // (--created-at, SOURCE_DATE_EPOCH) rather than taken from HEAD.
+// warnPromotionEnded warns when the release just written can no longer be
+// promoted at now: its activation windows start at createdAt, which (from
+// HEAD's commit time in a quiet repository) may be weeks old, so promote
+// would refuse it. The output itself is unchanged.
+func warnPromotionEnded(w io.Writer, sum compileSummary, createdAt string, pinned bool, now time.Time) {
+	until, err := time.Parse(time.RFC3339, sum.PromotableUntil)
+	if err != nil || until.After(now) {
+		return
+	}
+	from := "HEAD's commit time"
+	if pinned {
+		from = "--created-at or SOURCE_DATE_EPOCH"
+	}
+	fmt.Fprintf(w, "warning: release %d can be promoted only until %s, which has passed: its createdAt %s is %s; compile with --created-at (the current time, say) for a release promote accepts\n",
+		sum.Release, sum.PromotableUntil, createdAt, from)
+}
+
 func createdAtPinned(flag string) bool {
 	return flag != "" || os.Getenv("SOURCE_DATE_EPOCH") != ""
 }
