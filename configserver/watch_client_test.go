@@ -7,7 +7,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/simclock"
 )
 
 // goldenIssued is inside the golden advisor envelope's activation window.
@@ -237,5 +240,52 @@ func TestSetTrustedKeysWakesAHeldWatch(t *testing.T) {
 	start = time.Now()
 	if ev := nextAppliedAfterRejections(t, evs, 3*time.Second); ev.SnapshotID != r1.ID || time.Since(start) > 3*time.Second {
 		t.Fatalf("after the key came back: applied %s after %s", ev.SnapshotID, time.Since(start))
+	}
+}
+
+// TestClientWatchPastRefreshAfterDoesNotPoll: a runtime whose clock
+// (simulated) stands past its lease's refreshAfter — renewals stopped, or
+// its clock is ahead — while the lease still runs asks the real server once
+// without If-None-Match and then holds conditional requests again, about one
+// full answer per interval. Each request past refreshAfter went without
+// If-None-Match, was answered at once with the full body, and the early
+// UNCHANGED answer was taken for a server shutting down (a retry after
+// 500 ms): about 2 full GETs a second for as long as renewals stayed away.
+func TestClientWatchPastRefreshAfterDoesNotPoll(t *testing.T) {
+	t.Parallel()
+	e, r1, r2 := goldenEnv(t) // lease from goldenIssued: refreshAfter +5m, expiresAt +15m
+	var requests, full atomic.Int32
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/configs" {
+			requests.Add(1)
+			if r.Header.Get("If-None-Match") == "" {
+				full.Add(1)
+			}
+		}
+		e.handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+	clock := simclock.New(goldenIssued.Add(6 * time.Minute)) // past refreshAfter, no renewal
+	c := goldenClient(t, e, counted.URL, func(o *client.Options) { o.Clock = clock })
+	const interval = 2 * time.Second
+	evs := watchEvents(t, c, interval)
+	if ev := nextApplied(t, evs, 5*time.Second); ev.SnapshotID != r1.ID {
+		t.Fatalf("first load applied %s, want %s", ev.SnapshotID, r1.ID)
+	}
+	const window = 6 * time.Second
+	time.Sleep(window)
+	// Held for the interval (2 s), one unconditional request after each
+	// hold: about 3 of each in 6 s, where the loop made 12 full ones.
+	n, f := requests.Load(), full.Load()
+	t.Logf("in %s: %d requests, %d unconditional", window, n, f)
+	if f > 5 || n > 9 {
+		t.Fatalf("in %s past refreshAfter with a %s interval: %d requests, %d without If-None-Match; want at most 9 and 5", window, interval, n, f)
+	}
+	// The held requests still bring a pointer move at once.
+	e.seed.moveAt(t, r2, goldenIssued.Add(6*time.Minute), 5*time.Minute, 15*time.Minute)
+	committed := time.Now()
+	ev := nextApplied(t, evs, 5*time.Second)
+	if lag := time.Since(committed); ev.SnapshotID != r2.ID || lag > time.Second {
+		t.Fatalf("after the move: applied %s %s after %s, want %s within 1s", ev.SnapshotID, ev.Reason, lag, r2.ID)
 	}
 }

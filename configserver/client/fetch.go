@@ -33,7 +33,7 @@ func (c *Client) Load(ctx context.Context) (*Evidence, error) {
 }
 
 func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
-	resp, err := c.send(ctx, c.current(), now, 0)
+	resp, _, err := c.send(ctx, c.current(), now, 0, true)
 	if err != nil {
 		return err
 	}
@@ -43,10 +43,13 @@ func (c *Client) fetch(ctx context.Context, now time.Time, ev *Evidence) error {
 
 // send issues GET /configs, conditional on cur (the snapshot current when
 // the request is built); wait > 0 asks the server to hold the request until
-// the identity's pointer changes (wait=).
-func (c *Client) send(ctx context.Context, cur *Snapshot, now time.Time, wait time.Duration) (*http.Response, error) {
+// the identity's pointer changes (wait=). Once cur's refreshAfter has passed
+// the request is unconditional when refresh is true, so that the answer
+// brings the newest manifest; Watch asks so only about once an interval.
+// unconditional reports whether the request went without If-None-Match.
+func (c *Client) send(ctx context.Context, cur *Snapshot, now time.Time, wait time.Duration, refresh bool) (resp *http.Response, unconditional bool, err error) {
 	if c.opts.ServerURL == "" {
-		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
+		return nil, false, &UnavailableError{Reason: ReasonUnreachable, Err: errors.New("no server URL configured")}
 	}
 	u := c.configsURL
 	if wait > 0 {
@@ -54,19 +57,22 @@ func (c *Client) send(ctx context.Context, cur *Snapshot, now time.Time, wait ti
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
+		return nil, false, &UnavailableError{Reason: ReasonUnreachable, Err: err}
 	}
 	req.Header.Set("Accept", "application/yaml")
-	// Ask conditionally only while the current lease does not need a
-	// refresh: past refreshAfter the full response brings the latest signed
+	// Ask conditionally while the current lease does not need a refresh:
+	// past refreshAfter the full response brings the latest signed
 	// manifest even from a server whose 304 does not carry it.
-	if cur != nil && cur.Manifest != nil && now.Before(cur.RefreshAfter) {
+	unconditional = true
+	if cur != nil && cur.Manifest != nil && (now.Before(cur.RefreshAfter) || !refresh) {
 		req.Header.Set("If-None-Match", `"`+cur.ArtifactDigest+`"`)
+		unconditional = false
 	}
 	if err := c.authorize(ctx, req); err != nil {
-		return nil, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+		return nil, unconditional, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
 	}
-	return c.do(req)
+	resp, err = c.do(req)
+	return resp, unconditional, err
 }
 
 // receive handles the answer to a GET /configs.

@@ -24,7 +24,15 @@ const MinRetryDelay = 500 * time.Millisecond
 // parameter) is polled as OPA's bundle downloader does: after a successful
 // load Watch waits the interval with ±10% jitter (never past refreshAfter).
 // After a failed load it backs off exponentially with ±20% jitter, from
-// MinRetryDelay up to the interval, and resets on success. fn (which may be
+// MinRetryDelay up to the interval, and resets on success.
+//
+// Once the current lease's refreshAfter has passed on the client's clock
+// (renewals stopped, a renewer's clock behind, this clock ahead), a request
+// asks without If-None-Match, so that the answer brings the newest manifest
+// the server has; when it brings the same one back, Watch goes back to held
+// conditional requests (a renewal still answers them at once), and asks
+// unconditionally again only once half an interval has passed since: at
+// most about one full answer per interval, not one per request. fn (which may be
 // nil) receives every load's evidence and error; it runs on Watch's
 // goroutine. No wait outlasts the current snapshot's lease (plus skew):
 // the load at its end reports the runtime failed closed then, not an
@@ -39,10 +47,12 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 	}
 	retries := 0
 	serverMax := time.Duration(0) // learned from X-Config-Watch-Max; 0 = unknown
+	var lastFull time.Time        // when an unconditional request last had an answer
 	for {
 		started := time.Now()
 		wait := c.watchWait(interval, serverMax)
-		ev, advertised, err := c.loadWaiting(ctx, wait)
+		refresh := lastFull.IsZero() || started.Sub(lastFull) >= interval/2
+		ev, advertised, unconditional, err := c.loadWaiting(ctx, wait, refresh)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -52,6 +62,9 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 		if advertised > 0 {
 			serverMax = advertised
 		}
+		if unconditional && err == nil {
+			lastFull = time.Now()
+		}
 		var delay time.Duration
 		switch {
 		case err != nil:
@@ -60,9 +73,10 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 		case advertised > 0:
 			retries = 0
 			// Held by the server: ask again at once, unless an unchanged
-			// answer came back early (a server shutting down answers every
-			// waiter together): then spread the reconnects.
-			if ev.Outcome == OutcomeUnchanged && time.Since(started) < wait/2 {
+			// answer to a conditional request came back early (a server
+			// shutting down answers every waiter together): then spread the
+			// reconnects. An unconditional one is answered at once.
+			if !unconditional && ev.Outcome == OutcomeUnchanged && time.Since(started) < wait/2 {
 				delay = jitter(min(MinRetryDelay, interval), 0.5)
 			}
 		default:
@@ -127,8 +141,10 @@ func (c *Client) untilEnd() time.Duration {
 
 // loadWaiting is Load with wait=: the request is sent and held without the
 // client's lock, and its answer handled under it. advertised is the
-// server's X-Config-Watch-Max (0 when the answer did not carry it).
-func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evidence, advertised time.Duration, err error) {
+// server's X-Config-Watch-Max (0 when the answer did not carry it). Past
+// the current lease's refreshAfter the request is unconditional only when
+// refresh is true; unconditional reports whether it was.
+func (c *Client) loadWaiting(ctx context.Context, wait time.Duration, refresh bool) (ev *Evidence, advertised time.Duration, unconditional bool, err error) {
 	c.mu.Lock()
 	c.restoreOnce(ctx)
 	base := c.current()
@@ -147,7 +163,7 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evide
 		case <-stop:
 		}
 	}()
-	resp, sendErr := c.send(hctx, base, c.opts.Clock.Now(), wait)
+	resp, unconditional, sendErr := c.send(hctx, base, c.opts.Clock.Now(), wait, refresh)
 	close(stop)
 	<-stopped // a change it took is seen below, not lost
 	kicked := hctx.Err() != nil && ctx.Err() == nil
@@ -161,11 +177,11 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evide
 			resp.Body.Close()
 		}
 		ev, err = c.finish(ev, c.fetch(ctx, now, ev)) // afresh, under the new keys
-		return ev, 0, err
+		return ev, 0, false, err
 	}
 	if sendErr != nil {
 		ev, err = c.finish(ev, sendErr)
-		return ev, 0, err
+		return ev, 0, unconditional, err
 	}
 	defer resp.Body.Close()
 	if v, perr := strconv.ParseInt(resp.Header.Get(HeaderWatchMax), 10, 32); perr == nil && v > 0 {
@@ -173,16 +189,16 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration) (ev *Evide
 	}
 	if err := c.ensureSeen(); err != nil {
 		ev, err = c.finish(ev, err)
-		return ev, advertised, err
+		return ev, advertised, unconditional, err
 	}
 	if c.current() != base {
 		// Another load changed the snapshot while this request was held:
 		// its answer was conditional on an older one. Ask afresh.
 		ev, err = c.finish(ev, c.fetch(ctx, now, ev))
-		return ev, advertised, err
+		return ev, advertised, false, err
 	}
 	ev, err = c.finish(ev, c.receive(ctx, resp, now, ev))
-	return ev, advertised, err
+	return ev, advertised, unconditional, err
 }
 
 // backoff returns base·2^retries capped at max, with ±20% jitter.
