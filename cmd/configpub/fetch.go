@@ -48,6 +48,7 @@ type fetchFlags struct {
 	exec      string
 	signal    string
 	hook      *reloadhook.Hook // built from exec and signal by runFetch
+	outSt     *outState        // what --out holds, for the status endpoint; set by runFetch
 	// TLS files for the Config Server connection, read again as they are
 	// renewed: the CA bundle its certificate chains to, and the client
 	// certificate and key for mTLS.
@@ -70,8 +71,10 @@ revocation-epoch rules, keeps a re-verified last-known-good and the seen-state i
 redirect. Each load's evidence is printed as one JSON line.
 
 Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-known-good
-is kept and --out still holds it), or the seen-state or last-known-good could not be
-persisted; 3 failed closed (no valid configuration: the lease ran out or none was ever
+is kept and --out still holds it), the seen-state or last-known-good could not be
+persisted, or --out could not be written (REJECTED OUT_UNWRITABLE, printed and reported:
+the status endpoint reports what --out holds; the load that writes it reports APPLIED);
+3 failed closed (no valid configuration: the lease ran out or none was ever
 verified; --out is removed so nothing unverified stays usable).
 With --watch it keeps the file current until interrupted and exits 0: each request asks the
 server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
@@ -203,6 +206,7 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	ctx := cmd.Context()
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	f.hook = &reloadhook.Hook{Exec: f.exec, Output: errOut}
+	f.outSt = &outState{}
 	if f.signal != "" {
 		f.hook.PID, f.hook.Signal, _ = reloadhook.ParseSignal(f.signal) // checked by validate
 	}
@@ -275,7 +279,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 				if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
 					fmt.Fprintln(errOut, "configpub fetch:", herr)
 				}
-			}, errOut)
+			}, f.outSt.running, errOut)
 			if err != nil {
 				stop()
 				return err
@@ -438,25 +442,41 @@ func keyIDs(keys []signing.TrustedKey) []string {
 
 // handle writes --out from the current snapshot (or removes it when failing
 // closed), prints the evidence as one JSON line and reports it if asked.
+// When --out cannot be written the evidence is REJECTED OUT_UNWRITABLE
+// naming the error, printed and reported all the same, and the error is
+// returned after it; the load that later writes it reports APPLIED.
 func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evidence, out, errOut io.Writer) error {
 	if f.handleMu != nil {
 		f.handleMu.Lock()
 		defer f.handleMu.Unlock()
 	}
 	var event *reloadhook.Event
+	var outErr error
 	if snap, err := c.Current(); err == nil {
 		changed, err := writeIfChanged(f.out, snap.Values)
-		if err != nil {
-			return err
-		}
-		if changed {
+		switch {
+		case err != nil:
+			running, _ := f.outSt.running()
+			ev = outUnwritable(ev, running, err)
+			f.outSt.writeFailed(ev)
+			outErr = err
+		case changed:
 			event = &reloadhook.Event{File: f.out, SnapshotID: snap.SnapshotID, PublicationID: snap.PublicationID,
 				ArtifactDigest: snap.ArtifactDigest, ReleaseVersion: snap.Envelope.ReleaseVersion}
+			if ev.Outcome == client.OutcomeUnchanged {
+				ev = outWritten(ev, snap)
+			}
+			f.outSt.wrote(snap)
+		default:
+			f.outSt.wrote(snap)
 		}
-	} else if err := os.Remove(f.out); err == nil {
-		event = &reloadhook.Event{File: f.out, Removed: true}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("fail closed: remove %s: %w", f.out, err)
+	} else if err := os.Remove(f.out); err == nil || errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			event = &reloadhook.Event{File: f.out, Removed: true}
+		}
+		f.outSt.removed()
+	} else {
+		outErr = fmt.Errorf("fail closed: remove %s: %w", f.out, err)
 	}
 	if err := json.NewEncoder(out).Encode(ev); err != nil {
 		return err
@@ -471,14 +491,5 @@ func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evi
 			fmt.Fprintln(errOut, "configpub fetch: evidence not reported:", err)
 		}
 	}
-	return nil
-}
-
-// writeIfChanged replaces path atomically unless it already holds b, and
-// reports whether it did.
-func writeIfChanged(path string, b []byte) (bool, error) {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return false, nil
-	}
-	return true, client.WriteFile(path, b, 0o644)
+	return outErr
 }

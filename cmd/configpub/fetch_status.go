@@ -38,8 +38,9 @@ func (s statusFlags) validate(watch bool) error {
 }
 
 // serveStatus serves c's status endpoint (/status, /reload) and /metrics on
-// s.listen until ctx ends. A reload runs handle like a watched load.
-func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle func(*client.Evidence), errOut io.Writer) (func(), error) {
+// s.listen until ctx ends. A reload runs handle like a watched load; running
+// says what --out holds (client.StatusOptions.Running).
+func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle func(*client.Evidence), running func() (*client.Snapshot, *client.Evidence), errOut io.Writer) (func(), error) {
 	pem, err := os.ReadFile(s.controlPub)
 	if err != nil {
 		return nil, fmt.Errorf("read control key: %w", err)
@@ -49,7 +50,7 @@ func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle f
 		return nil, fmt.Errorf("%s: %w", s.controlPub, err)
 	}
 	h, err := c.StatusHandler(client.StatusOptions{ControlKeys: keys, AnonymousStatus: s.anonymous,
-		AfterReload: func(_ context.Context, ev *client.Evidence, _ error) { handle(ev) }})
+		AfterReload: func(_ context.Context, ev *client.Evidence, _ error) { handle(ev) }, Running: running})
 	if err != nil {
 		return nil, err
 	}

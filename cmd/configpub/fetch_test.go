@@ -39,9 +39,10 @@ type fetchServer struct {
 	refresh time.Time // the signed lease's refreshAfter
 	expires time.Time // and expiresAt
 
-	mu   sync.Mutex
-	flip bool // serve one body byte flipped
-	hold bool // hold a wait= request naming the current ETag until its client goes (a Config Server's watch)
+	mu      sync.Mutex
+	flip    bool                    // serve one body byte flipped
+	hold    bool                    // hold a wait= request naming the current ETag until its client goes (a Config Server's watch)
+	reports []bundle.EvidenceReport // what POST /configs/evidence received
 }
 
 func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
@@ -128,6 +129,18 @@ func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
 func (s *fetchServer) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer tok-123" {
 		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	if r.Method == http.MethodPost && r.URL.Path == "/configs/evidence" {
+		var rep bundle.EvidenceReport
+		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.reports = append(s.reports, rep)
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	for k, v := range s.headers {
@@ -507,4 +520,11 @@ func TestFetchOutInAMissingDirectory(t *testing.T) {
 	if entries, _ := os.ReadDir(cache); len(entries) > 0 {
 		t.Fatalf("the cache directory holds %d entries: something was loaded", len(entries))
 	}
+}
+
+// reported returns the evidence reports received so far.
+func (s *fetchServer) reported() []bundle.EvidenceReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]bundle.EvidenceReport(nil), s.reports...)
 }

@@ -70,6 +70,10 @@ const (
 	ReasonUnsignedArtifact        Reason = "UNSIGNED_ARTIFACT"            // OCI artifact without a verified cosign signature
 	ReasonNoDeliveryManifest      Reason = "NO_DELIVERY_MANIFEST"         // OCI artifact without a signed delivery manifest for it
 	ReasonManifestPhase           Reason = "MANIFEST_PHASE_MISMATCH"      // a candidate manifest on a load of the current configuration, or a current-phase manifest on a candidate prefetch
+	// ReasonOutUnwritable is the fetch sidecar's, never a load's: the
+	// verified snapshot could not be written to --out (ENOSPC, a read-only
+	// file system), so its runtime still reads what the file held before.
+	ReasonOutUnwritable Reason = "OUT_UNWRITABLE"
 )
 
 // ReasonCandidateLease is the UNAVAILABLE reason of a prefetch whose

@@ -41,6 +41,15 @@ type StatusOptions struct {
 	// reload request ran, before the answer is written (the fetch sidecar
 	// writes its --out file there).
 	AfterReload func(ctx context.Context, ev *Evidence, err error)
+	// Running, when set, says what the runtime runs, for one that applies
+	// the client's current snapshot itself and can fail to (the fetch
+	// sidecar writes it to a file its runtime reads): the status shows
+	// running as current (none when nil) instead of the client's current
+	// snapshot, and failed, when not nil, as the last rejected snapshot and
+	// the last load (REJECTED OUT_UNWRITABLE), so that the control plane
+	// never reads a snapshot as running that the runtime has not received.
+	// Without it the status shows the client's current snapshot.
+	Running func() (running *Snapshot, failed *Evidence)
 }
 
 // StatusHandler returns the runtime's local control endpoint:
@@ -119,7 +128,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		writeJSON(w, h.c.Status())
+		writeJSON(w, h.status())
 	case "/reload", "/prefetch":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", "POST")
@@ -148,10 +157,30 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				h.opts.AfterReload(ctx, ev, err)
 			}
 		}
-		writeJSON(w, h.c.Status())
+		writeJSON(w, h.status())
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// status is the client's status, with what StatusOptions.Running says the
+// runtime runs.
+func (h *statusHandler) status() *bundle.RuntimeStatus {
+	st := h.c.Status()
+	if h.opts.Running == nil {
+		return st
+	}
+	running, failed := h.opts.Running()
+	st.Current = nil
+	if running != nil && !st.FailedClosed {
+		st.Current = snapshotState(running)
+	}
+	if failed != nil {
+		at := failed.ObservedAt.UTC().Format(time.RFC3339Nano)
+		st.LastRejected = evidenceState(failed, bundle.ResultRejected, at)
+		st.LastLoad = &bundle.LoadState{Outcome: string(failed.Outcome), Reason: string(failed.Reason), At: at}
+	}
+	return st
 }
 
 // authorize verifies the request's control token for scope; on failure it

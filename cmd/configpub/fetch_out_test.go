@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/readback"
+)
+
+// failOut makes every write of out fail with ENOSPC until the test ends or
+// the returned function is called (outWriteFault: a full disk cannot be
+// had here, and root writes a read-only directory).
+func failOut(t *testing.T, out string) (stop func()) {
+	t.Helper()
+	f := func(path string) error {
+		if path == out {
+			return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}
+	outWriteFault.Store(&f)
+	stop = func() { outWriteFault.CompareAndSwap(&f, nil) }
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestFetchOutUnwritableIsReported: a verified snapshot that cannot be
+// written to --out (ENOSPC) is printed and reported REJECTED OUT_UNWRITABLE
+// naming the error, and the run that finally writes it reports APPLIED.
+// fetch returned on the write error before printing or reporting anything,
+// while the client had already persisted the snapshot: the next run found it
+// UNCHANGED and reported nothing, so the APPLIED observation was never made.
+func TestFetchOutUnwritableIsReported(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	cache, outFile := t.TempDir(), filepath.Join(t.TempDir(), "values.yml")
+	args := append(s.args(t, key, cache, outFile), "--report")
+	want := s.headers.Get("X-Config-Snapshot-Id")
+
+	stop := failOut(t, outFile)
+	out, err := runCLI(args...)
+	if code := exitCode(err); code != exitRefused {
+		t.Fatalf("--out unwritable: exit %d (%v), want 1\n%s", code, err, out)
+	}
+	ev := evidenceOf(t, out)
+	if ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonOutUnwritable || ev.SnapshotID != want ||
+		ev.CurrentSnapshotID != "" || !strings.Contains(ev.Detail, "no space left on device") {
+		t.Fatalf("--out unwritable: got %s %s snapshot %q current %q detail %q; want REJECTED OUT_UNWRITABLE for %s, nothing current, naming ENOSPC",
+			ev.Outcome, ev.Reason, ev.SnapshotID, ev.CurrentSnapshotID, ev.Detail, want)
+	}
+	if r := s.reported(); len(r) != 1 || r[0].Outcome != "REJECTED" || r[0].Reason != "OUT_UNWRITABLE" || r[0].SnapshotID != want || r[0].CurrentSnapshotID != "" {
+		t.Fatalf("reported: got %+v, want one REJECTED OUT_UNWRITABLE for %s", r, want)
+	}
+	if _, err := os.Stat(outFile); err == nil {
+		t.Fatal("--out exists although its write failed")
+	}
+
+	stop()
+	out, err = runCLI(args...)
+	if err != nil {
+		t.Fatalf("--out writable again: %v\n%s", err, out)
+	}
+	if ev := evidenceOf(t, out); ev.Outcome != client.OutcomeApplied || ev.SnapshotID != want || ev.CurrentSnapshotID != want {
+		t.Fatalf("--out writable again: got %s %s snapshot %q current %q, want APPLIED %s", ev.Outcome, ev.Reason, ev.SnapshotID, ev.CurrentSnapshotID, want)
+	}
+	if r := s.reported(); len(r) != 2 || r[1].Outcome != "APPLIED" || r[1].SnapshotID != want || r[1].CurrentSnapshotID != want {
+		t.Fatalf("reported: got %+v, want APPLIED %s after the rejection", r, want)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
+		t.Fatalf("--out does not hold the verified values.yml (%v)", err)
+	}
+}
+
+// TestFetchStatusReportsWhatOutHolds: the sidecar's status endpoint reports
+// as running what --out holds, never a snapshot it could not write: with
+// --out unwritable the control plane reads no current snapshot and the
+// snapshot REJECTED OUT_UNWRITABLE; once a reload writes it, it is current.
+// The status showed the client's current snapshot, so readback recorded a
+// receipt APPLIED for bytes the runtime never received.
+func TestFetchStatusReportsWhatOutHolds(t *testing.T) {
+	s, trustKey := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	ctl, pub := newKeyPEM(t)
+	ctlPub := filepath.Join(dir, "control.pub")
+	if err := os.WriteFile(ctlPub, pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outFile := filepath.Join(dir, "values.yml")
+	stop := failOut(t, outFile)
+	addr := freeAddr(t)
+	args := append(s.args(t, trustKey, filepath.Join(dir, "cache"), outFile),
+		"--watch", "--interval", "1h", "--status-listen", addr, "--control-pub", ctlPub)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	root.SetArgs(args)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+
+	target := readback.Target{Endpoint: "http://" + addr, Host: s.id.Host, ServiceID: s.id.ServiceID, EnvTag: s.id.EnvTag}
+	col, err := readback.NewCollector(readback.Options{Signer: ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := s.headers.Get("X-Config-Snapshot-Id")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		st, err := col.Read(ctx, target)
+		if err == nil && st.LastRejected != nil {
+			if st.Current != nil || st.LastRejected.SnapshotID != want || st.LastRejected.Reason != "OUT_UNWRITABLE" ||
+				st.LastLoad == nil || st.LastLoad.Reason != "OUT_UNWRITABLE" {
+				t.Fatalf("status with --out unwritable: current %+v, lastRejected %+v, lastLoad %+v; want no current, %s REJECTED OUT_UNWRITABLE",
+					st.Current, st.LastRejected, st.LastLoad, want)
+			}
+			break
+		}
+		if err == nil && st.Current != nil {
+			t.Fatalf("status with --out unwritable: current %s, which --out does not hold", st.Current.SnapshotID)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar status: got %+v, %v; want %s REJECTED OUT_UNWRITABLE", st, err, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	stop()
+	reloader, err := readback.NewCollector(readback.Options{Signer: ctl, Reload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := reloader.Read(ctx, target)
+	if err != nil || st.Current == nil || st.Current.SnapshotID != want || st.LastLoad == nil || st.LastLoad.Reason == "OUT_UNWRITABLE" {
+		t.Fatalf("reload with --out writable: got %+v, %v; want current %s", st, err, want)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
+		t.Fatalf("--out does not hold the verified values.yml after the reload (%v)", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("fetch --watch ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch --watch did not stop")
+	}
+}
