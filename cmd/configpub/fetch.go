@@ -23,6 +23,7 @@ import (
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/client/ocipull"
 	"github.com/configpub/configpub/configserver/tlsfiles"
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/internal/reloadhook"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
@@ -67,8 +68,8 @@ Server's current one — and applies the artifact only with one that passes), ve
 signed delivery manifest before reading the body, every digest before parsing it, the
 strict YAML, the envelope identity, the lease, the activation window and the replay and
 revocation-epoch rules, keeps a re-verified last-known-good and the seen-state in
---cache-dir, and writes the verified values.yml to --out atomically. It follows no
-redirect. Each load's evidence is printed as one JSON line.
+--cache-dir, and writes the verified values.yml to --out atomically (the temporary files
+a killed fetch left beside --out are removed when it starts). It follows no redirect. Each load's evidence is printed as one JSON line.
 
 Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-known-good
 is kept and --out still holds it), the seen-state or last-known-good could not be
@@ -175,6 +176,15 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 			return usageError{fmt.Errorf("--out %s: directory %s does not exist (fetch does not create it)", f.out, dir)}
 		}
+	}
+	// A fetch killed while it wrote --out left its temporary file next to
+	// it (.values.yml.<digits>.tmp): remove those before the first write,
+	// as the client does for its cache files.
+	if removed, err := atomicfile.RemoveStale(f.out); err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "configpub fetch:", err)
+	} else if len(removed) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "configpub fetch: removed %d temporary file(s) an interrupted write of %s left: %s\n",
+			len(removed), f.out, strings.Join(removed, ", "))
 	}
 	pem, err := os.ReadFile(f.trustKey)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/readback"
 )
 
@@ -152,5 +153,36 @@ func TestFetchStatusReportsWhatOutHolds(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("fetch --watch did not stop")
+	}
+}
+
+// TestFetchRemovesStrayOutTemps: the temporary files a fetch killed while
+// writing --out left next to it (.values.yml.<digits>.tmp) are removed when
+// fetch starts, and nothing else in the directory is. Only the cache
+// directory's were: 250 kill -9 loops left 6 beside --out.
+func TestFetchRemovesStrayOutTemps(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	outFile := filepath.Join(dir, "values.yml")
+	crash := errors.New("killed")
+	for range 2 {
+		if err := atomicfile.WriteWithHook(outFile, []byte("half"), 0o644, func() error { return crash }); !errors.Is(err, crash) {
+			t.Fatalf("simulated kill: %v", err)
+		}
+	}
+	other := filepath.Join(dir, ".values.yml.keep.tmp") // not a name atomicfile gives
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI(s.args(t, key, t.TempDir(), outFile)...); err != nil {
+		t.Fatalf("fetch: %v\n%s", err, out)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 || names[0] != ".values.yml.keep.tmp" || names[1] != "values.yml" {
+		t.Fatalf("--out's directory holds %v; want only values.yml and .values.yml.keep.tmp", names)
 	}
 }

@@ -171,11 +171,7 @@ func isLeaseReason(err error) bool {
 
 // removeStaleTemps deletes temporary files a crash left behind.
 func (c *Client) removeStaleTemps(path string) {
-	dir, name := filepath.Split(path)
-	matches, _ := filepath.Glob(filepath.Join(dir, "."+name+".*.tmp"))
-	for _, m := range matches {
-		_ = os.Remove(m)
-	}
+	_, _ = atomicfile.RemoveStale(path)
 }
 
 func readLKG(path string, max int64) (*lkgFile, error) {

@@ -4,10 +4,12 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces path with data: a temporary file in the same directory is
@@ -75,4 +77,52 @@ func SyncDir(dir string) error {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
+}
+
+// RemoveStale removes the temporary files a crash during Write left next to
+// path (".<name>.<digits>.tmp", os.CreateTemp's names for it) and returns
+// the paths it removed. Nothing else is touched: not the file itself, not
+// another file's temporaries, not a name that only looks alike. Call it
+// before the first write, when no other writer of path runs.
+func RemoveStale(path string) ([]string, error) {
+	dir, name := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("remove stale temporary files of %s: %w", path, err)
+	}
+	var removed []string
+	var errs []error
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !isTemp(e.Name(), name) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, p)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// isTemp reports whether entry is a temporary file of Write for name.
+func isTemp(entry, name string) bool {
+	mid, ok := strings.CutPrefix(entry, "."+name+".")
+	if !ok {
+		return false
+	}
+	mid, ok = strings.CutSuffix(mid, ".tmp")
+	if !ok || mid == "" {
+		return false
+	}
+	for _, r := range mid {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -53,3 +53,41 @@ func TestWriteIntoMissingDirectoryFails(t *testing.T) {
 		t.Fatal("want an error")
 	}
 }
+
+// TestRemoveStale: the temporary files a crash before the rename left are
+// removed, and only they: not the file, not another file's temporaries, not
+// names that only look alike.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "values.yml")
+	crash := errors.New("crash")
+	for range 3 {
+		if err := WriteWithHook(p, []byte("x"), 0o644, func() error { return crash }); !errors.Is(err, crash) {
+			t.Fatalf("WriteWithHook: got %v, want the crash", err)
+		}
+	}
+	if err := Write(p, []byte("kept"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	others := []string{".values.yml.tmp", ".values.yml.12a.tmp", ".values.yml.123.tmp.bak", "values.yml.123.tmp", ".other.yml.123.tmp", ".values.yml.123.tmp2"}
+	for _, n := range others {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := RemoveStale(p)
+	if err != nil || len(removed) != 3 {
+		t.Fatalf("RemoveStale: got %v, %v; want the 3 temporary files", removed, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != len(others)+1 {
+		t.Fatalf("left %v; want values.yml and %v", names, others)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "kept" {
+		t.Fatalf("values.yml holds %q, want kept", b)
+	}
+}
