@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Verification failures are *VerificationError values that
@@ -56,6 +57,7 @@ const (
 	ReasonSignatureInvalid        Reason = "SIGNATURE_INVALID"            // the signature does not verify
 	ReasonManifestMismatch        Reason = "MANIFEST_MISMATCH"            // a signed manifest field != the envelope or body (mix-and-match)
 	ReasonNotYetValid             Reason = "NOT_YET_VALID"                // now < validFrom - skew
+	ReasonClockSkew               Reason = "CLOCK_SKEW"                   // NOT_YET_VALID, and the answer's Date is ahead of this runtime's clock by more than the skew
 	ReasonExpired                 Reason = "EXPIRED"                      // now >= expiresAt + skew
 	ReasonRevocationRegression    Reason = "REVOCATION_REGRESSION"        // revocation epoch lower than one seen
 	ReasonSequenceRegression      Reason = "SEQUENCE_REGRESSION"          // (sequence, issuedAt) lower than one seen: a replay
@@ -113,6 +115,8 @@ type VerificationError struct {
 	Field  string
 	Detail string
 	Err    error // underlying cause, if any
+
+	validFrom time.Time // NOT_YET_VALID of a lease: its validFrom, for the clock-skew diagnosis
 }
 
 func (e *VerificationError) Error() string {

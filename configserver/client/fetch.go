@@ -137,7 +137,7 @@ func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time
 	}
 	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), "", ev)
 	if err != nil {
-		return err
+		return c.clockSkew(err, resp.Header, now)
 	}
 	return c.accept(v, SourceServer, now, ev)
 }
@@ -199,7 +199,7 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 			}
 			v, err := c.verifyCandidate(candidate{values: cur.Values, artifactDigest: cur.ArtifactDigest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen.floor(), ev)
 			if err != nil {
-				return err
+				return c.clockSkew(err, h, now)
 			}
 			if err := checkHeadersAgainstManifest(h, v.manifest, false); err != nil {
 				return err
@@ -210,6 +210,35 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 	ev.fromSnapshot(cur)
 	ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
 	return nil
+}
+
+// clockSkew names the runtime's clock when a served manifest is refused as
+// not yet valid, the answer's Date header (the server's clock, to the
+// second) is ahead of now by more than the skew, and by that clock the
+// lease has begun (a lease that has not begun there either is the signer's
+// clock's doing, and stays NOT_YET_VALID): a runtime whose clock is
+// behind by more than the skew plus the renewal interval refuses every
+// renewal (each starts its lease at its issue time) and every pointer move
+// alike, rollbacks included, until its lease ends and it fails closed.
+// NOT_YET_VALID alone does not say that it is this clock that is wrong.
+// Date is not signed: it only chooses the reason, the manifest is refused
+// either way.
+func (c *Client) clockSkew(err error, h http.Header, now time.Time) error {
+	var ve *VerificationError
+	if !errors.As(err, &ve) || ve.Reason != ReasonNotYetValid || ve.Field != "manifest.validFrom" {
+		return err
+	}
+	date, perr := http.ParseTime(h.Get("Date"))
+	if perr != nil {
+		return err
+	}
+	ahead := date.Sub(now).Truncate(time.Second)
+	if ahead <= c.opts.Skew || ve.validFrom.IsZero() || date.Add(time.Second).Before(ve.validFrom.Add(-c.opts.Skew)) {
+		return err
+	}
+	return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
+		Detail: fmt.Sprintf("this runtime's clock is %s behind the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
+			ahead, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), c.opts.Skew, ve.Detail)}
 }
 
 // readBody reads at most max bytes; a longer body is BODY_TOO_LARGE, a body

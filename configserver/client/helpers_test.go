@@ -144,6 +144,7 @@ func newWorld(t tb) *world {
 		dir:   t.TempDir(),
 	}
 	w.srv = newTestServer(t, w.id, "test-token")
+	w.srv.now = w.clock.Now // its Date header: the server's clock agrees with the runtime's
 	return w
 }
 
@@ -357,6 +358,7 @@ type testServer struct {
 	evidence  [][]byte
 	history   map[string]*release // every release set, by snapshot id (GET /configs/snapshots/{id})
 	candidate *release            // served for configPhase=candidate when set
+	now       func() time.Time    // the server's clock, sent as Date; nil: the wall clock
 }
 
 func newTestServer(t tb, id bundle.Identity, token string) *testServer {
@@ -371,6 +373,9 @@ func (s *testServer) serve(w http.ResponseWriter, r *http.Request) {
 	rel, hdr, mutate, raw, noCond, notModHdr := s.rel, s.hdr, s.mutate, s.raw, s.noCond, s.notModHdr
 	s.last = r.Header
 	s.mu.Unlock()
+	if s.now != nil {
+		w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
+	}
 	if r.Header.Get("Authorization") != "Bearer "+s.token {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)

@@ -332,7 +332,9 @@ func checkRegression(m *bundle.DeliveryManifest, issued time.Time, mdigest strin
 func (c *Client) checkWindow(prefix string, w window, from, expires string, now time.Time) error {
 	skew := c.opts.Skew
 	if now.Before(w.ValidFrom.Add(-skew)) {
-		return reject(ReasonNotYetValid, prefix+".validFrom", "validFrom %s is after now %s (skew %s)", from, now.UTC().Format(time.RFC3339), skew)
+		ve := reject(ReasonNotYetValid, prefix+".validFrom", "validFrom %s is after now %s (skew %s)", from, now.UTC().Format(time.RFC3339), skew)
+		ve.validFrom = w.ValidFrom
+		return ve
 	}
 	if !now.Before(w.ExpiresAt.Add(skew)) {
 		return reject(ReasonExpired, prefix+".expiresAt", "expiresAt %s is not after now %s (skew %s)", expires, now.UTC().Format(time.RFC3339), skew)
