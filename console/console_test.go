@@ -377,33 +377,9 @@ func TestLiveUpdatesFollowNotify(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = c.Run(ctx) }()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/events?env=dev", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
-	}
-	events := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "data: ") {
-				events <- sc.Text()
-			}
-		}
-	}()
-	// Wait for the LISTEN to be in place, then record a release (journal
-	// insert -> trigger NOTIFY) in another environment and in dev.
-	deadline := time.Now().Add(10 * time.Second)
-	for c.hub.clients() == 0 || !listening(t, db) {
-		if time.Now().After(deadline) {
-			t.Fatal("console never listened")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	events := follow(t, ctx, c, db, f.base+"/events?env=dev")
+	// Record a release (journal insert -> trigger NOTIFY) in another
+	// environment and in dev.
 	generate(t, db.Pool(t), generated{env: "prod", targets: 2, releases: 1})
 	note, _ := json.Marshal(pointernote.Note{Host: "h0.example", ServiceID: "svc-0", EnvTag: "dev"})
 	if _, err := db.Pool(t).Exec(ctx, pointernote.SendSQL, string(note)); err != nil {
@@ -417,6 +393,39 @@ func TestLiveUpdatesFollowNotify(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("no change event within 2 s of the NOTIFY")
 	}
+}
+
+// follow subscribes to the console's server-sent events at url (c runs)
+// and returns their data lines, once the console is LISTENing and counts
+// the client.
+func follow(t *testing.T, ctx context.Context, c *Console, db *pgtest.DB, url string) <-chan string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				events <- sc.Text()
+			}
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.hub.clients() == 0 || !listening(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatal("console never listened")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return events
 }
 
 func listening(t *testing.T, db *pgtest.DB) bool {

@@ -1,10 +1,7 @@
 package console
 
 import (
-	"bufio"
 	"context"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,28 +41,7 @@ func TestLivePagesFollowLeasesAndReceipts(t *testing.T) {
 	c, f := newTestConsole(t, viewerPool(t, db, false), Options{CacheTTL: -1, Now: clock.Now, LeaseHorizon: time.Hour})
 	c.leaseCheck, c.leaseSettle = 20*time.Millisecond, 10*time.Millisecond
 	go func() { _ = c.Run(ctx) }()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.base+"/events?env=live", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	events := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "data: ") {
-				events <- sc.Text()
-			}
-		}
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for c.hub.clients() == 0 || !listening(t, db) {
-		if time.Now().After(deadline) {
-			t.Fatal("console never listened")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	events := follow(t, ctx, c, db, f.base+"/events?env=live")
 	quiet := func(what string) {
 		t.Helper()
 		select {

@@ -361,20 +361,8 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		if recheck {
 			// The tag names the manifest, which names its blobs; the
 			// registry does not keep them from being deleted.
-			up, err := cfg.ensure(ctx, repo)
-			if err != nil {
+			if err := pushBlobs(ctx, repo, p, cfg, &res); err != nil {
 				return res, err
-			}
-			if up {
-				res.Blobs++
-				res.Bytes += emptyConfig.Size
-			}
-			if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
-				return res, err
-			}
-			if up {
-				res.Blobs++
-				res.Bytes += p.layer.Size
 			}
 		}
 		if ensureSig || recheck {
@@ -388,20 +376,8 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 		res.Pushed = res.Bytes > 0
 		return res, nil
 	}
-	up, err := cfg.ensure(ctx, repo)
-	if err != nil {
+	if err := pushBlobs(ctx, repo, p, cfg, &res); err != nil {
 		return res, err
-	}
-	if up {
-		res.Blobs++
-		res.Bytes += emptyConfig.Size
-	}
-	if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
-		return res, err
-	}
-	if up {
-		res.Blobs++
-		res.Bytes += p.layer.Size
 	}
 	n, err := ensureSignature(ctx, repo, p.manifest.Digest, signer, false)
 	if err != nil {
@@ -415,6 +391,27 @@ func (c *Client) publishOne(ctx context.Context, p *packed, signer crypto.Signer
 	res.Pushed = true
 	res.Bytes += p.manifest.Size
 	return res, nil
+}
+
+// pushBlobs makes p's config and layer blobs present in repo, counting in
+// res what it uploaded.
+func pushBlobs(ctx context.Context, repo *repo, p *packed, cfg *configHome, res *Result) error {
+	up, err := cfg.ensure(ctx, repo)
+	if err != nil {
+		return err
+	}
+	if up {
+		res.Blobs++
+		res.Bytes += emptyConfig.Size
+	}
+	if up, err = pushBlob(ctx, repo, p.layer, p.layerData); err != nil {
+		return err
+	}
+	if up {
+		res.Blobs++
+		res.Bytes += p.layer.Size
+	}
+	return nil
 }
 
 // configHome remembers a repository of this registry that holds the empty
