@@ -97,7 +97,8 @@ func NewCollector(opts Options) (*Collector, error) {
 // Read asks t's endpoint for its status (or a reload) with a fresh control
 // token for t's identity, and returns the validated answer. An answer about
 // another identity, malformed or larger than bundle.MaxRuntimeStatusBytes is
-// ErrInvalidStatus; a transport failure or non-200 answer is ErrUnreachable.
+// ErrInvalidStatus; a transport failure is ErrUnreachable, a non-200
+// answer ErrRefused.
 func (c *Collector) Read(ctx context.Context, t Target) (*bundle.RuntimeStatus, error) {
 	method, path, scope := http.MethodGet, "/status", controltoken.ScopeStatus
 	switch {
@@ -129,7 +130,14 @@ func (c *Collector) Read(ctx context.Context, t Target) (*bundle.RuntimeStatus, 
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Reason string }
 		_ = json.Unmarshal(body, &e)
-		return nil, fmt.Errorf("read %s: %w: HTTP %d %s", where, ErrUnreachable, resp.StatusCode, safeCode(e.Reason))
+		code := safeCode(e.Reason)
+		hint := ""
+		if code == controlTokenExpired {
+			// The token was signed now: a runtime that finds it expired or
+			// not yet valid has a clock far from this host's.
+			hint = " (a token signed just now: the runtime's clock and this host's differ by more than its validity — check both run NTP)"
+		}
+		return nil, fmt.Errorf("read %s: %w: HTTP %d %s%s", where, ErrRefused, resp.StatusCode, code, hint)
 	}
 	if len(body) > bundle.MaxRuntimeStatusBytes {
 		return nil, fmt.Errorf("read %s: %w: larger than %d bytes", where, ErrInvalidStatus, bundle.MaxRuntimeStatusBytes)
@@ -145,6 +153,11 @@ func (c *Collector) Read(ctx context.Context, t Target) (*bundle.RuntimeStatus, 
 	}
 	return &st, nil
 }
+
+// controlTokenExpired is the reason a runtime's status endpoint gives a
+// control token outside its validity (the wire contract's
+// CONTROL_TOKEN_EXPIRED).
+const controlTokenExpired = "CONTROL_TOKEN_EXPIRED"
 
 var (
 	uuidRE   = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)

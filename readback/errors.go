@@ -11,7 +11,11 @@ var (
 	// identity and audience (or a publication that is not the snapshot's).
 	// Nothing is recorded.
 	ErrInvalidReceipt = errors.New("receipt does not match the store")
-	// ErrUnreachable: the runtime's endpoint could not be read (network,
-	// non-200 answer). Nothing is recorded.
+	// ErrUnreachable: the runtime's endpoint could not be read (network).
+	// Nothing is recorded.
 	ErrUnreachable = errors.New("runtime status endpoint unreachable")
+	// ErrRefused: the runtime's endpoint answered, but not with a status
+	// (a non-200 answer, with the runtime's reason code when it gave one).
+	// Nothing is recorded.
+	ErrRefused = errors.New("runtime status endpoint refused the request")
 )

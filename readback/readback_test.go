@@ -111,6 +111,41 @@ func TestReadRefusesAnswersAboutAnotherIdentity(t *testing.T) {
 	}
 }
 
+// TestARefusalIsNotUnreachable: a runtime that answers, but refuses the
+// control token (its clock an hour off this host's), was reported
+// "runtime status endpoint unreachable: HTTP 401 CONTROL_TOKEN_EXPIRED";
+// it is a refusal, and an expired token signed just now points at the
+// clocks. A runtime that does not answer is unreachable.
+func TestARefusalIsNotUnreachable(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"reason":"CONTROL_TOKEN_EXPIRED"}`))
+	}))
+	defer refusing.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	col, err := readback.NewCollector(readback.Options{Signer: key, Now: timeNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := readback.Target{Host: "h", ServiceID: "s", EnvTag: "prod"}
+	target.Endpoint = refusing.URL
+	_, err = col.Read(context.Background(), target)
+	if !errors.Is(err, readback.ErrRefused) || errors.Is(err, readback.ErrUnreachable) ||
+		!strings.Contains(err.Error(), "CONTROL_TOKEN_EXPIRED") || !strings.Contains(err.Error(), "NTP") {
+		t.Errorf("an expired-token refusal: got %v, want ErrRefused naming the reason and the clocks", err)
+	}
+	target.Endpoint = gone.URL
+	if _, err := col.Read(context.Background(), target); !errors.Is(err, readback.ErrUnreachable) {
+		t.Errorf("a runtime that does not answer: got %v, want ErrUnreachable", err)
+	}
+}
+
 func timeNow() time.Time { return time.Now() }
 
 func TestNewCollectorBoundsConcurrency(t *testing.T) {
