@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	godigest "github.com/opencontainers/go-digest"
+	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/promotertest"
@@ -87,5 +89,49 @@ func TestPromoteAfterKeyRotation(t *testing.T) {
 	}
 	if again.Resigned != 0 || h.Registry.Writes() != 0 {
 		t.Fatalf("re-run: %d re-signed, %d registry writes; want none", again.Resigned, h.Registry.Writes())
+	}
+}
+
+// TestPromoteSaysWhenSignaturesWereDeleted: release 1's signatures are
+// deleted from the registry; promoting release 2 with the same key signs
+// the artifacts it carries over again, as after a key rotation, but counts
+// them apart (Unsigned): "published before under another key" would hide
+// that something removed them.
+func TestPromoteSaysWhenSignaturesWereDeleted(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	r1, err := h.Promote(t, h.Options(h.Repo.R1))
+	if err != nil {
+		t.Fatalf("promote release 1: %v", err)
+	}
+	for _, r := range r1.Published {
+		if r.Kind != registry.KindValues {
+			continue
+		}
+		repo, err := remote.NewRepository(r.Repository)
+		if err != nil {
+			t.Fatal(err)
+		}
+		repo.PlainHTTP = true
+		sig, err := repo.Resolve(ctx, registry.SignatureTag(godigest.Digest(r.Digest)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.Delete(ctx, sig); err != nil {
+			t.Fatalf("delete the signature of %s: %v", r.Ref(), err)
+		}
+	}
+	unchanged := 0
+	for k, v := range h.Repo.Snapshots[h.Repo.R2] {
+		if h.Repo.Snapshots[h.Repo.R1][k] == v {
+			unchanged++
+		}
+	}
+	res, err := h.Promote(t, h.Options(h.Repo.R2))
+	if err != nil {
+		t.Fatalf("promote release 2: %v", err)
+	}
+	if res.Unsigned != int64(unchanged) || res.Resigned != 0 {
+		t.Fatalf("got %d unsigned and %d re-signed, want the %d carried-over artifacts unsigned and none re-signed", res.Unsigned, res.Resigned, unchanged)
 	}
 }

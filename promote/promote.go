@@ -112,6 +112,10 @@ type Result struct {
 	// that this promotion signed with its key too (the first promotion
 	// after a key rotation signs every target the release did not change).
 	Resigned int64 `json:"resigned,omitempty"`
+	// Unsigned counts the artifacts published before that carried no
+	// signature at all (deleted from the registry, or never pushed), which
+	// this promotion signed: not a key rotation, something to look into.
+	Unsigned int64 `json:"unsigned,omitempty"`
 	// CaughtUp lists the releases promoted first, oldest first (see
 	// Options.NoCatchUp).
 	CaughtUp []CaughtUp `json:"caughtUp,omitempty"`
@@ -214,11 +218,12 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	stage := opts.Stage || res.Rollout.TwoPhase() || inForce.TwoPhase()
 	// A release only recorded is, like a staged one, not activated now:
 	// refused only when its windows have ended.
-	published, resigned, err := publishAndStore(ctx, opts, log, clock, res, &in, stage || opts.recordOnly)
+	published, signed, err := publishAndStore(ctx, opts, log, clock, res, &in, stage || opts.recordOnly)
 	if err != nil {
 		return nil, err
 	}
-	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", resigned)
+	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", signed.Resigned,
+		"unsigned", signed.Unsigned)
 
 	result := &Result{
 		CaughtUp:       caught,
@@ -229,7 +234,8 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		ReleaseDigest:  m.ReleaseDigest,
 		CommandID:      in.CommandID,
 		Published:      published,
-		Resigned:       resigned,
+		Resigned:       signed.Resigned,
+		Unsigned:       signed.Unsigned,
 	}
 	views := promoter.WorkflowViewsOf(res.Workflows)
 	// Nothing of the compile result is used from here on (in holds every

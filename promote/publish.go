@@ -184,19 +184,19 @@ var _ revocationChecker = (*promoter.Store)(nil)
 // registry.Result per target artifact, in order, then the release's, and
 // how many artifacts it signed that way.
 func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock func() time.Time, res *compiler.Result,
-	in *promoter.ReleaseInput, stage bool) (published []registry.Result, resigned int64, err error) {
+	in *promoter.ReleaseInput, stage bool) (published []registry.Result, signed signedAgain, err error) {
 	m := res.Manifest
 	// The release artifact is checked now and built again when it is
 	// pushed, after every target (not held while they stream).
 	if _, err := compiled.Release(res); err != nil {
-		return nil, 0, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
+		return nil, signedAgain{}, fmt.Errorf("promote %s: %w: %w", opts.EnvTag, promoter.ErrInvalid, err)
 	}
 	storer, _ := opts.Store.(artifactStorer)
 	ahead := false
 	if storer != nil {
 		head, pending, err := storer.Head(ctx, opts.EnvTag)
 		if err != nil {
-			return nil, 0, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+			return nil, signedAgain{}, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
 		}
 		in.ArtifactsStored = true
 		ahead = head == in.BaseReleaseVersion && pending == 0
@@ -210,30 +210,35 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 			now = sc.Now()
 		}
 		if w := closedWindow(m, now, stage); w != nil {
-			return nil, 0, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
+			return nil, signedAgain{}, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, w)
 		}
 		// A release that keeps a revoked snapshot is refused by the
 		// recording; refused now, its tags are not pushed either — a
 		// corrected release of the same number met them as a conflict.
 		if rc, ok := opts.Store.(revocationChecker); ok {
 			if err := rc.CheckNotRevoked(ctx, in.EnvTag, m.Targets); err != nil {
-				return nil, 0, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, err)
+				return nil, signedAgain{}, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, err)
 			}
 		}
 	}
 	v, err := startVerifier(ctx, opts, m.ReleaseVersion)
 	if err != nil {
-		return nil, 0, err
+		return nil, signedAgain{}, err
 	}
 	published, err = publishVerified(v.ctx, opts, log, clock, res, in, storer, ahead, v)
 	if verr := v.wait(); verr != nil {
-		return nil, 0, verr // the cause, when the publication stopped for it
+		return nil, signedAgain{}, verr // the cause, when the publication stopped for it
 	}
 	if err != nil {
-		return nil, 0, err
+		return nil, signedAgain{}, err
 	}
-	return published, v.resigned.Load(), nil
+	return published, signedAgain{Resigned: v.resigned.Load(), Unsigned: v.unsigned.Load()}, nil
 }
+
+// signedAgain counts the artifacts published before that a promotion
+// signed with its key: Resigned those signed under another key only (after
+// a key rotation), Unsigned those that carried no signature at all.
+type signedAgain struct{ Resigned, Unsigned int64 }
 
 // publishVerified is publishAndStore's publication, handing each completed
 // artifact to v. storer is nil when the store takes every target's bytes in
@@ -381,6 +386,7 @@ type verifier struct {
 	// and the Registry can sign.
 	resigner Resigner
 	resigned atomic.Int64
+	unsigned atomic.Int64 // artifacts found without any signature, signed
 }
 
 // verifyJob is one published artifact to verify: a target's, with the
@@ -450,11 +456,19 @@ func (v *verifier) verify(ctx context.Context, j verifyJob) error {
 		// artifact of every target the release did not change carries the
 		// old key's signature only. It is our own content (its digest is
 		// what this commit compiles to), so sign it too, and verify again.
+		// One that carries no signature at all was not signed under
+		// another key: its signature was deleted from the registry (or
+		// never pushed). It is counted apart, for the operator to look
+		// into.
+		unsigned := errors.Is(err, registry.ErrUnsigned)
 		var added bool
 		if added, err = v.resigner.Sign(ctx, j.r.Ref(), v.opts.Signer); err != nil {
 			return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, err)
 		}
-		if added {
+		switch {
+		case added && unsigned:
+			v.unsigned.Add(1)
+		case added:
 			v.resigned.Add(1)
 		}
 		got, err = v.opts.Registry.Verify(ctx, j.r.Ref(), opts)

@@ -13,6 +13,9 @@ var (
 	ErrDigestMismatch = errors.New("digest mismatch")
 	// ErrSignature: no signature by a trusted key binds the manifest digest.
 	ErrSignature = errors.New("signature not verified")
+	// ErrUnsigned: the artifact carries no signature at all (its
+	// signature tag does not exist); it matches ErrSignature too.
+	ErrUnsigned = fmt.Errorf("%w: no signature", ErrSignature)
 	// ErrIdentity: the artifact names another target than the one expected.
 	ErrIdentity = errors.New("identity mismatch")
 	// ErrConflict: a tag already names a different manifest.

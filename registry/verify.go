@@ -89,7 +89,7 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 	man, err := fetchSignatureManifest(ctx, repo, SignatureTag(dgst), false)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, verr(ErrSignature, "no signature at tag %s", SignatureTag(dgst))
+			return nil, verr(ErrUnsigned, "no signature at tag %s", SignatureTag(dgst))
 		}
 		return nil, fmt.Errorf("verify %s@%s: %w", repoName, dgst, err)
 	}

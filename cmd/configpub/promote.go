@@ -178,7 +178,12 @@ func printPromoteResult(w io.Writer, res *promote.Result) error {
 		return err
 	}
 	if res.Resigned > 0 {
-		_, err := fmt.Fprintf(w, "signed %d artifacts published before under another key with this key too (after a key rotation: they verify with either key)\n", res.Resigned)
+		if _, err := fmt.Fprintf(w, "signed %d artifacts published before under another key with this key too (after a key rotation: they verify with either key)\n", res.Resigned); err != nil {
+			return err
+		}
+	}
+	if res.Unsigned > 0 {
+		_, err := fmt.Fprintf(w, "signed %d artifacts published before that carried no signature at all: their signatures were deleted from the registry (or never pushed) — not a key rotation: find out what removed them\n", res.Unsigned)
 		return err
 	}
 	return nil
