@@ -3,7 +3,6 @@ package registry_test
 import (
 	"context"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +17,9 @@ import (
 // without a deadline waited for ever.
 func TestARegistryThatNeverAnswersTimesOut(t *testing.T) {
 	ctx := context.Background()
-	hang := &hangingHandler{release: make(chan struct{})}
-	t.Cleanup(func() { close(hang.release) })
-	reg := registrytest.New(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang.next = h; return hang }})
+	var hang *registrytest.FaultInjector
+	reg := registrytest.New(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang = registrytest.NewFaultInjector(h); return hang }})
+	t.Cleanup(hang.Release)
 	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1, ResponseHeaderTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -29,38 +28,12 @@ func TestARegistryThatNeverAnswersTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hang.set(true)
+	hang.SetHanging(true)
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	start := time.Now()
 	_, err = rc.Pull(cctx, sum.Results[0].Ref())
 	if err == nil || cctx.Err() != nil || time.Since(start) > 10*time.Second {
 		t.Fatalf("pull from a registry that never answers: %v after %s; want a response-header timeout within seconds", err, time.Since(start))
-	}
-}
-
-// hangingHandler is a fault-injecting handler in front of the registry:
-// while hanging, it holds every request without answering until the
-// client gives up or the test ends.
-type hangingHandler struct {
-	next    http.Handler
-	release chan struct{}
-	mu      sync.Mutex
-	hanging bool
-}
-
-func (h *hangingHandler) set(hanging bool) { h.mu.Lock(); h.hanging = hanging; h.mu.Unlock() }
-
-func (h *hangingHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	hanging := h.hanging
-	h.mu.Unlock()
-	if !hanging {
-		h.next.ServeHTTP(w, r)
-		return
-	}
-	select {
-	case <-r.Context().Done():
-	case <-h.release:
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -250,44 +249,18 @@ func TestRegistryAttachGoesOnPastAFailedTarget(t *testing.T) {
 // one stuck registry stopped every lease renewal, those of runtimes that
 // only use the Config Server included.
 func TestLeaseRenewAttachHasADeadline(t *testing.T) {
-	hang := &hangingRegistry{release: make(chan struct{})}
-	t.Cleanup(func() { close(hang.release) })
-	db, keyPath, _, _, _ := attachFixture(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang.next = h; return hang }}, "host-a")
+	var hang *registrytest.FaultInjector
+	db, keyPath, _, _, _ := attachFixture(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang = registrytest.NewFaultInjector(h); return hang }}, "host-a")
+	t.Cleanup(hang.Release)
 	r := startCLI(t, "lease", "renew", "--env", "prod", "--key", keyPath, "--database", db.URL, "--interval", "1s", "--attach", "--plain-http")
 	renewals := func() int { return r.count("prod: renewed 1 leases") }
 	r.waitFor(t, "a first renewal attached", func() bool { return r.printed("attached 1 delivery manifests") })
-	hang.set(true)
+	hang.SetHanging(true)
 	r.waitFor(t, "the attach failing on its deadline", func() bool { return r.printed("renewal failed (1 in a row)") })
 	before := renewals()
 	r.waitFor(t, "renewals going on", func() bool { return renewals() >= before+2 })
 	r.stop(t)
 	if !r.printed("context deadline exceeded") {
 		t.Errorf("the failure does not say the attach ran out of time:\n%s", r.out.String())
-	}
-}
-
-// hangingRegistry is a fault-injecting handler in front of the registry:
-// once set, it holds every request without answering until the client
-// gives up or the test ends.
-type hangingRegistry struct {
-	next    http.Handler
-	release chan struct{}
-	mu      sync.Mutex
-	hanging bool
-}
-
-func (h *hangingRegistry) set(hanging bool) { h.mu.Lock(); h.hanging = hanging; h.mu.Unlock() }
-
-func (h *hangingRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	hanging := h.hanging
-	h.mu.Unlock()
-	if !hanging {
-		h.next.ServeHTTP(w, r)
-		return
-	}
-	select {
-	case <-r.Context().Done():
-	case <-h.release:
 	}
 }

@@ -145,15 +145,7 @@ func TestFetchStatusReportsWhatOutHolds(t *testing.T) {
 	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
 		t.Fatalf("--out does not hold the verified values.yml after the reload (%v)", err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("fetch --watch ended with %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("fetch --watch did not stop")
-	}
+	stopWatch(t, cancel, done)
 }
 
 // TestFetchRemovesStrayOutTemps: the temporary files a fetch killed while

@@ -82,15 +82,7 @@ func TestFetchServesStatusEndpoint(t *testing.T) {
 	if !strings.Contains(string(body), `configpub_runtime_snapshot_info{`) || !strings.Contains(string(body), want) {
 		t.Fatalf("/metrics does not name the current snapshot %s", want)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatalf("fetch --watch ended with %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("fetch --watch did not stop")
-	}
+	stopWatch(t, cancel, done)
 	if _, err := http.Get(base + "/status"); err == nil {
 		t.Fatal("status endpoint still served after fetch stopped")
 	}
@@ -109,5 +101,20 @@ func TestFetchStatusUsage(t *testing.T) {
 				t.Fatalf("got %v (exit %d), want exit 2", err, exitCode(err))
 			}
 		})
+	}
+}
+
+// stopWatch cancels a running fetch --watch and waits for it to end
+// without an error of its own.
+func stopWatch(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("fetch --watch ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fetch --watch did not stop")
 	}
 }

@@ -294,9 +294,9 @@ func TestFetchOCI(t *testing.T) {
 	if err := json.Unmarshal(raw, &tg); err != nil {
 		t.Fatal(err)
 	}
-	hang := &hangingRegistry{release: make(chan struct{})}
-	t.Cleanup(func() { close(hang.release) })
-	reg := registrytest.New(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang.next = h; return hang }})
+	var hang *registrytest.FaultInjector
+	reg := registrytest.New(t, registrytest.Options{Wrap: func(h http.Handler) http.Handler { hang = registrytest.NewFaultInjector(h); return hang }})
+	t.Cleanup(hang.Release)
 	rc, err := registry.New(registry.Options{PlainHTTP: true})
 	if err != nil {
 		t.Fatal(err)
@@ -381,8 +381,8 @@ func TestFetchOCI(t *testing.T) {
 		if out, err := runCLI(args...); err != nil {
 			t.Fatalf("first fetch: %v\n%s", err, out)
 		}
-		hang.set(true)
-		defer hang.set(false)
+		hang.SetHanging(true)
+		defer hang.SetHanging(false)
 		r := startCLI(t, args...)
 		time.Sleep(500 * time.Millisecond) // the pull is held by the registry
 		r.cancel()

@@ -17,11 +17,30 @@ type FaultInjector struct {
 	failNext int
 	status   int
 	down     bool
+	hanging  bool
 	injected int
+
+	release     chan struct{}
+	releaseOnce sync.Once
 }
 
 // NewFaultInjector wraps next; it forwards everything until told otherwise.
-func NewFaultInjector(next http.Handler) *FaultInjector { return &FaultInjector{Next: next} }
+func NewFaultInjector(next http.Handler) *FaultInjector {
+	return &FaultInjector{Next: next, release: make(chan struct{})}
+}
+
+// SetHanging makes every request wait, unanswered, until its client gives
+// up or Release is called — a registry that accepts connections and never
+// answers — until SetHanging(false).
+func (f *FaultInjector) SetHanging(hanging bool) {
+	f.mu.Lock()
+	f.hanging = hanging
+	f.mu.Unlock()
+}
+
+// Release ends every request SetHanging holds, now and later (call it in
+// t.Cleanup so that the server can close).
+func (f *FaultInjector) Release() { f.releaseOnce.Do(func() { close(f.release) }) }
 
 // FailNext makes the next n requests fail with status (for 429 a
 // Retry-After of 0 seconds is not sent, so the client's back-off applies).
@@ -50,6 +69,14 @@ func (f *FaultInjector) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	f.mu.Lock()
 	status := 0
 	switch {
+	case f.hanging:
+		f.injected++
+		f.mu.Unlock()
+		select {
+		case <-req.Context().Done():
+		case <-f.release:
+		}
+		return
 	case f.down:
 		status = http.StatusServiceUnavailable
 	case f.failNext > 0:
