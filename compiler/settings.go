@@ -2,11 +2,14 @@ package compiler
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/safetext"
+	"github.com/configpub/configpub/internal/yamlstrict"
 )
 
 // mergeSettings deep-merges override into base (compile step 5): maps
@@ -102,7 +105,12 @@ var reservedSettingKeys = []string{
 // lower-cases them; Spring's relaxed binding and .NET's configuration binder
 // also ignore "-" and "_".
 func foldSettingKey(k string) string {
-	return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(k))
+	for _, r := range k {
+		if r == '-' || r == '_' || unicode.ToLower(r) != r {
+			return strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(k))
+		}
+	}
+	return k // already folded: the common case allocates nothing
 }
 
 // reservedSettingKey returns the reserved name k stands for in a consumer
@@ -119,15 +127,37 @@ func reservedSettingKey(k string) string {
 
 // checkSettingKeys refuses setting keys that would collide with the
 // envelope or a namespace (ignoring case, "-" and "_": RuntimePolicy is
-// runtimePolicy to Viper), that contain "." (ambiguous once flattened), or
+// runtimePolicy to Viper), that contain "." (ambiguous once flattened),
 // that are not in Unicode NFC (an Environment's "café" and a Target's
-// decomposed "café" would be two keys that look alike).
+// decomposed "café" would be two keys that look alike), or that are one
+// key with another of the same mapping to such a runtime (Logging and
+// logging: it would merge them, and one would silently override the other).
 func checkSettingKeys(src *source, path []string, v *render.Value, top bool) error {
 	if v == nil || v.Kind != render.KindMap {
 		return nil
 	}
+	var folded map[string]int // fold of a key -> its index, for mappings of more than one key
+	if len(v.Keys) > 1 {
+		folded = make(map[string]int, len(v.Keys))
+	}
 	for i, k := range v.Keys {
 		p := append(path[:len(path):len(path)], k)
+		if folded != nil {
+			f := foldSettingKey(k)
+			if j, dup := folded[f]; dup {
+				// Keys may be sorted: name the one written first in the
+				// file first, and refuse at the later one.
+				first, second := v.Keys[j], k
+				fp, sp := append(path[:len(path):len(path)], first), p
+				fl, sl := src.line(fp), src.line(sp)
+				if sl < fl {
+					first, second, sp, fl = second, first, fp, sl
+				}
+				return src.errorf(sp, "setting keys %q (line %d) and %q are one key to a runtime that ignores case, \"-\" and \"_\" (Viper, Spring, .NET): it would merge them and one would silently override the other; keep one spelling",
+					first, fl, second)
+			}
+			folded[f] = i
+		}
 		if strings.Contains(k, ".") || k == "" {
 			return src.errorf(p, "setting key %q must be non-empty and must not contain \".\"", k)
 		}
@@ -141,6 +171,38 @@ func checkSettingKeys(src *source, path []string, v *render.Value, top bool) err
 		}
 		if err := checkSettingKeys(src, p, v.Vals[i], false); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkOverrideSpelling refuses a key of the override settings (a Target's,
+// over at overPath in over) that is a key of the base settings (the
+// Environment's, at basePath in base) to a runtime that ignores case, "-"
+// and "_", but spelled differently: mergeSettings would keep both, and the
+// runtime would read one of them, whichever it met last. The merged key
+// keeps the base's spelling, so an override must use it; maps present in
+// both are checked at every level.
+func checkOverrideSpelling(baseSrc *source, basePath []string, base *render.Value, overSrc *source, overPath []string, over *render.Value) error {
+	if base == nil || over == nil || base.Kind != render.KindMap || over.Kind != render.KindMap {
+		return nil
+	}
+	for i, k := range over.Keys {
+		p := append(overPath[:len(overPath):len(overPath)], k)
+		if bv := base.Get(k); bv != nil {
+			if err := checkOverrideSpelling(baseSrc, append(basePath[:len(basePath):len(basePath)], k), bv, overSrc, p, over.Vals[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		f := foldSettingKey(k)
+		for _, bk := range base.Keys {
+			if foldSettingKey(bk) != f {
+				continue
+			}
+			bp := append(basePath[:len(basePath):len(basePath)], bk)
+			return overSrc.errorf(p, "setting key %q overrides %q of %s:%d (%s) spelled differently: a runtime that ignores case, \"-\" and \"_\" (Viper, Spring, .NET) reads them as one key, and values.yml would hold both; spell it %q",
+				k, bk, safetext.Terminal(baseSrc.File), baseSrc.line(bp), yamlstrict.FieldPath(bp), bk)
 		}
 	}
 	return nil

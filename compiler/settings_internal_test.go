@@ -1,7 +1,9 @@
 package compiler
 
 import (
+	"errors"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/configpub/configpub/internal/render"
@@ -82,4 +84,52 @@ func TestReservedSettingKeyIgnoresCaseAndSeparators(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestOverrideMustKeepTheBaseSpelling(t *testing.T) {
+	tests := []struct {
+		name, base, override, field string // field "" means accepted
+	}{
+		{"same spelling merges", "logging: {level: DEBUG}", "logging: {level: TRACE}", ""},
+		{"new key", "logging: {level: DEBUG}", "Tracing: {on: true}", ""},
+		{"top level in another case", "logging: {level: DEBUG}", "Logging: {level: TRACE}", "spec.settings.Logging"},
+		{"nested in another case", "logging: {level: DEBUG}", "logging: {LEVEL: TRACE}", "spec.settings.logging.LEVEL"},
+		{"separators", "server: {httpsPort: 8443}", "server: {https_port: 9443}", "spec.settings.server.https_port"},
+		{"a null in another spelling would not remove the key", "logging: {level: DEBUG}", "Logging: null", "spec.settings.Logging"},
+		{"replaced subtree is not compared", "logging: 1", "logging: {level: x}", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := &source{File: "environments/dev.yaml", Doc: parseDoc(t, "environments/dev.yaml", "spec:\n  settings:\n    agent:\n"+indent(tt.base, 6))}
+			tgt := &source{File: "targets/t.yaml", Doc: parseDoc(t, "targets/t.yaml", "spec:\n  settings:\n"+indent(tt.override, 4))}
+			err := checkOverrideSpelling(env, []string{"spec", "settings", "agent"}, val(t, tt.base), tgt, []string{"spec", "settings"}, val(t, tt.override))
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var se *SourceError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want a *SourceError at %s", err, tt.field)
+			}
+			if se.File != "targets/t.yaml" || se.Field != tt.field || !strings.Contains(err.Error(), "of environments/dev.yaml:4") || !strings.Contains(err.Error(), "spelled differently") {
+				t.Errorf("got %v, want it at targets/t.yaml %s naming environments/dev.yaml:4", err, tt.field)
+			}
+		})
+	}
+}
+
+func parseDoc(t *testing.T, file, y string) *yamlstrict.Doc {
+	t.Helper()
+	d, err := yamlstrict.ParseSource(file, []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// indent writes flow-style YAML y as the value of a block at n spaces.
+func indent(y string, n int) string {
+	return strings.Repeat(" ", n) + strings.ReplaceAll(y, "\n", "\n"+strings.Repeat(" ", n)) + "\n"
 }

@@ -70,20 +70,40 @@ type source struct {
 
 // errorf returns a *SourceError at a path inside the document.
 func (s *source) errorf(path []string, format string, args ...any) error {
-	doc := s.Doc
-	if doc == nil {
-		b, err := fs.ReadFile(s.fsys, s.File)
-		if err != nil {
-			return fmt.Errorf("%s: re-read to locate %s: %w", s.File, yamlstrict.FieldPath(path), err)
-		}
-		d, err := yamlstrict.ParseSource(s.File, b)
-		if err != nil {
-			return fromStrict(err)
-		}
-		doc = d
+	doc, err := s.reread(path)
+	if err != nil {
+		return err
 	}
 	e := doc.Errorf(path, format, args...)
 	return &SourceError{File: e.File, Line: e.Line, Field: e.Field, Err: errors.New(e.Msg)}
+}
+
+// reread returns the parsed document, parsing the file again once it was
+// let go (release); path is what the caller means to locate.
+func (s *source) reread(path []string) (*yamlstrict.Doc, error) {
+	if s.Doc != nil {
+		return s.Doc, nil
+	}
+	b, err := fs.ReadFile(s.fsys, s.File)
+	if err != nil {
+		return nil, fmt.Errorf("%s: re-read to locate %s: %w", s.File, yamlstrict.FieldPath(path), err)
+	}
+	d, err := yamlstrict.ParseSource(s.File, b)
+	if err != nil {
+		return nil, fromStrict(err)
+	}
+	return d, nil
+}
+
+// line returns the line of the field at path (or of its nearest existing
+// ancestor), 0 when the file cannot be read again: for a message that
+// names a second place in a document.
+func (s *source) line(path []string) int {
+	doc, err := s.reread(path)
+	if err != nil {
+		return 0
+	}
+	return doc.Line(path...)
 }
 
 // release drops the parsed tree.

@@ -59,6 +59,9 @@ func (c *compilation) compileTarget(t *envTarget, b *bundle.TargetEntry, accepte
 	}
 
 	// Settings: environment settings for the audience, then the target's.
+	if err := checkOverrideSpelling(c.envDoc.src, []string{"spec", "settings", aud}, c.envDoc.spec.Settings[aud], t.e.src, []string{"spec", "settings"}, sp.Settings); err != nil {
+		return err
+	}
 	flat := flatten(mergeSettings(c.envDoc.spec.Settings[aud], sp.Settings))
 	propSet, err := canonicalInto(propBuf, flat)
 	if err != nil {
