@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/configpub/configpub/internal/intern"
 	"github.com/configpub/configpub/internal/parallel"
 	"github.com/configpub/configpub/internal/policytree"
@@ -345,7 +347,71 @@ func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer)
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	src.Name = doc.Value.Get("metadata").Get("name").Str
+	if err := checkNamesNFC(src, doc.Value); err != nil {
+		return nil, err
+	}
 	return src, nil
+}
+
+// identityStrings are the free-form strings of each kind, beyond
+// metadata.name, that name something matched by its exact bytes: a Target's
+// subject, the aud values and claims a Gateway accepts, the scopes an Agent
+// delegates, the roles that approve a workflow run, a freeze window's name.
+// "*" stands for every item of a list.
+var identityStrings = map[string][][]string{
+	KindTarget:      {{"spec", "subject", "name"}},
+	KindGateway:     {{"spec", "issuers", "*", "audiences", "*"}, {"spec", "issuers", "*", "requiredClaims", "*"}},
+	KindAgent:       {{"spec", "gateway", "delegation", "scopes", "*"}},
+	KindWorkflow:    {{"spec", "versions", "*", "approvals", "*"}},
+	KindEnvironment: {{"spec", "freezeWindows", "*", "name"}},
+}
+
+// checkNamesNFC refuses a metadata.name, or an identity string of the
+// kind (identityStrings), that is not in Unicode NFC: "café" typed as one
+// character and as "e" plus a combining accent look alike, but are two
+// names: two Target documents that display the same, a Gateway audience no
+// token's aud matches. Most names are ASCII by their schema pattern; this
+// covers those that are not (a Target's or the Repository's name, free-form
+// strings). The document is schema-checked, so the paths have their types.
+func checkNamesNFC(src *source, v *render.Value) error {
+	paths := append([][]string{{"metadata", "name"}}, identityStrings[src.Kind]...)
+	for _, pat := range paths {
+		if err := walkStrings(v, pat, nil, func(at []string, s string) error {
+			if norm.NFC.IsNormalString(s) {
+				return nil
+			}
+			return src.errorf(at, "%+q is not in Unicode NFC (composed) form; write %+q: the two look alike, but are different names", s, norm.NFC.String(s))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkStrings calls f with the path and value of every string in v at the
+// path pattern pat ("*": every item of a list).
+func walkStrings(v *render.Value, pat, at []string, f func(at []string, s string) error) error {
+	if v == nil {
+		return nil
+	}
+	if len(pat) == 0 {
+		if v.Kind == render.KindString {
+			return f(at, v.Str)
+		}
+		return nil
+	}
+	if pat[0] == "*" {
+		if v.Kind != render.KindList {
+			return nil
+		}
+		for i, it := range v.Items {
+			if err := walkStrings(it, pat[1:], append(at[:len(at):len(at)], fmt.Sprintf("[%d]", i)), f); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walkStrings(v.Get(pat[0]), pat[1:], append(at[:len(at):len(at)], pat[0]), f)
 }
 
 // decode decodes a schema-checked document into v (a *doc[T]) and drops
