@@ -24,21 +24,33 @@ type WorkflowVersionText struct {
 type WorkflowDiff struct {
 	Workflow, WfDefID string
 	Old, New          *WorkflowVersionText // Old is nil for a first version
+	// Ignored lists the source files and directories Git ignores that
+	// were not read (DiffWorkflowVersions' ignored; Result.Ignored).
+	Ignored []string
 }
 
 // DiffWorkflowVersions reads the policy repository in fsys and returns the
 // normalized versions v1 and v2 of the workflow whose wfDefId (or name) is
-// wf.
-func DiffWorkflowVersions(ctx context.Context, fsys fs.FS, wf, v1, v2 string) (*WorkflowDiff, error) {
-	m, err := workflowModel(ctx, fsys)
+// wf. ignored is Options.Ignored: the files Git ignores and does not track
+// are not read, as compile does not read them (nil: none is).
+func DiffWorkflowVersions(ctx context.Context, fsys fs.FS, ignored func(p string, isDir bool) bool, wf, v1, v2 string) (*WorkflowDiff, error) {
+	m, left, err := workflowModel(ctx, fsys, ignored)
 	if err != nil {
+		if len(left) > 0 {
+			// What the ignored files defined may be what is missing.
+			err = fmt.Errorf("%w\n(%s)", err, IgnoredNote(left))
+		}
 		return nil, err
 	}
 	name, w := m.findWorkflow(wf)
 	if w == nil {
-		return nil, fmt.Errorf("workflow diff: no workflow with wfDefId or name %q", wf)
+		err := fmt.Errorf("workflow diff: no workflow with wfDefId or name %q", wf)
+		if len(left) > 0 {
+			err = fmt.Errorf("%w\n(%s)", err, IgnoredNote(left))
+		}
+		return nil, err
 	}
-	d := &WorkflowDiff{Workflow: name, WfDefID: w.spec.WfDefID}
+	d := &WorkflowDiff{Workflow: name, WfDefID: w.spec.WfDefID, Ignored: left}
 	for _, p := range []struct {
 		v   string
 		dst **WorkflowVersionText
@@ -92,19 +104,20 @@ func AddedWorkflowVersions(base, head *Result) ([]*WorkflowDiff, error) {
 	return out, nil
 }
 
-func workflowModel(ctx context.Context, fsys fs.FS) (*model, error) {
+func workflowModel(ctx context.Context, fsys fs.FS, ignored func(string, bool) bool) (*model, []string, error) {
 	set, err := schemas.Default()
 	if err != nil {
-		return nil, fmt.Errorf("workflow diff: schemas: %w", err)
+		return nil, nil, fmt.Errorf("workflow diff: schemas: %w", err)
 	}
-	ss, err := loadSources(ctx, fsys, set, nil)
+	ss, err := loadSources(ctx, fsys, set, ignored)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ss.ignored, err
 	}
-	return buildModel(ss)
+	m, err := buildModel(ss)
+	return m, ss.ignored, err
 }
 
 func (m *model) findWorkflow(wf string) (string, *entry[workflowSpec]) {

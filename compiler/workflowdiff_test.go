@@ -25,7 +25,7 @@ func TestWorkflowDiffGolden(t *testing.T) {
 	}
 	golden := filepath.Join("testdata", "workflow-diff", "account-onboarding-1.0.0-1.1.0.txt")
 	for _, wf := range []string{"3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10", "account-onboarding"} {
-		d, err := compiler.DiffWorkflowVersions(context.Background(), fsys, wf, "1.0.0", "1.1.0")
+		d, err := compiler.DiffWorkflowVersions(context.Background(), fsys, nil, wf, "1.0.0", "1.1.0")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestWorkflowDiffGolden(t *testing.T) {
 		}
 	}
 	for _, bad := range [][3]string{{"no-such-workflow", "1.0.0", "1.1.0"}, {"account-onboarding", "1.0.0", "9.9.9"}} {
-		if _, err := compiler.DiffWorkflowVersions(context.Background(), fsys, bad[0], bad[1], bad[2]); err == nil ||
+		if _, err := compiler.DiffWorkflowVersions(context.Background(), fsys, nil, bad[0], bad[1], bad[2]); err == nil ||
 			!strings.Contains(err.Error(), bad[0]) && !strings.Contains(err.Error(), bad[2]) {
 			t.Errorf("diff %v: got %v, want an error naming it", bad, err)
 		}

@@ -106,3 +106,79 @@ func TestCheckNamesATargetNoSourceDeclares(t *testing.T) {
 		t.Fatalf("got %v, want it to end %q", err, want)
 	}
 }
+
+// ignoredLocalFiles adds to the Git repository dir what a developer's
+// checkout may hold and a clean clone does not: a .gitignore'd
+// local/target.yaml declaring one more target (and a second copy of a
+// Workflow document), and a broken scratch.yaml listed in .git/info/exclude.
+// A command that read them would compile one more target, refuse a second
+// Workflow of one name, or refuse the scratch file.
+func ignoredLocalFiles(t *testing.T, dir string) {
+	t.Helper()
+	write := func(rel, s string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(rel string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	target := read("targets/dev/account.yaml")
+	write("local/target.yaml", strings.Replace(strings.Replace(target, "name: dev-account", "name: dev-local", 1), "agent-account-1.0.0", "agent-local-1.0.0", 1))
+	write("local/workflow.yaml", read("workflows/account-onboarding.yaml"))
+	write(".gitignore", "local/\n")
+	write(".git/info/exclude", "scratch.yaml\n")
+	write("scratch.yaml", "not: [a source\n")
+}
+
+// TestPublishSkipsGitIgnoredFiles: publish reads the sources compile reads —
+// it compiled the files Git ignores, so a release compile --check accepted
+// was refused as stale (the ignored local target) or not published at all
+// (the broken scratch file).
+func TestPublishSkipsGitIgnoredFiles(t *testing.T) {
+	publish, _, _, repo := publisher(t)
+	r, err := git.PlainInit(repo, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "fixture", time.Date(2026, 10, 1, 9, 30, 0, 0, time.UTC))
+	ignoredLocalFiles(t, repo)
+	if out, err := runCLI("compile", "--repo", repo, "--env", "dev", "--check"); err != nil {
+		t.Fatalf("compile --check: %v\n%s", err, out)
+	}
+	out := publish()
+	want := "warning: ignored by Git: not compiled: a release is compiled from what is committed: local/, scratch.yaml\n"
+	if !strings.Contains(out, want) || !strings.Contains(out, "release dev/1") {
+		t.Errorf("publish with ignored files:\n%s\nwant the release published and the warning %q", out, want)
+	}
+}
+
+// TestWorkflowDiffSkipsGitIgnoredFiles: workflow diff reads the sources
+// compile reads — it refused the broken scratch file Git ignores, and the
+// ignored second copy of a Workflow document.
+func TestWorkflowDiffSkipsGitIgnoredFiles(t *testing.T) {
+	dir := gitFixture(t)
+	ignoredLocalFiles(t, dir)
+	out, err := runCLI("workflow", "diff", "account-onboarding", "1.0.0", "1.1.0", "--repo", dir)
+	want := "warning: ignored by Git: not compiled: a release is compiled from what is committed: local/, scratch.yaml\n"
+	if err != nil || !strings.Contains(out, want) || !strings.Contains(out, "account-onboarding") {
+		t.Errorf("workflow diff with ignored files: %v\n%s\nwant the diff and the warning %q", err, out, want)
+	}
+	// Outside Git nothing is ignored: the scratch file is a source.
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCLI("workflow", "diff", "account-onboarding", "1.0.0", "1.1.0", "--repo", dir); err == nil {
+		t.Errorf("workflow diff outside Git read no scratch.yaml:\n%s", out)
+	}
+}

@@ -54,7 +54,8 @@ where it is missing.
 
 Otherwise the release is compiled once for its manifest, which must be up to
 date, then again host by host while its artifacts are pushed (and once more for
---out), so memory does not hold every artifact.
+--out), so memory does not hold every artifact. As with compile, a source file
+Git ignores and does not track is not read, and stderr names it.
 
 With --oci-layout DIR nothing is sent to a registry: each repository is written as an
 OCI image layout directory DIR/ENV/HOST/SERVICEID (and DIR/ENV/release) holding the
@@ -101,11 +102,18 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			// every target at once: the release is compiled for its
 			// manifest, then again host by host while --out is written and
 			// while its artifacts are pushed (compiled.Stream).
-			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
-				PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), Introduced: introducedTree(repo), ManifestOnly: true, CheckOnly: true})
+			// The sources compile reads: not what Git ignores.
+			ignored, err := gitIgnored(repo)
 			if err != nil {
 				return err
 			}
+			res, err := compiler.Compile(cmd.Context(), tree, compiler.Options{EnvTag: env, CreatedAt: time.Unix(0, 0).UTC(),
+				PreviousTree: gitfs.ReleaseTrees(repo, "HEAD"), Introduced: introducedTree(repo), ManifestOnly: true, CheckOnly: true,
+				Ignored: ignored})
+			if err != nil {
+				return err
+			}
+			warnIgnored(cmd.ErrOrStderr(), res.Ignored)
 			if err := res.Stale(); err != nil {
 				return fmt.Errorf("publish %s: run `configpub compile` and commit first: %w", env, err)
 			}

@@ -30,7 +30,8 @@ normalized: its content (definition, limits, approvals, agents, runner,
 retention) and state with the keys of every map sorted, rendered as
 configpub-yaml/1, so only real changes show. Markers: ' ' equal, '|' changed,
 '<' only in V1, '>' only in V2. The header names both version digests (the
-digest a PUBLISHED version is pinned by). It writes nothing.`,
+digest a PUBLISHED version is pinned by). It writes nothing. Like compile, it
+does not read a file Git ignores and does not track, and says so on stderr.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 3 {
 				return usageError{errors.New("want WFDEFID V1 V2")}
@@ -46,10 +47,16 @@ digest a PUBLISHED version is pinned by). It writes nothing.`,
 				return err
 			}
 			defer tree.Close()
-			d, err := compiler.DiffWorkflowVersions(cmd.Context(), tree, args[0], args[1], args[2])
+			// The sources compile reads: not what Git ignores.
+			ignored, err := gitIgnored(repo)
 			if err != nil {
 				return err
 			}
+			d, err := compiler.DiffWorkflowVersions(cmd.Context(), tree, ignored, args[0], args[1], args[2])
+			if err != nil {
+				return err
+			}
+			warnIgnored(cmd.ErrOrStderr(), d.Ignored)
 			return d.WriteSideBySide(cmd.OutOrStdout())
 		},
 	}
