@@ -360,10 +360,12 @@ func parsePair(o, n *Target, f func(*Target) []byte) (*render.Value, *render.Val
 
 // differ collects JSON-pointer paths. Maps compare member by member, lists
 // item by item; a subtree that appears or disappears is one path. A list
-// whose items are all objects with a string kind and id (a Knowledge
-// replica inventory, its tombstones) compares items by (kind, id): an item
-// removed from the middle of such a list is one removed path, not a change
-// of every item after it.
+// whose items are all objects with an identity (listKeys: a Knowledge
+// replica inventory and its tombstones by kind and id, accepted
+// publications by agent, an agent's publications by publicationId)
+// compares items by it: an item removed from the middle of such a list,
+// or one that moved, is one removed path (or none), not a change of every
+// item after it.
 type differ struct{ added, removed, changed []string }
 
 func escapePointer(s string) string {
@@ -380,9 +382,9 @@ func (d *differ) diff(path string, a, b *render.Value) {
 	case a.Kind == render.KindMap && b.Kind == render.KindMap:
 		d.diffMembers(path, a, b)
 	case a.Kind == render.KindList && b.Kind == render.KindList:
-		if ka, ok := keyedItems(a); ok {
-			if kb, ok := keyedItems(b); ok {
-				d.diffKeyed(path, a, b, ka, kb)
+		if ka, keys, ok := keyedItems(a); ok {
+			if kb, ok := keyedBy(b, keys); ok {
+				d.diffKeyed(path, a, b, ka, kb, keys)
 				return
 			}
 		}
@@ -405,22 +407,35 @@ func (d *differ) diff(path string, a, b *render.Value) {
 	}
 }
 
-// keyedItems indexes the items of list v by kind and id, when every item
-// is an object with both as strings and no two share them.
-func keyedItems(v *render.Value) (map[[2]string]int, bool) {
+// listKeys are the members that identify an item of a list, in the order
+// tried: a replica inventory's (kind, id), an accepted-publications entry's
+// agent, a publication's publicationId.
+var listKeys = [][]string{{"kind", "id"}, {"agent"}, {"publicationId"}}
+
+// itemKey is an item's identity under one of listKeys.
+type itemKey [2]string
+
+// keyedItems indexes the items of list v by the first of listKeys that
+// every item has, as strings, and no two items share; keys is that one.
+func keyedItems(v *render.Value) (idx map[itemKey]int, keys []string, ok bool) {
 	if len(v.Items) == 0 {
-		return nil, false
+		return nil, nil, false
 	}
-	idx := make(map[[2]string]int, len(v.Items))
+	for _, keys := range listKeys {
+		if idx, ok := keyedBy(v, keys); ok {
+			return idx, keys, true
+		}
+	}
+	return nil, nil, false
+}
+
+func keyedBy(v *render.Value, keys []string) (map[itemKey]int, bool) {
+	idx := make(map[itemKey]int, len(v.Items))
 	for i, it := range v.Items {
-		if it.Kind != render.KindMap {
+		k, ok := keyOf(it, keys)
+		if !ok {
 			return nil, false
 		}
-		kind, id := it.Get("kind"), it.Get("id")
-		if kind == nil || id == nil || kind.Kind != render.KindString || id.Kind != render.KindString {
-			return nil, false
-		}
-		k := [2]string{kind.Str, id.Str}
 		if _, dup := idx[k]; dup {
 			return nil, false
 		}
@@ -429,14 +444,31 @@ func keyedItems(v *render.Value) (map[[2]string]int, bool) {
 	return idx, true
 }
 
+// keyOf is item it's identity under keys, when it has every member as a
+// string.
+func keyOf(it *render.Value, keys []string) (itemKey, bool) {
+	var k itemKey
+	if it.Kind != render.KindMap {
+		return k, false
+	}
+	for i, name := range keys {
+		m := it.Get(name)
+		if m == nil || m.Kind != render.KindString {
+			return k, false
+		}
+		k[i] = m.Str
+	}
+	return k, true
+}
+
 // diffKeyed compares two keyed lists item by item of the same key: an item
 // only in a is removed at its index in a, one only in b added at its index
 // in b, and one in both compared in place when its index did not move, or
 // else (a path names one position in both documents) removed and added
 // when it changed.
-func (d *differ) diffKeyed(path string, a, b *render.Value, ka, kb map[[2]string]int) {
+func (d *differ) diffKeyed(path string, a, b *render.Value, ka, kb map[itemKey]int, keys []string) {
 	for i, it := range a.Items {
-		k := [2]string{it.Get("kind").Str, it.Get("id").Str}
+		k, _ := keyOf(it, keys)
 		j, ok := kb[k]
 		switch {
 		case !ok:
@@ -453,10 +485,15 @@ func (d *differ) diffKeyed(path string, a, b *render.Value, ka, kb map[[2]string
 		}
 	}
 	for j, it := range b.Items {
-		if _, ok := ka[[2]string{it.Get("kind").Str, it.Get("id").Str}]; !ok {
+		if k, _ := keyOf(it, keys); !hasKey(ka, k) {
 			d.added = append(d.added, path+"/"+itoa(j))
 		}
 	}
+}
+
+func hasKey(m map[itemKey]int, k itemKey) bool {
+	_, ok := m[k]
+	return ok
 }
 
 func (d *differ) diffMembers(path string, a, b *render.Value) {

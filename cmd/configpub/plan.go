@@ -25,7 +25,9 @@ changes. Targets are ADDED, RETIRED (in the base release, not in the new one) or
 CHANGED. For a changed target it shows every changed JSON-pointer path with its
 old and new value (long or multi-line strings as a unified diff), the source
 file:line whose edit it is, and "changed because Agent X changed" when the
-target changed through another document; then the old -> new digests (folded
+target changed through another document (for a Gateway or Knowledge target
+whose accepted publications change, the Agent's Target document edited, added
+or removed); publications compare by publicationId, not position; then the old -> new digests (folded
 in a <details> block in markdown) and how many targets are unchanged. An
 unchanged target re-issued because its snapshot's activation window no longer
 contains the new release's createdAt (--created-at, else as for compile) says so.

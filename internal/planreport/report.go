@@ -167,15 +167,123 @@ func New(in Input) (*Report, error) {
 	}
 	oldT, newT := idx(in.Base), idx(in.Head)
 	docs := &docCache{base: in.BaseFS, head: in.HeadFS, parsed: map[string]*docPair{}}
+	// The Agent targets that changed, by host: a Gateway or Knowledge
+	// target of the host lists their publications.
+	agents := map[string][]agentTarget{}
+	for _, tp := range p.Changed {
+		k := [2]string{tp.Host, tp.ServiceID}
+		if o, n := oldT[k], newT[k]; tp.Audience == bundle.AudienceAgent && (o != nil || n != nil) {
+			agents[tp.Host] = append(agents[tp.Host], agentTarget{o: o, n: n})
+		}
+	}
 	for _, tp := range p.Changed {
 		k := [2]string{tp.Host, tp.ServiceID}
 		t, err := buildTarget(tp, oldT[k], newT[k], docs)
 		if err != nil {
 			return nil, fmt.Errorf("plan %s/%s: %w", tp.Host, tp.ServiceID, err)
 		}
+		if t.Change == bundle.ChangeChanged && tp.Audience != bundle.AudienceAgent {
+			if err := bindingCauses(&t, oldT[k], newT[k], agents[tp.Host], docs); err != nil {
+				return nil, fmt.Errorf("plan %s/%s: %w", tp.Host, tp.ServiceID, err)
+			}
+		}
 		r.Changed = append(r.Changed, t)
 	}
 	return r, nil
+}
+
+// agentTarget is a changed Agent target in the base (o) and the new
+// compile (n); one of them is nil for an added or retired target.
+type agentTarget struct{ o, n *compiler.Target }
+
+// bindingCauses adds to t, a changed Gateway or Knowledge target, the
+// Target documents of its host's Agents that changed which publications
+// it accepts for them: an Agent's Target document is no input of the
+// Gateway's or Knowledge service's artifact, yet its edit (settings, lease
+// profile), addition or removal publishes the Agent again, so the
+// acceptedPublications it lists change — and the plan named no cause.
+func bindingCauses(t *Target, o, n *compiler.Target, agents []agentTarget, docs *docCache) error {
+	oldPubs, err := acceptedByAgent(o)
+	if err != nil {
+		return err
+	}
+	newPubs, err := acceptedByAgent(n)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, c := range t.Because {
+		have[c.File] = true
+	}
+	for _, a := range agents {
+		ref := a.n
+		if ref == nil {
+			ref = a.o
+		}
+		name := ref.SubjectName
+		op, inOld := oldPubs[name]
+		np, inNew := newPubs[name]
+		if (!inOld && !inNew) || op == np {
+			continue // not bound here, or its publications are the same
+		}
+		var oi, ni map[string]string
+		if a.o != nil {
+			oi = a.o.InputDigests
+		}
+		if a.n != nil {
+			ni = a.n.InputDigests
+		}
+		for _, f := range changedInputs(oi, ni) {
+			d := docs.get(f)
+			if d.kind != compiler.KindTarget || have[f] {
+				continue
+			}
+			have[f] = true
+			c := Cause{Kind: d.kind, Name: d.name, File: f, Change: "changed"}
+			switch {
+			case oi[f] == "":
+				c.Change = "added"
+			case ni[f] == "":
+				c.Change = "removed"
+			}
+			if cs := d.changes(); len(cs) > 0 {
+				c.Line = cs[0].line
+			}
+			t.Because = append(t.Because, c)
+		}
+	}
+	sort.SliceStable(t.Because, func(i, j int) bool { return t.Because[i].File < t.Because[j].File })
+	return nil
+}
+
+// acceptedByAgent returns the canonical JSON of each Agent's publications
+// in the acceptedPublications of a Gateway or Knowledge target's namespace
+// (t nil: none).
+func acceptedByAgent(t *compiler.Target) (map[string]string, error) {
+	out := map[string]string{}
+	if t == nil {
+		return out, nil
+	}
+	var ns render.Value
+	if err := ns.UnmarshalJSON(t.Namespace); err != nil {
+		return nil, fmt.Errorf("read the namespace: %w", err)
+	}
+	l := ns.Get("acceptedPublications")
+	if l == nil || l.Kind != render.KindList {
+		return out, nil
+	}
+	for _, it := range l.Items {
+		a := it.Get("agent")
+		if a == nil || a.Kind != render.KindString {
+			continue
+		}
+		b, err := canonical(it.Get("publications"))
+		if err != nil {
+			return nil, err
+		}
+		out[a.Str] = string(b)
+	}
+	return out, nil
 }
 
 // rolloutChanges compares two rollout policies member by member.
