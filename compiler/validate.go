@@ -17,10 +17,13 @@ var envelopeOrder = []string{"publicationId", "releaseVersion", "policySnapshotI
 
 // ArtifactReport describes a values.yml that passed validation.
 type ArtifactReport struct {
-	Audience       string
-	Envelope       bundle.RuntimePolicy
-	ContentDigest  string // recomputed; equals Envelope.ContentDigest
-	ArtifactDigest string // sha256 of the exact bytes
+	Audience      string
+	Envelope      bundle.RuntimePolicy
+	ContentDigest string // recomputed; equals Envelope.ContentDigest
+	// PropertySetDigest is recomputed over the settings (the members after
+	// the namespace); the file records none, see CheckCompiled.
+	PropertySetDigest string
+	ArtifactDigest    string // sha256 of the exact bytes
 }
 
 // ValidateArtifact checks values.yml bytes: strict YAML, the audience schema
@@ -113,5 +116,51 @@ func ValidateArtifact(file string, b []byte, audience string) (*ArtifactReport, 
 				Err: fmt.Errorf("%w: inventory digest %s recorded, %s computed", bundle.ErrDigestMismatch, inv.Get("digest").Str, d)}
 		}
 	}
-	return &ArtifactReport{Audience: audience, Envelope: env, ContentDigest: cd, ArtifactDigest: render.BytesDigest(b)}, nil
+	// The settings: every member after the namespace, flattened as
+	// compiled; their canonical JSON is the propertySetDigest.
+	settings := render.Map()
+	for i, k := range v.Keys[2:] {
+		settings.Add(k, v.Vals[i+2])
+	}
+	ps, err := render.Canonical(settings.SortKeys())
+	if err != nil {
+		return nil, &SourceError{File: file, Line: 1, Err: fmt.Errorf("settings: %w", err)}
+	}
+	return &ArtifactReport{Audience: audience, Envelope: env, ContentDigest: cd, PropertySetDigest: render.BytesDigest(ps),
+		ArtifactDigest: render.BytesDigest(b)}, nil
+}
+
+// CheckCompiled compares a values.yml that passed ValidateArtifact with its
+// target's entry in m, the release it was compiled in (manifest names it in
+// messages): the same environment and publication, then its settings
+// (propertySetDigest: the values.yml holds no digest of them, so a setting
+// edited after rendering passes ValidateArtifact), its namespace
+// (contentDigest) and its exact bytes (artifactDigest) must be what the
+// release records. A mismatch wraps bundle.ErrDigestMismatch.
+func (r *ArtifactReport) CheckCompiled(file, manifest string, m *bundle.Manifest) error {
+	e := &r.Envelope
+	id := e.Host + "/" + e.ServiceID
+	if m.EnvTag != e.EnvTag {
+		return fmt.Errorf("%s: %s is a release of %s; the file is an artifact of %s", file, manifest, m.EnvTag, e.EnvTag)
+	}
+	t := m.Target(e.Host, e.ServiceID)
+	if t == nil {
+		return fmt.Errorf("%s: target %s: release %d (%s) has no such target", file, id, m.ReleaseVersion, manifest)
+	}
+	if t.PublicationID != e.PublicationID {
+		return fmt.Errorf("%s: target %s: the file is publication %s (release %d), release %d (%s) holds publication %s (release %d): validate it against the release it was compiled in",
+			file, id, e.PublicationID, e.ReleaseVersion, m.ReleaseVersion, manifest, t.PublicationID, t.ReleaseVersion)
+	}
+	switch {
+	case r.PropertySetDigest != t.PropertySetDigest:
+		return fmt.Errorf("%s: target %s: %w: the settings do not match what was compiled (edited after rendering?): propertySetDigest %s computed, %s recorded in release %d (%s)",
+			file, id, bundle.ErrDigestMismatch, r.PropertySetDigest, t.PropertySetDigest, m.ReleaseVersion, manifest)
+	case r.ContentDigest != t.ContentDigest:
+		return fmt.Errorf("%s: target %s: %w: the %s namespace does not match what was compiled: contentDigest %s computed, %s recorded in release %d (%s)",
+			file, id, bundle.ErrDigestMismatch, bundle.Namespace(r.Audience), r.ContentDigest, t.ContentDigest, m.ReleaseVersion, manifest)
+	case r.ArtifactDigest != t.ArtifactDigest:
+		return fmt.Errorf("%s: target %s: %w: the bytes do not match what was compiled (the envelope or the layout edited): artifactDigest %s computed, %s recorded in release %d (%s)",
+			file, id, bundle.ErrDigestMismatch, r.ArtifactDigest, t.ArtifactDigest, m.ReleaseVersion, manifest)
+	}
+	return nil
 }

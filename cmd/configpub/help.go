@@ -29,10 +29,11 @@ var verbExamples = map[string]string{
   configpub compile --repo . --env dev --out build/    # also write values.yml per target`,
 	"configpub plan": `  configpub plan --repo . --env dev
   configpub plan --repo . --env prod --base-ref origin/main --output markdown`,
-	"configpub validate": `  configpub validate build/dev/app.example.com/com.example.assistant/values.yml`,
-	"configpub keygen":   `  COSIGN_PASSWORD=… configpub keygen --out keys/`,
-	"configpub publish":  `  COSIGN_PASSWORD=… configpub publish --repo . --env dev --registry registry.example.com/policy --key keys/cosign.key`,
-	"configpub pull":     `  configpub pull registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --out values.yml`,
+	"configpub validate": `  configpub validate build/dev/app.example.com/com.example.assistant/values.yml
+  configpub validate build/dev/app.example.com/com.example.assistant/values.yml --repo .   # and compare with releases/dev.yaml`,
+	"configpub keygen":  `  COSIGN_PASSWORD=… configpub keygen --out keys/`,
+	"configpub publish": `  COSIGN_PASSWORD=… configpub publish --repo . --env dev --registry registry.example.com/policy --key keys/cosign.key`,
+	"configpub pull":    `  configpub pull registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --out values.yml`,
 	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --trust-key keys/cosign.pub
   configpub verify-oci "$(configpub publish … -o json | jq -r .releaseArtifact)" --trust-key keys/cosign.pub -o json`,
 	"configpub promote": `  COSIGN_PASSWORD=… configpub promote --repo . --env prod --registry registry.example.com/policy --key keys/cosign.key \

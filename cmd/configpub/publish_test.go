@@ -173,6 +173,8 @@ func TestRegistryVerbsOutputJSON(t *testing.T) {
 			Release        int64  `json:"release"`
 			ContentDigest  string `json:"contentDigest"`
 			ArtifactDigest string `json:"artifactDigest"`
+			PropSetDigest  string `json:"propertySetDigest"`
+			NotChecked     string `json:"notChecked"`
 		}
 		decodeStrict(t, o, &vr)
 		if !vr.Valid || vr.File != file || vr.Host != v.Target.Host || vr.ServiceID != v.Target.ServiceID || vr.Audience != v.Target.Audience ||
