@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/configpub/configpub/bundle"
@@ -386,22 +385,11 @@ func resolveCreatedAt(flag, repo string) (time.Time, error) {
 	return t, nil
 }
 
-// introducedTree is compiler.IntroducedTree in the Git repository whose
-// root is repo: the tree of the commit that introduced HEAD's release file.
+// introducedTree is compiler.IntroducedTree for the policy repository repo,
+// the root of its Git repository or a directory inside it: repo's tree at
+// the commit that introduced HEAD's release file (gitfs.IntroducedTree).
 func introducedTree(repo string) compiler.IntroducedTree {
 	return func(ctx context.Context, envTag string) (fs.FS, error) {
-		r, err := git.PlainOpen(repo)
-		if err != nil {
-			return nil, err
-		}
-		head, err := r.Head()
-		if err != nil {
-			return nil, err
-		}
-		c, err := gitfs.IntroducingCommit(ctx, r, head.Hash().String(), envTag)
-		if err != nil {
-			return nil, err
-		}
-		return gitfs.TreeFS(repo, c)
+		return gitfs.IntroducedTree(ctx, repo, envTag)
 	}
 }

@@ -127,6 +127,13 @@ func TreeFS(dir, rev string) (fs.FS, error) {
 	if err != nil {
 		return nil, err
 	}
+	return subTree(c, prefix, rev)
+}
+
+// subTree returns the files of directory prefix ("" for the root) of
+// commit c (rev names it in messages) as an fs.FS rooted there, empty when
+// c has no such directory.
+func subTree(c *object.Commit, prefix, rev string) (fs.FS, error) {
 	fsys, err := Tree(c)
 	if err != nil {
 		return nil, fmt.Errorf("tree at %s: %w", rev, err)

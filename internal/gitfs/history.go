@@ -229,11 +229,41 @@ func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, v
 // promote it from. A walk that reaches a commit the repository does not
 // hold stops there.
 func IntroducingCommit(ctx context.Context, r *git.Repository, commit, envTag string) (string, error) {
+	return introducingCommitIn(ctx, r, "", commit, envTag)
+}
+
+// IntroducedTree returns the files of dir (a policy repository anywhere
+// inside a Git working tree: its root or a subdirectory) as they are at
+// the commit that introduced the release of envTag HEAD holds
+// (IntroducingCommit, with dir's releases/<envTag>.yaml), rooted at dir.
+func IntroducedTree(ctx context.Context, dir, envTag string) (fs.FS, error) {
+	r, prefix, err := openAt(dir)
+	if err != nil {
+		return nil, err
+	}
+	head, err := commit(r, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	c, err := introducingCommitIn(ctx, r, prefix, head.Hash.String(), envTag)
+	if err != nil {
+		return nil, err
+	}
+	ic, err := r.CommitObject(plumbing.NewHash(c))
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", c, err)
+	}
+	return subTree(ic, prefix, c)
+}
+
+// introducingCommitIn is IntroducingCommit for the policy repository at
+// prefix in r ("" for its root).
+func introducingCommitIn(ctx context.Context, r *git.Repository, prefix, commit, envTag string) (string, error) {
 	c, err := r.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", commit, err)
 	}
-	file := path.Join("releases", envTag+".yaml")
+	file := path.Join(prefix, "releases", envTag+".yaml")
 	f, err := c.File(file)
 	if err != nil {
 		return "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)

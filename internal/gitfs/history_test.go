@@ -225,3 +225,24 @@ func TestReleaseHistoryStartsWhereTheFileDoes(t *testing.T) {
 		t.Fatalf("release 0: got %v, want not recorded, the walk ended at %s", err, gap)
 	}
 }
+
+// TestIntroducedTreeInASubdirectory: IntroducedTree finds the commit that
+// introduced the release of a policy repository in a subdirectory of the
+// Git repository (its releases/ENV.yaml under policy/), and returns that
+// commit's files rooted at the subdirectory — the command line opened the
+// Git repository at the policy directory and looked for releases/ENV.yaml
+// at the Git root, so a monorepo's stale release named no edited source.
+func TestIntroducedTreeInASubdirectory(t *testing.T) {
+	dir := makeRepo(t, map[string]string{
+		"policy/releases/dev.yaml": "releaseVersion: 1\n",
+		"policy/agents/a.yaml":     "first\n",
+	})
+	commitFiles(t, dir, map[string]string{"policy/agents/a.yaml": "edited\n"}, "an edit without compiling", when.Add(time.Hour))
+	fsys, err := IntroducedTree(context.Background(), filepath.Join(dir, "policy"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := fs.ReadFile(fsys, "agents/a.yaml"); err != nil || string(b) != "first\n" {
+		t.Errorf("agents/a.yaml at the introducing commit: %q, %v; want the first version", b, err)
+	}
+}
