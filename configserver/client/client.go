@@ -58,9 +58,12 @@ type Client struct {
 	// SetTrustedKeys replaces it.
 	trusted atomic.Pointer[[]TrustedKey]
 
-	mu            sync.Mutex // serializes loads; guards the fields below
-	seen          seenSet    // per trusted signing key id
-	seenLoaded    bool       // the seen-state file has been read
+	mu         sync.Mutex // serializes loads; guards the fields below
+	seen       seenSet    // per trusted signing key id
+	seenLoaded bool       // the seen-state file has been read
+	// seenOnDisk is the seen state the seen-state file holds, as last read
+	// or written: what a restarted client would hold against replays.
+	seenOnDisk    seenSet
 	restored      bool
 	lkgSnapshotID string   // snapshot last persisted as (or restored from) the last-known-good
 	controlKeys   []string // key ids of the status handler's control keys: never trusted for manifests

@@ -63,7 +63,10 @@ type Evidence struct {
 	LastKnownGoodSnapshotID string `json:"lastKnownGoodSnapshotId,omitempty"`
 	FailedClosed            bool   `json:"failedClosed"`
 	// CacheError is set when an applied snapshot could not be persisted as
-	// last-known-good (it is applied in memory regardless).
+	// last-known-good (it is applied in memory regardless), or when a lease
+	// renewal of the snapshot held was applied without persisting the seen
+	// state, which it did not need (the seen-state file already held its
+	// sequence and revocation epoch).
 	CacheError string `json:"cacheError,omitempty"`
 
 	ObservedAt time.Time `json:"observedAt"`

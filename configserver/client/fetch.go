@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/configpub/configpub/internal/jcs"
@@ -278,20 +279,35 @@ func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) er
 		ev.Outcome, ev.Reason = OutcomeUnchanged, ReasonNotModified
 		return nil
 	}
-	if err := c.commitSeen(c.seen.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes)))); err != nil {
+	next := c.seen.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes)))
+	renewal := cur != nil && cur.Manifest != nil && cur.ArtifactDigest == v.snap.ArtifactDigest &&
+		cur.SnapshotID == v.snap.SnapshotID && cur.Manifest.Sequence == v.manifest.Sequence
+	var notes []string
+	if renewal {
+		note, err := c.commitRenewal(next)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			notes = append(notes, note)
+		}
+	} else if err := c.commitSeen(next); err != nil {
 		return err
 	}
 	ev.Outcome, ev.Reason = OutcomeApplied, ReasonNewSnapshot
-	if cur != nil && cur.Manifest != nil && cur.ArtifactDigest == v.snap.ArtifactDigest && cur.Manifest.Sequence == v.manifest.Sequence {
+	if renewal {
 		ev.Reason = ReasonLeaseRenewed
 	}
 	v.snap.Source = src
 	c.publish(v.snap, now)
 	if c.opts.CacheDir != "" {
 		if err := c.persist(v.snap); err != nil {
-			ev.CacheError = err.Error()
+			ev.CacheError = strings.Join(append(notes, err.Error()), "; ")
 			return nil
 		}
+	}
+	if len(notes) > 0 {
+		ev.CacheError = strings.Join(notes, "; ")
 	}
 	c.lkgSnapshotID = v.snap.SnapshotID // without a CacheDir it is kept in memory only
 	return nil

@@ -139,6 +139,7 @@ func (c *Client) ensureSeen() error {
 		return err
 	}
 	c.seen = c.seen.advanceAll(s.trustedOnly(c.trustedKeys()))
+	c.seenOnDisk = s
 	c.seenLoaded = true
 	return nil
 }
@@ -208,7 +209,48 @@ func (c *Client) commitSeen(next seenSet) error {
 		if err := c.writeSeen(next); err != nil {
 			return &VerificationError{Reason: ReasonSeenStateUnwritable, Field: "seen-state", Detail: c.SeenPath(), Err: err}
 		}
+		c.seenOnDisk = next
 	}
 	c.seen = next
 	return nil
+}
+
+// commitRenewal is commitSeen for a verified renewal of the snapshot the
+// client holds (same snapshot id, artifact digest and sequence). When the
+// seen-state file cannot be written (a read-only or full cache volume) and
+// the file already holds, for every trusted key, the sequence and
+// revocation epoch of next, the write is not needed against replays: a
+// client restarted on that file refuses every lower sequence and epoch
+// exactly as it would on next, and what it would take in addition are only
+// the held snapshot's own earlier renewals, which vouch for the same bytes
+// under the same epoch and a lease of their own. The renewal then counts in
+// memory (this process still refuses the earlier renewals) and the write
+// error is returned as a note (the evidence's cacheError) rather than a
+// refusal. A renewal that raises a key's sequence or revocation epoch, or
+// is the first under a key, still needs the write (SEEN_STATE_UNWRITABLE).
+func (c *Client) commitRenewal(next seenSet) (note string, err error) {
+	err = c.commitSeen(next)
+	var ve *VerificationError
+	if err == nil || !errors.As(err, &ve) || ve.Reason != ReasonSeenStateUnwritable {
+		return "", err
+	}
+	next = next.trustedOnly(c.trustedKeys())
+	if !c.seenOnDisk.holdsPositions(next) {
+		return "", err
+	}
+	c.seen = next
+	return fmt.Sprintf("seen-state not persisted (%v); not needed for a renewal of the snapshot held: the file already holds its sequence and revocation epoch", ve.Err), nil
+}
+
+// holdsPositions reports whether s holds, for every key of next, the same
+// sequence and revocation epoch (next may differ only in the issuedAt and
+// manifest digest of that sequence).
+func (s seenSet) holdsPositions(next seenSet) bool {
+	for k, n := range next {
+		o, ok := s[k]
+		if !ok || o.Sequence != n.Sequence || o.RevocationEpoch != n.RevocationEpoch {
+			return false
+		}
+	}
+	return true
 }
