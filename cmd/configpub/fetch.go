@@ -289,7 +289,7 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 				if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
 					fmt.Fprintln(errOut, "configpub fetch:", herr)
 				}
-			}, f.outSt.running, errOut)
+			}, f.outSt, errOut)
 			if err != nil {
 				stop()
 				return err

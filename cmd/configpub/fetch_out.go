@@ -16,6 +16,16 @@ type outState struct {
 	mu      sync.Mutex
 	written *client.Snapshot // the snapshot whose bytes --out holds; nil when none or unknown
 	failed  *client.Evidence // the last failure to write the client's current snapshot; nil once written
+	// failures counts the writes of --out that failed (OUT_UNWRITABLE),
+	// for /metrics.
+	failures uint64
+}
+
+// failedWrites returns how many writes of --out failed.
+func (o *outState) failedWrites() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failures
 }
 
 // running returns what the runtime runs and the last failure to write --out
@@ -42,17 +52,20 @@ func (o *outState) writeFailed(ev *client.Evidence) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failed = ev
+	o.failures++
 }
 
 // outUnwritable is ev as the sidecar reports it when --out could not be
 // written: REJECTED OUT_UNWRITABLE naming the error, with the snapshot the
-// runtime still runs (what --out held before) as current.
+// runtime still runs (what --out held before) as current and as the
+// last-known-good: what the runtime falls back on is what --out holds, not
+// what the client persisted in its cache.
 func outUnwritable(ev *client.Evidence, running *client.Snapshot, err error) *client.Evidence {
 	e := *ev
 	e.Outcome, e.Reason, e.Field, e.Detail = client.OutcomeRejected, client.ReasonOutUnwritable, "out", err.Error()
-	e.CurrentSnapshotID = ""
+	e.CurrentSnapshotID, e.LastKnownGoodSnapshotID = "", ""
 	if running != nil {
-		e.CurrentSnapshotID = running.SnapshotID
+		e.CurrentSnapshotID, e.LastKnownGoodSnapshotID = running.SnapshotID, running.SnapshotID
 	}
 	return &e
 }
@@ -65,7 +78,7 @@ func outWritten(ev *client.Evidence, s *client.Snapshot) *client.Evidence {
 	e.Outcome, e.Reason, e.Field, e.Detail = client.OutcomeApplied, client.ReasonNewSnapshot, "", ""
 	e.SnapshotID, e.PublicationID, e.ReleaseVersion = s.SnapshotID, s.PublicationID, s.Envelope.ReleaseVersion
 	e.ArtifactDigest, e.ContentDigest, e.PolicyDigest = s.ArtifactDigest, s.ContentDigest, s.PolicyDigest
-	e.CurrentSnapshotID, e.FailedClosed = s.SnapshotID, false
+	e.CurrentSnapshotID, e.LastKnownGoodSnapshotID, e.FailedClosed = s.SnapshotID, s.SnapshotID, false
 	if s.Manifest != nil {
 		e.Sequence, e.LeaseExpiresAt = s.Manifest.Sequence, s.Manifest.ExpiresAt
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/client"
 	"github.com/configpub/configpub/configserver/client/statusmetrics"
 	"github.com/configpub/configpub/internal/signing"
@@ -38,9 +39,10 @@ func (s statusFlags) validate(watch bool) error {
 }
 
 // serveStatus serves c's status endpoint (/status, /reload) and /metrics on
-// s.listen until ctx ends. A reload runs handle like a watched load; running
-// says what --out holds (client.StatusOptions.Running).
-func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle func(*client.Evidence), running func() (*client.Snapshot, *client.Evidence), errOut io.Writer) (func(), error) {
+// s.listen until ctx ends. A reload runs handle like a watched load; out
+// says what --out holds (client.StatusOptions.Running), which both the
+// status and /metrics report.
+func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle func(*client.Evidence), out *outState, errOut io.Writer) (func(), error) {
 	pem, err := os.ReadFile(s.controlPub)
 	if err != nil {
 		return nil, fmt.Errorf("read control key: %w", err)
@@ -50,12 +52,12 @@ func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle f
 		return nil, fmt.Errorf("%s: %w", s.controlPub, err)
 	}
 	h, err := c.StatusHandler(client.StatusOptions{ControlKeys: keys, AnonymousStatus: s.anonymous,
-		AfterReload: func(_ context.Context, ev *client.Evidence, _ error) { handle(ev) }, Running: running})
+		AfterReload: func(_ context.Context, ev *client.Evidence, _ error) { handle(ev) }, Running: out.running})
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
-	if err := statusmetrics.Register(reg, c); err != nil {
+	if err := statusmetrics.Register(reg, sidecarStatus{c: c, out: out}); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -81,4 +83,28 @@ func (s statusFlags) serveStatus(ctx context.Context, c *client.Client, handle f
 		_ = srv.Shutdown(sctx)
 		<-done
 	}, nil
+}
+
+// sidecarStatus is what the sidecar's /metrics reads: the client's status
+// as its runtime sees it — what --out holds is current and last-known-good
+// (client.Client.RunningStatus), not what the client holds in memory or
+// persisted — and its loads, with every write of --out that failed counted
+// as REJECTED OUT_UNWRITABLE besides the load that verified the snapshot.
+type sidecarStatus struct {
+	c   *client.Client
+	out *outState
+}
+
+var _ statusmetrics.Source = sidecarStatus{}
+
+// Status implements statusmetrics.Source.
+func (s sidecarStatus) Status() *bundle.RuntimeStatus { return s.c.RunningStatus(s.out.running) }
+
+// LoadCounts implements statusmetrics.Source.
+func (s sidecarStatus) LoadCounts() map[[2]string]uint64 {
+	n := s.c.LoadCounts()
+	if f := s.out.failedWrites(); f > 0 {
+		n[[2]string{string(client.OutcomeRejected), string(client.ReasonOutUnwritable)}] += f
+	}
+	return n
 }

@@ -91,6 +91,35 @@ func (c *Client) Status() *bundle.RuntimeStatus {
 	return st
 }
 
+// RunningStatus is Status as reported by a runtime that applies the
+// client's current snapshot itself and can fail to (the fetch sidecar
+// writes it to the file its runtime reads; StatusOptions.Running): running
+// (nil when none) is shown as current, unless the client fails closed, and
+// as the last-known-good — what the runtime can read, whatever the client
+// holds or persisted in its cache — and failed, when not nil, as the last
+// rejected snapshot and the last load (REJECTED OUT_UNWRITABLE). A nil
+// running func is Status.
+func (c *Client) RunningStatus(running func() (running *Snapshot, failed *Evidence)) *bundle.RuntimeStatus {
+	st := c.Status()
+	if running == nil {
+		return st
+	}
+	run, failed := running()
+	st.Current, st.LastKnownGood = nil, nil
+	if run != nil {
+		st.LastKnownGood = snapshotState(run)
+		if !st.FailedClosed {
+			st.Current = snapshotState(run)
+		}
+	}
+	if failed != nil {
+		at := failed.ObservedAt.UTC().Format(time.RFC3339Nano)
+		st.LastRejected = evidenceState(failed, bundle.ResultRejected, at)
+		st.LastLoad = &bundle.LoadState{Outcome: string(failed.Outcome), Reason: string(failed.Reason), At: at}
+	}
+	return st
+}
+
 // LoadCounts returns how many loads ended with each (outcome, reason) since
 // the Client was created.
 func (c *Client) LoadCounts() map[[2]string]uint64 {

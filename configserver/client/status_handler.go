@@ -44,11 +44,13 @@ type StatusOptions struct {
 	// Running, when set, says what the runtime runs, for one that applies
 	// the client's current snapshot itself and can fail to (the fetch
 	// sidecar writes it to a file its runtime reads): the status shows
-	// running as current (none when nil) instead of the client's current
-	// snapshot, and failed, when not nil, as the last rejected snapshot and
-	// the last load (REJECTED OUT_UNWRITABLE), so that the control plane
-	// never reads a snapshot as running that the runtime has not received.
-	// Without it the status shows the client's current snapshot.
+	// running as current and last-known-good (none when nil) instead of the
+	// client's current and persisted snapshot, and failed, when not nil, as
+	// the last rejected snapshot and the last load (REJECTED
+	// OUT_UNWRITABLE), so that the control plane never reads a snapshot as
+	// running, or as what the runtime falls back on, that the runtime has
+	// not received (Client.RunningStatus). Without it the status shows the
+	// client's current snapshot.
 	Running func() (running *Snapshot, failed *Evidence)
 }
 
@@ -166,21 +168,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // status is the client's status, with what StatusOptions.Running says the
 // runtime runs.
 func (h *statusHandler) status() *bundle.RuntimeStatus {
-	st := h.c.Status()
-	if h.opts.Running == nil {
-		return st
-	}
-	running, failed := h.opts.Running()
-	st.Current = nil
-	if running != nil && !st.FailedClosed {
-		st.Current = snapshotState(running)
-	}
-	if failed != nil {
-		at := failed.ObservedAt.UTC().Format(time.RFC3339Nano)
-		st.LastRejected = evidenceState(failed, bundle.ResultRejected, at)
-		st.LastLoad = &bundle.LoadState{Outcome: string(failed.Outcome), Reason: string(failed.Reason), At: at}
-	}
-	return st
+	return h.c.RunningStatus(h.opts.Running)
 }
 
 // authorize verifies the request's control token for scope; on failure it
