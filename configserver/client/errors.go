@@ -57,7 +57,7 @@ const (
 	ReasonSignatureInvalid        Reason = "SIGNATURE_INVALID"            // the signature does not verify
 	ReasonManifestMismatch        Reason = "MANIFEST_MISMATCH"            // a signed manifest field != the envelope or body (mix-and-match)
 	ReasonNotYetValid             Reason = "NOT_YET_VALID"                // now < validFrom - skew
-	ReasonClockSkew               Reason = "CLOCK_SKEW"                   // NOT_YET_VALID, and the answer's Date is ahead of this runtime's clock by more than the skew
+	ReasonClockSkew               Reason = "CLOCK_SKEW"                   // NOT_YET_VALID or EXPIRED by this runtime's clock only: the answer's Date is ahead of it (or behind it) by more than the skew, and by that Date the lease holds
 	ReasonExpired                 Reason = "EXPIRED"                      // now >= expiresAt + skew
 	ReasonRevocationRegression    Reason = "REVOCATION_REGRESSION"        // revocation epoch lower than one seen
 	ReasonSequenceRegression      Reason = "SEQUENCE_REGRESSION"          // (sequence, issuedAt) lower than one seen: a replay
@@ -117,6 +117,7 @@ type VerificationError struct {
 	Err    error // underlying cause, if any
 
 	validFrom time.Time // NOT_YET_VALID of a lease: its validFrom, for the clock-skew diagnosis
+	expiresAt time.Time // EXPIRED of a lease: its expiresAt, for the clock-skew diagnosis
 }
 
 func (e *VerificationError) Error() string {

@@ -138,7 +138,7 @@ func (c *Client) fetched(ctx context.Context, resp *http.Response, now time.Time
 	}
 	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), "", ev)
 	if err != nil {
-		return c.clockSkew(err, resp.Header, now)
+		return c.clockSkew(err, dateOf(resp.Header), now)
 	}
 	return c.accept(v, SourceServer, now, ev)
 }
@@ -200,7 +200,7 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 			}
 			v, err := c.verifyCandidate(candidate{values: cur.Values, artifactDigest: cur.ArtifactDigest, manifestBytes: mbytes, signature: sig, keyID: keyID}, now, c.seen.floor(), ev)
 			if err != nil {
-				return c.clockSkew(err, h, now)
+				return c.clockSkew(err, dateOf(h), now)
 			}
 			if err := checkHeadersAgainstManifest(h, v.manifest, false); err != nil {
 				return err
@@ -213,33 +213,63 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 	return nil
 }
 
-// clockSkew names the runtime's clock when a served manifest is refused as
-// not yet valid, the answer's Date header (the server's clock, to the
-// second) is ahead of now by more than the skew, and by that clock the
-// lease has begun (a lease that has not begun there either is the signer's
-// clock's doing, and stays NOT_YET_VALID): a runtime whose clock is
-// behind by more than the skew plus the renewal interval refuses every
-// renewal (each starts its lease at its issue time) and every pointer move
-// alike, rollbacks included, until its lease ends and it fails closed.
-// NOT_YET_VALID alone does not say that it is this clock that is wrong.
-// Date is not signed: it only chooses the reason, the manifest is refused
-// either way.
-func (c *Client) clockSkew(err error, h http.Header, now time.Time) error {
+// clockSkew names the runtime's clock when a served manifest's lease is
+// refused by it and the server's clock, date (the answer's Date header, to
+// the second; zero when there was none), says that the lease holds:
+//
+//   - behind: refused as not yet valid, date is ahead of now by more than
+//     the skew, and by date the lease has begun. A runtime whose clock is
+//     behind by more than the skew plus the renewal interval refuses every
+//     renewal (each starts its lease at its issue time) and every pointer
+//     move alike, rollbacks included, until its lease ends and it fails
+//     closed;
+//   - ahead: refused as expired, now is ahead of date by more than the skew
+//     (and the second Date drops), and by date the lease has not ended. A
+//     runtime whose clock is ahead by more than the skew plus the lease's
+//     remainder finds every lease ended: its own fails closed early and
+//     every renewal is refused.
+//
+// A lease that does not hold by the server's clock either (a signer's clock
+// that is off, renewals that stopped) stays NOT_YET_VALID or EXPIRED:
+// setting this runtime's clock right would not help. NOT_YET_VALID or
+// EXPIRED alone does not say that it is this clock that is wrong. Date is
+// not signed: it only chooses the reason, the manifest is refused either
+// way.
+func (c *Client) clockSkew(err error, date, now time.Time) error {
 	var ve *VerificationError
-	if !errors.As(err, &ve) || ve.Reason != ReasonNotYetValid || ve.Field != "manifest.validFrom" {
+	if date.IsZero() || !errors.As(err, &ve) {
 		return err
 	}
-	date, perr := http.ParseTime(h.Get("Date"))
-	if perr != nil {
-		return err
+	skew := c.opts.Skew
+	switch {
+	case ve.Reason == ReasonNotYetValid && ve.Field == "manifest.validFrom" && !ve.validFrom.IsZero():
+		behind := date.Sub(now).Truncate(time.Second)
+		if behind <= skew || date.Add(time.Second).Before(ve.validFrom.Add(-skew)) {
+			return err
+		}
+		return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
+			Detail: fmt.Sprintf("this runtime's clock is %s behind the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
+				behind, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
+	case ve.Reason == ReasonExpired && ve.Field == "manifest.expiresAt" && !ve.expiresAt.IsZero():
+		ahead := now.Sub(date).Truncate(time.Second)
+		if now.Sub(date.Add(time.Second)) <= skew || !date.Before(ve.expiresAt.Add(skew)) {
+			return err
+		}
+		return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
+			Detail: fmt.Sprintf("this runtime's clock is %s ahead of the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
+				ahead, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
 	}
-	ahead := date.Sub(now).Truncate(time.Second)
-	if ahead <= c.opts.Skew || ve.validFrom.IsZero() || date.Add(time.Second).Before(ve.validFrom.Add(-c.opts.Skew)) {
-		return err
+	return err
+}
+
+// dateOf is an answer's Date header; zero when it has none or it does not
+// parse.
+func dateOf(h http.Header) time.Time {
+	t, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return time.Time{}
 	}
-	return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
-		Detail: fmt.Sprintf("this runtime's clock is %s behind the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
-			ahead, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), c.opts.Skew, ve.Detail)}
+	return t
 }
 
 // readBody reads at most max bytes; a longer body is BODY_TOO_LARGE, a body

@@ -212,7 +212,7 @@ func (c *Client) fetchPinned(ctx context.Context, pin Pin) (*Snapshot, error) {
 	floor := seenState{RevocationEpoch: c.seen.floor().RevocationEpoch}
 	v, err := c.verifyResponse(ctx, resp, now, floor, "", ev)
 	if err != nil {
-		return nil, err
+		return nil, c.clockSkew(err, dateOf(resp.Header), now)
 	}
 	if got := pinOf(v.snap); got != pin {
 		return nil, reject(ReasonPinMismatch, "snapshot", "served %+v, pinned %+v", got, pin)

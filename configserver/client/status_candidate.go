@@ -28,7 +28,10 @@ const OutcomeReady Outcome = bundle.ResultReady
 // evidence's outcome is READY, REJECTED or UNAVAILABLE (NOT_FOUND when
 // nothing is staged; CANDIDATE_LEASE_STALE when the candidate manifest's
 // lease is expired or not yet valid, which the promoter renews and which
-// leaves the candidate slot as it was); err is nil exactly when it is READY.
+// leaves the candidate slot as it was; CLOCK_SKEW when it is so by this
+// runtime's clock only, the answer's Date being off it by more than the
+// skew, which leaves the slot as it was too); err is nil exactly when it
+// is READY.
 func (c *Client) Prefetch(ctx context.Context) (*Evidence, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -88,7 +91,14 @@ func (c *Client) prefetch(ctx context.Context, now time.Time, ev *Evidence) erro
 		ev.SnapshotID = sid
 	}
 	v, err := c.verifyResponse(ctx, resp, now, c.seen.floor(), bundle.PhaseCandidate, ev)
+	err = c.clockSkew(err, dateOf(resp.Header), now)
 	var ve *VerificationError
+	if errors.As(err, &ve) && ve.Reason == ReasonClockSkew {
+		// Not a verdict on the candidate either, and not the promoter's
+		// to renew: this runtime's clock is wrong (a load of the
+		// current configuration is refused so too).
+		return &UnavailableError{Reason: ReasonClockSkew, Err: errors.New(ve.Error())}
+	}
 	if errors.As(err, &ve) && strings.HasPrefix(ve.Field, "manifest.") && (ve.Reason == ReasonExpired || ve.Reason == ReasonNotYetValid) {
 		// A lease outside its window says nothing about the candidate
 		// itself: not a rejection; the next prefetch of a renewed lease

@@ -337,7 +337,9 @@ func (c *Client) checkWindow(prefix string, w window, from, expires string, now 
 		return ve
 	}
 	if !now.Before(w.ExpiresAt.Add(skew)) {
-		return reject(ReasonExpired, prefix+".expiresAt", "expiresAt %s is not after now %s (skew %s)", expires, now.UTC().Format(time.RFC3339), skew)
+		ve := reject(ReasonExpired, prefix+".expiresAt", "expiresAt %s is not after now %s (skew %s)", expires, now.UTC().Format(time.RFC3339), skew)
+		ve.expiresAt = w.ExpiresAt
+		return ve
 	}
 	return nil
 }
