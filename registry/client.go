@@ -112,6 +112,7 @@ func New(opts Options) (*Client, error) {
 		t.ResponseHeaderTimeout = opts.ResponseHeaderTimeout
 		base = t
 	}
+	base = dateRecorder{base: base}
 	policy := &retry.GenericPolicy{
 		Retryable: transient,
 		Backoff:   retry.DefaultBackoff,

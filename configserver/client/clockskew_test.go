@@ -165,3 +165,45 @@ func TestClockSkewIsNamedOnEveryPath(t *testing.T) {
 		})
 	}
 }
+
+// TestClockSkewIsNamedOnTheOCIPath: an artifact pulled from a registry
+// whose signed delivery manifest's lease this runtime's clock alone refuses
+// is CLOCK_SKEW naming the offset, measured from the registry's Date when
+// the runtime uses no Config Server and from the Config Server's (its HEAD
+// /configs answer) when it does; it said NOT_YET_VALID or EXPIRED with no
+// hint. Without any Date nothing is named.
+func TestClockSkewIsNamedOnTheOCIPath(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		offset     time.Duration // the runtime's clock minus the servers'
+		server     bool          // a Config Server too
+		registryAt time.Time     // the registry's Date; zero: none
+		want       client.Reason
+		detail     string
+	}{
+		{"behind, the registry's Date", -10 * time.Minute, false, t0, client.ReasonClockSkew, "10m0s behind"},
+		{"ahead, the registry's Date", 20 * time.Minute, false, t0, client.ReasonClockSkew, "20m0s ahead"},
+		{"behind, the Config Server's Date", -10 * time.Minute, true, time.Time{}, client.ReasonClockSkew, "10m0s behind"},
+		{"ahead, no Date", 20 * time.Minute, false, time.Time{}, client.ReasonExpired, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			s := w.spec(1)
+			s.issuedAt, s.leaseFrom, s.leaseTo = t0.Add(-time.Minute), t0.Add(-time.Minute), t0.Add(15*time.Minute)
+			r := w.build(s)
+			w.srv.set(r, nil)
+			c := w.client(func(o *client.Options) {
+				o.Clock = simclock.New(t0.Add(tc.offset))
+				if !tc.server {
+					o.ServerURL = ""
+				}
+			})
+			a := ociArtifact(r)
+			a.Date = tc.registryAt
+			ev, err := c.LoadOCI(context.Background(), stubPuller{a}, a.Ref)
+			if !errors.Is(err, client.ErrRejected) || ev.Reason != tc.want || !strings.Contains(ev.Detail, tc.detail) {
+				t.Fatalf("got %s %s (%s) %v, want REJECTED %s naming %q", ev.Outcome, ev.Reason, ev.Detail, err, tc.want, tc.detail)
+			}
+		})
+	}
+}

@@ -29,6 +29,11 @@ type OCIArtifact struct {
 	Annotations       map[string]string // the image manifest's annotations
 	SignatureVerified bool              // cosign signature over the manifest digest verified with a trusted key
 	Manifests         []SignedManifest  // candidate signed delivery manifests, unverified
+	// Date is when the registry answered the pull, by its clock (its
+	// answer's Date header; zero when unknown). Unsigned, it only names
+	// this runtime's clock as the cause when a lease is refused by it
+	// alone (CLOCK_SKEW), as a Config Server answer's Date does.
+	Date time.Time
 }
 
 // SignedManifest is a delivery manifest with its signature and key id, as
@@ -74,8 +79,11 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 		return c.finish(ev, &UnavailableError{Reason: ReasonUnreachable, Err: fmt.Errorf("pull %s: %w", ref, err)})
 	}
 	if c.opts.ServerURL != "" {
-		if m, err := c.ServerManifest(ctx); err == nil {
+		if m, date, err := c.serverManifest(ctx); err == nil {
 			a.Manifests = append(a.Manifests, *m)
+			if !date.IsZero() {
+				a.Date = date // the Config Server's clock, as on a load
+			}
 		} else {
 			c.opts.Logger.Debug("config load: no delivery manifest from the Config Server", "error", err)
 		}
@@ -86,26 +94,33 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 // ServerManifest asks the Config Server for the identity's current signed
 // delivery manifest (HEAD /configs, no body) and returns it unverified.
 func (c *Client) ServerManifest(ctx context.Context) (*SignedManifest, error) {
+	m, _, err := c.serverManifest(ctx)
+	return m, err
+}
+
+// serverManifest is ServerManifest with the answer's Date (zero when it
+// has none).
+func (c *Client) serverManifest(ctx context.Context) (*SignedManifest, time.Time, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, c.configsURL, nil)
 	if err != nil {
-		return nil, &UnavailableError{Reason: ReasonUnreachable, Err: err}
+		return nil, time.Time{}, &UnavailableError{Reason: ReasonUnreachable, Err: err}
 	}
 	if err := c.authorize(ctx, req); err != nil {
-		return nil, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
+		return nil, time.Time{}, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, &UnavailableError{Reason: ReasonUnexpectedStatus, Status: resp.StatusCode}
+		return nil, time.Time{}, &UnavailableError{Reason: ReasonUnexpectedStatus, Status: resp.StatusCode}
 	}
 	mb, sig, kid, err := manifestHeaders(resp.Header)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return &SignedManifest{Bytes: mb, Signature: sig, KeyID: kid}, nil
+	return &SignedManifest{Bytes: mb, Signature: sig, KeyID: kid}, dateOf(resp.Header), nil
 }
 
 // ApplyOCI verifies a pulled artifact and applies it only with a signed
@@ -223,7 +238,7 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	// (the newest may be the Config Server's, of another snapshot).
 	*ev = firstEv
 	ev.SnapshotID, ev.ArtifactDigest = sid, digest
-	return firstErr
+	return c.clockSkew(firstErr, a.Date, now)
 }
 
 // newestFirst orders candidate manifests by their (unverified) sequence and

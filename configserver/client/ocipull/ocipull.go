@@ -36,11 +36,14 @@ type Puller struct {
 
 var _ client.OCIPuller = (*Puller)(nil)
 
-// PullVerified implements client.OCIPuller. The registry's refusals
+// PullVerified implements client.OCIPuller. The artifact's Date is the
+// registry's latest answer's Date header (zero from a registry.Storage).
+// The registry's refusals
 // (digest, signature, identity, malformed manifest) become
 // *client.VerificationError with the matching reason, so LoadOCI records
 // them as REJECTED; any other failure is returned as is (UNAVAILABLE).
 func (p *Puller) PullVerified(ctx context.Context, ref string) (*client.OCIArtifact, error) {
+	ctx, date := registry.WithServerDate(ctx)
 	v, err := p.Registry.Verify(ctx, ref, registry.VerifyOptions{Keys: p.Keys, Identity: &p.Identity})
 	if err != nil {
 		if reason := reasonOf(err); reason != "" {
@@ -59,6 +62,7 @@ func (p *Puller) PullVerified(ctx context.Context, ref string) (*client.OCIArtif
 	for _, m := range ms {
 		a.Manifests = append(a.Manifests, client.SignedManifest{Bytes: m.Manifest, Signature: m.Signature, KeyID: m.KeyID})
 	}
+	a.Date = date.Time()
 	return a, nil
 }
 
