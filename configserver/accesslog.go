@@ -34,11 +34,13 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 	size   int
+	date   func() time.Time // when set, the clock of the answer's Date header
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.setDate()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -46,10 +48,19 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.setDate()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.size += n
 	return n, err
+}
+
+// setDate sets the Date header from the handler's clock, as the headers
+// are written, when it has one of its own.
+func (w *statusWriter) setDate() {
+	if w.date != nil {
+		w.Header().Set("Date", w.date().UTC().Format(http.TimeFormat))
+	}
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer.

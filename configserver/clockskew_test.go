@@ -3,10 +3,12 @@ package configserver_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/configserver/client"
 )
 
@@ -58,5 +60,42 @@ func TestClientNamesItsClockAheadOfTheServer(t *testing.T) {
 	var ve *client.VerificationError
 	if !errors.As(err, &ve) || ve.Reason != client.ReasonClockSkew || !offset.MatchString(ve.Detail) {
 		t.Fatalf("rehydrate with the runtime's clock 20m ahead: got %v, want CLOCK_SKEW naming about 20 minutes", err)
+	}
+}
+
+// TestDateIsTheServersClock: a Config Server given a clock of its own
+// (Options.Clock; here three hours behind the wall clock, as a simulated
+// clock in tests is) sends that clock's time as every answer's Date — a
+// configuration, an error — which runtimes measure their skew against. It
+// sent the wall clock's, so runtimes agreeing with the server's simulated
+// clock measured themselves as off it by the simulation's distance and
+// named their clock (CLOCK_SKEW) where a lease had simply ended (EXPIRED).
+func TestDateIsTheServersClock(t *testing.T) {
+	t.Parallel()
+	offset := -3 * time.Hour
+	e := newEnv(t, envOptions{handler: configserver.Options{Clock: func() time.Time { return time.Now().Add(offset) }}})
+	sn := e.seed.publish(t, idA, "agent", 1, yamlBody("date-body-5d1e"))
+	e.seed.move(t, sn)
+	waitServed(t, e, idA, "agent", sn.ID)
+	tok := e.token(t, idA, "agent")
+	for _, tc := range []struct {
+		name, method, token string
+		status              int
+	}{
+		{"GET", http.MethodGet, tok, http.StatusOK},
+		{"HEAD", http.MethodHead, tok, http.StatusOK},
+		{"unauthorized", http.MethodGet, "", http.StatusUnauthorized},
+	} {
+		resp, _ := e.do(t, tc.method, configsPath(idA), tc.token)
+		if resp.StatusCode != tc.status {
+			t.Fatalf("%s: status %d, want %d", tc.name, resp.StatusCode, tc.status)
+		}
+		date, err := http.ParseTime(resp.Header.Get("Date"))
+		if err != nil {
+			t.Fatalf("%s: Date %q: %v", tc.name, resp.Header.Get("Date"), err)
+		}
+		if d := time.Since(date) + offset; d < -2*time.Second || d > 5*time.Second {
+			t.Fatalf("%s: Date %s is %s off the server's clock (the wall clock %s)", tc.name, date, d, offset)
+		}
 	}
 }

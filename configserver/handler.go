@@ -69,7 +69,9 @@ type Options struct {
 	// DefaultEvidencePerMinute and DefaultEvidenceBurst.
 	EvidencePerMinute, EvidenceBurst int
 	// Clock tells the time for evidence checks (observedAt bounds, rate
-	// limit). Nil: time.Now.
+	// limit) and, when set, for every answer's Date header (which a runtime
+	// measures its clock's skew against), so that a server on a simulated
+	// clock says the time it runs by. Nil: time.Now (and net/http's Date).
 	Clock func() time.Time
 	// RequireCertBinding makes every token carry cnf["x5t#S256"] equal to
 	// the SHA-256 of the TLS client certificate (RFC 8705). Independently of
@@ -106,6 +108,7 @@ type handler struct {
 	requireBinding   bool
 	evidenceLimit    *rateLimiter
 	now              func() time.Time
+	date             func() time.Time // Options.Clock when one was set: the Date of every answer
 
 	notifier    Notifier // nil: wait= is ignored
 	maxWait     time.Duration
@@ -145,8 +148,11 @@ func NewHandler(store Store, opts Options) http.Handler {
 	if opts.EvidenceBurst <= 0 {
 		opts.EvidenceBurst = DefaultEvidenceBurst
 	}
+	var date func() time.Time // the Date of every answer; nil: net/http's (the wall clock)
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	} else {
+		date = opts.Clock
 	}
 	if opts.MaxWait <= 0 {
 		opts.MaxWait = DefaultMaxWait
@@ -162,6 +168,7 @@ func NewHandler(store Store, opts Options) http.Handler {
 		requireBinding:   opts.RequireCertBinding,
 		evidenceLimit:    newRateLimiter(opts.EvidencePerMinute, opts.EvidenceBurst),
 		now:              opts.Clock,
+		date:             date,
 		maxWait:          opts.MaxWait,
 		watchMax:         []string{strconv.FormatInt(int64(opts.MaxWait/time.Second), 10)},
 		stopWatches:      make(chan struct{}),
@@ -202,7 +209,7 @@ func allowFor(route string) string {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	st := &requestState{reqLog: reqLog{method: r.Method, start: start}, statusWriter: statusWriter{ResponseWriter: w}}
+	st := &requestState{reqLog: reqLog{method: r.Method, start: start}, statusWriter: statusWriter{ResponseWriter: w, date: h.date}}
 	rl, sw := &st.reqLog, &st.statusWriter
 	path := r.URL.Path
 	var err *httpError

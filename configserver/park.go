@@ -279,7 +279,7 @@ func (p *parked) appendHead(buf []byte, status int) []byte {
 		buf = appendHeader(buf, k, vs)
 	}
 	buf = append(buf, "Date: "...)
-	buf = time.Now().UTC().AppendFormat(buf, http.TimeFormat)
+	buf = p.h.now().UTC().AppendFormat(buf, http.TimeFormat)
 	return append(buf, "\r\nConnection: close\r\n"...)
 }
 
