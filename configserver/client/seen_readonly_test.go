@@ -12,18 +12,32 @@ import (
 )
 
 // TestReadOnlyCacheKeepsServingTheHeldSnapshot: a cache volume that turns
-// read-only (a real tmpfs remounted read-only) after the first load. Over a
-// simulated month of hourly renewals of the snapshot held (each with a lease
-// of two hours), the runtime keeps serving it: a renewal at the sequence and
-// revocation epoch the seen-state file already holds needs no write, and is
-// applied with the write failure noted in cacheError. Every renewal was
-// refused SEEN_STATE_UNWRITABLE before, so the runtime failed closed when the
-// lease it held last ran out. The replay protection stands: a manifest of a
-// lower sequence is refused (in this process and in one restarted on the
-// read-only cache), and what would raise the floor — a renewal raising the
-// revocation epoch, a pointer move — is refused SEEN_STATE_UNWRITABLE,
-// after which the runtime fails closed once its lease ends.
+// read-only (a real tmpfs remounted read-only), or fills up, after the first
+// load. Over a simulated month of hourly renewals of the snapshot held (each
+// with a lease of two hours), the runtime keeps serving it: a renewal at the
+// sequence and revocation epoch the seen-state file already holds needs no
+// write, and is applied with the write failure noted in cacheError. Every
+// renewal was refused SEEN_STATE_UNWRITABLE before, so the runtime failed
+// closed when the lease it held last ran out. The replay protection stands:
+// a manifest of a lower sequence is refused (in this process and in one
+// restarted on that cache), and what would raise the floor — a renewal
+// raising the revocation epoch, a pointer move — is refused
+// SEEN_STATE_UNWRITABLE, after which the runtime fails closed once its lease
+// ends.
 func TestReadOnlyCacheKeepsServingTheHeldSnapshot(t *testing.T) {
+	for _, fault := range []struct {
+		name  string
+		apply func(*fsfault.Volume)
+		err   string
+	}{
+		{"read-only", (*fsfault.Volume).ReadOnly, "read-only file system"},
+		{"full", (*fsfault.Volume).Fill, "no space left on device"},
+	} {
+		t.Run(fault.name, func(t *testing.T) { keepsServingTheHeldSnapshot(t, fault.apply, fault.err) })
+	}
+}
+
+func keepsServingTheHeldSnapshot(t *testing.T, fault func(*fsfault.Volume), wantErr string) {
 	w := newWorld(t)
 	vol := fsfault.New(t, 1<<20)
 	w.dir = vol.Dir
@@ -38,7 +52,7 @@ func TestReadOnlyCacheKeepsServingTheHeldSnapshot(t *testing.T) {
 	if ev, err := c.Load(ctx); err != nil || ev.Outcome != client.OutcomeApplied {
 		t.Fatalf("first load: %v %v, want APPLIED", ev.Outcome, err)
 	}
-	vol.ReadOnly()
+	fault(vol)
 
 	var last *client.Evidence
 	for h := 1; h <= 30*24; h++ {
@@ -51,7 +65,7 @@ func TestReadOnlyCacheKeepsServingTheHeldSnapshot(t *testing.T) {
 		if err != nil || ev.Outcome != client.OutcomeApplied || ev.Reason != client.ReasonLeaseRenewed {
 			t.Fatalf("hour %d: %s %s (%s) %v, want APPLIED LEASE_RENEWED", h, ev.Outcome, ev.Reason, ev.Detail, err)
 		}
-		if !strings.Contains(ev.CacheError, "seen-state not persisted") || !strings.Contains(ev.CacheError, "read-only file system") {
+		if !strings.Contains(ev.CacheError, "seen-state not persisted") || !strings.Contains(ev.CacheError, wantErr) {
 			t.Fatalf("hour %d: cacheError %q, want the seen-state write failure noted", h, ev.CacheError)
 		}
 		if err := c.Guard(); err != nil {

@@ -6,7 +6,13 @@
 // without it the test is skipped, saying why. Test code only.
 package fsfault
 
-import "testing"
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
 
 // Volume is a tmpfs mounted for one test.
 type Volume struct {
@@ -43,5 +49,31 @@ func (v *Volume) Writable() {
 	v.t.Helper()
 	if err := remount(v.Dir, false); err != nil {
 		v.t.Fatalf("fsfault: remount %s read-write: %v", v.Dir, err)
+	}
+}
+
+// Fill takes up every free byte of the volume with a file of its own
+// (".fill"): every later write that needs space fails with ENOSPC, as on
+// a full volume.
+func (v *Volume) Fill() {
+	v.t.Helper()
+	f, err := os.Create(filepath.Join(v.Dir, ".fill"))
+	if err != nil {
+		v.t.Fatalf("fsfault: fill %s: %v", v.Dir, err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 4096)
+	for {
+		n, err := f.Write(chunk)
+		if errors.Is(err, syscall.ENOSPC) {
+			if n == 0 && len(chunk) == 1 {
+				return
+			}
+			chunk = chunk[:max(len(chunk)/2, 1)] // the last partial page
+			continue
+		}
+		if err != nil {
+			v.t.Fatalf("fsfault: fill %s: %v", v.Dir, err)
+		}
 	}
 }
