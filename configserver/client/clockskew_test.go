@@ -181,9 +181,9 @@ func TestClockSkewIsNamedOnTheOCIPath(t *testing.T) {
 		want       client.Reason
 		detail     string
 	}{
-		{"behind, the registry's Date", -10 * time.Minute, false, t0, client.ReasonClockSkew, "10m0s behind"},
-		{"ahead, the registry's Date", 20 * time.Minute, false, t0, client.ReasonClockSkew, "20m0s ahead"},
-		{"behind, the Config Server's Date", -10 * time.Minute, true, time.Time{}, client.ReasonClockSkew, "10m0s behind"},
+		{"behind, the registry's Date", -10 * time.Minute, false, t0, client.ReasonClockSkew, "10m0s behind the registry's"},
+		{"ahead, the registry's Date", 20 * time.Minute, false, t0, client.ReasonClockSkew, "20m0s ahead of the registry's"},
+		{"behind, the Config Server's Date", -10 * time.Minute, true, t0, client.ReasonClockSkew, "10m0s behind the server's"},
 		{"ahead, no Date", 20 * time.Minute, false, time.Time{}, client.ReasonExpired, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -236,6 +236,12 @@ func (c *Client) notModified(h http.Header, now time.Time, ev *Evidence) error {
 // not signed: it only chooses the reason, the manifest is refused either
 // way.
 func (c *Client) clockSkew(err error, date, now time.Time) error {
+	return c.clockSkewBy(err, "the server's", date, now)
+}
+
+// clockSkewBy is clockSkew with whose clock date is ("the server's", "the
+// registry's").
+func (c *Client) clockSkewBy(err error, whose string, date, now time.Time) error {
 	var ve *VerificationError
 	if date.IsZero() || !errors.As(err, &ve) {
 		return err
@@ -248,16 +254,16 @@ func (c *Client) clockSkew(err error, date, now time.Time) error {
 			return err
 		}
 		return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
-			Detail: fmt.Sprintf("this runtime's clock is %s behind the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
-				behind, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
+			Detail: fmt.Sprintf("this runtime's clock is %s behind %s (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
+				behind, whose, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
 	case ve.Reason == ReasonExpired && ve.Field == "manifest.expiresAt" && !ve.expiresAt.IsZero():
 		ahead := now.Sub(date).Truncate(time.Second)
 		if now.Sub(date.Add(time.Second)) <= skew || !date.Before(ve.expiresAt.Add(skew)) {
 			return err
 		}
 		return &VerificationError{Reason: ReasonClockSkew, Field: "Date",
-			Detail: fmt.Sprintf("this runtime's clock is %s ahead of the server's (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
-				ahead, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
+			Detail: fmt.Sprintf("this runtime's clock is %s ahead of %s (Date %s, now %s), more than the skew %s: synchronize it (NTP); %s",
+				ahead, whose, date.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), skew, ve.Detail)}
 	}
 	return err
 }

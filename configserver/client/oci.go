@@ -34,6 +34,8 @@ type OCIArtifact struct {
 	// this runtime's clock as the cause when a lease is refused by it
 	// alone (CLOCK_SKEW), as a Config Server answer's Date does.
 	Date time.Time
+
+	dateFromServer bool // Date is the Config Server's (LoadOCI), not the registry's
 }
 
 // SignedManifest is a delivery manifest with its signature and key id, as
@@ -82,7 +84,7 @@ func (c *Client) LoadOCI(ctx context.Context, p OCIPuller, ref string) (*Evidenc
 		if m, date, err := c.serverManifest(ctx); err == nil {
 			a.Manifests = append(a.Manifests, *m)
 			if !date.IsZero() {
-				a.Date = date // the Config Server's clock, as on a load
+				a.Date, a.dateFromServer = date, true // the Config Server's clock, as on a load
 			}
 		} else {
 			c.opts.Logger.Debug("config load: no delivery manifest from the Config Server", "error", err)
@@ -238,7 +240,11 @@ func (c *Client) applyOCI(a *OCIArtifact, now time.Time, ev *Evidence) error {
 	// (the newest may be the Config Server's, of another snapshot).
 	*ev = firstEv
 	ev.SnapshotID, ev.ArtifactDigest = sid, digest
-	return c.clockSkew(firstErr, a.Date, now)
+	whose := "the registry's"
+	if a.dateFromServer {
+		whose = "the server's"
+	}
+	return c.clockSkewBy(firstErr, whose, a.Date, now)
 }
 
 // newestFirst orders candidate manifests by their (unverified) sequence and
