@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	digest "github.com/opencontainers/go-digest"
@@ -41,8 +42,11 @@ type Verified struct {
 
 // Verify pulls ref (REPOSITORY@DIGEST), checks the layer digest, that a
 // cosign signature by a trusted key over a payload naming this very
-// manifest digest exists at sha256-<hex>.sig, and that the annotations
-// name the expected identity. Failures are *VerificationError wrapping
+// manifest digest exists at sha256-<hex>.sig, that the artifact sits in
+// its own repository by the OCI layout (the repository path ends with the
+// envTag, host and serviceId its annotations name, or with
+// "<envTag>/release" for a release artifact; any prefix), and that the
+// annotations name the expected identity. Failures are *VerificationError wrapping
 // ErrDigestMismatch, ErrSignature, ErrIdentity, ErrNotFound or ErrInvalid.
 func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v *Verified, err error) {
 	defer func() {
@@ -102,6 +106,9 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 	}
 	v.KeyID = keyID
 
+	if reason := misplaced(repoName, p.Manifest.ArtifactType, p.Manifest.Annotations); reason != "" {
+		return nil, verr(ErrIdentity, "%s", reason)
+	}
 	if id := opts.Identity; id != nil {
 		if p.Manifest.ArtifactType != ValuesArtifactType {
 			return nil, verr(ErrIdentity, "a release artifact does not belong to target %s/%s/%s", id.EnvTag, id.Host, id.ServiceID)
@@ -117,6 +124,53 @@ func (c *Client) Verify(ctx context.Context, ref string, opts VerifyOptions) (v 
 		}
 	}
 	return v, nil
+}
+
+// misplaced returns why an artifact of artifactType with annotations ann
+// does not belong in repository repoName by the OCI layout publish writes
+// (Repository: "<prefix>/<envTag>/<host>/<serviceId>"; ReleaseRepository:
+// "<prefix>/<envTag>/release"), or "" when it does. The prefix is not
+// checked: a mirror may use another. A validly signed artifact copied into
+// another target's (or environment's) repository is refused here, whether
+// or not the caller names an identity to expect.
+func misplaced(repoName, artifactType string, ann map[string]string) string {
+	type field struct{ key, what string }
+	var fields []field
+	var layout string
+	switch artifactType {
+	case ValuesArtifactType:
+		layout = "<prefix>/<envTag>/<host>/<serviceId>"
+		fields = []field{{bundle.AnnotationEnvTag, "envTag"}, {bundle.AnnotationHost, "host"}, {bundle.AnnotationServiceID, "serviceId"}}
+	case ReleaseArtifactType:
+		layout = "<prefix>/<envTag>/" + ReleaseRepositoryName
+		fields = []field{{bundle.AnnotationEnvTag, "envTag"}, {"", ReleaseRepositoryName}}
+	default:
+		return ""
+	}
+	parts := strings.Split(repoName, "/")[1:] // the registry host is not a path component
+	if len(parts) < len(fields) {
+		return fmt.Sprintf("repository %s has %d path components, the layout %s wants at least %d", repoName, len(parts), layout, len(fields))
+	}
+	parts = parts[len(parts)-len(fields):]
+	var diffs []string
+	for i, f := range fields {
+		want := f.what // the fixed component
+		if f.key != "" {
+			want = ann[f.key]
+		}
+		if parts[i] == want {
+			continue
+		}
+		if f.key == "" {
+			diffs = append(diffs, fmt.Sprintf("its last path component is %q, want %q", parts[i], want))
+			continue
+		}
+		diffs = append(diffs, fmt.Sprintf("annotation %s is %q, the repository's %s component is %q", f.key, want, f.what, parts[i]))
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the artifact is not in its own repository (%s): %s; an artifact copied into another target's repository is refused", layout, strings.Join(diffs, "; "))
 }
 
 // checkSignatures returns the id of a trusted key whose signature covers a
