@@ -82,7 +82,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 		}
 		return c
 	}
-	puller := &ocipull.Puller{Registry: rc, Keys: []signing.TrustedKey{h.Signer.TrustedKey()}, Identity: id}
+	puller := &ocipull.Puller{Registry: rc, Keys: []signing.TrustedKey{h.Signer.TrustedKey()}, ManifestKeys: []signing.TrustedKey{h.Signer.TrustedKey()}, Identity: id}
 
 	ref1 := promote(h.Repo.R1.String())
 	attach()

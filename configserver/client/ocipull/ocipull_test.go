@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestPullVerified(t *testing.T) {
 	ref := sum.Results[0].Ref()
 	id := bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
 
-	got, err := (&ocipull.Puller{Registry: rc, Keys: keys, Identity: id}).PullVerified(ctx, ref)
+	got, err := (&ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: keys, Identity: id}).PullVerified(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,9 +66,9 @@ func TestPullVerified(t *testing.T) {
 		ref    string
 		reason client.Reason // "" = not a verification verdict
 	}{
-		{"another identity", ocipull.Puller{Registry: rc, Keys: keys, Identity: other}, ref, client.ReasonIdentityMismatch},
-		{"untrusted key", ocipull.Puller{Registry: rc, Keys: otherKeys, Identity: id}, ref, client.ReasonUnsignedArtifact},
-		{"nothing at the digest", ocipull.Puller{Registry: rc, Keys: keys, Identity: id}, missing, ""},
+		{"another identity", ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: keys, Identity: other}, ref, client.ReasonIdentityMismatch},
+		{"untrusted key", ocipull.Puller{Registry: rc, Keys: otherKeys, ManifestKeys: keys, Identity: id}, ref, client.ReasonUnsignedArtifact},
+		{"nothing at the digest", ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: keys, Identity: id}, missing, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.p.PullVerified(ctx, tc.ref)
@@ -119,7 +120,7 @@ func TestPullVerifiedCarriesTheRegistrysDate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := (&ocipull.Puller{Registry: rc, Keys: keys, Identity: id}).PullVerified(ctx, sum.Results[0].Ref())
+			got, err := (&ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: keys, Identity: id}).PullVerified(ctx, sum.Results[0].Ref())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,4 +129,87 @@ func TestPullVerifiedCarriesTheRegistrysDate(t *testing.T) {
 			}
 		})
 	}
+}
+// TestJunkReferrersDoNotCrowdOutTheGenuineManifest attaches to a published
+// artifact in an in-process Distribution a genuine delivery manifest and
+// then twelve referrers of the delivery-manifest type with huge sequence
+// annotations (what anyone with push access can attach): eight naming the
+// trusted manifest key with a signature that does not verify, four signed
+// by another key. A Puller with ManifestKeys hands over the genuine one
+// only; a Puller without them is refused with ErrNoManifestKeys before any
+// request (it handed over the eight newest junk referrers by their
+// unsigned annotations, never the genuine manifest).
+func TestJunkReferrersDoNotCrowdOutTheGenuineManifest(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cosignKey, keys := trustedKey(t)
+	manifestKey, manifestKeys := trustedKey(t)
+	junkKey, _ := trustedKey(t)
+	a := registrytest.Artifacts(1, "prod", 1)[0]
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: []registry.Artifact{a}, Signer: cosignKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	genuine := signedManifest(t, manifestKey, 3, at, "genuine")
+	if _, err := rc.AttachDeliveryManifest(ctx, ref, genuine); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		junk := signedManifest(t, junkKey, 1<<62+int64(i), at.Add(time.Duration(i)*time.Minute), "junk-"+strconv.Itoa(i))
+		if i < 8 {
+			junk.KeyID = manifestKeys[0].ID // names the trusted key, signed by another
+		}
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := bundle.Identity{Host: a.Host, ServiceID: a.ServiceID, EnvTag: a.EnvTag}
+
+	got, err := (&ocipull.Puller{Registry: rc, Keys: keys, ManifestKeys: manifestKeys, Identity: id}).PullVerified(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Manifests) != 1 || string(got.Manifests[0].Bytes) != string(genuine.Manifest) {
+		names := make([]string, len(got.Manifests))
+		for i, m := range got.Manifests {
+			names[i] = string(m.Bytes)
+		}
+		t.Fatalf("with ManifestKeys: handed over %q, want the genuine manifest only", names)
+	}
+
+	reg.Reset()
+	got, err = (&ocipull.Puller{Registry: rc, Keys: keys, Identity: id}).PullVerified(ctx, ref)
+	var ve *client.VerificationError
+	switch {
+	case err == nil:
+		t.Fatalf("without ManifestKeys: got %d manifests and no error, want ErrNoManifestKeys", len(got.Manifests))
+	case !errors.Is(err, ocipull.ErrNoManifestKeys) || errors.As(err, &ve):
+		t.Fatalf("without ManifestKeys: got %v, want ErrNoManifestKeys (not a verdict on the artifact)", err)
+	case reg.Total() != 0:
+		t.Fatalf("without ManifestKeys: %d registry requests, want none", reg.Total())
+	}
+}
+
+// signedManifest is a delivery manifest (not a complete one: only what
+// the registry reads) signed by key, with its sequence and issuedAt in the
+// signed bytes and the annotations.
+func signedManifest(t *testing.T, key *ecdsa.PrivateKey, seq int64, issued time.Time, note string) registry.SignedDeliveryManifest {
+	t.Helper()
+	at := issued.Format(time.RFC3339)
+	b := []byte(`{"issuedAt":"` + at + `","note":"` + note + `","sequence":` + strconv.FormatInt(seq, 10) + `}`)
+	sig, err := signing.SignBlob(key, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := signing.KeyID(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registry.SignedDeliveryManifest{Manifest: b, Signature: sig, KeyID: id, Sequence: seq, IssuedAt: at}
 }
