@@ -49,8 +49,9 @@ type KeepOptions struct {
 // PruneDeliveryManifests removes from the values artifact at ref
 // (REPOSITORY@DIGEST) its genuine delivery-manifest referrers beyond the
 // newest keep.Keep (KeepOptions) and the referrers that are not genuine
-// (not signed by a trusted key, not issued, or damaged), and returns how
-// many it removed. It reads at most 32 referrers, the newest by their
+// (not signed by a trusted key, not issued, damaged, or stored without
+// their layer blob: they can never verify), and returns how many it
+// removed. It reads at most 32 referrers, the newest by their
 // annotations; those beyond stay for the next prune. Every renewal
 // attached adds one, and a runtime pulling from the registry lists them all
 // at every load: without pruning an artifact renewed every five minutes
@@ -113,11 +114,11 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 		}
 		s, err := readDeliveryManifest(ctx, repo, d)
 		switch {
+		case errors.Is(err, ErrInvalid), errors.Is(err, ErrDigestMismatch), errors.Is(err, errLayerMissing):
+			remove = append(remove, d) // damaged, or its layer gone: vouches for nothing
+			continue
 		case errors.Is(err, errdef.ErrNotFound):
 			continue // removed by a concurrent prune
-		case errors.Is(err, ErrInvalid), errors.Is(err, ErrDigestMismatch):
-			remove = append(remove, d) // damaged: vouches for nothing
-			continue
 		case err != nil:
 			return 0, fmt.Errorf("prune delivery manifests of %s: read %s: %w", ref, d.Digest, err)
 		}

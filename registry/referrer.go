@@ -319,6 +319,13 @@ func referrers(ctx context.Context, repo *repo, subject ocispec.Descriptor) ([]o
 	return nil, fmt.Errorf("%w: the repository cannot list referrers", ErrNotFound)
 }
 
+// errLayerMissing is readDeliveryManifest's error for a referrer whose
+// manifest is stored and whose layer blob is not: it can never verify.
+var errLayerMissing = errors.New("layer blob missing")
+
+// readDeliveryManifest reads the referrer d, manifest and layer, each
+// against its digest. A missing manifest is errdef.ErrNotFound (a
+// concurrent prune), a missing layer errLayerMissing.
 func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor) (SignedDeliveryManifest, error) {
 	if d.Size > maxManifestBytes {
 		return SignedDeliveryManifest{}, fmt.Errorf("%w: referrer %s too large", ErrInvalid, d.Digest)
@@ -338,6 +345,11 @@ func readDeliveryManifest(ctx context.Context, repo *repo, d ocispec.Descriptor)
 	}
 	lrc, err := repo.Fetch(ctx, m.Layers[0])
 	if err != nil {
+		if errors.Is(err, errdef.ErrNotFound) {
+			// The manifest is stored, its layer is not: it never heals
+			// (a prune deletes manifests, never blobs).
+			return SignedDeliveryManifest{}, fmt.Errorf("referrer %s: %w: layer %s: %v", d.Digest, errLayerMissing, m.Layers[0].Digest, err)
+		}
 		return SignedDeliveryManifest{}, err
 	}
 	lb, err := readVerified(lrc, m.Layers[0], maxManifestBytes)

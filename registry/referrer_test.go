@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	digest "github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
 	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/registry"
@@ -313,4 +316,71 @@ func (f *failIndexPut) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.next.ServeHTTP(w, r)
+}
+
+// TestJunkReferrersWithoutALayerArePruned attaches, after a genuine signed
+// delivery manifest, forty referrers of the delivery-manifest type with
+// huge sequence annotations naming the trusted key, and deletes each one's
+// layer blob from the repository (Distribution allows it): their manifests
+// stay listed and can never be read whole. They use up the 32 referrers a
+// runtime reads, so until a prune it finds no manifest; an attach that
+// prunes removes them, 32 at a time (it skipped them as if a concurrent
+// prune had removed them, so they were never removed and the runtime never
+// found a manifest again).
+func TestJunkReferrersWithoutALayerArePruned(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	key, other := newKey(t), newKey(t)
+	keys := trusted(t, key)
+	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: keys}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	first := signedManifest(t, key, 3, at, `"renewal":1`)
+	if _, err := rc.AttachDeliveryManifest(ctx, ref, first); err != nil {
+		t.Fatal(err)
+	}
+	blobs := plainRepo(t, sum.Results[0].Repository).Blobs()
+	const junkCount = 40
+	for i := range junkCount {
+		junk := signedManifest(t, other, 1<<62+int64(i), at.Add(time.Duration(i)*time.Minute), `"junk":`+strconv.Itoa(i))
+		junk.KeyID = keys[0].ID
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, junk); err != nil {
+			t.Fatal(err)
+		}
+		layer := ocispec.Descriptor{MediaType: registry.DeliveryManifestArtifactType, Digest: digest.FromBytes(junk.Manifest), Size: int64(len(junk.Manifest))}
+		if err := blobs.Delete(ctx, layer); err != nil {
+			t.Fatalf("delete junk %d's layer: %v", i, err)
+		}
+	}
+	if got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{Keys: keys}); err != nil || len(got) != 0 {
+		t.Fatalf("before a prune: %d manifests (%v), want none: the junk uses up the 32 referrers read", len(got), err)
+	}
+
+	second := signedManifest(t, key, 3, at.Add(5*time.Minute), `"renewal":2`)
+	a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, second, keep)
+	if err != nil || a.PruneErr != nil || a.Pruned != 32 {
+		t.Fatalf("attach keeping 2: %+v, %v; want 32 junk referrers without a layer removed (a prune reads 32)", a, err)
+	}
+	got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{Keys: keys})
+	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(second.Manifest) || string(got[1].Manifest) != string(first.Manifest) {
+		t.Fatalf("after the first prune: %d manifests (%v), want renewals 2 and 1", len(got), err)
+	}
+
+	third := signedManifest(t, key, 3, at.Add(10*time.Minute), `"renewal":3`)
+	a, err = rc.AttachDeliveryManifestKeeping(ctx, ref, third, keep)
+	if err != nil || a.PruneErr != nil || a.Pruned != junkCount-32+1 {
+		t.Fatalf("attach keeping 2 again: %+v, %v; want the other %d junk referrers and renewal 1 removed", a, err, junkCount-32)
+	}
+	got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
+	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(third.Manifest) || string(got[1].Manifest) != string(second.Manifest) {
+		t.Fatalf("after the second prune: %d referrers listed (%v), want renewals 3 and 2, nothing else", len(got), err)
+	}
 }
