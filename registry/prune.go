@@ -62,7 +62,10 @@ type KeepOptions struct {
 // referrer is deleted; on a registry that keeps the list in a tagged index
 // and does not allow deletes (Distribution's default) it is taken off the
 // list and its manifest stays stored. A referrer already removed (a
-// concurrent prune) is not an error.
+// concurrent prune) is not an error. A referrer that cannot be read for
+// another reason (a cut connection, a stored blob the registry cannot
+// serve) is left as it is and counts toward the 32; the others are pruned
+// all the same, and the error names it with how many were removed.
 func (c *Client) PruneDeliveryManifests(ctx context.Context, ref string, keep KeepOptions) (int, error) {
 	if keep.Keep < 1 {
 		return 0, fmt.Errorf("prune delivery manifests of %s: %w: keep %d, want at least 1", ref, ErrInvalid, keep.Keep)
@@ -104,12 +107,18 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 	var good []genuine
 	var remove []ocispec.Descriptor
 	kept := 0
+	// unread counts the referrers that could not be read (a cut
+	// connection, a registry error, a stored blob that cannot be served):
+	// each is left as it is, neither kept nor removed, and the others are
+	// pruned all the same; unreadable is the first one's error.
+	unread := 0
+	var unreadable error
 	for _, d := range found {
 		if d.Digest == attached {
 			kept = 1
 			continue
 		}
-		if len(good)+len(remove) == maxPruneRead {
+		if len(good)+len(remove)+unread == maxPruneRead {
 			break
 		}
 		s, err := readDeliveryManifest(ctx, repo, d)
@@ -119,8 +128,14 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 			continue
 		case errors.Is(err, errdef.ErrNotFound):
 			continue // removed by a concurrent prune
-		case err != nil:
+		case err != nil && ctx.Err() != nil:
 			return 0, fmt.Errorf("prune delivery manifests of %s: read %s: %w", ref, d.Digest, err)
+		case err != nil:
+			unread++
+			if unreadable == nil {
+				unreadable = fmt.Errorf("read %s: %w", d.Digest, err)
+			}
+			continue
 		}
 		ok, err := isGenuine(ctx, keep, s)
 		if err != nil {
@@ -141,6 +156,16 @@ func prune(ctx context.Context, repo *repo, subject ocispec.Descriptor, ref stri
 			remove = append(remove, g.d)
 		}
 	}
+	removed, err := deleteReferrers(ctx, repo, ref, remove)
+	if err == nil && unreadable != nil {
+		err = fmt.Errorf("prune delivery manifests of %s: %d referrer(s) could not be read and were left as they are (%d others removed); first: %w", ref, unread, removed, unreadable)
+	}
+	return removed, err
+}
+
+// deleteReferrers removes the referrers remove of the repository at ref
+// and returns how many it removed.
+func deleteReferrers(ctx context.Context, repo *repo, ref string, remove []ocispec.Descriptor) (int, error) {
 	if len(remove) == 0 {
 		return 0, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"errors"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,5 +383,60 @@ func TestJunkReferrersWithoutALayerArePruned(t *testing.T) {
 	got, err = rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{})
 	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(third.Manifest) || string(got[1].Manifest) != string(second.Manifest) {
 		t.Fatalf("after the second prune: %d referrers listed (%v), want renewals 3 and 2, nothing else", len(got), err)
+	}
+}
+
+// TestAnUnreadableReferrerDoesNotStopThePrune loses, in the registry's
+// storage, the layer blobs of three junk referrers while the registry runs
+// (Distribution still announces them and cuts the body: they cannot be
+// read, and cannot be told from a connection cut). An attach that prunes
+// leaves them as they are, removes the genuine referrer beyond the newest
+// two all the same, and says how many it could not read (the first one
+// that could not be read stopped the prune: nothing was ever pruned again
+// on that artifact, and every renewal added a referrer).
+func TestAnUnreadableReferrerDoesNotStopThePrune(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t, registrytest.Options{})
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := sum.Results[0].Ref()
+	key, other := newKey(t), newKey(t)
+	keys := trusted(t, key)
+	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: keys}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	renewal := func(n int) registry.SignedDeliveryManifest {
+		return signedManifest(t, key, 3, at.Add(time.Duration(n)*time.Minute), `"renewal":`+strconv.Itoa(n))
+	}
+	for n := 1; n <= 2; n++ {
+		if _, err := rc.AttachDeliveryManifestKeeping(ctx, ref, renewal(n), keep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		junk := signedManifest(t, other, 1<<62+int64(i), at, `"junk":`+strconv.Itoa(i))
+		junk.KeyID = keys[0].ID
+		if _, err := rc.AttachDeliveryManifest(ctx, ref, junk); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(reg.BlobPath(digest.FromBytes(junk.Manifest).String())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := rc.AttachDeliveryManifestKeeping(ctx, ref, renewal(3), keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Pruned != 1 || a.PruneErr == nil || !strings.Contains(a.PruneErr.Error(), "3 referrer(s) could not be read") {
+		t.Fatalf("attach of renewal 3: pruned %d (%v); want renewal 1 removed and the 3 unreadable referrers named", a.Pruned, a.PruneErr)
+	}
+	got, err := rc.DeliveryManifests(ctx, ref, registry.DeliveryManifestOptions{Keys: keys})
+	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(renewal(3).Manifest) || string(got[1].Manifest) != string(renewal(2).Manifest) {
+		t.Fatalf("after the prune: %d manifests (%v), want renewals 3 and 2", len(got), err)
 	}
 }
