@@ -130,6 +130,7 @@ func TestPullVerifiedCarriesTheRegistrysDate(t *testing.T) {
 		})
 	}
 }
+
 // TestJunkReferrersDoNotCrowdOutTheGenuineManifest attaches to a published
 // artifact in an in-process Distribution a genuine delivery manifest and
 // then twelve referrers of the delivery-manifest type with huge sequence
