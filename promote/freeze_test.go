@@ -2,6 +2,8 @@ package promote_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -71,5 +73,72 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 		if !strings.Contains(string(hist), want) {
 			t.Errorf("history --releases lacks %q:\n%s", want, hist)
 		}
+	}
+}
+
+// TestPromoteFreezeOpeningDuringThePublication promotes release 2, whose
+// Environment declares a freeze window that opens while its artifacts are
+// published (at 100,000 targets most of an hour): the window is checked
+// again when the release is recorded and activated, so no pointer moves
+// inside it; with --break-glass the promotion activates and journals the
+// window it broke.
+func TestPromoteFreezeOpeningDuringThePublication(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatalf("promote release 1: %v", err)
+	}
+	opens := time.Date(2030, 1, 4, 18, 0, 0, 0, time.UTC)
+	r := h.Repo.Git
+	files := r.Files(h.Repo.R1)
+	envFile := "environments/" + promotertest.Env + ".yaml"
+	promotertest.Replace(t, files, envFile, "level: DEBUG", "level: INFO")
+	files[envFile] = append(files[envFile], fmt.Sprintf("  freezeWindows:\n    - name: new-year\n      from: %q\n      until: %q\n",
+		opens.Format(time.RFC3339), opens.Add(72*time.Hour).Format(time.RFC3339))...)
+	v2, res := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	if res.Manifest.ReleaseVersion != 2 || len(res.Rollout.FreezeWindows) != 1 {
+		t.Fatalf("compiled release %d with rollout %+v, want release 2 with one freeze window", res.Manifest.ReleaseVersion, res.Rollout)
+	}
+	r.Commit(gittest.Commit{Branch: "freeze", From: h.Repo.R1, Files: v2, Message: "logging INFO, freeze over new year"})
+	c2 := r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+
+	// The promotion starts a minute before the window; by the time its
+	// artifacts are in the registry the window is open.
+	before := h.Registry.Writes()
+	clock := func() time.Time {
+		if h.Registry.Writes() > before {
+			return opens.Add(time.Minute)
+		}
+		return opens.Add(-time.Minute)
+	}
+	o := h.Options(c2)
+	o.Clock = clock
+	_, err := h.Promote(t, o)
+	var fe *promoter.FreezeError
+	if !errors.As(err, &fe) || fe.Window.Name != "new-year" || !strings.Contains(err.Error(), "opened while its") ||
+		!strings.Contains(err.Error(), "no pointer moved") || strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("promote into a window that opened during the publication: %v; want a refusal naming the window", err)
+	}
+	t.Log(err)
+	if h.Registry.Writes() == before {
+		t.Fatal("nothing was published before the window opened: the test does not test the recheck")
+	}
+	s := promotertest.ReadState(t, h.Pool)
+	if !promotertest.PointersAt(s.Pointers, h.Repo.Snapshots[h.Repo.R1]) || s.Current != 1 || s.Counts["config_release"] != 1 {
+		t.Fatalf("after the refusal: current %d, %d releases, pointers %v; want release 1 alone, unmoved", s.Current, s.Counts["config_release"], s.Pointers)
+	}
+
+	o.BreakGlass, o.BreakGlassReason = true, "INC-9 hotfix"
+	got, err := h.Promote(t, o)
+	if err != nil || got.Activation == nil {
+		t.Fatalf("promote --break-glass: %+v, %v", got, err)
+	}
+	var reason string
+	if err := h.Pool.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = $1 AND release_version = 2 AND to_state = 'ACTIVE' ORDER BY sequence DESC LIMIT 1`, promotertest.Env).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := `break-glass in freeze window "new-year": INC-9 hotfix`; reason != want {
+		t.Fatalf("journaled reason %q, want %q", reason, want)
 	}
 }

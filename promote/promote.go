@@ -224,6 +224,18 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", signed.Resigned,
 		"unsigned", signed.Unsigned)
+	if !opts.recordOnly {
+		// Publishing takes most of an hour at 100,000 targets: a freeze
+		// window may have opened meanwhile. The release is recorded (and
+		// its pointers moved) now, so the windows are checked now.
+		if in.Reason, err = freezeAfterPublishing(ctx, opts, &res.Rollout, clock(), reason, in.Reason); err != nil {
+			var fe *promoter.FreezeError
+			if errors.As(err, &fe) {
+				fe.Written = fmt.Sprintf("the window opened while its %d artifacts were published (promoting it again once the window has closed uploads none of them again)", len(published))
+			}
+			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
+		}
+	}
 
 	result := &Result{
 		CaughtUp:       caught,
@@ -316,6 +328,27 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 	result.Activation = act
 	result.Duration = clock().Sub(start)
 	return result, nil
+}
+
+// freezeAfterPublishing checks the freeze windows again at t, when the
+// published release is about to be recorded, under the policy in force
+// then: checked is the reason the check before publishing settled on (a
+// break-glass reason when a window was open then) and reason the release's
+// reason to journal so far. It returns the reason to journal: a break-glass
+// reason naming a window open at t, else reason.
+func freezeAfterPublishing(ctx context.Context, opts Options, rollout *bundle.Rollout, t time.Time, checked, reason string) (string, error) {
+	inForce, active, err := rolloutInForce(ctx, opts.Store, opts.EnvTag)
+	if err != nil {
+		return "", err
+	}
+	now, err := promoter.CheckFreezeInForce(opts.EnvTag, rollout, inForce, active, t, opts.BreakGlass, opts.BreakGlassReason)
+	if err != nil {
+		return "", err
+	}
+	if now != opts.BreakGlassReason && now != checked {
+		return now, nil
+	}
+	return reason, nil
 }
 
 // rolloutReader is the optional part of the store Run reads the active

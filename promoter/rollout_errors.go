@@ -34,6 +34,11 @@ type FreezeError struct {
 	// policy (CheckFreezeInForce): it holds whatever the release being
 	// activated says.
 	ActiveRelease int64
+	// Written, when not empty, says what was written before the window
+	// was found open (a promotion's published artifacts, when the window
+	// opened while they were published); the error says it instead of
+	// "nothing written".
+	Written string
 }
 
 func (e *FreezeError) Error() string {
@@ -41,8 +46,12 @@ func (e *FreezeError) Error() string {
 	if e.ActiveRelease != 0 {
 		of = fmt.Sprintf(" (the rollout policy of the active release %d: a release that changes or removes the window is held by it until it is active)", e.ActiveRelease)
 	}
-	return fmt.Sprintf("environment %s is inside %s%s at %s; nothing written (to override: --break-glass --reason TEXT)",
-		e.EnvTag, e.Window.Describe(), of, formatTime(e.At))
+	written := "nothing written"
+	if e.Written != "" {
+		written = e.Written + "; nothing recorded, no pointer moved"
+	}
+	return fmt.Sprintf("environment %s is inside %s%s at %s; %s (to override: --break-glass --reason TEXT)",
+		e.EnvTag, e.Window.Describe(), of, formatTime(e.At), written)
 }
 
 // Is makes errors.Is(err, ErrFrozen) true.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/bundle"
 )
 
 // Candidate results a runtime reports, read back by the control plane.
@@ -109,7 +111,8 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	if active == in.Release {
 		inForce = nil // Activate says it is active already
 	}
-	reason, err := CheckFreezeInForce(in.EnvTag, &ri.Rollout, inForce, active, s.now(), opts.BreakGlass, in.Reason)
+	asked := in.Reason
+	reason, err := CheckFreezeInForce(in.EnvTag, &ri.Rollout, inForce, active, s.now(), opts.BreakGlass, asked)
 	if err != nil {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
 	}
@@ -121,8 +124,39 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		if err := s.awaitReady(ctx, in, opts); err != nil {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
 		}
+		// The wait can last --timeout: a freeze window may have opened
+		// meanwhile (or another release become active, bringing its
+		// policy). The pointers move now, so the windows are checked now.
+		if in.Reason, err = s.freezeAfterWait(ctx, in.EnvTag, in.Release, &ri.Rollout, opts.BreakGlass, asked, in.Reason); err != nil {
+			return nil, fmt.Errorf("activate %s release %d (command %s): every candidate became READY, but %w; release %d stays STAGED (activate it once the window has closed)",
+				in.EnvTag, in.Release, in.CommandID, err, in.Release)
+		}
 	}
 	return s.Activate(ctx, in)
+}
+
+// freezeAfterWait checks the freeze windows again once a two-phase
+// activation's wait for READY candidates is over, under the policy in force
+// at that moment: asked is the reason the operator gave, reason the one the
+// check before the wait settled on (a break-glass reason when a window was
+// open then). It returns the reason to journal: a break-glass reason naming
+// a window open now, else reason.
+func (s *Store) freezeAfterWait(ctx context.Context, envTag string, version int64, rollout *bundle.Rollout, breakGlass bool, asked, reason string) (string, error) {
+	inForce, active, err := rolloutInForce(ctx, s.pool, envTag)
+	if err != nil {
+		return "", err
+	}
+	if active == version {
+		return reason, nil // Activate says it is active already
+	}
+	now, err := CheckFreezeInForce(envTag, rollout, inForce, active, s.now(), breakGlass, asked)
+	if err != nil {
+		return "", err
+	}
+	if now != asked {
+		return now, nil
+	}
+	return reason, nil
 }
 
 // integrityRefusal is the refusal of any pointer move to a release whose

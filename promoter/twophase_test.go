@@ -365,3 +365,63 @@ func TestTwoPhaseReceiptContradictingTheJournalIsAnIntegrityError(t *testing.T) 
 	f.wantPointersAt(t, r1)
 	f.checkJournal(t)
 }
+
+// TestTwoPhaseFreezeOpeningDuringTheWaitRefusesTheActivation starts a
+// two-phase activation outside every freeze window; the window opens while
+// it waits for READY receipts (a long --timeout), and every runtime is ready
+// only then. The pointers must not move inside the window: the activation
+// is refused naming it, the release stays STAGED, and with --break-glass
+// the same wait activates and journals the broken window.
+func TestTwoPhaseFreezeOpeningDuringTheWaitRefusesTheActivation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1 := release("prod", 1, 0, 2, nil, nil)
+	f.promote(t, r1)
+	r2 := release("prod", 2, 1, 2, nil, nil)
+	r2.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase, FreezeWindows: []bundle.FreezeWindow{{
+		Name: "change-freeze", From: t0.Add(30 * time.Minute).Format(time.RFC3339), Until: t0.Add(48 * time.Hour).Format(time.RFC3339)}}}
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	// The runtimes answer READY an hour into the wait, inside the window.
+	readyLate := func(p promoter.ReadinessProgress) {
+		if p.Ready == 0 {
+			f.now = t0.Add(time.Hour)
+			for _, tg := range r2.Targets {
+				f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+			}
+		}
+	}
+	opts := promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 10 * time.Millisecond, Progress: readyLate}
+	in := promoter.MoveInput{CommandID: id("act"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}
+	_, err := f.store.ActivateRelease(ctx, in, opts)
+	var fe *promoter.FreezeError
+	if !errors.As(err, &fe) || fe.Window.Name != "change-freeze" || !strings.Contains(err.Error(), `freeze window "change-freeze"`) {
+		t.Fatalf("READY inside a window that opened during the wait: got %v, want a refusal naming the window", err)
+	}
+	t.Log(err)
+	f.wantPointersAt(t, r1)
+	if s, _ := f.releaseState(t, "prod", 2); s != promoter.StateStaged {
+		t.Fatalf("after the refusal release 2 is %s, want STAGED", s)
+	}
+
+	// The same wait with --break-glass activates and says which window it broke.
+	f.now = t0
+	in = promoter.MoveInput{CommandID: id("glass"), EnvTag: "prod", Release: 2, Actor: "oncall", Reason: "INC-7"}
+	opts.BreakGlass = true
+	opts.Progress = func(promoter.ReadinessProgress) { f.now = t0.Add(time.Hour) }
+	if _, err := f.store.ActivateRelease(ctx, in, opts); err != nil {
+		t.Fatalf("break-glass: %v", err)
+	}
+	f.wantPointersAt(t, r2)
+	var reason string
+	if err := f.pool.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = 'prod' AND release_version = 2 AND event_kind = 'activate' ORDER BY sequence DESC LIMIT 1`).Scan(&reason); err != nil {
+		t.Fatal(err)
+	}
+	if want := `break-glass in freeze window "change-freeze": INC-7`; reason != want {
+		t.Fatalf("journaled reason %q, want %q", reason, want)
+	}
+}
