@@ -123,7 +123,7 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	v.Reason = "health gate: " + why
 	cmdID := uuid.NewSHA1(uuid.NameSpaceOID, []byte("configpub/health-gate/"+envTag+"/"+a.cmdID)).String()
 	res, err := s.Rollback(ctx, RollbackInput{CommandID: cmdID, EnvTag: envTag, ToRelease: a.previous,
-		Actor: HealthGateActor, Reason: v.Reason})
+		Actor: HealthGateActor, Reason: v.Reason, From: a.release})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
@@ -231,4 +233,55 @@ func TestHealthGateVerdictListsTheFirstAndCountsAll(t *testing.T) {
 		!strings.Contains(v.Reason, "host-00003/svc (SCHEMA_UNSUPPORTED), host-00120/svc (SCHEMA_UNSUPPORTED)") {
 		t.Fatalf("verdict %s (%d rejected): %q; want a rollback naming both rejections", v.Verdict, v.RejectedCount, v.Reason)
 	}
+}
+
+// TestHealthGateDoesNotRollBackAReleaseActivatedAfterItsVerdict: the gate
+// finds two runtimes rejecting release 2 and decides to roll back to
+// release 1; between its reading and its rollback's transaction an
+// operator activates release 3 (a fix). The gate's evidence is about
+// release 2 only: it must not roll release 3 back, and release 3 stays
+// active with its own soak to watch.
+func TestHealthGateDoesNotRollBackAReleaseActivatedAfterItsVerdict(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	operator := f.open(t, nil)
+	r3 := gated("prod", 3, 2, 3)
+	var once sync.Once
+	f.store = f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, _ pgx.Tx) error {
+			if step == "move:command" {
+				once.Do(func() {
+					if _, err := operator.RecordAndActivate(ctx, r3); err != nil {
+						t.Errorf("operator promotes release 3 during the gate's check: %v", err)
+					}
+				})
+			}
+			return nil
+		})
+	})
+	f.promote(t, longWindows(release("prod", 1, 0, 3, nil, nil)))
+	f.now = t0.Add(time.Hour)
+	r2 := gated("prod", 2, 1, 3)
+	f.promote(t, r2)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.now = t0.Add(time.Hour + 3*time.Minute)
+
+	v, err := f.store.CheckHealth(ctx, "prod")
+	t.Logf("verdict %+v, err %v", v, err)
+	if !promotertest.PointersAt(f.pointers(t, "prod"), snapshotsOfInput(r3)) {
+		t.Fatalf("the gate's verdict about release 2 moved release 3's pointers: %v", f.pointers(t, "prod"))
+	}
+	if s, _ := f.releaseState(t, "prod", 3); s != promoter.StateActive {
+		t.Fatalf("release 3 is %s, want ACTIVE", s)
+	}
+	if err == nil || !strings.Contains(err.Error(), "release 3") {
+		t.Fatalf("gate check: %+v, %v; want an error saying release 3 became active meanwhile", v, err)
+	}
+	// The next check watches release 3's own soak.
+	if v, err := f.store.CheckHealth(ctx, "prod"); err != nil || v.Release != 3 || v.Verdict != promoter.GateWatching {
+		t.Fatalf("next check: %+v, %v; want release 3 watched", v, err)
+	}
+	f.checkJournal(t)
 }

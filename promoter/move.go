@@ -20,6 +20,10 @@ type MoveInput struct {
 	Release   int64 // the release to activate (rollback: to)
 	Actor     string
 	Reason    string
+
+	// from, when not 0, is the release that must be active when the move
+	// takes the environment's lock (RollbackInput.From).
+	from int64
 }
 
 // RollbackInput is the input of Rollback (ToRelease < current release).
@@ -29,6 +33,11 @@ type RollbackInput struct {
 	ToRelease int64
 	Actor     string
 	Reason    string
+	// From, when not 0, is the release the rollback is decided for (the
+	// health gate's evidence is about it): if another release is active
+	// when the rollback takes the environment's lock, it is refused
+	// (ErrConflict) and nothing moves.
+	From int64
 }
 
 // Activate moves the environment forward to an existing release newer than
@@ -53,7 +62,7 @@ func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, 
 // active becomes ROLLED_BACK; it stays recorded, and the next release is
 // still built on the head (the latest recorded release).
 func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
-	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason}
+	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason, from: in.From}
 	res, err := s.move(ctx, ActionRollback, mi)
 	s.emitMove(ctx, ActionRollback, in.EnvTag, in.ToRelease, in.Actor, in.Reason, res, err)
 	if err != nil {
@@ -144,6 +153,10 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 	}
 	if e.Pending != 0 {
 		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: e.Current, Actual: e.Current, Pending: e.Pending}
+	}
+	if in.from != 0 && e.Current != in.from {
+		return 0, nil, fmt.Errorf("release %d of %s is active, not release %d the %s was decided for; nothing moved: %w",
+			e.Current, in.EnvTag, in.from, cmd.Action, ErrConflict)
 	}
 	r, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
 	if errors.Is(err, ErrNotFound) {
