@@ -173,7 +173,9 @@ func (s *Store) activationFacts(ctx context.Context, envTag string) (*activation
 
 // readEvidence reads the targets the activation a moved (not retired), in
 // identity order (bytewise), each with its latest receipt about its new
-// snapshot, and counts into v those moved, rejected and missing, listing
+// snapshot read back since the move (as status counts acknowledgements and
+// rejections: a receipt from an earlier activation of the same snapshot,
+// before a rollback, is not about this one), and counts into v those moved, rejected and missing, listing
 // the first GateListed of the last two: memory holds those lists, not the
 // moved targets.
 func (s *Store) readEvidence(ctx context.Context, envTag string, a *activationFacts, v *GateVerdict) error {
@@ -182,6 +184,7 @@ func (s *Store) readEvidence(ctx context.Context, envTag string, a *activationFa
 		LEFT JOIN LATERAL (SELECT outcome, reason FROM configpub.runtime_evidence e
 			WHERE e.env_tag = m.env_tag AND e.host = m.host AND e.service_id = m.service_id
 			  AND e.snapshot_id = m.next_snapshot_id AND e.kind = 'receipt' AND e.phase = 'current'
+			  AND e.reported_at >= m.moved_at
 			ORDER BY e.evidence_id DESC LIMIT 1) e ON true
 		WHERE m.env_tag = $1 AND m.command_id = $2::uuid AND NOT m.retired
 		ORDER BY (m.host || '/' || m.service_id) COLLATE "C"`, envTag, a.cmdID)

@@ -107,6 +107,8 @@ func TestHealthGateRollsBackWithinTheSoak(t *testing.T) {
 // others apply it, so the soak passes and the release stays, and a later
 // rejection after the soak changes nothing. One month every runtime but one
 // stays silent: missing acknowledgements roll back at the end of the soak.
+// The walk runs months ahead of the database's clock, so its receipts are
+// stamped at the simulated time (writeReceiptAtClock).
 func TestHealthGateOverSimulatedMonths(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -133,7 +135,7 @@ func TestHealthGateOverSimulatedMonths(t *testing.T) {
 		f.promote(t, in)
 		switch {
 		case m == 5: // silent runtimes
-			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceiptAtClock(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
 			if v := check(start.Add(9 * time.Minute)); v.Verdict != promoter.GateWatching {
 				t.Fatalf("month %d, 9m: %s, want WATCHING", m, v.Verdict)
 			}
@@ -144,22 +146,22 @@ func TestHealthGateOverSimulatedMonths(t *testing.T) {
 			}
 			f.wantPointersAt(t, active)
 		case m%2 == 1:
-			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+			f.writeReceiptAtClock(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
 			if v := check(start.Add(time.Minute)); v.Verdict != promoter.GateWatching {
 				t.Fatalf("month %d, one rejection: %s, want WATCHING", m, v.Verdict)
 			}
-			f.writeReceipt(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+			f.writeReceiptAtClock(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
 			v := check(start.Add(2 * time.Minute))
 			if v.Verdict != promoter.GateRolledBack || v.Previous != active.ReleaseVersion {
 				t.Fatalf("month %d: %+v, want a rollback to release %d", m, v, active.ReleaseVersion)
 			}
 			f.wantPointersAt(t, active)
 		default:
-			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
-			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
-			f.writeReceipt(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
-			f.writeReceipt(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
-			f.writeReceipt(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceiptAtClock(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
+			f.writeReceiptAtClock(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceiptAtClock(t, in.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "FLAP")
+			f.writeReceiptAtClock(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
+			f.writeReceiptAtClock(t, in.Targets[2], bundle.PhaseCurrent, bundle.ResultApplied, "")
 			for min := 0; min < 10; min++ {
 				if v := check(start.Add(time.Duration(min) * time.Minute)); v.Verdict != promoter.GateWatching {
 					t.Fatalf("month %d minute %d: %s, want WATCHING", m, min, v.Verdict)
@@ -168,7 +170,7 @@ func TestHealthGateOverSimulatedMonths(t *testing.T) {
 			if v := check(start.Add(10 * time.Minute)); v.Verdict != promoter.GatePassed {
 				t.Fatalf("month %d at the soak's end: %s, want PASSED", m, v.Verdict)
 			}
-			f.writeReceipt(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "LATE")
+			f.writeReceiptAtClock(t, in.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "LATE")
 			if v := check(start.Add(11 * time.Minute)); v.Verdict != promoter.GateDone {
 				t.Fatalf("month %d after the soak: %s, want DONE", m, v.Verdict)
 			}
@@ -284,4 +286,76 @@ func TestHealthGateDoesNotRollBackAReleaseActivatedAfterItsVerdict(t *testing.T)
 		t.Fatalf("next check: %+v, %v; want release 3 watched", v, err)
 	}
 	f.checkJournal(t)
+}
+
+// TestHealthGateCountsOnlyReceiptsSinceTheActivation: two runtimes reject
+// release 2 and the gate rolls it back; the runtimes are fixed and release
+// 2 is activated again. Their receipts from before are about the same
+// snapshots but not about this activation: the gate must watch the new
+// soak (not roll back at its first check on the old rejections) and pass
+// it on the receipts read back since, as status counts acknowledgements
+// and rejections since the pointer moved. The clock follows the database's
+// (receipts are stamped by it) so that "since" is real.
+func TestHealthGateCountsOnlyReceiptsSinceTheActivation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	check := func(at time.Time) *promoter.GateVerdict {
+		t.Helper()
+		f.now = at
+		v, err := f.store.CheckHealth(ctx, "prod")
+		if err != nil {
+			t.Fatalf("%s: %v", at, err)
+		}
+		return v
+	}
+	base := time.Now().UTC().Add(-time.Hour)
+	f.now = base
+	r1 := longWindows(release("prod", 1, 0, 3, nil, nil))
+	f.promote(t, r1)
+	f.now = base.Add(time.Minute)
+	r2 := gated("prod", 2, 1, 3)
+	f.promote(t, r2)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	if v := check(base.Add(3 * time.Minute)); v.Verdict != promoter.GateRolledBack {
+		t.Fatalf("two rejections: %+v, want a rollback", v)
+	}
+	f.wantPointersAt(t, r1)
+
+	// The runtimes are upgraded; release 2 is activated again.
+	time.Sleep(20 * time.Millisecond)
+	again := time.Now().UTC()
+	f.now = again
+	if _, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("again"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "runtimes upgraded"}); err != nil {
+		t.Fatal(err)
+	}
+	if v := check(again.Add(time.Second)); v.Verdict != promoter.GateWatching || v.RejectedCount != 0 || v.MissingCount != 3 {
+		t.Fatalf("first check after the re-activation: %+v; want WATCHING with no rejection since the move", v)
+	}
+	f.wantPointersAt(t, r2)
+	time.Sleep(20 * time.Millisecond)
+	for _, tg := range r2.Targets {
+		f.writeReceipt(t, tg, bundle.PhaseCurrent, bundle.ResultApplied, "")
+	}
+	if v := check(again.Add(10 * time.Minute)); v.Verdict != promoter.GatePassed {
+		t.Fatalf("at the soak's end with every runtime applied: %+v, want PASSED", v)
+	}
+	f.wantPointersAt(t, r2)
+}
+
+// writeReceiptAtClock records a receipt as the readback collector's store
+// does (readback.Store.Record), but reported at the fixture's simulated
+// time rather than by the database's clock, for walks months ahead of it:
+// the gate counts the receipts reported since each pointer move.
+func (f *fixture) writeReceiptAtClock(t testing.TB, tg promoter.Target, phase, result, reason string) {
+	t.Helper()
+	if _, err := f.pool.Exec(context.Background(), `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag,
+			snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest, publication_id, release_version,
+			loaded_at, kind, phase, reported_at)
+		VALUES ($1, $2, $3, $4::uuid, $5, $6, $7, $8, $9, $10::uuid, $11, $12, 'receipt', $13, $12)`,
+		tg.Host, tg.ServiceID, tg.EnvTag, tg.SnapshotID, result, reason, tg.ArtifactDigest, tg.ContentDigest,
+		tg.PolicyDigest, tg.PublicationID, tg.ReleaseVersion, f.now, phase); err != nil {
+		t.Fatalf("record receipt at %s: %v", f.now, err)
+	}
 }
