@@ -39,8 +39,11 @@ var _ ReadinessSource = (*Store)(nil)
 
 // CandidateReceipts returns, per identity of the release, its latest
 // candidate-phase receipt (kind 'receipt', phase 'candidate') about exactly
-// the release's snapshot of that identity. Observations a runtime reports
-// about itself are not receipts and never count.
+// the release's snapshot of that identity, read back since the release was
+// staged: an answer about the same snapshot staged by an earlier release
+// (a rejection that failed it, before the runtime was fixed) is not about
+// this staging. Observations a runtime reports about itself are not
+// receipts and never count.
 func (s *Store) CandidateReceipts(ctx context.Context, envTag string, release int64) ([]CandidateReceipt, error) {
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (e.host, e.service_id) e.host, e.service_id,
 			e.snapshot_id::text, e.outcome, e.reason
@@ -48,6 +51,9 @@ func (s *Store) CandidateReceipts(ctx context.Context, envTag string, release in
 		JOIN configpub.runtime_evidence e ON e.env_tag = rt.env_tag AND e.host = rt.host
 			AND e.service_id = rt.service_id AND e.snapshot_id = rt.snapshot_id
 		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND e.kind = 'receipt' AND e.phase = 'candidate'
+		  AND e.reported_at >= coalesce((SELECT j.recorded_at FROM configpub.config_release_journal j
+			WHERE j.env_tag = $1 AND j.release_version = $2 AND j.event_kind = '`+ActionStage+`'
+			ORDER BY j.sequence LIMIT 1), '-infinity')
 		ORDER BY e.host, e.service_id, e.evidence_id DESC`, envTag, release)
 	if err != nil {
 		return nil, dbErr("read candidate receipts", err)

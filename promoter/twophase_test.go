@@ -425,3 +425,73 @@ func TestTwoPhaseFreezeOpeningDuringTheWaitRefusesTheActivation(t *testing.T) {
 		t.Fatalf("journaled reason %q, want %q", reason, want)
 	}
 }
+
+// aroundNow gives every target of in an activation window from an hour
+// before base to a month after it, for tests whose clock follows the
+// database's (receipts are stamped by it).
+func aroundNow(in promoter.ReleaseInput, base time.Time) promoter.ReleaseInput {
+	for i := range in.Targets {
+		in.Targets[i].ValidFrom, in.Targets[i].ExpiresAt = base.Add(-time.Hour), base.AddDate(0, 1, 0)
+	}
+	return in
+}
+
+// TestTwoPhaseCountsOnlyReceiptsSinceTheStaging: a runtime rejects its
+// candidate of release 2, which fails. The runtime is fixed and release 3,
+// which keeps release 2's snapshots, is staged. The old rejection is about
+// the same snapshot but not about this staging: activating release 3 must
+// wait for the runtimes' answers to it (not fail at its first check, which
+// would mark release 3 FAILED for good), and activate once they are READY.
+func TestTwoPhaseCountsOnlyReceiptsSinceTheStaging(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	base := time.Now().UTC().Add(-time.Hour)
+	f.now = base
+	r1 := aroundNow(release("prod", 1, 0, 2, nil, nil), base)
+	f.promote(t, r1)
+	r2 := aroundNow(release("prod", 2, 1, 2, nil, nil), base)
+	r2.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCandidate, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCandidate, bundle.ResultReady, "")
+	opts := promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 20 * time.Millisecond}
+	_, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}, opts)
+	if !errors.Is(err, promoter.ErrCandidateRejected) {
+		t.Fatalf("release 2: %v, want its candidate rejected", err)
+	}
+
+	// The runtime is upgraded; release 3 keeps release 2's snapshots.
+	time.Sleep(20 * time.Millisecond)
+	f.now = time.Now().UTC()
+	r3 := aroundNow(release("prod", 3, 2, 2, func(int) bool { return false }, func(int) int64 { return 2 }), base)
+	r3.Rollout = r2.Rollout
+	r3.CommandID = id("stage", 3)
+	if _, err := f.store.Stage(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	var first *promoter.ReadinessProgress
+	opts.Progress = func(p promoter.ReadinessProgress) {
+		if first == nil {
+			first = &p
+			time.Sleep(20 * time.Millisecond)
+			for _, tg := range r3.Targets {
+				f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+			}
+		}
+	}
+	res, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 3), EnvTag: "prod", Release: 3, Actor: "a", Reason: "go"}, opts)
+	if err != nil {
+		t.Fatalf("release 3 after its runtimes answered READY: %v", err)
+	}
+	if first == nil || first.Ready != 0 || len(first.Waiting) != 2 {
+		t.Fatalf("first readiness check %+v: want both identities waiting (the answers to release 2 are not about release 3)", first)
+	}
+	if res.Moved != 2 {
+		t.Fatalf("moved %d, want 2", res.Moved)
+	}
+	f.wantPointersAt(t, r3)
+}
