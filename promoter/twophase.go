@@ -278,7 +278,8 @@ func movingSnapshots(ctx context.Context, q interface {
 // failRelease marks a STAGED release FAILED after a rejected candidate, in
 // one transaction under the environment's lock: the activate command is
 // settled NOT_APPLIED, the journal names the identity, snapshot and reason,
-// the candidate pointers are removed, and nothing moves. It returns the
+// its candidate pointers are removed (not those of an older release still
+// staged), and nothing moves. It returns the
 // *RejectedError.
 func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceipt) error {
 	rej := &RejectedError{EnvTag: in.EnvTag, Release: in.Release, Identity: r.Host + "/" + r.ServiceID,
@@ -328,7 +329,14 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 				return err
 			}
 		}
-		return clearCandidates(ctx, tx, in.EnvTag, in.Release)
+		// Only the failed release's candidates: an older release staged
+		// before it is still STAGED, and the Config Server serves its
+		// candidates again now.
+		if _, err := tx.Exec(ctx, `DELETE FROM configpub.candidate_pointer WHERE env_tag = $1 AND release_version = $2`,
+			in.EnvTag, in.Release); err != nil {
+			return dbErr("clear the failed release's candidate pointers", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

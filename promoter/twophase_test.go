@@ -495,3 +495,40 @@ func TestTwoPhaseCountsOnlyReceiptsSinceTheStaging(t *testing.T) {
 	}
 	f.wantPointersAt(t, r3)
 }
+
+// TestTwoPhaseFailedReleaseKeepsTheOlderStagedCandidates: release 2 is
+// staged, release 3 is staged behind it and a runtime rejects release 3's
+// candidate, which fails. Release 2 is still STAGED: its candidates must
+// stay (the Config Server serves them again once release 3's are gone), so
+// that its runtimes can answer and release 2 can be activated.
+func TestTwoPhaseFailedReleaseKeepsTheOlderStagedCandidates(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	_, r2 := f.stageTwoPhase(t, "prod", 2)
+	r3 := release("prod", 3, 2, 2, nil, nil)
+	r3.Rollout = r2.Rollout
+	r3.CommandID = id("stage", "prod", 3)
+	if _, err := f.store.Stage(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	f.writeReceipt(t, r3.Targets[1], bundle.PhaseCandidate, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	opts := promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 20 * time.Millisecond}
+	if _, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 3), EnvTag: "prod", Release: 3, Actor: "a", Reason: "go"}, opts); !errors.Is(err, promoter.ErrCandidateRejected) {
+		t.Fatalf("release 3: %v, want its candidate rejected", err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer WHERE env_tag = 'prod' AND release_version = 2"); n != 2 {
+		t.Fatalf("release 3's failure left %d candidate pointers of the still STAGED release 2, want 2", n)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.candidate_pointer WHERE env_tag = 'prod' AND release_version = 3"); n != 0 {
+		t.Fatalf("%d candidate pointers left of the failed release 3", n)
+	}
+	for _, tg := range r2.Targets {
+		f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+	}
+	if _, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}, opts); err != nil {
+		t.Fatalf("release 2 after its runtimes answered READY: %v", err)
+	}
+	f.wantPointersAt(t, r2)
+	f.checkJournal(t)
+}
