@@ -127,6 +127,13 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, integrityRefusal(in.EnvTag, in.Release))
 	}
 	if (ri.Rollout.TwoPhase() || inForce.TwoPhase()) && ri.State == StateStaged {
+		// A release whose activation windows have ended (staged and left)
+		// can never be activated: say so now, not after the wait.
+		if w, err := outsideWindow(ctx, s.pool, in.EnvTag, in.Release, s.now()); err != nil {
+			return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
+		} else if w != nil && !w.At.Before(w.ValidFrom) {
+			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, w)
+		}
 		if err := s.awaitReady(ctx, in, opts); err != nil {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
 		}

@@ -532,3 +532,31 @@ func TestTwoPhaseFailedReleaseKeepsTheOlderStagedCandidates(t *testing.T) {
 	f.wantPointersAt(t, r2)
 	f.checkJournal(t)
 }
+
+// TestTwoPhaseStagedPastItsWindowsIsRefusedBeforeTheWait: a release staged
+// and left a month, past its snapshots' activation windows, cannot be
+// activated whatever its runtimes answer. activate says so at once — not
+// "not READY" after its --timeout, nor the window only after every runtime
+// has been made to fetch and verify its candidate.
+func TestTwoPhaseStagedPastItsWindowsIsRefusedBeforeTheWait(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	r1, _ := f.stageTwoPhase(t, "prod", 2)
+	f.now = t0.AddDate(0, 1, 0)
+	checks := 0
+	opts := promoter.ActivateOptions{Timeout: 2 * time.Second, Poll: 20 * time.Millisecond,
+		Progress: func(promoter.ReadinessProgress) { checks++ }}
+	_, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act"), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}, opts)
+	var w *promoter.WindowError
+	if !errors.As(err, &w) || !strings.Contains(err.Error(), "its activation window ended at") {
+		t.Fatalf("a month after staging: %v; want the activation window named", err)
+	}
+	if checks != 0 {
+		t.Fatalf("%d readiness checks before the refusal, want none", checks)
+	}
+	f.wantPointersAt(t, r1)
+	if s, _ := f.releaseState(t, "prod", 2); s != promoter.StateStaged {
+		t.Fatalf("release 2 is %s, want still STAGED", s)
+	}
+}
