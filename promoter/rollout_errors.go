@@ -66,12 +66,21 @@ type NotReadyError struct {
 	Timeout time.Duration
 	Ready   int
 	Missing []string // host/serviceId, sorted
+	// NewerStaged, when not 0, is the newest release staged after Release:
+	// the Config Server serves its candidates, so a prefetch makes the
+	// runtimes answer about it, not about Release.
+	NewerStaged int64
 }
 
 func (e *NotReadyError) Error() string {
-	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s; nothing moved "+
-		"(a READY receipt is recorded by configpub readback --prefetch, which asks each runtime to fetch and verify its candidate)",
-		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, textlist.Join(e.Missing, len(e.Missing), 20))
+	hint := "(a READY receipt is recorded by configpub readback --prefetch, which asks each runtime to fetch and verify its candidate)"
+	if e.NewerStaged != 0 {
+		hint = fmt.Sprintf("(release %d is staged after release %d: the Config Server serves release %d's candidates, so a prefetch "+
+			"makes the runtimes answer about those; activate release %d, which is built on release %d)",
+			e.NewerStaged, e.Release, e.NewerStaged, e.NewerStaged, e.Release)
+	}
+	return fmt.Sprintf("environment %s: release %d: %d of %d required targets not READY after %s: %s; nothing moved %s",
+		e.EnvTag, e.Release, len(e.Missing), len(e.Missing)+e.Ready, e.Timeout, textlist.Join(e.Missing, len(e.Missing), 20), hint)
 }
 
 // Is makes errors.Is(err, ErrNotReady) true.

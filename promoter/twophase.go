@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -242,8 +243,13 @@ func (s *Store) awaitReady(ctx context.Context, in MoveInput, opts ActivateOptio
 		}
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return &NotReadyError{EnvTag: in.EnvTag, Release: in.Release, Timeout: opts.Timeout,
+			nr := &NotReadyError{EnvTag: in.EnvTag, Release: in.Release, Timeout: opts.Timeout,
 				Ready: len(required) - len(waiting), Missing: waiting}
+			if err := s.pool.QueryRow(ctx, `SELECT coalesce(max(release_version), 0) FROM configpub.candidate_pointer
+				WHERE env_tag = $1 AND release_version > $2`, in.EnvTag, in.Release).Scan(&nr.NewerStaged); err != nil {
+				return dbErr("read releases staged after "+strconv.FormatInt(in.Release, 10), err)
+			}
+			return nr
 		}
 		t := time.NewTimer(min(wait, opts.Poll))
 		select {

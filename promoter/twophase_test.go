@@ -560,3 +560,30 @@ func TestTwoPhaseStagedPastItsWindowsIsRefusedBeforeTheWait(t *testing.T) {
 		t.Fatalf("release 2 is %s, want still STAGED", s)
 	}
 }
+
+// TestTwoPhaseOlderStagedReleaseTimeoutNamesTheNewer: releases 2 and 3 are
+// staged; the Config Server serves the newest's candidates, so a prefetch
+// makes runtimes answer about release 3's snapshots. Activating release 2
+// times out, and the refusal must say why a prefetch does not help (release
+// 3 is staged after it) rather than only advise one.
+func TestTwoPhaseOlderStagedReleaseTimeoutNamesTheNewer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	_, r2 := f.stageTwoPhase(t, "prod", 2)
+	r3 := release("prod", 3, 2, 2, nil, nil)
+	r3.Rollout = r2.Rollout
+	r3.CommandID = id("stage", "prod", 3)
+	if _, err := f.store.Stage(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range r3.Targets {
+		f.writeReceipt(t, tg, bundle.PhaseCandidate, bundle.ResultReady, "")
+	}
+	opts := promoter.ActivateOptions{Timeout: 200 * time.Millisecond, Poll: 20 * time.Millisecond}
+	_, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("act", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"}, opts)
+	var nr *promoter.NotReadyError
+	if !errors.As(err, &nr) || nr.NewerStaged != 3 || !strings.Contains(err.Error(), "release 3 is staged after release 2") {
+		t.Fatalf("activating the older staged release: %v; want a timeout saying release 3 is staged after it", err)
+	}
+}
