@@ -127,6 +127,8 @@ clean:
 	rm -rf bin .configpub dist
 
 ## e2e: build the binary and drive the whole scenario through it; the operator console is
-## driven in headless Chromium (screenshots under $CONFIGPUB_E2E_ARTIFACTS or a printed temp dir).
+## driven in headless Chromium (screenshots under $CONFIGPUB_E2E_ARTIFACTS or a printed temp dir),
+## and the console's pages over generated histories too (console/browser_test.go).
 e2e: ensure-postgres ensure-chromium
 	CONFIGPUB_TOOLS_BIN=$(CURDIR)/.configpub/tools/bin $(GO) test -tags e2e -count=1 -timeout 30m -v ./e2e/
+	$(GO) test -tags e2e -count=1 -timeout 10m -run Browser ./console/

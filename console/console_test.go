@@ -551,7 +551,7 @@ func TestReleaseChangedTargetsArePaged(t *testing.T) {
 	seen := map[string]bool{}
 	from, pages := 0, 0
 	for {
-		d, err := c.rd.ReleaseDetail(ctx, "wide", 1, from)
+		d, err := c.rd.ReleaseDetail(ctx, "wide", 1, from, AgainstBase)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -577,7 +577,7 @@ func TestReleaseChangedTargetsArePaged(t *testing.T) {
 		t.Errorf("%d distinct targets over %d pages, want %d over 2", len(seen), pages, n)
 	}
 	for path, want := range map[string]string{
-		"/env/wide/releases/1": `href="/env/wide/releases/1?from=` + fmt.Sprint(changedListed) + `"`,
+		"/env/wide/releases/1": `href="/env/wide/releases/1?against=base&amp;from=` + fmt.Sprint(changedListed) + `"`,
 		"/env/wide/releases/1?from=" + fmt.Sprint(changedListed): "7 from offset " + fmt.Sprint(changedListed) + " on",
 	} {
 		rec := localGet(c.Handler(), path)
@@ -599,7 +599,7 @@ func TestReleaseInputChangesAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.rd.ReleaseDetail(ctx, "src", 2, 0)
+	d, err := c.rd.ReleaseDetail(ctx, "src", 2, 0, AgainstBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -672,7 +672,7 @@ func TestReleasePageSaysUntilWhenItCanBeActivated(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := con.rd.ReleaseDetail(ctx, "dev", 3, 0)
+		d, err := con.rd.ReleaseDetail(ctx, "dev", 3, 0, AgainstBase)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,36 @@ const changedListed = 50
 // path); the first release of 100,000 targets changes more than 100,000.
 const inputsListed = 200
 
-// ReleaseDetail reads release v of env with its journal and diff, listing
-// the changed targets from offset from on (at most changedListed of them).
-func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from int) (*ReleaseDetail, error) {
+// Diff bases of a release page: the release it was compiled on, or the
+// environment's current release ("what changes if I activate or roll back
+// to this").
+const (
+	AgainstBase    = "base"
+	AgainstCurrent = "current"
+)
+
+// ReleaseDetail reads release v of env with its journal and diff against
+// its base release or, with against AgainstCurrent, against env's current
+// release, listing the changed targets from offset from on (at most
+// changedListed of them).
+func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from int, against string) (*ReleaseDetail, error) {
+	return r.ReleaseDetailOf(ctx, env, v, DiffQuery{From: from, Against: against})
+}
+
+// DiffQuery selects the part of a release's diff a page shows: the changed
+// targets from offset From on, against the base release or the current one
+// (Against), only those of one audience and one host when they are set.
+type DiffQuery struct {
+	From     int
+	Against  string
+	Audience string
+	Host     string
+}
+
+// ReleaseDetailOf reads release v of env with its journal and the part of
+// its diff q selects.
+func (r *reader) ReleaseDetailOf(ctx context.Context, env string, v int64, q DiffQuery) (*ReleaseDetail, error) {
+	from, against := q.From, q.Against
 	var current int64
 	_ = r.q.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = $1`, env).Scan(&current)
 	rels, err := r.releases(ctx, env, v+1, 1, current)
@@ -28,7 +55,16 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 	if len(rels) == 0 || rels[0].Version != v {
 		return nil, fmt.Errorf("release %s/%d: %w", env, v, ErrNotFound)
 	}
-	d := &ReleaseDetail{Release: rels[0], Inputs: []InputChange{}, Changed: []TargetDiff{}, Retired: []Identity{}, ChangedFrom: from}
+	d := &ReleaseDetail{Release: rels[0], Inputs: []InputChange{}, Changed: []TargetDiff{}, Retired: []Identity{}, ChangedFrom: from,
+		Against: AgainstBase, AgainstRelease: rels[0].BaseVersion, CurrentRelease: current}
+	if against == AgainstCurrent {
+		d.Against, d.AgainstRelease = AgainstCurrent, current
+	}
+	d.FilterAudience, d.FilterHost = q.Audience, q.Host
+	if from > 0 {
+		prev := max(0, from-changedListed)
+		d.ChangedPrev = &prev
+	}
 	one := []Release{d.Release}
 	if err := r.audiences(ctx, env, v, v, one); err != nil {
 		return nil, err
@@ -40,8 +76,8 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 	var def, baseDef []byte
 	if err := r.q.QueryRow(ctx, `SELECT r.definition, coalesce(b.definition, ''::bytea)
 		FROM configpub.config_release r LEFT JOIN configpub.config_release b
-			ON b.env_tag = r.env_tag AND b.release_version = r.base_release_version
-		WHERE r.env_tag = $1 AND r.release_version = $2`, env, v).Scan(&def, &baseDef); err != nil {
+			ON b.env_tag = r.env_tag AND b.release_version = $3
+		WHERE r.env_tag = $1 AND r.release_version = $2`, env, v, d.AgainstRelease).Scan(&def, &baseDef); err != nil {
 		return nil, fmt.Errorf("release %s/%d: definition: %w", env, v, err)
 	}
 	d.Inputs = inputChanges(baseDef, def)
@@ -65,28 +101,54 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 }
 
 // changedTargets lists the targets whose snapshot differs from the base
-// release's, and the identities of the base the release does not contain.
+// release's (or, against the current release, from the current release's
+// mapping), and the identities of the base (or current) release the
+// release does not contain.
 func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	// The snapshots the release created that are in its mapping and differ
 	// from the base mapping's: counted apart, and the listed ones read in
 	// the order of the config_snapshot_release_audience index, so that a
 	// release of 10,000 changed targets neither sorts nor joins them all.
-	const changedFrom = `FROM configpub.config_snapshot s
+	const changedFromBase = `FROM configpub.config_snapshot s
 		JOIN configpub.config_release_target t ON t.env_tag = s.env_tag AND t.release_version = s.release_version
 			AND t.host = s.host AND t.service_id = s.service_id AND t.snapshot_id = s.snapshot_id
 		WHERE s.env_tag = $1 AND s.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
 			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
 				AND b.snapshot_id = t.snapshot_id)`
-	// The counts were computed once, when the release's mapping was
-	// recorded (release_target_summary); a database without them counts.
+	changedFrom := changedFromBase
+	if d.Against == AgainstCurrent {
+		// Every target of the mapping whose snapshot is not the current
+		// mapping's, whichever release created it: a rollback to an older
+		// release moves targets to snapshots its base also had.
+		changedFrom = `FROM configpub.config_release_target t
+		JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
+		WHERE t.env_tag = $1 AND t.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
+			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
+				AND b.snapshot_id = t.snapshot_id)`
+	}
+	// The audience and host filters, as parameters $4 and on.
+	args := []any{d.EnvTag, d.Version, d.AgainstRelease}
+	filter := ""
+	if d.FilterAudience != "" {
+		args = append(args, d.FilterAudience)
+		filter += fmt.Sprintf(" AND s.audience = $%d", len(args))
+	}
+	if d.FilterHost != "" {
+		args = append(args, d.FilterHost)
+		filter += fmt.Sprintf(" AND s.host = $%d", len(args))
+	}
+	changedFrom += filter
+	// The counts against the base were computed once, when the release's
+	// mapping was recorded (release_target_summary); a database without
+	// them, a diff against the current release, or a filtered one counts.
 	retired := -1 // how many of the base's identities the release retired; < 0: unknown
 	counted := false
-	if r.f.summary {
+	if r.f.summary && d.Against == AgainstBase && filter == "" {
 		var kept int
 		err := r.q.QueryRow(ctx, `SELECT x.changed, x.kept, coalesce(b.targets, -1)
 			FROM configpub.release_target_summary x LEFT JOIN configpub.release_target_summary b
 				ON b.env_tag = x.env_tag AND b.release_version = $3
-			WHERE x.env_tag = $1 AND x.release_version = $2`, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal, &kept, &retired)
+			WHERE x.env_tag = $1 AND x.release_version = $2`, d.EnvTag, d.Version, d.AgainstRelease).Scan(&d.ChangedTotal, &kept, &retired)
 		switch {
 		case err == nil:
 			retired -= kept
@@ -98,18 +160,19 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 		}
 	}
 	if !counted {
-		if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, d.EnvTag, d.Version, d.BaseVersion).Scan(&d.ChangedTotal); err != nil {
+		if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, args...).Scan(&d.ChangedTotal); err != nil {
 			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 		}
 	}
+	page := fmt.Sprintf(" LIMIT $%d OFFSET $%d", len(args)+1, len(args)+2)
 	rows, err := r.q.Query(ctx, `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest `+changedFrom+`
-			ORDER BY s.audience, s.host, s.service_id LIMIT $4 OFFSET $5)
+			ORDER BY s.audience, s.host, s.service_id`+page+`)
 		SELECT c.host, c.service_id, c.audience, coalesce(b.snapshot_id::text, ''), c.snapshot_id::text,
 			coalesce(bs.artifact_digest, ''), c.artifact_digest, coalesce(bs.policy_digest, ''), c.policy_digest
 		FROM c LEFT JOIN configpub.config_release_target b ON b.env_tag = $1 AND b.release_version = $3
 			AND b.host = c.host AND b.service_id = c.service_id
 		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
-		ORDER BY c.audience, c.host, c.service_id`, d.EnvTag, d.Version, d.BaseVersion, changedListed, d.ChangedFrom)
+		ORDER BY c.audience, c.host, c.service_id`, append(args, changedListed, d.ChangedFrom)...)
 	if err != nil {
 		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
 	}
@@ -128,12 +191,22 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	if next := d.ChangedFrom + len(d.Changed); len(d.Changed) > 0 && next < d.ChangedTotal {
 		d.ChangedNext = next
 	}
-	if d.BaseVersion == 0 || retired == 0 {
+	if d.AgainstRelease == 0 || d.AgainstRelease == d.Version || retired == 0 {
 		return nil
 	}
-	rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3
-		EXCEPT SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $2)
-		ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.BaseVersion, changedListed)
+	if filter == "" {
+		rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3
+			EXCEPT SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $2)
+			ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.AgainstRelease, changedListed)
+	} else {
+		// The filters apply to the audience and host of the snapshot the
+		// identity had.
+		rows, err = r.q.Query(ctx, `SELECT s.host, s.service_id FROM configpub.config_release_target b
+			JOIN configpub.config_snapshot s ON s.snapshot_id = b.snapshot_id
+			WHERE b.env_tag = $1 AND b.release_version = $3`+filter+` AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
+				WHERE t.env_tag = $1 AND t.release_version = $2 AND t.host = b.host AND t.service_id = b.service_id)
+			ORDER BY 1, 2`+fmt.Sprintf(" LIMIT $%d", len(args)+1), append(args, changedListed)...)
+	}
 	if err != nil {
 		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
 	}

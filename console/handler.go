@@ -17,9 +17,10 @@ import (
 //
 //	GET /                                     environments overview
 //	GET /env/{env}                            publication timeline (?before=N pages)
-//	GET /env/{env}/releases/{n}[?from=N]      release and its diff against its base (changed targets paged)
+//	GET /env/{env}/releases/{n}[?from=N&against=base|current] release and its diff against its base or the current release (changed targets paged)
 //	GET /env/{env}/targets/{host}/{service}   target: pointer, history, evidence, lease
 //	GET /env/{env}/at?t=TIME[&host=&service=|&from=N] time travel
+//	GET /targets?q=PREFIX[&env=E][&from=N]    target search (host/serviceId or serviceId prefix)
 //	GET /api/...                              the same data as JSON (see README)
 //	GET /events[?env=]                        server-sent events: "change"
 //	GET /metrics                              Prometheus metrics
@@ -55,6 +56,7 @@ func (c *Console) Handler() http.Handler {
 		{"release", "/env/{env}/releases/{n}", "/api/environments/{env}/releases/{n}", c.release},
 		{"target", "/env/{env}/targets/{host}/{service}", "/api/environments/{env}/targets/{host}/{service}", c.target},
 		{"at", "/env/{env}/at", "/api/environments/{env}/at", c.at},
+		{"search", "/targets", "/api/targets", c.search},
 	} {
 		page(p.route, p.html, p.h)
 		api("api_"+p.route, p.json, p.h)
@@ -130,9 +132,24 @@ func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, 
 	if err != nil {
 		return "", nil, err
 	}
+	against := r.URL.Query().Get("against")
+	switch against {
+	case "":
+		against = AgainstBase
+	case AgainstBase, AgainstCurrent:
+	default:
+		return "", nil, badRequest("against=%q is neither %q nor %q", against, AgainstBase, AgainstCurrent)
+	}
+	dq := DiffQuery{From: int(min(from, 1<<30)), Against: against,
+		Audience: strings.TrimSpace(r.URL.Query().Get("audience")), Host: strings.TrimSpace(r.URL.Query().Get("host"))}
+	for name, v := range map[string]string{"audience": dq.Audience, "host": dq.Host} {
+		if len(v) > maxQueryLen || !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+			return "", nil, badRequest("%s is not text of at most %d bytes", name, maxQueryLen)
+		}
+	}
 	env := r.PathValue("env")
-	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d\x00%d", env, n, from), func() (any, error) {
-		return c.rd.ReleaseDetail(r.Context(), env, n, int(min(from, 1<<30)))
+	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d\x00%d\x00%s\x00%q\x00%q", env, n, dq.From, dq.Against, dq.Audience, dq.Host), func() (any, error) {
+		return c.rd.ReleaseDetailOf(r.Context(), env, n, dq)
 	})
 	return "release", v, err
 }

@@ -1,6 +1,10 @@
 package console
 
-import "time"
+import (
+	"net/url"
+	"strconv"
+	"time"
+)
 
 // Target states, in display order.
 const (
@@ -167,6 +171,15 @@ type ReleaseDetail struct {
 	// JournalMore counts the older journal events not listed (the newest
 	// journalListed are).
 	JournalMore int `json:"journalMore,omitempty"`
+	// Against says what the diff compares the release with: "base" (the
+	// release it was compiled on, AgainstRelease = baseReleaseVersion) or
+	// "current" (the environment's current release: what activating it,
+	// or rolling back to it, would change); AgainstRelease is 0 when there
+	// is none (a first release, or no current release: every target new).
+	Against        string `json:"against"`
+	AgainstRelease int64  `json:"againstRelease"`
+	// CurrentRelease is the environment's current release (0: none).
+	CurrentRelease int64 `json:"currentRelease"`
 	// DiffMode is "values" when the diff was computed from the stored
 	// artifact bytes, "metadata" when only digests were compared.
 	DiffMode string `json:"diffMode"`
@@ -179,9 +192,16 @@ type ReleaseDetail struct {
 	// ChangedFrom is the offset of Changed[0] among the changed targets
 	// (query parameter from); ChangedNext the offset of the next page, 0
 	// on the last one.
-	ChangedFrom int        `json:"changedFrom"`
-	ChangedNext int        `json:"changedNext,omitempty"`
-	Retired     []Identity `json:"retired"`
+	ChangedFrom int `json:"changedFrom"`
+	ChangedNext int `json:"changedNext,omitempty"`
+	// ChangedPrev is the offset of the previous page (absent on the first).
+	ChangedPrev *int `json:"changedPrev,omitempty"`
+	// FilterAudience and FilterHost, when set, restrict the changed and
+	// retired targets (and their counts) to one audience and one host
+	// (query parameters audience and host).
+	FilterAudience string     `json:"filterAudience,omitempty"`
+	FilterHost     string     `json:"filterHost,omitempty"`
+	Retired        []Identity `json:"retired"`
 	// Workflows are the Workflow views recorded when the release was
 	// activated (metadata only): the first workflowViewsListed, by
 	// workflow and version, of WorkflowsTotal.
@@ -319,4 +339,21 @@ type EnvironmentAt struct {
 type ReleaseCount struct {
 	Release int64 `json:"releaseVersion"`
 	Count   int   `json:"count"`
+}
+
+// PageURL is the release page's path showing this diff (its base, filters)
+// from offset from on.
+func (d *ReleaseDetail) PageURL(from int) string {
+	q := url.Values{}
+	q.Set("against", d.Against)
+	if d.FilterAudience != "" {
+		q.Set("audience", d.FilterAudience)
+	}
+	if d.FilterHost != "" {
+		q.Set("host", d.FilterHost)
+	}
+	if from > 0 {
+		q.Set("from", strconv.Itoa(from))
+	}
+	return "/env/" + url.PathEscape(d.EnvTag) + "/releases/" + strconv.FormatInt(d.Version, 10) + "?" + q.Encode()
 }

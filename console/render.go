@@ -26,7 +26,7 @@ type templates struct {
 	pages map[string]*template.Template
 }
 
-var pageNames = []string{"overview", "timeline", "release", "target", "at", "error"}
+var pageNames = []string{"overview", "timeline", "release", "target", "at", "search", "error"}
 
 func parseTemplates() (*templates, error) {
 	funcs := template.FuncMap{
@@ -40,9 +40,10 @@ func parseTemplates() (*templates, error) {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05Z")
 		},
-		"title": audienceTitle,
-		"lower": func(s string) string { return string(bytes.ToLower([]byte(s))) },
-		"itoa":  func(n int64) string { return strconv.FormatInt(n, 10) },
+		"title":     audienceTitle,
+		"audiences": func() []string { return []string{"agent", "gateway", "knowledge"} },
+		"lower":     func(s string) string { return string(bytes.ToLower([]byte(s))) },
+		"itoa":      func(n int64) string { return strconv.FormatInt(n, 10) },
 		// plain shows text from commits, operators and runtimes (actors,
 		// reasons, refs, paths) with control characters and bidirectional
 		// overrides as escapes: HTML escaping alone let "approved\u202e..."

@@ -65,11 +65,11 @@ func TestReleaseSummaryMatchesTheMapping(t *testing.T) {
 	counting := *summarized.rd
 	counting.f.summary = false
 	for v := int64(1); v <= releases+1; v++ {
-		got, err := summarized.rd.ReleaseDetail(ctx, "dev", v, 0)
+		got, err := summarized.rd.ReleaseDetail(ctx, "dev", v, 0, AgainstBase)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := counting.ReleaseDetail(ctx, "dev", v, 0)
+		want, err := counting.ReleaseDetail(ctx, "dev", v, 0, AgainstBase)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,174 @@
+//go:build e2e
+
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/internal/pointernote"
+)
+
+// The console's pages in headless Chromium (Debian's chromium, as the e2e
+// test of the demo), over generated histories: `make e2e` runs them
+// (go test -tags e2e -run Browser ./console/).
+
+// chromiumPath finds the browser: $CONFIGPUB_CHROMIUM, else chromium on PATH.
+func chromiumPath(t *testing.T) string {
+	if p := os.Getenv("CONFIGPUB_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, n := range []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"} {
+		if p, err := exec.LookPath(n); err == nil {
+			return p
+		}
+	}
+	t.Fatal("no Chromium found: run scripts/ensure-chromium.sh or set CONFIGPUB_CHROMIUM")
+	return ""
+}
+
+// browserConsole serves a console (following NOTIFY) over db and opens a
+// headless browser at width × 900; it returns the browser context and the
+// console's base URL.
+func browserConsole(t *testing.T, db *pgtest.DB, opts Options, width int) (context.Context, string) {
+	t.Helper()
+	c, err := New(context.Background(), viewerPool(t, db, opts.ShowValues), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(runCtx) }()
+	srv := httptest.NewServer(c.Handler())
+	t.Cleanup(func() { srv.Close(); stop(); <-done })
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromiumPath(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
+	return ctx, srv.URL
+}
+
+func run(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// waitLive waits until the page's live-update status says "live".
+func waitLive(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").textContent === "live"`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("live updates never connected: %v", err)
+	}
+}
+
+// notifyPointer sends the NOTIFY a pointer move of env sends.
+func notifyPointer(t *testing.T, db *pgtest.DB, env string) {
+	t.Helper()
+	note, _ := json.Marshal(pointernote.Note{Host: "h0.example", ServiceID: "svc-0", EnvTag: env})
+	if _, err := db.Pool(t).Exec(context.Background(), pointernote.SendSQL, string(note)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitUpdated waits until the page shows a live update after a NOTIFY.
+func waitUpdated(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").className === "updated"`,
+		chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		t.Fatalf("the page did not update within 5 s of the NOTIFY: %v", err)
+	}
+}
+
+// TestBrowserFindsATargetByKeyboard: an operator types a host into the
+// header's search field on the timeline, presses Enter, reads the hits,
+// pages on and opens a target — keyboard only.
+func TestBrowserFindsATargetByKeyboard(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 250, releases: 2, changed: 3})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev"), chromedp.WaitVisible(chromedp.ID("find-q")),
+		chromedp.Focus(chromedp.ID("find-q")), chromedp.SendKeys(chromedp.ID("find-q"), "h1.example\r"),
+		chromedp.WaitVisible(chromedp.ID("hits")))
+	if n := eval[int](t, ctx, `document.querySelectorAll("#hits tbody tr").length`); n != searchListed {
+		t.Errorf("first page lists %d targets, want %d", n, searchListed)
+	}
+	if loc := eval[string](t, ctx, `location.search`); loc != "?q=h1.example&env=dev" {
+		t.Errorf("search from the timeline went to %q, want the timeline's environment", loc)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("search-next")), chromedp.WaitVisible(chromedp.ID("hits")))
+	first := eval[string](t, ctx, `document.querySelector("#hits tbody tr a").textContent`)
+	if first != "h1.example / svc-150" {
+		t.Errorf("second page starts at %q, want h1.example / svc-150", first)
+	}
+	// The search field keeps the query; Tab from it reaches the results.
+	if v := eval[string](t, ctx, `document.getElementById("q").value`); v != "h1.example" {
+		t.Errorf("search page's field holds %q", v)
+	}
+	run(t, ctx, chromedp.Click(chromedp.CSS(`#hits tbody tr a`)), chromedp.WaitVisible(chromedp.ID("history")))
+	if h := eval[string](t, ctx, `document.querySelector("h1").textContent`); !strings.Contains(h, "svc-150") {
+		t.Errorf("the hit opened %q", h)
+	}
+}
+
+// TestBrowserComparesWithTheCurrentRelease: during a rollback the operator
+// opens an older release, switches the diff to "the current release" and
+// filters it to one audience, then pages back.
+func TestBrowserComparesWithTheCurrentRelease(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 250, releases: 4, changed: 60, rollback: true})
+	now := releaseAt(4).Add(time.Hour)
+	ctx, base := browserConsole(t, db, Options{ShowValues: true, Now: func() time.Time { return now }}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/releases/1"), chromedp.WaitVisible(chromedp.ID("against-current")))
+	if h := eval[string](t, ctx, `document.getElementById("diff").textContent`); h != "Changes against nothing (first release)" {
+		t.Errorf("default diff heading %q", h)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("against-current")), chromedp.WaitVisible(chromedp.ID("changed-count")))
+	if h := eval[string](t, ctx, `document.getElementById("diff").textContent`); h != "What changes if this release becomes current: against current release 3" {
+		t.Errorf("diff heading against current %q", h)
+	}
+	if c := eval[string](t, ctx, `document.getElementById("changed-count").textContent`); !strings.HasPrefix(c, "120 target(s) changed") {
+		t.Errorf("rolling back to release 1 from 3: %q, want 120 changed", c)
+	}
+	run(t, ctx, chromedp.SetValue(chromedp.ID("f-audience"), "agent"), chromedp.Click(chromedp.ID("filter")),
+		chromedp.WaitVisible(chromedp.ID("clear-filter")))
+	if c := eval[string](t, ctx, `document.getElementById("changed-count").textContent`); !strings.HasPrefix(c, "40 target(s) changed for Agent") {
+		t.Errorf("filtered to Agent: %q", c)
+	}
+	if q := eval[string](t, ctx, `location.search`); q != "?against=current&audience=agent&host=" {
+		t.Errorf("filter form went to %q", q)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("clear-filter")), chromedp.WaitVisible(chromedp.ID("changed-next")),
+		chromedp.Click(chromedp.ID("changed-next")), chromedp.WaitVisible(chromedp.ID("changed-prev")))
+	if q := eval[string](t, ctx, `location.search`); q != "?against=current&from=50" {
+		t.Errorf("next page of the current-release diff is %q", q)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("changed-prev")), chromedp.WaitVisible(chromedp.ID("changed-next")))
+	if eval[bool](t, ctx, `document.getElementById("changed-prev") !== null`) {
+		t.Errorf("the first page links a previous one")
+	}
+}
