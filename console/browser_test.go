@@ -86,9 +86,12 @@ func waitLive(t *testing.T, ctx context.Context) {
 	}
 }
 
-// notifyPointer sends the NOTIFY a pointer move of env sends.
-func notifyPointer(t *testing.T, db *pgtest.DB, env string) {
+// notifyPointer sends the NOTIFY a pointer move of env sends, once the
+// page's status no longer shows an earlier update (waitUpdated waits for
+// the one this causes).
+func notifyPointer(t *testing.T, ctx context.Context, db *pgtest.DB, env string) {
 	t.Helper()
+	eval[bool](t, ctx, `document.getElementById("live").className = ""; true`)
 	note, _ := json.Marshal(pointernote.Note{Host: "h0.example", ServiceID: "svc-0", EnvTag: env})
 	if _, err := db.Pool(t).Exec(context.Background(), pointernote.SendSQL, string(note)); err != nil {
 		t.Fatal(err)
@@ -170,5 +173,49 @@ func TestBrowserComparesWithTheCurrentRelease(t *testing.T) {
 	run(t, ctx, chromedp.Click(chromedp.ID("changed-prev")), chromedp.WaitVisible(chromedp.ID("changed-next")))
 	if eval[bool](t, ctx, `document.getElementById("changed-prev") !== null`) {
 		t.Errorf("the first page links a previous one")
+	}
+}
+
+// TestBrowserLiveUpdateKeepsWhatTheOperatorTyped: a live update swaps the
+// page's <main>; what the operator was typing into a form there, and the
+// element that had the keyboard focus, stay. Before, every update during
+// an incident (several a second) emptied the time-travel form as it was
+// typed and sent a keyboard user's focus back to the top of the page.
+func TestBrowserLiveUpdateKeepsWhatTheOperatorTyped(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 60, releases: 3, changed: 5, rollback: true})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/at"), chromedp.WaitVisible(chromedp.ID("t")))
+	waitLive(t, ctx)
+	run(t, ctx, chromedp.SendKeys(chromedp.ID("host"), "h0.example"),
+		chromedp.Focus(chromedp.ID("t")), chromedp.SendKeys(chromedp.ID("t"), "2026-01-05T09:3"))
+	notifyPointer(t, ctx, db, "dev")
+	waitUpdated(t, ctx)
+	if v := eval[string](t, ctx, `document.getElementById("t").value + "|" + document.getElementById("host").value`); v != "2026-01-05T09:3|h0.example" {
+		t.Errorf("after a live update the form holds %q, want what was typed", v)
+	}
+	if f := eval[string](t, ctx, `document.activeElement.id + ":" + document.activeElement.selectionStart`); f != "t:15" {
+		t.Errorf("after a live update the focus is at %q, want the moment field with the caret at its end", f)
+	}
+	// Typing on goes on in the same field.
+	run(t, ctx, chromedp.KeyEvent("0"))
+	if v := eval[string](t, ctx, `document.getElementById("t").value`); v != "2026-01-05T09:30" {
+		t.Errorf("typing after the update gives %q", v)
+	}
+
+	// A keyboard user on a link deep in the release page stays there; an
+	// audience chosen but not yet applied stays chosen.
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/releases/2"), chromedp.WaitVisible(chromedp.ID("f-audience")))
+	waitLive(t, ctx)
+	target := `a[href="/env/dev/targets/h0.example/svc-3"]`
+	run(t, ctx, chromedp.SetValue(chromedp.ID("f-audience"), "gateway"), chromedp.Focus(chromedp.CSS(target)))
+	notifyPointer(t, ctx, db, "dev")
+	waitUpdated(t, ctx)
+	if f := eval[string](t, ctx, `document.activeElement.getAttribute("href") || document.activeElement.tagName`); f != "/env/dev/targets/h0.example/svc-3" {
+		t.Errorf("after a live update the focus is on %q, want the target link it was on", f)
+	}
+	if v := eval[string](t, ctx, `document.getElementById("f-audience").value`); v != "gateway" {
+		t.Errorf("after a live update the audience filter is %q, want the chosen gateway", v)
 	}
 }
