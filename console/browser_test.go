@@ -219,3 +219,23 @@ func TestBrowserLiveUpdateKeepsWhatTheOperatorTyped(t *testing.T) {
 		t.Errorf("after a live update the audience filter is %q, want the chosen gateway", v)
 	}
 }
+
+// TestBrowserLongTextsStayInANarrowWindow: an actor or reason of one long
+// word (an e-mail address, a ticket URL) wraps at phone width instead of
+// making the whole page scroll sideways: before, the timeline was 742 px
+// and the release page 835 px wide at 390.
+func TestBrowserLongTextsStayInANarrowWindow(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 20, releases: 2, changed: 3, rollback: false,
+		actor: "alex-on-call-" + strings.Repeat("x", 80) + "@example.com",
+		reason: "https://tickets.example.com/INC-4711/" + strings.Repeat("rollbackbecausethegatewayrejected", 8)})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+	run(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
+	for _, p := range []string{"/", "/env/dev", "/env/dev/releases/2", "/env/dev/releases/2?against=current",
+		"/env/dev/targets/h0.example/svc-0", "/targets?q=h0", "/env/dev/at"} {
+		run(t, ctx, chromedp.Navigate(base+p), chromedp.WaitVisible(chromedp.ID("main")))
+		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 391 {
+			t.Errorf("%s is %d px wide at 390", p, w)
+		}
+	}
+}

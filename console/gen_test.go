@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -24,6 +25,9 @@ type generated struct {
 	// policy sources as the release before (their recorded sources digests
 	// are equal).
 	renewal func(r int) bool
+	// actor and reason of every release ("alex@example.com" and none
+	// unless set).
+	actor, reason string
 }
 
 // releaseAt is when release r was recorded; it is activated one minute later.
@@ -92,9 +96,10 @@ func generate(t testing.TB, pool *pgxpool.Pool, g generated) {
 				actor, reviewers, reason, target_count, command_id, last_command_id, created_at, updated_at, sources_digest)
 			VALUES ($1, $2, $3, 1, 'RECORDED', 'NOT_REQUESTED', $4::bytea, 'sha256:' || encode(sha256($4::bytea), 'hex'),
 				'sha256:' || encode(sha256(($1::text || $2::bigint::text)::bytea), 'hex'), md5($1::text || $2::bigint::text) || 'deadbeef',
-				'refs/heads/main', 'alex@example.com', '{sam@example.com}', '', $5, md5('c' || $1::text || $2::bigint::text)::uuid,
+				'refs/heads/main', $8, '{sam@example.com}', $9, $5, md5('c' || $1::text || $2::bigint::text)::uuid,
 				md5('c' || $1::text || $2::bigint::text)::uuid, $6, $6,
-				'sha256:' || encode(sha256(($1::text || ' sources ' || $7::int::text)::bytea), 'hex'))`, g.env, r, r-1, []byte(def), g.targets, at, sources)
+				'sha256:' || encode(sha256(($1::text || ' sources ' || $7::int::text)::bytea), 'hex'))`, g.env, r, r-1, []byte(def), g.targets, at, sources,
+			cmp.Or(g.actor, "alex@example.com"), g.reason)
 		exec(`INSERT INTO configpub.config_release_journal (env_tag, release_version, sequence, command_id, command_hash,
 				event_kind, to_state, to_outcome, actor, recorded_at)
 			VALUES ($1, $2, 1, md5('c' || $1::text || $2::bigint::text)::uuid, 'sha256:00', 'record', 'RECORDED', 'NOT_REQUESTED', 'alex@example.com', $3)`,
