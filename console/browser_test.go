@@ -5,6 +5,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -41,6 +42,13 @@ func chromiumPath(t *testing.T) string {
 // console's base URL.
 func browserConsole(t *testing.T, db *pgtest.DB, opts Options, width int) (context.Context, string) {
 	t.Helper()
+	ctx, srv := browserConsoleServer(t, db, opts, width)
+	return ctx, srv.URL
+}
+
+// browserConsoleServer is browserConsole returning the console's server.
+func browserConsoleServer(t *testing.T, db *pgtest.DB, opts Options, width int) (context.Context, *httptest.Server) {
+	t.Helper()
 	c, err := New(context.Background(), viewerPool(t, db, opts.ShowValues), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +66,7 @@ func browserConsole(t *testing.T, db *pgtest.DB, opts Options, width int) (conte
 	ctx, cancel := chromedp.NewContext(actx)
 	ctx, cancelT := context.WithTimeout(ctx, 2*time.Minute)
 	t.Cleanup(func() { cancelT(); cancel(); cancelA() })
-	return ctx, srv.URL
+	return ctx, srv
 }
 
 func run(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {
@@ -227,7 +235,7 @@ func TestBrowserLiveUpdateKeepsWhatTheOperatorTyped(t *testing.T) {
 func TestBrowserLongTextsStayInANarrowWindow(t *testing.T) {
 	db := pgtest.New(t)
 	generate(t, db.Pool(t), generated{env: "dev", targets: 20, releases: 2, changed: 3, rollback: false,
-		actor: "alex-on-call-" + strings.Repeat("x", 80) + "@example.com",
+		actor:  "alex-on-call-" + strings.Repeat("x", 80) + "@example.com",
 		reason: "https://tickets.example.com/INC-4711/" + strings.Repeat("rollbackbecausethegatewayrejected", 8)})
 	ctx, base := browserConsole(t, db, Options{}, 1280)
 	run(t, ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)))
@@ -237,5 +245,34 @@ func TestBrowserLongTextsStayInANarrowWindow(t *testing.T) {
 		if w := eval[int](t, ctx, `document.documentElement.scrollWidth`); w > 391 {
 			t.Errorf("%s is %d px wide at 390", p, w)
 		}
+	}
+}
+
+// TestBrowserReconnectionReadsThePageAgain: a change made while the page's
+// event stream was cut (the console restarted, a proxy dropped the
+// connection) shows once the stream is back. Before, the page said "live"
+// again and kept showing the state from before the cut until the next
+// change.
+func TestBrowserReconnectionReadsThePageAgain(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 20, releases: 2, changed: 3})
+	var now atomic.Int64
+	now.Store(releaseAt(2).Add(time.Hour).UnixNano())
+	ctx, srv := browserConsoleServer(t, db, Options{Now: func() time.Time { return time.Unix(0, now.Load()) }}, 1280)
+	run(t, ctx, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.ID("main")))
+	waitLive(t, ctx)
+	states := `document.querySelector("main table").textContent.replace(/\s+/g, " ")`
+	if s := eval[string](t, ctx, states); !strings.Contains(s, "APPLIED20") {
+		t.Fatalf("overview before: %q, want 20 APPLIED", s)
+	}
+	// Cut the stream, and while it is down every lease ends (a change the
+	// page hears nothing about).
+	srv.CloseClientConnections()
+	now.Store(time.Date(2036, 2, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	notifyPointer(t, ctx, db, "dev")
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("main table").textContent.indexOf("LEASE_EXPIRED") >= 0`,
+		chromedp.WithPollingTimeout(6*time.Second))); err != nil {
+		t.Errorf("6 s after the stream was cut the overview still shows %q (live: %q), want LEASE_EXPIRED",
+			eval[string](t, ctx, states), eval[string](t, ctx, `document.getElementById("live").textContent`))
 	}
 }

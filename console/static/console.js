@@ -87,7 +87,15 @@
       if (f.sel && f.sel[0] !== null) { try { el.setSelectionRange(f.sel[0], f.sel[1]); } catch (e) { /* not a text field */ } }
     }
   }
-  src.addEventListener("open", function () { live.textContent = "live"; });
+  // A reconnection (the console restarted, a proxy cut the stream) may
+  // have missed changes: the page is read again then, not only on the
+  // next change.
+  var opened = false;
+  src.addEventListener("open", function () {
+    live.textContent = "live";
+    if (opened) { refresh(); }
+    opened = true;
+  });
   src.addEventListener("error", function () { live.textContent = "live updates reconnecting…"; });
   src.addEventListener("change", function (e) {
     var d = {};
