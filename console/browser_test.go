@@ -5,11 +5,11 @@ package console
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
