@@ -276,3 +276,37 @@ func TestBrowserReconnectionReadsThePageAgain(t *testing.T) {
 			eval[string](t, ctx, states), eval[string](t, ctx, `document.getElementById("live").textContent`))
 	}
 }
+
+// TestBrowserTravelsToATimeCopiedFromThePage: a time as the console shows
+// it ("2026-01-05 10:01:00Z", from the journal) is a moment the time-travel
+// form accepts. Before, it answered 400: only RFC 3339 with a T was.
+func TestBrowserTravelsToATimeCopiedFromThePage(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 20, releases: 3, changed: 3, rollback: true})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev"), chromedp.WaitVisible(chromedp.ID("release-2")))
+	// The journal's time of release 2's promotion, as the page shows it.
+	shown := eval[string](t, ctx, `Array.prototype.filter.call(document.querySelectorAll("tr"), function (r) {
+		return /promote/.test(r.textContent) && /Release 2/.test(r.textContent); })[0].querySelector("time").textContent`)
+	if !strings.HasSuffix(shown, "Z") || !strings.Contains(shown, " ") {
+		t.Fatalf("the journal shows the time as %q", shown)
+	}
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/at"), chromedp.WaitVisible(chromedp.ID("t")),
+		chromedp.SendKeys(chromedp.ID("t"), shown), chromedp.Click(chromedp.ID("go")))
+	// The form navigates: wait for the answer's page, across the navigation.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`location.search.indexOf("t=") >= 0 && document.readyState === "complete"`))
+		if err == nil && ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the time-travel form did not answer: %v", err)
+		}
+	}
+	if h := eval[string](t, ctx, `(document.getElementById("answer") || document.querySelector("main")).textContent`); !strings.Contains(h, "dev at "+shown) {
+		t.Errorf("time travel to %q: %q", shown, strings.Join(strings.Fields(h), " "))
+	}
+	if s := eval[string](t, ctx, `document.querySelector("main").textContent`); !strings.Contains(s, "Release 2") {
+		t.Errorf("time travel to release 2's promotion does not show release 2")
+	}
+}

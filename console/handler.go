@@ -201,15 +201,21 @@ func (c *Console) at(_ http.ResponseWriter, r *http.Request) (string, any, error
 	return "at", p, err
 }
 
-// parseTime accepts RFC 3339 (with or without fractional seconds) and the
-// browser's datetime-local form (taken as UTC).
+// parseTime accepts RFC 3339 (with or without fractional seconds), the
+// browser's datetime-local form (taken as UTC), and either with a space for
+// the T — as the console's pages show times ("2026-01-05 11:30:00Z"), so a
+// time copied from a page is a moment to travel to.
 func parseTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if len(s) > len("2006-01-02") && s[len("2006-01-02")] == ' ' {
+		s = s[:len("2006-01-02")] + "T" + s[len("2006-01-02")+1:]
+	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
 		if t, err := time.Parse(layout, s); err == nil {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, badRequest("time %q is not RFC 3339 (2006-01-02T15:04:05Z) or 2006-01-02T15:04:05 (UTC)", s)
+	return time.Time{}, badRequest("time %q is not RFC 3339 (2006-01-02T15:04:05Z, or with a space for the T as the pages show times) or 2006-01-02T15:04:05 (UTC)", s)
 }
 
 func optInt(r *http.Request, name string) (int64, error) {
