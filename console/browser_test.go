@@ -5,6 +5,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -89,7 +90,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 func waitLive(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").textContent === "live"`,
-		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("live updates never connected: %v", err)
 	}
 }
@@ -110,7 +111,7 @@ func notifyPointer(t *testing.T, ctx context.Context, db *pgtest.DB, env string)
 func waitUpdated(t *testing.T, ctx context.Context) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("live").className === "updated"`,
-		chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(5*time.Second))); err != nil {
 		t.Fatalf("the page did not update within 5 s of the NOTIFY: %v", err)
 	}
 }
@@ -271,7 +272,7 @@ func TestBrowserReconnectionReadsThePageAgain(t *testing.T) {
 	now.Store(time.Date(2036, 2, 1, 0, 0, 0, 0, time.UTC).UnixNano())
 	notifyPointer(t, ctx, db, "dev")
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("main table").textContent.indexOf("LEASE_EXPIRED") >= 0`,
-		chromedp.WithPollingTimeout(6*time.Second))); err != nil {
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(6*time.Second))); err != nil {
 		t.Errorf("6 s after the stream was cut the overview still shows %q (live: %q), want LEASE_EXPIRED",
 			eval[string](t, ctx, states), eval[string](t, ctx, `document.getElementById("live").textContent`))
 	}
@@ -309,4 +310,45 @@ func TestBrowserTravelsToATimeCopiedFromThePage(t *testing.T) {
 	if s := eval[string](t, ctx, `document.querySelector("main").textContent`); !strings.Contains(s, "Release 2") {
 		t.Errorf("time travel to release 2's promotion does not show release 2")
 	}
+}
+
+// TestBrowserManyTabsOfTheConsole: an operator opens targets in new tabs
+// during an incident. Every tab loads and follows live updates, and when
+// the tab holding the shared event stream goes away another takes over.
+// Before, each tab held an event stream of its own: Chromium opens at
+// most six HTTP/1.1 connections to a host, and the seventh tab of the
+// console never loaded.
+func TestBrowserManyTabsOfTheConsole(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 20, releases: 2, changed: 3})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev"), chromedp.WaitVisible(chromedp.ID("main")))
+	waitLive(t, ctx)
+	var tabs []context.Context
+	for i := 0; i < 8; i++ {
+		tab, cancel := chromedp.NewContext(ctx)
+		t.Cleanup(cancel)
+		run(t, tab) // opens the tab (its life is tab's, not the timeout's below)
+		tctx, tcancel := context.WithTimeout(tab, 10*time.Second)
+		err := chromedp.Do(tctx, chromedp.Navigate(fmt.Sprintf("%s/env/dev/targets/h0.example/svc-%d", base, i)))
+		tcancel()
+		if err != nil {
+			t.Fatalf("tab %d of the console did not load: %v", i+2, err)
+		}
+		tabs = append(tabs, tab)
+	}
+	for i, tab := range tabs {
+		if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.getElementById("live").textContent === "live"`,
+			chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(5*time.Second))); err != nil {
+			t.Errorf("tab %d does not say live: %v", i+2, err)
+		}
+	}
+	last := tabs[len(tabs)-1]
+	notifyPointer(t, last, db, "dev")
+	waitUpdated(t, last)
+	// The first tab (holding the stream) leaves the console.
+	run(t, ctx, chromedp.Navigate("about:blank"))
+	time.Sleep(1500 * time.Millisecond)
+	notifyPointer(t, last, db, "dev")
+	waitUpdated(t, last)
 }

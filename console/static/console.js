@@ -1,12 +1,18 @@
 // Live updates: follow /events and, on a change of this page's environment,
 // fetch the page again and swap its <main> (no reload; the URL, scroll
 // position, the focus and what was typed into a form there stay).
+//
+// The console's tabs share one event stream: a browser opens at most six
+// HTTP/1.1 connections to one host, and with a stream per tab the seventh
+// tab of the console never loaded. One tab (the holder of a Web Lock) reads
+// /events and passes each event on to the others over a BroadcastChannel;
+// when it goes away another takes over. Without those APIs (a page not in
+// a secure context) each tab reads its own stream.
 (function () {
   "use strict";
   var live = document.getElementById("live");
   if (!window.EventSource || !live) { return; }
   var env = document.body.getAttribute("data-env") || "";
-  var src = new EventSource("/events" + (env ? "?env=" + encodeURIComponent(env) : ""));
   var busy = false, again = false;
   function refresh() {
     if (busy) { again = true; return; }
@@ -87,19 +93,48 @@
       if (f.sel && f.sel[0] !== null) { try { el.setSelectionRange(f.sel[0], f.sel[1]); } catch (e) { /* not a text field */ } }
     }
   }
-  // A reconnection (the console restarted, a proxy cut the stream) may
-  // have missed changes: the page is read again then, not only on the
-  // next change.
+  // A reconnection (the console restarted, a proxy cut the stream, another
+  // tab took the stream over) may have missed changes: the page is read
+  // again then, not only on the next change.
   var opened = false;
-  src.addEventListener("open", function () {
+  function onOpen() {
     live.textContent = "live";
     if (opened) { refresh(); }
     opened = true;
-  });
-  src.addEventListener("error", function () { live.textContent = "live updates reconnecting…"; });
-  src.addEventListener("change", function (e) {
-    var d = {};
-    try { d = JSON.parse(e.data); } catch (err) { d = {}; }
-    if (!env || !d.envTag || d.envTag === env) { refresh(); }
+  }
+  function onError() { live.textContent = "live updates reconnecting…"; }
+  function onChange(envTag) { if (!env || !envTag || envTag === env) { refresh(); } }
+  function follow(url, pass) {
+    var src = new EventSource(url);
+    src.addEventListener("open", function () { pass("open"); onOpen(); });
+    src.addEventListener("error", function () { pass("error"); onError(); });
+    src.addEventListener("change", function (e) {
+      var d = {};
+      try { d = JSON.parse(e.data); } catch (err) { d = {}; }
+      pass("change", d.envTag || "");
+      onChange(d.envTag || "");
+    });
+  }
+  if (!window.BroadcastChannel || !navigator.locks) {
+    follow("/events" + (env ? "?env=" + encodeURIComponent(env) : ""), function () {});
+    return;
+  }
+  var ch = new BroadcastChannel("configpub-console-events"), leading = false, state = "";
+  ch.onmessage = function (m) {
+    var d = m.data || {};
+    if (d.kind === "open") { onOpen(); }
+    if (d.kind === "error") { onError(); }
+    if (d.kind === "change") { onChange(d.envTag); }
+    if (d.kind === "status" && !opened) { if (d.state === "open") { onOpen(); } else { onError(); } }
+    if (d.kind === "hello" && leading && state) { ch.postMessage({ kind: "status", state: state }); }
+  };
+  ch.postMessage({ kind: "hello" }); // the tab holding the stream says how it is
+  navigator.locks.request("configpub-console-events", function () {
+    leading = true;
+    follow("/events", function (kind, envTag) {
+      if (kind !== "change") { state = kind; }
+      ch.postMessage({ kind: kind, envTag: envTag });
+    });
+    return new Promise(function () {}); // held until this page goes away
   });
 }());
