@@ -352,3 +352,32 @@ func TestBrowserManyTabsOfTheConsole(t *testing.T) {
 	notifyPointer(t, last, db, "dev")
 	waitUpdated(t, last)
 }
+
+// TestBrowserPagesBackToNewerReleases: deep in the timeline (or in a time
+// travel's targets) the operator pages back up by links. Before, the
+// timeline and time travel paged only towards older releases and later
+// targets: the way back was the browser's history.
+func TestBrowserPagesBackToNewerReleases(t *testing.T) {
+	db := pgtest.New(t)
+	generate(t, db.Pool(t), generated{env: "dev", targets: 250, releases: 25, changed: 1})
+	ctx, base := browserConsole(t, db, Options{}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev?before=6"), chromedp.WaitVisible(chromedp.ID("release-5")),
+		chromedp.Click(chromedp.ID("newer")), chromedp.WaitVisible(chromedp.ID("release-15")))
+	if q := eval[string](t, ctx, `location.search`); q != "?before=16" {
+		t.Errorf("newer than releases 5..1 is %q, want ?before=16 (releases 15..6)", q)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("newer")), chromedp.WaitVisible(chromedp.ID("release-25")))
+	if eval[bool](t, ctx, `document.getElementById("newer") !== null`) {
+		t.Errorf("the first page links newer releases")
+	}
+	at := releaseAt(25).Add(time.Hour).Format(time.RFC3339)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/at?t="+at+"&from=400"), chromedp.WaitVisible(chromedp.ID("at-prev")),
+		chromedp.Click(chromedp.ID("at-prev")), chromedp.WaitVisible(chromedp.ID("at-prev")))
+	if q := eval[string](t, ctx, `location.search`); !strings.HasSuffix(q, "&from=200") {
+		t.Errorf("the time travel's previous page is %q, want from=200", q)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("at-prev")), chromedp.WaitVisible(chromedp.ID("at-next")))
+	if eval[bool](t, ctx, `document.getElementById("at-prev") !== null`) {
+		t.Errorf("the time travel's first page links a previous one")
+	}
+}

@@ -477,6 +477,10 @@ func (r *reader) EnvironmentAt(ctx context.Context, env string, at time.Time, fr
 		out.ByRelease = append(out.ByRelease, ReleaseCount{Release: v, Count: ns[i]})
 		out.Targets += ns[i]
 	}
+	if from > 0 {
+		prev := max(0, from-r.atListed())
+		out.Prev = &prev
+	}
 	out.More = max(0, out.Targets-from-len(out.Rows))
 	if out.More > 0 && len(out.Rows) > 0 {
 		out.Next = from + len(out.Rows)

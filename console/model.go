@@ -72,6 +72,9 @@ type Timeline struct {
 	// (each page lists the newest journalListed).
 	EventsMore int   `json:"eventsMore,omitempty"`
 	Older      int64 `json:"older,omitempty"` // "before" cursor of the next page; 0 = none
+	// Newer is the "before" cursor of the page of newer releases (0: the
+	// first page); absent on the first page.
+	Newer *int64 `json:"newer,omitempty"`
 	// Revocations are the environment's newest revocationsListed
 	// revocations, newest first, on the first page only;
 	// RevocationsMore says there are older ones.
@@ -333,6 +336,7 @@ type EnvironmentAt struct {
 	From          int            `json:"from,omitempty"`
 	More          int            `json:"more"`           // targets after this page
 	Next          int            `json:"next,omitempty"` // offset of the next page; 0 = none
+	Prev          *int           `json:"prev,omitempty"` // offset of the previous page; absent on the first
 }
 
 // ReleaseCount counts targets served a snapshot of one release.

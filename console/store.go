@@ -332,6 +332,24 @@ func (r *reader) Timeline(ctx context.Context, env string, before int64) (*Timel
 		t.Older = rels[len(rels)-1].Version
 	}
 	t.Releases = rels
+	if before != 0 {
+		// The page above: the timelinePage releases after this page's
+		// newest (the first page when none is newer than those).
+		var newest int64
+		if err := r.q.QueryRow(ctx, `SELECT coalesce(max(release_version), 0) FROM configpub.config_release WHERE env_tag = $1`, env).
+			Scan(&newest); err != nil {
+			return nil, fmt.Errorf("timeline %s: %w", env, err)
+		}
+		top := before - 1
+		if len(rels) > 0 {
+			top = rels[0].Version
+		}
+		newer := top + timelinePage + 1
+		if newer > newest {
+			newer = 0
+		}
+		t.Newer = &newer
+	}
 	if len(rels) == 0 {
 		return t, nil
 	}

@@ -108,6 +108,9 @@ func TestEnvironmentAtFromActivationEqualsTheScan(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if (from == 0) != (p.Prev == nil) || (p.Prev != nil && *p.Prev != max(0, from-7)) {
+					t.Fatalf("dev at %s from %d: previous page at %v, want %d", at.Format(time.RFC3339), from, p.Prev, max(0, from-7))
+				}
 				paged = append(paged, p.Rows...)
 				if p.More != p.Targets-len(paged) || pages > 10 {
 					t.Fatalf("dev at %s from %d: more %d after %d of %d listed", at.Format(time.RFC3339), from, p.More, len(paged), p.Targets)
