@@ -128,14 +128,22 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 	}
 	// The audience and host filters, as parameters $4 and on.
 	args := []any{d.EnvTag, d.Version, d.AgainstRelease}
-	filter := ""
+	filter, retiredFilter := "", "" // retiredFilter: on the snapshot s of a retired identity
 	if d.FilterAudience != "" {
 		args = append(args, d.FilterAudience)
 		filter += fmt.Sprintf(" AND s.audience = $%d", len(args))
+		retiredFilter += fmt.Sprintf(" AND s.audience = $%d", len(args))
 	}
 	if d.FilterHost != "" {
 		args = append(args, d.FilterHost)
-		filter += fmt.Sprintf(" AND s.host = $%d", len(args))
+		// Against the current release the mapping's key (t) leads: its
+		// host is a range of the primary key.
+		col := "s.host"
+		if d.Against == AgainstCurrent {
+			col = "t.host"
+		}
+		filter += fmt.Sprintf(" AND %s = $%d", col, len(args))
+		retiredFilter += fmt.Sprintf(" AND s.host = $%d", len(args))
 	}
 	changedFrom += filter
 	// The counts against the base were computed once, when the release's
@@ -203,7 +211,7 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 		// identity had.
 		rows, err = r.q.Query(ctx, `SELECT s.host, s.service_id FROM configpub.config_release_target b
 			JOIN configpub.config_snapshot s ON s.snapshot_id = b.snapshot_id
-			WHERE b.env_tag = $1 AND b.release_version = $3`+filter+` AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
+			WHERE b.env_tag = $1 AND b.release_version = $3`+retiredFilter+` AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
 				WHERE t.env_tag = $1 AND t.release_version = $2 AND t.host = b.host AND t.service_id = b.service_id)
 			ORDER BY 1, 2`+fmt.Sprintf(" LIMIT $%d", len(args)+1), append(args, changedListed)...)
 	}
