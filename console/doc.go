@@ -6,9 +6,10 @@
 // PostgreSQL NOTIFY, and Prometheus metrics about publications.
 //
 // Pages: the environments overview, the publication timeline of an
-// environment, a release with its values diff against its base, a target
-// with its pointer history, evidence and lease, and time travel over the
-// pointer-move journal. Access: requests from loopback are served; any
+// environment, a release with its values diff against its base or the
+// current release (filtered by audience and host), a target with its
+// pointer history, evidence and lease, a target search by identity or
+// service ID prefix, and time travel over the pointer-move journal. Access: requests from loopback are served; any
 // other request needs a bearer JWT (verified like the Config Server's, in
 // operator mode) or a user header set by a configured trusted reverse proxy.
 package console
