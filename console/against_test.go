@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -65,6 +66,37 @@ func TestReleaseDiffAgainstTheCurrentRelease(t *testing.T) {
 	// The current release against itself changes nothing.
 	if d := api("/api/environments/dev/releases/3?against=current"); d.ChangedTotal != 0 || len(d.Retired) != 0 || len(d.Inputs) != 0 {
 		t.Errorf("release 3 against current: %d changed, %d retired, %d inputs; want none", d.ChangedTotal, len(d.Retired), len(d.Inputs))
+	}
+
+	// Release 5, recorded on 3 and never activated, keeps only the even
+	// services: activating it would retire the 15 odd ones, 5 of them
+	// Agents (i % 3 == 0).
+	ctx := context.Background()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Pool(t).Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%v\n%s", err, sql)
+		}
+	}
+	at := releaseAt(5)
+	exec(`INSERT INTO configpub.config_release (env_tag, release_version, base_release_version, row_revision,
+			lifecycle_state, execution_outcome, definition, definition_hash, release_digest, actor, target_count,
+			command_id, last_command_id, created_at, updated_at)
+		VALUES ('dev', 5, 3, 1, 'RECORDED', 'NOT_REQUESTED', 'x'::bytea, 'sha256:' || encode(sha256('x'::bytea), 'hex'),
+			'sha256:' || repeat('5', 64), 'alex@example.com', 15, md5('c5')::uuid, md5('c5')::uuid, $1, $1)`, at)
+	exec(`INSERT INTO configpub.config_release_journal (env_tag, release_version, sequence, command_id, command_hash,
+			event_kind, to_state, to_outcome, actor, recorded_at)
+		VALUES ('dev', 5, 1, md5('c5')::uuid, 'sha256:00', 'record', 'RECORDED', 'NOT_REQUESTED', 'alex@example.com', $1)`, at)
+	exec(`INSERT INTO configpub.config_release_target (env_tag, release_version, host, service_id, snapshot_id,
+			changed, refresh_after_ms, expires_after_ms)
+		SELECT env_tag, 5, host, service_id, snapshot_id, false, refresh_after_ms, expires_after_ms
+		FROM configpub.config_release_target WHERE env_tag = 'dev' AND release_version = 3 AND substr(service_id, 5)::int % 2 = 0`)
+	for query, want := range map[string]int{"?against=current": 15, "?against=current&audience=agent": 5,
+		"?against=current&audience=agent&host=h0.example": 5, "?against=current&host=h1.example": 0} {
+		d := api("/api/environments/dev/releases/5" + query)
+		if len(d.Retired) != want || d.ChangedTotal != 0 {
+			t.Errorf("release 5%s: %d retired, %d changed; want %d, none", query, len(d.Retired), d.ChangedTotal, want)
+		}
 	}
 
 	page := localGet(h, "/env/dev/releases/1?against=current").Body.String()
