@@ -2,6 +2,7 @@ package promoter
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"fmt"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/signing"
 	"github.com/configpub/configpub/internal/textlist"
 	"github.com/configpub/configpub/registry"
 )
@@ -112,6 +114,7 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 	attached, skipped, failed := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
 	var failErr error
 	keeper, _ := reg.(KeepingAttacher)
+	key := s.signerKey()
 	var pruneMu sync.Mutex
 	var pruned, pruneFailures int
 	var pruneErr string
@@ -164,7 +167,7 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 					}
 					return nil
 				}
-				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey)}
+				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey, key)}
 				at, err := keeper.AttachDeliveryManifestKeeping(ctx, c.ref, c.m, keep)
 				if err != nil {
 					errs[i] = err
@@ -209,10 +212,19 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 
 // issued returns a registry.KeepOptions.Issued that vouches for a
 // delivery-manifest referrer of the pointer k of envTag when it carries a
-// manifest the store issued for that pointer (delivery_manifest: the same
-// bytes, signature and key id): a prune keeps only such referrers, and
-// removes those anyone with push access to the repository attached.
-func (s *Store) issued(envTag string, k attachKey) func(context.Context, registry.SignedDeliveryManifest) (bool, error) {
+// manifest the store issued for that pointer: a prune keeps only such
+// referrers, and removes those anyone with push access to the repository
+// attached. A manifest the store holds (delivery_manifest: the same bytes,
+// signature and key id) is issued. So is, when the store signs (key: its
+// Signer's public key, as for lease renew --attach), a lease
+// renewal db gc has deleted since it was attached (CollectRenewals deletes
+// superseded renewals after --renewal-min-age, which may be shorter than
+// the time between two attaches): its bytes name the pointer and its
+// signature verifies with that key. Counted as not issued, it was removed
+// at the next attach, although it was the newest but one the store issued,
+// which the prune keeps. A store without the key (registry attach) cannot
+// tell such a renewal from a forgery naming the key id, and removes it.
+func (s *Store) issued(envTag string, k attachKey, key *signing.TrustedKey) func(context.Context, registry.SignedDeliveryManifest) (bool, error) {
 	return func(ctx context.Context, m registry.SignedDeliveryManifest) (bool, error) {
 		dm, err := bundle.ParseDeliveryManifest(m.Manifest)
 		if err != nil {
@@ -230,8 +242,29 @@ func (s *Store) issued(envTag string, k attachKey) func(context.Context, registr
 		if err != nil {
 			return false, dbErr("read delivery manifests", err)
 		}
-		return ok, nil
+		if ok || key == nil || m.KeyID != key.ID || dm.Host != k.host || dm.ServiceID != k.service || dm.EnvTag != envTag {
+			return ok, nil
+		}
+		_, err = signing.VerifyBlob([]signing.TrustedKey{*key}, m.Manifest, m.Signature, m.KeyID)
+		return err == nil, nil
 	}
+}
+
+// signerKey returns the public key of the store's Signer as a trusted key,
+// or nil for a store without one.
+func (s *Store) signerKey() *signing.TrustedKey {
+	if s.opts.Signer == nil {
+		return nil
+	}
+	pub, ok := s.opts.Signer.Public().(*ecdsa.PublicKey)
+	if !ok {
+		return nil
+	}
+	tk, err := signing.NewTrustedKey(pub)
+	if err != nil {
+		return nil
+	}
+	return &tk
 }
 
 // attachKey is a current pointer's key within its environment.
