@@ -43,7 +43,8 @@
 // both, and the view live_replica: the replicas whose applied snapshot's
 // signed lease, applied_snapshot.lease_expires_at, has not ended) for the
 // service's API and job roles. Neither can create objects in these schemas
-// or reach any other schema. A lease renewal of the applied snapshot moves
-// its lease_expires_at forward without rewriting a replica, so readers of
+// or reach any other schema. A lease renewal of the applied snapshot (a
+// later issuedAt) records its lease_expires_at, a shortened one included,
+// without rewriting a replica, so readers of
 // live_replica fail closed when the runtime client does.
 package replica

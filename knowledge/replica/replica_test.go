@@ -399,3 +399,50 @@ func TestAnOlderManifestOfTheAppliedSnapshot(t *testing.T) {
 		t.Fatal("the refusal changed the tables")
 	}
 }
+
+// TestAShorterRenewedLeaseIsRecorded: the operator shortens the lease (168h
+// to 24h, say); the next renewal of the applied snapshot is issued later
+// but ends earlier than the lease before it. The runtime client takes the
+// renewal's lease and fails closed when it ends; the pointer kept the
+// longer one (it moved only forward), so live_replica served the replicas
+// for days after the runtime client had stopped. A renewal issued later now
+// records its lease whatever it is; a replayed older one still moves
+// nothing.
+func TestAShorterRenewedLeaseIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	db, pool := newDB(t)
+	g := gen{n: 5}
+	s := replica.New(pool, replica.Options{})
+	now := time.Now().UTC().Truncate(time.Second)
+	first := now.Add(-3 * 24 * time.Hour)
+	if _, err := s.Apply(ctx, renewedAt(t, g, 1, 10, first, first.Add(168*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	renewed := now.Add(-2 * 24 * time.Hour)
+	res, err := s.Apply(ctx, renewedAt(t, g, 1, 10, renewed, renewed.Add(24*time.Hour)))
+	if err != nil || res.Outcome != replica.OutcomeUnchanged || !res.LeaseRenewed {
+		t.Fatalf("a renewal with a shorter lease: %+v %v, want UNCHANGED with the lease renewed", res, err)
+	}
+	p, err := s.Applied(ctx, identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := renewed.Add(24 * time.Hour); !p.LeaseExpiresAt.Equal(want) || !p.ManifestIssuedAt.Equal(renewed) {
+		t.Fatalf("pointer lease %s issued %s, want the renewal's %s and %s", p.LeaseExpiresAt, p.ManifestIssuedAt, want, renewed)
+	}
+	var n int
+	if err := db.Pool(t).QueryRow(ctx, `SELECT count(*) FROM configpub_knowledge.live_replica
+		WHERE host = $1 AND service_id = $2 AND env_tag = $3`, identity.Host, identity.ServiceID, identity.EnvTag).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("live_replica holds %d replicas a day after the renewed lease ended (the runtime client stopped then), want none", n)
+	}
+	// The first manifest replayed (earlier issuedAt, longer lease) moves nothing back.
+	if res, err := s.Apply(ctx, renewedAt(t, g, 1, 10, first, first.Add(168*time.Hour))); err != nil || res.LeaseRenewed {
+		t.Fatalf("a replayed earlier lease: %+v %v, want nothing moved", res, err)
+	}
+	if p2, err := s.Applied(ctx, identity); err != nil || !p2.LeaseExpiresAt.Equal(p.LeaseExpiresAt) {
+		t.Fatalf("after a replayed earlier lease: %+v %v, want the lease kept at %s", p2, err, p.LeaseExpiresAt)
+	}
+}

@@ -74,10 +74,11 @@ type Result struct {
 	Kept       int      // replicas unchanged (their rows are not written)
 	Deleted    int      // replicas deleted by a tombstone
 	// LeaseRenewed: UNCHANGED, and a later lease of the applied snapshot
-	// (a renewal: same sequence, later issuedAt) moved the pointer's
-	// lease_expires_at forward.
+	// (a renewal: same sequence, later issuedAt) replaced the pointer's
+	// lease_expires_at with its own (earlier than before when the lease
+	// was shortened).
 	LeaseRenewed bool
-	Pruned       int // replicas deleted under PruneUnlisted
+	Pruned       int // replicas neither listed nor tombstoned, deleted (see KeepUnlisted)
 }
 
 // Pointer is an identity's applied snapshot.
@@ -134,8 +135,10 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 		if same {
 			res.Outcome = OutcomeUnchanged
 			res.Kept = prev.ItemCount
-			if st.ManifestIssuedAt.After(prev.ManifestIssuedAt) && st.LeaseExpiresAt.After(prev.LeaseExpiresAt) {
-				// A lease renewal: only the pointer's lease moves.
+			if st.ManifestIssuedAt.After(prev.ManifestIssuedAt) && !st.LeaseExpiresAt.IsZero() {
+				// A lease renewal: only the pointer's lease moves — to the
+				// renewal's end, earlier than the one before when the lease
+				// was shortened, as the runtime client's does.
 				if _, err := tx.Exec(ctx, `UPDATE configpub_knowledge.applied_snapshot
 					SET manifest_issued_at = $4, lease_expires_at = $5
 					WHERE host = $1 AND service_id = $2 AND env_tag = $3`,
