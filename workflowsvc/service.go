@@ -86,6 +86,12 @@ var (
 	ErrNotFound = errors.New("invocation not found")
 	// ErrConflict: the invocation id was admitted with other parameters.
 	ErrConflict = errors.New("invocation id reused with other parameters")
+	// ErrViewNotRecorded: under RevokedDeny, the view an invocation is
+	// pinned to is not recorded (the configpub database was restored from
+	// a backup taken before its release was activated), so its
+	// publication's revocation cannot be checked: the call is refused until
+	// the release is recorded again.
+	ErrViewNotRecorded = errors.New("pinned workflow view not recorded")
 )
 
 // Options configure a Service.
@@ -269,7 +275,8 @@ type Dispatch struct {
 // definition) of an admitted invocation. The service id must be in the
 // invocation's pinned copy (ErrNotPinned otherwise); nothing is read from
 // the current release. Under RevokedDeny a revoked pinned publication
-// refuses the call (ErrRevoked).
+// refuses the call (ErrRevoked), and so does a pinned view that is not
+// recorded, whose revocation cannot be checked (ErrViewNotRecorded).
 func (s *Service) Dispatch(ctx context.Context, invocationID, call string) (*Dispatch, error) {
 	d, err := s.dispatch(ctx, invocationID, call)
 	if err != nil {
@@ -291,9 +298,18 @@ func (s *Service) dispatch(ctx context.Context, invocationID, call string) (*Dis
 		return nil, fmt.Errorf("%s (pinned: %s): %w", svc, strings.Join(inv.EndpointTargets, ", "), ErrNotPinned)
 	}
 	if s.opts.OnRevoked == RevokedDeny {
+		// Revocation is per publication: the recorded view of the pinned
+		// (release, wfDefId, version) answers for the pinned publication
+		// even when a restore lost the pinned digest and the release was
+		// promoted again from another commit (same view id, publication).
 		var revoked bool
 		err := s.pool.QueryRow(ctx, `SELECT publication_revoked FROM configpub_workflow.workflow_view_history
-			WHERE view_id = $1::text::uuid AND view_digest = $2`, inv.ViewID, inv.ViewDigest).Scan(&revoked)
+			WHERE view_id = $1::text::uuid AND publication_id = $2::text::uuid`, inv.ViewID, inv.PublicationID).Scan(&revoked)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("view %s of release %d (publication %s) is not recorded, so its revocation cannot be checked (policy %s); "+
+				"was the configpub database restored from a backup taken before release %d was activated? promote that release again to record it: %w",
+				inv.ViewID, inv.ReleaseVersion, inv.PublicationID, s.opts.OnRevoked, inv.ReleaseVersion, ErrViewNotRecorded)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read pinned view %s: %w", inv.ViewID, err)
 		}
