@@ -40,7 +40,10 @@ type Revocation struct {
 // small result.
 const RevokedListed = 100
 
-// Revoke records a revocation (append-only). A revoked snapshot is never
+// Revoke records a revocation (append-only). A publication is one that
+// snapshots carry or, for a release that created no snapshot, the one its
+// Workflow views are recorded under (revoking it revokes those views). A
+// revoked snapshot is never
 // activated again: RecordAndActivate, Activate and Rollback refuse a
 // release containing it with ErrRevoked, and RenewLeases stops renewing it.
 //
@@ -93,14 +96,17 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 			}
 			return err
 		}
+		// A publication is known by its snapshots or, for a release that
+		// created none, by the Workflow views recorded under it.
 		var known bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot
-			WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid)`,
+			WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid)
+			OR EXISTS (SELECT 1 FROM configpub.workflow_release_view WHERE publication_id = nullif($2, '')::uuid)`,
 			in.SnapshotID, in.PublicationID).Scan(&known); err != nil {
 			return dbErr("find snapshot", err)
 		}
 		if !known {
-			return fmt.Errorf("no such snapshot or publication: %w", ErrNotFound)
+			return fmt.Errorf("no such snapshot, publication or Workflow view publication: %w", ErrNotFound)
 		}
 		res = Revocation{SnapshotID: in.SnapshotID, PublicationID: in.PublicationID}
 		if err := tx.QueryRow(ctx, `INSERT INTO configpub.revocation (snapshot_id, publication_id, reason, actor, revoked_at, command_id)
