@@ -219,7 +219,11 @@ const revocationsListed = 20
 // revocations reads env's newest revocationsListed revocations and
 // whether there are more.
 func (r *reader) revocations(ctx context.Context, env string) ([]Revocation, bool, error) {
-	rows, err := r.q.Query(ctx, dbschema.RevocationsSQL, env, revocationsListed+1)
+	q := dbschema.SnapshotRevocationsSQL
+	if r.f.workflow {
+		q = dbschema.ViewerRevocationsSQL
+	}
+	rows, err := r.q.Query(ctx, q, env, revocationsListed+1)
 	if err != nil {
 		return nil, false, fmt.Errorf("revocations of %s: %w", env, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/workflowsvc"
 )
@@ -50,6 +51,29 @@ func TestRevokingAReleaseThatCreatedOnlyWorkflowViews(t *testing.T) {
 	}
 	if _, err := svc.Dispatch(ctx, b.InvocationID, newNotify+"/send"); !errors.Is(err, workflowsvc.ErrRevoked) {
 		t.Fatalf("dispatch under deny after the revocation: %v, want ErrRevoked", err)
+	}
+	// history --revocations (the promoter) and the console (the viewer)
+	// list it under release 2: they found a publication's environment
+	// only through its snapshots, and left it out.
+	recs, err := e.store.Revocations(ctx, "dev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].PublicationID != pub2 || recs[0].ReleaseVersion != 2 || recs[0].Snapshots != 0 || recs[0].Current != 0 {
+		t.Fatalf("revocations of dev: %+v, want release 2's publication %s covering no snapshot", recs, pub2)
+	}
+	for role, q := range map[string]string{"configpub_promoter": dbschema.RevocationsSQL, "configpub_viewer": dbschema.ViewerRevocationsSQL} {
+		var n int
+		var pub string
+		var release int64
+		if err := e.db.PoolURL(t, e.db.URLFor(t, role)).QueryRow(ctx, "SELECT count(*) OVER (), r.pub, r.rel FROM ("+
+			"SELECT * FROM ("+q+") AS x(id, snap, pub, reason, actor, at, cmd, host, svc, rel, snaps, cur)) r",
+			"dev", nil).Scan(&n, &pub, &release); err != nil {
+			t.Fatalf("revocations as %s: %v", role, err)
+		}
+		if n != 1 || pub != pub2 || release != 2 {
+			t.Fatalf("revocations as %s: %d rows, first %s of release %d, want release 2's publication", role, n, pub, release)
+		}
 	}
 	// The target release 2 carries over is not revoked: release 1 is.
 	if _, err := e.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("rb", 1), EnvTag: "dev", ToRelease: 1, Actor: "a", Reason: "r"}); err != nil {

@@ -25,11 +25,26 @@ const RevokedReleasesSQL = `SELECT r.v FROM unnest($2::bigint[]) AS r(v)
 // revoked (0 when unknown), how many snapshots the revocation covers and
 // how many of the environment's current pointers are at one of them now.
 // A revocation names no environment: a snapshot's is its own, a
-// publication's that of the snapshots it created.
-const RevocationsSQL = `SELECT v.revocation_id, coalesce(v.snapshot_id::text, ''),
+// publication's that of the snapshots it created or, for a release that
+// created none, that of the Workflow views recorded under it (looked up
+// only for a publication no snapshot carries). It reads the views through
+// configpub_workflow.workflow_view_history (configpub_promoter);
+// ViewerRevocationsSQL is the same for configpub_viewer.
+const RevocationsSQL = revocationsHead + workflowRevocations + "configpub_workflow.workflow_view_history" + workflowRevocationsTail + revocationsTail
+
+// ViewerRevocationsSQL is RevocationsSQL reading the Workflow views through
+// configpub_workflow.workflow_view_summary, the one configpub_viewer reads.
+const ViewerRevocationsSQL = revocationsHead + workflowRevocations + "configpub_workflow.workflow_view_summary" + workflowRevocationsTail + revocationsTail
+
+// SnapshotRevocationsSQL is RevocationsSQL for a schema whose Workflow views
+// the reader cannot read (before version 11, for configpub_viewer): a
+// publication's environment is only that of its snapshots.
+const SnapshotRevocationsSQL = revocationsHead + "\n\tCROSS JOIN (SELECT NULL::bigint AS release_version) pw" + revocationsTail
+
+const revocationsHead = `SELECT v.revocation_id, coalesce(v.snapshot_id::text, ''),
 		CASE WHEN v.snapshot_id IS NULL THEN v.publication_id::text ELSE '' END,
 		v.reason, v.actor, v.revoked_at, coalesce(v.command_id::text, ''),
-		coalesce(s.host, ''), coalesce(s.service_id, ''), coalesce(s.release_version, ps.release_version, 0),
+		coalesce(s.host, ''), coalesce(s.service_id, ''), coalesce(s.release_version, ps.release_version, pw.release_version, 0),
 		CASE WHEN s.snapshot_id IS NOT NULL THEN 1
 			ELSE (SELECT count(*) FROM configpub.config_snapshot x WHERE x.publication_id = v.publication_id AND x.env_tag = $1) END,
 		CASE WHEN s.snapshot_id IS NOT NULL THEN
@@ -41,6 +56,17 @@ const RevocationsSQL = `SELECT v.revocation_id, coalesce(v.snapshot_id::text, ''
 	LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = v.snapshot_id AND s.env_tag = $1
 	LEFT JOIN LATERAL (SELECT x.release_version FROM configpub.config_snapshot x
 		WHERE v.snapshot_id IS NULL AND x.publication_id = v.publication_id AND x.env_tag = $1 LIMIT 1) ps ON true
-	WHERE s.snapshot_id IS NOT NULL OR ps.release_version IS NOT NULL
+`
+
+const workflowRevocations = `
+	LEFT JOIN LATERAL (SELECT w.release_version FROM `
+
+const workflowRevocationsTail = ` w
+		WHERE v.snapshot_id IS NULL AND w.env_tag = $1 AND w.publication_id = v.publication_id
+		  AND NOT EXISTS (SELECT 1 FROM configpub.config_snapshot y WHERE y.publication_id = v.publication_id)
+		LIMIT 1) pw ON true`
+
+const revocationsTail = `
+	WHERE s.snapshot_id IS NOT NULL OR ps.release_version IS NOT NULL OR pw.release_version IS NOT NULL
 	ORDER BY v.revoked_at DESC, v.revocation_id DESC
 	LIMIT $2`
