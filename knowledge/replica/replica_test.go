@@ -446,3 +446,50 @@ func TestAShorterRenewedLeaseIsRecorded(t *testing.T) {
 		t.Fatalf("after a replayed earlier lease: %+v %v, want the lease kept at %s", p2, err, p.LeaseExpiresAt)
 	}
 }
+
+// TestAPointerWithoutALeaseRecordsItAtTheNextApply: a pointer applied
+// before schema version 2 has no lease (NULL) and live_replica shows it
+// without end. Its snapshot applied again under the same manifest — the
+// loader restarting, polling — left it so: only a later renewal recorded a
+// lease, and an identity whose renewals stopped (retired, revoked, the
+// control plane gone) stayed live for good. The applied manifest's lease
+// is now recorded at its next apply.
+func TestAPointerWithoutALeaseRecordsItAtTheNextApply(t *testing.T) {
+	ctx := context.Background()
+	db, pool := newDB(t)
+	g := gen{n: 5}
+	s := replica.New(pool, replica.Options{})
+	issued := time.Now().UTC().Truncate(time.Second).Add(-3 * 24 * time.Hour)
+	snap := renewedAt(t, g, 1, 10, issued, issued.Add(25*time.Hour))
+	if _, err := s.Apply(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	// What migration 002 leaves of a pointer applied before it.
+	if _, err := db.Pool(t).Exec(ctx, "UPDATE configpub_knowledge.applied_snapshot SET lease_expires_at = NULL"); err != nil {
+		t.Fatal(err)
+	}
+	before := readTables(t, pool)
+	res, err := s.Apply(ctx, snap)
+	if err != nil || res.Outcome != replica.OutcomeUnchanged || !res.LeaseRenewed {
+		t.Fatalf("the applied snapshot again, its pointer without a lease: %+v %v, want UNCHANGED with the lease recorded", res, err)
+	}
+	p, err := s.Applied(ctx, identity)
+	if err != nil || !p.LeaseExpiresAt.Equal(issued.Add(25*time.Hour)) {
+		t.Fatalf("pointer %+v %v, want the applied manifest's lease %s", p, err, issued.Add(25*time.Hour))
+	}
+	if after := readTables(t, pool); !reflect.DeepEqual(after.set(), before.set()) {
+		t.Fatal("recording the lease rewrote the replica set")
+	}
+	var n int
+	if err := db.Pool(t).QueryRow(ctx, `SELECT count(*) FROM configpub_knowledge.live_replica
+		WHERE host = $1 AND service_id = $2 AND env_tag = $3`, identity.Host, identity.ServiceID, identity.EnvTag).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("live_replica holds %d replicas two days after the applied lease ended, want none", n)
+	}
+	// Once recorded, the same manifest again records nothing.
+	if res, err := s.Apply(ctx, snap); err != nil || res.LeaseRenewed {
+		t.Fatalf("the same manifest a third time: %+v %v, want nothing recorded", res, err)
+	}
+}

@@ -76,7 +76,8 @@ type Result struct {
 	// LeaseRenewed: UNCHANGED, and a later lease of the applied snapshot
 	// (a renewal: same sequence, later issuedAt) replaced the pointer's
 	// lease_expires_at with its own (earlier than before when the lease
-	// was shortened).
+	// was shortened), or the applied manifest's lease was recorded for a
+	// pointer applied before schema version 2, which had none.
 	LeaseRenewed bool
 	Pruned       int // replicas neither listed nor tombstoned, deleted (see KeepUnlisted)
 }
@@ -135,7 +136,11 @@ func (s *Store) apply(ctx context.Context, tx pgx.Tx, st *Staged) (*Result, erro
 		if same {
 			res.Outcome = OutcomeUnchanged
 			res.Kept = prev.ItemCount
-			if st.ManifestIssuedAt.After(prev.ManifestIssuedAt) && !st.LeaseExpiresAt.IsZero() {
+			renewal := st.ManifestIssuedAt.After(prev.ManifestIssuedAt)
+			// A pointer applied before schema version 2 has no lease:
+			// the applied manifest, applied again, records its own.
+			unleased := prev.LeaseExpiresAt.IsZero() && st.ManifestIssuedAt.Equal(prev.ManifestIssuedAt)
+			if (renewal || unleased) && !st.LeaseExpiresAt.IsZero() {
 				// A lease renewal: only the pointer's lease moves — to the
 				// renewal's end, earlier than the one before when the lease
 				// was shortened, as the runtime client's does.
