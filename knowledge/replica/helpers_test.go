@@ -168,6 +168,7 @@ func snapshotOf(t testing.TB, k int64, ns, inv map[string]any, seq int64) *clien
 		PolicySnapshotID: env.PolicySnapshotID, ReleaseVersion: k, ArtifactDigest: art, ContentDigest: cd,
 		PolicyDigest: env.PolicyDigest, SchemaVersion: env.SchemaVersion, CompatibilityGeneration: 1, RevocationEpoch: 2,
 		Sequence: seq, IssuedAt: t0.Add(time.Duration(seq) * time.Minute).Format(time.RFC3339),
+		ExpiresAt: t0.Add(time.Duration(seq)*time.Minute + 25*time.Hour).Format(time.RFC3339),
 	}
 	return &client.Snapshot{Envelope: env, Namespace: ns, Manifest: m, SnapshotID: m.SnapshotID, PublicationID: env.PublicationID,
 		PolicyDigest: env.PolicyDigest, ContentDigest: cd, ArtifactDigest: art}

@@ -181,6 +181,12 @@ func TestRefusalsLeaveTablesUnchanged(t *testing.T) {
 			s.Envelope.RevocationEpoch, s.Manifest.RevocationEpoch = 1, 1
 			return s
 		}, replica.Options{}, replica.ErrRegression},
+		{"no signed lease (its replicas would stay live for good)", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			m := *s.Manifest
+			m.ExpiresAt, s.Manifest, s.ExpiresAt = "", &m, time.Time{}
+			return s
+		}, replica.Options{}, replica.ErrInvalid},
 		{"lower source event watermark", func(t *testing.T) *client.Snapshot {
 			s := g.snapshot(t, 3, 12)
 			s.Envelope.SourceEventSequence = 50

@@ -64,7 +64,8 @@ type Staged struct {
 // returns its replica set. It does not check the manifest signature again;
 // it recomputes contentDigest over the knowledgePolicy namespace, the
 // inventory digest over items and tombstones, and every replica's digest
-// from its content, and requires the inventory to list exactly the
+// from its content, refuses a snapshot without a signed lease (its
+// replicas would stay live for good), and requires the inventory to list exactly the
 // replicas the snapshot carries: a replica missing from the inventory, an
 // inventory item without its replica, or a tombstone that is also listed is
 // a refusal (ErrIncomplete or ErrInvalid). Nothing is written.
@@ -95,6 +96,12 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 		if lease, err = time.Parse(time.RFC3339Nano, m.ExpiresAt); err != nil {
 			return nil, fail(ErrInvalid, "manifest.expiresAt %q: %v", m.ExpiresAt, err)
 		}
+	}
+	if lease.IsZero() {
+		// Materialized without a lease, the replicas would stay in
+		// live_replica for good: the runtime client never returns such a
+		// snapshot (it requires manifest.expiresAt).
+		return nil, fail(ErrInvalid, "no signed lease (manifest.expiresAt): a snapshot is materialized only with one")
 	}
 	cb, err := canonical(snap.Namespace)
 	if err != nil {
