@@ -6,7 +6,8 @@ import "errors"
 // they were.
 var (
 	// ErrInvalid: the snapshot is not a well-formed Knowledge snapshot (wrong
-	// audience, no delivery manifest or no signed lease in it, a digest
+	// audience, no delivery manifest, a candidate one or one without a
+	// signed lease, a digest
 	// that does not match, a duplicate or contradictory inventory entry).
 	ErrInvalid = errors.New("invalid knowledge snapshot")
 	// ErrIncomplete: a partial delivery: the inventory lists a replica the

@@ -187,6 +187,11 @@ func TestRefusalsLeaveTablesUnchanged(t *testing.T) {
 			m.ExpiresAt, s.Manifest, s.ExpiresAt = "", &m, time.Time{}
 			return s
 		}, replica.Options{}, replica.ErrInvalid},
+		{"a candidate manifest (a staged release, not activated)", func(t *testing.T) *client.Snapshot {
+			s := g.snapshot(t, 3, 12)
+			s.Manifest.Phase = bundle.PhaseCandidate
+			return s
+		}, replica.Options{}, replica.ErrInvalid},
 		{"lower source event watermark", func(t *testing.T) *client.Snapshot {
 			s := g.snapshot(t, 3, 12)
 			s.Envelope.SourceEventSequence = 50

@@ -80,6 +80,11 @@ func Stage(snap *client.Snapshot) (*Staged, error) {
 	if m == nil {
 		return nil, fail(ErrInvalid, "no signed delivery manifest: a snapshot is materialized only with one")
 	}
+	if m.IsCandidate() {
+		// A candidate manifest vouches for a staged release's snapshot,
+		// prefetched and held, which no runtime runs until activation.
+		return nil, fail(ErrInvalid, "a candidate delivery manifest (phase %q): a staged release is materialized only once activated", m.Phase)
+	}
 	if env.Audience != bundle.AudienceKnowledge || m.Audience != bundle.AudienceKnowledge {
 		return nil, fail(ErrInvalid, "audience %q (manifest %q), want %q", env.Audience, m.Audience, bundle.AudienceKnowledge)
 	}
