@@ -7,8 +7,8 @@ import "errors"
 var (
 	// ErrInvalid: the snapshot is not a well-formed Knowledge snapshot (wrong
 	// audience, no delivery manifest, a candidate one or one without a
-	// signed lease, a digest
-	// that does not match, a duplicate or contradictory inventory entry).
+	// signed lease, a digest that does not match, a duplicate or
+	// contradictory inventory entry).
 	ErrInvalid = errors.New("invalid knowledge snapshot")
 	// ErrIncomplete: a partial delivery: the inventory lists a replica the
 	// snapshot does not carry, or the snapshot carries one the inventory
