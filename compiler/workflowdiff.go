@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 
 	"github.com/configpub/configpub/internal/render"
 	"github.com/configpub/configpub/internal/sidebyside"
@@ -148,7 +149,13 @@ func versionText(w *workflowSpec, version string) (*WorkflowVersionText, error) 
 		}
 		return &WorkflowVersionText{Version: v.Version, State: v.State, Digest: d, YAML: b}, nil
 	}
-	return nil, fmt.Errorf("no version %q", version)
+	have := make([]string, len(w.Versions))
+	for i := range w.Versions {
+		have[i] = w.Versions[i].Version
+	}
+	return nil, fmt.Errorf("no version %q in the sources (they have %s); a PUBLISHED version deleted from them "+
+		"is kept only by its digest in the release's workflowLedger: compare it in a checkout of a commit that still has it",
+		version, strings.Join(have, ", "))
 }
 
 // sortDeep sorts the keys of every map in v.

@@ -49,6 +49,13 @@ func TestWorkflowDiffGolden(t *testing.T) {
 			t.Fatalf("workflow diff %s differs from %s:\n%s", wf, golden, buf.String())
 		}
 	}
+	// A version missing from the sources (deleted since it was published,
+	// say) is named with those the sources have: the message said only
+	// `no version "9.9.9"`.
+	if _, err := compiler.DiffWorkflowVersions(context.Background(), fsys, nil, "account-onboarding", "9.9.9", "1.1.0"); err == nil ||
+		!strings.Contains(err.Error(), `no version "9.9.9" in the sources (they have 1.0.0, 1.1.0)`) || !strings.Contains(err.Error(), "workflowLedger") {
+		t.Errorf("diff of a version the sources lack: %v, want it named with the versions they have and where a deleted one is", err)
+	}
 	for _, bad := range [][3]string{{"no-such-workflow", "1.0.0", "1.1.0"}, {"account-onboarding", "1.0.0", "9.9.9"}} {
 		if _, err := compiler.DiffWorkflowVersions(context.Background(), fsys, nil, bad[0], bad[1], bad[2]); err == nil ||
 			!strings.Contains(err.Error(), bad[0]) && !strings.Contains(err.Error(), bad[2]) {
