@@ -89,7 +89,9 @@ func (c *Client) Pin(opts PinOptions) (*Pinned, error) {
 func (p *Pinned) Pin() Pin { return p.pin }
 
 // Snapshot returns the pinned snapshot. It fails closed with ErrExpired
-// once the lease of its last verified manifest (plus skew) has ended, and
+// once the lease of its last verified manifest (plus skew) has ended — a
+// renewal the Client loads while the pinned snapshot is current (and not
+// known revoked) is that manifest too — and
 // with ErrPinRevoked once it is known revoked (by Check, or by a current
 // snapshot of another id whose signed revocation epoch is above the pinned
 // one's; the pinned snapshot itself re-signed with a raised epoch stands)
@@ -110,6 +112,12 @@ func (p *Pinned) Snapshot() (*Snapshot, error) {
 				p.revoked = fmt.Sprintf("revocation epoch raised to %d above the pinned %d",
 					cur.Manifest.RevocationEpoch, p.snap.Manifest.RevocationEpoch)
 			}
+		} else if cur != nil && cur.Manifest != nil && cur.SnapshotID == p.pin.SnapshotID &&
+			cur.ArtifactDigest == p.pin.ArtifactDigest && cur.ExpiresAt.After(p.snap.ExpiresAt) {
+			// The pinned snapshot is still current and its lease was
+			// renewed (a verified manifest the Client loaded): the session
+			// goes on under it, as the runtime's current snapshot does.
+			p.snap = cur
 		}
 	}
 	if p.revoked != "" && p.opts.OnRevoke == DenyOnRevoke {
