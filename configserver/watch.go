@@ -156,12 +156,12 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 	for {
 		changed := make(chan struct{})
 		cancel := h.notifier.Subscribe(id, func() { close(changed) })
+		// Read again once subscribed, the first time too: a change between
+		// the handler's read and the subscription wakes no one.
 		var err error
-		if d == nil {
-			if d, err = h.store.Current(r.Context(), id); err != nil {
-				cancel()
-				return storeError(err)
-			}
+		if d, err = h.store.Current(r.Context(), id); err != nil {
+			cancel()
+			return storeError(err)
 		}
 		if !sameAnswer(r, first, d) {
 			cancel()
@@ -172,8 +172,7 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 		}
 		select {
 		case <-changed:
-			d = nil // re-read; a spurious wake-up waits again
-			continue
+			continue // re-read; a spurious wake-up waits again
 		case <-timer.C:
 		case <-h.stopWatches:
 			rl.reason = "server shutting down"
