@@ -58,13 +58,21 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	// own query timeout, and the request context bounds the rest.
 	d, err := h.store.Current(r.Context(), id)
 	if err != nil {
+		if wait > 0 && h.notifier != nil && absence(err) != nil {
+			// No snapshot to serve (none yet, revoked, retired): held
+			// until there is one, so that the move that ends it — a
+			// rollback after a revocation, a first release — is answered
+			// at once, not a back-off later.
+			rl.route = routeWatch
+			return h.watchCurrent(w, r, rl, claims, id, nil, err, wait)
+		}
 		return storeError(err)
 	}
 	if wait > 0 && h.notifier != nil {
 		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
 			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) {
 			rl.route = routeWatch
-			return h.watchCurrent(w, r, rl, claims, id, d, wait)
+			return h.watchCurrent(w, r, rl, claims, id, d, nil, wait)
 		}
 	}
 	return h.writeDelivery(w, r, rl, claims, d)

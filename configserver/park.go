@@ -28,6 +28,9 @@ type parked struct {
 	claims *auth.Claims
 	id     bundle.Identity
 	first  *Delivery // what the wait started with
+	// firstErr is the absence (ErrNotFound, ErrGone) the wait started
+	// with when first is nil.
+	firstErr error
 
 	mu     sync.Mutex
 	done   bool
@@ -111,7 +114,7 @@ func (p *parked) wake() {
 	p.cancel = nil
 	p.mu.Unlock()
 	d, err := p.current()
-	if err == nil && sameAnswer(p.r, p.first, d) {
+	if unchanged(p.r, p.first, p.firstErr, d, err) {
 		p.recheck()
 		return
 	}
@@ -129,7 +132,7 @@ func (p *parked) recheck() {
 	p.cancel = p.h.notifier.Subscribe(p.id, p.onChange)
 	p.mu.Unlock()
 	d, err := p.current()
-	if err == nil && sameAnswer(p.r, p.first, d) {
+	if unchanged(p.r, p.first, p.firstErr, d, err) {
 		return // keep waiting
 	}
 	p.answer(d, err, "")

@@ -2,6 +2,7 @@ package configserver
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -102,7 +103,10 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 // answers 200; a renewed lease (same bytes, a new signed manifest) answers
 // 304 with the new manifest headers; a retirement, revocation or outage
 // answers as a plain GET would (410, 404, 503). The end of the wait or of
-// the server answers 304 with the current headers.
+// the server answers 304 with the current headers. When d is nil the
+// identity had no snapshot to serve (firstErr: ErrNotFound or ErrGone) and
+// the request is held until that changes, answered as a plain GET would
+// then; the end of the wait answers the 404 or 410 again.
 //
 // Over HTTP/1.x the request is parked: the handler takes the connection
 // over, net/http's goroutines and buffers for it are released, and the
@@ -110,7 +114,7 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 // subscription until it is answered, on a fresh goroutine, with
 // "Connection: close". Where the connection cannot be taken over (HTTP/2,
 // a test recorder) the handler's goroutine waits instead.
-func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, wait time.Duration) *httpError {
+func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, firstErr error, wait time.Duration) *httpError {
 	// A held request never outlives its token: the answer it ends with is
 	// given while the token is valid.
 	if !c.Expiry.IsZero() {
@@ -118,6 +122,9 @@ func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 			wait = left
 		}
 		if wait <= 0 {
+			if d == nil {
+				return storeError(firstErr)
+			}
 			return h.writeDelivery(w, r, rl, c, d)
 		}
 	}
@@ -134,16 +141,16 @@ func (h *handler) watchCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 			slim := &http.Request{Method: r.Method, RemoteAddr: r.RemoteAddr,
 				Header: http.Header{"If-None-Match": r.Header["If-None-Match"]}}
 			sw.ResponseWriter = nil
-			h.park(&parked{h: h, conn: conn, hdr: hdr, r: slim, rl: rl, sw: sw, claims: c, id: id, first: d}, wait)
+			h.park(&parked{h: h, conn: conn, hdr: hdr, r: slim, rl: rl, sw: sw, claims: c, id: id, first: d, firstErr: firstErr}, wait)
 			return nil
 		}
 	}
 	defer h.release(id)
-	return h.waitInline(w, r, rl, c, id, d, wait)
+	return h.waitInline(w, r, rl, c, id, d, firstErr, wait)
 }
 
 // waitInline holds the request on the handler's goroutine.
-func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, d *Delivery, wait time.Duration) *httpError {
+func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, id bundle.Identity, first *Delivery, firstErr error, wait time.Duration) *httpError {
 	deadline := time.Now().Add(wait)
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(deadline.Add(watchSlack)) // an unsupported writer has no deadline to lift
@@ -152,23 +159,15 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 	defer timer.Stop()
 	h.metrics.watchers.Inc()
 	defer h.metrics.watchers.Dec()
-	first := d
 	for {
 		changed := make(chan struct{})
 		cancel := h.notifier.Subscribe(id, func() { close(changed) })
 		// Read again once subscribed, the first time too: a change between
 		// the handler's read and the subscription wakes no one.
-		var err error
-		if d, err = h.store.Current(r.Context(), id); err != nil {
+		d, err := h.store.Current(r.Context(), id)
+		if !unchanged(r, first, firstErr, d, err) {
 			cancel()
-			return storeError(err)
-		}
-		if !sameAnswer(r, first, d) {
-			cancel()
-			if herr := h.stillTrusted(c); herr != nil {
-				return herr
-			}
-			return h.writeDelivery(w, r, rl, c, d) // moved (200) or renewed (304, new manifest)
+			return h.answerInline(w, r, rl, c, d, err) // moved (200), renewed (304, new manifest) or gone
 		}
 		select {
 		case <-changed:
@@ -180,17 +179,49 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 			rl.reason = "client gone"
 		}
 		cancel()
-		if herr := h.stillTrusted(c); herr != nil {
-			return herr
-		}
-		return h.writeDelivery(w, r, rl, c, d)
+		return h.answerInline(w, r, rl, c, d, err)
 	}
+}
+
+// answerInline answers a request held on the handler's goroutine with the
+// identity's answer (d, err), as a plain GET would.
+func (h *handler) answerInline(w http.ResponseWriter, r *http.Request, rl *reqLog, c *auth.Claims, d *Delivery, err error) *httpError {
+	if herr := h.stillTrusted(c); herr != nil {
+		return herr
+	}
+	if err != nil {
+		return storeError(err)
+	}
+	return h.writeDelivery(w, r, rl, c, d)
 }
 
 // sameAnswer reports whether d still matches the request's If-None-Match
 // with the manifest of the delivery the wait started with.
 func sameAnswer(r *http.Request, first, d *Delivery) bool {
 	return ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && bytes.Equal(d.Manifest, first.Manifest)
+}
+
+// unchanged reports whether the identity's answer (d, err) is still the
+// one a wait started with: first, or, when first is nil, the same absence
+// as firstErr (no current snapshot, or retired).
+func unchanged(r *http.Request, first *Delivery, firstErr error, d *Delivery, err error) bool {
+	if first == nil {
+		a := absence(err)
+		return a != nil && a == absence(firstErr)
+	}
+	return err == nil && sameAnswer(r, first, d)
+}
+
+// absence returns ErrNotFound or ErrGone when err is one of them (the
+// identity has no snapshot to serve), else nil.
+func absence(err error) error {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return ErrNotFound
+	case errors.Is(err, ErrGone):
+		return ErrGone
+	}
+	return nil
 }
 
 // queryValues returns the raw (still escaped) values of key in a raw query.

@@ -2,8 +2,10 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"time"
 )
@@ -24,7 +26,10 @@ const MinRetryDelay = 500 * time.Millisecond
 // parameter) is polled as OPA's bundle downloader does: after a successful
 // load Watch waits the interval with ±10% jitter (never past refreshAfter).
 // After a failed load it backs off exponentially with ±20% jitter, from
-// MinRetryDelay up to the interval, and resets on success.
+// MinRetryDelay up to the interval, and resets on success — except after a
+// 404 or 410 the server held (the identity had nothing to serve for the
+// whole wait): it asks again at once, so that the move that ends it is
+// answered as it commits.
 //
 // Once the current lease's refreshAfter has passed on the client's clock
 // (renewals stopped, a renewer's clock behind, this clock ahead), a request
@@ -67,6 +72,13 @@ func (c *Client) Watch(ctx context.Context, interval time.Duration, fn func(*Evi
 		}
 		var delay time.Duration
 		switch {
+		case err != nil && advertised > 0 && nothingToServe(err) && time.Since(started) >= wait/2:
+			// The server held the request while the identity had nothing
+			// to serve (a revoked snapshot, a retirement, no release yet)
+			// and answers so at the end of the wait: ask again at once,
+			// so that the move that ends it (a rollback, a first release)
+			// is answered as it commits, not a back-off later.
+			retries = 0
 		case err != nil:
 			delay = backoff(min(MinRetryDelay, interval), interval, retries)
 			retries++
@@ -199,6 +211,13 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration, refresh bo
 	}
 	ev, err = c.finish(ev, c.receive(ctx, resp, now, ev))
 	return ev, advertised, unconditional, err
+}
+
+// nothingToServe reports whether err is the server's 404 or 410: the
+// identity has no snapshot to serve.
+func nothingToServe(err error) bool {
+	var ue *UnavailableError
+	return errors.As(err, &ue) && (ue.Status == http.StatusNotFound || ue.Status == http.StatusGone)
 }
 
 // backoff returns base·2^retries capped at max, with ±20% jitter.

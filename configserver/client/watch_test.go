@@ -134,3 +134,50 @@ func TestWatchFailsClosedAtTheLeaseEnd(t *testing.T) {
 		t.Fatalf("failed closed %s after the lease ended, want within 700ms (the next load was an interval away)", late)
 	}
 }
+
+// TestWatchAsksAgainAtOnceOnlyAfterAHeld404: a 404 from a server that holds
+// requests is asked again at once only when the server held it (about the
+// whole wait: the identity had nothing to serve); one answered at once
+// (a server that does not hold a 404) is backed off from as any failure,
+// never a tight loop.
+func TestWatchAsksAgainAtOnceOnlyAfterAHeld404(t *testing.T) {
+	for _, held := range []bool{false, true} {
+		t.Run(map[bool]string{false: "answered at once", true: "held"}[held], func(t *testing.T) {
+			w := newWorld(t)
+			w.srv.setRaw(func(rw http.ResponseWriter, r *http.Request) {
+				rw.Header().Set(client.HeaderWatchMax, "300")
+				if held {
+					time.Sleep(300 * time.Millisecond) // the wait asked for: the interval
+				}
+				rw.WriteHeader(http.StatusNotFound)
+			})
+			c := w.client(func(o *client.Options) { o.Clock = realClock{} })
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			var mu sync.Mutex
+			var times []time.Time
+			_ = c.Watch(ctx, 300*time.Millisecond, func(ev *client.Evidence, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				times = append(times, time.Now())
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if !held {
+				// ~0, +0.3 s (min(500ms, interval) ±20%), then every ~0.3 s: 4 to 6.
+				if len(times) < 3 || len(times) > 7 {
+					t.Fatalf("404s answered at once: %d loads in 1.5 s, want a back-off (3 to 7)", len(times))
+				}
+				return
+			}
+			for i := 1; i < len(times); i++ {
+				if gap := times[i].Sub(times[i-1]); gap > 450*time.Millisecond {
+					t.Fatalf("held 404s: %s between two loads, want the next asked at once (~300 ms each)", gap)
+				}
+			}
+			if len(times) < 3 {
+				t.Fatalf("held 404s: %d loads in 1.5 s, want about 5", len(times))
+			}
+		})
+	}
+}
