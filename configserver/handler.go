@@ -119,8 +119,11 @@ type handler struct {
 	parkedSet   map[*parked]struct{}
 	holding     map[bundle.Identity]int // held requests per identity (under parkedMu)
 	parkedBy    map[bundle.Identity][]*parked
-	maxHolding  int
-	wakes       wakeQueue // parked requests woken by a change, being answered
+	// unanswered counts parked requests not yet answered and closed
+	// (under parkedMu): Serve waits for them at shutdown.
+	unanswered int
+	maxHolding int
+	wakes      wakeQueue // parked requests woken by a change, being answered
 
 	watchAnswered func(status int, written time.Time)
 }

@@ -45,6 +45,7 @@ func (h *handler) park(p *parked, wait time.Duration) {
 	h.parkedMu.Lock()
 	h.parkedSet[p] = struct{}{}
 	h.parkedBy[p.id] = append(h.parkedBy[p.id], p)
+	h.unanswered++
 	h.parkedMu.Unlock()
 	p.mu.Lock()
 	p.timer = time.AfterFunc(wait, func() { p.end("") })
@@ -205,6 +206,9 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 	if h.watchAnswered != nil {
 		h.watchAnswered(p.sw.status, time.Now())
 	}
+	h.parkedMu.Lock()
+	h.unanswered--
+	h.parkedMu.Unlock()
 }
 
 // wireBufs holds response header buffers of parked answers.

@@ -102,6 +102,19 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServerOpti
 		_ = srv.Close()
 		return fmt.Errorf("shutdown %s: %w", ln.Addr(), err)
 	}
+	// Shutdown does not wait for the connections the handler took over
+	// (held watches, answered by EndWatches on goroutines of their own):
+	// wait for their answers within the same bound, so that a process
+	// exiting after Serve does not cut them off.
+	if we, ok := h.(watchEnder); ok {
+		we.EndWatches() // idempotent; Shutdown started it already
+		for we.ParkedWatches() > 0 && sctx.Err() == nil {
+			select {
+			case <-sctx.Done():
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
 	}

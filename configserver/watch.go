@@ -273,5 +273,19 @@ func (h *handler) stopped() bool {
 // watchMaxKey is the header map key of X-Config-Watch-Max.
 var watchMaxKey = bundle.HeaderWatchMax
 
-// watchEnder is what NewServer looks for in a handler.
-type watchEnder interface{ EndWatches() }
+// ParkedWatches reports how many held requests whose connections the
+// handler took over are not yet answered and closed. http.Server.Shutdown
+// does not wait for them (it no longer tracks those connections): Serve
+// does, so that they are answered before the process exits and while the
+// store still serves.
+func (h *handler) ParkedWatches() int {
+	h.parkedMu.Lock()
+	defer h.parkedMu.Unlock()
+	return h.unanswered
+}
+
+// watchEnder is what NewServer and Serve look for in a handler.
+type watchEnder interface {
+	EndWatches()
+	ParkedWatches() int
+}

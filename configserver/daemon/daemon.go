@@ -137,9 +137,14 @@ func Run(ctx context.Context, cfg Config) error {
 		pool.Close()
 		return err
 	}
+	// The store follows the database until the server has stopped, not
+	// until ctx ends: the graceful shutdown answers the held watches and
+	// drains the requests in flight from the pointers in memory, which a
+	// store already stopped would refuse (503).
+	storeCtx, stopStore := context.WithCancel(context.WithoutCancel(ctx))
 	storeDone := make(chan struct{})
-	go func() { defer close(storeDone); _ = store.Run(ctx) }()
-	defer func() { cancel(); <-storeDone; pool.Close() }()
+	go func() { defer close(storeDone); _ = store.Run(storeCtx) }()
+	defer func() { stopStore(); <-storeDone; pool.Close() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
