@@ -40,6 +40,18 @@ type parked struct {
 
 // park registers p until its identity changes or wait ends.
 func (h *handler) park(p *parked, wait time.Duration) {
+	h.register(p)
+	h.arm(p, wait)
+	if h.stopped() { // shutdown began after the handler checked
+		p.end("server shutting down")
+		return
+	}
+	p.recheck()
+}
+
+// register makes p known to EndWatches and endGone: from here on it may be
+// answered at any time, before its timer is set too.
+func (h *handler) register(p *parked) {
 	p.rl.parked = true
 	h.metrics.watchers.Inc()
 	h.parkedMu.Lock()
@@ -47,14 +59,15 @@ func (h *handler) park(p *parked, wait time.Duration) {
 	h.parkedBy[p.id] = append(h.parkedBy[p.id], p)
 	h.unanswered++
 	h.parkedMu.Unlock()
+}
+
+// arm sets p's timer to end its wait, unless p was answered already.
+func (h *handler) arm(p *parked, wait time.Duration) {
 	p.mu.Lock()
-	p.timer = time.AfterFunc(wait, func() { p.end("") })
-	p.mu.Unlock()
-	if h.stopped() { // shutdown began after the handler checked
-		p.end("server shutting down")
-		return
+	defer p.mu.Unlock()
+	if !p.done {
+		p.timer = time.AfterFunc(wait, func() { p.end("") })
 	}
-	p.recheck()
 }
 
 // onChange is p's change subscription: it must not block. The notifier
@@ -161,7 +174,9 @@ func (p *parked) answer(d *Delivery, err error, reason string) {
 		return
 	}
 	p.done = true
-	p.timer.Stop()
+	if p.timer != nil { // nil when answered between register and arm
+		p.timer.Stop()
+	}
 	if p.cancel != nil {
 		p.cancel()
 	}
