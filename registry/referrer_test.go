@@ -158,15 +158,7 @@ func TestPruneDeliveryManifests(t *testing.T) {
 func TestJunkReferrersNeitherCrowdOutNorPrune(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.New(t, registrytest.Options{})
-	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := sum.Results[0].Ref()
+	rc, ref := publishedArtifact(ctx, t, reg)
 	key, other := newKey(t), newKey(t)
 	keys := trusted(t, key)
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -249,15 +241,7 @@ func TestAttachRelistsAReferrerItsIndexMissed(t *testing.T) {
 	ctx := context.Background()
 	fault := &failIndexPut{}
 	reg := registrytest.New(t, registrytest.Options{NoDelete: true, Wrap: func(h http.Handler) http.Handler { fault.next = h; return fault }})
-	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := sum.Results[0].Ref()
+	rc, ref := publishedArtifact(ctx, t, reg)
 	key := newKey(t)
 	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: trusted(t, key)}
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -331,15 +315,7 @@ func (f *failIndexPut) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestJunkReferrersWithoutALayerArePruned(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.New(t, registrytest.Options{})
-	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := sum.Results[0].Ref()
+	rc, ref := publishedArtifact(ctx, t, reg)
 	key, other := newKey(t), newKey(t)
 	keys := trusted(t, key)
 	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: keys}
@@ -348,7 +324,8 @@ func TestJunkReferrersWithoutALayerArePruned(t *testing.T) {
 	if _, err := rc.AttachDeliveryManifest(ctx, ref, first); err != nil {
 		t.Fatal(err)
 	}
-	blobs := plainRepo(t, sum.Results[0].Repository).Blobs()
+	repository, _, _ := strings.Cut(ref, "@")
+	blobs := plainRepo(t, repository).Blobs()
 	const junkCount = 40
 	for i := range junkCount {
 		junk := signedManifest(t, other, 1<<62+int64(i), at.Add(time.Duration(i)*time.Minute), `"junk":`+strconv.Itoa(i))
@@ -397,15 +374,7 @@ func TestJunkReferrersWithoutALayerArePruned(t *testing.T) {
 func TestAnUnreadableReferrerDoesNotStopThePrune(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.New(t, registrytest.Options{})
-	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := sum.Results[0].Ref()
+	rc, ref := publishedArtifact(ctx, t, reg)
 	key, other := newKey(t), newKey(t)
 	keys := trusted(t, key)
 	keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Keys: keys}
@@ -439,4 +408,20 @@ func TestAnUnreadableReferrerDoesNotStopThePrune(t *testing.T) {
 	if err != nil || len(got) != 2 || string(got[0].Manifest) != string(renewal(3).Manifest) || string(got[1].Manifest) != string(renewal(2).Manifest) {
 		t.Fatalf("after the prune: %d manifests (%v), want renewals 3 and 2", len(got), err)
 	}
+}
+
+// publishedArtifact publishes one signed artifact to reg through a new
+// plain-HTTP client that does not retry, and returns the client and the
+// artifact's reference.
+func publishedArtifact(ctx context.Context, t testing.TB, reg *registrytest.Registry) (*registry.Client, string) {
+	t.Helper()
+	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := rc.Publish(ctx, registry.PublishRequest{Prefix: reg.Host + "/configpub", Artifacts: registrytest.Artifacts(1, "prod", 1), Signer: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rc, sum.Results[0].Ref()
 }
