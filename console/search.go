@@ -130,6 +130,17 @@ func (r *reader) SearchTargets(ctx context.Context, query, env string, from int)
 	if hits != nil {
 		out.Targets = hits
 	}
+	if len(hits) == 0 && env != "" {
+		// Nothing found in an environment: say so when it is none at all
+		// (a typo in ?env=), as the overview and the timeline do.
+		var known bool
+		if err := r.q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, env).Scan(&known); err != nil {
+			return nil, fmt.Errorf("search targets in %s: %w", env, err)
+		}
+		if !known {
+			return nil, fmt.Errorf("environment %s: %w", env, ErrNotFound)
+		}
+	}
 	return out, nil
 }
 

@@ -93,6 +93,12 @@ func TestTargetSearchFindsOneTarget(t *testing.T) {
 	if s := search("q=nosuch"); len(s.Targets) != 0 || s.Targets == nil {
 		t.Errorf("q=nosuch: %+v, want an empty list", s.Targets)
 	}
+	if rec := localGet(h, "/api/targets?q=h1&env=dve"); rec.Code != 404 || !strings.Contains(rec.Body.String(), "environment dve") {
+		t.Errorf("env=dve (no such environment): %d %s, want 404 naming it", rec.Code, rec.Body)
+	}
+	if rec := localGet(h, "/api/targets?q=no-such-host&env=dev"); rec.Code != 200 || !strings.Contains(rec.Body.String(), `"targets": []`) {
+		t.Errorf("q=no-such-host&env=dev: %d %s, want 200 and no targets", rec.Code, rec.Body)
+	}
 	if rec := localGet(h, "/api/targets?q=%ff"); rec.Code != 400 || !strings.Contains(rec.Body.String(), "q is not text") {
 		t.Errorf("q=%%ff: %d %s, want 400 naming q", rec.Code, rec.Body)
 	}
