@@ -154,6 +154,9 @@ func (c *Console) search(_ http.ResponseWriter, r *http.Request) (string, any, e
 			return "", nil, badRequest("%s is not text of at most %d bytes", name, maxQueryLen)
 		}
 	}
+	// Hosts, service IDs and environment tags are lowercase by their
+	// grammar: a query typed in capitals means the same.
+	query, env = strings.ToLower(query), strings.ToLower(env)
 	from, err := optInt(r, "from")
 	if err != nil {
 		return "", nil, err

@@ -78,6 +78,10 @@ func TestTargetSearchFindsOneTarget(t *testing.T) {
 		!strings.HasPrefix(s.Targets[0].ArtifactDigest, "sha256:") || s.Targets[0].SnapshotRelease == 0 {
 		t.Errorf("q=h0.example/svc-7&env=dev: %+v, want svc-7 with its pointer first of 11", s.Targets)
 	}
+	// Identities are lowercase: a query typed in capitals finds the same.
+	if got := names(search("q=SVC-12")); got != want {
+		t.Errorf("q=SVC-12: %s, want what q=svc-12 finds: %s", got, want)
+	}
 	// A host: 100 targets, two pages.
 	p1 := search("q=h1.example&env=dev")
 	p2 := search(fmt.Sprintf("q=h1.example&env=dev&from=%d", p1.Next))
