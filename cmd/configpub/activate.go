@@ -51,7 +51,7 @@ Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`
 				printReadiness(errw, p)
 			}})
 			if err != nil {
-				return storeError(fmt.Errorf("%w (command %s)", err, f.commandID), f.env)
+				return storeError(f.failed(err), f.env)
 			}
 			return report(cmd, res, func(w io.Writer) error { return printActivation(w, res) })
 		},

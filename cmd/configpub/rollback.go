@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -38,6 +39,16 @@ func (f *moveFlags) id() string {
 	return f.commandID
 }
 
+// failed returns a move's error naming its command id once: the store's
+// errors mostly name it already (a refusal read "… (command X): … (command
+// X)"), and an operator re-runs or looks up the command by it.
+func (f *moveFlags) failed(err error) error {
+	if f.commandID == "" || strings.Contains(err.Error(), f.commandID) {
+		return err
+	}
+	return fmt.Errorf("%w (command %s)", err, f.commandID)
+}
+
 func addRollbackCmd(root *cobra.Command) {
 	var f moveFlags
 	cmd := &cobra.Command{
@@ -66,7 +77,7 @@ printed --command-id or run reconcile.`,
 				CommandID: f.id(), EnvTag: f.env, ToRelease: f.release, Actor: f.actor, Reason: f.reason,
 			})
 			if err != nil {
-				return storeError(fmt.Errorf("%w (command %s)", err, f.commandID), f.env)
+				return storeError(f.failed(err), f.env)
 			}
 			return report(cmd, res, func(w io.Writer) error { return printActivation(w, res) })
 		},
