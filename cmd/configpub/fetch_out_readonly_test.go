@@ -25,6 +25,9 @@ import (
 // holds — nothing: no current snapshot, no last-known-good, the snapshot
 // REJECTED OUT_UNWRITABLE and counted so — and, once the volume is writable
 // and a reload writes it, that snapshot as current and last-known-good.
+// Until then the runtime runs nothing, and the status and /metrics say it
+// fails closed (they said failedClosed false while the client held a
+// verified snapshot --out never received).
 // /metrics followed the client's memory (the snapshot current, the load
 // APPLIED) and the status and the evidence line named the client's cached
 // snapshot as last-known-good, which the runtime could not read.
@@ -75,7 +78,13 @@ func TestFetchMetricsReportWhatOutHolds(t *testing.T) {
 		t.Fatalf("status with --out read-only: current %+v, lastKnownGood %+v, lastRejected %+v; want none, none, %s OUT_UNWRITABLE",
 			st.Current, st.LastKnownGood, st.LastRejected, want)
 	}
+	if !st.FailedClosed {
+		t.Fatal("status with --out never written: failedClosed false, but the runtime has no configuration at all")
+	}
 	m := metricsOf(t, base)
+	if !m.has("configpub_runtime_failed_closed{", "} 1") {
+		t.Fatal("/metrics with --out never written: configpub_runtime_failed_closed is not 1")
+	}
 	if got := m.slot("current"); got != "" {
 		t.Fatalf("/metrics with --out read-only: current slot %s, which --out does not hold", got)
 	}
@@ -100,10 +109,13 @@ func TestFetchMetricsReportWhatOutHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err = reloader.Read(ctx, target)
-	if err != nil || st.Current == nil || st.Current.SnapshotID != want || st.LastKnownGood == nil || st.LastKnownGood.SnapshotID != want {
-		t.Fatalf("reload with --out writable: got %+v, %v; want current and last-known-good %s", st, err, want)
+	if err != nil || st.Current == nil || st.Current.SnapshotID != want || st.LastKnownGood == nil || st.LastKnownGood.SnapshotID != want || st.FailedClosed {
+		t.Fatalf("reload with --out writable: got %+v, %v; want current and last-known-good %s, not failed closed", st, err, want)
 	}
 	m = metricsOf(t, base)
+	if !m.has("configpub_runtime_failed_closed{", "} 0") {
+		t.Fatal("/metrics once --out is written: configpub_runtime_failed_closed is not 0")
+	}
 	if !strings.Contains(m.slot("current"), want) || !strings.Contains(m.slot("last_known_good"), want) {
 		t.Fatalf("/metrics once --out is written: current %q, last_known_good %q; want %s", m.slot("current"), m.slot("last_known_good"), want)
 	}

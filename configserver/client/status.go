@@ -97,7 +97,10 @@ func (c *Client) Status() *bundle.RuntimeStatus {
 // (nil when none) is shown as current, unless the client fails closed, and
 // as the last-known-good — what the runtime can read, whatever the client
 // holds or persisted in its cache — and failed, when not nil, as the last
-// rejected snapshot and the last load (REJECTED OUT_UNWRITABLE). A nil
+// rejected snapshot and the last load (REJECTED OUT_UNWRITABLE). A runtime
+// that runs nothing (running nil: the file was never written, or removed)
+// is reported failed closed even while the client holds a verified
+// snapshot it could not hand on: the workload has no configuration. A nil
 // running func is Status.
 func (c *Client) RunningStatus(running func() (running *Snapshot, failed *Evidence)) *bundle.RuntimeStatus {
 	st := c.Status()
@@ -111,6 +114,8 @@ func (c *Client) RunningStatus(running func() (running *Snapshot, failed *Eviden
 		if !st.FailedClosed {
 			st.Current = snapshotState(run)
 		}
+	} else {
+		st.FailedClosed = true
 	}
 	if failed != nil {
 		at := failed.ObservedAt.UTC().Format(time.RFC3339Nano)
