@@ -71,9 +71,11 @@ revocation-epoch rules, keeps a re-verified last-known-good and the seen-state i
 --cache-dir, and writes the verified values.yml to --out atomically (the temporary files
 a killed fetch left beside --out are removed when it starts). It follows no redirect. Each load's evidence is printed as one JSON line.
 
-Exit status: 0 applied or unchanged; 1 rejected or server unavailable (the last-known-good
-is kept and --out still holds it), the seen-state or last-known-good could not be
-persisted, or --out could not be written (REJECTED OUT_UNWRITABLE, printed and reported:
+Exit status: 0 applied or unchanged — a lease renewal of the snapshot --out holds included
+when --cache-dir could not be updated (read-only or full: a warning on stderr; the
+seen-state already holds its sequence and epoch); 1 rejected or server unavailable (the
+last-known-good is kept and --out still holds it), the seen-state or last-known-good could
+not be persisted for anything else (a move, an epoch raise), or --out could not be written (REJECTED OUT_UNWRITABLE, printed and reported:
 the status endpoint reports what --out holds; the load that writes it reports APPLIED);
 3 failed closed (no valid configuration: the lease ran out or none was ever
 verified; --out is removed so nothing unverified stays usable).
@@ -225,6 +227,7 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	}
 
 	var ev *client.Evidence
+	changes := f.outSt.changeCount()
 	if f.oci != "" {
 		rc, rerr := f.rf.client()
 		if rerr != nil {
@@ -242,6 +245,12 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		return failClosedError{err}
 	case err != nil:
 		return err // rejected or unavailable, last-known-good kept: exit 1
+	case ev.CacheError != "" && ev.Reason == client.ReasonLeaseRenewed && f.outSt.changeCount() == changes:
+		// A renewal of the snapshot --out already holds, verified; what
+		// could not be written is not needed against replays (the client
+		// refuses a renewal that would need it), and --out is as it was.
+		fmt.Fprintf(errOut, "configpub fetch: warning: lease of snapshot %s renewed until %s and --out unchanged, but --cache-dir was not updated: %s\n",
+			ev.SnapshotID, ev.LeaseExpiresAt, ev.CacheError)
 	case ev.CacheError != "":
 		return fmt.Errorf("applied, but the last-known-good was not persisted: %s", ev.CacheError)
 	}
@@ -471,6 +480,7 @@ func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evi
 			f.outSt.writeFailed(ev)
 			outErr = err
 		case changed:
+			f.outSt.changed()
 			event = &reloadhook.Event{File: f.out, SnapshotID: snap.SnapshotID, PublicationID: snap.PublicationID,
 				ArtifactDigest: snap.ArtifactDigest, ReleaseVersion: snap.Envelope.ReleaseVersion}
 			if ev.Outcome == client.OutcomeUnchanged {
@@ -483,6 +493,7 @@ func (f fetchFlags) handle(ctx context.Context, c *client.Client, ev *client.Evi
 	} else if err := os.Remove(f.out); err == nil || errors.Is(err, fs.ErrNotExist) {
 		if err == nil {
 			event = &reloadhook.Event{File: f.out, Removed: true}
+			f.outSt.changed()
 		}
 		f.outSt.removed()
 	} else {

@@ -19,6 +19,23 @@ type outState struct {
 	// failures counts the writes of --out that failed (OUT_UNWRITABLE),
 	// for /metrics.
 	failures uint64
+	// changes counts the times --out was written with other bytes or
+	// removed.
+	changes uint64
+}
+
+// changeCount returns how many times --out was written with other bytes or
+// removed.
+func (o *outState) changeCount() uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.changes
+}
+
+func (o *outState) changed() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes++
 }
 
 // failedWrites returns how many writes of --out failed.

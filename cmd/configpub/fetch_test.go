@@ -39,6 +39,9 @@ type fetchServer struct {
 	refresh time.Time // the signed lease's refreshAfter
 	expires time.Time // and expiresAt
 
+	priv     *ecdsa.PrivateKey
+	manifest bundle.DeliveryManifest // what headers serve
+
 	mu      sync.Mutex
 	flip    bool                    // serve one body byte flipped
 	hold    bool                    // hold a wait= request naming the current ETag until its client goes (a Config Server's watch)
@@ -86,32 +89,9 @@ func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
 		ValidFrom: now.Add(-time.Minute).Format(time.RFC3339), RefreshAfter: now.Add(lease / 2).Format(time.RFC3339Nano),
 		ExpiresAt: now.Add(lease).Format(time.RFC3339),
 	}
-	mb, err := m.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signing.SignBlob(priv, mb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kid, err := signing.KeyID(&priv.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, _ := hex.DecodeString(strings.TrimPrefix(ad, "sha256:"))
-	h := http.Header{}
-	for k, v := range map[string]string{
-		"ETag": `"` + ad + `"`, "Repr-Digest": "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":",
-		"X-Config-Snapshot-Id": m.SnapshotID, "X-Policy-Publication-Id": m.PublicationID,
-		"X-Policy-Digest": m.PolicyDigest, "X-Content-Digest": m.ContentDigest, "X-Artifact-Digest": ad,
-		"X-Config-Release-Version": strconv.FormatInt(m.ReleaseVersion, 10), "X-Config-Valid-From": m.ValidFrom,
-		"X-Config-Refresh-After": m.RefreshAfter, "X-Config-Expires-At": m.ExpiresAt,
-		"X-Config-Manifest": base64.RawURLEncoding.EncodeToString(mb), "X-Manifest-Key-Id": kid, "X-Manifest-Signature": sig,
-	} {
-		h.Set(k, v)
-	}
-	s := &fetchServer{id: bundle.Identity{Host: env.Host, ServiceID: env.ServiceID, EnvTag: env.EnvTag}, values: values, headers: h,
-		refresh: now.Add(lease / 2), expires: now.Add(lease)}
+	s := &fetchServer{id: bundle.Identity{Host: env.Host, ServiceID: env.ServiceID, EnvTag: env.EnvTag}, values: values,
+		refresh: now.Add(lease / 2), expires: now.Add(lease), priv: priv, manifest: m}
+	s.headers = s.sign(t, m)
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 
@@ -124,6 +104,48 @@ func newFetchServer(t *testing.T, lease time.Duration) (*fetchServer, string) {
 		t.Fatal(err)
 	}
 	return s, keyFile
+}
+
+// sign returns the headers that serve m, signed with the server's key, with
+// the values it serves.
+func (s *fetchServer) sign(t *testing.T, m bundle.DeliveryManifest) http.Header {
+	t.Helper()
+	mb, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signing.SignBlob(s.priv, mb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := signing.KeyID(&s.priv.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad := m.ArtifactDigest
+	sum, _ := hex.DecodeString(strings.TrimPrefix(ad, "sha256:"))
+	h := http.Header{}
+	for k, v := range map[string]string{
+		"ETag": `"` + ad + `"`, "Repr-Digest": "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":",
+		"X-Config-Snapshot-Id": m.SnapshotID, "X-Policy-Publication-Id": m.PublicationID,
+		"X-Policy-Digest": m.PolicyDigest, "X-Content-Digest": m.ContentDigest, "X-Artifact-Digest": ad,
+		"X-Config-Release-Version": strconv.FormatInt(m.ReleaseVersion, 10), "X-Config-Valid-From": m.ValidFrom,
+		"X-Config-Refresh-After": m.RefreshAfter, "X-Config-Expires-At": m.ExpiresAt,
+		"X-Config-Manifest": base64.RawURLEncoding.EncodeToString(mb), "X-Manifest-Key-Id": kid, "X-Manifest-Signature": sig,
+	} {
+		h.Set(k, v)
+	}
+	return h
+}
+
+// resign serves the manifest as change leaves it, signed again (a lease
+// renewal keeps the sequence; a move or an epoch raise changes them).
+func (s *fetchServer) resign(t *testing.T, change func(m *bundle.DeliveryManifest)) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	change(&s.manifest)
+	s.headers = s.sign(t, s.manifest)
 }
 
 func (s *fetchServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -143,10 +165,13 @@ func (s *fetchServer) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	for k, v := range s.headers {
+	s.mu.Lock()
+	hdr := s.headers
+	s.mu.Unlock()
+	for k, v := range hdr {
 		w.Header()[k] = v
 	}
-	if r.Header.Get("If-None-Match") == s.headers.Get("ETag") {
+	if r.Header.Get("If-None-Match") == hdr.Get("ETag") {
 		s.mu.Lock()
 		hold := s.hold
 		s.mu.Unlock()

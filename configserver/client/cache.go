@@ -146,6 +146,12 @@ func (c *Client) restore(ctx context.Context, now time.Time, ev *Evidence) error
 		if cerr := c.commitSeen(next); cerr != nil {
 			return cerr
 		}
+		if m, perr := bundle.ParseDeliveryManifest(lkg.Manifest); perr == nil && isLeaseReason(err) && m.ArtifactDigest == digest {
+			// Signed by a trusted key for these bytes, only its lease is
+			// over: the snapshot this runtime holds on disk, which a
+			// renewal of it may bring back without a seen-state write.
+			c.heldOnDisk = &position{snapshotID: m.SnapshotID, artifactDigest: digest, sequence: m.Sequence}
+		}
 		return err
 	}
 	if err := c.commitSeen(next.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(lkg.Manifest)))); err != nil {

@@ -63,8 +63,11 @@ type Client struct {
 	seenLoaded bool       // the seen-state file has been read
 	// seenOnDisk is the seen state the seen-state file holds, as last read
 	// or written: what a restarted client would hold against replays.
-	seenOnDisk    seenSet
-	restored      bool
+	seenOnDisk seenSet
+	restored   bool
+	// heldOnDisk is the last-known-good Restore found verified but for its
+	// lease, which ran out; nil when none.
+	heldOnDisk    *position
 	lkgSnapshotID string   // snapshot last persisted as (or restored from) the last-known-good
 	controlKeys   []string // key ids of the status handler's control keys: never trusted for manifests
 	faults        faults

@@ -316,8 +316,12 @@ func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) er
 		return nil
 	}
 	next := c.seen.advance(v.keyID, stateOf(v.manifest, v.issuedAt, jcs.BytesDigest(v.snap.ManifestBytes)))
-	renewal := cur != nil && cur.Manifest != nil && cur.ArtifactDigest == v.snap.ArtifactDigest &&
-		cur.SnapshotID == v.snap.SnapshotID && cur.Manifest.Sequence == v.manifest.Sequence
+	// A renewal of the snapshot held: the current one or, when none is
+	// current, the last-known-good on disk whose lease ran out (a runtime
+	// restarted on a read-only cache the renewals could not update).
+	at := position{snapshotID: v.snap.SnapshotID, artifactDigest: v.snap.ArtifactDigest, sequence: v.manifest.Sequence}
+	renewal := cur != nil && cur.Manifest != nil && at == (position{cur.SnapshotID, cur.ArtifactDigest, cur.Manifest.Sequence}) ||
+		cur == nil && c.heldOnDisk != nil && at == *c.heldOnDisk
 	var notes []string
 	if renewal {
 		note, err := c.commitRenewal(next)
@@ -347,6 +351,12 @@ func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) er
 	}
 	c.lkgSnapshotID = v.snap.SnapshotID // without a CacheDir it is kept in memory only
 	return nil
+}
+
+// position names a pointer move's snapshot: a lease renewal keeps all three.
+type position struct {
+	snapshotID, artifactDigest string
+	sequence                   int64
 }
 
 // do sends req with the client's HTTP client, which follows no redirect: a

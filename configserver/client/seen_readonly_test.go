@@ -23,7 +23,8 @@ import (
 // restarted on that cache), and what would raise the floor — a renewal
 // raising the revocation epoch, a pointer move — is refused
 // SEEN_STATE_UNWRITABLE, after which the runtime fails closed once its lease
-// ends.
+// ends. A runtime restarted on that cache, whose last-known-good's lease ran
+// out long ago, takes the renewal of that snapshot all the same.
 func TestReadOnlyCacheKeepsServingTheHeldSnapshot(t *testing.T) {
 	for _, fault := range []struct {
 		name  string
@@ -72,6 +73,23 @@ func keepsServingTheHeldSnapshot(t *testing.T, fault func(*fsfault.Volume), want
 			t.Fatalf("hour %d: the held snapshot is not served: %v", h, err)
 		}
 		last = ev
+	}
+
+	// A runtime restarted on that cache: its last-known-good is the first
+	// load's, whose lease ran out a month ago, and nothing is current. The
+	// renewal of that snapshot is taken without a write all the same (it
+	// was refused SEEN_STATE_UNWRITABLE, and the runtime failed closed).
+	w.clock.Advance(time.Minute)
+	back := held
+	back.issuedAt, back.leaseFrom, back.leaseTo = w.clock.Now(), w.clock.Now(), w.clock.Now().Add(2*time.Hour)
+	w.srv.set(w.build(back), nil)
+	rc := w.client()
+	if ev, err := rc.Load(ctx); err != nil || ev.Outcome != client.OutcomeApplied || ev.Reason != client.ReasonLeaseRenewed || !strings.Contains(ev.CacheError, wantErr) {
+		t.Fatalf("restarted on the cache a month on: %s %s (%s) cacheError %q %v, want APPLIED LEASE_RENEWED with the write failure noted",
+			ev.Outcome, ev.Reason, ev.Detail, ev.CacheError, err)
+	}
+	if err := rc.Guard(); err != nil {
+		t.Fatalf("restarted on the cache a month on: the renewed snapshot is not served: %v", err)
 	}
 
 	wantRefused := func(c *client.Client, what string, rel *release, reason client.Reason) {
