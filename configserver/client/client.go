@@ -74,6 +74,10 @@ type Client struct {
 
 	st statusState // what the status endpoint and metrics report
 
+	// answer is what the server last said about the current snapshot, for
+	// the pinned sessions on it (Pinned.Snapshot).
+	answer answerState
+
 	// keysChanged wakes Watch (a held request, or its wait for the next
 	// one) when SetTrustedKeys changed the trusted keys: a load under the
 	// new set follows at once.

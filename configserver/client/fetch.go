@@ -84,7 +84,13 @@ func (c *Client) receive(ctx context.Context, resp *http.Response, now time.Time
 	case http.StatusNotModified:
 		return c.notModified(resp.Header, now, ev)
 	}
-	return unavailableStatus(resp)
+	err := unavailableStatus(resp)
+	if st, ok := refusedStatus(err); ok {
+		if cur := c.current(); cur != nil {
+			c.answer.note(cur, st) // the pinned sessions on it learn it (Pinned.Snapshot)
+		}
+	}
+	return err
 }
 
 // unavailableStatus drains resp and returns the UNAVAILABLE error for its
@@ -340,6 +346,7 @@ func (c *Client) accept(v *verified, src Source, now time.Time, ev *Evidence) er
 	}
 	v.snap.Source = src
 	c.publish(v.snap, now)
+	c.answer.note(v.snap, 0)
 	if c.opts.CacheDir != "" {
 		if err := c.persist(v.snap); err != nil {
 			ev.CacheError = strings.Join(append(notes, err.Error()), "; ")

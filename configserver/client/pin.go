@@ -37,6 +37,43 @@ func (o OnRevoke) String() string {
 	return "deny"
 }
 
+// answerState is the server's last word on the runtime's current snapshot
+// from the runtime's own loads (GET /configs): refused (403, 404 or 410:
+// the server no longer serves it as current — what a revocation does), or
+// served under a verified manifest (refused 0). gen counts the answers, so
+// that a session acts on each once.
+type answerState struct {
+	mu                         sync.Mutex
+	gen                        uint64
+	refused                    int
+	snapshotID, artifactDigest string
+}
+
+// note records an answer about s.
+func (a *answerState) note(s *Snapshot, refused int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gen++
+	a.refused, a.snapshotID, a.artifactDigest = refused, s.SnapshotID, s.ArtifactDigest
+}
+
+// last returns the last answer and its number.
+func (a *answerState) last() (gen uint64, refused int, snapshotID, artifactDigest string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gen, a.refused, a.snapshotID, a.artifactDigest
+}
+
+// refusedStatus reports whether err is the server's refusal to serve the
+// identity's current snapshot (403, 404 or 410), and which.
+func refusedStatus(err error) (int, bool) {
+	var ue *UnavailableError
+	if errors.As(err, &ue) && (ue.Status == http.StatusForbidden || ue.Status == http.StatusNotFound || ue.Status == http.StatusGone) {
+		return ue.Status, true
+	}
+	return 0, false
+}
+
 // Pin names the snapshot a session or long-running operation started
 // under: what it records so that, after a restart, Rehydrate can bring the
 // same verified policy back by id.
@@ -72,6 +109,13 @@ type Pinned struct {
 	mu      sync.Mutex
 	snap    *Snapshot
 	revoked string // why the pinned snapshot is known revoked; "" while it is not
+	// byLoad is true when revoked comes from the runtime's own load (the
+	// server refused the pinned snapshot as current), which a later
+	// verified manifest for it clears.
+	byLoad bool
+	// answerGen is the number of the last server answer about the current
+	// snapshot the session has acted on.
+	answerGen uint64
 }
 
 // Pin pins the current snapshot for work starting now. It fails closed
@@ -81,7 +125,8 @@ func (c *Client) Pin(opts PinOptions) (*Pinned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
-	return &Pinned{c: c, opts: opts, pin: pinOf(s), snap: s}, nil
+	gen, _, _, _ := c.answer.last()
+	return &Pinned{c: c, opts: opts, pin: pinOf(s), snap: s, answerGen: gen}, nil
 }
 
 // Pin returns what identifies the pinned snapshot; persist it with the
@@ -95,11 +140,27 @@ func (p *Pinned) Pin() Pin { return p.pin }
 // with ErrPinRevoked once it is known revoked (by Check, or by a current
 // snapshot of another id whose signed revocation epoch is above the pinned
 // one's; the pinned snapshot itself re-signed with a raised epoch stands)
-// unless OnRevoke is AllowUntilLeaseEnds. A revocation is not persisted: a
-// restarted runtime learns it again from Rehydrate or Check.
+// unless OnRevoke is AllowUntilLeaseEnds. While the pinned snapshot is the
+// runtime's current one, the runtime's own loads carry its revocation too:
+// a load refused 403, 404 or 410 (the server no longer serves it as
+// current, which is what a revocation does; unsigned, so a pin fails safe)
+// marks it revoked at the next renewal the runtime asks for, and a later
+// load that verifies a manifest for it clears that mark, as in Check. A
+// revocation is not persisted: a restarted runtime learns it again from
+// Rehydrate or Check.
 func (p *Pinned) Snapshot() (*Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// The server's last answer about the runtime's current snapshot, when
+	// it is the pinned one and new to the session: a verified manifest
+	// clears a mark an earlier refusal left, before the renewals the
+	// runtime took are followed below; a refusal marks it after them.
+	gen, refused, sid, ad := p.c.answer.last()
+	answered := gen != p.answerGen && sid == p.pin.SnapshotID && ad == p.pin.ArtifactDigest
+	p.answerGen = gen
+	if answered && refused == 0 && p.byLoad {
+		p.revoked, p.byLoad = "", false
+	}
 	if p.revoked == "" {
 		if cur := p.c.current(); cur != nil && cur.Manifest != nil && p.snap.Manifest != nil &&
 			cur.Manifest.RevocationEpoch > p.snap.Manifest.RevocationEpoch {
@@ -119,6 +180,9 @@ func (p *Pinned) Snapshot() (*Snapshot, error) {
 			// goes on under it, as the runtime's current snapshot does.
 			p.snap = cur
 		}
+	}
+	if answered && refused != 0 && p.revoked == "" {
+		p.revoked, p.byLoad = fmt.Sprintf("the server no longer serves it as the current snapshot (%d)", refused), true
 	}
 	if p.revoked != "" && p.opts.OnRevoke == DenyOnRevoke {
 		return nil, fmt.Errorf("snapshot %s: %s: %w", p.pin.SnapshotID, p.revoked, ErrPinRevoked)
@@ -155,13 +219,13 @@ func (p *Pinned) Check(ctx context.Context) error {
 	var ve *VerificationError
 	switch {
 	case err == nil:
-		p.snap, p.revoked = snap, ""
+		p.snap, p.revoked, p.byLoad = snap, "", false
 		return nil
 	case errors.As(err, &ue) && (ue.Status == http.StatusForbidden || ue.Status == http.StatusNotFound || ue.Status == http.StatusGone):
-		p.revoked = fmt.Sprintf("the server no longer serves it (%d)", ue.Status)
+		p.revoked, p.byLoad = fmt.Sprintf("the server no longer serves it (%d)", ue.Status), false
 		return nil
 	case errors.As(err, &ve) && ve.Reason == ReasonRevocationRegression:
-		p.revoked = "revocation epoch raised above the pinned one"
+		p.revoked, p.byLoad = "revocation epoch raised above the pinned one", false
 		return nil
 	}
 	return fmt.Errorf("check pinned snapshot %s: %w", p.pin.SnapshotID, err)
@@ -182,7 +246,8 @@ func (c *Client) Rehydrate(ctx context.Context, pin Pin, opts PinOptions) (*Pinn
 	if err != nil {
 		return nil, fmt.Errorf("rehydrate snapshot %s: %w", pin.SnapshotID, err)
 	}
-	return &Pinned{c: c, opts: opts, pin: pin, snap: snap}, nil
+	gen, _, _, _ := c.answer.last()
+	return &Pinned{c: c, opts: opts, pin: pin, snap: snap, answerGen: gen}, nil
 }
 
 // fetchPinned fetches and verifies the snapshot pin names.

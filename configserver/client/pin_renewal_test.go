@@ -65,3 +65,88 @@ func TestPinnedCurrentSnapshotFollowsItsLeaseRenewals(t *testing.T) {
 		}
 	}
 }
+
+// TestPinnedSessionLearnsRevocationAtItsNextRenewal: sessions pinned to the
+// current snapshot, renewed hourly (two-hour leases) over simulated days.
+// The snapshot is revoked: the Config Server stops serving it (404 on
+// GET /configs, 403 on GET /configs/snapshots/{id}). At the runtime's next
+// renewal load, refused 404, a deny session ends (ErrPinRevoked) while the
+// runtime keeps its current snapshot until the lease ends, as the contract
+// says of unsigned answers; an allow-until-lease-ends session runs to the
+// end of its last lease. The session learnt it only from Check or an epoch
+// raise, and ran on to its lease's end. A refusal that was not a
+// revocation (the server answers 404 once, then renews the snapshot under
+// a verified manifest) is cleared by that renewal, as a Check's is.
+func TestPinnedSessionLearnsRevocationAtItsNextRenewal(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	base := w.spec(1)
+	w.srv.set(w.build(base), nil)
+	c := w.client()
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	renew := func() *release {
+		w.clock.Advance(time.Hour)
+		now := w.clock.Now()
+		r := base
+		r.issuedAt, r.leaseFrom, r.leaseTo = now, now, now.Add(2*time.Hour)
+		return w.build(r)
+	}
+	deny, err := c.Pin(client.PinOptions{OnRevoke: client.DenyOnRevoke})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allow, err := c.Pin(client.PinOptions{OnRevoke: client.AllowUntilLeaseEnds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for h := 1; h <= 3*24; h++ {
+		w.srv.set(renew(), nil)
+		if ev, err := c.Load(ctx); err != nil || ev.Reason != client.ReasonLeaseRenewed {
+			t.Fatalf("hour %d: renewal load: %s %s %v", h, ev.Outcome, ev.Reason, err)
+		}
+	}
+
+	// A 404 that was not a revocation, then the snapshot renewed again.
+	w.srv.set(nil, nil)
+	w.clock.Advance(time.Hour)
+	if ev, _ := c.Load(ctx); ev.Reason != client.ReasonNotFound {
+		t.Fatalf("load answered 404: %s %s, want UNAVAILABLE NOT_FOUND", ev.Outcome, ev.Reason)
+	}
+	if _, err := deny.Snapshot(); !errors.Is(err, client.ErrPinRevoked) {
+		t.Fatalf("deny session after its renewal load was refused 404: %v, want ErrPinRevoked", err)
+	}
+	rel := renew()
+	w.srv.set(rel, nil)
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if snap, err := deny.Snapshot(); err != nil || deny.Revoked() != "" || !snap.ExpiresAt.Equal(w.clock.Now().Add(2*time.Hour)) {
+		t.Fatalf("deny session once the snapshot is renewed under a verified manifest: %v (revoked %q), want it back under the new lease", err, deny.Revoked())
+	}
+
+	// The snapshot is revoked.
+	w.srv.set(nil, nil)
+	w.srv.revoke(rel.Manifest.SnapshotID)
+	if _, err := deny.Snapshot(); err != nil {
+		t.Fatalf("before the next renewal load: %v", err)
+	}
+	w.clock.Advance(time.Hour)
+	if ev, _ := c.Load(ctx); ev.Reason != client.ReasonNotFound {
+		t.Fatalf("renewal load of the revoked snapshot: %s %s, want UNAVAILABLE NOT_FOUND", ev.Outcome, ev.Reason)
+	}
+	if err := c.Guard(); err != nil {
+		t.Fatalf("the runtime's current snapshot after an unsigned 404: %v, want it kept until its lease ends", err)
+	}
+	if _, err := deny.Snapshot(); !errors.Is(err, client.ErrPinRevoked) {
+		t.Fatalf("deny session at the renewal after the revocation: %v, want ErrPinRevoked", err)
+	}
+	if _, err := allow.Snapshot(); err != nil || allow.Revoked() == "" {
+		t.Fatalf("allow session at the renewal after the revocation: %v (revoked %q), want it running, known revoked", err, allow.Revoked())
+	}
+	w.clock.Advance(time.Hour + 30*time.Second)
+	if _, err := allow.Snapshot(); !errors.Is(err, client.ErrExpired) {
+		t.Fatalf("allow session past its last lease: %v, want ErrExpired", err)
+	}
+}
