@@ -211,6 +211,9 @@ func (p *Pinned) Revoked() string {
 // identity draws a 403 too, and a proxy can answer anything — so a later
 // Check answered with the snapshot under a verified manifest (whose epoch
 // is not below any seen) clears the mark it left: the signed answer wins.
+// An answer whose manifest is older, by (sequence, issuedAt), than the one
+// the session holds (a lagging replica's) changes nothing: the held lease
+// is never replaced by an older one.
 func (p *Pinned) Check(ctx context.Context) error {
 	snap, err := p.c.fetchPinned(ctx, p.pin)
 	p.mu.Lock()
@@ -218,6 +221,12 @@ func (p *Pinned) Check(ctx context.Context) error {
 	var ue *UnavailableError
 	var ve *VerificationError
 	switch {
+	case err == nil && olderManifest(snap, p.snap):
+		// A replica behind the one that signed the manifest held (a
+		// lagging standby behind a load balancer): its older manifest
+		// says nothing the session does not know, and its shorter lease
+		// must not replace the held one. A mark stays as it was.
+		return nil
 	case err == nil:
 		p.snap, p.revoked, p.byLoad = snap, "", false
 		return nil
@@ -229,6 +238,20 @@ func (p *Pinned) Check(ctx context.Context) error {
 		return nil
 	}
 	return fmt.Errorf("check pinned snapshot %s: %w", p.pin.SnapshotID, err)
+}
+
+// olderManifest reports whether a's delivery manifest is below b's in the
+// (sequence, issuedAt) order of the replay rule.
+func olderManifest(a, b *Snapshot) bool {
+	if a.Manifest == nil || b.Manifest == nil {
+		return false
+	}
+	if a.Manifest.Sequence != b.Manifest.Sequence {
+		return a.Manifest.Sequence < b.Manifest.Sequence
+	}
+	ai, aerr := parseTime("manifest.issuedAt", a.Manifest.IssuedAt)
+	bi, berr := parseTime("manifest.issuedAt", b.Manifest.IssuedAt)
+	return aerr == nil && berr == nil && ai.Before(bi)
 }
 
 // Rehydrate brings pinned work back after a restart: it fetches the

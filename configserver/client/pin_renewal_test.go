@@ -150,3 +150,97 @@ func TestPinnedSessionLearnsRevocationAtItsNextRenewal(t *testing.T) {
 		t.Fatalf("allow session past its last lease: %v, want ErrExpired", err)
 	}
 }
+
+// TestPinnedCheckKeepsANewerLeaseThanALaggingReplicas: a session pinned to
+// the current snapshot, renewed hourly (two-hour leases) over two
+// simulated days, checks it every six hours through a load balancer whose
+// replica answering GET /configs/snapshots/{id} is one renewal behind (a
+// lagging hot standby): its manifest verifies, but is older than the one
+// the session holds. Then the pointer moves on, and the session — no
+// longer following the runtime's current snapshot — is checked again
+// through that replica: it keeps the newer lease and runs to its end (it
+// took the older one and failed with ErrExpired an hour early). A session
+// a refusal marked revoked stays so when the lagging replica then serves
+// the older manifest (it cleared the mark).
+func TestPinnedCheckKeepsANewerLeaseThanALaggingReplicas(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	base := w.spec(1)
+	prev := w.build(base)
+	w.srv.set(prev, nil)
+	c := w.client()
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Pin(client.PinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := c.Pin(client.PinOptions{OnRevoke: client.AllowUntilLeaseEnds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := s.Pin().SnapshotID
+	lagging := func(rel *release) {
+		w.srv.mu.Lock()
+		w.srv.history[sid] = rel
+		w.srv.mu.Unlock()
+	}
+	var newest, before *release
+	var newestTo time.Time
+	for h := 1; h <= 2*24; h++ {
+		w.clock.Advance(time.Hour)
+		now := w.clock.Now()
+		r := base
+		r.issuedAt, r.leaseFrom, r.leaseTo = now, now, now.Add(2*time.Hour)
+		before = newest
+		newest, newestTo = w.build(r), r.leaseTo
+		w.srv.set(newest, nil)
+		if _, err := c.Load(ctx); err != nil {
+			t.Fatalf("hour %d: renewal load: %v", h, err)
+		}
+		if h%6 == 0 {
+			lagging(prev) // the standby has the renewal before
+			if err := s.Check(ctx); err != nil || s.Revoked() != "" {
+				t.Fatalf("hour %d: Check answered by the lagging replica: %v (revoked %q)", h, err, s.Revoked())
+			}
+		}
+		if snap, err := s.Snapshot(); err != nil || !snap.ExpiresAt.Equal(r.leaseTo) {
+			t.Fatalf("hour %d: %v, want the lease until %s", h, err, r.leaseTo)
+		}
+		prev = newest
+	}
+	for _, p := range []*client.Pinned{s, marked} {
+		if _, err := p.Snapshot(); err != nil { // both hold the newest lease
+			t.Fatal(err)
+		}
+	}
+
+	// The pointer moves on; the pinned snapshot is no longer renewed.
+	w.clock.Advance(time.Minute)
+	moved := w.spec(2)
+	moved.issuedAt, moved.leaseFrom, moved.leaseTo = w.clock.Now(), w.clock.Now(), w.clock.Now().Add(2*time.Hour)
+	w.srv.set(w.build(moved), nil)
+	if _, err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.srv.revoke(sid)
+	if err := marked.Check(ctx); err != nil || marked.Revoked() == "" {
+		t.Fatalf("Check refused 403: %v (revoked %q), want it marked revoked", err, marked.Revoked())
+	}
+	lagging(before) // the renewal before the newest, still within its lease
+	for _, p := range []*client.Pinned{s, marked} {
+		if err := p.Check(ctx); err != nil {
+			t.Fatalf("Check answered by the lagging replica after the move: %v", err)
+		}
+	}
+	if marked.Revoked() == "" {
+		t.Fatal("a lagging replica's older manifest cleared the revocation mark a refusal left")
+	}
+	w.clock.Advance(70 * time.Minute) // past the older lease, within the newest
+	for _, p := range []*client.Pinned{s, marked} {
+		if snap, err := p.Snapshot(); err != nil || !snap.ExpiresAt.Equal(newestTo) {
+			t.Fatalf("after the move and a Check one renewal behind: %v; want the newest lease until %s", err, newestTo)
+		}
+	}
+}
