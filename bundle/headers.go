@@ -23,6 +23,12 @@ const (
 	// wait (wait=): the longest wait, in whole seconds, the server grants.
 	// Its absence tells a client that the server answers without waiting.
 	HeaderWatchMax = "X-Config-Watch-Max"
+	// HeaderHeldSequence is sent by a runtime with GET /configs: the
+	// sequence of the delivery manifest it holds. A server whose current
+	// pointer for the identity has a lower one (a replica behind the one
+	// the runtime was answered by) answers 503 with Retry-After rather than
+	// the older pointer, which the runtime would refuse.
+	HeaderHeldSequence = "X-Config-Held-Sequence"
 )
 
 // Cross-service identity headers: a caller sends its current publication,

@@ -3,6 +3,8 @@ package configserver
 import (
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -67,6 +69,9 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 			return h.watchCurrent(w, r, rl, claims, id, nil, err, wait)
 		}
 		return storeError(err)
+	}
+	if herr := behindRuntime(r, d); herr != nil {
+		return herr
 	}
 	if wait > 0 && h.notifier != nil {
 		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
@@ -309,6 +314,9 @@ var headerKeys = [hvCount]string{
 type headerValues struct {
 	vals    [hvCount]string
 	present uint16 // bit i: vals[i] is sent (it may be empty)
+	// sequence is the delivery manifest's sequence (0 without one, or when
+	// it cannot be read).
+	sequence int64
 }
 
 // has reports whether the value i is sent.
@@ -392,6 +400,38 @@ func (d *Delivery) headerValues(share bool) *headerValues {
 		set(hvExpiresAt, d.ExpiresAt)
 		set(hvKeyID, d.ManifestKeyID)
 		set(hvSignature, d.ManifestSignature)
+		var m struct {
+			Sequence int64 `json:"sequence"`
+		}
+		if json.Unmarshal(d.Manifest, &m) == nil {
+			hv.sequence = m.Sequence
+		}
 	}
 	return hv
+}
+
+// behindRuntime returns the 503 for a request whose runtime holds a
+// delivery manifest of a higher sequence (HeaderHeldSequence) than d's: this
+// server's store is behind the one that answered the runtime before (a hot
+// standby that lags, behind a load balancer), and d's older pointer would
+// only be refused. nil when the runtime holds none, or no newer one.
+func behindRuntime(r *http.Request, d *Delivery) *httpError {
+	v := r.Header[bundle.HeaderHeldSequence]
+	if len(v) != 1 {
+		return nil
+	}
+	held, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return nil
+	}
+	hv := d.hv
+	if hv == nil {
+		hv = d.headerValues(false)
+	}
+	if hv.sequence == 0 || held <= hv.sequence {
+		return nil
+	}
+	return &httpError{status: http.StatusServiceUnavailable, code: "unavailable",
+		message: "this server is behind the configuration the runtime holds; retry later", reason: "behind the runtime",
+		err: fmt.Errorf("the runtime holds sequence %d, the current pointer here is at %d: %w", held, hv.sequence, ErrUnavailable)}
 }

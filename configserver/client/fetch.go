@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/jcs"
 )
 
@@ -68,6 +70,11 @@ func (c *Client) send(ctx context.Context, cur *Snapshot, now time.Time, wait ti
 	if cur != nil && cur.Manifest != nil && (now.Before(cur.RefreshAfter) || !refresh) {
 		req.Header.Set("If-None-Match", `"`+cur.ArtifactDigest+`"`)
 		unconditional = false
+	}
+	if cur != nil && cur.Manifest != nil {
+		// A server behind this position (a lagging replica) answers 503
+		// rather than an older pointer, which would only be refused.
+		req.Header.Set(bundle.HeaderHeldSequence, strconv.FormatInt(cur.Manifest.Sequence, 10))
 	}
 	if err := c.authorize(ctx, req); err != nil {
 		return nil, unconditional, &UnavailableError{Reason: ReasonTokenUnavailable, Err: err}
