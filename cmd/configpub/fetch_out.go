@@ -76,13 +76,14 @@ func (o *outState) writeFailed(ev *client.Evidence) {
 // written: REJECTED OUT_UNWRITABLE naming the error, with the snapshot the
 // runtime still runs (what --out held before) as current and as the
 // last-known-good: what the runtime falls back on is what --out holds, not
-// what the client persisted in its cache.
+// what the client persisted in its cache. With nothing in --out the runtime
+// fails closed, as the status endpoint says.
 func outUnwritable(ev *client.Evidence, running *client.Snapshot, err error) *client.Evidence {
 	e := *ev
 	e.Outcome, e.Reason, e.Field, e.Detail = client.OutcomeRejected, client.ReasonOutUnwritable, "out", err.Error()
-	e.CurrentSnapshotID, e.LastKnownGoodSnapshotID = "", ""
+	e.CurrentSnapshotID, e.LastKnownGoodSnapshotID, e.FailedClosed = "", "", true
 	if running != nil {
-		e.CurrentSnapshotID, e.LastKnownGoodSnapshotID = running.SnapshotID, running.SnapshotID
+		e.CurrentSnapshotID, e.LastKnownGoodSnapshotID, e.FailedClosed = running.SnapshotID, running.SnapshotID, ev.FailedClosed
 	}
 	return &e
 }

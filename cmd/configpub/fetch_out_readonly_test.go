@@ -98,9 +98,9 @@ func TestFetchMetricsReportWhatOutHolds(t *testing.T) {
 		t.Fatal("/metrics with --out read-only: no load counted REJECTED OUT_UNWRITABLE")
 	}
 	ev := evidenceOf(t, stdout.String())
-	if ev.Reason != client.ReasonOutUnwritable || !strings.Contains(ev.Detail, "read-only file system") || ev.CurrentSnapshotID != "" || ev.LastKnownGoodSnapshotID != "" {
-		t.Fatalf("evidence line with --out read-only: %s %s (%s) current %q lastKnownGood %q; want OUT_UNWRITABLE (EROFS), neither",
-			ev.Outcome, ev.Reason, ev.Detail, ev.CurrentSnapshotID, ev.LastKnownGoodSnapshotID)
+	if ev.Reason != client.ReasonOutUnwritable || !strings.Contains(ev.Detail, "read-only file system") || ev.CurrentSnapshotID != "" || ev.LastKnownGoodSnapshotID != "" || !ev.FailedClosed {
+		t.Fatalf("evidence line with --out read-only: %s %s (%s) current %q lastKnownGood %q failedClosed %v; want OUT_UNWRITABLE (EROFS), neither, failed closed",
+			ev.Outcome, ev.Reason, ev.Detail, ev.CurrentSnapshotID, ev.LastKnownGoodSnapshotID, ev.FailedClosed)
 	}
 
 	vol.Writable()
