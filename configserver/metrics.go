@@ -24,9 +24,11 @@ func newMetrics(reg *prometheus.Registry, store Store, verifier Verifier) *metri
 			Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"})),
 		duration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "configpub_server_request_duration_seconds",
-			Help:    "HTTP request latency by route.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+			Name: "configpub_server_request_duration_seconds",
+			Help: "HTTP request latency by route; route watch: how long a GET /configs?wait= was held.",
+			// Up to the longest hold (DefaultMaxWait): a held watch
+			// would otherwise be counted only in +Inf.
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"route"})),
 		watchers: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "configpub_server_watchers",
