@@ -393,10 +393,14 @@ func contradictedCandidate(ctx context.Context, q querier, envTag string, versio
 
 // markIntegrityError settles a staged release whose receipts contradict
 // the journal: execution outcome INTEGRITY_ERROR, the evidence journaled,
-// nothing moved; it is not activated until a human decides.
+// nothing moved; it is not activated until a human decides. Its
+// release.failed event is recorded in the same transaction and sent only
+// by the call that marked it.
 func (s *Store) markIntegrityError(ctx context.Context, in MoveInput, c *contradiction) error {
 	cmd := moveCommand(ActionActivate, in)
+	var marked *Event
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
+		marked = nil
 		now := s.now()
 		e, err := lockExistingEnv(ctx, tx, in.EnvTag)
 		if err != nil {
@@ -409,17 +413,27 @@ func (s *Store) markIntegrityError(ctx context.Context, in MoveInput, c *contrad
 		if rel.State != StateStaged || rel.Outcome == OutcomeIntegrityError || e.Pending == in.Release {
 			return nil
 		}
-		return mutate(ctx, tx, rel, event{Kind: "integrity-error", ToState: rel.State, ToOutcome: OutcomeIntegrityError,
+		if err := mutate(ctx, tx, rel, event{Kind: "integrity-error", ToState: rel.State, ToOutcome: OutcomeIntegrityError,
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
 			Evidence: map[string]any{"identity": c.Identity, "snapshotId": c.SnapshotID, "evidenceId": c.EvidenceID,
-				"finding": "a receipt says the runtime runs a candidate snapshot no pointer move ever gave it"}})
+				"finding": "a receipt says the runtime runs a candidate snapshot no pointer move ever gave it"}}); err != nil {
+			return err
+		}
+		ev := Event{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateStaged,
+			Outcome: OutcomeIntegrityError, Actor: in.Actor, At: now,
+			Detail: fmt.Sprintf("receipt %d: %s reports running candidate %s that was never activated; nothing moved", c.EvidenceID, c.Identity, c.SnapshotID)}
+		if err := s.recordEvent(ctx, tx, &ev); err != nil {
+			return err
+		}
+		marked = &ev
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	s.emit(ctx, Event{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateStaged,
-		Outcome: OutcomeIntegrityError, Actor: in.Actor,
-		Detail: fmt.Sprintf("receipt %d: %s reports running candidate %s that was never activated; nothing moved", c.EvidenceID, c.Identity, c.SnapshotID)})
+	if marked != nil {
+		s.emit(ctx, *marked)
+	}
 	return fmt.Errorf("release %s/%d: receipt %d says %s runs candidate snapshot %s, which no pointer move ever gave it; outcome INTEGRITY_ERROR, nothing moved, a human decides: %w",
 		in.EnvTag, in.Release, c.EvidenceID, c.Identity, c.SnapshotID, ErrIntegrity)
 }

@@ -2,6 +2,7 @@ package promoter_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/webhook"
 )
@@ -127,5 +129,55 @@ func TestEventTextIsSafeInChat(t *testing.T) {
 		`&lt;!here&gt; &lt;https://evil.example/phish|Approved by SecOps&gt; &amp; see\nFAKE — 3 pointers moved`
 	if got := ev.Text(); got != want {
 		t.Errorf("text:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestIntegrityErrorRecordsItsEventOnce: two two-phase activations of the
+// same release wait for its candidates when a receipt contradicting the
+// journal arrives; both find it. The release is marked INTEGRITY_ERROR once,
+// and its release.failed event is recorded in configpub.webhook_event in
+// that transaction (the notifier here records nothing — a process that
+// stopped after the commit — so webhook redeliver can still send it) and
+// notified once, under the recorded id: the activation that found the
+// release marked already sends nothing.
+func TestIntegrityErrorRecordsItsEventOnce(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	ctx := context.Background()
+	_, r2 := f.stageTwoPhase(t, "prod", 3)
+	errs := make(chan error, 2)
+	for _, cmd := range []string{"first", "second"} {
+		go func() {
+			_, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("integrity", cmd), EnvTag: "prod", Release: 2,
+				Actor: "a", Reason: cmd}, promoter.ActivateOptions{Timeout: 20 * time.Second, Poll: 20 * time.Millisecond})
+			errs <- err
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // both wait for READY candidates
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultApplied, "")
+	for range 2 {
+		if err := <-errs; !errors.Is(err, promoter.ErrIntegrity) {
+			t.Fatalf("activation: %v, want an integrity error", err)
+		}
+	}
+	var failed []promoter.Event
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if ev.Kind == promoter.EventFailed {
+			failed = append(failed, ev)
+		}
+	}
+	rec.mu.Unlock()
+	if len(failed) != 1 || failed[0].Outcome != promoter.OutcomeIntegrityError {
+		t.Fatalf("notified %+v, want one release.failed INTEGRITY_ERROR event", failed)
+	}
+	var recorded string
+	if err := f.pool.QueryRow(ctx, `SELECT string_agg(event_id::text || ' ' || (event->>'outcome'), ', ') FROM configpub.webhook_event
+		WHERE event_kind = $1 AND release_version = 2`, promoter.EventFailed).Scan(&recorded); err != nil {
+		t.Fatal(err)
+	}
+	if want := failed[0].ID + " " + promoter.OutcomeIntegrityError; recorded != want {
+		t.Fatalf("webhook_event holds %q for release 2's failure, want %q", recorded, want)
 	}
 }
