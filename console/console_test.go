@@ -818,7 +818,7 @@ func localGet(h http.Handler, path string) *httptest.ResponseRecorder {
 }
 
 // /metrics counts, per receiver, the notifications a webhook receiver was
-// sent and neither accepted nor refused for good within 72 hours (what
+// sent and neither accepted nor refused for good within 7 days (what
 // `configpub webhook redeliver` would send it), through the viewer role.
 func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	t.Parallel()
@@ -853,8 +853,10 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	event(ids[2], "3 hours")
 	attempt(ids[2], a, 1, false, 0) // missed by a (no answer)
 	attempt(ids[2], b, 1, false, 429)
-	event(ids[3], "100 hours") // too old to count
+	event(ids[3], "80 hours") // a three-day outage: still to send
 	attempt(ids[3], a, 1, false, 503)
+	event("00000000-0000-4000-8000-000000000007", "169 hours") // too old to count
+	attempt("00000000-0000-4000-8000-000000000007", a, 1, false, 503)
 	// Recorded with its state change and sent to no receiver: under
 	// "none" once older than redeliver's two minutes.
 	event("00000000-0000-4000-8000-000000000005", "10 minutes")
@@ -865,7 +867,7 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	}
 	rec := localGet(con.Handler(), "/metrics")
 	mustContain(t, "metrics", rec.Body.String(),
-		`configpub_webhook_undelivered_events{receiver="`+a+`"} 2`,
+		`configpub_webhook_undelivered_events{receiver="`+a+`"} 3`,
 		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`,
 		`configpub_webhook_undelivered_events{receiver="none"} 1`)
 }

@@ -108,7 +108,7 @@ var (
 			"after it, a change re-issues the targets whose windows ended and leaves no release to roll back to; renew.",
 		[]string{"env"}, nil)
 	descWebhookUndelivered = prometheus.NewDesc("configpub_webhook_undelivered_events",
-		"Release notifications of the last 72 hours that a webhook receiver was sent and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
+		"Release notifications of the last 7 days (webhook redeliver's default --since) that a webhook receiver was sent and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
 		[]string{"receiver"}, nil)
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
@@ -283,17 +283,18 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	if err := counts(ctx, q, ch, descRevocations, `SELECT count(*) FROM configpub.revocation`, prometheus.CounterValue); err != nil {
 		return err
 	}
+	// Within webhook redeliver's default --since (webhook.RedeliverWindow).
 	// Per receiver; events sent to none (recorded with their state change,
 	// the process stopped before the first attempt; older than the two
 	// minutes webhook redeliver waits) under receiver "none".
 	if err := counts(ctx, q, ch, descWebhookUndelivered, `SELECT receiver, count(*) FROM (
 			SELECT d.receiver FROM configpub.webhook_delivery d JOIN configpub.webhook_event e ON e.event_id = d.event_id
-			WHERE e.recorded_at > now() - interval '72 hours'
+			WHERE e.recorded_at > now() - interval '168 hours'
 			GROUP BY d.event_id, d.receiver
 			HAVING NOT bool_or(d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429)))
 			UNION ALL
 			SELECT 'none' FROM configpub.webhook_event e
-			WHERE e.recorded_at > now() - interval '72 hours' AND e.recorded_at < now() - interval '2 minutes'
+			WHERE e.recorded_at > now() - interval '168 hours' AND e.recorded_at < now() - interval '2 minutes'
 				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)) x
 		GROUP BY 1`, prometheus.GaugeValue); err != nil {
 		return err

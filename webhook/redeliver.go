@@ -9,6 +9,13 @@ import (
 	"github.com/configpub/configpub/promoter"
 )
 
+// RedeliverWindow is how far back webhook redeliver looks by default (its
+// --since), and the window of the console's undelivered-events gauge: a
+// week, so that a receiver down over a long weekend — three days and the
+// time to notice — still gets the first event it missed. An event older
+// than the window is no longer sent.
+const RedeliverWindow = 7 * 24 * time.Hour
+
 // Pending lists the recorded events a receiver has not accepted.
 type Pending interface {
 	// Undelivered lists, oldest first, the events recorded in [from, to)

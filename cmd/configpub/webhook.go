@@ -83,7 +83,7 @@ func addWebhookCmd(root *cobra.Command) {
 		since, minAge time.Duration
 	)
 	redeliver := &cobra.Command{
-		Use:   "redeliver [--since 72h] [--min-age 2m]",
+		Use:   "redeliver [--since 168h] [--min-age 2m]",
 		Short: "Send each webhook receiver the recorded events it has not accepted",
 		Long: `redeliver sends each receiver of ` + webhookURLsEnv + ` (signed with
 ` + webhookSecretEnv + `, as the verbs that change releases send them) the events
@@ -149,7 +149,7 @@ for example every 10 minutes, as the promoter's database user.`,
 		},
 	}
 	sf.add(redeliver, false)
-	redeliver.Flags().DurationVar(&since, "since", 72*time.Hour, "redeliver events recorded within this long")
+	redeliver.Flags().DurationVar(&since, "since", webhook.RedeliverWindow, "redeliver events recorded within this long (what the receivers must remember event ids for)")
 	redeliver.Flags().DurationVar(&minAge, "min-age", 2*time.Minute, "leave events recorded within this long to their first delivery")
 	outputFlag(redeliver)
 	cmd.AddCommand(redeliver)

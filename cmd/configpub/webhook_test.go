@@ -10,8 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/configpub/configpub/internal/pgtest"
+	"github.com/configpub/configpub/promoter"
 	"github.com/configpub/configpub/webhook"
 )
 
@@ -100,5 +104,72 @@ func TestWebhookRedeliverSendsWhatAReceiverMissed(t *testing.T) {
 	}
 	if out, err := runCLI("webhook", "redeliver", "--min-age", "0", d); err != nil || !strings.Contains(out, "0 undelivered event(s)") {
 		t.Fatalf("redeliver after a refusal: %v\n%s", err, out)
+	}
+}
+
+// TestWebhookRedeliverAfterAThreeDayOutage: a receiver down from a Friday
+// evening to a Monday morning (80 hours) missed a rollback; once it is back,
+// `webhook redeliver` with its defaults sends it. With a 72-hour default
+// --since the event had left the window hours before: never sent, and
+// counted nowhere.
+func TestWebhookRedeliverAfterAThreeDayOutage(t *testing.T) {
+	db := pgtest.New(t)
+	const secret = "s3cret"
+	var status atomic.Int32
+	status.Store(http.StatusServiceUnavailable)
+	var mu sync.Mutex
+	var accepted []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if code := int(status.Load()); code != http.StatusOK {
+			w.WriteHeader(code)
+			return
+		}
+		mu.Lock()
+		accepted = append(accepted, r.Header.Get(webhook.HeaderDelivery))
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	t.Setenv(webhookURLsEnv, recv.URL)
+	t.Setenv(webhookSecretEnv, secret)
+	t.Setenv(webhookTimeoutEnv, "300ms")
+	ctx := context.Background()
+	pool := db.Pool(t)
+	// The rollback 80 hours ago: its event recorded with it, and sent to the
+	// receiver, which was down (both tables are append-only: written as
+	// they were then).
+	at := time.Now().Add(-80 * time.Hour).UTC()
+	ev := promoter.Event{ID: uuid.NewString(), Kind: promoter.EventRolledBack, EnvTag: "prod", Release: 1, PreviousRelease: 2,
+		State: promoter.StateActive, Actor: "oncall", Reason: "bad", At: at}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO configpub.webhook_event (event_id, event_kind, env_tag, release_version, event, recorded_at)
+		VALUES ($1::uuid, $2, 'prod', 1, $3, $4)`, ev.ID, ev.Kind, raw, at); err != nil {
+		t.Fatal(err)
+	}
+	n, err := webhook.New(webhook.Options{URLs: []string{recv.URL}, Secret: []byte(secret), MaxAttempts: 1,
+		Log: webhook.PGLog{Pool: pool}, Clock: func() time.Time { return at }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Notify(ctx, ev)
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	status.Store(http.StatusOK)
+	out, err := runCLI("webhook", "redeliver", "-o", "json", "--database="+db.URL)
+	if err != nil {
+		t.Fatalf("redeliver: %v\n%s", err, out)
+	}
+	var res webhook.RedeliverResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("redeliver -o json: %v\n%s", err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if res.Delivered != 1 || len(accepted) != 1 || accepted[0] != ev.ID {
+		t.Fatalf("redeliver after 80 hours down: %+v, receiver accepted %v; want the rollback's event %s", res, accepted, ev.ID)
 	}
 }
