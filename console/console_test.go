@@ -203,6 +203,7 @@ func TestPagesOverGeneratedHistory(t *testing.T) {
 		`configpub_rollbacks_total{env="dev"} 1`, `configpub_targets{env="dev",state="APPLIED"} 30`,
 		"configpub_ack_lag_seconds_bucket", "configpub_publication_duration_seconds_count{env=\"dev\"} 3",
 		`configpub_console_requests_total{code="200",route="timeline"}`)
+	lintMetrics(t, metrics)
 
 	noLeaks(t, f.bodies)
 }
