@@ -858,6 +858,21 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	attempt(ids[3], a, 1, false, 503)
 	event("00000000-0000-4000-8000-000000000007", "169 hours") // too old to count
 	attempt("00000000-0000-4000-8000-000000000007", a, 1, false, 503)
+	// b was in use before and after an event only a was sent (the process
+	// stopped between their attempts): b's to send, as redeliver does.
+	attemptAt := func(id, receiver, ago string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO configpub.webhook_delivery (event_id, event_kind, env_tag, release_version,
+				receiver, attempt, delivered, http_status, attempted_at, duration_ms)
+			VALUES ($1::uuid, 'release.activated', 'prod', 2, $2, 1, true, 200, now() - $3::interval, 1)`, id, receiver, ago); err != nil {
+			t.Fatal(err)
+		}
+	}
+	event("00000000-0000-4000-8000-000000000008", "6 hours")
+	attemptAt("00000000-0000-4000-8000-000000000008", a, "6 hours")
+	attemptAt("00000000-0000-4000-8000-000000000008", b, "6 hours")
+	event("00000000-0000-4000-8000-000000000009", "5 hours")
+	attemptAt("00000000-0000-4000-8000-000000000009", a, "5 hours")
 	// Recorded with its state change and sent to no receiver: under
 	// "none" once older than redeliver's two minutes.
 	event("00000000-0000-4000-8000-000000000005", "10 minutes")
@@ -869,7 +884,7 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	rec := localGet(con.Handler(), "/metrics")
 	mustContain(t, "metrics", rec.Body.String(),
 		`configpub_webhook_undelivered_events{receiver="`+a+`"} 3`,
-		`configpub_webhook_undelivered_events{receiver="`+b+`"} 1`,
+		`configpub_webhook_undelivered_events{receiver="`+b+`"} 2`,
 		`configpub_webhook_undelivered_events{receiver="none"} 1`)
 }
 

@@ -108,7 +108,7 @@ var (
 			"after it, a change re-issues the targets whose windows ended and leaves no release to roll back to; renew.",
 		[]string{"env"}, nil)
 	descWebhookUndelivered = prometheus.NewDesc("configpub_webhook_undelivered_events",
-		"Release notifications of the last 7 days (webhook redeliver's default --since) that a webhook receiver was sent and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
+		"Release notifications of the last 7 days (webhook redeliver's default --since) that a webhook receiver was sent (or others were, while it was in use) and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
 		[]string{"receiver"}, nil)
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
@@ -287,11 +287,22 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	// Per receiver; events sent to none (recorded with their state change,
 	// the process stopped before the first attempt; older than the two
 	// minutes webhook redeliver waits) under receiver "none".
-	if err := counts(ctx, q, ch, descWebhookUndelivered, `SELECT receiver, count(*) FROM (
+	// Events other receivers were sent while a receiver was in use (it has
+	// attempts from before and after them) and it has no attempt of (the
+	// process stopped between their attempts) count as its own, as
+	// redeliver sends them.
+	if err := counts(ctx, q, ch, descWebhookUndelivered, `WITH used AS (SELECT receiver, min(attempted_at) AS first,
+				max(attempted_at) AS last FROM configpub.webhook_delivery GROUP BY receiver)
+		SELECT receiver, count(*) FROM (
 			SELECT d.receiver FROM configpub.webhook_delivery d JOIN configpub.webhook_event e ON e.event_id = d.event_id
 			WHERE e.recorded_at > now() - interval '168 hours'
 			GROUP BY d.event_id, d.receiver
 			HAVING NOT bool_or(d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429)))
+			UNION ALL
+			SELECT u.receiver FROM configpub.webhook_event e JOIN used u ON e.recorded_at BETWEEN u.first AND u.last
+			WHERE e.recorded_at > now() - interval '168 hours' AND e.recorded_at < now() - interval '2 minutes'
+				AND EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)
+				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id AND d.receiver = u.receiver)
 			UNION ALL
 			SELECT 'none' FROM configpub.webhook_event e
 			WHERE e.recorded_at > now() - interval '168 hours' AND e.recorded_at < now() - interval '2 minutes'

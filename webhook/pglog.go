@@ -54,14 +54,21 @@ func (l PGLog) RecordEvent(ctx context.Context, ev promoter.Event) error {
 // Undelivered lists, oldest first, the events recorded in [from, to) that
 // were sent to receiver (at least one attempt), or to no receiver at all
 // (recorded with the state change, and the process stopped before its
-// first attempt), and that receiver has neither accepted nor refused for
-// good (a 4xx other than 408 and 429). A receiver configured later is not
-// sent the events other receivers were sent before it.
+// first attempt), or to other receivers while receiver was in use (it has
+// attempts from before and after the event was recorded: the process
+// stopped between one receiver's attempt and its own), and that receiver
+// has neither accepted nor refused for good (a 4xx other than 408 and
+// 429). A receiver configured later is not sent the events other
+// receivers were sent before it, nor one no longer configured the events
+// after it.
 func (l PGLog) Undelivered(ctx context.Context, receiver string, from, to time.Time) ([]promoter.Event, error) {
-	rows, err := l.Pool.Query(ctx, `SELECT e.event FROM configpub.webhook_event e
+	rows, err := l.Pool.Query(ctx, `WITH used AS (SELECT min(attempted_at) AS first, max(attempted_at) AS last
+			FROM configpub.webhook_delivery WHERE receiver = $1)
+		SELECT e.event FROM configpub.webhook_event e, used
 		WHERE e.recorded_at >= $2 AND e.recorded_at < $3
 			AND (EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id AND d.receiver = $1)
-				OR NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id))
+				OR NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)
+				OR e.recorded_at BETWEEN used.first AND used.last)
 			AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d
 				WHERE d.event_id = e.event_id AND d.receiver = $1
 					AND (d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429))))

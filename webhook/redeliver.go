@@ -19,9 +19,10 @@ const RedeliverWindow = 7 * 24 * time.Hour
 // Pending lists the recorded events a receiver has not accepted.
 type Pending interface {
 	// Undelivered lists, oldest first, the events recorded in [from, to)
-	// that were sent to receiver (as Attempt.Receiver names it) and that
-	// it has neither accepted nor refused for good: a receiver configured
-	// later is not sent what happened before.
+	// that were sent to receiver (as Attempt.Receiver names it), to no
+	// receiver, or to others while receiver was in use, and that it has
+	// neither accepted nor refused for good: a receiver configured later
+	// is not sent what happened before.
 	Undelivered(ctx context.Context, receiver string, from, to time.Time) ([]promoter.Event, error)
 }
 

@@ -160,3 +160,63 @@ func TestRedeliverSendsAnEventNoReceiverWasSent(t *testing.T) {
 		t.Fatalf("redeliver: %+v, a got %v, b got %v; want the unsent event (%s) at both and nothing else", res, got["a"], got["b"], unsent.ID)
 	}
 }
+
+// TestRedeliverSendsWhatAStoppedProcessSentOthers: receivers a and b were
+// both sent the events before and after one that only a was sent — the
+// process stopped after a's attempt was logged and before b's (a moment a
+// test cannot hit for real: a notifier configured with a alone leaves the
+// same rows). Redeliver sends b that event, and only that one; a receiver
+// configured since is still not sent the past, and the console's count
+// agrees (TestMetricsCountUndeliveredWebhookEvents).
+func TestRedeliverSendsWhatAStoppedProcessSentOthers(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.PoolURL(t, db.URLFor(t, "configpub_promoter"))
+	ctx := context.Background()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	receiver := func(name string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			got[name] = append(got[name], r.Header.Get(webhook.HeaderDelivery))
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	a, b, c := receiver("a"), receiver("b"), receiver("c")
+	notify := func(urls ...string) string {
+		t.Helper()
+		n, err := webhook.New(webhook.Options{URLs: urls, Secret: secret, Log: webhook.PGLog{Pool: pool}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := promoter.Event{ID: uuid.NewString(), Kind: promoter.EventActivated, EnvTag: "prod", Release: 2, At: time.Now().UTC()}
+		n.Notify(ctx, ev)
+		if err := n.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		return ev.ID
+	}
+	start := time.Now().Add(-time.Minute)
+	notify(a.URL, b.URL)
+	missed := notify(a.URL)
+	notify(a.URL, b.URL)
+	mu.Lock()
+	got = map[string][]string{}
+	mu.Unlock()
+	n, err := webhook.New(webhook.Options{URLs: []string{a.URL, b.URL, c.URL}, Secret: secret, Log: webhook.PGLog{Pool: pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := n.Redeliver(ctx, webhook.PGLog{Pool: pool}, start, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if res.Delivered != 1 || len(got["a"]) != 0 || len(got["c"]) != 0 || len(got["b"]) != 1 || got["b"][0] != missed {
+		t.Fatalf("redeliver: %+v; a got %v, b %v, c %v; want b sent %s alone", res, got["a"], got["b"], got["c"], missed)
+	}
+}

@@ -88,8 +88,10 @@ func addWebhookCmd(root *cobra.Command) {
 		Long: `redeliver sends each receiver of ` + webhookURLsEnv + ` (signed with
 ` + webhookSecretEnv + `, as the verbs that change releases send them) the events
 recorded in the last --since that were sent to it, or to no receiver at all (the
-process that recorded one stopped before its first attempt; a receiver configured
-later is not sent what the others were sent before it), and that it has not
+process that recorded one stopped before its first attempt), or to other receivers
+while it was in use (it has attempts from before and after the event: the process
+stopped between their attempts and its own; a receiver configured later is not sent
+what the others were sent before it), and that it has not
 accepted and did not refuse for
 good (a 4xx other than 408 and 429), oldest first, with the same event id
 (X-Configpub-Delivery), which receivers deduplicate on. A verb that changes a
