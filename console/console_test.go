@@ -1147,3 +1147,30 @@ func TestJournalEventsAreBounded(t *testing.T) {
 		t.Errorf("the timeline page does not say how many events it left out")
 	}
 }
+
+// TestFailureCountersStartAtZero: an environment with releases and no
+// failure has configpub_publication_failures_total at 0 for each way a
+// command fails, and configpub_snapshot_rejections_total at 0 for each
+// audience no runtime rejected. A counter series born at its first failure starts at 1, and
+// increase() — the shipped dashboard's and any alert's — never shows that
+// first failure or first rejection.
+func TestFailureCountersStartAtZero(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	pool := db.Pool(t)
+	generate(t, pool, generated{env: "zero", targets: 3, releases: 2, changed: 1})
+	ctx := context.Background()
+	con, err := New(ctx, viewerPool(t, db, false), Options{CacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := localGet(con.Handler(), "/metrics").Body.String()
+	mustContain(t, "metrics", body,
+		`configpub_publication_failures_total{env="zero",outcome="NOT_APPLIED",phase="candidate-rejected"} 0`,
+		`configpub_publication_failures_total{env="zero",outcome="NOT_APPLIED",phase="refused-window"} 0`,
+		`configpub_publication_failures_total{env="zero",outcome="INTEGRITY_ERROR",phase="integrity-error"} 0`,
+		`configpub_snapshot_rejections_total{audience="agent",env="zero"} 1`, // the generated history's one
+		`configpub_snapshot_rejections_total{audience="gateway",env="zero"} 0`,
+		`configpub_snapshot_rejections_total{audience="knowledge",env="zero"} 0`)
+	lintMetrics(t, body)
+}

@@ -114,6 +114,11 @@ var (
 		"1 when the last scrape could not read the release store.", nil, nil)
 )
 
+// failurePhases are the release-journal events that settle a command
+// NOT_APPLIED or INTEGRITY_ERROR (event kind, outcome), as SQL VALUES rows.
+const failurePhases = `('refused-revoked', 'NOT_APPLIED'), ('refused-window', 'NOT_APPLIED'), ('reconcile', 'NOT_APPLIED'),
+	('candidate-rejected', 'NOT_APPLIED'), ('integrity-error', 'INTEGRITY_ERROR')`
+
 var ackBuckets = []float64{1, 5, 15, 30, 60, 300, 900, 3600, 6 * 3600, 86400}
 
 // publicationCollector reads the publication signals at scrape time.
@@ -254,8 +259,18 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	// Every command journals its intent UNCONFIRMED before its transaction
 	// (a write-ahead record the same command settles), so an UNCONFIRMED
 	// event is no failure; one left so is (configpub_unconfirmed_releases).
-	if err := counts(ctx, q, ch, descPublicationFailures, `SELECT env_tag, event_kind, to_outcome, count(*)
+	// Every environment has a series, at 0, for each way a command fails
+	// (failurePhases), so that increase() sees the first failure: a series
+	// born at 1 shows no increase.
+	if err := counts(ctx, q, ch, descPublicationFailures, `SELECT e.env_tag, k.phase, k.outcome, count(j.event_id)
+		FROM (SELECT DISTINCT env_tag FROM configpub.config_release) e
+		CROSS JOIN (VALUES `+failurePhases+`) k (phase, outcome)
+		LEFT JOIN configpub.config_release_journal j ON j.env_tag = e.env_tag AND j.event_kind = k.phase AND j.to_outcome = k.outcome
+		GROUP BY 1, 2, 3
+		UNION ALL
+		SELECT env_tag, event_kind, to_outcome, count(*)
 		FROM configpub.config_release_journal WHERE to_outcome IN ('NOT_APPLIED', 'INTEGRITY_ERROR')
+			AND (event_kind, to_outcome) NOT IN (VALUES `+failurePhases+`)
 		GROUP BY 1, 2, 3`, prometheus.CounterValue); err != nil {
 		return err
 	}
@@ -264,9 +279,15 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		FROM configpub.config_release GROUP BY 1`, prometheus.GaugeValue); err != nil {
 		return err
 	}
-	if err := counts(ctx, q, ch, descValidationFailures, `SELECT e.env_tag, coalesce(s.audience, 'unknown'), count(*)
-		FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
-		WHERE e.outcome = 'REJECTED' GROUP BY 1, 2`, prometheus.CounterValue); err != nil {
+	// At 0 for every environment and audience, for the same reason.
+	if err := counts(ctx, q, ch, descValidationFailures, `SELECT env_tag, audience, sum(n)::bigint FROM (
+			SELECT e.env_tag, coalesce(s.audience, 'unknown') AS audience, count(*) AS n
+			FROM configpub.runtime_evidence e LEFT JOIN configpub.config_snapshot s ON s.snapshot_id = e.snapshot_id
+			WHERE e.outcome = 'REJECTED' GROUP BY 1, 2
+			UNION ALL
+			SELECT r.env_tag, a.audience, 0 FROM (SELECT DISTINCT env_tag FROM configpub.config_release) r
+			CROSS JOIN (VALUES ('agent'), ('gateway'), ('knowledge')) a (audience)) x
+		GROUP BY 1, 2`, prometheus.CounterValue); err != nil {
 		return err
 	}
 	if err := counts(ctx, q, ch, descRejectedPublications, `SELECT e.env_tag, s.audience, count(DISTINCT s.publication_id)
