@@ -76,6 +76,9 @@ type Store struct {
 	// events: the database has configpub.webhook_event (migration 26), in
 	// which a state change records its notification (recordEvent).
 	events bool
+	// keys: the database has configpub.signing_key (migration 29), in
+	// which the store records the keys it signs with (RecordSigningKey).
+	keys bool
 }
 
 // Open returns a Store on pool after checking that the database is
@@ -117,8 +120,8 @@ func Open(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Store, error)
 	var version int
 	var workflow bool
 	err := pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), to_regnamespace('configpub_workflow') IS NOT NULL,
-			to_regclass('configpub.webhook_event') IS NOT NULL
-		FROM configpub.schema_migration`).Scan(&version, &workflow, &s.events)
+			to_regclass('configpub.webhook_event') IS NOT NULL, to_regclass('configpub.signing_key') IS NOT NULL
+		FROM configpub.schema_migration`).Scan(&version, &workflow, &s.events, &s.keys)
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == sqlstate.UndefinedTable || pgErr.Code == sqlstate.InvalidSchemaName) {
@@ -176,11 +179,22 @@ func (s *Store) WithSigner(signer crypto.Signer) (*Store, error) {
 const defaultMaxClockSkew = 5 * time.Second
 
 // readyToSign checks what signing delivery manifests needs: a signer, and
-// a clock within MaxClockSkew of the database server's (one query).
+// a clock within MaxClockSkew of the database server's (one query); then
+// it records the Signer's key (RecordSigningKey), before anything is
+// signed with it.
 func (s *Store) readyToSign(ctx context.Context) error {
 	if s.opts.Signer == nil {
 		return ErrNoSigner
 	}
+	if err := s.checkClock(ctx); err != nil {
+		return err
+	}
+	return s.RecordSigningKey(ctx, s.opts.Signer.Public())
+}
+
+// checkClock checks that the store's clock is within MaxClockSkew of the
+// database server's (one query; none when MaxClockSkew is not positive).
+func (s *Store) checkClock(ctx context.Context) error {
 	if s.opts.MaxClockSkew <= 0 {
 		return nil
 	}
