@@ -114,7 +114,13 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 	attached, skipped, failed := textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}, textlist.First{N: SkippedListed}
 	var failErr error
 	keeper, _ := reg.(KeepingAttacher)
-	key := s.signerKey()
+	var keys map[string]signing.TrustedKey
+	if keeper != nil {
+		var err error
+		if keys, err = s.issuingKeys(ctx); err != nil {
+			return &AttachResult{}, fmt.Errorf("attach delivery manifests %s: %w", envTag, err)
+		}
+	}
 	var pruneMu sync.Mutex
 	var pruned, pruneFailures int
 	var pruneErr string
@@ -167,7 +173,7 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 					}
 					return nil
 				}
-				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey, key)}
+				keep := registry.KeepOptions{Keep: registry.KeepDeliveryManifests, Issued: s.issued(envTag, c.attachKey, keys)}
 				at, err := keeper.AttachDeliveryManifestKeeping(ctx, c.ref, c.m, keep)
 				if err != nil {
 					errs[i] = err
@@ -215,16 +221,17 @@ func (s *Store) AttachDeliveryManifestsAt(ctx context.Context, envTag string, re
 // manifest the store issued for that pointer: a prune keeps only such
 // referrers, and removes those anyone with push access to the repository
 // attached. A manifest the store holds (delivery_manifest: the same bytes,
-// signature and key id) is issued. So is, when the store signs (key: its
-// Signer's public key, as for lease renew --attach), a lease
-// renewal db gc has deleted since it was attached (CollectRenewals deletes
-// superseded renewals after --renewal-min-age, which may be shorter than
-// the time between two attaches): its bytes name the pointer and its
-// signature verifies with that key. Counted as not issued, it was removed
-// at the next attach, although it was the newest but one the store issued,
-// which the prune keeps. A store without the key (registry attach) cannot
-// tell such a renewal from a forgery naming the key id, and removes it.
-func (s *Store) issued(envTag string, k attachKey, key *signing.TrustedKey) func(context.Context, registry.SignedDeliveryManifest) (bool, error) {
+// signature and key id) is issued. So is a lease renewal db gc has deleted
+// since it was attached (CollectRenewals deletes superseded renewals after
+// --renewal-min-age, which may be shorter than the time between two
+// attaches): its bytes name the pointer and its signature verifies with
+// the key it names, a key of keys — those the store recorded as it signed
+// (configpub.signing_key) and its own Signer's. Counted as not issued, it
+// was removed at the next attach, although it was the newest but one the
+// store issued, which the prune keeps. A forgery naming one of the store's
+// key ids does not verify; a store that holds no key (registry attach)
+// recognises the renewal by the recorded public key.
+func (s *Store) issued(envTag string, k attachKey, keys map[string]signing.TrustedKey) func(context.Context, registry.SignedDeliveryManifest) (bool, error) {
 	return func(ctx context.Context, m registry.SignedDeliveryManifest) (bool, error) {
 		dm, err := bundle.ParseDeliveryManifest(m.Manifest)
 		if err != nil {
@@ -242,12 +249,30 @@ func (s *Store) issued(envTag string, k attachKey, key *signing.TrustedKey) func
 		if err != nil {
 			return false, dbErr("read delivery manifests", err)
 		}
-		if ok || key == nil || m.KeyID != key.ID || dm.Host != k.host || dm.ServiceID != k.service || dm.EnvTag != envTag {
+		key, known := keys[m.KeyID]
+		if ok || !known || dm.Host != k.host || dm.ServiceID != k.service || dm.EnvTag != envTag {
 			return ok, nil
 		}
-		_, err = signing.VerifyBlob([]signing.TrustedKey{*key}, m.Manifest, m.Signature, m.KeyID)
+		_, err = signing.VerifyBlob([]signing.TrustedKey{key}, m.Manifest, m.Signature, m.KeyID)
 		return err == nil, nil
 	}
+}
+
+// issuingKeys returns, by key id, the keys a delivery manifest of the store
+// may be signed with: those it recorded as it signed and its Signer's.
+func (s *Store) issuingKeys(ctx context.Context) (map[string]signing.TrustedKey, error) {
+	recorded, err := s.SigningKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make(map[string]signing.TrustedKey, len(recorded)+1)
+	for _, k := range recorded {
+		keys[k.ID] = k.TrustedKey
+	}
+	if k := s.signerKey(); k != nil {
+		keys[k.ID] = *k
+	}
+	return keys, nil
 }
 
 // signerKey returns the public key of the store's Signer as a trusted key,

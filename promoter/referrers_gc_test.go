@@ -29,14 +29,19 @@ import (
 // signed by another key). The attach counted a renewal gc had deleted as
 // not issued and removed it: one referrer was left, not the two the docs
 // promise, and a runtime that had listed it just before found nothing.
-// The attach runs as lease renew --attach does, on a store that
-// holds the signing key (registry attach holds none and cannot tell such a
-// renewal from a forgery naming the key id: it removes it).
+// The signing key is rotated after the first hour, so the renewal gc
+// deleted at the first attach after it is signed by a key the store no
+// longer signs with. The attach runs as lease renew --attach does, on a
+// store that holds the signing key, and as registry attach does, on a
+// store that holds none (as configpub_promoter): both recognise the
+// renewal by the public keys the store recorded as it signed
+// (configpub.signing_key).
 func TestAttachKeepsRenewalsGCDeleted(t *testing.T) {
-	attachKeepsRenewalsGCDeleted(t)
+	t.Run("lease renew --attach", func(t *testing.T) { attachKeepsRenewalsGCDeleted(t, true) })
+	t.Run("registry attach", func(t *testing.T) { attachKeepsRenewalsGCDeleted(t, false) })
 }
 
-func attachKeepsRenewalsGCDeleted(t *testing.T) {
+func attachKeepsRenewalsGCDeleted(t *testing.T, withKey bool) {
 	ctx := context.Background()
 	h := promotertest.New(t)
 	clk := simclock.New(time.Date(2026, 8, 14, 0, 0, 0, 0, time.UTC))
@@ -45,6 +50,20 @@ func attachKeepsRenewalsGCDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	attacher := store
+	if !withKey {
+		pool := h.DB.PoolURL(t, h.DB.URLFor(t, "configpub_promoter"))
+		if attacher, err = promoter.Open(ctx, pool, promoter.Options{Clock: clk.Now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTrusted, err := signing.NewTrustedKey(&newKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rc, err := registry.New(registry.Options{PlainHTTP: true, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +82,7 @@ func attachKeepsRenewalsGCDeleted(t *testing.T) {
 			ref = p.Ref()
 		}
 	}
-	trusted := []signing.TrustedKey{h.Signer.TrustedKey()}
+	trusted := []signing.TrustedKey{h.Signer.TrustedKey(), newTrusted}
 	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +104,14 @@ func attachKeepsRenewalsGCDeleted(t *testing.T) {
 	collected := int64(0)
 	for step := 1; step <= 24; step++ {
 		clk.Set(clk.Now().Add(5 * time.Minute))
+		if step == 13 { // the key rotation
+			if store, err = store.WithSigner(newKey); err != nil {
+				t.Fatal(err)
+			}
+			if withKey {
+				attacher = store
+			}
+		}
 		if _, err := store.RenewLeases(ctx, promotertest.Env); err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 )
 
 // TestStoreRecordsTheKeysItSignsWith runs thirty simulated days: a
-// promotion, a lease renewal every day, a key rotation on day ten. The
+// promotion, a lease renewal every day (as configpub_promoter), a key rotation on day ten. The
 // store records each key the first time it signs with it (its public key
 // and first use) and moves its last use at every signing, one row a key;
 // a key id recorded with another public key (a row written with the
@@ -40,6 +40,11 @@ func TestStoreRecordsTheKeysItSignsWith(t *testing.T) {
 	}
 	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// lease renew connects as configpub_promoter.
+	renewer := h.DB.PoolURL(t, h.DB.URLFor(t, "configpub_promoter"))
+	if store, err = promoter.Open(ctx, renewer, promoter.Options{Signer: h.Signer, Clock: clk.Now}); err != nil {
 		t.Fatal(err)
 	}
 	var rotated time.Time
