@@ -3,6 +3,8 @@ package promote_test
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -61,6 +63,11 @@ func TestPromoteAfterKeyRotation(t *testing.T) {
 	if res.ReleaseVersion != 2 || res.Resigned != int64(unchanged) {
 		t.Fatalf("got release %d, %d re-signed; want release 2 with its %d unchanged targets re-signed", res.ReleaseVersion, res.Resigned, unchanged)
 	}
+	// The old key is one the store recorded as it signed release 1: a
+	// rotation, named, not a replaced signature.
+	if oldID := h.Signer.TrustedKey().ID; len(res.RotatedFrom) != 1 || res.RotatedFrom[0] != oldID || res.Replaced != 0 {
+		t.Fatalf("rotated from %v, %d replaced; want rotated from the old key %s, none replaced", res.RotatedFrom, res.Replaced, oldID)
+	}
 
 	trust := func(s *cosignkey.Signer) []signing.TrustedKey {
 		k, err := signing.NewTrustedKey(s.Public().(*ecdsa.PublicKey))
@@ -92,6 +99,66 @@ func TestPromoteAfterKeyRotation(t *testing.T) {
 	}
 }
 
+// TestPromoteSaysWhenSignaturesWereReplaced: release 1's signatures are
+// replaced in the registry by signatures of a key the store never signed
+// with; promoting release 2 with the same key signs the artifacts it
+// carries over again, as after a key rotation, but counts them apart
+// (Replaced) and names no rotated key: the store recorded every key it
+// signed with (configpub.signing_key), and the key of these signatures is
+// not one. Before, they counted as re-signed after a key rotation.
+func TestPromoteSaysWhenSignaturesWereReplaced(t *testing.T) {
+	h := promotertest.New(t)
+	ctx := context.Background()
+	r1, err := h.Promote(t, h.Options(h.Repo.R1))
+	if err != nil {
+		t.Fatalf("promote release 1: %v", err)
+	}
+	other, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range r1.Published {
+		if r.Kind != registry.KindValues {
+			continue
+		}
+		deleteSignature(ctx, t, r)
+		if _, err := h.Client.Sign(ctx, r.Ref(), other); err != nil {
+			t.Fatalf("sign %s with another key: %v", r.Ref(), err)
+		}
+	}
+	unchanged := 0
+	for k, v := range h.Repo.Snapshots[h.Repo.R2] {
+		if h.Repo.Snapshots[h.Repo.R1][k] == v {
+			unchanged++
+		}
+	}
+	res, err := h.Promote(t, h.Options(h.Repo.R2))
+	if err != nil {
+		t.Fatalf("promote release 2: %v", err)
+	}
+	if unchanged == 0 || res.Replaced != int64(unchanged) || res.Resigned != 0 || res.Unsigned != 0 || len(res.RotatedFrom) != 0 {
+		t.Fatalf("got %d replaced, %d re-signed (rotated from %v), %d unsigned; want the %d carried-over artifacts replaced and nothing else",
+			res.Replaced, res.Resigned, res.RotatedFrom, res.Unsigned, unchanged)
+	}
+}
+
+// deleteSignature deletes the cosign signature manifest of the artifact r.
+func deleteSignature(ctx context.Context, t *testing.T, r registry.Result) {
+	t.Helper()
+	repo, err := remote.NewRepository(r.Repository)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	sig, err := repo.Resolve(ctx, registry.SignatureTag(godigest.Digest(r.Digest)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Delete(ctx, sig); err != nil {
+		t.Fatalf("delete the signature of %s: %v", r.Ref(), err)
+	}
+}
+
 // TestPromoteSaysWhenSignaturesWereDeleted: release 1's signatures are
 // deleted from the registry; promoting release 2 with the same key signs
 // the artifacts it carries over again, as after a key rotation, but counts
@@ -108,18 +175,7 @@ func TestPromoteSaysWhenSignaturesWereDeleted(t *testing.T) {
 		if r.Kind != registry.KindValues {
 			continue
 		}
-		repo, err := remote.NewRepository(r.Repository)
-		if err != nil {
-			t.Fatal(err)
-		}
-		repo.PlainHTTP = true
-		sig, err := repo.Resolve(ctx, registry.SignatureTag(godigest.Digest(r.Digest)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := repo.Delete(ctx, sig); err != nil {
-			t.Fatalf("delete the signature of %s: %v", r.Ref(), err)
-		}
+		deleteSignature(ctx, t, r)
 	}
 	unchanged := 0
 	for k, v := range h.Repo.Snapshots[h.Repo.R2] {

@@ -110,8 +110,20 @@ type Result struct {
 	Published      []registry.Result `json:"published"` // every target artifact, then the release artifact
 	// Resigned counts the artifacts, published before under another key,
 	// that this promotion signed with its key too (the first promotion
-	// after a key rotation signs every target the release did not change).
+	// after a key rotation signs every target the release did not change):
+	// a key the store recorded as it signed (configpub.signing_key) and no
+	// longer trusts, named in RotatedFrom. A store that records no keys (a
+	// database before migration 29) counts here whatever key signed them.
 	Resigned int64 `json:"resigned,omitempty"`
+	// RotatedFrom names, in order, the recorded keys that had signed the
+	// Resigned artifacts.
+	RotatedFrom []string `json:"rotatedFrom,omitempty"`
+	// Replaced counts the artifacts published before whose signatures are
+	// by no key the store recorded, which this promotion signed (their
+	// content is what the commit compiles to): not a key rotation — the
+	// store's signatures were replaced in the registry by another key's —
+	// something to look into.
+	Replaced int64 `json:"replaced,omitempty"`
 	// Unsigned counts the artifacts published before that carried no
 	// signature at all (deleted from the registry, or never pushed), which
 	// this promotion signed: not a key rotation, something to look into.
@@ -223,7 +235,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		return nil, err
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", signed.Resigned,
-		"unsigned", signed.Unsigned)
+		"replaced", signed.Replaced, "unsigned", signed.Unsigned)
 	if !opts.recordOnly {
 		// Publishing takes most of an hour at 100,000 targets: a freeze
 		// window may have opened meanwhile. The release is recorded (and
@@ -247,6 +259,8 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 		CommandID:      in.CommandID,
 		Published:      published,
 		Resigned:       signed.Resigned,
+		RotatedFrom:    signed.RotatedFrom,
+		Replaced:       signed.Replaced,
 		Unsigned:       signed.Unsigned,
 	}
 	views := promoter.WorkflowViewsOf(res.Workflows)

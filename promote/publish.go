@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,6 +223,13 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 			}
 		}
 	}
+	if ks, ok := opts.Store.(signingKeyStore); ok {
+		// Recorded before anything is signed with it, so that a later
+		// promotion under another key knows its signatures.
+		if err := ks.RecordSigningKey(ctx, opts.Signer.Public()); err != nil {
+			return nil, signedAgain{}, fmt.Errorf("promote %s: %w (nothing published)", opts.EnvTag, err)
+		}
+	}
 	v, err := startVerifier(ctx, opts, m.ReleaseVersion)
 	if err != nil {
 		return nil, signedAgain{}, err
@@ -232,13 +241,19 @@ func publishAndStore(ctx context.Context, opts Options, log *slog.Logger, clock 
 	if err != nil {
 		return nil, signedAgain{}, err
 	}
-	return published, signedAgain{Resigned: v.resigned.Load(), Unsigned: v.unsigned.Load()}, nil
+	return published, v.signedAgain(), nil
 }
 
 // signedAgain counts the artifacts published before that a promotion
 // signed with its key: Resigned those signed under another key only (after
-// a key rotation), Unsigned those that carried no signature at all.
-type signedAgain struct{ Resigned, Unsigned int64 }
+// a key rotation: a key the store recorded, or any when it records none),
+// RotatedFrom naming the recorded keys that had signed them; Replaced
+// those signed by no key the store recorded; Unsigned those that carried
+// no signature at all.
+type signedAgain struct {
+	Resigned, Replaced, Unsigned int64
+	RotatedFrom                  []string
+}
 
 // publishVerified is publishAndStore's publication, handing each completed
 // artifact to v. storer is nil when the store takes every target's bytes in
@@ -387,6 +402,27 @@ type verifier struct {
 	resigner Resigner
 	resigned atomic.Int64
 	unsigned atomic.Int64 // artifacts found without any signature, signed
+	// recorded are the keys the store recorded as it signed, other than
+	// the trusted ones (nil: a store that records none, which cannot tell
+	// a key rotation from a replaced signature); replaced counts the
+	// artifacts signed by none of them or the trusted keys, and rotatedFrom
+	// the recorded keys that had signed the others.
+	recorded    []signing.TrustedKey
+	replaced    atomic.Int64
+	rotatedMu   sync.Mutex
+	rotatedFrom map[string]bool
+}
+
+// signedAgain is what v signed of the artifacts published before.
+func (v *verifier) signedAgain() signedAgain {
+	v.rotatedMu.Lock()
+	defer v.rotatedMu.Unlock()
+	ids := make([]string, 0, len(v.rotatedFrom))
+	for id := range v.rotatedFrom {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return signedAgain{Resigned: v.resigned.Load(), Replaced: v.replaced.Load(), Unsigned: v.unsigned.Load(), RotatedFrom: ids}
 }
 
 // verifyJob is one published artifact to verify: a target's, with the
@@ -415,6 +451,18 @@ func startVerifier(ctx context.Context, opts Options, release int64) (*verifier,
 	v := &verifier{opts: opts, release: release, keys: keys, queue: make(chan verifyJob, verifyQueue), g: g, ctx: gctx}
 	if rs, ok := opts.Registry.(Resigner); ok && trustsSigner(keys, opts.Signer) {
 		v.resigner = rs
+		if ks, ok := opts.Store.(signingKeyStore); ok {
+			recorded, err := ks.SigningKeys(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("promote %s: %w", opts.EnvTag, err)
+			}
+			v.recorded, v.rotatedFrom = untrusted(recorded, keys), map[string]bool{}
+			if len(recorded) == 0 {
+				v.recorded = nil // a database before migration 29
+			} else if v.recorded == nil {
+				v.recorded = []signing.TrustedKey{}
+			}
+		}
 	}
 	for range verifyConcurrency {
 		g.Go(func() error {
@@ -460,7 +508,25 @@ func (v *verifier) verify(ctx context.Context, j verifyJob) error {
 		// another key: its signature was deleted from the registry (or
 		// never pushed). It is counted apart, for the operator to look
 		// into.
+		//
+		// A signature by a key the store recorded as it signed, one it no
+		// longer trusts, is a key rotation; one by no key the store
+		// recorded was put there by someone else, replacing the store's
+		// (the content is still ours: it is signed all the same, and
+		// counted apart). A store that records no keys cannot tell them
+		// apart and counts both as a rotation.
 		unsigned := errors.Is(err, registry.ErrUnsigned)
+		rotatedFrom := ""
+		if !unsigned && len(v.recorded) > 0 {
+			old, oerr := v.opts.Registry.Verify(ctx, j.r.Ref(), registry.VerifyOptions{Keys: v.recorded, Identity: j.id})
+			switch {
+			case oerr == nil:
+				rotatedFrom = old.KeyID
+			case !errors.Is(oerr, registry.ErrSignature):
+				return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, oerr)
+			}
+		}
+		replaced := !unsigned && v.recorded != nil && rotatedFrom == ""
 		var added bool
 		if added, err = v.resigner.Sign(ctx, j.r.Ref(), v.opts.Signer); err != nil {
 			return fmt.Errorf("promote %s release %d: %w", v.opts.EnvTag, v.release, err)
@@ -468,8 +534,15 @@ func (v *verifier) verify(ctx context.Context, j verifyJob) error {
 		switch {
 		case added && unsigned:
 			v.unsigned.Add(1)
+		case added && replaced:
+			v.replaced.Add(1)
 		case added:
 			v.resigned.Add(1)
+			if rotatedFrom != "" {
+				v.rotatedMu.Lock()
+				v.rotatedFrom[rotatedFrom] = true
+				v.rotatedMu.Unlock()
+			}
 		}
 		got, err = v.opts.Registry.Verify(ctx, j.r.Ref(), opts)
 	}
@@ -499,6 +572,29 @@ type Resigner interface {
 }
 
 var _ Resigner = (*registry.Client)(nil)
+
+// signingKeyStore records and lists the keys the store signs with;
+// *promoter.Store satisfies it. With it, promote records its Signer's key
+// before it signs an artifact, and tells an artifact signed before by a
+// key the store recorded (a key rotation) from one whose signature is by
+// a key it never recorded (replaced in the registry).
+type signingKeyStore interface {
+	RecordSigningKey(ctx context.Context, pub crypto.PublicKey) error
+	SigningKeys(ctx context.Context) ([]promoter.SigningKey, error)
+}
+
+var _ signingKeyStore = (*promoter.Store)(nil)
+
+// untrusted returns the recorded keys that are not among keys.
+func untrusted(recorded []promoter.SigningKey, keys []signing.TrustedKey) []signing.TrustedKey {
+	var out []signing.TrustedKey
+	for _, k := range recorded {
+		if !slices.ContainsFunc(keys, func(t signing.TrustedKey) bool { return t.ID == k.ID }) {
+			out = append(out, k.TrustedKey)
+		}
+	}
+	return out
+}
 
 // trustsSigner reports whether signer's public key is among keys.
 func trustsSigner(keys []signing.TrustedKey, signer crypto.Signer) bool {

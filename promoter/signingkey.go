@@ -25,9 +25,10 @@ type SigningKey struct {
 	signing.TrustedKey
 	// Algorithm is SigningKeyAlgorithm.
 	Algorithm string
-	// FirstUsed and LastUsed are when the store first and last signed
-	// with the key (by its clock), from migration 29 on: a key last used
-	// before it is recorded at its next use only.
+	// FirstUsed and LastUsed are when an operation of the store first and
+	// last set out to sign with the key (by its clock; recorded before it
+	// signs), from migration 29 on: a key last used before it is recorded
+	// at its next use only.
 	FirstUsed, LastUsed time.Time
 }
 

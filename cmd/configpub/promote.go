@@ -178,7 +178,16 @@ func printPromoteResult(w io.Writer, res *promote.Result) error {
 		return err
 	}
 	if res.Resigned > 0 {
-		if _, err := fmt.Fprintf(w, "signed %d artifacts published before under another key with this key too (after a key rotation: they verify with either key)\n", res.Resigned); err != nil {
+		from := ""
+		if len(res.RotatedFrom) > 0 {
+			from = " " + strings.Join(res.RotatedFrom, ", ") + " (which this store signed with before)"
+		}
+		if _, err := fmt.Fprintf(w, "signed %d artifacts published before under another key%s with this key too (after a key rotation: they verify with either key)\n", res.Resigned, from); err != nil {
+			return err
+		}
+	}
+	if res.Replaced > 0 {
+		if _, err := fmt.Fprintf(w, "signed %d artifacts published before whose signatures are by a key this store never signed with: their signatures were replaced in the registry — not a key rotation: find out who pushed them (or a key retired before the database's migration 29, which recorded none, signed them)\n", res.Replaced); err != nil {
 			return err
 		}
 	}

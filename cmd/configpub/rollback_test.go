@@ -112,3 +112,28 @@ func TestStagedReplaySaysWhatHappenedSince(t *testing.T) {
 		}
 	}
 }
+
+// TestPromoteResultSaysRotationFromReplaced: a promotion that signed again
+// artifacts published before names the key rotation it followed (the
+// recorded keys that had signed them) and says apart those whose
+// signatures were by a key the store never signed with.
+func TestPromoteResultSaysRotationFromReplaced(t *testing.T) {
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	const old = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	res := &promote.Result{Review: &review.Review{Commit: "3333333333333333333333333333333333333333"}, EnvTag: "prod", ReleaseVersion: 3, BaseRelease: 2,
+		CommandID: "c3", Activation: &promoter.ActivationResult{EnvTag: "prod", ReleaseVersion: 3, PreviousRelease: 2, ActivatedAt: at, Moved: 1},
+		Resigned: 4, RotatedFrom: []string{old}, Replaced: 2}
+	var b strings.Builder
+	if err := printPromoteResult(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"signed 4 artifacts published before under another key " + old + " (which this store signed with before) with this key too (after a key rotation",
+		"signed 2 artifacts published before whose signatures are by a key this store never signed with: their signatures were replaced in the registry — not a key rotation",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("got:\n%s\nwant a line with %q", got, want)
+		}
+	}
+}
