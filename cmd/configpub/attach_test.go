@@ -177,6 +177,56 @@ func TestRegistryAttachAndRenewAttach(t *testing.T) {
 	}
 }
 
+// TestRegistryAttachKeepsARenewalGCDeleted: registry attach (no signing
+// key) after a renewal it attached was deleted by db gc keeps it, next to
+// the newest, as the newest two manifests the store issued: it verifies
+// the renewal with the public key the store recorded as it signed. It
+// removed it as not issued and kept the release's own manifest instead.
+func TestRegistryAttachKeepsARenewalGCDeleted(t *testing.T) {
+	ctx := context.Background()
+	db, keyPath, rc, pub, _ := attachFixture(t, registrytest.Options{}, "host-a")
+	current := func() []byte {
+		var m []byte
+		if err := db.Pool(t).QueryRow(ctx, "SELECT manifest FROM configpub.current_pointer WHERE host = 'host-a'").Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	step := func(args ...string) {
+		t.Helper()
+		if out, code := runStore(append(args, "--database", db.URL)...); code != exitOK {
+			t.Fatalf("%s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+	attach := func() { step("registry", "attach", "--env", "prod", "--plain-http") }
+	renew := func() {
+		time.Sleep(1100 * time.Millisecond) // a later issuedAt (seconds)
+		step("lease", "renew", "--env", "prod", "--key", keyPath)
+	}
+	attach()
+	renew()
+	attach()
+	gone := current() // attached, to be deleted by gc
+	renew()
+	out, code := runStore("db", "gc", "--renewal-min-age", "1ms", "--database", db.URL)
+	var left bool
+	if err := db.Pool(t).QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM configpub.delivery_manifest WHERE manifest = $1)", gone).Scan(&left); err != nil || left || code != exitOK {
+		t.Fatalf("db gc: exit %d, the attached renewal still stored: %v (%v)\n%s", code, left, err, out)
+	}
+	attach()
+	ms, err := rc.DeliveryManifests(ctx, pub.Results[0].Ref(), registry.DeliveryManifestOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || !bytes.Equal(ms[0].Manifest, current()) || !bytes.Equal(ms[1].Manifest, gone) {
+		got := make([]string, len(ms))
+		for i, m := range ms {
+			got[i] = m.IssuedAt
+		}
+		t.Fatalf("after the attach the referrers are issued at %v; want the current manifest and the renewal gc deleted", got)
+	}
+}
+
 // TestRegistryAttachGoesOnPastAFailedTarget: with one of four artifacts
 // deleted from the registry, `registry attach` attaches the three others,
 // says which one failed and why, and exits non-zero; -o json counts it;
