@@ -92,7 +92,8 @@ func TestReleaseDiffAgainstTheCurrentRelease(t *testing.T) {
 		SELECT env_tag, 5, host, service_id, snapshot_id, false, refresh_after_ms, expires_after_ms
 		FROM configpub.config_release_target WHERE env_tag = 'dev' AND release_version = 3 AND substr(service_id, 5)::int % 2 = 0`)
 	for query, want := range map[string]int{"?against=current": 15, "?against=current&audience=agent": 5,
-		"?against=current&audience=agent&host=h0.example": 5, "?against=current&host=h1.example": 0} {
+		"?against=current&audience=agent&host=h0.example": 5, "?against=current&host=h1.example": 0,
+		"?against=current&audience=agent&host=h0": 5, "?against=current&host=h": 15, "?against=current&host=h0.examplex": 0} {
 		d := api("/api/environments/dev/releases/5" + query)
 		if len(d.Retired) != want || d.ChangedTotal != 0 {
 			t.Errorf("release 5%s: %d retired, %d changed; want %d, none", query, len(d.Retired), d.ChangedTotal, want)

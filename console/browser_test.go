@@ -185,6 +185,47 @@ func TestBrowserComparesWithTheCurrentRelease(t *testing.T) {
 	}
 }
 
+// TestBrowserFiltersAReleaseByTheStartOfAHost: an operator types the start
+// of a host name ("h1") into the release page's host filter and presses
+// Enter: the changed targets of every host starting so (h1, h10 and h11
+// here) are counted and listed, and paging on keeps the filter. Before, the
+// filter matched a whole host name only and "h1" found nothing.
+func TestBrowserFiltersAReleaseByTheStartOfAHost(t *testing.T) {
+	db := pgtest.New(t)
+	// Release 2 changes svc-0..1199 (hosts h0..h11, 100 each).
+	generate(t, db.Pool(t), generated{env: "dev", targets: 1500, releases: 2, changed: 1200})
+	now := releaseAt(2).Add(time.Hour)
+	ctx, base := browserConsole(t, db, Options{Now: func() time.Time { return now }}, 1280)
+	run(t, ctx, chromedp.Navigate(base+"/env/dev/releases/2"), chromedp.WaitVisible(chromedp.ID("f-host")),
+		chromedp.Focus(chromedp.ID("f-host")), chromedp.SendKeys(chromedp.ID("f-host"), "h1\r"),
+		chromedp.WaitVisible(chromedp.ID("clear-filter")))
+	if c := eval[string](t, ctx, `document.getElementById("changed-count").textContent`); !strings.HasPrefix(c, "300 target(s) changed on hosts starting h1;") {
+		t.Errorf("filtered to hosts starting h1: %q, want 300 changed (h1, h10, h11)", c)
+	}
+	if q := eval[string](t, ctx, `location.search`); q != "?against=base&audience=&host=h1" {
+		t.Errorf("filter form went to %q", q)
+	}
+	hosts := func() string {
+		return eval[string](t, ctx, `[...new Set([...document.querySelectorAll("section.diff h3 a")].map(a => a.textContent.split(" / ")[0]))].sort().join(" ")`)
+	}
+	// By audience, then host: the first page holds Agents of h1 and h10.
+	if h := hosts(); h != "h1.example h10.example" {
+		t.Errorf("first page lists the hosts %q, want h1.example h10.example", h)
+	}
+	run(t, ctx, chromedp.Click(chromedp.ID("changed-next")), chromedp.WaitVisible(chromedp.ID("changed-prev")))
+	if q := eval[string](t, ctx, `location.search`); q != "?against=base&from=50&host=h1" {
+		t.Errorf("next page of the filtered diff is %q", q)
+	}
+	if h := eval[string](t, ctx, `document.getElementById("f-host").value`); h != "h1" {
+		t.Errorf("the host field holds %q on the next page, want h1", h)
+	}
+	for _, h := range strings.Fields(hosts()) {
+		if !strings.HasPrefix(h, "h1") {
+			t.Errorf("the filtered second page lists host %s", h)
+		}
+	}
+}
+
 // TestBrowserLiveUpdateKeepsWhatTheOperatorTyped: a live update swaps the
 // page's <main>; what the operator was typing into a form there, and the
 // element that had the keyboard focus, stay. Before, every update during

@@ -34,7 +34,8 @@ func (r *reader) ReleaseDetail(ctx context.Context, env string, v int64, from in
 
 // DiffQuery selects the part of a release's diff a page shows: the changed
 // targets from offset From on, against the base release or the current one
-// (Against), only those of one audience and one host when they are set.
+// (Against), only those of one audience and of the hosts starting with Host
+// when they are set.
 type DiffQuery struct {
 	From     int
 	Against  string
@@ -105,6 +106,91 @@ func (r *reader) ReleaseDetailOf(ctx context.Context, env string, v int64, q Dif
 // mapping), and the identities of the base (or current) release the
 // release does not contain.
 func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
+	st := diffStatements(d)
+	args, filter := st.args, st.filter
+	// The counts against the base were computed once, when the release's
+	// mapping was recorded (release_target_summary); a database without
+	// them, a diff against the current release, or a filtered one counts.
+	retired := -1 // how many of the base's identities the release retired; < 0: unknown
+	counted := false
+	if r.f.summary && d.Against == AgainstBase && filter == "" {
+		var kept int
+		err := r.q.QueryRow(ctx, `SELECT x.changed, x.kept, coalesce(b.targets, -1)
+			FROM configpub.release_target_summary x LEFT JOIN configpub.release_target_summary b
+				ON b.env_tag = x.env_tag AND b.release_version = $3
+			WHERE x.env_tag = $1 AND x.release_version = $2`, d.EnvTag, d.Version, d.AgainstRelease).Scan(&d.ChangedTotal, &kept, &retired)
+		switch {
+		case err == nil:
+			retired -= kept
+			counted = true
+		case errors.Is(err, pgx.ErrNoRows):
+			retired = -1
+		default:
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
+	}
+	if !counted {
+		if err := r.q.QueryRow(ctx, st.count, args...).Scan(&d.ChangedTotal); err != nil {
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
+	}
+	rows, err := r.q.Query(ctx, st.list, append(args, changedListed, d.ChangedFrom)...)
+	if err != nil {
+		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	for rows.Next() {
+		var td TargetDiff
+		if err := rows.Scan(&td.Host, &td.ServiceID, &td.Audience, &td.OldSnapshotID, &td.NewSnapshotID,
+			&td.OldDigest, &td.NewDigest, &td.OldPolicy, &td.NewPolicy); err != nil {
+			rows.Close()
+			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+		}
+		d.Changed = append(d.Changed, td)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
+	}
+	if next := d.ChangedFrom + len(d.Changed); len(d.Changed) > 0 && next < d.ChangedTotal {
+		d.ChangedNext = next
+	}
+	if d.AgainstRelease == 0 || d.AgainstRelease == d.Version || retired == 0 {
+		return nil
+	}
+	if filter == "" {
+		rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3
+			EXCEPT SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $2)
+			ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.AgainstRelease, changedListed)
+	} else {
+		// The filters apply to the audience and host of the snapshot the
+		// identity had.
+		rows, err = r.q.Query(ctx, st.retired, append(args, changedListed)...)
+	}
+	if err != nil {
+		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
+	}
+	d.Retired, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Identity])
+	if err != nil {
+		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
+	}
+	if d.Retired == nil {
+		d.Retired = []Identity{}
+	}
+	return nil
+}
+
+// diffSQL holds the statements of a release diff: count and list the
+// changed targets (list takes two more arguments: LIMIT and OFFSET), and
+// list the retired identities under the filters (one more: LIMIT).
+type diffSQL struct {
+	count, list, retired string
+	filter               string // the filters' conditions; "" when none is set
+	args                 []any
+}
+
+// diffStatements builds d's diff statements with their arguments: $1 the
+// environment, $2 the release, $3 the one it is compared with, then the
+// audience and host filters.
+func diffStatements(d *ReleaseDetail) diffSQL {
 	// The snapshots the release created that are in its mapping and differ
 	// from the base mapping's: counted apart, and the listed ones read in
 	// the order of the config_snapshot_release_audience index, so that a
@@ -135,97 +221,52 @@ func (r *reader) changedTargets(ctx context.Context, d *ReleaseDetail) error {
 		retiredFilter += fmt.Sprintf(" AND s.audience = $%d", len(args))
 	}
 	if d.FilterHost != "" {
+		// The host filter is a prefix, compared byte-wise (~>=~, ~<~:
+		// whatever the database's collation): the release's part of the
+		// index each statement reads (env_tag, release_version leading)
+		// bounds the scan, the prefix is checked on its entries.
 		args = append(args, d.FilterHost)
-		// Against the current release the mapping's key (t) leads: its
-		// host is a range of the primary key.
+		lo := fmt.Sprintf("$%d::text", len(args))
+		hi := ""
+		if end := prefixEnd(d.FilterHost); end != "" {
+			args = append(args, end)
+			hi = fmt.Sprintf("$%d::text", len(args))
+		}
+		prefix := func(col string) string {
+			c := fmt.Sprintf(" AND %s ~>=~ %s", col, lo)
+			if hi != "" {
+				c += fmt.Sprintf(" AND %s ~<~ %s", col, hi)
+			}
+			return c
+		}
+		// Against the current release the mapping's key (t) leads.
 		col := "s.host"
 		if d.Against == AgainstCurrent {
 			col = "t.host"
 		}
-		filter += fmt.Sprintf(" AND %s = $%d", col, len(args))
-		retiredFilter += fmt.Sprintf(" AND s.host = $%d", len(args))
+		filter += prefix(col)
+		retiredFilter += prefix("s.host")
 	}
 	changedFrom += filter
-	// The counts against the base were computed once, when the release's
-	// mapping was recorded (release_target_summary); a database without
-	// them, a diff against the current release, or a filtered one counts.
-	retired := -1 // how many of the base's identities the release retired; < 0: unknown
-	counted := false
-	if r.f.summary && d.Against == AgainstBase && filter == "" {
-		var kept int
-		err := r.q.QueryRow(ctx, `SELECT x.changed, x.kept, coalesce(b.targets, -1)
-			FROM configpub.release_target_summary x LEFT JOIN configpub.release_target_summary b
-				ON b.env_tag = x.env_tag AND b.release_version = $3
-			WHERE x.env_tag = $1 AND x.release_version = $2`, d.EnvTag, d.Version, d.AgainstRelease).Scan(&d.ChangedTotal, &kept, &retired)
-		switch {
-		case err == nil:
-			retired -= kept
-			counted = true
-		case errors.Is(err, pgx.ErrNoRows):
-			retired = -1
-		default:
-			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
-		}
-	}
-	if !counted {
-		if err := r.q.QueryRow(ctx, `SELECT count(*) `+changedFrom, args...).Scan(&d.ChangedTotal); err != nil {
-			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
-		}
-	}
 	page := fmt.Sprintf(" LIMIT $%d OFFSET $%d", len(args)+1, len(args)+2)
-	rows, err := r.q.Query(ctx, `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest `+changedFrom+`
-			ORDER BY s.audience, s.host, s.service_id`+page+`)
+	return diffSQL{
+		count: `SELECT count(*) ` + changedFrom,
+		list: `WITH c AS (SELECT s.audience, s.host, s.service_id, s.snapshot_id, s.artifact_digest, s.policy_digest ` + changedFrom + `
+			ORDER BY s.audience, s.host, s.service_id` + page + `)
 		SELECT c.host, c.service_id, c.audience, coalesce(b.snapshot_id::text, ''), c.snapshot_id::text,
 			coalesce(bs.artifact_digest, ''), c.artifact_digest, coalesce(bs.policy_digest, ''), c.policy_digest
 		FROM c LEFT JOIN configpub.config_release_target b ON b.env_tag = $1 AND b.release_version = $3
 			AND b.host = c.host AND b.service_id = c.service_id
 		LEFT JOIN configpub.config_snapshot bs ON bs.snapshot_id = b.snapshot_id
-		ORDER BY c.audience, c.host, c.service_id`, append(args, changedListed, d.ChangedFrom)...)
-	if err != nil {
-		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
-	}
-	for rows.Next() {
-		var td TargetDiff
-		if err := rows.Scan(&td.Host, &td.ServiceID, &td.Audience, &td.OldSnapshotID, &td.NewSnapshotID,
-			&td.OldDigest, &td.NewDigest, &td.OldPolicy, &td.NewPolicy); err != nil {
-			rows.Close()
-			return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
-		}
-		d.Changed = append(d.Changed, td)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("release %s/%d: targets: %w", d.EnvTag, d.Version, err)
-	}
-	if next := d.ChangedFrom + len(d.Changed); len(d.Changed) > 0 && next < d.ChangedTotal {
-		d.ChangedNext = next
-	}
-	if d.AgainstRelease == 0 || d.AgainstRelease == d.Version || retired == 0 {
-		return nil
-	}
-	if filter == "" {
-		rows, err = r.q.Query(ctx, `(SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $3
-			EXCEPT SELECT host, service_id FROM configpub.config_release_target WHERE env_tag = $1 AND release_version = $2)
-			ORDER BY 1, 2 LIMIT $4`, d.EnvTag, d.Version, d.AgainstRelease, changedListed)
-	} else {
-		// The filters apply to the audience and host of the snapshot the
-		// identity had.
-		rows, err = r.q.Query(ctx, `SELECT s.host, s.service_id FROM configpub.config_release_target b
+		ORDER BY c.audience, c.host, c.service_id`,
+		retired: `SELECT s.host, s.service_id FROM configpub.config_release_target b
 			JOIN configpub.config_snapshot s ON s.snapshot_id = b.snapshot_id
-			WHERE b.env_tag = $1 AND b.release_version = $3`+retiredFilter+` AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
+			WHERE b.env_tag = $1 AND b.release_version = $3` + retiredFilter + ` AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target t
 				WHERE t.env_tag = $1 AND t.release_version = $2 AND t.host = b.host AND t.service_id = b.service_id)
-			ORDER BY 1, 2`+fmt.Sprintf(" LIMIT $%d", len(args)+1), append(args, changedListed)...)
+			ORDER BY 1, 2` + fmt.Sprintf(" LIMIT $%d", len(args)+1),
+		filter: filter,
+		args:   args,
 	}
-	if err != nil {
-		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
-	}
-	d.Retired, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Identity])
-	if err != nil {
-		return fmt.Errorf("release %s/%d: retired targets: %w", d.EnvTag, d.Version, err)
-	}
-	if d.Retired == nil {
-		d.Retired = []Identity{}
-	}
-	return nil
 }
 
 // valueDiffs reads the artifact bytes of every listed changed target (the

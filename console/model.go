@@ -200,8 +200,9 @@ type ReleaseDetail struct {
 	// ChangedPrev is the offset of the previous page (absent on the first).
 	ChangedPrev *int `json:"changedPrev,omitempty"`
 	// FilterAudience and FilterHost, when set, restrict the changed and
-	// retired targets (and their counts) to one audience and one host
-	// (query parameters audience and host).
+	// retired targets (and their counts) to one audience and to the hosts
+	// whose name starts with FilterHost (query parameters audience and
+	// host: a whole host name or the start of one).
 	FilterAudience string     `json:"filterAudience,omitempty"`
 	FilterHost     string     `json:"filterHost,omitempty"`
 	Retired        []Identity `json:"retired"`
