@@ -32,7 +32,46 @@ type Revocation struct {
 	// renewal skips them); CurrentCount counts them all.
 	Current      []string `json:"current,omitempty"`
 	CurrentCount int      `json:"currentCount"`
-	Replayed     bool     `json:"-"`
+	// Covers says what the revocation covers: RevokedSnapshots,
+	// RevokedViews (a publication that exists only as Workflow views: no
+	// runtime configuration is revoked, only Workflow admissions and,
+	// per the Workflow service's policy, admitted work) or RevokedBoth.
+	// Snapshots and WorkflowViews count them.
+	Covers        string `json:"covers"`
+	Snapshots     int    `json:"snapshots"`
+	WorkflowViews int    `json:"workflowViews"`
+	Replayed      bool   `json:"-"`
+}
+
+// What a revocation covers (Revocation.Covers).
+const (
+	RevokedSnapshots = "snapshots" // configuration snapshots only
+	RevokedViews     = "views"     // Workflow views only: no snapshot
+	RevokedBoth      = "both"      // snapshots and Workflow views
+)
+
+// revocationScope counts the snapshots and the recorded Workflow views a
+// revocation of snapshotID or publicationID ("" when not set) covers, and
+// sets res's counts and Covers ("" when it covers nothing).
+func revocationScope(ctx context.Context, tx pgx.Tx, snapshotID, publicationID string, res *Revocation) error {
+	if err := tx.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM configpub.config_snapshot
+				WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid),
+			(SELECT count(*) FROM configpub.workflow_release_view WHERE publication_id = nullif($2, '')::uuid)`,
+		snapshotID, publicationID).Scan(&res.Snapshots, &res.WorkflowViews); err != nil {
+		return dbErr("count what the revocation covers", err)
+	}
+	switch {
+	case res.Snapshots > 0 && res.WorkflowViews > 0:
+		res.Covers = RevokedBoth
+	case res.Snapshots > 0:
+		res.Covers = RevokedSnapshots
+	case res.WorkflowViews > 0:
+		res.Covers = RevokedViews
+	default:
+		res.Covers = ""
+	}
+	return nil
 }
 
 // RevokedListed is how many identities a Revocation lists (its count
@@ -94,21 +133,22 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 			if replayed && res.CurrentCount == 0 {
 				res.CurrentCount = len(res.Current) // recorded before the count was
 			}
+			if err == nil && replayed && res.Covers == "" {
+				// Recorded before what it covers was: snapshots and
+				// recorded views are append-only, so count them now.
+				return revocationScope(ctx, tx, in.SnapshotID, in.PublicationID, &res)
+			}
 			return err
 		}
 		// A publication is known by its snapshots or, for a release that
 		// created none, by the Workflow views recorded under it.
-		var known bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot
-			WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid)
-			OR EXISTS (SELECT 1 FROM configpub.workflow_release_view WHERE publication_id = nullif($2, '')::uuid)`,
-			in.SnapshotID, in.PublicationID).Scan(&known); err != nil {
-			return dbErr("find snapshot", err)
+		res = Revocation{SnapshotID: in.SnapshotID, PublicationID: in.PublicationID}
+		if err := revocationScope(ctx, tx, in.SnapshotID, in.PublicationID, &res); err != nil {
+			return err
 		}
-		if !known {
+		if res.Covers == "" {
 			return fmt.Errorf("no such snapshot, publication or Workflow view publication: %w", ErrNotFound)
 		}
-		res = Revocation{SnapshotID: in.SnapshotID, PublicationID: in.PublicationID}
 		if err := tx.QueryRow(ctx, `INSERT INTO configpub.revocation (snapshot_id, publication_id, reason, actor, revoked_at, command_id)
 			VALUES (nullif($1, '')::uuid, nullif($2, '')::uuid, $3, $4, $5, $6::text::uuid) RETURNING revocation_id`,
 			in.SnapshotID, in.PublicationID, in.Reason, in.Actor, now, cmd.ID).Scan(&res.RevocationID); err != nil {

@@ -123,7 +123,8 @@ func TestARefusedRevokeSendsNoNotification(t *testing.T) {
 // TestRevokingAPublicationListsTheFirstAndCountsAll revokes the publication
 // of a 150-target release (one target retired since): the result counts
 // the 149 current identities and lists the first RevokedListed in identity
-// order, and a replay returns the same.
+// order, says it covers the 150 snapshots and no Workflow view, and a
+// replay returns the same.
 func TestRevokingAPublicationListsTheFirstAndCountsAll(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -149,8 +150,14 @@ func TestRevokingAPublicationListsTheFirstAndCountsAll(t *testing.T) {
 			t.Fatalf("current[%d] = %s, want %s", i, id, want)
 		}
 	}
+	// It covers the publication's snapshots (the 150 release 1 created)
+	// and no Workflow view.
+	if rev.Covers != promoter.RevokedSnapshots || rev.Snapshots != n || rev.WorkflowViews != 0 {
+		t.Fatalf("covers %q: %d snapshots, %d Workflow views; want %q: %d, 0", rev.Covers, rev.Snapshots, rev.WorkflowViews,
+			promoter.RevokedSnapshots, n)
+	}
 	again, err := f.store.Revoke(ctx, in)
-	if err != nil || !again.Replayed || again.CurrentCount != rev.CurrentCount ||
+	if err != nil || !again.Replayed || again.CurrentCount != rev.CurrentCount || again.Covers != rev.Covers || again.Snapshots != n ||
 		strings.Join(again.Current, ",") != strings.Join(rev.Current, ",") {
 		t.Fatalf("replay %+v, %v; want the same result replayed", again, err)
 	}

@@ -45,6 +45,11 @@ func TestRevokingAReleaseThatCreatedOnlyWorkflowViews(t *testing.T) {
 	if rev.CurrentCount != 0 {
 		t.Fatalf("the revocation names %d current pointers, want none: %+v", rev.CurrentCount, rev)
 	}
+	// It says it covers Workflow views only: no runtime loses anything.
+	if rev.Covers != promoter.RevokedViews || rev.Snapshots != 0 || rev.WorkflowViews == 0 {
+		t.Fatalf("the revocation covers %q (%d snapshots, %d Workflow views), want %q: views only", rev.Covers, rev.Snapshots,
+			rev.WorkflowViews, promoter.RevokedViews)
+	}
 	if _, err := svc.Admit(ctx, workflowsvc.AdmitRequest{InvocationID: id("inv", "c"), EnvTag: "dev",
 		WfDefID: onboarding, Version: "1.0.0", Binding: binding}); !errors.Is(err, workflowsvc.ErrRevoked) {
 		t.Fatalf("admit after the revocation: %v, want ErrRevoked", err)

@@ -43,6 +43,7 @@ func TestCLIOutputDocumented(t *testing.T) {
 		{"## db gc", gcReport{}},
 		{"## db gc", gcRenewals{}},
 		{"## registry attach", attachReport{}},
+		{"## revoke", promoter.Revocation{}},
 	} {
 		heading, v := c.heading, c.report
 		i := strings.Index(doc, heading+"\n")

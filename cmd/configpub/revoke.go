@@ -27,8 +27,12 @@ func addRevokeCmd(root *cobra.Command) {
 any release containing a revoked snapshot, and lease renewal stops renewing it, so
 a runtime still holding it loses it when its lease expires; Config Servers stop
 serving it within a second. --publication revokes every snapshot that
-publication (one release) created. The output names the targets whose current
-pointer is at a revoked snapshot.
+publication (one release) created and the Workflow views recorded under it
+(refusing new Workflow admissions); a release that created no snapshot has a
+publication of Workflow views only. The output says what the revocation covers
+(snapshots, Workflow views, or both: a publication of views only revokes no
+runtime's configuration) and names the targets whose current pointer is at a
+revoked snapshot.
 
 --epoch N --env ENV raises the environment's revocation epoch, which every
 delivery manifest carries and runtimes never accept lower than the highest they
@@ -94,6 +98,7 @@ Needs --key.`,
 			if res.Replayed {
 				msg += " (replayed)"
 			}
+			msg += "\n" + revokedCovers(res)
 			if len(res.Current) > 0 {
 				msg += fmt.Sprintf("\ncurrently pointed at by %d: %s (roll back or promote a new release)",
 					res.CurrentCount, textlist.Join(res.Current, res.CurrentCount, len(res.Current)))
@@ -114,6 +119,22 @@ Needs --key.`,
 	fl.StringVar(&sf.key, "key", "", "cosign.key signing delivery manifests (with --epoch); password from COSIGN_PASSWORD")
 	_ = cmd.MarkFlagRequired("reason")
 	root.AddCommand(cmd)
+}
+
+// revokedCovers is the text output's line saying what a revocation covers:
+// snapshots (runtimes lose them), Workflow views only (no runtime loses
+// anything), or both.
+func revokedCovers(res *promoter.Revocation) string {
+	switch res.Covers {
+	case promoter.RevokedViews:
+		return fmt.Sprintf("covers %d Workflow view(s) only, no snapshot: no runtime's configuration is revoked; "+
+			"Workflow admissions under it are refused, and admitted work follows the Workflow service's revoked policy",
+			res.WorkflowViews)
+	case promoter.RevokedBoth:
+		return fmt.Sprintf("covers %d snapshot(s) and %d Workflow view(s): runtimes lose the snapshots when their leases expire; "+
+			"Workflow admissions under it are refused", res.Snapshots, res.WorkflowViews)
+	}
+	return fmt.Sprintf("covers %d snapshot(s): runtimes lose them when their leases expire", res.Snapshots)
 }
 
 // actorAndCommand defaults a journaled command's --actor to $USER (a usage

@@ -306,3 +306,56 @@ func TestDBMigrateOnADatabaseANewerBinaryMigrated(t *testing.T) {
 		t.Errorf("db migrate output blames migration 001:\n%s", out)
 	}
 }
+
+// TestRevokeSaysWhatItCovers: revoke's output (text and -o json) says what
+// the revocation covers. A publication that exists only as Workflow views
+// (a release that created no snapshot) revokes no runtime's configuration:
+// before, its output read like every other revocation ("revoked publication
+// …"), and an operator could believe runtimes were cut off.
+func TestRevokeSaysWhatItCovers(t *testing.T) {
+	db := pgtest.New(t)
+	_, signer := testKey(t)
+	seedReleases(t, db, signer)
+	d := "--database=" + db.URL
+	ctx := context.Background()
+	// A Workflow view recorded for release 2 under a publication of its
+	// own, as for a release that created no snapshot.
+	viewsOnly := uuid.NewSHA1(uuid.NameSpaceURL, []byte("views-only")).String()
+	doc := []byte("workflow: onboarding\n")
+	if _, err := db.Pool(t).Exec(ctx, `WITH v AS (
+			INSERT INTO configpub.workflow_view (view_digest, wf_def_id, version, workflow, state, definition_digest,
+				compatibility_generation, limits, approvals, agents, tools, runner, retention, endpoint_targets, document, document_digest)
+			VALUES ($1, $2, '1.0.0', 'onboarding', 'PUBLISHED', $1, 1, '{}', '[]', '[]', '["notify"]', '{}', '{}', '[]', $3, $4)
+			RETURNING view_digest, wf_def_id, version)
+		INSERT INTO configpub.workflow_release_view (env_tag, release_version, wf_def_id, version, view_id, view_digest,
+			publication_id, release_digest, definition_hash, accepted_publications, command_id, recorded_at)
+		SELECT 'prod', 2, wf_def_id, version, gen_random_uuid(), view_digest, $5, $1, $1, '[]', gen_random_uuid(), now() FROM v`,
+		sum([]byte("view")), uuid.NewString(), doc, sum(doc), viewsOnly); err != nil {
+		t.Fatal(err)
+	}
+	pub1 := uuid.NewSHA1(uuid.NameSpaceURL, []byte("pub1")).String() // release 1's: host-a's and host-b's snapshots
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--publication", viewsOnly}, []string{"revoked publication " + viewsOnly,
+			"\ncovers 1 Workflow view(s) only, no snapshot: no runtime's configuration is revoked;"}},
+		{[]string{"--publication", viewsOnly, "-o", "json"}, []string{`"covers": "views"`, `"snapshots": 0,`, `"workflowViews": 1`,
+			`"currentCount": 0`}},
+		{[]string{"--publication", pub1}, []string{"revoked publication " + pub1, "\ncovers 2 snapshot(s): runtimes lose them",
+			"currently pointed at by 1: host-a/svc/prod"}},
+		{[]string{"--publication", pub1, "-o", "json"}, []string{`"covers": "snapshots"`, `"snapshots": 2,`, `"workflowViews": 0`}},
+	} {
+		args := append([]string{"revoke", "--reason", "bad", "--actor", "sec", d}, c.args...)
+		out, code := runStore(args...)
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s", strings.Join(c.args, " "), code, out)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("revoke %s: output lacks %q:\n%s", strings.Join(c.args, " "), w, out)
+			}
+		}
+	}
+}
