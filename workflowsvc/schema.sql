@@ -56,6 +56,23 @@ CREATE TABLE IF NOT EXISTS workflowsvc.invocation (
 	admitted_at               timestamptz NOT NULL
 );
 
+-- The calling Agent admission checked, when the request named one (all
+-- four set, or none: requests without a caller are admitted as before).
+ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_host text;
+ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_service_id text;
+ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_publication_id uuid;
+ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_policy_digest text;
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'invocation_caller_whole') THEN
+		ALTER TABLE workflowsvc.invocation ADD CONSTRAINT invocation_caller_whole CHECK (
+			(caller_host IS NULL AND caller_service_id IS NULL AND caller_publication_id IS NULL AND caller_policy_digest IS NULL)
+			OR (caller_host <> '' AND caller_service_id <> '' AND caller_publication_id IS NOT NULL
+				AND caller_policy_digest ~ '^sha256:[0-9a-f]{64}$'));
+	END IF;
+END
+$$;
+
 -- The binding-scoped endpoint target set, copied at admission: dispatch
 -- reads only this.
 CREATE TABLE IF NOT EXISTS workflowsvc.invocation_endpoint_target (

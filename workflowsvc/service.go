@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -92,6 +93,15 @@ var (
 	// publication's revocation cannot be checked: the call is refused until
 	// the release is recorded again.
 	ErrViewNotRecorded = errors.New("pinned workflow view not recorded")
+	// ErrCallerNotAllowed: the calling Agent (AdmitRequest.Caller) is not
+	// one the view allows (no Agent of the view runs at its identity).
+	ErrCallerNotAllowed = errors.New("calling agent not allowed by the workflow view")
+	// ErrCallerNotCurrent: the calling Agent runs under another
+	// {publicationId, policyDigest} than the one the environment's current
+	// release maps its identity to (an older or a forged publication).
+	ErrCallerNotCurrent = errors.New("calling agent's publication is not the current release's")
+	// ErrCallerRevoked: the calling Agent's own publication is revoked.
+	ErrCallerRevoked = errors.New("calling agent's publication revoked")
 )
 
 // Options configure a Service.
@@ -128,6 +138,52 @@ type AdmitRequest struct {
 	WfDefID      string
 	Version      string
 	Binding      string // the Tool the invocation came through
+	// Caller, when set, is the Agent runtime the invocation is for:
+	// admission then also refuses an Agent the view does not allow
+	// (ErrCallerNotAllowed), one whose publication is not the one the
+	// current release maps it to (ErrCallerNotCurrent), and one whose
+	// publication is revoked (ErrCallerRevoked). Optional: a request
+	// without it is admitted as before, checking the view only.
+	Caller *Caller
+}
+
+// Caller is the calling Agent runtime of an admission in the request's
+// environment: its identity as the service authenticated it (from the
+// runtime's token or client certificate, never from a header the caller
+// chooses freely) and the publication it runs under (the
+// X-Policy-Publication-Id and X-Policy-Digest its runtime client sends,
+// checked as the client's VerifyPeer checks them).
+type Caller struct {
+	Host          string `json:"host"`
+	ServiceID     string `json:"serviceId"`
+	PublicationID string `json:"publicationId"`
+	PolicyDigest  string `json:"policyDigest"`
+}
+
+func (c *Caller) validate() error {
+	if c.Host == "" || c.ServiceID == "" {
+		return errors.New("caller: host and serviceId are required")
+	}
+	if u, err := uuid.Parse(c.PublicationID); err != nil || u.String() != c.PublicationID {
+		return fmt.Errorf("caller publicationId %q is not a lowercase UUID", c.PublicationID)
+	}
+	if !digestRE.MatchString(c.PolicyDigest) {
+		return fmt.Errorf("caller policyDigest %q is not sha256:<64 lowercase hex>", c.PolicyDigest)
+	}
+	return nil
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// acceptedPublication is one entry of a view's accepted publications: an
+// Agent the view allows, at one identity, with the publication and policy
+// digest the view's release maps it to.
+type acceptedPublication struct {
+	Agent         string `json:"agent"`
+	Host          string `json:"host"`
+	ServiceID     string `json:"serviceId"`
+	PublicationID string `json:"publicationId"`
+	PolicyDigest  string `json:"policyDigest"`
 }
 
 // Invocation is an admitted invocation and what it is pinned to.
@@ -146,6 +202,8 @@ type Invocation struct {
 	Limits                  json.RawMessage `json:"limits"`
 	EndpointTargets         []string        `json:"endpointTargets"`
 	AdmittedAt              time.Time       `json:"admittedAt"`
+	// Caller is the calling Agent admission checked (absent: none given).
+	Caller *Caller `json:"caller,omitempty"`
 }
 
 func (r *AdmitRequest) validate() error {
@@ -157,14 +215,20 @@ func (r *AdmitRequest) validate() error {
 	if r.EnvTag == "" || r.Version == "" || r.Binding == "" {
 		return errors.New("envTag, version and binding are required")
 	}
+	if r.Caller != nil {
+		return r.Caller.validate()
+	}
 	return nil
 }
 
 // Admit resolves (WfDefID, Version) to the view recorded for the
 // environment's current release, refuses a revoked publication
-// (ErrRevoked), an unknown version (ErrNoView) or a binding the view does
-// not allow (ErrBinding), and records the invocation with a copy of the
-// view's endpoint target set in one transaction.
+// (ErrRevoked), an unknown version (ErrNoView), a binding the view does
+// not allow (ErrBinding) and, when the request names its Caller, a calling
+// Agent the view does not allow, not on the current release's publication
+// or revoked (ErrCallerNotAllowed, ErrCallerNotCurrent, ErrCallerRevoked),
+// and records the invocation (with its caller) and a copy of the view's
+// endpoint target set in one transaction.
 func (s *Service) Admit(ctx context.Context, req AdmitRequest) (*Invocation, error) {
 	inv, err := s.admit(ctx, req)
 	if err != nil {
@@ -178,22 +242,24 @@ func (s *Service) admit(ctx context.Context, req AdmitRequest) (*Invocation, err
 		return nil, err
 	}
 	if prior, err := s.Invocation(ctx, req.InvocationID); err == nil {
-		if prior.EnvTag != req.EnvTag || prior.WfDefID != req.WfDefID || prior.Version != req.Version || prior.Binding != req.Binding {
+		if prior.EnvTag != req.EnvTag || prior.WfDefID != req.WfDefID || prior.Version != req.Version || prior.Binding != req.Binding ||
+			(prior.Caller == nil) != (req.Caller == nil) || (prior.Caller != nil && *prior.Caller != *req.Caller) {
 			return nil, ErrConflict
 		}
 		return prior, nil
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	inv := Invocation{InvocationID: req.InvocationID, EnvTag: req.EnvTag, WfDefID: req.WfDefID, Version: req.Version, Binding: req.Binding}
-	var tools, targets []byte
+	inv := Invocation{InvocationID: req.InvocationID, EnvTag: req.EnvTag, WfDefID: req.WfDefID, Version: req.Version, Binding: req.Binding,
+		Caller: req.Caller}
+	var tools, targets, accepted []byte
 	var revoked bool
 	err := s.pool.QueryRow(ctx, `SELECT view_id::text, view_digest, definition_digest, publication_id::text,
-			release_version, compatibility_generation, limits, tools, endpoint_targets, publication_revoked
+			release_version, compatibility_generation, limits, tools, endpoint_targets, accepted_publications, publication_revoked
 		FROM configpub_workflow.workflow_view_current
 		WHERE env_tag = $1 AND wf_def_id = $2::text::uuid AND version = $3`, req.EnvTag, req.WfDefID, req.Version).
 		Scan(&inv.ViewID, &inv.ViewDigest, &inv.DefinitionDigest, &inv.PublicationID, &inv.ReleaseVersion,
-			&inv.CompatibilityGeneration, &inv.Limits, &tools, &targets, &revoked)
+			&inv.CompatibilityGeneration, &inv.Limits, &tools, &targets, &accepted, &revoked)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNoView
 	}
@@ -210,18 +276,29 @@ func (s *Service) admit(ctx context.Context, req AdmitRequest) (*Invocation, err
 	if !slices.Contains(allowed, req.Binding) {
 		return nil, fmt.Errorf("%q (allowed: %s): %w", req.Binding, strings.Join(allowed, ", "), ErrBinding)
 	}
+	if req.Caller != nil {
+		if err := s.checkCaller(ctx, req.EnvTag, &inv, accepted); err != nil {
+			return nil, err
+		}
+	}
 	if err := json.Unmarshal(targets, &inv.EndpointTargets); err != nil {
 		return nil, fmt.Errorf("view %s endpoint targets: %w", inv.ViewID, err)
 	}
 	inv.AdmittedAt = s.opts.Clock().UTC()
+	var c Caller
+	if inv.Caller != nil {
+		c = *inv.Caller
+	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO workflowsvc.invocation (invocation_id, env_tag, wf_def_id, version,
 				binding, view_id, view_digest, definition_digest, publication_id, release_version,
-				compatibility_generation, limits, admitted_at)
-			VALUES ($1::text::uuid, $2, $3::text::uuid, $4, $5, $6::text::uuid, $7, $8, $9::text::uuid, $10, $11, $12, $13)`,
+				compatibility_generation, limits, admitted_at,
+				caller_host, caller_service_id, caller_publication_id, caller_policy_digest)
+			VALUES ($1::text::uuid, $2, $3::text::uuid, $4, $5, $6::text::uuid, $7, $8, $9::text::uuid, $10, $11, $12, $13,
+				nullif($14, ''), nullif($15, ''), nullif($16, '')::uuid, nullif($17, ''))`,
 			inv.InvocationID, inv.EnvTag, inv.WfDefID, inv.Version, inv.Binding, inv.ViewID, inv.ViewDigest,
 			inv.DefinitionDigest, inv.PublicationID, inv.ReleaseVersion, inv.CompatibilityGeneration, inv.Limits,
-			inv.AdmittedAt); err != nil {
+			inv.AdmittedAt, c.Host, c.ServiceID, c.PublicationID, c.PolicyDigest); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO workflowsvc.invocation_endpoint_target (invocation_id, service_id)
@@ -239,19 +316,64 @@ func (s *Service) admit(ctx context.Context, req AdmitRequest) (*Invocation, err
 	return &inv, nil
 }
 
+// checkCaller refuses a calling Agent the view does not allow at its
+// identity, one whose publication and policy digest are not those the
+// view's (the current) release maps its identity to, and one whose
+// publication is revoked as the recorded Workflow views of that
+// publication say. The configpub_workflow views are the service's only
+// window: a revocation of the Agent's single snapshot, or of a publication
+// under which no Workflow view was ever recorded, is not visible there;
+// such an Agent is refused once a release (or a rollback) maps it to
+// another publication, as any Agent not on the current release's.
+func (s *Service) checkCaller(ctx context.Context, env string, inv *Invocation, accepted []byte) error {
+	c := inv.Caller
+	var list []acceptedPublication
+	if err := json.Unmarshal(accepted, &list); err != nil {
+		return fmt.Errorf("view %s accepted publications: %w", inv.ViewID, err)
+	}
+	var mapped *acceptedPublication
+	for i := range list {
+		if list[i].Host == c.Host && list[i].ServiceID == c.ServiceID {
+			mapped = &list[i]
+			break
+		}
+	}
+	if mapped == nil {
+		return fmt.Errorf("caller %s/%s: no Agent the view allows runs there in release %d: %w", c.Host, c.ServiceID, inv.ReleaseVersion, ErrCallerNotAllowed)
+	}
+	if mapped.PublicationID != c.PublicationID || mapped.PolicyDigest != c.PolicyDigest {
+		return fmt.Errorf("caller %s/%s (Agent %s) runs publication %s with policy %s; release %d maps it to publication %s with policy %s: %w",
+			c.Host, c.ServiceID, mapped.Agent, c.PublicationID, c.PolicyDigest, inv.ReleaseVersion, mapped.PublicationID, mapped.PolicyDigest,
+			ErrCallerNotCurrent)
+	}
+	var revoked bool
+	err := s.pool.QueryRow(ctx, `SELECT publication_revoked FROM configpub_workflow.workflow_view_history
+		WHERE env_tag = $1 AND publication_id = $2::text::uuid LIMIT 1`, env, c.PublicationID).Scan(&revoked)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read the revocation of caller publication %s: %w", c.PublicationID, err)
+	}
+	if revoked {
+		return fmt.Errorf("caller %s/%s (Agent %s), publication %s: %w", c.Host, c.ServiceID, mapped.Agent, c.PublicationID, ErrCallerRevoked)
+	}
+	return nil
+}
+
 // Invocation reads an admitted invocation and its pinned endpoint targets
 // from the service's own tables.
 func (s *Service) Invocation(ctx context.Context, id string) (*Invocation, error) {
 	var inv Invocation
+	var c Caller
 	err := s.pool.QueryRow(ctx, `SELECT invocation_id::text, env_tag, wf_def_id::text, version, binding, view_id::text,
 			view_digest, definition_digest, publication_id::text, release_version, compatibility_generation, limits,
 			admitted_at,
 			coalesce((SELECT array_agg(service_id ORDER BY service_id) FROM workflowsvc.invocation_endpoint_target t
-				WHERE t.invocation_id = i.invocation_id), '{}')
+				WHERE t.invocation_id = i.invocation_id), '{}'),
+			coalesce(caller_host, ''), coalesce(caller_service_id, ''), coalesce(caller_publication_id::text, ''),
+			coalesce(caller_policy_digest, '')
 		FROM workflowsvc.invocation i WHERE invocation_id = $1::text::uuid`, id).
 		Scan(&inv.InvocationID, &inv.EnvTag, &inv.WfDefID, &inv.Version, &inv.Binding, &inv.ViewID, &inv.ViewDigest,
 			&inv.DefinitionDigest, &inv.PublicationID, &inv.ReleaseVersion, &inv.CompatibilityGeneration, &inv.Limits,
-			&inv.AdmittedAt, &inv.EndpointTargets)
+			&inv.AdmittedAt, &inv.EndpointTargets, &c.Host, &c.ServiceID, &c.PublicationID, &c.PolicyDigest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("invocation %s: %w", id, ErrNotFound)
 	}
@@ -259,6 +381,9 @@ func (s *Service) Invocation(ctx context.Context, id string) (*Invocation, error
 		return nil, fmt.Errorf("read invocation %s: %w", id, err)
 	}
 	inv.AdmittedAt = inv.AdmittedAt.UTC()
+	if c.Host != "" {
+		inv.Caller = &c
+	}
 	return &inv, nil
 }
 

@@ -343,3 +343,83 @@ func TestServiceRoleGrantInventory(t *testing.T) {
 		t.Fatalf("configpub_workflow_service grants:\n  %s\nwant exactly:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 }
+
+// TestAdmissionChecksTheCallingAgent: an admission that names its calling
+// Agent (AdmitRequest.Caller, from the Agent runtime's token and its
+// publication headers) is refused when the view does not allow an Agent at
+// that identity, when the Agent runs another publication than the current
+// release maps it to, and when the Agent's own publication is revoked —
+// though the view's is not. Before, admission named no Agent and admitted
+// work for any. A request without a caller is admitted as before, and the
+// caller is recorded with the invocation (a replay must name the same).
+func TestAdmissionChecksTheCallingAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	res1 := compile(t, "", "")
+	res2 := compile(t, oldNotify, newNotify)
+	pub1 := id("pub", 1)
+	in1 := releaseInput(1, res1, pub1)
+	e.promote(t, in1, res1)
+	svc := e.service(t, workflowsvc.RevokedDeny)
+	agent := in1.Targets[0] // "account", which account-onboarding allows
+	caller := workflowsvc.Caller{Host: agent.Host, ServiceID: agent.ServiceID, PublicationID: pub1, PolicyDigest: agent.PolicyDigest}
+	req := func(inv string, c *workflowsvc.Caller) workflowsvc.AdmitRequest {
+		return workflowsvc.AdmitRequest{InvocationID: id("inv", inv), EnvTag: "dev", WfDefID: onboarding, Version: "1.0.0",
+			Binding: binding, Caller: c}
+	}
+	a, err := svc.Admit(ctx, req("a", &caller))
+	if err != nil || a.Caller == nil || *a.Caller != caller {
+		t.Fatalf("admit for the current account Agent: %+v, %v", a, err)
+	}
+	if got, err := svc.Invocation(ctx, a.InvocationID); err != nil || got.Caller == nil || *got.Caller != caller {
+		t.Fatalf("invocation a read back: %+v, %v; want its caller recorded", got, err)
+	}
+	if again, err := svc.Admit(ctx, req("a", &caller)); err != nil || again.AdmittedAt != a.AdmittedAt {
+		t.Fatalf("replay of a: %+v, %v", again, err)
+	}
+	if _, err := svc.Admit(ctx, req("a", nil)); !errors.Is(err, workflowsvc.ErrConflict) {
+		t.Fatalf("replay of a without its caller: %v, want ErrConflict", err)
+	}
+	if b, err := svc.Admit(ctx, req("b", nil)); err != nil || b.Caller != nil {
+		t.Fatalf("admit without a caller: %+v, %v; want admitted as before", b, err)
+	}
+	for name, c := range map[string]struct {
+		caller workflowsvc.Caller
+		want   error
+	}{
+		"an identity no allowed Agent runs at": {workflowsvc.Caller{Host: agent.Host, ServiceID: "com.networknt.agent-billing-1.0.0",
+			PublicationID: pub1, PolicyDigest: agent.PolicyDigest}, workflowsvc.ErrCallerNotAllowed},
+		"an older publication": {workflowsvc.Caller{Host: agent.Host, ServiceID: agent.ServiceID, PublicationID: id("pub", 0),
+			PolicyDigest: digest([]byte("p0"))}, workflowsvc.ErrCallerNotCurrent},
+		"another policy digest": {workflowsvc.Caller{Host: agent.Host, ServiceID: agent.ServiceID, PublicationID: pub1,
+			PolicyDigest: digest([]byte("forged"))}, workflowsvc.ErrCallerNotCurrent},
+	} {
+		if _, err := svc.Admit(ctx, req(name, &c.caller)); !errors.Is(err, c.want) {
+			t.Errorf("admit for %s: %v, want %v", name, err, c.want)
+		}
+	}
+	bad := caller
+	bad.PolicyDigest = "sha256:ABC"
+	if _, err := svc.Admit(ctx, req("bad", &bad)); err == nil || !strings.Contains(err.Error(), "caller policyDigest") {
+		t.Errorf("admit with a malformed caller digest: %v, want an error naming it", err)
+	}
+
+	// Release 2 carries the Agent over (no snapshot): its view is under
+	// release 2's derived publication, the Agent still runs pub1.
+	// Revoking pub1 leaves release 2's view pinnable: work without a
+	// caller is admitted, the Agent of pub1 is not.
+	in2 := releaseInput(2, res2, pub1)
+	in2.Targets = releaseInput(1, res1, pub1).Targets
+	in2.Targets[0].Changed = false
+	e.promote(t, in2, res2)
+	if _, err := e.store.Revoke(ctx, promoter.RevokeInput{CommandID: id("revoke", 1), PublicationID: pub1, Reason: "leaked prompt", Actor: "sec"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Admit(ctx, req("c", nil)); err != nil {
+		t.Fatalf("admit without a caller under release 2 (its view's publication is not revoked): %v", err)
+	}
+	if _, err := svc.Admit(ctx, req("d", &caller)); !errors.Is(err, workflowsvc.ErrCallerRevoked) {
+		t.Fatalf("admit for the Agent whose publication is revoked: %v, want ErrCallerRevoked", err)
+	}
+}
