@@ -78,17 +78,20 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 
 // TestPromoteFreezeOpeningDuringThePublication promotes release 2, whose
 // Environment declares a freeze window that opens while its artifacts are
-// published (at 100,000 targets most of an hour): the window is checked
-// again when the release is recorded and activated, so no pointer moves
-// inside it; with --break-glass the promotion activates and journals the
-// window it broke.
+// published (at 100,000 targets most of an hour): the store checks the
+// windows again in the transaction that records and activates the release,
+// under the environment's lock and on its clock (the promotion's), so no
+// pointer moves inside it and nothing is recorded; with --break-glass the
+// promotion activates and journals the window it broke.
 func TestPromoteFreezeOpeningDuringThePublication(t *testing.T) {
 	h := promotertest.New(t)
 	ctx := context.Background()
 	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
 		t.Fatalf("promote release 1: %v", err)
 	}
-	opens := time.Date(2030, 1, 4, 18, 0, 0, 0, time.UTC)
+	// A day after the release is compiled: inside its targets' activation
+	// windows, which the store checks on the same clock.
+	opens := gittest.Epoch.Add(26 * time.Hour)
 	r := h.Repo.Git
 	files := r.Files(h.Repo.R1)
 	envFile := "environments/" + promotertest.Env + ".yaml"
@@ -103,7 +106,10 @@ func TestPromoteFreezeOpeningDuringThePublication(t *testing.T) {
 	c2 := r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
 
 	// The promotion starts a minute before the window; by the time its
-	// artifacts are in the registry the window is open.
+	// artifacts are in the registry the window is open. Run's own clock
+	// stays before it: only the store's, read in the transaction that
+	// records and activates, says the window is open — the check that
+	// decides is that one.
 	before := h.Registry.Writes()
 	clock := func() time.Time {
 		if h.Registry.Writes() > before {
@@ -111,12 +117,18 @@ func TestPromoteFreezeOpeningDuringThePublication(t *testing.T) {
 		}
 		return opens.Add(-time.Minute)
 	}
+	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := h.Options(c2)
-	o.Clock = clock
-	_, err := h.Promote(t, o)
+	o.Clock = func() time.Time { return opens.Add(-time.Minute) }
+	o.Store = store
+	_, err = h.Promote(t, o)
 	var fe *promoter.FreezeError
-	if !errors.As(err, &fe) || fe.Window.Name != "new-year" || !strings.Contains(err.Error(), "opened while its") ||
-		!strings.Contains(err.Error(), "no pointer moved") || strings.Contains(err.Error(), "nothing written") {
+	if !errors.As(err, &fe) || fe.Window.Name != "new-year" || !strings.Contains(err.Error(), "opened after the check before publishing") ||
+		!strings.Contains(err.Error(), "artifacts are published") || !strings.Contains(err.Error(), "nothing recorded, no pointer moved") ||
+		strings.Contains(err.Error(), "nothing written") {
 		t.Fatalf("promote into a window that opened during the publication: %v; want a refusal naming the window", err)
 	}
 	t.Log(err)

@@ -216,18 +216,29 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
+	// The freeze windows are checked now, before an hour of publishing,
+	// and again by the store in the transaction that records and
+	// activates the release, under the environment's lock: that check
+	// decides whether the pointers move.
 	reason, err := promoter.CheckFreezeInForce(opts.EnvTag, &res.Rollout, inForce, active, clock(), opts.BreakGlass, opts.BreakGlassReason)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
-	}
-	if reason != opts.BreakGlassReason {
-		in.Reason = reason
-		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
 	}
 	// Two-phase activation holds when the release's policy or the active
 	// release's asks for it: a release cannot lift the policy it is
 	// activated under.
 	stage := opts.Stage || res.Rollout.TwoPhase() || inForce.TwoPhase()
+	if reason != opts.BreakGlassReason {
+		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
+		if stage || opts.recordOnly {
+			// Nothing moves: no check at the recording; journal the window
+			// broken now.
+			in.Reason = reason
+		}
+	}
+	if opts.BreakGlass {
+		in.BreakGlassReason = opts.BreakGlassReason
+	}
 	// A release only recorded is, like a staged one, not activated now:
 	// refused only when its windows have ended.
 	published, signed, err := publishAndStore(ctx, opts, log, clock, res, &in, stage || opts.recordOnly)
@@ -236,18 +247,6 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	}
 	log.InfoContext(ctx, "artifacts published and verified", "artifacts", len(published), "resigned", signed.Resigned,
 		"replaced", signed.Replaced, "unsigned", signed.Unsigned)
-	if !opts.recordOnly {
-		// Publishing takes most of an hour at 100,000 targets: a freeze
-		// window may have opened meanwhile. The release is recorded (and
-		// its pointers moved) now, so the windows are checked now.
-		if in.Reason, err = freezeAfterPublishing(ctx, opts, &res.Rollout, clock(), reason, in.Reason); err != nil {
-			var fe *promoter.FreezeError
-			if errors.As(err, &fe) {
-				fe.Written = fmt.Sprintf("the window opened while its %d artifacts were published (promoting it again once the window has closed uploads none of them again)", len(published))
-			}
-			return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
-		}
-	}
 
 	result := &Result{
 		CaughtUp:       caught,
@@ -319,6 +318,14 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 		return result, nil
 	}
 	act, err := opts.Store.RecordAndActivate(ctx, in)
+	var fe *promoter.FreezeError
+	if errors.As(err, &fe) {
+		// Not open when Run checked before publishing: it opened since.
+		// (err's message is made: fe is wrapped again, saying so.)
+		fe.Written = fmt.Sprintf("the window opened after the check before publishing, and its %d artifacts are published "+
+			"(promoting it again once the window has closed uploads none of them again)", len(result.Published))
+		return nil, fmt.Errorf("promote %s@%s (command %s): %w", opts.EnvTag, short(rev.Commit), in.CommandID, fe)
+	}
 	if err != nil {
 		rec, serr := alreadyRecorded(ctx, opts.Store, err, opts.EnvTag, in.ReleaseVersion, in.ManifestBytes)
 		if serr != nil {
@@ -342,27 +349,6 @@ func record(ctx context.Context, opts Options, log *slog.Logger, clock func() ti
 	result.Activation = act
 	result.Duration = clock().Sub(start)
 	return result, nil
-}
-
-// freezeAfterPublishing checks the freeze windows again at t, when the
-// published release is about to be recorded, under the policy in force
-// then: checked is the reason the check before publishing settled on (a
-// break-glass reason when a window was open then) and reason the release's
-// reason to journal so far. It returns the reason to journal: a break-glass
-// reason naming a window open at t, else reason.
-func freezeAfterPublishing(ctx context.Context, opts Options, rollout *bundle.Rollout, t time.Time, checked, reason string) (string, error) {
-	inForce, active, err := rolloutInForce(ctx, opts.Store, opts.EnvTag)
-	if err != nil {
-		return "", err
-	}
-	now, err := promoter.CheckFreezeInForce(opts.EnvTag, rollout, inForce, active, t, opts.BreakGlass, opts.BreakGlassReason)
-	if err != nil {
-		return "", err
-	}
-	if now != opts.BreakGlassReason && now != checked {
-		return now, nil
-	}
-	return reason, nil
 }
 
 // rolloutReader is the optional part of the store Run reads the active

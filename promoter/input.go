@@ -79,6 +79,14 @@ type ReleaseInput struct {
 	Reviewers                          []string
 	Reason                             string
 	Targets                            []Target
+	// BreakGlassReason, when not empty, overrides a freeze window open
+	// when the release is recorded and activated (`promote --break-glass
+	// --reason`): the release and its pointer moves then journal
+	// "break-glass in freeze window NAME: BreakGlassReason" instead of
+	// Reason. Empty: a window open then refuses (*FreezeError). It is
+	// not part of the command: whether a window was broken is decided
+	// when the command runs.
+	BreakGlassReason string
 	// ArtifactsStored: the targets' artifacts were stored with
 	// Store.StoreArtifacts beforehand, so the targets carry no Values; the
 	// recording checks that every artifact is stored and references it.

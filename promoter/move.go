@@ -20,6 +20,12 @@ type MoveInput struct {
 	Release   int64 // the release to activate (rollback: to)
 	Actor     string
 	Reason    string
+	// BreakGlass overrides a freeze window open when Activate takes the
+	// environment's lock: the move then journals "break-glass in freeze
+	// window NAME: Reason". Without it such a window refuses the
+	// activation (*FreezeError). Rollbacks are never frozen. It is not
+	// part of the command.
+	BreakGlass bool
 
 	// from, when not 0, is the release that must be active when the move
 	// takes the environment's lock (RollbackInput.From).
@@ -49,7 +55,7 @@ type RollbackInput struct {
 // window a *WindowError, a release that does not exist ErrNotFound;
 // nothing is written then.
 func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, error) {
-	res, err := s.move(ctx, ActionActivate, in)
+	res, err := s.move(ctx, ActionActivate, &in)
 	s.emitMove(ctx, ActionActivate, in.EnvTag, in.Release, in.Actor, in.Reason, res, err)
 	if err != nil {
 		return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
@@ -63,7 +69,7 @@ func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, 
 // still built on the head (the latest recorded release).
 func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
 	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason, from: in.From}
-	res, err := s.move(ctx, ActionRollback, mi)
+	res, err := s.move(ctx, ActionRollback, &mi)
 	s.emitMove(ctx, ActionRollback, in.EnvTag, in.ToRelease, in.Actor, in.Reason, res, err)
 	if err != nil {
 		return nil, fmt.Errorf("rollback %s to release %d (command %s): %w", in.EnvTag, in.ToRelease, in.CommandID, err)
@@ -90,25 +96,31 @@ func (in *MoveInput) validate() error {
 	return nil
 }
 
-func (s *Store) move(ctx context.Context, action string, in MoveInput) (*ActivationResult, error) {
+// move runs an Activate or Rollback: the intent transaction, then the
+// activation. It sets in.Reason to the reason journaled (an activation's
+// freeze check may have broken a window).
+func (s *Store) move(ctx context.Context, action string, in *MoveInput) (*ActivationResult, error) {
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
 	if err := s.readyToSign(ctx); err != nil {
 		return nil, err
 	}
-	cmd := moveCommand(action, in)
+	cmd := moveCommand(action, *in)
 	if res, ok, err := s.replay(ctx, cmd); err != nil || ok {
 		return res, err
 	}
 	var state intentState
 	var recorded *ActivationResult
+	asked := in.Reason
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		var err error
+		in.Reason = asked // a retried transaction settles it again
 		state, recorded, err = s.moveIntent(ctx, tx, cmd, in)
 		return err
 	})
 	if err != nil {
+		in.Reason = asked
 		return nil, err
 	}
 	if state == intentReplay {
@@ -127,8 +139,11 @@ func moveCommand(action string, in MoveInput) command {
 	return command{ID: in.CommandID, Hash: h.sum(), Action: action, EnvTag: in.EnvTag, Release: in.Release}
 }
 
-// moveIntent is the intent transaction of Activate and Rollback.
-func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveInput) (intentState, *ActivationResult, error) {
+// moveIntent is the intent transaction of Activate and Rollback. Under the
+// environment's lock an activation checks the freeze windows
+// (freezeAtMove) and sets in.Reason to the reason to journal; a rollback is
+// never frozen.
+func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in *MoveInput) (intentState, *ActivationResult, error) {
 	now := s.now()
 	prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
 	if err != nil {
@@ -136,6 +151,10 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 	}
 	if prior != nil {
 		state, res, retry, err := resumePrior(prior)
+		if state == intentContinue && err == nil {
+			// The intent decided the reason (a window broken or not).
+			in.Reason, err = intentReason(ctx, tx, cmd)
+		}
 		if !retry {
 			return state, res, err
 		}
@@ -180,6 +199,19 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in MoveI
 		return 0, nil, invalid("release", "%d is newer than the active release %d of %s: use activate", in.Release, e.Current, in.EnvTag)
 	case cmd.Action == ActionActivate && in.Release < e.Current:
 		return 0, nil, invalid("release", "%d is older than the active release %d of %s: use rollback", in.Release, e.Current, in.EnvTag)
+	}
+	if cmd.Action == ActionActivate {
+		ri, err := readRelease(ctx, tx, in.EnvTag, in.Release)
+		if err != nil {
+			return 0, nil, err
+		}
+		breakGlass := ""
+		if in.BreakGlass {
+			breakGlass = in.Reason
+		}
+		if in.Reason, err = s.freezeAtMove(ctx, tx, in.EnvTag, &ri.Rollout, e.Current, in.Reason, breakGlass); err != nil {
+			return 0, nil, err
+		}
 	}
 	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.Release); err != nil {
 		return 0, nil, err

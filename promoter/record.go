@@ -91,12 +91,15 @@ func (s *Store) recordAndActivate(ctx context.Context, in *ReleaseInput) (*Activ
 	go func() { preDone <- s.presign(preCtx, in) }()
 	var state intentState
 	var recorded *ActivationResult
+	asked := in.Reason
 	err := s.runTx(ctx, func(tx pgx.Tx) error {
 		var err error
+		in.Reason = asked // a retried transaction settles it again
 		state, recorded, err = s.recordIntent(ctx, tx, in, cmd)
 		return err
 	})
 	if err != nil {
+		in.Reason = asked
 		cancelPre()
 		<-preDone
 		return nil, err
@@ -173,7 +176,10 @@ func resumePrior(prior *command) (state intentState, res *ActivationResult, retr
 	}
 }
 
-// recordIntent is the intent transaction of RecordAndActivate.
+// recordIntent is the intent transaction of RecordAndActivate. Under the
+// environment's lock it checks the freeze windows (freezeAtMove) before
+// anything of the release is written, and sets in.Reason to the reason to
+// journal.
 func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command) (intentState, *ActivationResult, error) {
 	now := s.now()
 	prior, err := claimCommand(ctx, tx, cmd, in.Actor, now)
@@ -182,11 +188,15 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 	}
 	if prior != nil {
 		state, res, retry, err := resumePrior(prior)
+		if state == intentContinue && err == nil {
+			// The intent decided the reason (a window broken or not).
+			in.Reason, err = intentReason(ctx, tx, cmd)
+		}
 		if !retry {
 			return state, res, err
 		}
 		// Definitely did not happen: retry under the same command.
-		return intentNew, nil, s.retryIntent(ctx, tx, cmd, in.Actor, in.Reason, in.BaseReleaseVersion, now)
+		return intentNew, nil, s.retryIntent(ctx, tx, in, cmd, now)
 	}
 	if err := s.fault(ctx, "record:command", tx); err != nil {
 		return 0, nil, err
@@ -199,6 +209,9 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 	}
 	if err := s.fault(ctx, "record:environment", tx); err != nil {
+		return 0, nil, err
+	}
+	if in.Reason, err = s.freezeAtMove(ctx, tx, in.EnvTag, &in.Rollout, e.Current, in.Reason, in.BreakGlassReason); err != nil {
 		return 0, nil, err
 	}
 	if err := s.recordArtifacts(ctx, tx, in); err != nil {
@@ -239,20 +252,25 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 }
 
 // retryIntent re-opens the intent of a release whose earlier activation
-// under the same command was settled NOT_APPLIED.
-func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, cmd command, actor, reason string, base int64, now time.Time) error {
+// under the same command was settled NOT_APPLIED, checking the freeze
+// windows again (freezeAtMove: it sets in.Reason).
+func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command, now time.Time) error {
 	e, err := lockEnv(ctx, tx, cmd.EnvTag, now)
 	if err != nil {
 		return err
 	}
 	// The release itself is recorded: it must still be the head.
 	if e.Pending != 0 || e.Head != cmd.Release {
-		return &CASError{EnvTag: cmd.EnvTag, Expected: base, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+		return &CASError{EnvTag: cmd.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
 	}
 	r, err := lockRelease(ctx, tx, cmd.EnvTag, cmd.Release)
 	if err != nil {
 		return err
 	}
+	if in.Reason, err = s.freezeAtMove(ctx, tx, cmd.EnvTag, &in.Rollout, e.Current, in.Reason, in.BreakGlassReason); err != nil {
+		return err
+	}
+	actor, reason := in.Actor, in.Reason
 	if w, err := outsideWindow(ctx, tx, cmd.EnvTag, cmd.Release, now); err != nil {
 		return err
 	} else if w != nil {

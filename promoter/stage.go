@@ -259,6 +259,48 @@ func clearCandidates(ctx context.Context, tx pgx.Tx, envTag string, version int6
 	return nil
 }
 
+// freezeAtMove is the freeze check of a forward move (promote's recording
+// and activation, activate, activate after a two-phase wait), made inside
+// the move's intent transaction once it holds the environment's lock, so
+// that no window can open between the check and the move: it reads the
+// clock then, and checks rollout (the release's own policy) and the policy
+// of current (the active release, 0 = none) with CheckFreezeInForce. It
+// returns the reason to journal: reason outside every window; inside one,
+// with breakGlass (the operator's reason, "" = not broken), "break-glass
+// in freeze window NAME: breakGlass"; without, a *FreezeError.
+func (s *Store) freezeAtMove(ctx context.Context, tx pgx.Tx, envTag string, rollout *bundle.Rollout, current int64, reason, breakGlass string) (string, error) {
+	var inForce *bundle.Rollout
+	if current != 0 {
+		ri, err := readRelease(ctx, tx, envTag, current)
+		if err != nil {
+			return "", err
+		}
+		inForce = &ri.Rollout
+	}
+	got, err := CheckFreezeInForce(envTag, rollout, inForce, current, s.now(), breakGlass != "", breakGlass)
+	if err != nil {
+		return "", err
+	}
+	if breakGlass != "" && got != breakGlass {
+		return got, nil // a window was broken
+	}
+	return reason, nil
+}
+
+// intentReason is the reason the intent of cmd journaled (the one its
+// freeze check settled on), which the activation that completes the
+// intent journals too.
+func intentReason(ctx context.Context, tx pgx.Tx, cmd command) (string, error) {
+	var reason string
+	err := tx.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = $1 AND release_version = $2 AND command_id = $3::text::uuid
+		ORDER BY sequence DESC LIMIT 1`, cmd.EnvTag, cmd.Release, cmd.ID).Scan(&reason)
+	if err != nil {
+		return "", dbErr(fmt.Sprintf("read the reason of command %s", cmd.ID), err)
+	}
+	return reason, nil
+}
+
 // breakGlassReason is the journaled reason of a command that overrode a
 // freeze window.
 func breakGlassReason(w *bundle.FreezeWindow, reason string) string {

@@ -296,6 +296,7 @@ func TestActivePolicyHoldsAReleaseThatLiftsIt(t *testing.T) {
 	always := bundle.Rollout{FreezeWindows: []bundle.FreezeWindow{{Name: "launch", Schedule: "* * * * *", Duration: "2m"}}}
 	r1 := longWindows(release("prod", 1, 0, 2, nil, nil))
 	r1.Rollout = always
+	r1.BreakGlassReason = "launch" // the window is its own: open when it is recorded
 	f.promote(t, r1)
 	inForce, active, err := f.store.RolloutInForce(ctx, "prod")
 	if err != nil || active != 1 || inForce == nil || len(inForce.FreezeWindows) != 1 {

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/configpub/configpub/bundle"
 )
 
 // Candidate results a runtime reports, read back by the control plane.
@@ -101,11 +99,15 @@ type ReadinessProgress struct {
 // moving every pointer in one activation (Activate). A REJECTED candidate
 // marks the release FAILED and returns a *RejectedError; a timeout returns
 // a *NotReadyError naming the identities still missing. Nothing moves in
-// either case.
+// either case. The freeze windows are checked when it starts (a window
+// open then refuses before the wait) and again by Activate under the
+// environment's lock, which is the check that decides: a window that
+// opened during the wait refuses the activation there.
 func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts ActivateOptions) (*ActivationResult, error) {
 	if err := in.validate(); err != nil {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
 	}
+	in.BreakGlass = in.BreakGlass || opts.BreakGlass
 	ri, err := readRelease(ctx, s.pool, in.EnvTag, in.Release)
 	if err != nil {
 		// Activate names what the environment has.
@@ -118,12 +120,9 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	if active == in.Release {
 		inForce = nil // Activate says it is active already
 	}
-	asked := in.Reason
-	reason, err := CheckFreezeInForce(in.EnvTag, &ri.Rollout, inForce, active, s.now(), opts.BreakGlass, asked)
-	if err != nil {
+	if _, err := CheckFreezeInForce(in.EnvTag, &ri.Rollout, inForce, active, s.now(), in.BreakGlass, in.Reason); err != nil {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
 	}
-	in.Reason = reason
 	if ri.Outcome == OutcomeIntegrityError {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, integrityRefusal(in.EnvTag, in.Release))
 	}
@@ -140,37 +139,17 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		}
 		// The wait can last --timeout: a freeze window may have opened
 		// meanwhile (or another release become active, bringing its
-		// policy). The pointers move now, so the windows are checked now.
-		if in.Reason, err = s.freezeAfterWait(ctx, in.EnvTag, in.Release, &ri.Rollout, opts.BreakGlass, asked, in.Reason); err != nil {
+		// policy). Activate checks the windows under the environment's
+		// lock as the pointers move.
+		res, err := s.Activate(ctx, in)
+		var fe *FreezeError
+		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("activate %s release %d (command %s): every candidate became READY, but %w; release %d stays STAGED (activate it once the window has closed)",
-				in.EnvTag, in.Release, in.CommandID, err, in.Release)
+				in.EnvTag, in.Release, in.CommandID, fe, in.Release)
 		}
+		return res, err
 	}
 	return s.Activate(ctx, in)
-}
-
-// freezeAfterWait checks the freeze windows again once a two-phase
-// activation's wait for READY candidates is over, under the policy in force
-// at that moment: asked is the reason the operator gave, reason the one the
-// check before the wait settled on (a break-glass reason when a window was
-// open then). It returns the reason to journal: a break-glass reason naming
-// a window open now, else reason.
-func (s *Store) freezeAfterWait(ctx context.Context, envTag string, version int64, rollout *bundle.Rollout, breakGlass bool, asked, reason string) (string, error) {
-	inForce, active, err := rolloutInForce(ctx, s.pool, envTag)
-	if err != nil {
-		return "", err
-	}
-	if active == version {
-		return reason, nil // Activate says it is active already
-	}
-	now, err := CheckFreezeInForce(envTag, rollout, inForce, active, s.now(), breakGlass, asked)
-	if err != nil {
-		return "", err
-	}
-	if now != asked {
-		return now, nil
-	}
-	return reason, nil
 }
 
 // integrityRefusal is the refusal of any pointer move to a release whose
