@@ -225,19 +225,19 @@ func (c *cron) matches(t time.Time) bool {
 	if c.minute&(1<<uint(t.Minute())) == 0 || c.hour&(1<<uint(t.Hour())) == 0 || c.month&(1<<uint(t.Month())) == 0 {
 		return false
 	}
-	dom := c.dom&(1<<uint(t.Day())) != 0
-	dow := c.dow&(1<<uint(t.Weekday())) != 0
-	// As in cron: when both day fields are restricted, either may match.
-	switch {
-	case c.domStar && c.dowStar:
-		return true
-	case c.domStar:
-		return dow
-	case c.dowStar:
-		return dom
-	default:
-		return dom || dow
+	return c.dayMatches(t.Day(), t.Weekday())
+}
+
+// dayMatches is cron's day rule (Vixie/ISC cron, crontab(5)): when both
+// day fields are restricted, a day matches if either does; when either
+// field starts with * (including */N), both must.
+func (c *cron) dayMatches(day int, weekday time.Weekday) bool {
+	dom := c.dom&(1<<uint(day)) != 0
+	dow := c.dow&(1<<uint(weekday)) != 0
+	if c.domStar || c.dowStar {
+		return dom && dow
 	}
+	return dom || dow
 }
 
 func parseCron(s string) (*cron, error) {
@@ -263,7 +263,9 @@ func parseCron(s string) (*cron, error) {
 			return nil, fmt.Errorf("%s %q: %w", spec.name, f[i], err)
 		}
 		if spec.starFlag != nil {
-			*spec.starFlag = f[i] == "*"
+			// As in Vixie/ISC cron: a day field that starts with *
+			// (*, */2) counts as unrestricted in the day rule.
+			*spec.starFlag = strings.HasPrefix(f[i], "*")
 		}
 	}
 	if c.dow&(1<<7) != 0 { // 7 is Sunday too

@@ -185,3 +185,42 @@ func TestRolloutValidateNamesTheField(t *testing.T) {
 		}
 	}
 }
+
+// TestCronDayRuleIsVixieCrons walks two simulated years a day at a time
+// and compares, at each day's opening time, whether a window opens with an
+// oracle of the day rule of Vixie/ISC cron (crontab(5)): when both day
+// fields are restricted a day matches if either does; a day field that
+// starts with * — including */N — is unrestricted for that rule, so the
+// other field must match as well as the */N. (robfig/cron v3 instead
+// counts */N with N > 1 as restricted.)
+func TestCronDayRuleIsVixieCrons(t *testing.T) {
+	for _, tc := range []struct {
+		schedule string
+		oracle   func(d time.Time) bool
+	}{
+		{"0 12 */2 * 1", func(d time.Time) bool { return d.Day()%2 == 1 && d.Weekday() == time.Monday }},
+		{"0 12 1-7 * */2", func(d time.Time) bool { return d.Day() <= 7 && d.Weekday()%2 == 0 }},
+		{"0 12 *,15 * 5", func(d time.Time) bool { return d.Weekday() == time.Friday }},
+		{"0 12 1,15 * 5", func(d time.Time) bool { return d.Day() == 1 || d.Day() == 15 || d.Weekday() == time.Friday }},
+		{"0 12 * * 5", func(d time.Time) bool { return d.Weekday() == time.Friday }},
+		{"0 12 */2 * *", func(d time.Time) bool { return d.Day()%2 == 1 }},
+		{"0 12 * * 7", func(d time.Time) bool { return d.Weekday() == time.Sunday }},
+	} {
+		w := FreezeWindow{Name: "x", Schedule: tc.schedule, Duration: "1m"}
+		if err := w.validate(); err != nil {
+			t.Fatalf("%s: %v", tc.schedule, err)
+		}
+		opened := 0
+		for d := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC); d.Year() < 2029; d = d.AddDate(0, 0, 1) {
+			if got, want := w.Contains(d), tc.oracle(d); got != want {
+				t.Fatalf("%s on %s (%s): open %v, want %v", tc.schedule, d.Format("2006-01-02"), d.Weekday(), got, want)
+			}
+			if w.Contains(d) {
+				opened++
+			}
+		}
+		if opened == 0 {
+			t.Fatalf("%s: never opened in two years", tc.schedule)
+		}
+	}
+}
