@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -131,7 +132,8 @@ func (w *FreezeWindow) validate() error {
 			return fmt.Errorf("from %s is not before until %s", w.From, w.Until)
 		}
 	case scheduled:
-		if _, err := parseCron(w.Schedule); err != nil {
+		c, err := parseCron(w.Schedule)
+		if err != nil {
 			return fmt.Errorf("schedule %q: %w", w.Schedule, err)
 		}
 		d, err := time.ParseDuration(w.Duration)
@@ -140,6 +142,16 @@ func (w *FreezeWindow) validate() error {
 		}
 		if _, err := w.location(); err != nil {
 			return err
+		}
+		p, ok := c.shortestPeriod()
+		if !ok {
+			return fmt.Errorf("schedule %q never opens: no date of the calendar matches its day-of-month, month and day-of-week", w.Schedule)
+		}
+		if d >= p.gap {
+			return fmt.Errorf("duration %q is not shorter than the %s between two openings of schedule %q (%s to %s on its clock): "+
+				"the next window would open before this one has closed, and windows that overlap freeze without a break (for good when every gap is that short); "+
+				"give a shorter duration, or a date range (from, until) for a longer freeze",
+				w.Duration, formatPeriod(p.gap), w.Schedule, p.from.Format("Jan 2 15:04"), p.to.Format("Jan 2 15:04"))
 		}
 	default:
 		return fmt.Errorf("give from/until or schedule/duration")
@@ -238,6 +250,80 @@ func (c *cron) dayMatches(day int, weekday time.Weekday) bool {
 		return dom && dow
 	}
 	return dom || dow
+}
+
+// period is the shortest time between two openings of a schedule on the
+// wall clock, and the two openings it was first seen between.
+type period struct {
+	gap      time.Duration
+	from, to time.Time
+}
+
+// shortestPeriod returns the shortest time between two consecutive
+// openings of c on the wall clock, over a full cycle of the Gregorian
+// calendar (400 years, whose dates and weekdays then repeat); ok is false
+// when c never opens (a day that no month it names has, such as 0 0 31 4 *
+// or 0 0 30 2 *).
+func (c *cron) shortestPeriod() (p period, ok bool) {
+	var minutes []int // the minutes of a day at which c opens, ascending
+	for h := 0; h < 24; h++ {
+		for m := 0; m < 60; m++ {
+			if c.hour&(1<<uint(h)) != 0 && c.minute&(1<<uint(m)) != 0 {
+				minutes = append(minutes, h*60+m)
+			}
+		}
+	}
+	first, last := minutes[0], minutes[len(minutes)-1]
+	at := func(y int, mo time.Month, d, minute int) time.Time {
+		return time.Date(y, mo, d, minute/60, minute%60, 0, 0, time.UTC)
+	}
+	const start = 2000
+	weekday := time.Date(start, 1, 1, 0, 0, 0, 0, time.UTC).Weekday()
+	dayIndex, prevIndex := 0, -1
+	var prevY, prevD int // the last day that opened
+	var prevMo time.Month
+	for y := start; y < start+400; y++ {
+		for mo := time.January; mo <= time.December; mo++ {
+			days := time.Date(y, mo+1, 0, 0, 0, 0, 0, time.UTC).Day()
+			for d := 1; d <= days; d, dayIndex, weekday = d+1, dayIndex+1, (weekday+1)%7 {
+				if c.month&(1<<uint(mo)) == 0 || !c.dayMatches(d, weekday) {
+					continue
+				}
+				if !ok {
+					ok = true
+					for i := 1; i < len(minutes); i++ { // within the first day that opens
+						if g := time.Duration(minutes[i]-minutes[i-1]) * time.Minute; p.gap == 0 || g < p.gap {
+							p = period{gap: g, from: at(y, mo, d, minutes[i-1]), to: at(y, mo, d, minutes[i])}
+						}
+					}
+				} else if g := time.Duration((dayIndex-prevIndex)*24*60-last+first) * time.Minute; p.gap == 0 || g < p.gap {
+					p = period{gap: g, from: at(prevY, prevMo, prevD, last), to: at(y, mo, d, first)}
+				}
+				prevIndex, prevY, prevMo, prevD = dayIndex, y, mo, d
+			}
+		}
+	}
+	if ok && p.gap == 0 { // opens once a day, on one day of the cycle only
+		p.gap = time.Duration(math.MaxInt64)
+	}
+	return p, ok
+}
+
+// formatPeriod writes d in hours and minutes, with days when it is longer
+// than two: "30m", "1h", "168h (7 days)".
+func formatPeriod(d time.Duration) string {
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	s := fmt.Sprintf("%dh", h)
+	switch {
+	case h == 0:
+		s = fmt.Sprintf("%dm", m)
+	case m != 0:
+		s = fmt.Sprintf("%dh%dm", h, m)
+	}
+	if d >= 48*time.Hour && d%(24*time.Hour) == 0 {
+		s += fmt.Sprintf(" (%d days)", d/(24*time.Hour))
+	}
+	return s
 }
 
 func parseCron(s string) (*cron, error) {

@@ -224,3 +224,60 @@ func TestCronDayRuleIsVixieCrons(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleThatNeverOpensIsRefused: a schedule whose day-of-month no
+// month it names has never opens; it is refused naming the schedule (the
+// compiler adds the window), where it used to be accepted and freeze
+// nothing. February 29 opens in leap years and is accepted.
+func TestScheduleThatNeverOpensIsRefused(t *testing.T) {
+	// */7 in day-of-week is Sunday alone but counts as *: the day must
+	// be February 30 and a Sunday.
+	for _, s := range []string{"0 0 31 4 *", "0 0 30 2 *", "0 0 31 2,4,6,9,11 *", "0 0 30-31 2 *", "0 0 31 4 */2", "0 0 30 2 */7"} {
+		r := Rollout{FreezeWindows: []FreezeWindow{{Name: "never", Schedule: s, Duration: "1h"}}}
+		err := r.Validate()
+		want := `freezeWindows[0] (never): schedule "` + s + `" never opens: no date of the calendar matches its day-of-month, month and day-of-week`
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %s", s, err, want)
+		}
+	}
+	// Both day fields restricted: February 30 or a Friday.
+	for _, s := range []string{"0 0 29 2 *", "0 0 31 * *", "0 0 31 4 1", "0 0 30 2 5"} {
+		r := Rollout{FreezeWindows: []FreezeWindow{{Name: "x", Schedule: s, Duration: "1h"}}}
+		if err := r.Validate(); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+// TestDurationOfAPeriodOrMoreIsRefused: a window that stays open as long
+// as the shortest time between two openings of its schedule, or longer,
+// opens again before it has closed (an hourly schedule open for an hour is
+// frozen for good). It is refused naming the duration, the period and the
+// schedule; a minute less is accepted.
+func TestDurationOfAPeriodOrMoreIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		schedule, refused, accepted, period, between string
+	}{
+		{"0 * * * *", "1h", "59m", "1h", "Jan 1 00:00 to Jan 1 01:00"},
+		{"*/15 * * * *", "15m", "14m", "15m", "Jan 1 00:00 to Jan 1 00:15"},
+		{"0 9,17 * * *", "8h", "7h59m", "8h", "Jan 1 09:00 to Jan 1 17:00"},
+		{"0 0 */2 * *", "24h", "23h59m", "24h", "Jan 31 00:00 to Feb 1 00:00"},
+		{"0 18 * * 5", "168h", "167h59m", "168h (7 days)", "Jan 7 18:00 to Jan 14 18:00"},
+		{"0 0 1 * *", "672h", "671h", "672h (28 days)", "Feb 1 00:00 to Mar 1 00:00"},
+		{"30 6 * * 1-5", "24h", "23h", "24h", "Jan 3 06:30 to Jan 4 06:30"},
+	} {
+		r := Rollout{FreezeWindows: []FreezeWindow{{Name: "w", Schedule: tc.schedule, Duration: tc.refused}}}
+		err := r.Validate()
+		want := `freezeWindows[0] (w): duration "` + tc.refused + `" is not shorter than the ` + tc.period +
+			` between two openings of schedule "` + tc.schedule + `" (` + tc.between + ` on its clock): the next window would open ` +
+			`before this one has closed, and windows that overlap freeze without a break (for good when every gap is that short); ` +
+			`give a shorter duration, or a date range (from, until) for a longer freeze`
+		if err == nil || err.Error() != want {
+			t.Errorf("%s for %s:\ngot  %v\nwant %s", tc.schedule, tc.refused, err, want)
+		}
+		r.FreezeWindows[0].Duration = tc.accepted
+		if err := r.Validate(); err != nil {
+			t.Errorf("%s for %s: %v", tc.schedule, tc.accepted, err)
+		}
+	}
+}
