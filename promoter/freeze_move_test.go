@@ -178,3 +178,70 @@ func TestFreezeWindowClosedByTheMoveJournalsTheReasonGiven(t *testing.T) {
 		t.Fatalf("%d journal rows of the activation carry the reason given, want its intent and its activation", n)
 	}
 }
+
+// TestActivateChecksFreezeWindowsInItsTransactionOverSimulatedMonths walks
+// the store's clock over three simulated months in 5-hour steps and moves
+// with Store.Activate, which makes no check of its own before its
+// transaction: the check inside it refuses every step inside the weekly
+// window (Friday 18:00 to Monday 08:00 in Europe/Berlin, across the
+// October clock change) naming it with nothing moved, and activates every
+// other step (each is rolled back again: rollbacks are never frozen, and
+// one inside the window moves).
+func TestActivateChecksFreezeWindowsInItsTransactionOverSimulatedMonths(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Date(2027, 9, 1, 0, 0, 0, 0, time.UTC)
+	clk := simclock.New(start)
+	f := newFixture(t, func(o *promoter.Options) { o.Clock = clk.Now })
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := release("prod", 1, 0, 2, nil, nil)
+	r2 := release("prod", 2, 1, 2, nil, nil)
+	for _, r := range []*promoter.ReleaseInput{&r1, &r2} {
+		for i := range r.Targets {
+			r.Targets[i].ValidFrom, r.Targets[i].ExpiresAt = start.Add(-time.Hour), start.AddDate(1, 0, 0)
+		}
+	}
+	f.promote(t, r1)
+	r2.Rollout = bundle.Rollout{FreezeWindows: []bundle.FreezeWindow{{Name: "weekend", Schedule: "0 18 * * 5", Duration: "62h", TimeZone: "Europe/Berlin"}}}
+	r2.CommandID = id("stage", 2)
+	if _, err := f.store.Stage(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	frozen := func(t time.Time) bool { // an oracle on Berlin's wall clock
+		t = t.In(berlin)
+		fri := time.Date(t.Year(), t.Month(), t.Day()-int((t.Weekday()+2)%7), 18, 0, 0, 0, berlin) // the last Friday 18:00
+		if fri.After(t) {
+			fri = fri.AddDate(0, 0, -7)
+		}
+		return t.Sub(fri) < 62*time.Hour
+	}
+	refused, moved := 0, 0
+	for now := start; now.Before(start.AddDate(0, 3, 0)); now = now.Add(5 * time.Hour) {
+		clk.Set(now)
+		_, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("act", now), EnvTag: "prod", Release: 2, Actor: "a", Reason: "go"})
+		if frozen(now) {
+			var fe *promoter.FreezeError
+			if !errors.As(err, &fe) || fe.Window.Name != "weekend" {
+				t.Fatalf("%s (%s in Berlin): got %v, want a refusal naming the weekend window", now, now.In(berlin).Format("Mon 15:04"), err)
+			}
+			f.wantPointersAt(t, r1)
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s (%s in Berlin): %v", now, now.In(berlin).Format("Mon 15:04"), err)
+		}
+		f.wantPointersAt(t, r2)
+		moved++
+		if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("rb", now), EnvTag: "prod", ToRelease: 1, Actor: "a", Reason: "back"}); err != nil {
+			t.Fatalf("%s: rollback: %v", now, err)
+		}
+	}
+	if refused == 0 || moved == 0 {
+		t.Fatalf("degenerate walk: %d refused, %d moved", refused, moved)
+	}
+	t.Logf("%d activations refused inside the window, %d moved outside", refused, moved)
+}
