@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"log/slog"
 	"time"
@@ -44,6 +45,11 @@ var (
 type Options struct {
 	// EnvTag is the environment to promote (releases/<EnvTag>.yaml).
 	EnvTag string
+	// Dir is the policy repository's directory in the Git repository,
+	// slash-separated (a monorepo's "policy"). Default: its root. Every
+	// read of the commit and of its history (the sources, the release
+	// files, the releases caught up) is of that directory.
+	Dir string
 	// Review selects the protected ref (default refs/heads/main), the commit
 	// (default the ref's tip) and the review requirements.
 	Review review.Options
@@ -196,7 +202,7 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 			return nil, err
 		}
 	}
-	res, err := compileAt(ctx, repo, rev, opts.EnvTag, previousFrom(opts.Store))
+	res, err := compileAt(ctx, repo, rev, opts.EnvTag, opts.Dir, previousFrom(opts.Store))
 	if err != nil {
 		return nil, err
 	}
@@ -395,7 +401,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	if !ok {
 		return nil, nil
 	}
-	fsys, _, err := review.CommitFS(repo, rev.Commit)
+	fsys, _, err := review.CommitDirFS(repo, rev.Commit, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", opts.EnvTag, short(rev.Commit), err)
 	}
@@ -416,13 +422,13 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	// up records) derive, for the environment's protected ref, outside a
 	// freeze window — else it is refused now, as without catching up.
 	fromGit := func(ctx context.Context, env string, v int64) ([]byte, error) {
-		tree, err := gitfs.RepoReleaseTrees(repo, rev.Commit)(ctx, env, v)
+		tree, err := gitfs.RepoReleaseTrees(repo, opts.Dir, rev.Commit)(ctx, env, v)
 		if err != nil {
 			return nil, err
 		}
 		return compiler.CommittedRelease(tree, env)
 	}
-	res, err := compileAt(ctx, repo, rev, opts.EnvTag, fromGit)
+	res, err := compileAt(ctx, repo, rev, opts.EnvTag, opts.Dir, fromGit)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +446,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 	res = nil // let go before the releases below compile
 	var caught []CaughtUp
 	for v := head + 1; v < want; v++ {
-		c, err := gitfs.ReleaseCommit(ctx, repo, rev.Commit, opts.EnvTag, v)
+		c, err := gitfs.ReleaseCommit(ctx, repo, opts.Dir, rev.Commit, opts.EnvTag, v)
 		if err != nil {
 			return caught, fmt.Errorf("promote %s@%s: release %d is built on release %d, which the store has not recorded (its latest is %d), and it cannot be caught up: %w",
 				opts.EnvTag, short(rev.Commit), want, want-1, head, err)
@@ -454,7 +460,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 			// The newest commit holding the release changed sources
 			// without compiling it: the commit that introduced the
 			// release is compiled from its sources.
-			if first, ferr := gitfs.IntroducingCommit(ctx, repo, c, opts.EnvTag); ferr == nil && first != c {
+			if first, ferr := gitfs.IntroducingCommit(ctx, repo, opts.Dir, c, opts.EnvTag); ferr == nil && first != c {
 				log.InfoContext(ctx, "the newest commit holding the release is stale; catching it up from the commit that introduced it",
 					"env", opts.EnvTag, "release", v, "stale", c, "commit", first)
 				c, sub.Review.Commit = first, first
@@ -463,7 +469,7 @@ func catchUp(ctx context.Context, repo *git.Repository, opts Options, log *slog.
 		}
 		if err != nil {
 			hint := ""
-			if at, herr := gitfs.ReleaseCommit(ctx, repo, rev.Commit, opts.EnvTag, head); herr == nil && head > 0 && len(caught) == 0 {
+			if at, herr := gitfs.ReleaseCommit(ctx, repo, opts.Dir, rev.Commit, opts.EnvTag, head); herr == nil && head > 0 && len(caught) == 0 {
 				// Without release v, the change promotes only rebuilt on
 				// the store's latest release.
 				hint = fmt.Sprintf(" (to promote the change without it, rebuild it on release %d, the store's latest: configpub compile --base-ref %s, on a branch)",
@@ -559,14 +565,19 @@ func (o *Options) validate() error {
 	case o.Signer == nil:
 		return invalid("signer", "nil")
 	}
+	o.Dir = review.CleanDir(o.Dir)
+	if o.Dir != "" && !fs.ValidPath(o.Dir) {
+		return invalid("dir", "%q is not a directory inside the Git repository (a relative path without ..)", o.Dir)
+	}
 	return nil
 }
 
-// compileAt compiles the tree of the reviewed commit and requires the
-// committed release manifest to be exactly what the sources and the
-// previous release as recorded in the store (prev) derive.
-func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, env string, prev compiler.PreviousRelease) (*compiler.Result, error) {
-	fsys, commitTime, err := review.CommitFS(repo, rev.Commit)
+// compileAt compiles the policy repository at directory dir of the tree
+// of the reviewed commit and requires the committed release manifest to be
+// exactly what the sources and the previous release as recorded in the
+// store (prev) derive.
+func compileAt(ctx context.Context, repo *git.Repository, rev *review.Review, env, dir string, prev compiler.PreviousRelease) (*compiler.Result, error) {
+	fsys, commitTime, err := review.CommitDirFS(repo, rev.Commit, dir)
 	if err != nil {
 		return nil, fmt.Errorf("promote %s@%s: %w", env, short(rev.Commit), err)
 	}

@@ -90,7 +90,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			if err != nil {
 				return err
 			}
-			repo, err := review.Open(gitDir)
+			repo, dir, err := review.OpenPolicy(gitDir)
 			if err != nil {
 				return err
 			}
@@ -119,6 +119,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			}
 			res, err := promote.Run(ctx, repo, promote.Options{
 				EnvTag: env,
+				Dir:    dir,
 				Review: review.Options{
 					ProtectedRef: os.Getenv("CONFIGPUB_PROTECTED_REF"), Ref: ref,
 					Commit: commit, RequireSignedBy: keyring, RequireTrailers: trailers,
@@ -145,7 +146,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	rf.add(cmd)
 	outputFlag(cmd)
 	f := cmd.Flags()
-	f.StringVar(&gitDir, "git", "", "policy Git repository (worktree or bare) (required)")
+	f.StringVar(&gitDir, "git", "", "policy Git repository (worktree or bare), or the policy repository's directory inside a worktree (a monorepo's policy/) (required)")
 	f.StringVar(&env, "env", "", "environment tag to promote (required)")
 	f.StringVar(&dbURL, "database", "", "PostgreSQL URL (default $CONFIGPUB_DATABASE_URL)")
 	f.StringVar(&registryRef, "registry", "", "OCI registry and repository prefix, HOST[:PORT]/PREFIX (required)")

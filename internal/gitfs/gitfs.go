@@ -220,3 +220,23 @@ func Contains(dir, rev, base string) error {
 	}
 	return nil
 }
+
+// Locate returns the root of the Git working tree that contains dir and
+// dir's path relative to it, slash-separated ("" when dir is the root): a
+// policy repository in a subdirectory of a monorepo is read from its
+// Git repository at that path.
+func Locate(dir string) (root, prefix string, err error) {
+	r, err := open(dir)
+	if err != nil {
+		return "", "", err
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return "", "", fmt.Errorf("worktree of %s: %w", dir, err)
+	}
+	root = wt.Filesystem.Root()
+	if prefix, err = relPath(root, dir); err != nil {
+		return "", "", err
+	}
+	return root, prefix, nil
+}

@@ -45,11 +45,12 @@ func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, vers
 	}
 }
 
-// RepoReleaseTrees is ReleaseTrees in repository r, whose root is the
-// policy repository.
-func RepoReleaseTrees(r *git.Repository, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
+// RepoReleaseTrees is ReleaseTrees in repository r, whose directory dir
+// (slash-separated, "" for its root) is the policy repository; the trees
+// are rooted at dir.
+func RepoReleaseTrees(r *git.Repository, dir, rev string) func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
 	return func(ctx context.Context, envTag string, version int64) (fs.FS, error) {
-		return releaseTree(ctx, r, "", rev, envTag, version)
+		return releaseTree(ctx, r, dir, rev, envTag, version)
 	}
 }
 
@@ -207,12 +208,13 @@ func findRelease(ctx context.Context, dir, rev, envTag string, version int64) (*
 	return findReleaseIn(ctx, r, prefix, rev, envTag, version)
 }
 
-// ReleaseCommit returns the commit of repository r (a policy repository at
-// its root) where the first-parent history of rev holds release version of
-// envTag, found as ReleaseTrees finds it (the newest such commit), or an
-// error wrapping bundle.ErrReleaseNotRecorded.
-func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, version int64) (string, error) {
-	f, err := findReleaseIn(ctx, r, "", rev, envTag, version)
+// ReleaseCommit returns the commit of repository r, whose directory dir
+// (slash-separated, "" for its root) is the policy repository, where the
+// first-parent history of rev holds release version of envTag (dir's
+// releases/<envTag>.yaml), found as ReleaseTrees finds it (the newest such
+// commit), or an error wrapping bundle.ErrReleaseNotRecorded.
+func ReleaseCommit(ctx context.Context, r *git.Repository, dir, rev, envTag string, version int64) (string, error) {
+	f, err := findReleaseIn(ctx, r, dir, rev, envTag, version)
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +222,8 @@ func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, v
 }
 
 // IntroducingCommit returns the oldest commit of the first-parent history
-// from commit (a full hash) whose releases/<envTag>.yaml is the very file
+// from commit (a full hash) whose releases/<envTag>.yaml (in directory dir
+// of repository r, slash-separated, "" for its root) is the very file
 // commit holds, without a commit in between that holds another: where the
 // release was committed. ReleaseCommit returns the newest commit holding a
 // release; a later commit that changed sources without compiling (a
@@ -228,42 +231,12 @@ func ReleaseCommit(ctx context.Context, r *git.Repository, rev, envTag string, v
 // not compiled from, and the commit that introduced it is the one to
 // promote it from. A walk that reaches a commit the repository does not
 // hold stops there.
-func IntroducingCommit(ctx context.Context, r *git.Repository, commit, envTag string) (string, error) {
-	return introducingCommitIn(ctx, r, "", commit, envTag)
-}
-
-// IntroducedTree returns the files of dir (a policy repository anywhere
-// inside a Git working tree: its root or a subdirectory) as they are at
-// the commit that introduced the release of envTag HEAD holds
-// (IntroducingCommit, with dir's releases/<envTag>.yaml), rooted at dir.
-func IntroducedTree(ctx context.Context, dir, envTag string) (fs.FS, error) {
-	r, prefix, err := openAt(dir)
-	if err != nil {
-		return nil, err
-	}
-	head, err := commit(r, "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	c, err := introducingCommitIn(ctx, r, prefix, head.Hash.String(), envTag)
-	if err != nil {
-		return nil, err
-	}
-	ic, err := r.CommitObject(plumbing.NewHash(c))
-	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", c, err)
-	}
-	return subTree(ic, prefix, c)
-}
-
-// introducingCommitIn is IntroducingCommit for the policy repository at
-// prefix in r ("" for its root).
-func introducingCommitIn(ctx context.Context, r *git.Repository, prefix, commit, envTag string) (string, error) {
+func IntroducingCommit(ctx context.Context, r *git.Repository, dir, commit, envTag string) (string, error) {
 	c, err := r.CommitObject(plumbing.NewHash(commit))
 	if err != nil {
 		return "", fmt.Errorf("commit %s: %w", commit, err)
 	}
-	file := path.Join(prefix, "releases", envTag+".yaml")
+	file := path.Join(dir, "releases", envTag+".yaml")
 	f, err := c.File(file)
 	if err != nil {
 		return "", fmt.Errorf("%s at %s: %w", file, c.Hash, err)
@@ -287,6 +260,30 @@ func introducingCommitIn(ctx context.Context, r *git.Repository, prefix, commit,
 		c = parent
 	}
 	return c.Hash.String(), nil
+}
+
+// IntroducedTree returns the files of dir (a policy repository anywhere
+// inside a Git working tree: its root or a subdirectory) as they are at
+// the commit that introduced the release of envTag HEAD holds
+// (IntroducingCommit, with dir's releases/<envTag>.yaml), rooted at dir.
+func IntroducedTree(ctx context.Context, dir, envTag string) (fs.FS, error) {
+	r, prefix, err := openAt(dir)
+	if err != nil {
+		return nil, err
+	}
+	head, err := commit(r, "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	c, err := IntroducingCommit(ctx, r, prefix, head.Hash.String(), envTag)
+	if err != nil {
+		return nil, err
+	}
+	ic, err := r.CommitObject(plumbing.NewHash(c))
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", c, err)
+	}
+	return subTree(ic, prefix, c)
 }
 
 // findReleaseIn is findRelease in repository r, the policy repository

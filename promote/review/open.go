@@ -1,6 +1,7 @@
 package review
 
 import (
+	"errors"
 	"fmt"
 
 	git "github.com/go-git/go-git/v5"
@@ -29,4 +30,24 @@ func Open(dir string) (*git.Repository, error) {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
 	return repo, nil
+}
+
+// OpenPolicy opens the Git repository of the policy repository at dir, as
+// Open, and returns the policy repository's directory in it (Options.Dir
+// of a promotion): "" when dir is the repository (a worktree's root or a
+// bare repository), else dir's path inside the working tree that contains
+// it (a monorepo's policy/, as compile --repo takes it).
+func OpenPolicy(dir string) (*git.Repository, string, error) {
+	repo, err := Open(dir)
+	if err == nil || !errors.Is(err, git.ErrRepositoryNotExists) {
+		return repo, "", err
+	}
+	root, prefix, lerr := gitfs.Locate(dir)
+	if lerr != nil {
+		return nil, "", err
+	}
+	if repo, err = Open(root); err != nil {
+		return nil, "", err
+	}
+	return repo, prefix, nil
 }

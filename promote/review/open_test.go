@@ -80,3 +80,35 @@ func TestOpenLinkedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenPolicyInASubdirectory: OpenPolicy opens the Git repository that
+// contains a policy repository in a subdirectory of its worktree (a
+// monorepo's policy/) and returns that directory, which CommitDirFS
+// reads the commit's policy files from; the repository itself (worktree
+// root or bare) is the root. `promote --repo policy/` failed: Open does not
+// search parent directories.
+func TestOpenPolicyInASubdirectory(t *testing.T) {
+	r := gittest.New(t)
+	tip := r.Commit(gittest.Commit{Files: map[string][]byte{"README.md": []byte("monorepo\n"), "policy/configpub.yaml": []byte("kind: Repository\n")}, Message: "one"})
+	r.Checkout()
+	for _, c := range []struct{ dir, want string }{{r.Dir, ""}, {filepath.Join(r.Dir, "policy"), "policy"}} {
+		repo, dir, err := review.OpenPolicy(c.dir)
+		if err != nil || dir != c.want {
+			t.Fatalf("OpenPolicy(%s): dir %q, %v; want %q", c.dir, dir, err, c.want)
+		}
+		fsys, _, err := review.CommitDirFS(repo, tip.String(), dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "configpub.yaml"
+		if dir == "" {
+			want = "policy/configpub.yaml"
+		}
+		if _, err := fs.Stat(fsys, want); err != nil {
+			t.Errorf("%s at %s: %v", want, c.dir, err)
+		}
+	}
+	if _, _, err := review.OpenPolicy(t.TempDir()); err == nil {
+		t.Error("OpenPolicy of a directory outside any repository: no error")
+	}
+}
