@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
 
 	"github.com/configpub/configpub/bundle"
 )
@@ -64,5 +67,73 @@ func TestValidateComparesWithTheRelease(t *testing.T) {
 				t.Errorf("not a digest mismatch: %v", err)
 			}
 		})
+	}
+}
+
+// TestValidateAnOlderReleasesFile: a values.yml of release 1, validated
+// with --repo against a repository that has since compiled release 2 (the
+// target changed), was refused ('the file is publication … (release 1),
+// release 2 … holds publication …'). In a Git repository it is now
+// compared with release 1, read from the first-parent history of HEAD
+// (still refused when edited); in a directory without Git history the
+// refusal says which release the file is of and which the directory holds.
+func TestValidateAnOlderReleasesFile(t *testing.T) {
+	dir := gitFixture(t)
+	out := filepath.Join(t.TempDir(), "out")
+	if o, err := runCLI("compile", "--repo", dir, "--env", "dev", "--out", out, "--created-at", "2026-09-01T00:00:00Z"); err != nil {
+		t.Fatalf("compile --out: %v\n%s", err, o)
+	}
+	const target = "dev.lightapi.net/com.networknt.agent-account-1.0.0"
+	values := filepath.Join(out, "dev", filepath.FromSlash(target), "values.yml")
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release1 := head.Hash().String()
+	p := filepath.Join(dir, "agents", "account.yaml")
+	b, _ := os.ReadFile(p)
+	if err := os.WriteFile(p, []byte(strings.Replace(string(b), "maxOutputTokens: 4096", "maxOutputTokens: 2048", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := runCLI("compile", "--repo", dir, "--env", "dev", "--created-at", "2026-10-02T00:00:00Z"); err != nil {
+		t.Fatalf("compile release 2: %v\n%s", err, o)
+	}
+	commitAll(t, r, "release 2: account maxOutputTokens 2048", time.Date(2026, 10, 2, 0, 0, 0, 0, time.UTC))
+
+	o, err := runCLI("validate", values, "--repo", dir, "-o", "json")
+	var rep validateReport
+	if err != nil || json.Unmarshal([]byte(o), &rep) != nil || rep.Release != 1 || rep.Manifest != "releases/dev.yaml" || rep.ManifestCommit != release1 {
+		t.Fatalf("validate --repo of release 1's file after release 2: %v\n%s\nwant it compared with release 1 at %s", err, o, release1)
+	}
+	if o, err := runCLI("validate", values, "--repo", dir); err != nil || !strings.Contains(o, "the ones release 1 records (releases/dev.yaml at commit "+release1) {
+		t.Errorf("validate --repo, text: %v\n%s", err, o)
+	}
+	edited := filepath.Join(t.TempDir(), "values.yml")
+	vb, _ := os.ReadFile(values)
+	if err := os.WriteFile(edited, []byte(strings.Replace(string(vb), `logging.level: "TRACE"`, `logging.level: "DEBUG"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI("validate", edited, "--repo", dir); !errors.Is(err, bundle.ErrDigestMismatch) || !strings.Contains(err.Error(), "recorded in release 1") {
+		t.Errorf("validate --repo of release 1's file edited: got %v, want a digest mismatch against release 1", err)
+	}
+
+	// Without Git history: the directory as files only.
+	plain := copyDir(t, dir)
+	if err := os.RemoveAll(filepath.Join(plain, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCLI("validate", values, "--repo", plain)
+	for _, w := range []string{"the file is target " + target + "'s publication", "of release 1 of dev; " + plain + " holds release 2 (releases/dev.yaml)",
+		"is not in a Git repository, so release 1 cannot be read from its history"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("validate --repo DIR without Git: got %v, want it to contain %q", err, w)
+		}
+	}
+	if exitCode(err) != exitRefused {
+		t.Errorf("exit %d, want %d", exitCode(err), exitRefused)
 	}
 }

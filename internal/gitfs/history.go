@@ -45,6 +45,24 @@ func ReleaseTrees(dir, rev string) func(ctx context.Context, envTag string, vers
 	}
 }
 
+// FindRelease is ReleaseTrees for one release: the files of dir (rooted
+// there) at the newest commit of the first-parent history of rev whose
+// releases/<envTag>.yaml is release version, and that commit's hash. An
+// error wraps ErrNotRepository when dir is not inside a Git working tree,
+// bundle.ErrReleaseNotRecorded when the history does not hold the release.
+func FindRelease(ctx context.Context, dir, rev, envTag string, version int64) (fs.FS, string, error) {
+	f, err := findRelease(ctx, dir, rev, envTag, version)
+	if err != nil {
+		return nil, "", err
+	}
+	h := f.commit.Hash.String()
+	fsys, err := subTree(f.commit, f.prefix, h)
+	if err != nil {
+		return nil, "", fmt.Errorf("release %d of %s: %w", version, envTag, err)
+	}
+	return fsys, h, nil
+}
+
 // RepoReleaseTrees is ReleaseTrees in repository r, whose directory dir
 // (slash-separated, "" for its root) is the policy repository; the trees
 // are rooted at dir.
