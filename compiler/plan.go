@@ -365,7 +365,8 @@ func parsePair(o, n *Target, f func(*Target) []byte) (*render.Value, *render.Val
 // publications by agent, an agent's publications by publicationId)
 // compares items by it: an item removed from the middle of such a list,
 // or one that moved, is one removed path (or none), not a change of every
-// item after it.
+// item after it. A list whose items are the same in another order (only
+// reordered) is one changed path, the list's.
 type differ struct{ added, removed, changed []string }
 
 func escapePointer(s string) string {
@@ -381,6 +382,11 @@ func (d *differ) diff(path string, a, b *render.Value) {
 		d.removed = append(d.removed, path)
 	case a.Kind == render.KindMap && b.Kind == render.KindMap:
 		d.diffMembers(path, a, b)
+	case render.Reordered(a, b):
+		// The same items in another order: one change of the list, not
+		// one per position (and none at all for a list compared by key,
+		// whose items only moved).
+		d.changed = append(d.changed, path)
 	case a.Kind == render.KindList && b.Kind == render.KindList:
 		if ka, keys, ok := keyedItems(a); ok {
 			if kb, ok := keyedBy(b, keys); ok {

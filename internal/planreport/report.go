@@ -110,6 +110,9 @@ type ValueChange struct {
 	New  json.RawMessage `json:"new,omitempty"`
 	// Diff is a unified diff of a long or multi-line string.
 	Diff string `json:"diff,omitempty"`
+	// Reordered: Old and New are lists of the same items in another
+	// order (a list setting only reordered).
+	Reordered bool `json:"reordered,omitempty"`
 	// Source is the file:line of the source field whose change this is
 	// ("" when no single source field has exactly these values).
 	Source string `json:"source,omitempty"`
@@ -452,6 +455,7 @@ func valueChanges(tp compiler.TargetPlan, o, n *compiler.Target) ([]ValueChange,
 			if vc.New, err = canonical(nv); err != nil {
 				return nil, err
 			}
+			vc.Reordered = render.Reordered(ov, nv)
 			if ov != nil && nv != nil && ov.Kind == render.KindString && nv.Kind == render.KindString &&
 				(len(ov.Str) > longString || len(nv.Str) > longString || strings.Contains(ov.Str+nv.Str, "\n")) &&
 				len(ov.Str)+len(nv.Str) <= maxDiffTextLength {
@@ -610,7 +614,7 @@ func (d *docPair) walk(path []string, a, b *render.Value) {
 			d.walk(append(path[:len(path):len(path)], k), a.Get(k), b.Get(k))
 		}
 		return
-	case a != nil && b != nil && a.Kind == render.KindList && b.Kind == render.KindList:
+	case a != nil && b != nil && a.Kind == render.KindList && b.Kind == render.KindList && !render.Reordered(a, b):
 		for i := 0; i < len(a.Items) || i < len(b.Items); i++ {
 			var x, y *render.Value
 			if i < len(a.Items) {

@@ -269,3 +269,47 @@ func TestKnowledgeInventoryChangeIsKeyed(t *testing.T) {
 		t.Errorf("plan does not show generation 11 removed (%v) and 13 added (%v)", removed, added)
 	}
 }
+
+// TestReorderedListSetting: a list setting only reordered showed the
+// target's digests without a value row when its items have an identity
+// (compared by key, items that only moved are no change) and one row per
+// position otherwise; each is now one row, the list before and after,
+// marked reordered, with its source line.
+func TestReorderedListSetting(t *testing.T) {
+	const (
+		at      = "      cache:\n        ttl: 30s\n        enabled: true\n"
+		lists   = "      routes:\n        - {agent: account, weight: 1}\n        - {agent: tech-support, weight: 2}\n      cors:\n        allowedOrigins: [https://a.example, https://b.example, https://c.example]\n"
+		swapped = "      routes:\n        - {agent: tech-support, weight: 2}\n        - {agent: account, weight: 1}\n      cors:\n        allowedOrigins: [https://c.example, https://a.example, https://b.example]\n"
+	)
+	base := fixtureFS(t)
+	edit(t, base, "environments/dev.yaml", at, at+lists)
+	// The lists committed in release 2, the base of the change.
+	files, err := bundle.SplitArchive(compile(t, base).ManifestBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := fixtureFS(t)
+	for _, f := range files {
+		base[f.Path] = &fstest.MapFile{Data: f.Bytes, Mode: 0o644}
+		head[f.Path] = &fstest.MapFile{Data: f.Bytes, Mode: 0o644}
+	}
+	edit(t, head, "environments/dev.yaml", at, at+swapped)
+	r := report(t, base, head)
+	golden(t, "reordered-list", r)
+	if len(r.Changed) != 1 {
+		t.Fatalf("%d targets changed, want the gateway only", len(r.Changed))
+	}
+	v := target(t, r, gateway).Values
+	if len(v) != 2 || v[0].Path != "/cors.allowedOrigins" || v[1].Path != "/routes" {
+		t.Fatalf("values %+v, want one row per list", v)
+	}
+	for _, c := range v {
+		if !c.Reordered || c.Old == nil || c.New == nil || c.Source == "" {
+			t.Errorf("%s: %+v, want the list before and after, reordered, with its source", c.Path, c)
+		}
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "~ /routes: ") || !strings.Contains(b.String(), " (reordered)") {
+		t.Errorf("text: %v\n%s", err, b.String())
+	}
+}

@@ -110,6 +110,9 @@ func (r *Report) WriteText(w io.Writer) error {
 				}
 				continue
 			}
+			if v.Reordered {
+				src = " (reordered)" + src
+			}
 			fmt.Fprintf(w, "  ~ %s: %s -> %s%s\n", term(v.Path), term(shown(v.Old)), term(shown(v.New)), src)
 		}
 		for _, k := range sortedKeys(t.Digests) {
@@ -249,6 +252,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				oldV, newV := safetext.CodeCell(shown(v.Old)), safetext.CodeCell(shown(v.New))
 				if v.Diff != "" {
 					oldV, newV = "see diff", "see diff"
+				}
+				if v.Reordered {
+					newV += " (reordered)"
 				}
 				src := ""
 				if v.Source != "" {
