@@ -1098,8 +1098,9 @@ type targetRow struct {
 
 // CRLFNote returns, when b has CRLF line endings and with LF ones would
 // digest to want, a note saying so (" (the file has CRLF line endings; ...)"),
-// and "" otherwise: a checkout with core.autocrlf=true (Git for Windows'
-// default) converts the committed LF bytes, which are what is digested.
+// and "" otherwise: a file converted by a tool (core.autocrlf=true, Git for
+// Windows' default) on its way into a release archive. The compiler reads
+// a checkout's release files as LF before they get here.
 func CRLFNote(b []byte, want string) string {
 	if !bytes.Contains(b, []byte("\r\n")) || render.BytesDigest(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))) != want {
 		return ""
@@ -1109,7 +1110,7 @@ func CRLFNote(b []byte, want string) string {
 
 // CRLFAdvice follows the files whose CRLF line endings explain a digest
 // mismatch.
-const CRLFAdvice = "configpub digests the committed bytes: check it out with LF (.gitattributes: * text=auto eol=lf)"
+const CRLFAdvice = "a release file is digested with the LF line endings configpub writes"
 
 // parseShard checks shard file f against the root's entry ref (path,
 // digest, header, target count) and decodes its rows.

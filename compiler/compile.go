@@ -488,9 +488,6 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 	var in readNotes
 	res, err := compile(ctx, fsys, opts, &in)
 	if err != nil {
-		if errors.Is(err, ErrStale) {
-			err = in.crlf(err)
-		}
 		if len(in.ignored) > 0 {
 			// What the ignored files defined may be what is missing.
 			err = fmt.Errorf("%w\n(%s)", err, IgnoredNote(in.ignored))
@@ -498,52 +495,15 @@ func Compile(ctx context.Context, fsys fs.FS, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Ignored = in.ignored
-	if res.stale != nil && errors.Is(res.stale, ErrStale) {
-		res.stale = in.crlf(res.stale)
-	}
 	return res, nil
 }
 
 // readNotes is what a compile read that can explain its outcome.
 type readNotes struct {
 	ignored []string // the source files and directories Git ignores, left out
-	// crlfSources are the digests of the source files with CRLF line
-	// endings had they LF ones, by path; recorded the inputs' digests the
-	// committed release records, by path, when it lists them.
-	crlfSources, recorded map[string]string
-	rootCRLF              string // the committed root, when it has CRLF line endings
 }
 
-// crlf adds to a stale error the files whose CRLF line endings explain it:
-// a source that would digest as the committed release records it (or that
-// the release records only in a shard's inputsDigest) with LF line
-// endings, or a root that is not in canonical form and has CRLF ones.
-func (in *readNotes) crlf(err error) error {
-	var files []string
-	if in.rootCRLF != "" && errors.Is(err, errNotCanonical) {
-		files = append(files, in.rootCRLF)
-	}
-	for _, p := range sortedKeys(in.crlfSources) {
-		if d, ok := in.recorded[p]; !ok || d == in.crlfSources[p] {
-			files = append(files, p)
-		}
-	}
-	if len(files) == 0 {
-		return err
-	}
-	more := ""
-	if len(files) > maxIgnoredShown {
-		files, more = files[:maxIgnoredShown], fmt.Sprintf(" and %d more", len(files)-maxIgnoredShown)
-	}
-	have := "have"
-	if len(files) == 1 {
-		have = "has"
-	}
-	return fmt.Errorf("%w\n(%s%s %s CRLF line endings; %s)", err, strings.Join(files, ", "), more, have, bundle.CRLFAdvice)
-}
-
-// maxIgnoredShown bounds the files IgnoredNote (and a note of files with
-// CRLF line endings) names.
+// maxIgnoredShown bounds the files IgnoredNote names.
 const maxIgnoredShown = 10
 
 // IgnoredNote says that the files Git ignores (Result.Ignored) were not
@@ -578,7 +538,7 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, in *readNotes) (*Res
 	if err != nil {
 		return nil, err
 	}
-	in.ignored, in.crlfSources = ss.ignored, ss.crlf
+	in.ignored = ss.ignored
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -613,12 +573,6 @@ func compile(ctx context.Context, fsys fs.FS, opts Options, in *readNotes) (*Res
 	cr, err := loadCommitted(committedFS, opts.EnvTag)
 	if err != nil {
 		return nil, err
-	}
-	if cr != nil {
-		in.rootCRLF = cr.crlfRoot
-		if len(in.crlfSources) > 0 {
-			in.recorded = cr.inputs()
-		}
 	}
 	var archiveSize int
 	if cr != nil {
@@ -845,24 +799,6 @@ type committedRelease struct {
 	// check is what a sharded release records of its inputs (nil for a
 	// single file).
 	check *inputCheck
-	// crlfRoot is the root's path when it has CRLF line endings.
-	crlfRoot string
-}
-
-// inputs returns the input digests the release lists, by path: a sharded
-// release's shared inputs (the others are recorded per host as one
-// digest), a single file's every input.
-func (c *committedRelease) inputs() map[string]string {
-	if c.check != nil {
-		return c.check.shared
-	}
-	out := map[string]string{}
-	if c.m != nil {
-		for _, x := range c.m.Inputs {
-			out[x.Path] = x.Digest
-		}
-	}
-	return out
 }
 
 // matches reports whether b is the committed release, byte for byte.
@@ -927,6 +863,7 @@ func (c *committedRelease) read(path string, k int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	b = LF(b) // as first read
 	if k >= len(c.sums) || sha256.Sum256(b) != c.sums[k] {
 		return nil, fmt.Errorf("compile %s: %s changed while it was compiled", c.env, ManifestPath(c.env))
 	}
@@ -1032,10 +969,8 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
+	root = LF(root) // a checkout with CRLF line endings reads as committed
 	c := &committedRelease{fsys: fsys, env: env}
-	if bytes.Contains(root, []byte("\r\n")) {
-		c.crlfRoot = p
-	}
 	if bundle.IsSharded(root) {
 		r, err := bundle.ParseRoot(p, root)
 		if err != nil {
@@ -1081,6 +1016,7 @@ func readCommitted(fsys fs.FS, env string, hold bool) (*committedRelease, error)
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", sp, err)
 			}
+			sb = LF(sb)
 			listed[sp] = true
 			c.check.hosts[ref.Host] = bundle.ShardInputsDigest(sb)
 			add(sp, sb)

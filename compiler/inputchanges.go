@@ -83,7 +83,7 @@ func changedInputs(ctx context.Context, opts Options, committedFS fs.FS, committ
 					break
 				}
 				b, err := fs.ReadFile(tree, in.Path)
-				if err != nil || render.BytesDigest(b) != in.Digest {
+				if err != nil || render.BytesDigest(LF(b)) != in.Digest {
 					ic.files = append(ic.files, in.Path)
 					named = true
 				}

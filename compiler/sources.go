@@ -90,11 +90,24 @@ func (s *source) reread(path []string) (*yamlstrict.Doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: re-read to locate %s: %w", s.File, yamlstrict.FieldPath(path), err)
 	}
-	d, err := yamlstrict.ParseSource(s.File, b)
+	d, err := yamlstrict.ParseSource(s.File, LF(b))
 	if err != nil {
 		return nil, fromStrict(err)
 	}
 	return d, nil
+}
+
+// LF returns b with its CRLF line endings as LF ones (b itself when it has
+// none): what configpub reads and digests of a source or release file, so
+// that a checkout with CRLF line endings (Git for Windows' core.autocrlf)
+// reads as the LF bytes Git stores. YAML reads a line break either way,
+// and a release file never holds a carriage return of its own (its
+// strings escape one).
+func LF(b []byte) []byte {
+	if !bytes.Contains(b, []byte("\r\n")) {
+		return b
+	}
+	return bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n"))
 }
 
 // line returns the line of the field at path (or of its nearest existing
@@ -123,9 +136,6 @@ type sources struct {
 	// ignored lists the *.yaml and *.yml files and the directories
 	// ("local/") Git ignores, left out.
 	ignored []string
-	// crlf holds, by path, the digest that each document with CRLF line
-	// endings would have with LF ones (a checkout with core.autocrlf).
-	crlf map[string]string
 }
 
 func (ss *sources) get(kind, name string) *source { return ss.byKind[kind][name] }
@@ -198,8 +208,7 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
 	errs := make([]error, len(paths))
-	lf := make([]string, len(paths)) // the LF digest of a file with CRLF line endings
-	var plain render.AnyBufferPool   // for schema validation
+	var plain render.AnyBufferPool // for schema validation
 	err = parallel.Do(len(paths), func(i int) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -208,9 +217,6 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 		if err != nil {
 			errs[i] = fmt.Errorf("read %s: %w", paths[i], err)
 			return nil
-		}
-		if bytes.Contains(b, []byte("\r\n")) {
-			lf[i] = render.BytesDigest(bytes.ReplaceAll(b, []byte("\r\n"), []byte("\n")))
 		}
 		buf := plain.Get()
 		src, err := parseSource(paths[i], b, set, buf)
@@ -233,14 +239,6 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	}
 	if err := joinSourceErrors(append(miscased, errs...)); err != nil {
 		return nil, err
-	}
-	for i, d := range lf {
-		if d != "" {
-			if ss.crlf == nil {
-				ss.crlf = map[string]string{}
-			}
-			ss.crlf[paths[i]] = d
-		}
 	}
 	sum := sha256.New()
 	for _, src := range parsed {
@@ -290,6 +288,7 @@ func kindList() string {
 
 // buf holds the document's plain form while the schema checks it.
 func parseSource(file string, b []byte, set *schemas.Set, buf *render.AnyBuffer) (*source, error) {
+	b = LF(b)
 	doc, err := yamlstrict.ParseSource(file, b)
 	if err != nil {
 		return nil, fromStrict(err)

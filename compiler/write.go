@@ -245,6 +245,7 @@ func ReadCommittedRoot(fsys fs.FS, env string) (CommittedRoot, error) {
 	if err != nil {
 		return CommittedRoot{}, fmt.Errorf("read %s: %w", p, err)
 	}
+	root = LF(root)
 	if bundle.IsSharded(root) {
 		r, err := bundle.ParseRoot(p, root)
 		if err != nil {

@@ -21,8 +21,8 @@ Agent with the ModelAlias and Gateway it needs, and a Target for it. Every file
 starts with a yaml-language-server line pointing at a self-contained copy of its
 JSON Schema in .configpub/schemas/, so editors complete fields and show their
 descriptions. A .gitattributes (* text=auto eol=lf) keeps LF line endings in
-every checkout: configpub digests the committed bytes, and a file checked out
-with CRLF (core.autocrlf) would not match them. DIR must be new or empty (a .git
+every checkout, for other tools: configpub itself reads a file checked out with
+CRLF (core.autocrlf) as its LF bytes. DIR must be new or empty (a .git
 directory alone is allowed).
 docs/authoring.md describes every kind.`,
 		Example: `  configpub init my-policy

@@ -56,8 +56,8 @@ func TestInitCompilesValidatesAndPlans(t *testing.T) {
 	if !strings.HasPrefix(string(agent), "# yaml-language-server: $schema=../.configpub/schemas/agent.json\n") {
 		t.Errorf("agents/assistant.yaml does not start with its schema line:\n%s", agent)
 	}
-	// Checkouts keep LF (core.autocrlf=true would write CRLF, and the
-	// committed digests would not match).
+	// Checkouts keep LF for other tools (core.autocrlf=true would write
+	// CRLF; configpub reads it as LF).
 	if b, err := os.ReadFile(filepath.Join(dir, ".gitattributes")); err != nil || !strings.Contains(string(b), "\n* text=auto eol=lf\n") {
 		t.Errorf(".gitattributes: %q, %v; want * text=auto eol=lf", b, err)
 	}

@@ -151,10 +151,10 @@ func toFS(files map[string][]byte) fs.FS {
 
 // GitAttributes is the .gitattributes Init writes: every checkout keeps
 // LF line endings (Git for Windows converts to CRLF by default, with
-// core.autocrlf=true), since configpub digests the committed bytes and a
-// release file or source checked out with CRLF no longer matches them.
-const GitAttributes = `# configpub digests the committed bytes of every source and release file:
-# keep LF line endings in every checkout (core.autocrlf would write CRLF).
+// core.autocrlf=true). configpub reads CRLF as LF; other tools (editors'
+// YAML schemas, diffs, scripts) then see the committed bytes too.
+const GitAttributes = `# Keep LF line endings in every checkout (core.autocrlf would write CRLF):
+# configpub reads CRLF as LF, other tools then see the committed bytes too.
 * text=auto eol=lf
 `
 
