@@ -124,7 +124,7 @@ binary needs, before writing anything.`,
 			ctx := cmd.Context()
 			conn, err := pgx.Connect(ctx, u)
 			if err != nil {
-				return fmt.Errorf("--database: %w", err)
+				return fmt.Errorf("--database: %w", pgsession.HideConnString(err))
 			}
 			defer conn.Close(context.WithoutCancel(ctx))
 			n, err := dbschema.MigrateCount(ctx, conn)

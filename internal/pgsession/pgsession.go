@@ -20,6 +20,7 @@ package pgsession
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	neturl "net/url"
 	"os"
@@ -81,7 +82,7 @@ func setInOptions(options, name string) bool {
 func ParsePool(url string) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, err
+		return nil, HideConnString(err)
 	}
 	Apply(cfg.ConnConfig)
 	if path := passfileOf(url); path != "" {
@@ -149,6 +150,40 @@ func passwordFrom(path string, cc *pgx.ConnConfig) (string, bool) {
 	}
 	pw := pf.FindPassword(host, strconv.Itoa(int(cc.Port)), cc.Database, cc.User)
 	return pw, pw != ""
+}
+
+// connStringError is a connection string that did not parse, told without
+// the string.
+type connStringError struct {
+	reason string
+	err    error
+}
+
+func (e *connStringError) Error() string {
+	return "cannot parse the connection string (not repeated: it may hold a password): " + e.reason
+}
+
+func (e *connStringError) Unwrap() error { return e.err }
+
+// HideConnString returns err without the connection string when it is a
+// *pgconn.ParseConfigError, whose text repeats the string with passwords
+// masked only where pgx recognises them: a keyword/value string that
+// spaces its '=' ("password = s3cret") or is malformed as a whole is
+// repeated as given. The reason (invalid port, sslmode is invalid, ...) is
+// kept. Any other error is returned as it is.
+func HideConnString(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	// pgx writes "cannot parse `STRING`: REASON"; its reasons hold no
+	// backquote followed by ": ", so the last one ends the string.
+	s := pe.Error()
+	reason := "invalid connection string"
+	if i := strings.LastIndex(s, "`: "); i >= 0 {
+		reason = s[i+len("`: "):]
+	}
+	return &connStringError{reason: reason, err: pe.Unwrap()}
 }
 
 // NewPool opens a pool for url with the session defaults applied.
