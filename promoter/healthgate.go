@@ -76,12 +76,31 @@ type activationFacts struct {
 // every threshold is journaled once (health-gate-passed) and never
 // re-evaluated. Receipts are read back by the control plane; observations
 // a runtime reports about itself never count.
+//
+// An environment that does not exist is ErrNotFound (a typo in a CI job's
+// gate --once must not read as "nothing to watch"); one that exists with
+// no activation to watch is GateNone.
 func (s *Store) CheckHealth(ctx context.Context, envTag string) (*GateVerdict, error) {
 	v, err := s.checkHealth(ctx, envTag)
+	if err == nil && v.Release == 0 {
+		err = s.envExists(ctx, envTag)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("health gate %s: %w", envTag, err)
 	}
 	return v, nil
+}
+
+// envExists returns ErrNotFound when envTag has no environment row.
+func (s *Store) envExists(ctx context.Context, envTag string) error {
+	var ok bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM configpub.environment WHERE env_tag = $1)`, envTag).Scan(&ok); err != nil {
+		return dbErr("read environment "+envTag, err)
+	}
+	if !ok {
+		return fmt.Errorf("environment %s: %w", envTag, ErrNotFound)
+	}
+	return nil
 }
 
 func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, error) {
@@ -284,7 +303,12 @@ func (s *Store) checkHealthRound(ctx context.Context, envTags []string, log *slo
 		log = slog.New(slog.DiscardHandler)
 	}
 	for _, env := range envTags {
-		v, err := s.CheckHealth(ctx, env)
+		// Not CheckHealth: a running gate may be started before an
+		// environment's first release, and watches it from then on.
+		v, err := s.checkHealth(ctx, env)
+		if err != nil {
+			err = fmt.Errorf("health gate %s: %w", env, err)
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package promoter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -357,5 +358,23 @@ func (f *fixture) writeReceiptAtClock(t testing.TB, tg promoter.Target, phase, r
 		tg.Host, tg.ServiceID, tg.EnvTag, tg.SnapshotID, result, reason, tg.ArtifactDigest, tg.ContentDigest,
 		tg.PolicyDigest, tg.PublicationID, tg.ReleaseVersion, f.now, phase); err != nil {
 		t.Fatalf("record receipt at %s: %v", f.now, err)
+	}
+}
+
+// TestHealthGateRefusesAnEnvironmentThatDoesNotExist: CheckHealth (gate
+// --once in a CI job) of an environment that does not exist — a typo — is
+// ErrNotFound naming it, not a verdict of nothing to watch; an environment
+// that exists keeps its verdict.
+func TestHealthGateRefusesAnEnvironmentThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.promote(t, longWindows(release("prod", 1, 0, 2, nil, nil)))
+	v, err := f.store.CheckHealth(ctx, "prdo")
+	if !errors.Is(err, promoter.ErrNotFound) || !strings.Contains(fmt.Sprint(err), "prdo") {
+		t.Fatalf("CheckHealth(prdo) = %+v, %v; want ErrNotFound naming prdo", v, err)
+	}
+	if v, err := f.store.CheckHealth(ctx, "prod"); err != nil || v.Verdict != promoter.GateNone || v.Release != 1 {
+		t.Fatalf("CheckHealth(prod) = %+v, %v; want release 1, nothing to watch", v, err)
 	}
 }
