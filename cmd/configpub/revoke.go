@@ -42,8 +42,12 @@ at least N. The epoch is never lowered (N must be above the current epoch).
 Needs --key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			epochSet := cmd.Flags().Changed("epoch")
+			if epochSet && epoch <= 0 {
+				return usageError{fmt.Errorf("--epoch %d: want a positive epoch, above the environment's current one", epoch)}
+			}
 			ids := 0
-			for _, set := range []bool{snapshot != "", publication != "", epoch != 0} {
+			for _, set := range []bool{snapshot != "", publication != "", epochSet} {
 				if set {
 					ids++
 				}
@@ -71,7 +75,8 @@ Needs --key.`,
 					CommandID: commandID, EnvTag: env, Epoch: epoch, Actor: actor, Reason: reason,
 				})
 				if err != nil {
-					return storeError(fmt.Errorf("%w (command %s)", err, commandID), env)
+					// The store's errors name the command already.
+					return storeError((&moveFlags{commandID: commandID}).failed(err), env)
 				}
 				msg := fmt.Sprintf("%s revocation epoch %d -> %d: %d current pointers re-signed (release %d active); command %s",
 					res.EnvTag, res.From, res.To, res.Resigned, res.Release, commandID)

@@ -221,6 +221,10 @@ func TestStoreVerbs(t *testing.T) {
 			[]string{"revoked"}},
 		{"revoke needs one id", []string{"revoke", "--reason", "x", d}, 2, []string{"exactly one"}},
 		{"revoke needs only one id", []string{"revoke", "--snapshot", snaps[1][1], "--epoch", "4", "--reason", "x", d}, 2, []string{"exactly one"}},
+		{"epoch 0 names --epoch", []string{"revoke", "--epoch", "0", "--env", "prod", "--reason", "x", "--actor", "sec", "--key", keyPath, d}, 2,
+			[]string{"--epoch 0: want a positive epoch"}},
+		{"a negative epoch names --epoch", []string{"revoke", "--epoch", "-1", "--env", "prod", "--reason", "x", "--actor", "sec", "--key", keyPath, d}, 2,
+			[]string{"--epoch -1: want a positive epoch"}},
 	}
 	for _, tc := range tests {
 		out, code := runStore(tc.args...)
@@ -233,6 +237,13 @@ func TestStoreVerbs(t *testing.T) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out)
 			}
 		}
+	}
+
+	// A refused epoch names its command once (the store's error names it).
+	const cmdID = "5f9d10f5-390a-4056-97f2-26b2befc3c3c"
+	if out, code := runStore("revoke", "--epoch", "9", "--env", "nosuch", "--reason", "x", "--actor", "sec", "--key", keyPath, "--command-id", cmdID, d); code != 1 ||
+		strings.Count(out, cmdID) != 1 || !strings.Contains(out, "nosuch") {
+		t.Errorf("epoch of an environment that does not exist: exit %d, want 1 naming nosuch and the command once:\n%s", code, out)
 	}
 
 	// --renewal-min-age 0 keeps every renewal: the report has no renewals;
