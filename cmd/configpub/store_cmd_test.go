@@ -169,6 +169,8 @@ func TestStoreVerbs(t *testing.T) {
 		{"gc needs a positive age", []string{"db", "gc", "--min-age", "0s", d}, 2, []string{"--min-age must be positive"}},
 		{"gate -o json needs --once", []string{"gate", "--env", "prod", "--key", keyPath, "-o", "json", d}, 2, []string{"--output json needs --once"}},
 		{"gate --once -o json", []string{"gate", "--env", "prod", "--key", keyPath, "--once", "-o", "json", d}, 0, []string{`"envTag": "prod"`, `"release": 2`, `"verdict": "`}},
+		{"gate --once of an environment that does not exist", []string{"gate", "--env", "prod", "--env", "prdo", "--key", keyPath, "--once", "-o", "json", d}, 1,
+			[]string{"health gate prdo: environment prdo: not found"}},
 		{"gate's old --poll sets --interval", []string{"gate", "--env", "prod", "--key", keyPath, "--poll", "0s", d}, 2, []string{"--interval must be positive"}},
 		{"lease renew's old --every sets --interval", []string{"lease", "renew", "--env", "prod", "--key", keyPath, "--every", "-1s", d}, 2, []string{"--interval must not be negative"}},
 		{"lease renew --registry without --attach", []string{"lease", "renew", "--env", "prod", "--key", keyPath, "--registry", "reg.example/configpub", d}, 2, []string{"--registry is where --attach attaches"}},
