@@ -34,6 +34,9 @@ func TestLoadTargets(t *testing.T) {
 		{"twice", "targets:\n  - {endpoint: 'https://a', host: h, serviceId: s, envTag: prod}\n  - {endpoint: 'https://b', host: h, serviceId: s, envTag: prod}\n", "listed twice"},
 		{"empty", "targets: []\n", "no targets"},
 		{"no identity", "targets:\n  - {endpoint: 'https://a'}\n", "required"},
+		// An endpoint that does not parse is named, its password masked.
+		{"not a URL", "targets:\n  - {endpoint: 'ht tp://a.internal:9464', host: h, serviceId: s, envTag: prod}\n", `endpoint "ht tp://a.internal:9464" is not a URL`},
+		{"not a URL, with credentials", "targets:\n  - {endpoint: 'https://u:s3cr3t@a.internal:x', host: h, serviceId: s, envTag: prod}\n", `endpoint "https://xxxxx@a.internal:x" is not a URL: invalid port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
@@ -46,6 +49,8 @@ func TestLoadTargets(t *testing.T) {
 				t.Fatalf("got %+v, %v; want one target h/s/prod", ts, err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("got %v, want an error naming %q", err, tc.want)
+			case err != nil && strings.Contains(err.Error(), "s3cr3t"):
+				t.Fatalf("got %v: the password is echoed", err)
 			}
 		})
 	}

@@ -2,9 +2,11 @@ package readback
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -30,7 +32,16 @@ func (t Target) Identity() bundle.Identity {
 // the identity is complete; envTag, when not "", must equal it.
 func (t Target) Validate(envTag string) error {
 	u, err := url.Parse(t.Endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+	if err != nil {
+		// url.Error repeats the URL as given, a password included.
+		reason := err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			reason = ue.Err
+		}
+		return fmt.Errorf("target %s: endpoint %q is not a URL: %v", t.Identity(), redactUserinfo(t.Endpoint), reason)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("target %s: endpoint %q is not an http(s) URL without credentials, query or fragment", t.Identity(), u.Redacted())
 	}
 	if t.Host == "" || t.ServiceID == "" || t.EnvTag == "" {
@@ -40,6 +51,25 @@ func (t Target) Validate(envTag string) error {
 		return fmt.Errorf("target %s: envTag %q is not the environment %q", t.Identity(), t.EnvTag, envTag)
 	}
 	return nil
+}
+
+// redactUserinfo masks the user information of an endpoint that does not
+// parse as a URL: what stands between "://" (or the start) and the last
+// '@' before the path.
+func redactUserinfo(s string) string {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	rest := s[start:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	return s[:start] + "xxxxx" + s[start+at:]
 }
 
 // targetsFile is the YAML (or JSON) document --targets names.
