@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	_ "time/tzdata" // freeze windows' time zones on machines and images without a zone database
 
@@ -23,11 +24,30 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
+	line := errorLine(ctx, err) // before stop, which cancels ctx as well
 	stop()
 	if err != nil {
-		// An error may quote a setting key, a file name or a server's
-		// answer: it must not drive the terminal.
-		fmt.Fprintln(os.Stderr, "configpub:", safetext.TerminalLines(err.Error()))
+		fmt.Fprintln(os.Stderr, "configpub:", line)
 	}
 	os.Exit(exitCode(err))
+}
+
+// errorLine is the text printed for err, which ended a run under ctx (""
+// for none). An error may quote a setting key, a file name or a server's
+// answer: it must not drive the terminal. A run stopped by SIGINT or
+// SIGTERM mostly ends in a bare "context canceled"; the line then says it
+// was interrupted, and by which signal.
+func errorLine(ctx context.Context, err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		// A signal's cause is its own error (which Is context.Canceled).
+		if cause != ctx.Err() && !strings.Contains(msg, cause.Error()) {
+			msg = fmt.Sprintf("interrupted (%v): %s", cause, msg)
+		}
+	}
+	return safetext.TerminalLines(msg)
 }
