@@ -179,6 +179,11 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 			return usageError{fmt.Errorf("--out %s: directory %s does not exist (fetch does not create it)", f.out, dir)}
 		}
 	}
+	// A directory is never written, and failing closed would remove it
+	// when empty.
+	if fi, err := os.Stat(f.out); err == nil && fi.IsDir() {
+		return usageError{fmt.Errorf("--out %s is a directory: give the file to write, e.g. %s", f.out, filepath.Join(f.out, "values.yml"))}
+	}
 	// A fetch killed while it wrote --out left its temporary file next to
 	// it (.values.yml.<digits>.tmp): remove those before the first write,
 	// as the client does for its cache files.

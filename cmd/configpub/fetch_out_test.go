@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -176,5 +177,27 @@ func TestFetchRemovesStrayOutTemps(t *testing.T) {
 	}
 	if len(names) != 2 || names[0] != ".values.yml.keep.tmp" || names[1] != "values.yml" {
 		t.Fatalf("--out's directory holds %v; want only values.yml and .values.yml.keep.tmp", names)
+	}
+}
+
+// TestFetchOutDirectoryIsRefused: an --out that names a directory is a
+// usage error naming it, before anything is loaded, and the directory is
+// left alone. A fetch that failed closed (no verified configuration: here
+// a Config Server that is down and an empty cache) removed --out, and so
+// an empty directory given as --out, and exited 3.
+func TestFetchOutDirectoryIsRefused(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	outDir := t.TempDir()
+	for _, down := range []bool{false, true} {
+		if down {
+			s.Close()
+		}
+		out, err := runCLI(s.args(t, key, t.TempDir(), outDir)...)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), "--out "+outDir+" is a directory") {
+			t.Errorf("server down %v: exit %d (%v), want 2 naming --out %s as a directory\n%s", down, code, err, outDir, out)
+		}
+		if fi, err := os.Stat(outDir); err != nil || !fi.IsDir() {
+			t.Fatalf("server down %v: the --out directory is gone (%v)", down, err)
+		}
 	}
 }
