@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -151,6 +152,11 @@ func (f fetchFlags) validate() error {
 	case (f.tlsCA != "" || f.tlsCert != "") && f.server == "":
 		return errors.New("--tls-ca, --tls-cert and --tls-key are for the --server connection")
 	}
+	if f.server != "" {
+		if err := checkServerURL(f.server); err != nil {
+			return err
+		}
+	}
 	if err := f.status.validate(f.watch); err != nil {
 		return err
 	}
@@ -163,6 +169,32 @@ func (f fetchFlags) validate() error {
 		if _, _, err := reloadhook.ParseSignal(f.signal); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkServerURL refuses a --server the client could only fail to reach
+// (and then fail closed, removing --out): one that does not parse, is not
+// http(s) with a host, or has a query or fragment, which the client's
+// /configs?… request would be appended to.
+func checkServerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the URL, a password included
+		}
+		return fmt.Errorf("--server: not a URL (%v): want http(s)://HOST[:PORT][/PATH]", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		// Shown without its password, query or fragment (a token in it).
+		shown := *u
+		shown.RawQuery, shown.Fragment = "", ""
+		elided := ""
+		if u.RawQuery != "" || u.Fragment != "" {
+			elided = "?…"
+		}
+		return fmt.Errorf("--server %s%s: want http(s)://HOST[:PORT][/PATH], without a query or fragment", shown.Redacted(), elided)
 	}
 	return nil
 }

@@ -201,3 +201,40 @@ func TestFetchOutDirectoryIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchServerURLIsChecked: a --server the client could only fail to
+// reach is a usage error naming --server (its password masked), before
+// anything is loaded, and --out is left as it was. It was taken as given:
+// the request failed (a query in it turned /configs into a 404) and the
+// fetch failed closed, exit 3, removing --out.
+func TestFetchServerURLIsChecked(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	outFile := filepath.Join(t.TempDir(), "values.yml")
+	if err := os.WriteFile(outFile, s.values, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ server, want string }{
+		{"ht tp://" + strings.TrimPrefix(s.URL, "http://"), "--server: not a URL (first path segment in URL cannot contain colon): want http(s)://HOST"},
+		{strings.TrimPrefix(s.URL, "http://"), "--server: not a URL (first path segment in URL cannot contain colon): want http(s)://HOST"},
+		{s.URL + "?token=s3cr3t", "--server " + s.URL + "?…: want http(s)://HOST[:PORT][/PATH], without a query or fragment"},
+		{"http://u:s3cr3t@" + strings.TrimPrefix(s.URL, "http://") + "/#x", "--server http://u:xxxxx@" + strings.TrimPrefix(s.URL, "http://") + "/?…: want"},
+		{"http:///configs", "want http(s)://HOST"},
+	} {
+		args := s.args(t, key, t.TempDir(), outFile)
+		for i, a := range args {
+			if a == "--server" {
+				args[i+1] = tc.server
+			}
+		}
+		out, err := runCLI(args...)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("--server %q: exit %d (%v), want 2 naming %q\n%s", tc.server, code, err, tc.want, out)
+		}
+		if strings.Contains(fmt.Sprint(err)+out, "s3cr3t") {
+			t.Errorf("--server %q: the secret is echoed: %v", tc.server, err)
+		}
+		if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
+			t.Fatalf("--server %q: --out was changed or removed (%v)", tc.server, err)
+		}
+	}
+}
