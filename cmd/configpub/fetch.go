@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -206,15 +205,10 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	// Before anything is loaded: a load would persist the last-known-good
 	// and the seen-state and then fail to write --out, and the next run,
 	// finding nothing new, would neither write nor report it.
-	if dir := filepath.Dir(f.out); dir != "" {
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return usageError{fmt.Errorf("--out %s: directory %s does not exist (fetch does not create it)", f.out, dir)}
-		}
-	}
 	// A directory is never written, and failing closed would remove it
 	// when empty.
-	if fi, err := os.Stat(f.out); err == nil && fi.IsDir() {
-		return usageError{fmt.Errorf("--out %s is a directory: give the file to write, e.g. %s", f.out, filepath.Join(f.out, "values.yml"))}
+	if err := checkOutFile(f.out, "fetch"); err != nil {
+		return usageError{err}
 	}
 	// A fetch killed while it wrote --out left its temporary file next to
 	// it (.values.yml.<digits>.tmp): remove those before the first write,

@@ -238,3 +238,25 @@ func TestFetchServerURLIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestPullOutIsChecked: pull refuses an --out it cannot write — a
+// directory, or a file in a directory that does not exist — as a usage
+// error naming --out, before it pulls anything (the registry here is not
+// even listening). It pulled first and then failed to rename over the
+// directory or to create its temporary file, exit 1, naming the temporary.
+func TestPullOutIsChecked(t *testing.T) {
+	ref := "127.0.0.1:1/policy/dev/h/s@sha256:" + strings.Repeat("0", 64)
+	dir := t.TempDir()
+	for _, tc := range []struct{ out, want string }{
+		{dir, "--out " + dir + " is a directory"},
+		{filepath.Join(dir, "nodir", "values.yml"), "--out " + filepath.Join(dir, "nodir", "values.yml") + ": directory " + filepath.Join(dir, "nodir") + " does not exist (pull does not create it)"},
+	} {
+		out, err := runCLI("pull", ref, "--plain-http", "--out", tc.out)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("--out %s: exit %d (%v), want 2 naming %q\n%s", tc.out, code, err, tc.want, out)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("the --out directory is gone (%v)", err)
+	}
+}

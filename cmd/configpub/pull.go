@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -39,6 +41,9 @@ func addPullCmd(root *cobra.Command) {
 			if _, _, err := registry.ParseRef(args[0]); err != nil {
 				return usageError{err}
 			}
+			if err := checkOutFile(out, "pull"); err != nil {
+				return usageError{err}
+			}
 			c, err := rf.client()
 			if err != nil {
 				return err
@@ -70,4 +75,18 @@ type pullReport struct {
 	LayerDigest string `json:"layerDigest"` // digest the layer was checked against
 	Bytes       int    `json:"bytes"`       // layer size written
 	Out         string `json:"out"`         // the file written
+}
+
+// checkOutFile refuses an --out that verb cannot write, before anything is
+// fetched: one in a directory that does not exist (verb does not create
+// it), or a directory itself.
+func checkOutFile(out, verb string) error {
+	dir := filepath.Dir(out)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--out %s: directory %s does not exist (%s does not create it)", out, dir, verb)
+	}
+	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
+		return fmt.Errorf("--out %s is a directory: give the file to write, e.g. %s", out, filepath.Join(out, "values.yml"))
+	}
+	return nil
 }
