@@ -41,6 +41,11 @@ pointer's artifact, by its recorded digest, under that prefix instead.`,
   configpub lease renew --env prod --key cosign.key && configpub registry attach --env prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if prefix != "" {
+				if err := checkRegistryPrefix(prefix); err != nil {
+					return usageError{err}
+				}
+			}
 			ctx := cmd.Context()
 			store, closeFn, err := sf.open(ctx)
 			if err != nil {

@@ -60,6 +60,11 @@ configpub compile --renew.`,
 			if attachPrefix != "" && !attach {
 				return usageError{errors.New("--registry is where --attach attaches: give --attach too")}
 			}
+			if attachPrefix != "" {
+				if err := checkRegistryPrefix(attachPrefix); err != nil {
+					return usageError{err}
+				}
+			}
 			ctx := cmd.Context()
 			key := followKey(sf.key, "lease renew "+env)
 			store, closeFn, err := sf.open(ctx)

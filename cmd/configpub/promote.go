@@ -75,8 +75,8 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			if dbURL == "" {
 				return usageError{errors.New("--database is required (or set CONFIGPUB_DATABASE_URL)")}
 			}
-			if strings.Contains(registryRef, "://") || strings.Contains(registryRef, "@") {
-				return usageError{fmt.Errorf("--registry %q: want HOST[:PORT]/PREFIX without scheme or digest", registryRef)}
+			if err := checkRegistryPrefix(registryRef); err != nil {
+				return usageError{err}
 			}
 			keyring, err := signedByKeyring(signedByPath)
 			if err != nil {

@@ -66,8 +66,8 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			if repo == "" || env == "" || prefix == "" || key == "" {
 				return usageError{errors.New("--repo, --env, --registry and --key are required")}
 			}
-			if strings.Contains(prefix, "://") {
-				return usageError{fmt.Errorf("--registry %q: want HOST[:PORT]/PREFIX without a scheme (use --plain-http for http)", prefix)}
+			if err := checkRegistryPrefix(prefix); err != nil {
+				return usageError{err}
 			}
 			password, err := cosignPassword()
 			if err != nil {

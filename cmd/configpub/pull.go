@@ -5,8 +5,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
+	orasregistry "oras.land/oras-go/v2/registry"
 
 	"github.com/configpub/configpub/internal/atomicfile"
 	"github.com/configpub/configpub/registry"
@@ -87,6 +89,24 @@ func checkOutFile(out, verb string) error {
 	}
 	if fi, err := os.Stat(out); err == nil && fi.IsDir() {
 		return fmt.Errorf("--out %s is a directory: give the file to write, e.g. %s", out, filepath.Join(out, "values.yml"))
+	}
+	return nil
+}
+
+// checkRegistryPrefix refuses a --registry prefix (HOST[:PORT][/PREFIX])
+// that no artifact reference can be made under, before anything is
+// compiled, pushed or read. One with credentials is not repeated: they
+// come from the Docker config, never the flag.
+func checkRegistryPrefix(prefix string) error {
+	const want = "want HOST[:PORT]/PREFIX"
+	switch {
+	case strings.Contains(prefix, "@"):
+		return fmt.Errorf("--registry (not repeated: it holds an '@'): %s, without credentials (they come from the Docker config) or a digest", want)
+	case strings.Contains(prefix, "://"):
+		return fmt.Errorf("--registry %q: %s without a scheme (use --plain-http for http)", prefix, want)
+	}
+	if _, err := orasregistry.ParseReference(strings.TrimSuffix(prefix, "/") + "/env/release"); err != nil {
+		return fmt.Errorf("--registry %q: %s: %w", prefix, want, err)
 	}
 	return nil
 }
