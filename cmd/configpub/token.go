@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/configserver/auth"
 )
 
@@ -22,6 +23,14 @@ and demo helper: production tokens come from the workload identity provider.
 Create a key and the JWKS for 'configpub serve --jwks' with 'configpub token keygen'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Mint reads a zero TTL as its default (an hour): the flag given
+			// as 0 or negative would mint a token for an hour.
+			if o.TTL <= 0 {
+				return usageError{fmt.Errorf("--ttl %s: want a positive lifetime", o.TTL)}
+			}
+			if bundle.Namespace(o.ConfigAudience) == "" {
+				return usageError{fmt.Errorf("--config-audience %q: want agent, gateway or knowledge", o.ConfigAudience)}
+			}
 			signer, err := auth.LoadSigningKey(key)
 			if err != nil {
 				return err

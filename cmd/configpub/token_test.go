@@ -86,3 +86,30 @@ func TestTokenAndServeUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenRefusesWhatItCannotMint: a --ttl of 0 or less and a
+// --config-audience that is not agent, gateway or knowledge are usage
+// errors naming the flag, and no token is printed. Mint reads a zero TTL as
+// its default, so --ttl -1h minted a token for an hour, and a token for
+// audience "agnet" was minted that every Config Server refuses.
+func TestTokenRefusesWhatItCannotMint(t *testing.T) {
+	dir := t.TempDir()
+	if out, code := runTokenCLI("token", "keygen", "--out", dir); code != exitOK {
+		t.Fatalf("token keygen: exit %d: %s", code, out)
+	}
+	base := []string{"token", "--key", filepath.Join(dir, "signing-key.pem"), "--issuer", "iss", "--audience", "aud",
+		"--host", "h", "--service-id", "s", "--env", "dev"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config-audience", "agent", "--ttl", "-1h"}, "--ttl -1h0m0s: want a positive lifetime"},
+		{[]string{"--config-audience", "agent", "--ttl", "0s"}, "--ttl 0s: want a positive lifetime"},
+		{[]string{"--config-audience", "agnet"}, `--config-audience "agnet": want agent, gateway or knowledge`},
+	} {
+		out, code := runTokenCLI(append(append([]string(nil), base...), tc.args...)...)
+		if code != exitUsage || !strings.Contains(out, tc.want) || strings.Contains(out, "eyJ") {
+			t.Errorf("%v: exit %d, want 2 naming %q and no token:\n%s", tc.args, code, tc.want, out)
+		}
+	}
+}
