@@ -52,6 +52,19 @@ SIGINT/SIGTERM shut it down gracefully.`,
 				return usageError{fmt.Errorf("--access-log: %w", err)}
 			}
 			cfg.AccessLog = mode
+			// The daemon reads 0 or less as its default: a value given
+			// must be one it runs with.
+			for _, d := range []struct {
+				flag string
+				v    time.Duration
+			}{{"--leeway", cfg.Leeway}, {"--jwks-refresh", cfg.JWKSRefresh}, {"--tls-refresh", cfg.TLSRefresh}} {
+				if d.v <= 0 {
+					return usageError{fmt.Errorf("%s %s: must be positive", d.flag, d.v)}
+				}
+			}
+			if cfg.Store.FollowInterval < 0 {
+				return usageError{fmt.Errorf("--follow-interval %s: must not be negative (0: automatic)", cfg.Store.FollowInterval)}
+			}
 			switch {
 			case cfg.Store.MaxReplicaLag < 0:
 				return usageError{fmt.Errorf("--max-replica-lag %s: must not be negative (0: never)", cfg.Store.MaxReplicaLag)}

@@ -74,6 +74,17 @@ func TestTokenAndServeUsage(t *testing.T) {
 			"--audience", "a", "--tls-cert", "c"}},
 		{"serve with a negative replica lag", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
 			"--audience", "a", "--max-replica-lag", "-1s"}},
+		// The daemon read these as its defaults (30s, 5m, 1m, automatic).
+		{"serve with a negative leeway", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--leeway", "-1h"}},
+		{"serve with a zero leeway", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--leeway", "0s"}},
+		{"serve with a zero JWKS refresh", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--jwks-refresh", "0s"}},
+		{"serve with a negative TLS refresh", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--tls-refresh", "-1s"}},
+		{"serve with a negative follow interval", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
+			"--audience", "a", "--follow-interval", "-1s"}},
 	}
 	t.Setenv("CONFIGPUB_DATABASE_URL", "")
 	for _, tc := range tests {
@@ -81,7 +92,7 @@ func TestTokenAndServeUsage(t *testing.T) {
 		if code != exitUsage {
 			t.Errorf("%s: got exit %d, want %d: %s", tc.name, code, exitUsage, out)
 		}
-		if flag := tc.args[max(0, len(tc.args)-2)]; strings.HasPrefix(flag, "--max-") && !strings.Contains(out, flag) {
+		if flag := tc.args[max(0, len(tc.args)-2)]; strings.Contains(" --max-replica-lag --leeway --jwks-refresh --tls-refresh --follow-interval ", " "+flag+" ") && !strings.Contains(out, flag) {
 			t.Errorf("%s: %q does not name %s", tc.name, out, flag)
 		}
 	}
