@@ -32,6 +32,10 @@ their refresh point or end); /api/... has the same data as JSON and
 			if cfg.DatabaseURL == "" {
 				cfg.DatabaseURL = os.Getenv(databaseEnv)
 			}
+			// The console reads 0 or less as its default, 72h.
+			if cfg.LeaseHorizon <= 0 {
+				return usageError{fmt.Errorf("--lease-horizon %s: must be positive", cfg.LeaseHorizon)}
+			}
 			cfg.TrustedProxies = proxies
 			cfg.Logger = slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
 			cfg.Ready = func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "console listening on %s\n", url) }

@@ -83,6 +83,8 @@ func TestTokenAndServeUsage(t *testing.T) {
 			"--audience", "a", "--jwks-refresh", "0s"}},
 		{"serve with a negative TLS refresh", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
 			"--audience", "a", "--tls-refresh", "-1s"}},
+		{"console with a negative lease horizon", []string{"console", "--database", "postgres://x", "--lease-horizon", "-1h"}},
+		{"console with a zero lease horizon", []string{"console", "--database", "postgres://x", "--lease-horizon", "0s"}},
 		{"serve with a negative follow interval", []string{"serve", "--database", "postgres://x", "--jwks", "k", "--issuer", "i",
 			"--audience", "a", "--follow-interval", "-1s"}},
 	}
@@ -92,7 +94,7 @@ func TestTokenAndServeUsage(t *testing.T) {
 		if code != exitUsage {
 			t.Errorf("%s: got exit %d, want %d: %s", tc.name, code, exitUsage, out)
 		}
-		if flag := tc.args[max(0, len(tc.args)-2)]; strings.Contains(" --max-replica-lag --leeway --jwks-refresh --tls-refresh --follow-interval ", " "+flag+" ") && !strings.Contains(out, flag) {
+		if flag := tc.args[max(0, len(tc.args)-2)]; strings.Contains(" --max-replica-lag --leeway --jwks-refresh --tls-refresh --follow-interval --lease-horizon ", " "+flag+" ") && !strings.Contains(out, flag) {
 			t.Errorf("%s: %q does not name %s", tc.name, out, flag)
 		}
 	}
