@@ -69,6 +69,9 @@ for an air-gapped transfer with ` + "`oras cp --from-oci-layout`" + `.`,
 			if err := checkRegistryPrefix(prefix); err != nil {
 				return usageError{err}
 			}
+			if rf.concurrency <= 0 { // the client reads it as its default, 8
+				return usageError{fmt.Errorf("--concurrency %d: want a positive number of artifacts pushed at once", rf.concurrency)}
+			}
 			password, err := cosignPassword()
 			if err != nil {
 				return err

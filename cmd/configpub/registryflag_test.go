@@ -37,3 +37,16 @@ func TestRegistryPrefixIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishConcurrencyIsChecked: publish --concurrency 0 or less is a
+// usage error naming it; the registry client read it as its default, 8.
+func TestPublishConcurrencyIsChecked(t *testing.T) {
+	t.Setenv("COSIGN_PASSWORD", "")
+	for _, n := range []string{"0", "-3"} {
+		out, err := runCLI("publish", "--repo", t.TempDir(), "--env", "dev", "--key", "cosign.key",
+			"--registry", "registry.example.com/policy", "--concurrency", n)
+		if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), "--concurrency "+n+": want a positive number") {
+			t.Errorf("--concurrency %s: exit %d (%v), want 2 naming it\n%s", n, code, err, out)
+		}
+	}
+}
