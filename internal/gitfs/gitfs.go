@@ -11,6 +11,7 @@ package gitfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -104,6 +105,10 @@ func HeadCommitTime(dir string) (time.Time, error) {
 // branch or tag name, a full or abbreviated hash, "main~1") to its commit.
 func commit(r *git.Repository, rev string) (*object.Commit, error) {
 	h, err := r.ResolveRevision(plumbing.Revision(rev))
+	if errors.Is(err, io.EOF) {
+		// go-git's answer to "main~5" on a history of fewer commits.
+		return nil, fmt.Errorf("resolve %s: %w: the history ends before it", rev, plumbing.ErrReferenceNotFound)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", rev, err)
 	}

@@ -151,6 +151,12 @@ func TestTreeFSRevisions(t *testing.T) {
 		{name: "directory absent at revision", sub: "new", rev: "main", wantA: ""},
 		{name: "unknown revision", sub: "repo", rev: "nope", wantErr: true},
 	}
+	// A parent expression past the root commit names the revision and why;
+	// go-git's own answer is a bare EOF ("resolve HEAD~5: EOF").
+	if _, err := TreeFS(filepath.Join(dir, "repo"), "HEAD~5"); err == nil ||
+		err.Error() != "resolve HEAD~5: reference not found: the history ends before it" {
+		t.Errorf("HEAD~5 of a two-commit history: got %v", err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fsys, err := TreeFS(filepath.Join(dir, tt.sub), tt.rev)
