@@ -39,6 +39,12 @@ moved); a timeout exits 1 naming the identities not READY.
 Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if timeout <= 0 { // the store reads it as its default, 5m
+				return usageError{fmt.Errorf("--timeout %s: must be positive", timeout)}
+			}
 			store, closeFn, err := f.open(cmd.Context())
 			if err != nil {
 				return err

@@ -32,6 +32,20 @@ func (f *moveFlags) add(cmd *cobra.Command, releaseFlag, releaseHelp string) {
 	}
 }
 
+// check refuses, before the store is opened, a release version and a
+// command id the store would refuse (exit 1, with a command id of its own).
+func (f *moveFlags) check() error {
+	if f.release <= 0 {
+		return usageError{fmt.Errorf("--release %d: want a positive release version", f.release)}
+	}
+	if f.commandID != "" {
+		if u, err := uuid.Parse(f.commandID); err != nil || u.String() != f.commandID {
+			return usageError{fmt.Errorf("--command-id %q: want a lowercase UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", f.commandID)}
+		}
+	}
+	return nil
+}
+
 func (f *moveFlags) id() string {
 	if f.commandID == "" {
 		f.commandID = uuid.NewString()
@@ -68,6 +82,9 @@ built on the latest recorded one. Exit 3: outcome unknown, re-run with the
 printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
 			store, closeFn, err := f.open(cmd.Context())
 			if err != nil {
 				return err
