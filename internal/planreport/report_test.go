@@ -3,11 +3,14 @@ package planreport_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -311,5 +314,40 @@ func TestReorderedListSetting(t *testing.T) {
 	var b bytes.Buffer
 	if err := r.WriteText(&b); err != nil || !strings.Contains(b.String(), "~ /routes: ") || !strings.Contains(b.String(), " (reordered)") {
 		t.Errorf("text: %v\n%s", err, b.String())
+	}
+}
+
+// fullAfter is a writer that takes n bytes and then fails as a full disk.
+type fullAfter struct{ n int }
+
+func (f *fullAfter) Write(p []byte) (int, error) {
+	if len(p) > f.n {
+		k := f.n
+		f.n = 0
+		return k, syscall.ENOSPC
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteFailsWhenTheOutputDoes: a text or markdown plan whose output
+// fails part way (a full disk under `plan -o markdown > plan.md`, a closed
+// pipe) returns the error, so plan exits 1; every line's error was
+// dropped and a cut-short plan exited 0, to be posted as the PR comment.
+func TestWriteFailsWhenTheOutputDoes(t *testing.T) {
+	base := fixtureFS(t)
+	head := fixtureFS(t)
+	edit(t, head, "agents/tech-support.yaml", "maxOutputTokens: 2048", "maxOutputTokens: 1024")
+	r := report(t, base, head)
+	for name, write := range map[string]func(io.Writer) error{"text": r.WriteText, "markdown": r.WriteMarkdown} {
+		var whole bytes.Buffer
+		if err := write(&whole); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, whole.Len() / 2, whole.Len() - 1} {
+			if err := write(&fullAfter{n: n}); !errors.Is(err, syscall.ENOSPC) {
+				t.Errorf("%s, output full after %d of %d bytes: got %v, want ENOSPC", name, n, whole.Len(), err)
+			}
+		}
 	}
 }

@@ -18,6 +18,25 @@ func Marker(envTag string) string {
 	return "<!-- configpub-plan env=" + safetext.Terminal(strings.ReplaceAll(envTag, ">", "")) + " -->"
 }
 
+// errWriter remembers the first write error: a report written line by line
+// then fails as a whole (a full disk, a closed pipe) instead of being cut
+// short with success.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
+}
+
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
@@ -48,6 +67,8 @@ func because(c Cause) string {
 // WriteText writes the report for a terminal. Everything from the sources
 // is printed with control characters escaped.
 func (r *Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	w = ew
 	term := safetext.Terminal
 	base := fmt.Sprintf("release %d", r.BaseRelease)
 	if r.BaseRef != "" {
@@ -119,7 +140,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  %-18s %s -> %s\n", k, term(orNone(t.Digests[k].Old)), term(orNone(t.Digests[k].New)))
 		}
 	}
-	return nil
+	return ew.err
 }
 
 func orNone(s string) string {
@@ -188,6 +209,8 @@ func (r *Report) rollbackWhy() string {
 }
 
 func (r *Report) WriteMarkdown(w io.Writer) error {
+	ew := &errWriter{w: w}
+	w = ew
 	fmt.Fprintf(w, "%s\n### configpub plan %s: release %d -> %d\n\n", Marker(r.EnvTag), safetext.CodeSpan(r.EnvTag), r.BaseRelease, r.Release)
 	if r.BaseRef != "" {
 		fmt.Fprintf(w, "Base: %s. ", safetext.CodeSpan(r.BaseRef))
@@ -275,7 +298,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "\n</details>\n")
 	}
-	return nil
+	return ew.err
 }
 
 // writeFenced writes text as a fenced code block that nothing in it can
