@@ -43,6 +43,9 @@ func addHistoryCmd(root *cobra.Command) {
 				}
 				filter.Host, filter.ServiceID = host, svc
 			}
+			if limit < 0 {
+				return usageError{fmt.Errorf("--limit %d: want the number of newest entries, or 0 for all", limit)}
+			}
 			filter.Limit = limit
 			store, closeFn, err := sf.open(cmd.Context())
 			if err != nil {

@@ -193,6 +193,7 @@ func TestStoreVerbs(t *testing.T) {
 		{"forward replay", []string{"activate", "--env", "prod", "--release", "2", "--reason", "fixed", "--actor", "oncall", "--key", keyPath,
 			"--command-id", "0b4e1a4e-43c1-4b9e-9a55-1c8a2a0b0c01", d}, 0, []string{"already done (replayed)"}},
 		{"history", []string{"history", "--env", "prod", "--target", "host-b/svc", d}, 0, []string{"promote", "rollback", "activate", "oncall", "bad"}},
+		{"history --limit -1 names it", []string{"history", "--env", "prod", "--limit", "-1", d}, 2, []string{"--limit -1: want the number of newest entries, or 0 for all"}},
 		{"lease renew", []string{"lease", "renew", "--env", "prod", "--key", keyPath, d}, 0, []string{"renewed 2 leases"}},
 		{"lease renew again", []string{"lease", "renew", "--env", "prod", "--key", keyPath, d}, 0, []string{"renewed 2 leases"}},
 		{"gc keeps a month's renewals", []string{"db", "gc", d}, 0, []string{"no superseded lease renewal issued before"}},
