@@ -221,11 +221,11 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	}
 	pem, err := os.ReadFile(f.trustKey)
 	if err != nil {
-		return fmt.Errorf("read trust key: %w", err)
+		return fmt.Errorf("--trust-key: %w", err)
 	}
 	keys, err := signing.ParsePublicKeys(pem)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.trustKey, err)
+		return fmt.Errorf("--trust-key %s: %w", f.trustKey, err)
 	}
 	opts := client.Options{
 		ServerURL: f.server, Identity: f.identity, Audience: f.audience,

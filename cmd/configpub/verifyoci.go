@@ -28,11 +28,11 @@ func addVerifyOCICmd(root *cobra.Command) {
 			}
 			pem, err := os.ReadFile(keyPath)
 			if err != nil {
-				return err
+				return fmt.Errorf("--trust-key: %w", err)
 			}
 			keys, err := signing.ParsePublicKeys(pem)
 			if err != nil {
-				return fmt.Errorf("%s: %w", keyPath, err)
+				return fmt.Errorf("--trust-key %s: %w", keyPath, err)
 			}
 			c, err := rf.client()
 			if err != nil {

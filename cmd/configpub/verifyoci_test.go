@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -77,4 +79,37 @@ func cliRepo(t *testing.T, name string) *remote.Repository {
 	}
 	r.PlainHTTP = true
 	return r
+}
+
+// TestTrustKeyErrorsNameTheFlag: a --trust-key of verify-oci or fetch that
+// cannot be read, or holds no public key, is refused naming --trust-key
+// and the file, before anything is pulled or fetched (nothing listens at
+// the registry or server here). verify-oci said only "open FILE: …" and
+// both named a key that did not parse by its path alone.
+func TestTrustKeyErrorsNameTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	missing, notKey := filepath.Join(dir, "cosign.pub"), filepath.Join(dir, "token.json")
+	if err := os.WriteFile(notKey, []byte(`{"keys":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := "127.0.0.1:1/policy/dev/h/s@sha256:" + strings.Repeat("0", 64)
+	for _, tc := range []struct{ key, want string }{
+		{missing, "--trust-key: open " + missing + ": no such file or directory"},
+		{notKey, "--trust-key " + notKey + ": parse public key"},
+	} {
+		for _, args := range [][]string{
+			{"verify-oci", ref, "--plain-http", "--trust-key", tc.key},
+			{"fetch", "--server", "http://127.0.0.1:1", "--token-file", tok, "--host", "h", "--service-id", "s", "--env", "dev",
+				"--config-audience", "agent", "--cache-dir", t.TempDir(), "--out", filepath.Join(dir, "values.yml"), "--trust-key", tc.key},
+		} {
+			out, err := runCLI(args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s --trust-key %s: got %v, want %q\n%s", args[0], tc.key, err, tc.want, out)
+			}
+		}
+	}
 }
