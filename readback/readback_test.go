@@ -33,6 +33,7 @@ func TestLoadTargets(t *testing.T) {
 		{"credentials in URL", "targets:\n  - {endpoint: 'https://u:p@a.internal', host: h, serviceId: s, envTag: prod}\n", "without credentials"},
 		{"twice", "targets:\n  - {endpoint: 'https://a', host: h, serviceId: s, envTag: prod}\n  - {endpoint: 'https://b', host: h, serviceId: s, envTag: prod}\n", "listed twice"},
 		{"empty", "targets: []\n", "no targets"},
+		{"empty file", "", "empty file: want targets: [{endpoint, host, serviceId, envTag}, ...]"}, // yaml says only EOF
 		{"no identity", "targets:\n  - {endpoint: 'https://a'}\n", "required"},
 		// An endpoint that does not parse is named, its password masked.
 		{"not a URL", "targets:\n  - {endpoint: 'ht tp://a.internal:9464', host: h, serviceId: s, envTag: prod}\n", `endpoint "ht tp://a.internal:9464" is not a URL`},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -95,6 +96,9 @@ func LoadTargets(path, envTag string) ([]Target, error) {
 	dec.KnownFields(true)
 	var f targetsFile
 	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) { // yaml's answer to an empty file
+			return nil, fmt.Errorf("targets %s: empty file: want targets: [{endpoint, host, serviceId, envTag}, ...]", path)
+		}
 		return nil, fmt.Errorf("targets %s: %w", path, err)
 	}
 	if len(f.Targets) == 0 {
