@@ -58,7 +58,8 @@ func GenerateKeyPair(password []byte) (*KeyPair, error) {
 }
 
 // WriteKeyPair writes kp as DIR/cosign.key (mode 0600) and DIR/cosign.pub
-// (mode 0644), each atomically (temp file, fsync, rename). It refuses to
+// (mode 0644), each atomically (temp file, fsync, rename), and removes
+// cosign.key again when cosign.pub cannot be written. It refuses to
 // overwrite existing files (ErrKeyExists), like cosign does without a
 // prompt. It returns the two paths.
 func WriteKeyPair(dir string, kp *KeyPair) (privPath, pubPath string, err error) {
@@ -76,7 +77,12 @@ func WriteKeyPair(dir string, kp *KeyPair) (privPath, pubPath string, err error)
 		return "", "", err
 	}
 	if err := atomicfile.Write(pubPath, kp.PublicPEM, 0o644); err != nil {
-		return "", "", err
+		// A private key without its public key is half a pair that the
+		// next run refuses to overwrite: remove it.
+		if rerr := os.Remove(privPath); rerr != nil {
+			return "", "", fmt.Errorf("write key pair: %w (and %s, written first, could not be removed: %v)", err, privPath, rerr)
+		}
+		return "", "", fmt.Errorf("write key pair: %w", err)
 	}
 	return privPath, pubPath, nil
 }

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/configpub/configpub/internal/fsfault"
 	"github.com/configpub/configpub/internal/signing"
 )
 
@@ -100,5 +102,23 @@ func TestLoadCosignGeneratedKey(t *testing.T) {
 	}
 	if keys[0].ID != s.KeyID() {
 		t.Fatalf("got %s, want %s", keys[0].ID, s.KeyID())
+	}
+}
+
+// TestKeyPairWriteIsWholeOrNothing: on a volume with room for cosign.key but
+// not for cosign.pub (a real one-page tmpfs, fsfault), WriteKeyPair fails
+// naming the error and leaves neither file. It left cosign.key alone — a
+// half pair that the next keygen refused to overwrite (ErrKeyExists).
+func TestKeyPairWriteIsWholeOrNothing(t *testing.T) {
+	v := fsfault.New(t, 4096)
+	kp, err := GenerateKeyPair([]byte("s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := WriteKeyPair(v.Dir, kp); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("got %v, want ENOSPC writing cosign.pub", err)
+	}
+	if ents, err := os.ReadDir(v.Dir); err != nil || len(ents) != 0 {
+		t.Fatalf("left %v (%v), want nothing", ents, err)
 	}
 }
