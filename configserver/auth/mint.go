@@ -134,8 +134,9 @@ type KeyFiles struct {
 }
 
 // GenerateKey creates a fresh ECDSA P-256 token-signing key in dir and writes
-// it (signing-key.pem) with its public JWKS (jwks.json), each atomically. It
-// refuses to overwrite an existing key.
+// it (signing-key.pem) with its public JWKS (jwks.json), each atomically,
+// removing the key again when the JWKS cannot be written. It refuses to
+// overwrite an existing key.
 func GenerateKey(dir string) (*KeyFiles, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -172,7 +173,12 @@ func GenerateKey(dir string) (*KeyFiles, error) {
 		return nil, err
 	}
 	if err := atomicfile.Write(files.JWKS, append(jwks, '\n'), 0o644); err != nil {
-		return nil, err
+		// A key without its JWKS is half a pair that the next run refuses
+		// to overwrite: remove it.
+		if rerr := os.Remove(files.PrivateKey); rerr != nil {
+			return nil, fmt.Errorf("generate key: %w (and %s, written first, could not be removed: %v)", err, files.PrivateKey, rerr)
+		}
+		return nil, fmt.Errorf("generate key: %w", err)
 	}
 	return files, nil
 }
