@@ -210,6 +210,11 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 	if err := checkOutFile(f.out, "fetch"); err != nil {
 		return usageError{err}
 	}
+	// A --cache-dir that is a file can hold no seen-state: every load
+	// would fail closed, removing --out.
+	if fi, err := os.Stat(f.cacheDir); err == nil && !fi.IsDir() {
+		return usageError{fmt.Errorf("--cache-dir %s is not a directory", f.cacheDir)}
+	}
 	// A fetch killed while it wrote --out left its temporary file next to
 	// it (.values.yml.<digits>.tmp): remove those before the first write,
 	// as the client does for its cache files.

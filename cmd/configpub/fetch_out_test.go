@@ -260,3 +260,25 @@ func TestPullOutIsChecked(t *testing.T) {
 		t.Fatalf("the --out directory is gone (%v)", err)
 	}
 }
+
+// TestFetchCacheDirFileIsRefused: a --cache-dir that names a regular file
+// (a typo) is a usage error naming it, and the runtime's --out is left as
+// it was. The load could persist no seen-state, so the fetch failed
+// closed, exit 3, and removed --out: the running configuration.
+func TestFetchCacheDirFileIsRefused(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	dir := t.TempDir()
+	outFile, cacheFile := filepath.Join(dir, "values.yml"), filepath.Join(dir, "cache")
+	for _, p := range []string{outFile, cacheFile} {
+		if err := os.WriteFile(p, s.values, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := runCLI(s.args(t, key, cacheFile, outFile)...)
+	if code := exitCode(err); code != exitUsage || !strings.Contains(fmt.Sprint(err), "--cache-dir "+cacheFile+" is not a directory") {
+		t.Errorf("exit %d (%v), want 2 naming --cache-dir\n%s", code, err, out)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
+		t.Fatalf("--out was changed or removed (%v)", err)
+	}
+}
