@@ -164,7 +164,7 @@ binary needs, before writing anything.`,
 	}
 	sf.add(migrate, false)
 	outputFlag(migrate)
-	db.AddCommand(migrate, newDBGCCmd())
+	db.AddCommand(migrate, newDBGCCmd(), newDBKeysCmd())
 	root.AddCommand(db)
 }
 

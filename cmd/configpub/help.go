@@ -48,6 +48,7 @@ var verbExamples = map[string]string{
 	"configpub lease renew":       "  configpub lease renew --env prod --key keys/cosign.key\n  configpub lease renew --env prod --key keys/cosign.key --interval 2m",
 	"configpub db migrate":        `  configpub db migrate --database postgres://configpub_owner:…@db:5432/configpub`,
 	"configpub db gc":             "  configpub db gc --database postgres://promoter:…@db:5432/configpub --dry-run\n  configpub db gc --min-age 72h",
+	"configpub db keys":           "  configpub db keys --database postgres://promoter:…@db:5432/configpub\n  configpub db keys --output json   # with each public key as PEM",
 	"configpub webhook redeliver": "  CONFIGPUB_WEBHOOK_URLS=https://hooks.example.com/configpub CONFIGPUB_WEBHOOK_SECRET=… \\\n      configpub webhook redeliver --database postgres://promoter:…@db:5432/configpub --since 24h",
 	"configpub serve":             `  configpub serve --database "$CONFIGPUB_DATABASE_URL" --listen :8080 --jwks https://login.example.com/jwks.json --issuer https://login.example.com --audience configpub`,
 	"configpub fetch": `  configpub fetch --server https://config.example.com --token-file /var/run/token --host app.example.com \

@@ -42,6 +42,8 @@ func TestCLIOutputDocumented(t *testing.T) {
 		{"## db migrate", migrateReport{}},
 		{"## db gc", gcReport{}},
 		{"## db gc", gcRenewals{}},
+		{"## db keys", keysReport{}},
+		{"## db keys", signingKeyReport{}},
 		{"## registry attach", attachReport{}},
 		{"## revoke", promoter.Revocation{}},
 	} {
