@@ -119,7 +119,26 @@ var (
 const failurePhases = `('refused-revoked', 'NOT_APPLIED'), ('refused-window', 'NOT_APPLIED'), ('reconcile', 'NOT_APPLIED'),
 	('candidate-rejected', 'NOT_APPLIED'), ('integrity-error', 'INTEGRITY_ERROR')`
 
+// ackBuckets are the upper bounds (seconds) of configpub_ack_lag_seconds:
+// one second to a day.
 var ackBuckets = []float64{1, 5, 15, 30, 60, 300, 900, 3600, 6 * 3600, 86400}
+
+// publicationBuckets are the upper bounds (seconds) of
+// configpub_publication_duration_seconds: a release staged (or recorded)
+// and activated later may wait days, over a weekend or a freeze window, so
+// they run past ackBuckets' day to two weeks.
+var publicationBuckets = append(append([]float64{}, ackBuckets...), 2*86400, 4*86400, 7*86400, 14*86400)
+
+// zeroBuckets returns a histogram's bucket counts with every bound of
+// bounds at 0: a bound no observation fell under is served as 0, not left
+// out.
+func zeroBuckets(bounds []float64) map[float64]uint64 {
+	m := make(map[float64]uint64, len(bounds))
+	for _, b := range bounds {
+		m[b] = 0
+	}
+	return m
+}
 
 // publicationCollector reads the publication signals at scrape time.
 type publicationCollector struct {
@@ -197,7 +216,7 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		}
 		h := lags[env]
 		if h == nil {
-			h = &hist{buckets: map[float64]uint64{}}
+			h = &hist{buckets: zeroBuckets(ackBuckets)}
 			lags[env] = h
 		}
 		if lag == nil {
@@ -238,13 +257,13 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		}
 		h := durs[env]
 		if h == nil {
-			h = &hist{buckets: map[float64]uint64{}}
+			h = &hist{buckets: zeroBuckets(publicationBuckets)}
 			durs[env] = h
 		}
 		d = max(d, 0)
 		h.count++
 		h.sum += d
-		for _, b := range ackBuckets {
+		for _, b := range publicationBuckets {
 			if d <= b {
 				h.buckets[b]++
 			}
