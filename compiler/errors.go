@@ -3,6 +3,7 @@ package compiler
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/configpub/configpub/internal/safetext"
 	"github.com/configpub/configpub/internal/yamlstrict"
@@ -25,6 +26,39 @@ var (
 	// a target its manifest does not list as it is.
 	ErrNotReproduced = errors.New("compiling the release again did not reproduce it")
 )
+
+// NestedRepositoryError: the directory compiled is not a policy
+// repository's root (it has no configpub.yaml) but a subdirectory of it is
+// one — a monorepo's Git root given where its policy/ directory was meant.
+// It wraps ErrInvalidSource.
+type NestedRepositoryError struct {
+	// Dirs are the slash-separated subdirectories holding a configpub.yaml,
+	// shallowest first, then in path order.
+	Dirs []string
+	// Releases reports whether Dirs[0] holds a releases/ directory.
+	Releases bool
+}
+
+func (e *NestedRepositoryError) Error() string {
+	d := safetext.Terminal(e.Dirs[0])
+	holds := d + "/" + RepositoryFile
+	if e.Releases {
+		holds += " and " + d + "/" + ReleasesDir + "/"
+	}
+	msg := fmt.Sprintf("%v: no %s here, but %s/ holds a policy directory (%s): compile that directory, not the repository around it",
+		ErrInvalidSource, RepositoryFile, d, holds)
+	if len(e.Dirs) > 1 {
+		others := make([]string, len(e.Dirs)-1)
+		for i, o := range e.Dirs[1:] {
+			others[i] = safetext.Terminal(o) + "/"
+		}
+		msg += fmt.Sprintf(" (also found: %s)", strings.Join(others, ", "))
+	}
+	return msg
+}
+
+// Is reports ErrInvalidSource.
+func (e *NestedRepositoryError) Is(target error) bool { return target == ErrInvalidSource }
 
 // SourceError is a refusal of policy input at file:line:field.
 type SourceError struct {

@@ -204,6 +204,9 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 	if err != nil {
 		return nil, err
 	}
+	if err := nestedRepository(fsys, paths); err != nil {
+		return nil, err
+	}
 	// Parse in parallel, index in path order.
 	// Every file is checked, so one run reports every broken file.
 	parsed := make([]*source, len(paths))
@@ -267,6 +270,31 @@ func loadSources(ctx context.Context, fsys fs.FS, set *schemas.Set, ignored func
 		}
 	}
 	return ss, nil
+}
+
+// nestedRepository returns a *NestedRepositoryError when the walk found no
+// configpub.yaml at fsys's root (paths, the source paths, lack it) but one
+// in a subdirectory: its releases/ would otherwise be read
+// as sources ("unknown kind Release"), and the message would not say that
+// the policy directory is one level down.
+func nestedRepository(fsys fs.FS, paths []string) error {
+	var dirs []string
+	for _, p := range paths {
+		if p == RepositoryFile {
+			return nil // the root is a policy repository
+		}
+		if path.Base(p) == RepositoryFile {
+			dirs = append(dirs, path.Dir(p))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(dirs, func(a, b string) int {
+		return strings.Count(a, "/") - strings.Count(b, "/")
+	})
+	st, err := fs.Stat(fsys, path.Join(dirs[0], ReleasesDir))
+	return &NestedRepositoryError{Dirs: dirs, Releases: err == nil && st.IsDir()}
 }
 
 // isYAML: p is named like a source document.

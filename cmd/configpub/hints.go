@@ -3,10 +3,12 @@ package main
 import (
 	"crypto/tls"
 	"errors"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
 )
 
@@ -40,10 +42,33 @@ func explain(err error) error {
 	return err
 }
 
+// explainRepo adds to a verb's error that the --repo it was given is a
+// repository around the policy directory (a monorepo's Git root) the
+// --repo to pass instead, as given plus the subdirectory.
+func explainRepo(cmd *cobra.Command, err error) error {
+	var nested *compiler.NestedRepositoryError
+	if err == nil || !errors.As(err, &nested) {
+		return err
+	}
+	var h hintError
+	if errors.As(err, &h) {
+		return err
+	}
+	f := cmd.Flags().Lookup("repo")
+	if f == nil {
+		return err
+	}
+	repo := f.Value.String()
+	if repo == "" {
+		repo = "."
+	}
+	return hintError{err, "pass --repo " + filepath.Join(repo, filepath.FromSlash(nested.Dirs[0]))}
+}
+
 // withHints makes every verb of the tree pass its error through explain.
 func withHints(c *cobra.Command) {
 	if run := c.RunE; run != nil {
-		c.RunE = func(cmd *cobra.Command, args []string) error { return explain(run(cmd, args)) }
+		c.RunE = func(cmd *cobra.Command, args []string) error { return explainRepo(cmd, explain(run(cmd, args))) }
 	}
 	for _, sub := range c.Commands() {
 		withHints(sub)

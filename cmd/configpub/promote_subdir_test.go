@@ -18,7 +18,8 @@ import (
 // policy directory of a monorepo's checkout (policy/), as compile --repo
 // does, and promotes its release from the Git repository that contains it;
 // it refused the directory ('repository does not exist'). The Git root,
-// which is not the policy repository, is refused.
+// which is not the policy repository, is refused naming policy/ and the
+// --repo to pass.
 func TestPromoteAPolicyInASubdirectory(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "policy")
@@ -57,8 +58,32 @@ func TestPromoteAPolicyInASubdirectory(t *testing.T) {
 		return runCLI("promote", "--repo", repo, "--env", "dev", "--registry", reg.Host+"/configpub", "--key", keyPath,
 			"--plain-http", "--database", db.URL)
 	}
-	if out, err := promote(root); err == nil {
-		t.Errorf("promote --repo the Git root, not the policy repository: no refusal\n%s", out)
+	// The Git root is refused naming the policy directory in it and the
+	// --repo to pass, not as policy/releases/*'s "unknown kind Release";
+	// compile and plan say the same.
+	wantSaid := []string{"no configpub.yaml here, but policy/ holds a policy directory (policy/configpub.yaml and policy/releases/)",
+		"hint: pass --repo " + dir}
+	for _, args := range [][]string{nil, {"compile", "--repo", root, "--env", "dev", "--check"}, {"plan", "--repo", root, "--env", "dev"}} {
+		var out string
+		var err error
+		if args == nil {
+			args = []string{"promote"}
+			out, err = promote(root)
+		} else {
+			out, err = runCLI(args...)
+		}
+		if err == nil {
+			t.Errorf("%s --repo the Git root, not the policy repository: no refusal\n%s", args[0], out)
+			continue
+		}
+		for _, w := range wantSaid {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s --repo the Git root: got %v\nwant it to say %q", args[0], err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "unknown kind") {
+			t.Errorf("%s --repo the Git root: got %v, which reads the policy's releases/ as sources", args[0], err)
+		}
 	}
 	out, err := promote(dir)
 	if err != nil || !strings.Contains(out, "dev release 1") {
