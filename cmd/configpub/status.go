@@ -29,6 +29,14 @@ func checkFormat(format string) error {
 	return nil
 }
 
+// streamBuffer is how much of a streamed JSON document (status and history
+// -o json) is held before the first byte is written: a read that fails
+// before the document reaches it (a database connection lost midway)
+// prints nothing on stdout, only the error, with exit 1. A longer
+// document is written as it is read, and a failure leaves it cut short:
+// never valid JSON, so a consumer (jq) fails too.
+const streamBuffer = 1 << 20
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -46,7 +54,7 @@ type statusReader interface {
 // writeStatusJSON writes envTag's status exactly as writeJSON would write
 // the whole Status, encoding each target as it is read: at 100,000 targets
 // neither the targets, the 86 MB document nor its indented copy is held in
-// memory.
+// memory, only its first streamBuffer bytes until they are written.
 func writeStatusJSON(ctx context.Context, w io.Writer, sr statusReader, envTag string) error {
 	head, err := sr.StatusHead(ctx, envTag)
 	if err != nil {
@@ -63,7 +71,7 @@ func writeStatusJSON(ctx context.Context, w io.Writer, sr statusReader, envTag s
 	if !ok {
 		return errors.New("status: no targets field in the encoded status")
 	}
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriterSize(w, streamBuffer)
 	bw.Write(before)
 	bw.WriteString("\n  \"targets\": [")
 	n := 0
@@ -99,9 +107,10 @@ func writeJSONArray[T any](w io.Writer, items []T) error {
 }
 
 // writeJSONEach writes the elements each emits as writeJSON would write the
-// slice of them, encoding each as it comes: none is held.
+// slice of them, encoding each as it comes: none is held, only the first
+// streamBuffer bytes of the document until they are written.
 func writeJSONEach[T any](w io.Writer, each func(emit func(*T) error) error) error {
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriterSize(w, streamBuffer)
 	bw.WriteString("[")
 	n := 0
 	err := each(func(v *T) error {
