@@ -1,0 +1,171 @@
+package configserver_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver/client"
+	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/simclock"
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestRetiredIdentityReAddedIsTakenByARuntimeThatKeptItsCache follows one
+// runtime (agent advisor) that keeps its cache dir for weeks while its
+// target is retired and re-added with the same identity: release 1 has it,
+// an epoch raise signs it at epoch 2, release 2 drops it (410, RETIRED, the
+// last-known-good kept until its lease ends, then failed closed), release
+// 3 — a week later — brings the same identity back. A runtime restarted on
+// the same cache dir (its seen-state holding the highest sequence and epoch
+// 2) takes release 3's pointer: the sequence continued above everything it
+// had seen, the epoch is not below 2. A rollback to 2 retires it again and
+// a forward activation of 3 brings it back once more, each with a higher
+// sequence.
+func TestRetiredIdentityReAddedIsTakenByARuntimeThatKeptItsCache(t *testing.T) {
+	t.Parallel()
+	advValues, adv := readGoldenAdvisor(t)
+	accValues, acc := readGolden(t, "com.networknt.agent-account-1.0.0")
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
+	ps, key := e.openPromoter(t, clock.Now)
+	trusted, err := signing.NewTrustedKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advT, accT := adv.promoterTarget(advValues), acc.promoterTarget(accValues)
+	id := bundle.Identity{Host: adv.Host, ServiceID: adv.ServiceID, EnvTag: adv.EnvTag}
+	tok := e.token(t, id, adv.Audience)
+	cache := t.TempDir()
+	runtime := func() *client.Client {
+		c, err := client.New(client.Options{ServerURL: e.srv.URL, Identity: id, Audience: adv.Audience,
+			TokenSource: func(context.Context) (string, error) { return tok, nil },
+			TrustedKeys: []signing.TrustedKey{trusted}, Clock: clock, CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	release := func(v int64, ts ...promoter.Target) promoter.ReleaseInput {
+		return promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v,
+			BaseReleaseVersion: v - 1, ManifestBytes: []byte("release manifest of the re-add test\n"),
+			Actor: "ci", Reason: "r", Targets: ts}
+	}
+
+	if _, err := ps.RecordAndActivate(ctx, release(1, advT, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	rt := runtime()
+	ev, err := rt.Load(ctx)
+	if err != nil {
+		t.Fatalf("release 1: %v (%+v)", err, ev)
+	}
+	clock.Advance(time.Minute)
+	if _, err := ps.RaiseEpoch(ctx, promoter.EpochInput{CommandID: uuid.NewString(), EnvTag: "prod", Epoch: 2,
+		Actor: "sec", Reason: "raise"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSequenceAbove(t, e, id, ev.Sequence)
+	if ev, err = rt.Load(ctx); err != nil || ev.Outcome != client.OutcomeApplied {
+		t.Fatalf("epoch 2: %v (%+v)", err, ev)
+	}
+	seen := ev.Sequence
+
+	// Release 2 retires it: 410, RETIRED, the last-known-good kept until
+	// its lease ends, then failed closed.
+	clock.Advance(time.Minute)
+	if _, err := ps.RecordAndActivate(ctx, release(2, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusGone, "")
+	ev, err = rt.Load(ctx)
+	if !errors.Is(err, client.ErrUnavailable) || ev.Reason != client.ReasonRetired || ev.CurrentSnapshotID != adv.SnapshotID {
+		t.Fatalf("retired: %v (%+v), want UNAVAILABLE RETIRED with the snapshot kept", err, ev)
+	}
+	clock.Advance(20 * time.Minute)
+	if ev, err = rt.Load(ctx); !errors.Is(err, client.ErrExpired) {
+		t.Fatalf("retired past the lease: %v (%+v), want a fail-closed EXPIRED", err, ev)
+	}
+
+	// A week later release 3 brings the same identity back; the runtime
+	// restarts on the cache dir it kept.
+	clock.Advance(7 * 24 * time.Hour)
+	if _, err := ps.RecordAndActivate(ctx, release(3, advT, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	rt = runtime()
+	ev, err = rt.Load(ctx)
+	if err != nil || ev.Sequence <= seen || ev.CurrentSnapshotID != adv.SnapshotID {
+		t.Fatalf("re-added: %v (%+v), want it applied with a sequence above %d", err, ev, seen)
+	}
+	seen = ev.Sequence
+
+	// Rollback to 2 retires it again; activating 3 brings it back above.
+	clock.Advance(time.Hour)
+	if _, err := ps.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: "prod", ToRelease: 2,
+		Actor: "oncall", Reason: "back"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusGone, "")
+	if ev, err = rt.Load(ctx); ev.Reason != client.ReasonRetired {
+		t.Fatalf("rolled back: %v (%+v), want RETIRED", err, ev)
+	}
+	clock.Advance(time.Hour)
+	if _, err := ps.Activate(ctx, promoter.MoveInput{CommandID: uuid.NewString(), EnvTag: "prod", Release: 3,
+		Actor: "oncall", Reason: "forward"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	if ev, err = runtime().Load(ctx); err != nil || ev.Sequence <= seen {
+		t.Fatalf("forward again: %v (%+v), want it applied with a sequence above %d", err, ev, seen)
+	}
+}
+
+// waitSequenceAbove waits (at most a second) until the manifest served for
+// id has a sequence above seq.
+func waitSequenceAbove(t *testing.T, e *env, id bundle.Identity, seq int64) {
+	t.Helper()
+	tok := e.token(t, id, "agent")
+	start := time.Now()
+	for {
+		resp, _ := e.do(t, http.MethodHead, configsPath(id), tok)
+		if raw := resp.Header.Get("X-Config-Manifest"); raw != "" {
+			if b, err := base64.RawURLEncoding.DecodeString(raw); err == nil {
+				if m, err := bundle.ParseDeliveryManifest(b); err == nil && m.Sequence > seq {
+					return
+				}
+			}
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("%s: no manifest above sequence %d a second after the commit", id, seq)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitAgent is waitAnswer for an agent identity.
+func waitAgent(t *testing.T, e *env, id bundle.Identity, want int, snapshot string) {
+	t.Helper()
+	tok := e.token(t, id, "agent")
+	start := time.Now()
+	for {
+		resp, _ := e.do(t, http.MethodHead, configsPath(id), tok)
+		if resp.StatusCode == want && (want != http.StatusOK || resp.Header.Get("X-Config-Snapshot-Id") == snapshot) {
+			return
+		}
+		if time.Since(start) > time.Second {
+			t.Fatalf("%s: got %d (snapshot %q) a second after the commit, want %d %s", id, resp.StatusCode,
+				resp.Header.Get("X-Config-Snapshot-Id"), want, snapshot)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
