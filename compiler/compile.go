@@ -1295,6 +1295,12 @@ func (c *compilation) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(ts) == 0 {
+		// An empty release could never be promoted (a release is the
+		// whole target mapping of its environment and needs a target),
+		// yet, committed, it would be the base of every later release.
+		return nil, noTargets(c.env, env.src.File)
+	}
 	profiles := leaseProfiles(ts) // before the derivation lets the targets go
 	c.proj = map[string]*projector{}
 	for _, aud := range []string{bundle.AudienceAgent, bundle.AudienceGateway, bundle.AudienceKnowledge} {
@@ -1875,6 +1881,13 @@ func equalSlices[T comparable](a, b []T) bool {
 }
 
 // unknownEnvironment names the environments the repository does define.
+// noTargets is the error for an environment with no Target document.
+func noTargets(env, envFile string) error {
+	return fmt.Errorf("%w: environment %q (%s) has no Target document with envTag: %s: a release needs at least one target, "+
+		"so nothing was written; add a Target, or, to stop serving the environment, leave its last release in place and "+
+		"see \"Removing an environment\" in docs/operations.md", ErrInvalidSource, env, envFile, env)
+}
+
 func unknownEnvironment(env string, known []string) error {
 	if len(known) == 0 {
 		return fmt.Errorf("%w: no environment %q: the repository has no Environment document (add environments/%s.yaml)", ErrInvalidSource, env, env)
