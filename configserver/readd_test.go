@@ -169,3 +169,65 @@ func waitAgent(t *testing.T, e *env, id bundle.Identity, want int, snapshot stri
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestServiceIDReusedForAnotherAudience: host-1's service id is an agent
+// in release 1, retired by release 2 and given to a gateway by release 3.
+// While retired, a token of either audience gets 410; once release 3 is
+// active the gateway token is served the gateway snapshot under a higher
+// sequence and the old agent token gets 403, never the gateway's bytes.
+func TestServiceIDReusedForAnotherAudience(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ls := newLifecycleStore(t, e)
+	ctx := context.Background()
+	id := lifecycleID(1)
+	agent := lifecycleTarget(1, 1, true)
+	agent.Audience = "agent"
+	gw := lifecycleTarget(1, 3, true)
+	r1 := lifecycleRelease(1, lifecycleTarget(0, 1, true), agent)
+	r2 := lifecycleRelease(2, lifecycleTarget(0, 1, false))
+	r3 := lifecycleRelease(3, lifecycleTarget(0, 1, false), gw)
+	if _, err := ls.RecordAndActivate(ctx, r1); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, agent.SnapshotID)
+	var seq1 int64
+	if err := e.db.Pool(t).QueryRow(ctx, `SELECT sequence FROM configpub.current_pointer WHERE host = 'host-1'`).Scan(&seq1); err != nil {
+		t.Fatal(err)
+	}
+	ls.advance(30 * 24 * time.Hour)
+	if _, err := ls.RecordAndActivate(ctx, r2); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusGone, "")
+	waitAnswer(t, e, id, http.StatusGone, "")
+	ls.advance(30 * 24 * time.Hour)
+	// The fixture's windows end three weeks after 2026-11-29: release 3's
+	// new snapshot is given one around the simulated time.
+	gw.ValidFrom, gw.ExpiresAt = ls.now.Add(-time.Hour), ls.now.Add(21*24*time.Hour)
+	r3.Targets[1] = gw
+	if _, err := ls.RecordAndActivate(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, e, id, http.StatusOK, gw.SnapshotID)
+	resp, _ := e.do(t, http.MethodHead, configsPath(id), e.token(t, id, "agent"))
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("X-Config-Snapshot-Id") != "" {
+		t.Fatalf("the old agent token after the reuse: got %d (snapshot %q), want 403", resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"))
+	}
+	var seq3 int64
+	if err := e.db.Pool(t).QueryRow(ctx, `SELECT sequence FROM configpub.current_pointer WHERE host = 'host-1'`).Scan(&seq3); err != nil {
+		t.Fatal(err)
+	}
+	if seq3 <= seq1 {
+		t.Fatalf("sequence after the reuse %d, want above release 1's %d", seq3, seq1)
+	}
+	st, err := ls.Status(ctx, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range st.Targets {
+		if tg.Host == "host-1" && (tg.Audience != "gateway" || tg.State == promoter.TargetRetired) {
+			t.Fatalf("status of the reused identity: %+v, want the gateway, not retired", tg)
+		}
+	}
+}
