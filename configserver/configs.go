@@ -74,8 +74,13 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 		return herr
 	}
 	if wait > 0 && h.notifier != nil {
+		// A runtime that names the current ETag but holds an older
+		// manifest of it (X-Config-Held-Sequence below the pointer's: the
+		// pointer moved back to the bytes it has — a rollback across a
+		// retirement, a re-added target — or was re-signed while it was
+		// not asking) is answered at once, not at the end of the wait.
 		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
-			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) {
+			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && !heldBelow(r, d) {
 			rl.route = routeWatch
 			return h.watchCurrent(w, r, rl, claims, id, d, nil, wait)
 		}
@@ -415,13 +420,35 @@ func (d *Delivery) headerValues(share bool) *headerValues {
 // server's store is behind the one that answered the runtime before (a hot
 // standby that lags, behind a load balancer), and d's older pointer would
 // only be refused. nil when the runtime holds none, or no newer one.
-func behindRuntime(r *http.Request, d *Delivery) *httpError {
+// heldSequence is the runtime's X-Config-Held-Sequence, when it sent one
+// it could read.
+func heldSequence(r *http.Request) (int64, bool) {
 	v := r.Header[bundle.HeaderHeldSequence]
 	if len(v) != 1 {
-		return nil
+		return 0, false
 	}
 	held, err := strconv.ParseInt(v[0], 10, 64)
-	if err != nil {
+	return held, err == nil
+}
+
+// heldBelow reports whether the runtime says it holds a manifest with a
+// lower sequence than d's: a newer manifest of the bytes it has is waiting
+// for it.
+func heldBelow(r *http.Request, d *Delivery) bool {
+	held, ok := heldSequence(r)
+	if !ok {
+		return false
+	}
+	hv := d.hv
+	if hv == nil {
+		hv = d.headerValues(false)
+	}
+	return held < hv.sequence
+}
+
+func behindRuntime(r *http.Request, d *Delivery) *httpError {
+	held, ok := heldSequence(r)
+	if !ok {
 		return nil
 	}
 	hv := d.hv

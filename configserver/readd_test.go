@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -229,5 +230,151 @@ func TestServiceIDReusedForAnotherAudience(t *testing.T) {
 		if tg.Host == "host-1" && (tg.Audience != "gateway" || tg.State == promoter.TargetRetired) {
 			t.Fatalf("status of the reused identity: %+v, want the gateway, not retired", tg)
 		}
+	}
+}
+
+// TestClientWatchTakesTheReAddedTarget: a watching runtime whose target a
+// release retires reports RETIRED and keeps asking (each request held
+// while the identity is retired); the release that re-adds the identity
+// reaches it within a second of its commit, at a higher sequence, its
+// lease still running.
+func TestClientWatchTakesTheReAddedTarget(t *testing.T) {
+	t.Parallel()
+	advValues, adv := readGoldenAdvisor(t)
+	accValues, acc := readGolden(t, "com.networknt.agent-account-1.0.0")
+	e := newEnv(t, envOptions{})
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
+	ps, key := e.openPromoter(t, clock.Now)
+	trusted, err := signing.NewTrustedKey(&key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	advT, accT := adv.promoterTarget(advValues), acc.promoterTarget(accValues)
+	id := bundle.Identity{Host: adv.Host, ServiceID: adv.ServiceID, EnvTag: adv.EnvTag}
+	tok := e.token(t, id, adv.Audience)
+	c, err := client.New(client.Options{ServerURL: e.srv.URL, Identity: id, Audience: adv.Audience,
+		TokenSource: func(context.Context) (string, error) { return tok, nil },
+		TrustedKeys: []signing.TrustedKey{trusted}, Clock: clock, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := func(v int64, ts ...promoter.Target) {
+		t.Helper()
+		if _, err := ps.RecordAndActivate(context.Background(), promoter.ReleaseInput{CommandID: uuid.NewString(),
+			EnvTag: "prod", ReleaseVersion: v, BaseReleaseVersion: v - 1,
+			ManifestBytes: []byte("release manifest of the watch re-add test\n"), Actor: "ci", Reason: "r", Targets: ts}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release(1, advT, accT)
+	evs := make(chan *client.Evidence, 256)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Watch(ctx, 2*time.Second, func(ev *client.Evidence, _ error) { evs <- ev })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	first := nextApplied(t, evs, 5*time.Second)
+
+	clock.Advance(time.Minute)
+	release(2, accT)
+	for retired := false; !retired; {
+		select {
+		case ev := <-evs:
+			retired = ev.Reason == client.ReasonRetired
+		case <-time.After(5 * time.Second):
+			t.Fatal("no RETIRED evidence after the retirement")
+		}
+	}
+	clock.Advance(time.Minute)
+	release(3, advT, accT)
+	committed := time.Now()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.Sequence > first.Sequence && (ev.Outcome == client.OutcomeApplied || ev.Outcome == client.OutcomeUnchanged) {
+				if lag := time.Since(committed); lag > time.Second {
+					t.Fatalf("the re-added target reached the watching runtime after %s, want within 1s", lag)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the watching runtime did not take the re-added target")
+		}
+	}
+}
+
+// TestWatchAnswersAtOnceARuntimeHoldingAnOlderManifest: release 3 brings
+// back, at the same snapshot, an identity release 2 retired. A watch whose
+// If-None-Match names that snapshot and whose X-Config-Held-Sequence is
+// the pre-retirement manifest's was held until the wait ended (the runtime
+// learned of the re-add up to a wait, by default 5 minutes, late); it is
+// answered at once with the current manifest (304). A runtime holding the
+// current manifest is still held.
+func TestWatchAnswersAtOnceARuntimeHoldingAnOlderManifest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ls := newLifecycleStore(t, e)
+	ctx := context.Background()
+	id := lifecycleID(1)
+	r1 := lifecycleRelease(1, lifecycleTarget(0, 1, true), lifecycleTarget(1, 1, true))
+	if _, err := ls.RecordAndActivate(ctx, r1); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, e, id, http.StatusOK, r1.Targets[1].SnapshotID)
+	seq := func() int64 {
+		var n int64
+		if err := e.db.Pool(t).QueryRow(ctx, `SELECT sequence FROM configpub.current_pointer WHERE host = $1`, id.Host).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	seq1 := seq()
+	ls.advance(time.Hour)
+	if _, err := ls.RecordAndActivate(ctx, lifecycleRelease(2, lifecycleTarget(0, 1, false))); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, e, id, http.StatusGone, "")
+	ls.advance(24 * time.Hour)
+	if _, err := ls.RecordAndActivate(ctx, lifecycleRelease(3, lifecycleTarget(0, 1, false), lifecycleTarget(1, 1, false))); err != nil {
+		t.Fatal(err)
+	}
+	waitAnswer(t, e, id, http.StatusOK, r1.Targets[1].SnapshotID)
+	seq3 := seq()
+	if seq3 <= seq1 {
+		t.Fatalf("re-added at sequence %d, want above %d", seq3, seq1)
+	}
+	tok := e.token(t, id, "gateway")
+	watch := func(held int64, wait string) (*http.Response, time.Duration) {
+		req, err := http.NewRequest(http.MethodGet, e.srv.URL+configsPath(id)+"&wait="+wait, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("If-None-Match", `"`+r1.Targets[1].ArtifactDigest+`"`)
+		req.Header.Set(bundle.HeaderHeldSequence, fmt.Sprint(held))
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp, time.Since(start)
+	}
+	resp, took := watch(seq1, "30s")
+	if resp.StatusCode != http.StatusNotModified || took > time.Second {
+		t.Fatalf("watch holding the pre-retirement manifest: %d after %s, want 304 at once", resp.StatusCode, took)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(resp.Header.Get(bundle.HeaderManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := bundle.ParseDeliveryManifest(raw); err != nil || m.Sequence != seq3 {
+		t.Fatalf("304 manifest: %+v, %v; want sequence %d", m, err, seq3)
+	}
+	if resp, took := watch(seq3, "300ms"); resp.StatusCode != http.StatusNotModified || took < 250*time.Millisecond {
+		t.Fatalf("watch holding the current manifest: %d after %s, want it held to the end of the wait", resp.StatusCode, took)
 	}
 }
