@@ -103,6 +103,11 @@ func TestRetiredIdentityReAddedIsTakenByARuntimeThatKeptItsCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	// The runtime that failed closed takes it, and so does one restarted
+	// on the cache dir.
+	if ev, err = rt.Load(ctx); err != nil || ev.Sequence <= seen {
+		t.Fatalf("re-added, the runtime that failed closed: %v (%+v), want it applied above %d", err, ev, seen)
+	}
 	rt = runtime()
 	ev, err = rt.Load(ctx)
 	if err != nil || ev.Sequence <= seen || ev.CurrentSnapshotID != adv.SnapshotID {
