@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +22,10 @@ func TestMistakeMessages(t *testing.T) {
 		t.Fatalf("keygen: %v\n%s", err, out)
 	}
 	fixture := copyDir(t, "../../fixtures/policy-repo")
+	noTargets := copyDir(t, "../../fixtures/policy-repo")
+	if err := os.RemoveAll(filepath.Join(noTargets, "targets", "dev")); err != nil {
+		t.Fatal(err)
+	}
 	digest := "sha256:" + strings.Repeat("0", 64)
 
 	tests := []struct {
@@ -36,6 +41,8 @@ func TestMistakeMessages(t *testing.T) {
 			[]string{"policy repository " + missing, "no such file or directory"}, "stat ."},
 		{"unknown environment", "right", []string{"compile", "--repo", fixture, "--env", "staging", "--check", "--created-at", "2026-01-01T00:00:00Z"},
 			[]string{`no environment "staging"`, "dev, prod"}, "environments/staging.yaml"},
+		{"environment whose Target documents were all deleted", "right", []string{"compile", "--repo", noTargets, "--env", "dev", "--created-at", "2026-10-01T00:00:00Z"},
+			[]string{`environment "dev" (environments/dev.yaml) has no Target document`, "Removing an environment"}, ""},
 		{"wrong key password", "wrong", []string{"publish", "--repo", fixture, "--env", "dev", "--registry", host + "/policy", "--key", filepath.Join(keys, "cosign.key")},
 			[]string{"COSIGN_PASSWORD", "password the key was created with"}, ""},
 		{"plain HTTP registry without --plain-http", "right", []string{"pull", host + "/policy/x@" + digest, "--out", filepath.Join(t.TempDir(), "values.yml")},
