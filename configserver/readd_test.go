@@ -383,3 +383,32 @@ func TestWatchAnswersAtOnceARuntimeHoldingAnOlderManifest(t *testing.T) {
 		t.Fatalf("watch holding the current manifest: %d after %s, want it held to the end of the wait", resp.StatusCode, took)
 	}
 }
+
+// TestRollbackAcrossARetirementAfterItsWindow: release 2 retired host-1
+// (host-0 unchanged); a month later, after host-1's snapshot's activation
+// window ended, a rollback to release 1 — which would move only host-1,
+// back from its retirement — is refused naming host-1, with nothing
+// moved: host-1 stays 410, host-0 stays served.
+func TestRollbackAcrossARetirementAfterItsWindow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ls := newLifecycleStore(t, e)
+	ctx := context.Background()
+	r1 := lifecycleRelease(1, lifecycleTarget(0, 1, true), lifecycleTarget(1, 1, true))
+	r2 := lifecycleRelease(2, lifecycleTarget(0, 1, false))
+	for _, r := range []promoter.ReleaseInput{r1, r2} {
+		if _, err := ls.RecordAndActivate(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitAnswer(t, e, lifecycleID(1), http.StatusGone, "")
+	ls.advance(30 * 24 * time.Hour)
+	_, err := ls.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: "prod", ToRelease: 1,
+		Actor: "oncall", Reason: "bring host-1 back"})
+	var we *promoter.WindowError
+	if !errors.As(err, &we) || we.Identity != lifecycleID(1).String() {
+		t.Fatalf("rollback across the retirement after the windows ended: %v, want a WindowError", err)
+	}
+	waitAnswer(t, e, lifecycleID(1), http.StatusGone, "")
+	waitAnswer(t, e, lifecycleID(0), http.StatusOK, r1.Targets[0].SnapshotID)
+}
