@@ -412,3 +412,46 @@ func TestRollbackAcrossARetirementAfterItsWindow(t *testing.T) {
 	waitAnswer(t, e, lifecycleID(1), http.StatusGone, "")
 	waitAnswer(t, e, lifecycleID(0), http.StatusOK, r1.Targets[0].SnapshotID)
 }
+
+// TestEnvironmentAddedMidLife: while prod runs (and has moved on to its
+// release 2), the first release of a new environment, staging, reaches the
+// Config Server within a second, with prod's pointers untouched; a token
+// for the prod identity is refused the staging one (403).
+func TestEnvironmentAddedMidLife(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	ls := newLifecycleStore(t, e)
+	ctx := context.Background()
+	for _, r := range []promoter.ReleaseInput{
+		lifecycleRelease(1, lifecycleTarget(0, 1, true)),
+		lifecycleRelease(2, lifecycleTarget(0, 2, true)),
+	} {
+		if _, err := ls.RecordAndActivate(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prod := lifecycleTarget(0, 2, true)
+	waitAnswer(t, e, lifecycleID(0), http.StatusOK, prod.SnapshotID)
+	ls.advance(40 * 24 * time.Hour)
+	st := lifecycleTarget(0, 1, true)
+	st.EnvTag = "staging"
+	st.SnapshotID = uuid.NewSHA1(uuid.NameSpaceOID, []byte("staging snapshot")).String()
+	st.PublicationID = uuid.NewSHA1(uuid.NameSpaceOID, []byte("staging publication")).String()
+	st.ValidFrom, st.ExpiresAt = ls.now.Add(-time.Hour), ls.now.Add(21*24*time.Hour)
+	in := lifecycleRelease(1, st)
+	in.EnvTag, in.CommandID = "staging", uuid.NewString()
+	if _, err := ls.RecordAndActivate(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	sid := bundle.Identity{Host: st.Host, ServiceID: st.ServiceID, EnvTag: "staging"}
+	waitAnswer(t, e, sid, http.StatusOK, st.SnapshotID)
+	waitAnswer(t, e, lifecycleID(0), http.StatusOK, prod.SnapshotID)
+	resp, _ := e.do(t, http.MethodHead, configsPath(sid), e.token(t, lifecycleID(0), "gateway"))
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a prod token asking for the staging identity: got %d, want 403", resp.StatusCode)
+	}
+	s, err := ls.Status(ctx, "staging")
+	if err != nil || s.CurrentRelease != 1 || len(s.Targets) != 1 {
+		t.Fatalf("status of the new environment: %+v, %v; want release 1 with its one target", s, err)
+	}
+}
