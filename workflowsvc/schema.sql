@@ -64,7 +64,9 @@ ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_publication_i
 ALTER TABLE workflowsvc.invocation ADD COLUMN IF NOT EXISTS caller_policy_digest text;
 DO $$
 BEGIN
-	IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'invocation_caller_whole') THEN
+	-- Constraint names are unique per table only: look for this table's.
+	IF NOT EXISTS (SELECT 1 FROM pg_constraint
+			WHERE conrelid = 'workflowsvc.invocation'::regclass AND conname = 'invocation_caller_whole') THEN
 		ALTER TABLE workflowsvc.invocation ADD CONSTRAINT invocation_caller_whole CHECK (
 			(caller_host IS NULL AND caller_service_id IS NULL AND caller_publication_id IS NULL AND caller_policy_digest IS NULL)
 			OR (caller_host <> '' AND caller_service_id <> '' AND caller_publication_id IS NOT NULL
