@@ -147,9 +147,10 @@ func (c *Console) release(_ http.ResponseWriter, r *http.Request) (string, any, 
 			return "", nil, badRequest("%s is not text of at most %d bytes", name, maxQueryLen)
 		}
 	}
-	// host is the start of a host name, lowercase by its grammar: typed
-	// in capitals it means the same.
-	dq.Host = strings.ToLower(dq.Host)
+	// host is the start of a host name and audience one of agent, gateway
+	// and knowledge, both lowercase by their grammar: typed in capitals
+	// they mean the same.
+	dq.Host, dq.Audience = strings.ToLower(dq.Host), strings.ToLower(dq.Audience)
 	env := r.PathValue("env")
 	v, err := c.pc.get(fmt.Sprintf("release\x00%s\x00%d\x00%d\x00%s\x00%q\x00%q", env, n, dq.From, dq.Against, dq.Audience, dq.Host), func() (any, error) {
 		return c.rd.ReleaseDetailOf(r.Context(), env, n, dq)
