@@ -201,20 +201,25 @@ func diffStatements(d *ReleaseDetail) diffSQL {
 		WHERE s.env_tag = $1 AND s.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
 			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
 				AND b.snapshot_id = t.snapshot_id)`
-	changedFrom := changedFromBase
-	if d.Against == AgainstCurrent {
-		// Every target of the mapping whose snapshot is not the current
-		// mapping's, whichever release created it: a rollback to an older
-		// release moves targets to snapshots its base also had.
-		changedFrom = `FROM configpub.config_release_target t
+	// Against the current release: every target of the mapping whose
+	// snapshot is not the current mapping's, whichever release created it
+	// (a rollback to an older release moves targets to snapshots its base
+	// also had). The two mappings are compared first, by their primary
+	// keys, in a subquery OFFSET 0 keeps apart (the host filter inside it,
+	// on the mapping's key): only the changed targets are then joined to
+	// their snapshots and sorted, not the whole release before the
+	// unchanged ones are dropped.
+	const changedFromCurrent = `FROM (SELECT t.host, t.service_id, t.snapshot_id FROM configpub.config_release_target t
+			WHERE t.env_tag = $1 AND t.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
+				WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
+					AND b.snapshot_id = t.snapshot_id)%s
+			OFFSET 0) t
 		JOIN configpub.config_snapshot s ON s.snapshot_id = t.snapshot_id
-		WHERE t.env_tag = $1 AND t.release_version = $2 AND NOT EXISTS (SELECT 1 FROM configpub.config_release_target b
-			WHERE b.env_tag = t.env_tag AND b.release_version = $3 AND b.host = t.host AND b.service_id = t.service_id
-				AND b.snapshot_id = t.snapshot_id)`
-	}
+		WHERE true`
 	// The audience and host filters, as parameters $4 and on.
 	args := []any{d.EnvTag, d.Version, d.AgainstRelease}
 	filter, retiredFilter := "", "" // retiredFilter: on the snapshot s of a retired identity
+	mappingFilter := ""             // against the current release: the host filter, on the mapping's key t
 	if d.FilterAudience != "" {
 		args = append(args, d.FilterAudience)
 		filter += fmt.Sprintf(" AND s.audience = $%d", len(args))
@@ -240,14 +245,18 @@ func diffStatements(d *ReleaseDetail) diffSQL {
 			return c
 		}
 		// Against the current release the mapping's key (t) leads.
-		col := "s.host"
 		if d.Against == AgainstCurrent {
-			col = "t.host"
+			mappingFilter = prefix("t.host")
+		} else {
+			filter += prefix("s.host")
 		}
-		filter += prefix(col)
 		retiredFilter += prefix("s.host")
 	}
-	changedFrom += filter
+	changedFrom := changedFromBase + filter
+	if d.Against == AgainstCurrent {
+		changedFrom = fmt.Sprintf(changedFromCurrent, mappingFilter) + filter
+		filter += mappingFilter
+	}
 	page := fmt.Sprintf(" LIMIT $%d OFFSET $%d", len(args)+1, len(args)+2)
 	return diffSQL{
 		count: `SELECT count(*) ` + changedFrom,

@@ -174,3 +174,36 @@ func genericPlan(t *testing.T, pool *pgxpool.Pool, sql string, args []any) strin
 	}
 	return strings.Join(lines, "\n") + "\n"
 }
+
+// planNode is the subtree of an EXPLAIN text plan whose node has a line
+// containing detail (the node's line and every line below it that is
+// indented further), or "" if no node has it.
+func planNode(plan, detail string) string {
+	lines := strings.Split(plan, "\n")
+	// depth is the indentation of a node line: its "->" or, for the top
+	// node, 0; -1 for a node's detail lines.
+	depth := func(l string) int {
+		if i := strings.Index(l, "->  "); i >= 0 && strings.TrimSpace(l[:i]) == "" {
+			return i
+		}
+		if l != "" && l[0] != ' ' {
+			return 0
+		}
+		return -1
+	}
+	for i, l := range lines {
+		if !strings.Contains(l, detail) {
+			continue
+		}
+		start := i
+		for start > 0 && depth(lines[start]) < 0 {
+			start--
+		}
+		d, end := depth(lines[start]), start+1
+		for end < len(lines) && (depth(lines[end]) < 0 || depth(lines[end]) > d) {
+			end++
+		}
+		return strings.Join(lines[start:end], "\n")
+	}
+	return ""
+}
