@@ -23,10 +23,11 @@ const (
 	EventFailed      = "release.failed"
 	EventRejected    = "candidate.rejected"
 	EventUnconfirmed = "outcome.unconfirmed"
+	EventSettled     = "outcome.settled"
 )
 
-// Event is one release state change, rollback, rejection or unconfirmed
-// outcome, as delivered to webhooks. It names releases and identities,
+// Event is one release state change, rollback, rejection, unconfirmed
+// outcome or settlement of one, as delivered to webhooks. It names releases and identities,
 // never a configuration body.
 type Event struct {
 	ID              string    `json:"id"` // UUID, unique per event

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -33,7 +34,9 @@ const reconcileActor = "configpub reconcile"
 // compare-and-swap on row_revision would fail): it becomes NOT_APPLIED, the
 // environment's claim is released, and the command may be re-run. An
 // activation that did commit is already APPLIED and is left alone, so a
-// second Reconcile settles nothing.
+// second Reconcile settles nothing. Each settlement's outcome.settled event
+// is recorded in the transaction that settles it and sent only by the call
+// that settled it: two Reconciles racing send it once.
 func (s *Store) Reconcile(ctx context.Context, envTag string) (*ReconcileResult, error) {
 	if envTag == "" {
 		return nil, fmt.Errorf("reconcile: %w", invalid("envTag", "empty"))
@@ -49,10 +52,13 @@ func (s *Store) Reconcile(ctx context.Context, envTag string) (*ReconcileResult,
 	}
 	res := &ReconcileResult{EnvTag: envTag, Settled: []Settlement{}}
 	for _, v := range versions {
-		var st *Settlement
+		var (
+			st *Settlement
+			ev *Event
+		)
 		err := s.runTx(ctx, func(tx pgx.Tx) error {
 			var err error
-			st, err = s.settle(ctx, tx, envTag, v)
+			st, ev, err = s.settle(ctx, tx, envTag, v)
 			return err
 		})
 		if err != nil {
@@ -60,6 +66,7 @@ func (s *Store) Reconcile(ctx context.Context, envTag string) (*ReconcileResult,
 		}
 		if st != nil {
 			res.Settled = append(res.Settled, *st)
+			s.emit(ctx, *ev)
 		}
 	}
 	err = s.pool.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment
@@ -73,35 +80,53 @@ func (s *Store) Reconcile(ctx context.Context, envTag string) (*ReconcileResult,
 	return res, nil
 }
 
-func (s *Store) settle(ctx context.Context, tx pgx.Tx, envTag string, version int64) (*Settlement, error) {
+// settle settles release version's UNCONFIRMED outcome NOT_APPLIED inside
+// tx and records its outcome.settled event there, returned for the caller
+// to send after the commit. Nothing (nil, nil) when it was settled
+// meanwhile.
+func (s *Store) settle(ctx context.Context, tx pgx.Tx, envTag string, version int64) (*Settlement, *Event, error) {
 	now := s.now()
 	e, err := lockEnv(ctx, tx, envTag, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := lockRelease(ctx, tx, envTag, version)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.Outcome != OutcomeUnconfirmed {
-		return nil, nil // settled meanwhile (the activation committed)
+		return nil, nil, nil // settled meanwhile (the activation committed, or another Reconcile)
 	}
 	c, err := loadCommand(ctx, tx, r.LastCmd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := mutate(ctx, tx, r, event{Kind: "reconcile", ToState: r.State, ToOutcome: OutcomeNotApplied,
 		CommandID: c.ID, Hash: c.Hash, Actor: reconcileActor, RecordedAt: now,
 		Evidence: map[string]any{"finding": "activation transaction never committed"}}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := settleCommand(ctx, tx, c.ID, OutcomeNotApplied, nil, now); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e.Pending == version {
 		if err := setEnv(ctx, tx, e, e.Current, 0, "", now); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return &Settlement{ReleaseVersion: version, CommandID: c.ID, Action: c.Action, Outcome: OutcomeNotApplied}, nil
+	ev := settledEvent(envTag, version, r.State, c, e.Current, now)
+	if err := s.recordEvent(ctx, tx, &ev); err != nil {
+		return nil, nil, err
+	}
+	return &Settlement{ReleaseVersion: version, CommandID: c.ID, Action: c.Action, Outcome: OutcomeNotApplied}, &ev, nil
+}
+
+// settledEvent is the outcome.settled event of command c, whose outcome
+// on release version was UNCONFIRMED and is now NOT_APPLIED: nothing
+// moved, current is still the environment's current release.
+func settledEvent(envTag string, version int64, state string, c *command, current int64, now time.Time) Event {
+	return Event{Kind: EventSettled, EnvTag: envTag, Release: version, State: state, Outcome: OutcomeNotApplied,
+		Actor: reconcileActor, At: now,
+		Detail: fmt.Sprintf("%s outcome settled NOT_APPLIED (command %s): its transaction never committed, nothing moved, current release %d; re-run the same command to retry",
+			c.Action, c.ID, current)}
 }

@@ -2,9 +2,13 @@ package promoter_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,5 +183,194 @@ func TestIntegrityErrorRecordsItsEventOnce(t *testing.T) {
 	}
 	if want := failed[0].ID + " " + promoter.OutcomeIntegrityError; recorded != want {
 		t.Fatalf("webhook_event holds %q for release 2's failure, want %q", recorded, want)
+	}
+}
+
+// unconfirmedPromotion promotes release 1 of prod with f.store, then release 2
+// through a store (notifying through n) whose activation transaction's
+// backend is terminated (pg_terminate_backend from another connection)
+// just before COMMIT is sent: a real lost connection, the outcome
+// UNCONFIRMED. It returns release 2's command id.
+func (f *fixture) unconfirmedPromotion(t *testing.T, n promoter.Notifier) string {
+	t.Helper()
+	ctx := context.Background()
+	f.promote(t, release("prod", 1, 0, 3, nil, nil))
+	commits := 0
+	s := f.open(t, func(o *promoter.Options) {
+		o.Notifier = n
+		promoter.SetFaultInjector(o, func(ctx context.Context, step string, tx pgx.Tx) error {
+			if step != "commit" {
+				return nil
+			}
+			if commits++; commits != 2 { // the intent's commit, then the activation's
+				return nil
+			}
+			pid := tx.Conn().PgConn().PID()
+			var ok bool
+			if err := f.pool.QueryRow(ctx, "SELECT pg_terminate_backend($1, 5000)", pid).Scan(&ok); err != nil || !ok {
+				return fmt.Errorf("terminate backend %d: %v %v", pid, ok, err)
+			}
+			return nil
+		})
+	})
+	r2 := release("prod", 2, 1, 3, nil, nil)
+	r2.Actor, r2.Reason = "ci", "release 2"
+	if _, err := s.RecordAndActivate(ctx, r2); !errors.Is(err, promoter.ErrUnconfirmed) {
+		t.Fatalf("got %v, want ErrUnconfirmed", err)
+	}
+	return r2.CommandID
+}
+
+// TestReconcileNotifiesItsSettlementOnce: a promotion's outcome is
+// UNCONFIRMED (its connection killed at COMMIT) and a real webhook
+// notifier sends outcome.unconfirmed to an httptest receiver; two
+// reconciles racing settle it NOT_APPLIED once, and the receiver is sent
+// one outcome.settled event saying what was settled and how, under the id
+// recorded in configpub.webhook_event; a third reconcile sends nothing.
+func TestReconcileNotifiesItsSettlementOnce(t *testing.T) {
+	t.Parallel()
+	var (
+		mu  sync.Mutex
+		got []webhook.Payload
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+	}))
+	defer srv.Close()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	n, err := webhook.New(webhook.Options{URLs: []string{srv.URL}, Secret: []byte("s"), Log: webhook.PGLog{Pool: f.pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = f.open(t, func(o *promoter.Options) { o.Notifier = n })
+	cmdID := f.unconfirmedPromotion(t, n)
+
+	results := make(chan *promoter.ReconcileResult, 2)
+	for range 2 {
+		go func() {
+			res, err := f.store.Reconcile(ctx, "prod")
+			if err != nil {
+				t.Error(err)
+			}
+			results <- res
+		}()
+	}
+	settled := 0
+	for range 2 {
+		if res := <-results; res != nil {
+			settled += len(res.Settled)
+		}
+	}
+	if settled != 1 {
+		t.Fatalf("two racing reconciles settled %d outcomes, want 1", settled)
+	}
+	if again, err := f.store.Reconcile(ctx, "prod"); err != nil || len(again.Settled) != 0 {
+		t.Fatalf("third reconcile: %+v %v, want nothing settled", again, err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var kinds []string
+	var settledEv []webhook.Payload
+	for _, p := range got {
+		kinds = append(kinds, p.Event.Kind)
+		if p.Event.Kind == promoter.EventSettled {
+			settledEv = append(settledEv, p)
+		}
+	}
+	if len(settledEv) != 1 || !slices.Contains(kinds, promoter.EventUnconfirmed) {
+		t.Fatalf("receiver got %v, want outcome.unconfirmed and one outcome.settled", kinds)
+	}
+	ev := settledEv[0].Event
+	if ev.EnvTag != "prod" || ev.Release != 2 || ev.Outcome != promoter.OutcomeNotApplied || ev.Actor != "configpub reconcile" {
+		t.Fatalf("settlement event %+v, want prod release 2 NOT_APPLIED by configpub reconcile", ev)
+	}
+	want := "configpub outcome.settled: prod release 2 RECORDED by configpub reconcile — promote outcome settled NOT_APPLIED (command " +
+		cmdID + "): its transaction never committed, nothing moved, current release 1; re-run the same command to retry"
+	if settledEv[0].Text != want {
+		t.Errorf("text:\n got %s\nwant %s", settledEv[0].Text, want)
+	}
+	var recorded string
+	if err := f.pool.QueryRow(ctx, `SELECT string_agg(event_id::text, ', ') FROM configpub.webhook_event
+		WHERE event_kind = $1`, promoter.EventSettled).Scan(&recorded); err != nil {
+		t.Fatal(err)
+	}
+	if recorded != ev.ID {
+		t.Fatalf("webhook_event holds settlement events %q, want the one sent (%s)", recorded, ev.ID)
+	}
+}
+
+// TestReconcileSettlementIsRedelivered: the reconcile's notifier records
+// and sends nothing — a process that stopped right after the settlement
+// committed, which a test cannot cause between the commit and the notifier
+// for real — yet its outcome.settled event was recorded by the settling
+// transaction: webhook redeliver sends it to the httptest receiver, once.
+func TestReconcileSettlementIsRedelivered(t *testing.T) {
+	t.Parallel()
+	var (
+		mu  sync.Mutex
+		got []promoter.Event
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p webhook.Payload
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p.Event)
+	}))
+	defer srv.Close()
+	rec := &recorder{}
+	f := newFixture(t, func(o *promoter.Options) { o.Notifier = rec })
+	ctx := context.Background()
+	start := time.Now().Add(-time.Minute)
+	f.unconfirmedPromotion(t, rec)
+	res, err := f.store.Reconcile(ctx, "prod")
+	if err != nil || len(res.Settled) != 1 {
+		t.Fatalf("reconcile: %+v %v, want release 2 settled", res, err)
+	}
+	var stopped []promoter.Event
+	rec.mu.Lock()
+	for _, ev := range rec.events {
+		if ev.Kind == promoter.EventSettled {
+			stopped = append(stopped, ev)
+		}
+	}
+	rec.mu.Unlock()
+	if len(stopped) != 1 {
+		t.Fatalf("reconcile notified %d settlement events, want 1", len(stopped))
+	}
+	n, err := webhook.New(webhook.Options{URLs: []string{srv.URL}, Secret: []byte("s"), Log: webhook.PGLog{Pool: f.pool}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := n.Redeliver(ctx, webhook.PGLog{Pool: f.pool}, start, time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var sent []promoter.Event
+	for _, ev := range got {
+		if ev.Kind == promoter.EventSettled {
+			sent = append(sent, ev)
+		}
+	}
+	if len(sent) != 1 || sent[0].ID != stopped[0].ID || sent[0].Outcome != promoter.OutcomeNotApplied || sent[0].Release != 2 {
+		t.Fatalf("redeliver sent settlement events %+v, want the one reconcile recorded (%s, release 2 NOT_APPLIED)", sent, stopped[0].ID)
 	}
 }

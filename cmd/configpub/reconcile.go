@@ -19,7 +19,8 @@ func addReconcileCmd(root *cobra.Command) {
 Waiting for any activation still in flight, it settles each from the store: an
 activation that committed is already APPLIED; one that never committed becomes
 NOT_APPLIED and the environment is free again (re-run the command to retry).
-A second reconcile settles nothing.`,
+With CONFIGPUB_WEBHOOK_URLS set, each settlement is notified as outcome.settled,
+once however many reconciles race. A second reconcile settles nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, closeFn, err := sf.open(cmd.Context())
