@@ -6,7 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,6 +148,95 @@ func TestMigrateUpgradesTheSchemaBeforeCallers(t *testing.T) {
 		Version: "1.0.0", Binding: binding, Caller: &workflowsvc.Caller{Host: agent.Host, ServiceID: agent.ServiceID, PublicationID: pub,
 			PolicyDigest: digest([]byte("forged"))}}); !errors.Is(err, workflowsvc.ErrCallerNotCurrent) {
 		t.Fatalf("admit for a forged policy digest on the upgraded database: %v, want ErrCallerNotCurrent", err)
+	}
+}
+
+// TestMigrateScopesItsTriggersToTheirTables: a database in which another
+// table already has triggers named as workflowsvc's append-only ones
+// (trigger names are unique per table only) is migrated: every workflowsvc
+// table gets its own append-only and no-truncate triggers, UPDATE, DELETE
+// and TRUNCATE of an admitted invocation are refused, the other table's
+// triggers are left as they were, a second Migrate changes nothing, and a
+// table missing only its no-truncate trigger gets it back.
+func TestMigrateScopesItsTriggersToTheirTables(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%v\n%s", err, sql)
+		}
+	}
+	tables := []string{"invocation", "invocation_endpoint_target", "dispatch"}
+	exec(`CREATE TABLE public.elsewhere (note text)`)
+	exec(`CREATE FUNCTION public.elsewhere_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`)
+	for _, tb := range tables {
+		exec(fmt.Sprintf(`CREATE TRIGGER %s_append_only AFTER UPDATE ON public.elsewhere FOR EACH ROW EXECUTE FUNCTION public.elsewhere_audit()`, tb))
+		exec(fmt.Sprintf(`CREATE TRIGGER %s_no_truncate AFTER TRUNCATE ON public.elsewhere FOR EACH STATEMENT EXECUTE FUNCTION public.elsewhere_audit()`, tb))
+	}
+	if err := workflowsvc.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	// triggers lists the triggers of every workflowsvc table and of the
+	// other table, by table.
+	triggers := func() string {
+		t.Helper()
+		var s string
+		if err := conn.QueryRow(ctx, `SELECT string_agg(tgrelid::regclass::text || ' ' || tgname, E'\n' ORDER BY tgrelid::regclass::text, tgname)
+			FROM pg_trigger WHERE NOT tgisinternal
+				AND tgrelid IN ('public.elsewhere'::regclass, 'workflowsvc.invocation'::regclass,
+					'workflowsvc.invocation_endpoint_target'::regclass, 'workflowsvc.dispatch'::regclass)`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var want []string
+	for _, tb := range tables {
+		want = append(want, "elsewhere "+tb+"_append_only", "elsewhere "+tb+"_no_truncate")
+	}
+	for _, tb := range []string{"dispatch", "invocation", "invocation_endpoint_target"} {
+		want = append(want, "workflowsvc."+tb+" "+tb+"_append_only", "workflowsvc."+tb+" "+tb+"_no_truncate")
+	}
+	slices.Sort(want)
+	got := triggers()
+	if got != strings.Join(want, "\n") {
+		t.Fatalf("triggers after Migrate:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	invID := id("inv", "append-only")
+	exec(`INSERT INTO workflowsvc.invocation (invocation_id, env_tag, wf_def_id, version, binding, view_id, view_digest,
+			definition_digest, publication_id, release_version, compatibility_generation, limits, admitted_at)
+		VALUES ($1::text::uuid, 'dev', $2::text::uuid, '1.0.0', $3, $4::text::uuid, $5, $5, $6::text::uuid, 1, 1, '{"maxSteps": 3}', $7)`,
+		invID, onboarding, binding, id("view", 1), digest([]byte("view")), id("pub", 1), t0)
+	for _, stmt := range []string{
+		`UPDATE workflowsvc.invocation SET env_tag = 'prod'`,
+		`DELETE FROM workflowsvc.invocation`,
+		`TRUNCATE workflowsvc.invocation CASCADE`,
+		`TRUNCATE workflowsvc.dispatch`,
+	} {
+		if _, err := conn.Exec(ctx, stmt); !strings.Contains(errString(err), "is append-only") {
+			t.Errorf("%s: %v, want refused as append-only", stmt, err)
+		}
+	}
+	if err := workflowsvc.Migrate(ctx, conn); err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	if again := triggers(); again != got {
+		t.Errorf("a second Migrate changed the triggers:\n%s\nwas:\n%s", again, got)
+	}
+	// Each trigger is looked for on its own: a table that lost only its
+	// no-truncate trigger gets it back.
+	exec(`DROP TRIGGER dispatch_no_truncate ON workflowsvc.dispatch`)
+	if err := workflowsvc.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate without dispatch_no_truncate: %v", err)
+	}
+	if again := triggers(); again != got {
+		t.Errorf("Migrate without dispatch_no_truncate left the triggers:\n%s\nwant:\n%s", again, got)
 	}
 }
 

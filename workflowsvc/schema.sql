@@ -97,8 +97,14 @@ DECLARE
 	t text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['invocation', 'invocation_endpoint_target', 'dispatch'] LOOP
-		IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = t || '_append_only') THEN
+		-- Trigger names are unique per table only: look for this table's,
+		-- each trigger on its own.
+		IF NOT EXISTS (SELECT 1 FROM pg_trigger
+				WHERE tgrelid = format('workflowsvc.%I', t)::regclass AND tgname = t || '_append_only') THEN
 			EXECUTE format('CREATE TRIGGER %I BEFORE UPDATE OR DELETE ON workflowsvc.%I FOR EACH ROW EXECUTE FUNCTION workflowsvc.refuse_mutation()', t || '_append_only', t);
+		END IF;
+		IF NOT EXISTS (SELECT 1 FROM pg_trigger
+				WHERE tgrelid = format('workflowsvc.%I', t)::regclass AND tgname = t || '_no_truncate') THEN
 			EXECUTE format('CREATE TRIGGER %I BEFORE TRUNCATE ON workflowsvc.%I FOR EACH STATEMENT EXECUTE FUNCTION workflowsvc.refuse_mutation()', t || '_no_truncate', t);
 		END IF;
 	END LOOP;
