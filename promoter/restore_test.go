@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -259,8 +260,11 @@ func TestRuntimesApplyARaisedEpoch(t *testing.T) {
 // rollback to release 1 that the backup does not hold. Both schemas are
 // dumped and restored, as docs/operations.md says (status reads the
 // Workflow views' schema). The restored pointers' sequences are below what
-// the runtimes the rollback moved have seen, so a lease renewal (same
-// sequence) is refused by them as a regression, and activating release 2, the active one, moves nothing;
+// the runtimes the rollback moved have seen, so after a lease renewal
+// (same sequence) the Config Server answers them 503 — they hold a higher
+// sequence than its pointers (X-Config-Held-Sequence) — where without
+// the header they would refuse the older manifest as a regression, and
+// activating release 2, the active one, moves nothing;
 // `lease resign` (Store.Resign) re-signs every current pointer with a new
 // sequence, and every runtime applies release 2 again.
 func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
@@ -313,11 +317,12 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			ev, err := c.Load(ctx)
-			if err != nil && ev.Reason == client.ReasonSequenceRegression {
+			var ue *client.UnavailableError
+			if err != nil && ev.Reason == client.ReasonServerError && errors.As(err, &ue) && ue.Status == http.StatusServiceUnavailable {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("runtime %s after the restore and a renewal: %+v %v; want SEQUENCE_REGRESSION", k, ev, err)
+				t.Fatalf("runtime %s after the restore and a renewal: %+v %v; want 503, the server behind the runtime", k, ev, err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -48,6 +48,7 @@ var jsonReports = map[string][]any{
 	"configpub token keygen":      {keyFilesReport{}},
 	"configpub db migrate":        {migrateReport{}},
 	"configpub db gc":             {gcReport{}},
+	"configpub db keys":           {keysReport{}},
 	"configpub registry attach":   {attachReport{}},
 	"configpub fetch":             {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
 }
