@@ -22,9 +22,9 @@ const (
 	TargetRetired      = "RETIRED"       // the active release does not contain the identity (served 410 Gone)
 	TargetRevoked      = "REVOKED"       // the current snapshot is revoked
 	TargetLeaseExpired = "LEASE_EXPIRED" // the current lease ran out (renew leases)
-	TargetApplied      = "APPLIED"       // a receipt reads the runtime running the current snapshot
-	TargetRejected     = "REJECTED"      // a receipt reads the runtime rejecting the current snapshot and running another (or none)
-	TargetPublished    = "PUBLISHED"     // delivered; no receipt reads the runtime running it
+	TargetApplied      = "APPLIED"       // the last receipt, read since the pointer's last move, reads the runtime running the current snapshot
+	TargetRejected     = "REJECTED"      // a receipt since the move reads the runtime rejecting the current snapshot and running another (or none)
+	TargetPublished    = "PUBLISHED"     // delivered; no receipt since the move reads the runtime running it
 )
 
 // Status is an environment's publication timeline.
@@ -421,13 +421,18 @@ func (s *Store) eachTargetStatus(ctx context.Context, envTag string, fn func(*Ta
 // then what the receipts read the runtime running decides, so that a
 // rejection of a tampered response by a runtime that still runs the
 // desired snapshot leaves it APPLIED (the rejection is reported apart).
+// Only a receipt read since the pointer's last move confirms it: one read
+// before — an identity retired and brought back at the very snapshot it
+// had, or a pointer rolled back to a snapshot it ran before — says
+// nothing about the move, and the target stays PUBLISHED until readback
+// reads it again.
 func targetState(t *TargetStatus, revoked bool, now time.Time) string {
 	switch {
 	case revoked:
 		return TargetRevoked
 	case !now.Before(t.LeaseExpiresAt):
 		return TargetLeaseExpired
-	case t.Running != nil && !t.Diverged:
+	case t.Running != nil && !t.Diverged && !t.Running.ReportedAt.Before(t.MovedAt):
 		return TargetApplied
 	case t.LastRejection != nil && t.LastRejection.SnapshotID == t.SnapshotID && t.RejectionsSinceMove > 0:
 		return TargetRejected

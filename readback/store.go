@@ -21,11 +21,22 @@ import (
 type Store struct {
 	pool *pgxpool.Pool
 	n    *notices
+	// now stamps each receipt's reported_at; nil stamps it with the
+	// database's clock.
+	now func() time.Time
 }
 
-// NewStore returns a Store over pool.
+// NewStore returns a Store over pool. Receipts are stamped with the
+// database's clock.
 func NewStore(pool *pgxpool.Pool) *Store {
-	s := &Store{pool: pool}
+	return NewStoreAt(pool, nil)
+}
+
+// NewStoreAt is NewStore stamping each receipt with now() instead of the
+// database's clock (nil: the database's), for a promoter and readback that
+// run on one injected clock.
+func NewStoreAt(pool *pgxpool.Pool, now func() time.Time) *Store {
+	s := &Store{pool: pool, now: now}
 	s.n = newNotices(time.Now, func(ctx context.Context, env string) error {
 		_, err := pool.Exec(ctx, pointernote.ConsoleSQL, env)
 		return err
@@ -102,8 +113,12 @@ func (n *notices) flush(ctx context.Context) error {
 }
 
 // Record inserts r as a receipt unless the same receipt (identity, phase,
-// snapshot, result and runtime load time) is already recorded; it reports
-// whether a row was added. Every snapshot r names must be a snapshot of
+// snapshot, result and runtime load time) is already recorded since the
+// identity's pointer last moved; it reports whether a row was added. (A
+// receipt read before the move, for instance before the identity was
+// retired and brought back at the same snapshot, confirms nothing about
+// the move: status counts only receipts since it, so the same state read
+// again after it is recorded again.) Every snapshot r names must be a snapshot of
 // r's identity and audience and its publication the snapshot's; otherwise
 // nothing is stored and the error matches ErrInvalidReceipt.
 func (s *Store) Record(ctx context.Context, r bundle.Receipt, observedAt time.Time) (bool, error) {
@@ -132,8 +147,13 @@ func (s *Store) Record(ctx context.Context, r bundle.Receipt, observedAt time.Ti
 	if r.Sequence > 0 {
 		seq = r.Sequence
 	}
+	var reported any
+	if s.now != nil {
+		reported = s.now()
+	}
 	// The snapshot and what the runtime runs and keeps must be snapshots of
-	// the identity and audience; the same receipt read twice is kept once.
+	// the identity and audience; the same receipt read twice since the
+	// pointer's last move is kept once.
 	var exists, valid bool
 	err := s.pool.QueryRow(ctx, `WITH ok AS (
 			SELECT EXISTS (SELECT 1 FROM configpub.config_snapshot s WHERE s.snapshot_id = $4::uuid
@@ -148,18 +168,20 @@ func (s *Store) Record(ctx context.Context, r bundle.Receipt, observedAt time.Ti
 				AND e.snapshot_id = $4::uuid AND e.outcome = $10 AND e.reason = $11
 				AND e.loaded_at IS NOT DISTINCT FROM $12::timestamptz
 				AND e.running_snapshot_id IS NOT DISTINCT FROM $8::uuid
-				AND e.lkg_snapshot_id IS NOT DISTINCT FROM $9::uuid) AS found),
+				AND e.lkg_snapshot_id IS NOT DISTINCT FROM $9::uuid
+				AND e.reported_at >= coalesce((SELECT p.moved_at FROM configpub.current_pointer p
+					WHERE p.env_tag = $3 AND p.host = $1 AND p.service_id = $2), '-infinity')) AS found),
 		ins AS (INSERT INTO configpub.runtime_evidence
 			(host, service_id, env_tag, snapshot_id, outcome, reason, artifact_digest, content_digest, policy_digest,
 			 publication_id, release_version, sequence, running_snapshot_id, lkg_snapshot_id, observed_at, loaded_at,
-			 kind, phase, endpoint)
+			 kind, phase, endpoint, reported_at)
 			SELECT $1, $2, $3, $4::uuid, $10, $11, $13, $14, $15, $7::uuid, $16, $17, $8::uuid, $9::uuid, $18, $12,
-				'receipt', $6, $19
+				'receipt', $6, $19, coalesce($20::timestamptz, now())
 			WHERE (SELECT valid FROM ok) AND NOT (SELECT found FROM dup))
 		SELECT (SELECT found FROM dup), (SELECT valid FROM ok)`,
 		r.Host, r.ServiceID, r.EnvTag, r.SnapshotID, r.Audience, r.Phase, orNil(r.PublicationID),
 		orNil(r.RunningSnapshotID), orNil(r.LastKnownGoodSnapshotID), r.Result, r.Reason, loaded,
-		r.ArtifactDigest, r.ContentDigest, r.PolicyDigest, release, seq, observed, r.Endpoint).Scan(&exists, &valid)
+		r.ArtifactDigest, r.ContentDigest, r.PolicyDigest, release, seq, observed, r.Endpoint, reported).Scan(&exists, &valid)
 	if err != nil {
 		return false, fmt.Errorf("record receipt for %s: %w", r.Identity(), err)
 	}
