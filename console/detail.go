@@ -409,8 +409,9 @@ func (r *reader) TargetDetail(ctx context.Context, env, host, svc string) (*Targ
 
 // pointerState derives a pointer's state as the overview (and configpub
 // status) does, from the runtime's receipts about the current
-// configuration (newest first): APPLIED when the last one reads the
-// runtime running the pointer's snapshot, REJECTED when the last rejection
+// configuration (newest first): APPLIED when the last one, read since the
+// pointer's last move, reads the runtime running the pointer's snapshot,
+// REJECTED when the last rejection
 // is about it and came after the move.
 func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string {
 	var runs, rejection *Evidence
@@ -432,7 +433,7 @@ func pointerState(p *Pointer, revoked bool, now time.Time, ev []Evidence) string
 		return StateRevoked
 	case !now.Before(p.ExpiresAt):
 		return StateLeaseExpired
-	case runs != nil && runs.runs == p.SnapshotID:
+	case runs != nil && runs.runs == p.SnapshotID && !runs.ReportedAt.Before(p.MovedAt):
 		return StateApplied
 	case rejection != nil && rejection.SnapshotID == p.SnapshotID && !rejection.ReportedAt.Before(p.MovedAt):
 		return StateRejected

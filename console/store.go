@@ -118,9 +118,11 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 // divergent count), 'lease' (the soonest-expiring leases) and 'div' (the
 // first divergent targets). A target is judged as configpub status judges
 // it, by the receipts read back about the current configuration: APPLIED
-// when the last receipt reads the runtime running the desired snapshot
-// (its running snapshot, or an APPLIED receipt's; nothing when it failed
-// closed), REJECTED when the last rejection is about the desired snapshot
+// when the last receipt, read since the pointer's last move, reads the
+// runtime running the desired snapshot (its running snapshot, or an
+// APPLIED receipt's; nothing when it failed closed) — one read before the
+// move (an identity brought back at the snapshot it had before its
+// retirement) confirms nothing — REJECTED when the last rejection is about the desired snapshot
 // and came after the move, PUBLISHED otherwise; divergent when it runs
 // another snapshot (or nothing), or is REJECTED. (The last receipt's
 // outcome alone misjudged a runtime whose readback repeats an old
@@ -131,7 +133,7 @@ func (r *reader) Environments(ctx context.Context) ([]Environment, error) {
 func (r *reader) overviewSQL() string {
 	return `WITH run AS (
 			SELECT DISTINCT ON (host, service_id) host, service_id,
-				coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs
+				coalesce(e.running_snapshot_id, CASE WHEN e.outcome = 'APPLIED' THEN e.snapshot_id END) AS runs, e.reported_at
 			FROM configpub.runtime_evidence e WHERE env_tag = $1 AND ` + r.receiptsOnly("e") + `
 			ORDER BY host, service_id, evidence_id DESC),
 		rej AS (
@@ -141,6 +143,7 @@ func (r *reader) overviewSQL() string {
 		cls AS (
 			SELECT p.host, p.service_id, p.snapshot_id, p.lease_refresh_after, p.lease_expires_at, p.lease_valid_from, p.retired,
 				run.runs, run.host IS NOT NULL AND run.runs IS DISTINCT FROM p.snapshot_id AS runs_other,
+				run.reported_at >= p.moved_at AS run_since,
 				rej.snapshot_id = p.snapshot_id AND rej.reported_at >= p.moved_at AS rejected, rej.artifact_digest AS rej_digest
 			FROM (SELECT p.*, ` + r.retiredAtCol("p") + ` IS NOT NULL AS retired FROM configpub.current_pointer p WHERE p.env_tag = $1) p
 			LEFT JOIN run ON run.host = p.host AND run.service_id = p.service_id
@@ -162,7 +165,7 @@ func (r *reader) overviewSQL() string {
 								JOIN configpub.revocation v ON v.publication_id = rs.publication_id
 								WHERE rs.snapshot_id = p.snapshot_id)) THEN 'REVOKED'
 					WHEN p.lease_expires_at <= $2 THEN 'LEASE_EXPIRED'
-					WHEN p.runs = p.snapshot_id THEN 'APPLIED'
+					WHEN p.runs = p.snapshot_id AND p.run_since THEN 'APPLIED'
 					WHEN coalesce(p.rejected, false) THEN 'REJECTED'
 					ELSE 'PUBLISHED' END AS state,
 				coalesce(p.runs_other, false) OR (coalesce(p.rejected, false) AND p.runs IS DISTINCT FROM p.snapshot_id) AS divergent
