@@ -161,9 +161,11 @@ and, per target, keeps apart:
     after the pointer moved, and the lag since the move (pending while none has);
   - its last rejection receipt (reason, snapshot, time) and how many since the move;
   - RECEIPT: the last receipt, naming what the runtime runs and its last-known-good.
-STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (a receipt
-reads the runtime running the desired snapshot, even if it rejected a tampered response since),
-REJECTED (it rejected the desired snapshot and runs another) or PUBLISHED (no receipt yet).
+STATE is RETIRED (no longer in the active release), REVOKED, LEASE_EXPIRED, APPLIED (the last
+receipt, read since the pointer last moved, reads the runtime running the desired snapshot, even
+if it rejected a tampered response since), REJECTED (it rejected the desired snapshot since the
+move and runs another) or PUBLISHED (no receipt since the move says either: one read before it,
+e.g. before a retirement the target came back from at the same snapshot, confirms nothing).
 UNVERIFIED is the runtime's own last report (POST /configs/evidence with its workload token):
 an observation, shown and never counted in any other column.
 An environment without releases is an error (exit 1). --output json prints
