@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -333,7 +334,11 @@ func (h *handler) serveReadyz(w http.ResponseWriter, r *http.Request, rl *reqLog
 		rl.err = err
 		rl.reason = "not ready"
 		w.Header()["Retry-After"] = []string{itoa(h.retryAfter)}
-		writeJSONStatus(w, http.StatusServiceUnavailable, `{"status":"not ready"}`)
+		// The reason says why (no live database connection, pointers not
+		// confirmed for how long, a standby lagging): a probe by hand reads
+		// it without the server's logs.
+		reason, _ := json.Marshal(err.Error())
+		writeJSONStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":`+string(reason)+`}`)
 		return nil
 	}
 	writeJSONStatus(w, http.StatusOK, `{"status":"ready"}`)

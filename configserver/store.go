@@ -22,7 +22,9 @@ type Store interface {
 	// audience), or a publication that is not the snapshot's, is
 	// ErrInvalidEvidence and nothing is stored.
 	RecordEvidence(ctx context.Context, ev *Evidence) error
-	// Ready reports nil when the store can serve current pointers.
+	// Ready reports nil when the store can serve current pointers. Its
+	// error is the reason /readyz answers (unauthenticated), so it names
+	// no secret.
 	Ready(ctx context.Context) error
 }
 
