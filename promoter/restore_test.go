@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -260,11 +259,10 @@ func TestRuntimesApplyARaisedEpoch(t *testing.T) {
 // rollback to release 1 that the backup does not hold. Both schemas are
 // dumped and restored, as docs/operations.md says (status reads the
 // Workflow views' schema). The restored pointers' sequences are below what
-// the runtimes the rollback moved have seen, so after a lease renewal
-// (same sequence) the Config Server answers them 503 — they hold a higher
-// sequence than its pointers (X-Config-Held-Sequence) — where without
-// the header they would refuse the older manifest as a regression, and
-// activating release 2, the active one, moves nothing;
+// the runtimes the rollback moved have seen: after a lease renewal (same
+// sequence) they are answered 503 (they send the sequence they hold, and
+// the server is behind it) and keep release 1's snapshot, and activating
+// release 2, the active one, moves nothing;
 // `lease resign` (Store.Resign) re-signs every current pointer with a new
 // sequence, and every runtime applies release 2 again.
 func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
@@ -308,6 +306,9 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 	if _, err := store.RenewLeases(ctx, promotertest.Env); err != nil {
 		t.Fatal(err)
 	}
+	// Each runtime the rollback moved holds a sequence above the restored
+	// pointer's: it says so (X-Config-Held-Sequence) and is answered 503
+	// rather than the older manifest, keeping the snapshot it runs.
 	regressed := 0
 	for k, c := range fleet.clients {
 		if h.Repo.Snapshots[h.Repo.R1][k] == h.Repo.Snapshots[h.Repo.R2][k] {
@@ -317,12 +318,12 @@ func TestResignBringsRuntimesBackAfterARestore(t *testing.T) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			ev, err := c.Load(ctx)
-			var ue *client.UnavailableError
-			if err != nil && ev.Reason == client.ReasonServerError && errors.As(err, &ue) && ue.Status == http.StatusServiceUnavailable {
+			if err != nil && ev.Outcome == client.OutcomeUnavailable && ev.Reason == client.ReasonServerError &&
+				ev.CurrentSnapshotID == h.Repo.Snapshots[h.Repo.R1][k] && !ev.FailedClosed {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("runtime %s after the restore and a renewal: %+v %v; want 503, the server behind the runtime", k, ev, err)
+				t.Fatalf("runtime %s after the restore and a renewal: %+v %v; want UNAVAILABLE SERVER_ERROR (503, behind the runtime), still running release 1's snapshot", k, ev, err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
