@@ -151,8 +151,10 @@ notifies the Config Servers. Revoked and retired pointers are skipped.
 
 It is the way back after the release store was restored from a backup taken before
 pointer moves that runtimes applied: their seen sequence is above the restored
-pointers', so they refuse every renewal (same sequence) as a regression, and
-activating the active release moves nothing. A re-signing moves no pointer; the
+pointers', so every renewal (same sequence) leaves them behind — a Config Server
+answers them 503 (behind the runtime), a runtime that does not say what it holds
+refuses the manifest as a regression — and activating the active release moves
+nothing. A re-signing moves no pointer; the
 same --command-id replays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
