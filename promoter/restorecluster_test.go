@@ -2,18 +2,22 @@ package promoter_test
 
 import (
 	"context"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/configpub/configpub/configserver/pgstore"
 	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/internal/pgcluster"
 	"github.com/configpub/configpub/internal/promotertest"
+	"github.com/configpub/configpub/internal/syncbuf"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -27,7 +31,12 @@ import (
 // failed, 80 errors ignored, every grant to a group role left out, and db
 // migrate, a no-op on the restored schema, did not add them), a
 // configpub_server login reads the restored pointers and the store opens
-// with release 1 active. db migrate after the restore is a no-op.
+// with release 1 active. db migrate after the restore is a no-op. The source
+// has run more transactions than the new cluster and holds a revocation: a
+// Config Server on the restored database loads every pointer once, not at
+// every catch-up (it reloaded them every ReconcileInterval, logging
+// "revocation recorded; reconciling every pointer", while the restored rows'
+// transaction ids were ahead of the new cluster's).
 func TestRestoreIntoANewCluster(t *testing.T) {
 	h := promotertest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -94,10 +103,27 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The source cluster has run more transactions than the new one will
+	// have when restored (as any cluster in service has): the restored
+	// rows' transaction ids are ahead of the new cluster's.
+	for i := 0; i < 4000; i++ {
+		if _, err := srcPool.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	o := h.Options(h.Repo.R1)
 	o.Store = srcStore
 	if _, err := h.Promote(t, o); err != nil {
 		t.Fatalf("promote release 1: %v", err)
+	}
+	var revoked string
+	for _, sn := range h.Repo.Snapshots[h.Repo.R1] {
+		revoked = sn
+		break
+	}
+	if _, err := srcStore.Revoke(ctx, promoter.RevokeInput{CommandID: id("restore-cluster", "revoke"), SnapshotID: revoked,
+		Reason: "before the backup", Actor: "oncall"}); err != nil {
+		t.Fatal(err)
 	}
 	var pointers int
 	if err := srcPool.QueryRow(ctx, "SELECT count(*) FROM configpub.current_pointer").Scan(&pointers); err != nil || pointers == 0 {
@@ -149,6 +175,32 @@ func TestRestoreIntoANewCluster(t *testing.T) {
 	if err := cs.QueryRow(ctx, "SELECT count(*) FROM configpub.current_pointer").Scan(&got); err != nil || got != pointers {
 		t.Fatalf("a configpub_server login on the restored database reads %d pointers (%v), want %d", got, err, pointers)
 	}
+	// A Config Server on the restored database loads every pointer once;
+	// its periodic catch-up reads only what changed since, and nothing has.
+	logs := &syncbuf.Buffer{}
+	st, err := pgstore.New(h.DB.PoolURL(t, withUser(c.URL("postgres"), "configpub", "cs")), pgstore.Options{
+		ReconcileInterval: 50 * time.Millisecond, Heartbeat: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = st.Run(sctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Ready(ctx) != nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // about 20 catch-ups
+	stop()
+	<-done
+	if n := st.Stats().Reconciles; n != 1 || strings.Contains(logs.String(), "revocation recorded") {
+		t.Fatalf("a Config Server on the restored database reloaded every pointer %d times in a second, want once; logs:\n%s", n, logs)
+	}
+	if p := st.Stats().Pointers; p != pointers-1 {
+		t.Fatalf("the Config Server holds %d pointers, want %d (one revoked)", p, pointers-1)
+	}
+
 	pool, err := pgxpool.New(ctx, withUser(c.URL("postgres"), "configpub", "ci"))
 	if err != nil {
 		t.Fatal(err)

@@ -27,9 +27,17 @@ const watermarkQuery = `SELECT pg_snapshot_xmax(pg_current_snapshot())::text,
 	ARRAY(SELECT pg_snapshot_xip(pg_current_snapshot())::text)`
 
 // changedSince is the WHERE condition on a change_xid column c for rows
-// that became visible after the watermark ($1 xmax, $2 xip).
+// that became visible after the watermark ($1 xmax, $2 xip). A row this
+// statement sees was written by a transaction below its snapshot's xmax;
+// one at or above it was written on another cluster — restored from its
+// backup onto one that has run fewer transactions — and is left out: the
+// full load of every pointer at connect read it, and without the bound it
+// read as changed at every catch-up (every pointer re-read and, for a
+// revocation, a full reload every ReconcileInterval) until this cluster's
+// transaction ids passed the other's.
 func changedSince(c string) string {
-	return `(` + c + ` >= $1::text::xid8 OR ` + c + ` = ANY($2::text[]::xid8[]))`
+	return `((` + c + ` >= $1::text::xid8 OR ` + c + ` = ANY($2::text[]::xid8[])) AND ` +
+		c + ` < pg_snapshot_xmax(pg_current_snapshot()))`
 }
 
 // revokedSinceQuery reports whether a revocation was recorded since the
