@@ -70,8 +70,9 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 		}
 		return storeError(err)
 	}
-	if herr := behindRuntime(r, d); herr != nil {
-		return herr
+	heldBelow, behind := heldVersus(r, d)
+	if behind != nil {
+		return behind
 	}
 	if wait > 0 && h.notifier != nil {
 		// A runtime that names the current ETag but holds an older
@@ -80,7 +81,7 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 		// retirement, a re-added target — or was re-signed while it was
 		// not asking) is answered at once, not at the end of the wait.
 		if d.Identity == claims.Identity() && d.Audience == claims.ConfigAudience &&
-			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && !heldBelow(r, d) {
+			ifNoneMatch(r.Header["If-None-Match"], etagOf(d)) && !heldBelow {
 			rl.route = routeWatch
 			return h.watchCurrent(w, r, rl, claims, id, d, nil, wait)
 		}
@@ -194,10 +195,7 @@ func (h *handler) writeDelivery(w http.ResponseWriter, r *http.Request, rl *reqL
 		return errForbidden("snapshot audience differs from the token's config_audience")
 	}
 	rl.snapshotID = d.SnapshotID
-	hv := d.hv
-	if hv == nil {
-		hv = d.headerValues(false)
-	}
+	hv := d.values()
 	hdr := w.Header()
 	hdr["Cache-Control"] = cacheControl
 	hdr["Vary"] = varyAuthorization
@@ -415,50 +413,35 @@ func (d *Delivery) headerValues(share bool) *headerValues {
 	return hv
 }
 
-// behindRuntime returns the 503 for a request whose runtime holds a
-// delivery manifest of a higher sequence (HeaderHeldSequence) than d's: this
-// server's store is behind the one that answered the runtime before (a hot
-// standby that lags, behind a load balancer), and d's older pointer would
-// only be refused. nil when the runtime holds none, or no newer one.
-// heldSequence is the runtime's X-Config-Held-Sequence, when it sent one
-// it could read.
-func heldSequence(r *http.Request) (int64, bool) {
+// values returns d's header values: those Prepare built, else built now.
+func (d *Delivery) values() *headerValues {
+	if d.hv != nil {
+		return d.hv
+	}
+	return d.headerValues(false)
+}
+
+// heldVersus compares the delivery-manifest sequence the runtime says it
+// holds (X-Config-Held-Sequence) with d's: below is true when a newer
+// manifest of d is waiting for it, and behind is the 503 when it holds a
+// higher one — this server's store is behind the one that answered the
+// runtime before (a hot standby that lags, behind a load balancer), and
+// d's older pointer would only be refused. Neither without the header (or
+// one it cannot read), or when d has no manifest.
+func heldVersus(r *http.Request, d *Delivery) (below bool, behind *httpError) {
 	v := r.Header[bundle.HeaderHeldSequence]
 	if len(v) != 1 {
-		return 0, false
+		return false, nil
 	}
 	held, err := strconv.ParseInt(v[0], 10, 64)
-	return held, err == nil
-}
-
-// heldBelow reports whether the runtime says it holds a manifest with a
-// lower sequence than d's: a newer manifest of the bytes it has is waiting
-// for it.
-func heldBelow(r *http.Request, d *Delivery) bool {
-	held, ok := heldSequence(r)
-	if !ok {
-		return false
+	seq := d.values().sequence
+	if err != nil || seq == 0 {
+		return false, nil
 	}
-	hv := d.hv
-	if hv == nil {
-		hv = d.headerValues(false)
+	if held > seq {
+		return false, &httpError{status: http.StatusServiceUnavailable, code: "unavailable",
+			message: "this server is behind the configuration the runtime holds; retry later", reason: "behind the runtime",
+			err: fmt.Errorf("the runtime holds sequence %d, the current pointer here is at %d: %w", held, seq, ErrUnavailable)}
 	}
-	return held < hv.sequence
-}
-
-func behindRuntime(r *http.Request, d *Delivery) *httpError {
-	held, ok := heldSequence(r)
-	if !ok {
-		return nil
-	}
-	hv := d.hv
-	if hv == nil {
-		hv = d.headerValues(false)
-	}
-	if hv.sequence == 0 || held <= hv.sequence {
-		return nil
-	}
-	return &httpError{status: http.StatusServiceUnavailable, code: "unavailable",
-		message: "this server is behind the configuration the runtime holds; retry later", reason: "behind the runtime",
-		err: fmt.Errorf("the runtime holds sequence %d, the current pointer here is at %d: %w", held, hv.sequence, ErrUnavailable)}
+	return held < seq, nil
 }
