@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +24,7 @@ func TestReleaseDiffAgainstTheCurrentRelease(t *testing.T) {
 	h := c.Handler()
 	api := func(path string) ReleaseDetail {
 		t.Helper()
-		rec := localGet(h, path)
-		if rec.Code != 200 {
-			t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
-		}
-		var d ReleaseDetail
-		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
-			t.Fatal(err)
-		}
-		return d
+		return localJSON[ReleaseDetail](t, h, path)
 	}
 
 	// Against its base (the default): release 1 has none, every target is new.

@@ -818,6 +818,21 @@ func localGet(h http.Handler, path string) *httptest.ResponseRecorder {
 	return rec
 }
 
+// localJSON GETs path from h as localGet does and decodes its 200 answer
+// into a T, failing the test on any other status.
+func localJSON[T any](t *testing.T, h http.Handler, path string) T {
+	t.Helper()
+	rec := localGet(h, path)
+	if rec.Code != 200 {
+		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+	}
+	var v T
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return v
+}
+
 // /metrics counts, per receiver, the notifications a webhook receiver was
 // sent and neither accepted nor refused for good within 7 days (what
 // `configpub webhook redeliver` would send it), through the viewer role.

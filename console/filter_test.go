@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -29,15 +28,7 @@ func TestReleaseDiffFiltersAndPagesBack(t *testing.T) {
 	h := c.Handler()
 	api := func(query string) ReleaseDetail {
 		t.Helper()
-		rec := localGet(h, "/api/environments/dev/releases/2"+query)
-		if rec.Code != 200 {
-			t.Fatalf("GET %s: %d %s", query, rec.Code, rec.Body)
-		}
-		var d ReleaseDetail
-		if err := json.Unmarshal(rec.Body.Bytes(), &d); err != nil {
-			t.Fatal(err)
-		}
-		return d
+		return localJSON[ReleaseDetail](t, h, "/api/environments/dev/releases/2"+query)
 	}
 	for _, c := range []struct {
 		query      string

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -45,15 +44,7 @@ func TestTargetSearchFindsOneTarget(t *testing.T) {
 	h := c.Handler()
 	search := func(query string) TargetSearch {
 		t.Helper()
-		rec := localGet(h, "/api/targets?"+query)
-		if rec.Code != 200 {
-			t.Fatalf("GET /api/targets?%s: %d %s", query, rec.Code, rec.Body)
-		}
-		var s TargetSearch
-		if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return localJSON[TargetSearch](t, h, "/api/targets?"+query)
 	}
 	names := func(s TargetSearch) string {
 		var out []string
