@@ -70,18 +70,7 @@ func attachKeepsRenewalsGCDeleted(t *testing.T, withKey bool) {
 	}
 	const host, svc = "dev.lightapi.net", "com.networknt.agent-advisor-1.0.0"
 	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}
-	o := h.Options(h.Repo.R1)
-	o.Review.Commit, o.Store = h.Repo.R1.String(), store
-	res, err := h.Promote(t, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref string
-	for _, p := range res.Published {
-		if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
-			ref = p.Ref()
-		}
-	}
+	ref := promotedRef(t, h, store, h.Repo.R1.String(), host, svc)
 	trusted := []signing.TrustedKey{h.Signer.TrustedKey(), newTrusted}
 	forger, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {

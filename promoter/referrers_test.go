@@ -49,22 +49,7 @@ func TestOCIPathNeedsACurrentDeliveryManifest(t *testing.T) {
 	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}
 	promote := func(commit string) string {
 		t.Helper()
-		o := h.Options(h.Repo.R1)
-		o.Review.Commit, o.Store = commit, store
-		res, err := h.Promote(t, o)
-		if err != nil {
-			t.Fatalf("promote %s: %v", commit, err)
-		}
-		var ref string
-		for _, p := range res.Published {
-			if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
-				ref = p.Ref()
-			}
-		}
-		if ref == "" {
-			t.Fatalf("promote %s published no artifact for %s", commit, id)
-		}
-		return ref
+		return promotedRef(t, h, store, commit, host, svc)
 	}
 	attach := func() {
 		t.Helper()
@@ -205,18 +190,7 @@ func TestAttachKeepsTheIssuedReferrersAmongJunk(t *testing.T) {
 	}
 	const host, svc = "dev.lightapi.net", "com.networknt.agent-advisor-1.0.0"
 	id := bundle.Identity{Host: host, ServiceID: svc, EnvTag: promotertest.Env}
-	o := h.Options(h.Repo.R1)
-	o.Review.Commit, o.Store = h.Repo.R1.String(), store
-	res, err := h.Promote(t, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref string
-	for _, p := range res.Published {
-		if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
-			ref = p.Ref()
-		}
-	}
+	ref := promotedRef(t, h, store, h.Repo.R1.String(), host, svc)
 	if _, err := store.AttachDeliveryManifests(ctx, promotertest.Env, rc); err != nil {
 		t.Fatal(err)
 	}
@@ -375,4 +349,26 @@ func TestAttachListsTheFirstAndCountsAll(t *testing.T) {
 			t.Fatalf("skipped[%d] = %s, want %s", i, res.Skipped[i], want)
 		}
 	}
+}
+
+// promotedRef promotes commit into store and returns the reference of the
+// artifact it published for host/svc.
+func promotedRef(t *testing.T, h *promotertest.Harness, store *promoter.Store, commit, host, svc string) string {
+	t.Helper()
+	o := h.Options(h.Repo.R1)
+	o.Review.Commit, o.Store = commit, store
+	res, err := h.Promote(t, o)
+	if err != nil {
+		t.Fatalf("promote %s: %v", commit, err)
+	}
+	var ref string
+	for _, p := range res.Published {
+		if strings.HasSuffix(p.Repository, "/"+host+"/"+svc) {
+			ref = p.Ref()
+		}
+	}
+	if ref == "" {
+		t.Fatalf("promote %s published no artifact for %s/%s", commit, host, svc)
+	}
+	return ref
 }
