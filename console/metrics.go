@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/configpub/configpub/webhook"
 )
 
 // httpMetrics are the console's own request metrics.
@@ -113,6 +115,19 @@ var (
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
 )
+
+// redeliverWindow and redeliverMinAge are webhook redeliver's default
+// --since and --min-age as SQL intervals: the undelivered-events gauge
+// counts what it would send.
+var (
+	redeliverWindow = sqlInterval(webhook.RedeliverWindow)
+	redeliverMinAge = sqlInterval(webhook.RedeliverMinAge)
+)
+
+// sqlInterval is d as a PostgreSQL interval literal, in whole seconds.
+func sqlInterval(d time.Duration) string {
+	return "interval '" + strconv.FormatInt(int64(d/time.Second), 10) + " seconds'"
+}
 
 // failurePhases are the release-journal events that settle a command
 // NOT_APPLIED or INTEGRITY_ERROR (event kind, outcome), as SQL VALUES rows.
@@ -337,17 +352,17 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 				max(attempted_at) AS last FROM configpub.webhook_delivery GROUP BY receiver)
 		SELECT receiver, count(*) FROM (
 			SELECT d.receiver FROM configpub.webhook_delivery d JOIN configpub.webhook_event e ON e.event_id = d.event_id
-			WHERE e.recorded_at > now() - interval '168 hours'
+			WHERE e.recorded_at > now() - `+redeliverWindow+`
 			GROUP BY d.event_id, d.receiver
 			HAVING NOT bool_or(d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429)))
 			UNION ALL
 			SELECT u.receiver FROM configpub.webhook_event e JOIN used u ON e.recorded_at BETWEEN u.first AND u.last
-			WHERE e.recorded_at > now() - interval '168 hours' AND e.recorded_at < now() - interval '2 minutes'
+			WHERE e.recorded_at > now() - `+redeliverWindow+` AND e.recorded_at < now() - `+redeliverMinAge+`
 				AND EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)
 				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id AND d.receiver = u.receiver)
 			UNION ALL
 			SELECT 'none' FROM configpub.webhook_event e
-			WHERE e.recorded_at > now() - interval '168 hours' AND e.recorded_at < now() - interval '2 minutes'
+			WHERE e.recorded_at > now() - `+redeliverWindow+` AND e.recorded_at < now() - `+redeliverMinAge+`
 				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)) x
 		GROUP BY 1`, prometheus.GaugeValue); err != nil {
 		return err

@@ -16,6 +16,11 @@ import (
 // than the window is no longer sent.
 const RedeliverWindow = 7 * 24 * time.Hour
 
+// RedeliverMinAge is how recent an event webhook redeliver leaves to the
+// deliveries that may still be retrying it by default (its --min-age), and
+// the console's undelivered-events gauge leaves out likewise.
+const RedeliverMinAge = 2 * time.Minute
+
 // Pending lists the recorded events a receiver has not accepted.
 type Pending interface {
 	// Undelivered lists, oldest first, the events recorded in [from, to)

@@ -152,7 +152,7 @@ for example every 10 minutes, as the promoter's database user.`,
 	}
 	sf.add(redeliver, false)
 	redeliver.Flags().DurationVar(&since, "since", webhook.RedeliverWindow, "redeliver events recorded within this long (what the receivers must remember event ids for)")
-	redeliver.Flags().DurationVar(&minAge, "min-age", 2*time.Minute, "leave events recorded within this long to their first delivery")
+	redeliver.Flags().DurationVar(&minAge, "min-age", webhook.RedeliverMinAge, "leave events recorded within this long to their first delivery")
 	outputFlag(redeliver)
 	cmd.AddCommand(redeliver)
 	root.AddCommand(cmd)
