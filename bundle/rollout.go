@@ -140,7 +140,8 @@ func (w *FreezeWindow) validate() error {
 		if err != nil || d < time.Minute || d > MaxScheduledFreeze {
 			return fmt.Errorf("duration %q: want between 1m and %s", w.Duration, MaxScheduledFreeze)
 		}
-		if _, err := w.location(); err != nil {
+		loc, err := w.location()
+		if err != nil {
 			return err
 		}
 		p, ok := c.shortestPeriod()
@@ -152,6 +153,12 @@ func (w *FreezeWindow) validate() error {
 				"the next window would open before this one has closed, and windows that overlap freeze without a break (for good when every gap is that short); "+
 				"give a shorter duration, or a date range (from, until) for a longer freeze",
 				w.Duration, formatPeriod(p.gap), w.Schedule, p.from.Format("Jan 2 15:04"), p.to.Format("Jan 2 15:04"))
+		}
+		if q, ok := c.shortestAcrossClockChanges(loc, d); ok {
+			return fmt.Errorf("duration %q is not shorter than the %s of elapsed time between two openings of schedule %q across a clock change in %s (%s to %s): "+
+				"the next window would open before this one has closed, and windows that overlap freeze without a break; "+
+				"give a shorter duration, or a date range (from, until) for a longer freeze",
+				w.Duration, formatPeriod(q.gap), w.Schedule, loc, q.from.Format("Jan 2 2006 15:04 MST"), q.to.Format("Jan 2 2006 15:04 MST"))
 		}
 	default:
 		return fmt.Errorf("give from/until or schedule/duration")
@@ -252,8 +259,9 @@ func (c *cron) dayMatches(day int, weekday time.Weekday) bool {
 	return dom || dow
 }
 
-// period is the shortest time between two openings of a schedule on the
-// wall clock, and the two openings it was first seen between.
+// period is the shortest time between two openings of a schedule (on the
+// wall clock, or elapsed across a clock change), and the two openings it
+// was first seen between.
 type period struct {
 	gap      time.Duration
 	from, to time.Time
@@ -265,14 +273,7 @@ type period struct {
 // when c never opens (a day that no month it names has, such as 0 0 31 4 *
 // or 0 0 30 2 *).
 func (c *cron) shortestPeriod() (p period, ok bool) {
-	var minutes []int // the minutes of a day at which c opens, ascending
-	for h := 0; h < 24; h++ {
-		for m := 0; m < 60; m++ {
-			if c.hour&(1<<uint(h)) != 0 && c.minute&(1<<uint(m)) != 0 {
-				minutes = append(minutes, h*60+m)
-			}
-		}
-	}
+	minutes := c.dayMinutes()
 	first, last := minutes[0], minutes[len(minutes)-1]
 	at := func(y int, mo time.Month, d, minute int) time.Time {
 		return time.Date(y, mo, d, minute/60, minute%60, 0, 0, time.UTC)
@@ -307,6 +308,19 @@ func (c *cron) shortestPeriod() (p period, ok bool) {
 		p.gap = time.Duration(math.MaxInt64)
 	}
 	return p, ok
+}
+
+// dayMinutes returns the minutes of a day at which c opens, ascending.
+func (c *cron) dayMinutes() []int {
+	var minutes []int
+	for h := 0; h < 24; h++ {
+		for m := 0; m < 60; m++ {
+			if c.hour&(1<<uint(h)) != 0 && c.minute&(1<<uint(m)) != 0 {
+				minutes = append(minutes, h*60+m)
+			}
+		}
+	}
+	return minutes
 }
 
 // formatPeriod writes d in hours and minutes, with days when it is longer
