@@ -148,3 +148,55 @@ func TestCatchUpFromTheCommitThatIntroducedTheRelease(t *testing.T) {
 		t.Fatalf("got pointers %v current %d, want every pointer on release 3", s.Pointers, s.Current)
 	}
 }
+
+// TestCatchUpInARepositoryStoringCRLF: a repository whose files are
+// stored with CRLF line endings in Git (committed from a Windows checkout
+// without core.autocrlf), not only checked out so. Release 2's promotion
+// never ran; promoting release 3 catches it up from the commit that holds
+// it. The walk matched releaseVersion lines ending in LF only, passed
+// over every CRLF release and refused release 3 as stale, release 2 "not
+// in the first-parent history"; the compiler reads the same files as LF
+// and had no quarrel.
+func TestCatchUpInARepositoryStoringCRLF(t *testing.T) {
+	h := promotertest.New(t)
+	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
+		t.Fatal(err)
+	}
+	crlf := func(files map[string][]byte) map[string][]byte {
+		out := map[string][]byte{}
+		for p, b := range files {
+			if strings.HasSuffix(p, ".yaml") {
+				b = []byte(strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n", "\r\n"))
+			}
+			out[p] = b
+		}
+		return out
+	}
+	reviewed := []string{"Reviewed-by: Carol <carol@example.com>"}
+	files := h.Repo.Git.Files(h.Repo.R2)
+	r2 := h.Repo.Git.Commit(gittest.Commit{Branch: "windows", From: h.Repo.R1, Files: crlf(files), Message: "release 2, committed with CRLF", Trailers: reviewed})
+	promotertest.Replace(t, files, "environments/"+promotertest.Env+".yaml",
+		"    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: DEBUG",
+		"    gateway:\n      server:\n        httpsPort: 8443\n      logging:\n        level: WARN")
+	v3, res3 := promotertest.CompiledFiles(t, crlf(files), gittest.Epoch.Add(2*time.Hour))
+	if res3.Manifest.ReleaseVersion != 3 {
+		t.Fatalf("compiled release %d on the CRLF release 2, want 3", res3.Manifest.ReleaseVersion)
+	}
+	r3 := h.Repo.Git.Commit(gittest.Commit{Branch: "windows", Files: crlf(v3), Message: "release 3, committed with CRLF", Trailers: reviewed})
+	h.Repo.Git.Branch(gittest.Main, r3)
+	root := h.Repo.Git.Files(r3)["releases/"+promotertest.Env+".yaml"]
+	if !strings.Contains(string(root), "\r\nreleaseVersion: 3\r\n") {
+		t.Fatal("release 3's root is not stored with CRLF line endings")
+	}
+
+	res, err := h.Promote(t, h.Options(r3))
+	if err != nil {
+		t.Fatalf("promote release 3 of a CRLF repository, release 2 not promoted: %v", err)
+	}
+	if len(res.CaughtUp) != 1 || res.CaughtUp[0].ReleaseVersion != 2 || res.CaughtUp[0].Commit != r2.String() {
+		t.Fatalf("caught up %+v, want release 2 from %s", res.CaughtUp, r2)
+	}
+	if s := promotertest.ReadState(t, h.Pool); !promotertest.PointersAt(s.Pointers, promotertest.SnapshotsOf(res3)) || s.Current != 3 {
+		t.Fatalf("got pointers %v current %d, want every pointer on release 3", s.Pointers, s.Current)
+	}
+}

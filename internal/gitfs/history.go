@@ -21,7 +21,10 @@ import (
 
 // releaseVersionRE finds the releaseVersion line of a release manifest
 // written by configpub (configpub-yaml/1 writes it fourth, unindented).
-var releaseVersionRE = regexp.MustCompile(`(?m)^releaseVersion: ([0-9]{1,16})$`)
+// A line may end in CRLF: a repository can store its release files so
+// (committed from a Windows checkout without core.autocrlf), and the
+// compiler reads them as LF.
+var releaseVersionRE = regexp.MustCompile(`(?m)^releaseVersion: ([0-9]{1,16})\r?$`)
 
 // maxManifestBytes bounds one release manifest root read while the
 // history is walked (a reader of the tree returned bounds the rest: the
@@ -94,8 +97,9 @@ func releaseTree(ctx context.Context, r *git.Repository, prefix, rev, envTag str
 }
 
 // releaseDigestRE finds the releaseDigest line of a release manifest root
-// written by configpub (its last line, unindented).
-var releaseDigestRE = regexp.MustCompile(`(?m)^releaseDigest: "(sha256:[0-9a-f]{64})"$`)
+// written by configpub (its last line, unindented), ending in LF or CRLF
+// as releaseVersionRE's.
+var releaseDigestRE = regexp.MustCompile(`(?m)^releaseDigest: "(sha256:[0-9a-f]{64})"\r?$`)
 
 // walkEnd says why a walk of releases ended.
 type walkEnd int

@@ -198,6 +198,62 @@ func TestReleaseHistoryAcrossARevert(t *testing.T) {
 	}
 }
 
+// TestReleaseHistoryStoredWithCRLF: a repository that stores its release
+// files with CRLF line endings in Git (committed from a Windows checkout
+// without core.autocrlf; the compiler reads them as LF) holds releases the
+// walks find. They matched releaseVersion and releaseDigest lines ending
+// in LF only, so every CRLF release was passed over: release 2 was not
+// recorded (promote's catch-up and validate of an older release), no
+// newer release was seen above a revert. The history here is 1, 2, 1
+// again (a revert), 3, all in CRLF.
+func TestReleaseHistoryStoredWithCRLF(t *testing.T) {
+	release := numberedReleases(t)
+	crlf := func(v int) map[string]string {
+		m := release(v)
+		for p, b := range m {
+			m[p] = strings.ReplaceAll(b, "\n", "\r\n")
+		}
+		return m
+	}
+	dir := makeRepo(t, crlf(1))
+	two := commitFiles(t, dir, crlf(2), "release 2", when.Add(time.Hour))
+	commitFiles(t, dir, crlf(1), "Revert release 2", when.Add(2*time.Hour))
+	ctx := context.Background()
+	r, err := git.PlainOpen(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.CommitObject(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := c.File("releases/bench.yaml"); err != nil {
+		t.Fatal(err)
+	} else if b, err := readBlob(f); err != nil || !bytes.Contains(b, []byte("\r\nreleaseVersion: 2\r\n")) {
+		t.Fatalf("the blob of release 2 does not hold CRLF line endings (%v)", err)
+	}
+
+	if v, at, err := NewerRelease(ctx, dir, "HEAD", "bench", 1, numberedDigest(1)); err != nil || v != 2 || at != two.String() {
+		t.Fatalf("newer than 1 at the revert: %d %s %v, want release 2 at %s", v, at, err, two)
+	}
+	three := commitFiles(t, dir, crlf(3), "release 3", when.Add(3*time.Hour))
+	for v, want := range map[int64]plumbing.Hash{3: three, 2: two} {
+		if got, err := ReleaseCommit(ctx, r, "", "HEAD", "bench", v); err != nil || got != want.String() {
+			t.Fatalf("release %d: %s %v, want it at %s", v, got, err, want)
+		}
+	}
+	fsys, err := ReleaseTrees(dir, "HEAD")(ctx, "bench", 2)
+	if err != nil {
+		t.Fatalf("the tree of release 2: %v", err)
+	}
+	if b, err := fs.ReadFile(fsys, "releases/bench.yaml"); err != nil || !bytes.Contains(b, []byte("releaseVersion: 2\r\n")) {
+		t.Fatalf("releases/bench.yaml in the tree of release 2: %v", err)
+	}
+	if _, err := ReleaseTrees(dir, "HEAD")(ctx, "bench", 1); err != nil {
+		t.Fatalf("release 1, below the CRLF ones: %v", err)
+	}
+}
+
 // numberedDigest is the releaseDigest numberedReleases gives release v.
 func numberedDigest(v int) string { return fmt.Sprintf("sha256:%064x", v) }
 
