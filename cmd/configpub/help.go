@@ -37,7 +37,9 @@ var verbExamples = map[string]string{
 	"configpub verify-oci": `  configpub verify-oci registry.example.com/policy/dev/app.example.com/com.example.assistant@sha256:… --trust-key keys/cosign.pub
   configpub verify-oci "$(configpub publish … -o json | jq -r .releaseArtifact)" --trust-key keys/cosign.pub -o json`,
 	"configpub promote": `  COSIGN_PASSWORD=… configpub promote --repo . --env prod --registry registry.example.com/policy --key keys/cosign.key \
-      --database "$CONFIGPUB_DATABASE_URL"`,
+      --database "$CONFIGPUB_DATABASE_URL"
+  # a monorepo's policy/ in a bare mirror (a checkout names it with --repo policy)
+  configpub promote --repo /srv/git/monorepo.git --path policy --env prod --registry registry.example.com/policy --key keys/cosign.key`,
 	"configpub activate": `  configpub activate --env prod --release 7 --reason "forward fix verified" --actor alice --key keys/cosign.key`,
 	"configpub rollback": `  configpub rollback --env prod --release 6 --reason "error rate after release 7" --actor alice --key keys/cosign.key`,
 	"configpub revoke": `  configpub revoke --snapshot 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 --reason "leaked prompt"

@@ -4,12 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/compiler"
 	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/promote"
@@ -19,12 +24,12 @@ import (
 
 func addPromoteCmd(root *cobra.Command) {
 	var (
-		rf                                       registryFlags
-		gitDir, env, dbURL, registryRef, keyPath string
-		ref, commit, signedByPath                string
-		trailers                                 []string
-		stage, breakGlass, noCatchUp             bool
-		reason                                   string
+		rf                                                   registryFlags
+		gitDir, policyPath, env, dbURL, registryRef, keyPath string
+		ref, commit, signedByPath                            string
+		trailers                                             []string
+		stage, breakGlass, noCatchUp                         bool
+		reason                                               string
 	)
 	cmd := &cobra.Command{
 		Use:   "promote --repo DIR --env ENV --registry HOST[:PORT]/PREFIX --key cosign.key",
@@ -58,7 +63,12 @@ Exit codes: 0 done (or replayed), 1 refused (not reviewed, stale, conflict, froz
 The cosign key password is read from COSIGN_PASSWORD. The protected ref is the
 promoter's configuration, CONFIGPUB_PROTECTED_REF (default refs/heads/main), not a
 choice of the caller: --ref, when given, must name the same ref, and a policy
-repository whose configpub.yaml declares another spec.protectedRef is refused.`,
+repository whose configpub.yaml declares another spec.protectedRef is refused.
+
+A policy repository in a subdirectory of the Git repository (a monorepo's
+policy/) is named by --repo in a checkout (--repo policy), or by --path from the
+Git repository's root, which also serves a bare repository, having no checkout
+(--repo policy.git --path policy).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range []struct{ name, v string }{{"--repo", gitDir}, {"--env", env}, {"--registry", registryRef}, {"--key", keyPath}} {
@@ -68,6 +78,10 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			}
 			if breakGlass && reason == "" {
 				return usageError{errors.New("--break-glass needs --reason")}
+			}
+			pathDir, err := policyPathFlag(policyPath)
+			if err != nil {
+				return usageError{err}
 			}
 			if dbURL == "" {
 				dbURL = os.Getenv("CONFIGPUB_DATABASE_URL")
@@ -93,6 +107,13 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 			repo, dir, err := review.OpenPolicy(gitDir)
 			if err != nil {
 				return err
+			}
+			if policyPath != "" {
+				if dir != "" {
+					return usageError{fmt.Errorf("--path %s: --repo %s already names the policy directory %s/ of its checkout; "+
+						"pass --repo at the Git repository's root (or a bare repository) with --path, or --repo alone", policyPath, gitDir, dir)}
+				}
+				dir = pathDir
 			}
 			ctx := cmd.Context()
 			pool, err := pgsession.NewPool(ctx, dbURL)
@@ -138,7 +159,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 				return unconfirmedError{fmt.Errorf("%w (re-run the same promote or run `configpub reconcile --env %s`)", err, env)}
 			}
 			if err != nil {
-				return err
+				return pathHint(repo, dir, err)
 			}
 			return report(cmd, res, func(w io.Writer) error { return printPromoteResult(w, res) })
 		},
@@ -147,6 +168,7 @@ repository whose configpub.yaml declares another spec.protectedRef is refused.`,
 	outputFlag(cmd)
 	f := cmd.Flags()
 	f.StringVar(&gitDir, "git", "", "policy Git repository (worktree or bare), or the policy repository's directory inside a worktree (a monorepo's policy/) (required)")
+	f.StringVar(&policyPath, "path", "", "the policy repository's directory inside the Git repository --repo names, from its root (a bare repository's policy/: --path policy), as Flux's Kustomization spec.path")
 	f.StringVar(&env, "env", "", "environment tag to promote (required)")
 	f.StringVar(&dbURL, "database", "", "PostgreSQL URL (default $CONFIGPUB_DATABASE_URL)")
 	f.StringVar(&registryRef, "registry", "", "OCI registry and repository prefix, HOST[:PORT]/PREFIX (required)")
@@ -277,4 +299,32 @@ func printNotReactivated(w io.Writer, res *promote.Result, state string, activeR
 		res.EnvTag, res.ReleaseVersion, res.BaseRelease, res.Review.Commit, how,
 		strings.ToLower(strings.ReplaceAll(state, "_", " ")), active, back)
 	return err
+}
+
+// policyPathFlag checks promote's --path: a directory of the Git tree,
+// relative to its root, returned slash-separated ("" for none or the root).
+func policyPathFlag(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	d := review.CleanDir(p)
+	if d != "" && (!fs.ValidPath(d) || path.IsAbs(p) || filepath.IsAbs(p)) {
+		return "", fmt.Errorf("--path %s: want the policy directory relative to the Git repository's root, without .. (for example --path policy)", p)
+	}
+	return d, nil
+}
+
+// pathHint adds to an error of promote whose tree at dir is not the policy
+// repository but holds one below (a bare repository promoted without
+// --path, or a --path above the policy directory) the --path to pass: a
+// bare repository has no checkout for the --repo hint to name.
+func pathHint(repo *git.Repository, dir string, err error) error {
+	var nested *compiler.NestedRepositoryError
+	if !errors.As(err, &nested) {
+		return err
+	}
+	if _, werr := repo.Worktree(); dir == "" && !errors.Is(werr, git.ErrIsBareRepository) {
+		return err // a checkout's root: explainRepo names the --repo to pass
+	}
+	return hintError{err, "pass --path " + path.Join(dir, nested.Dirs[0])}
 }
