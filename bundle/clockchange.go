@@ -19,8 +19,10 @@ const clockChangesFrom = 2026
 // the change). The schedule's other openings are as far apart in elapsed
 // time as on the wall clock, which shortestPeriod measures; across a
 // change the clock jumps, so a daily opening comes 23 hours after the one
-// before on the day summer time starts in Europe/Berlin, and a time the
-// clock repeats opens twice, an hour apart. Openings are read as Contains
+// before on the day summer time starts in Europe/Berlin. A time the clock
+// repeats opens twice, an hour apart, as Contains reads it; that pair is
+// not a gap between two windows but one night's window an hour longer, so
+// it is passed over. Openings are read as Contains
 // reads them: an instant opens when the zone's clock reads a minute of
 // the schedule. ok is false when no such gap is at most within, or loc
 // never changes its offset.
@@ -43,11 +45,26 @@ func (c *cron) shortestAcrossClockChanges(loc *time.Location, within time.Durati
 		if !okA || !okB {
 			continue
 		}
+		if sameWallMinute(a.In(loc), b.In(loc)) {
+			// The clock repeats this time: the window opens again
+			// an hour later and that night's freeze lasts an hour
+			// longer, but the windows before and after it are as
+			// far apart as the wall clock says.
+			continue
+		}
 		if g := b.Sub(a); g <= within && (!ok || g < p.gap) {
 			p, ok = period{gap: g, from: a.In(loc), to: b.In(loc)}, true
 		}
 	}
 	return p, ok
+}
+
+// sameWallMinute reports whether a and b read the same date and minute on
+// their zone's clock: one opening of a time the clock repeats.
+func sameWallMinute(a, b time.Time) bool {
+	ay, am, ad := a.Date()
+	by, bm, bd := b.Date()
+	return ay == by && am == bm && ad == bd && a.Hour() == b.Hour() && a.Minute() == b.Minute()
 }
 
 // offsetSegment is a stretch of a zone's time with one offset from UTC,
