@@ -9,8 +9,9 @@ import (
 )
 
 // MoveInput asks to point an environment at the snapshots of an existing
-// release: Activate (forward, a release newer than the current one) or
-// Rollback (an older one). Pointer moves only; no snapshot is edited.
+// release: Activate (forward: a release newer than the current one, or an
+// older one never active) or Rollback (an older one that was active).
+// Pointer moves only; no snapshot is edited.
 type MoveInput struct {
 	// CommandID is the command UUID. Re-running with the same id and
 	// fields replays or completes the command; the CLI uses a fresh UUID
@@ -48,7 +49,9 @@ type RollbackInput struct {
 
 // Activate moves the environment forward to an existing release newer than
 // its active one (for example back to the newest release after a
-// rollback), restoring exactly that release's target mapping: every
+// rollback), or to an older one that was never active (STAGED or
+// RECORDED, which Rollback refuses), restoring exactly that release's
+// target mapping: every
 // identity of the release moves to its snapshot (a retired one comes back)
 // and every identity it does not contain is retired. A revoked snapshot in
 // the release is ErrRevoked, a moved snapshot outside its activation
@@ -63,10 +66,15 @@ func (s *Store) Activate(ctx context.Context, in MoveInput) (*ActivationResult, 
 	return res, nil
 }
 
-// Rollback moves the environment back to an existing older release,
-// restoring exactly its target mapping like Activate. The release that was
-// active becomes ROLLED_BACK; it stays recorded, and the next release is
-// still built on the head (the latest recorded release).
+// Rollback moves the environment back to an existing older release that
+// was active before, restoring exactly its target mapping like Activate.
+// The release that was active becomes ROLLED_BACK; it stays recorded, and
+// the next release is still built on the head (the latest recorded
+// release). A release that was never active (STAGED or RECORDED: a
+// two-phase release whose activation timed out, a release promote caught
+// up) is ErrNeverActive and nothing moves: a rollback is not frozen and
+// waits for no candidate, so it returns only to what ran; ActivateRelease
+// moves to such a release with an activation's checks.
 func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResult, error) {
 	mi := MoveInput{CommandID: in.CommandID, EnvTag: in.EnvTag, Release: in.ToRelease, Actor: in.Actor, Reason: in.Reason, from: in.From}
 	res, err := s.move(ctx, ActionRollback, &mi)
@@ -197,7 +205,15 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in *Move
 		return 0, nil, fmt.Errorf("release %d is already the active release of %s; nothing moved: %w", in.Release, in.EnvTag, ErrConflict)
 	case cmd.Action == ActionRollback && in.Release > e.Current:
 		return 0, nil, invalid("release", "%d is newer than the active release %d of %s: use activate", in.Release, e.Current, in.EnvTag)
-	case cmd.Action == ActionActivate && in.Release < e.Current:
+	case cmd.Action == ActionRollback && NeverActive(r.State):
+		// A rollback returns to what ran before, and skips what an
+		// activation checks (freeze windows; in a two-phase environment,
+		// every candidate READY): it never moves to a release that never
+		// ran.
+		return 0, nil, fmt.Errorf("release %d of %s is %s: it was never the active release, so a rollback cannot return to it; "+
+			"nothing moved (to move to it with the checks of an activation — freeze windows, two-phase readiness — use activate: "+
+			"configpub activate --env %s --release %d): %w", in.Release, in.EnvTag, r.State, in.EnvTag, in.Release, ErrNeverActive)
+	case cmd.Action == ActionActivate && in.Release < e.Current && !NeverActive(r.State):
 		return 0, nil, invalid("release", "%d is older than the active release %d of %s: use rollback", in.Release, e.Current, in.EnvTag)
 	}
 	if cmd.Action == ActionActivate {

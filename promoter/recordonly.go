@@ -29,8 +29,9 @@ type RecordResult struct {
 // outcome NOT_REQUESTED: the head the next release builds on, never served.
 // `promote` records this way the releases it catches up, so that the
 // pointers move once, to the release asked for, instead of through every
-// release whose promotion did not run. Activate or Rollback may move to it
-// later, as to any recorded release within its activation windows.
+// release whose promotion did not run. Activate may move to it later, as
+// to any recorded release within its activation windows; Rollback refuses
+// it (ErrNeverActive: it never ran).
 // ErrUnconfirmed: re-run the same input.
 func (s *Store) Record(ctx context.Context, in ReleaseInput) (*RecordResult, error) {
 	res, err := s.recordOnly(ctx, &in)

@@ -3,6 +3,7 @@ package promoter_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/configpub/configpub/promoter"
@@ -16,7 +17,8 @@ import (
 // release 3 on base 2 records while release 1 is still active, and
 // activating release 3 moves each pointer once, from release 1. Recording
 // again replays; a release on another base is a conflict with nothing
-// written; `activate` may still move to the recorded release later.
+// written; `activate` may still move to the recorded release later, a
+// rollback may not (it never ran).
 func TestRecordMovesNothingAndIsTheHead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
@@ -81,12 +83,19 @@ func TestRecordMovesNothingAndIsTheHead(t *testing.T) {
 		t.Fatalf("release 1 is %s, want SUPERSEDED", s)
 	}
 
-	back, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("back", 2), EnvTag: "prod", ToRelease: 2, Actor: "a", Reason: "to the recorded release"})
+	// Release 2 never ran: a rollback does not return to it; activate
+	// moves to it.
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("back", 2), EnvTag: "prod", ToRelease: 2, Actor: "a",
+		Reason: "to the recorded release"}); !errors.Is(err, promoter.ErrNeverActive) || !strings.Contains(err.Error(), "is RECORDED") {
+		t.Fatalf("roll back to the recorded release 2: %v, want ErrNeverActive naming RECORDED", err)
+	}
+	f.wantPointersAt(t, r3)
+	back, err := f.store.Activate(ctx, promoter.MoveInput{CommandID: id("activate", 2), EnvTag: "prod", Release: 2, Actor: "a", Reason: "to the recorded release"})
 	if err != nil {
-		t.Fatalf("roll back to the recorded release 2: %v", err)
+		t.Fatalf("activate the recorded release 2: %v", err)
 	}
 	if back.PreviousRelease != 3 {
-		t.Fatalf("rollback %+v, want from release 3", back)
+		t.Fatalf("activation %+v, want from release 3", back)
 	}
 	f.wantPointersAt(t, r2)
 	f.checkJournal(t)

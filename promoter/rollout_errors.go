@@ -22,7 +22,20 @@ var (
 	// ErrReleaseFailed: the release is FAILED and can no longer be
 	// activated.
 	ErrReleaseFailed = errors.New("release failed")
+	// ErrNeverActive: a rollback was asked to a release that was never the
+	// active release (STAGED or RECORDED): a rollback returns to what ran
+	// before; activate moves to such a release, with an activation's
+	// checks. Nothing moved.
+	ErrNeverActive = errors.New("release was never active")
 )
+
+// NeverActive reports whether a release in lifecycle state is one that was
+// never the active release of its environment: STAGED, RECORDED or FAILED
+// (an activated release is ACTIVE, SUPERSEDED or ROLLED_BACK, and never
+// leaves those).
+func NeverActive(state string) bool {
+	return state == StateStaged || state == StateRecorded || state == StateFailed
+}
 
 // FreezeError refuses a promotion or activation inside a freeze window. It
 // matches ErrFrozen.

@@ -21,8 +21,10 @@ func addActivateCmd(root *cobra.Command) {
 		Use:   "activate --env ENV --release N --reason TEXT --actor NAME --key cosign.key",
 		Short: "Move every pointer of an environment forward to the snapshots of a newer recorded release",
 		Long: `activate is the forward counterpart of rollback: it restores exactly the target
-mapping of release N (newer than the active release, already recorded by promote),
-in one transaction: every target of release N is pointed at its snapshot and every
+mapping of release N (newer than the active release, already recorded by promote,
+or an older one that was never active: STAGED, or RECORDED by a promote that caught
+it up, which rollback refuses), in one transaction: every target of release N is
+pointed at its snapshot and every
 identity it does not contain is retired, signing a delivery manifest per moved
 target. It is the explicit way back to a rolled-back release (re-running its
 promote never re-activates it), and the way to activate a STAGED release

@@ -289,8 +289,9 @@ func printNotReactivated(w io.Writer, res *promote.Result, state string, activeR
 		active = fmt.Sprintf("release %d is active", activeRelease)
 	}
 	back := "to return to it: " + moveCommandLine("activate", res.EnvTag, res.ReleaseVersion)
-	if activeRelease > res.ReleaseVersion {
-		// An older release: a rollback returns to it; a commit that took
+	if activeRelease > res.ReleaseVersion && !promoter.NeverActive(state) {
+		// An older release that ran: a rollback returns to it (one that
+		// never ran is activated, with an activation's checks); a commit that took
 		// the release back (a revert) wants the next release instead.
 		back = "to return to it: " + moveCommandLine("rollback", res.EnvTag, res.ReleaseVersion) + "; to make this commit's sources " +
 			"a new release (a revert), configpub compile builds the next release on the newest one and a promotion of that commit activates it"

@@ -69,11 +69,14 @@ func addRollbackCmd(root *cobra.Command) {
 		Use:   "rollback --env ENV --release N --reason TEXT --actor NAME --key cosign.key",
 		Short: "Move every pointer of an environment back to the snapshots of an older release",
 		Long: `rollback restores exactly the target mapping of release N (older than the
-active release): every target of release N is pointed at its snapshot, and every
+active release, and active before it): every target of release N is pointed at its snapshot, and every
 identity release N does not contain is retired (served 410 Gone, no lease
 renewals), in one transaction, with a signed delivery manifest and a pointer-move
 record per change. Snapshots are never edited. Refused, with nothing moved (exit
-1): a release that does not exist, a revoked snapshot, or a snapshot whose
+1): a release that does not exist, a release that was never active (STAGED, or
+RECORDED by a promote that caught it up: a rollback returns only to what ran,
+and checks no freeze window or candidate; configpub activate moves to it, with
+those checks), a revoked snapshot, or a snapshot whose
 activation window does not contain the move time (configpub compile --renew
 writes a release with fresh snapshots of the same policy);
 configpub status says, per release, until when it can be rolled back to

@@ -43,19 +43,21 @@ func TestReturnLine(t *testing.T) {
 // not active moves nothing and says how to return to it — activate for a
 // release newer than the active one (rolled back), rollback for an older
 // one, which is also what a commit reverting a change holds: that wants the
-// next release instead.
+// next release instead. An older release that never ran (RECORDED by a
+// promote that caught it up) is activated: rollback refuses it.
 func TestNotReactivatedSaysHowBack(t *testing.T) {
 	for _, c := range []struct {
-		name            string
+		name, state     string
 		release, active int64
 		want, not       string
 	}{
-		{"rolled back", 3, 2, "(to return to it: configpub activate --env prod --release 3 --reason TEXT --actor NAME --key cosign.key)", "rollback"},
-		{"reverted", 1, 2, "(to return to it: configpub rollback --env prod --release 1 --reason TEXT --actor NAME --key cosign.key; to make this commit's sources a new release (a revert), configpub compile builds the next release", "activate"},
+		{"rolled back", promoter.StateRolledBack, 3, 2, "(to return to it: configpub activate --env prod --release 3 --reason TEXT --actor NAME --key cosign.key)", "rollback"},
+		{"reverted", promoter.StateSuperseded, 1, 2, "(to return to it: configpub rollback --env prod --release 1 --reason TEXT --actor NAME --key cosign.key; to make this commit's sources a new release (a revert), configpub compile builds the next release", "activate"},
+		{"caught up, never active", promoter.StateRecorded, 2, 3, "(to return to it: configpub activate --env prod --release 2 --reason TEXT --actor NAME --key cosign.key)", "rollback"},
 	} {
 		var b strings.Builder
 		res := &promote.Result{Review: &review.Review{Commit: "0123456789ab"}, EnvTag: "prod", ReleaseVersion: c.release, BaseRelease: c.release - 1}
-		if err := printNotReactivated(&b, res, promoter.StateSuperseded, c.active, "recorded earlier from abc"); err != nil {
+		if err := printNotReactivated(&b, res, c.state, c.active, "recorded earlier from abc"); err != nil {
 			t.Fatal(err)
 		}
 		if got := b.String(); !strings.Contains(got, c.want) || strings.Contains(got, "configpub "+c.not) || !strings.Contains(got, "nothing moved") {
