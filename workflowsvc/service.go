@@ -100,8 +100,9 @@ var (
 	// {publicationId, policyDigest} than the one the environment's current
 	// release maps its identity to (an older or a forged publication).
 	ErrCallerNotCurrent = errors.New("calling agent's publication is not the current release's")
-	// ErrCallerRevoked: the calling Agent's own publication is revoked.
-	ErrCallerRevoked = errors.New("calling agent's publication revoked")
+	// ErrCallerRevoked: the calling Agent's own snapshot, or its
+	// publication, is revoked.
+	ErrCallerRevoked = errors.New("calling agent's snapshot or publication revoked")
 )
 
 // Options configure a Service.
@@ -142,7 +143,7 @@ type AdmitRequest struct {
 	// admission then also refuses an Agent the view does not allow
 	// (ErrCallerNotAllowed), one whose publication is not the one the
 	// current release maps it to (ErrCallerNotCurrent), and one whose
-	// publication is revoked (ErrCallerRevoked). Optional: a request
+	// snapshot or publication is revoked (ErrCallerRevoked). Optional: a request
 	// without it is admitted as before, checking the view only.
 	Caller *Caller
 }
@@ -225,8 +226,9 @@ func (r *AdmitRequest) validate() error {
 // environment's current release, refuses a revoked publication
 // (ErrRevoked), an unknown version (ErrNoView), a binding the view does
 // not allow (ErrBinding) and, when the request names its Caller, a calling
-// Agent the view does not allow, not on the current release's publication
-// or revoked (ErrCallerNotAllowed, ErrCallerNotCurrent, ErrCallerRevoked),
+// Agent the view does not allow, not on the current release's publication,
+// or whose snapshot or publication is revoked (ErrCallerNotAllowed,
+// ErrCallerNotCurrent, ErrCallerRevoked),
 // and records the invocation (with its caller) and a copy of the view's
 // endpoint target set in one transaction.
 func (s *Service) Admit(ctx context.Context, req AdmitRequest) (*Invocation, error) {
@@ -319,12 +321,11 @@ func (s *Service) admit(ctx context.Context, req AdmitRequest) (*Invocation, err
 // checkCaller refuses a calling Agent the view does not allow at its
 // identity, one whose publication and policy digest are not those the
 // view's (the current) release maps its identity to, and one whose
-// publication is revoked as the recorded Workflow views of that
-// publication say. The configpub_workflow views are the service's only
-// window: a revocation of the Agent's single snapshot, or of a publication
-// under which no Workflow view was ever recorded, is not visible there;
-// such an Agent is refused once a release (or a rollback) maps it to
-// another publication, as any Agent not on the current release's.
+// snapshot or publication is revoked: revoked by its own id (revoke
+// --snapshot), or by its publication, whether or not a Workflow view was
+// recorded under it (configpub_workflow.revoked_snapshot, migration 30),
+// or its publication revoked as the recorded Workflow views of that
+// publication say.
 func (s *Service) checkCaller(ctx context.Context, env string, inv *Invocation, accepted []byte) error {
 	c := inv.Caller
 	var list []acceptedPublication
@@ -355,7 +356,23 @@ func (s *Service) checkCaller(ctx context.Context, env string, inv *Invocation, 
 	if revoked {
 		return fmt.Errorf("caller %s/%s (Agent %s), publication %s: %w", c.Host, c.ServiceID, mapped.Agent, c.PublicationID, ErrCallerRevoked)
 	}
-	return nil
+	var snapshot, by string
+	err = s.pool.QueryRow(ctx, `SELECT snapshot_id::text, revoked_by FROM configpub_workflow.revoked_snapshot
+		WHERE env_tag = $1 AND host = $2 AND service_id = $3 AND publication_id = $4::text::uuid
+		ORDER BY revoked_at LIMIT 1`, env, c.Host, c.ServiceID, c.PublicationID).Scan(&snapshot, &by)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstate.UndefinedTable:
+		// Fail closed: without the view a revoked Agent would be admitted.
+		return fmt.Errorf("read the revocation of caller %s/%s: the configpub database is not migrated to version 30 "+
+			"(configpub_workflow.revoked_snapshot is missing; run configpub db migrate): %w", c.Host, c.ServiceID, err)
+	case err != nil:
+		return fmt.Errorf("read the revocation of caller %s/%s snapshot: %w", c.Host, c.ServiceID, err)
+	}
+	return fmt.Errorf("caller %s/%s (Agent %s), publication %s: its snapshot %s is revoked (by %s): %w",
+		c.Host, c.ServiceID, mapped.Agent, c.PublicationID, snapshot, by, ErrCallerRevoked)
 }
 
 // Invocation reads an admitted invocation and its pinned endpoint targets

@@ -314,8 +314,9 @@ func TestServiceRoleWritesOnlyItsOwnTables(t *testing.T) {
 }
 
 // serviceGrants is the complete inventory of configpub_workflow_service:
-// the reader's two views (through membership) and its own tables.
+// the reader's views (through membership) and its own tables.
 var serviceGrants = []string{
+	"configpub_workflow.revoked_snapshot SELECT",
 	"configpub_workflow.workflow_view_current SELECT",
 	"configpub_workflow.workflow_view_history SELECT",
 	"member of configpub_workflow_reader",

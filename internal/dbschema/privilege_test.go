@@ -198,12 +198,15 @@ func TestServerRoleOnlyReadsAndInsertsEvidence(t *testing.T) {
 }
 
 // workflowReaderGrants is the complete inventory of what
-// configpub_workflow_reader may do: read the two Workflow views. Every other
+// configpub_workflow_reader may do: read the two Workflow views and the
+// revoked snapshots (identity, ids, policy digest, how and when: what a
+// caller check needs). Every other
 // privilege on every relation, sequence and schema of the database is
 // refused (TestWorkflowReaderGrantInventory checks it in the catalog,
 // TestWorkflowReaderStatements by running each statement kind).
 var workflowReaderGrants = []string{
 	"schema configpub_workflow USAGE",
+	"configpub_workflow.revoked_snapshot SELECT",
 	"configpub_workflow.workflow_view_current SELECT",
 	"configpub_workflow.workflow_view_history SELECT",
 }
