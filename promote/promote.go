@@ -236,13 +236,12 @@ func Run(ctx context.Context, repo *git.Repository, opts Options) (*Result, erro
 	stage := opts.Stage || res.Rollout.TwoPhase() || inForce.TwoPhase()
 	if reason != opts.BreakGlassReason {
 		log.InfoContext(ctx, "freeze window broken", "env", opts.EnvTag, "reason", reason)
-		if stage || opts.recordOnly {
-			// Nothing moves: no check at the recording; journal the window
-			// broken now.
-			in.Reason = reason
-		}
 	}
 	if opts.BreakGlass {
+		// The store settles, under the environment's lock, which window
+		// the recording (and activation) breaks and journals it; the
+		// command's hash covers in.Reason, so the same promotion re-run
+		// once the window has closed is the same command.
 		in.BreakGlassReason = opts.BreakGlassReason
 	}
 	// A release only recorded is, like a staged one, not activated now:

@@ -83,9 +83,11 @@ type ReleaseInput struct {
 	// when the release is recorded and activated (`promote --break-glass
 	// --reason`): the release and its pointer moves then journal
 	// "break-glass in freeze window NAME: BreakGlassReason" instead of
-	// Reason. Empty: a window open then refuses (*FreezeError). It is
-	// not part of the command: whether a window was broken is decided
-	// when the command runs.
+	// Reason. Empty: a window open then refuses (*FreezeError). Stage and
+	// Record journal a window open when they record the same way (they
+	// refuse none). It is not part of the command: whether a window was
+	// broken is decided when the command runs, so the same command re-run
+	// once the window has closed replays.
 	BreakGlassReason string
 	// ArtifactsStored: the targets' artifacts were stored with
 	// Store.StoreArtifacts beforehand, so the targets carry no Values; the

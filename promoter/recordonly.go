@@ -47,8 +47,9 @@ func (s *Store) recordOnly(ctx context.Context, in *ReleaseInput) (*RecordResult
 		return nil, err
 	}
 	var res RecordResult
+	asked := in.Reason
 	err = s.runTx(ctx, func(tx pgx.Tx) error {
-		res = RecordResult{}
+		res, in.Reason = RecordResult{}, asked // a retried transaction settles the reason again
 		now := s.now()
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
 		if err != nil || replayed {

@@ -57,8 +57,9 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		return nil, err // the candidate manifests are signed when staged
 	}
 	var res StageResult
+	asked := in.Reason
 	err = s.runTx(ctx, func(tx pgx.Tx) error {
-		res = StageResult{}
+		res, in.Reason = StageResult{}, asked // a retried transaction settles the reason again
 		now := s.now()
 		replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &res)
 		if err != nil || replayed {
@@ -146,8 +147,10 @@ func unmovedCommand(in *ReleaseInput, action string) (command, error) {
 // locks the environment and compare-and-swaps its head against
 // in.BaseReleaseVersion (*CASError; also while an activation is in
 // flight), then stores the release's artifacts, snapshots, release row
-// (journaled) and targets, refusing a release with a revoked snapshot. It
-// returns the environment as locked.
+// (journaled) and targets, refusing a release with a revoked snapshot. With
+// in.BreakGlassReason it sets in.Reason to the reason to journal: the
+// window broken now, if any (freezeAtMove). It returns the environment as
+// locked.
 func (s *Store) insertUnmoved(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cmd command, now time.Time) (*env, error) {
 	e, err := lockEnv(ctx, tx, in.EnvTag, now)
 	if err != nil {
@@ -155,6 +158,16 @@ func (s *Store) insertUnmoved(ctx context.Context, tx pgx.Tx, in *ReleaseInput, 
 	}
 	if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
 		return nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+	}
+	if in.BreakGlassReason != "" {
+		// Whether a window is broken is settled here, under the lock, and
+		// journaled; it is not part of the command, whose hash covers the
+		// reason asked (a re-run after the window closed is the same
+		// command). Staging and recording are not refused inside a window
+		// here: promote refuses them before, without --break-glass.
+		if in.Reason, err = s.freezeAtMove(ctx, tx, in.EnvTag, &in.Rollout, e.Current, in.Reason, in.BreakGlassReason); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.recordArtifacts(ctx, tx, in); err != nil {
 		return nil, err
