@@ -76,9 +76,10 @@ when --cache-dir could not be updated (read-only or full: a warning on stderr; t
 seen-state already holds its sequence and epoch); 1 rejected or server unavailable (the
 last-known-good is kept and --out still holds it), the seen-state or last-known-good could
 not be persisted for anything else (a move, an epoch raise), or --out could not be written (REJECTED OUT_UNWRITABLE, printed and reported:
-the status endpoint reports what --out holds; the load that writes it reports APPLIED);
-3 failed closed (no valid configuration: the lease ran out or none was ever
-verified; --out is removed so nothing unverified stays usable).
+the status endpoint reports what --out holds; the load that writes it reports APPLIED)
+while it still holds a file; 3 failed closed (no valid configuration: the lease ran out
+or none was ever verified, and --out is removed so nothing unverified stays usable; or
+--out could not be written and holds nothing).
 With --watch it keeps the file current until interrupted and exits 0: each request asks the
 server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
 within about a second of its commit; a server that does not hold requests is polled every
@@ -274,6 +275,11 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		ev, err = c.Load(ctx)
 	}
 	if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
+		if _, failed := f.outSt.running(); failed != nil && failed.FailedClosed && !exists(f.out) {
+			// --out could not be written and holds nothing: the runtime
+			// has no configuration, as the printed line says.
+			return failClosedError{herr}
+		}
 		return herr
 	}
 	switch {
@@ -291,6 +297,13 @@ func runFetch(cmd *cobra.Command, f fetchFlags) error {
 		return fmt.Errorf("applied, but the last-known-good was not persisted: %s", ev.CacheError)
 	}
 	return nil
+}
+
+// exists reports whether path names a file (false when it cannot be
+// told: a runtime cannot read it either).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // watchLoop keeps --out current with c until ctx ends. Every --interval

@@ -37,6 +37,9 @@ func failOut(t *testing.T, out string) (stop func()) {
 // TestFetchOutUnwritableIsReported: a verified snapshot that cannot be
 // written to --out (ENOSPC) is printed and reported REJECTED OUT_UNWRITABLE
 // naming the error, and the run that finally writes it reports APPLIED.
+// With nothing in --out the runtime has no configuration: the line says
+// failedClosed and the run exits 3, as a run failing closed does (it exited
+// 1, as if the runtime still had its last-known-good).
 // fetch returned on the write error before printing or reporting anything,
 // while the client had already persisted the snapshot: the next run found it
 // UNCHANGED and reported nothing, so the APPLIED observation was never made.
@@ -48,12 +51,12 @@ func TestFetchOutUnwritableIsReported(t *testing.T) {
 
 	stop := failOut(t, outFile)
 	out, err := runCLI(args...)
-	if code := exitCode(err); code != exitRefused {
-		t.Fatalf("--out unwritable: exit %d (%v), want 1\n%s", code, err, out)
+	if code := exitCode(err); code != exitFailClosed {
+		t.Fatalf("--out unwritable and empty: exit %d (%v), want 3 (failed closed)\n%s", code, err, out)
 	}
 	ev := evidenceOf(t, out)
 	if ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonOutUnwritable || ev.SnapshotID != want ||
-		ev.CurrentSnapshotID != "" || !strings.Contains(ev.Detail, "no space left on device") {
+		ev.CurrentSnapshotID != "" || !ev.FailedClosed || !strings.Contains(ev.Detail, "no space left on device") {
 		t.Fatalf("--out unwritable: got %s %s snapshot %q current %q detail %q; want REJECTED OUT_UNWRITABLE for %s, nothing current, naming ENOSPC",
 			ev.Outcome, ev.Reason, ev.SnapshotID, ev.CurrentSnapshotID, ev.Detail, want)
 	}
@@ -77,6 +80,30 @@ func TestFetchOutUnwritableIsReported(t *testing.T) {
 	}
 	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(s.values) {
 		t.Fatalf("--out does not hold the verified values.yml (%v)", err)
+	}
+}
+
+// TestFetchOutUnwritableKeepsWhatOutHolds: when --out cannot be written
+// but still holds the file an earlier run wrote, its runtime goes on
+// reading that file: the run is a refusal (exit 1), not a runtime failing
+// closed (exit 3), and --out is left as it was.
+func TestFetchOutUnwritableKeepsWhatOutHolds(t *testing.T) {
+	s, key := newFetchServer(t, time.Hour)
+	cache, outFile := t.TempDir(), filepath.Join(t.TempDir(), "values.yml")
+	old := []byte("earlier: run\n")
+	if err := os.WriteFile(outFile, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	failOut(t, outFile)
+	out, err := runCLI(s.args(t, key, cache, outFile)...)
+	if code := exitCode(err); code != exitRefused {
+		t.Fatalf("--out unwritable, holding a file: exit %d (%v), want 1\n%s", code, err, out)
+	}
+	if ev := evidenceOf(t, out); ev.Outcome != client.OutcomeRejected || ev.Reason != client.ReasonOutUnwritable {
+		t.Fatalf("got %s %s, want REJECTED OUT_UNWRITABLE", ev.Outcome, ev.Reason)
+	}
+	if b, err := os.ReadFile(outFile); err != nil || string(b) != string(old) {
+		t.Fatalf("--out: got %q (%v), want what it held, %q", b, err, old)
 	}
 }
 
