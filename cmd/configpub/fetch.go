@@ -80,7 +80,11 @@ the status endpoint reports what --out holds; the load that writes it reports AP
 while it still holds a file; 3 failed closed (no valid configuration: the lease ran out
 or none was ever verified, and --out is removed so nothing unverified stays usable; or
 --out could not be written and holds nothing).
-With --watch it keeps the file current until interrupted and exits 0: each request asks the
+With --watch it keeps the file current until interrupted and exits 0. Started before
+--token-file exists (a projected token, a Vault agent's sink), it waits for the file: it
+says so once on stderr, runs on the last-known-good in --cache-dir (or reports failing
+closed), checks again with back-off up to 5s apart, and loads as soon as it appears
+(never past the last-known-good's lease). Each request asks the
 server to hold it until the pointer moves (wait=, up to --interval), so a move is applied
 within about a second of its commit; a server that does not hold requests is polled every
 --interval with jitter (jittered back-off on failure). It reads --trust-key again every
@@ -319,8 +323,10 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 	if f.status.controlPub != "" {
 		ctlPEM, _ = os.ReadFile(f.status.controlPub) // serveStatus reports an error
 	}
-	fresh := true // c has not loaded yet
+	fresh := true      // c has not loaded yet
+	toldToken := false // the missing --token-file was reported
 	for {
+		first := fresh
 		if fresh && opts.CacheDir != "" {
 			// The last-known-good, verified again, is written to --out
 			// before the first request: a Config Server holds that request
@@ -374,6 +380,14 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 				}
 			})
 		}
+		if first {
+			// A sidecar started before its token is provisioned (projected
+			// a moment later, a Vault agent's sink) waits for it instead of
+			// loading without one; the status endpoint meanwhile reports
+			// what --out holds (the last-known-good, or nothing: failed
+			// closed). A token that disappears later is the load's error.
+			f.waitToken(wctx, c, &toldToken, errOut)
+		}
 		err := c.Watch(wctx, f.interval, func(ev *client.Evidence, err error) {
 			if herr := f.handle(ctx, c, ev, out, errOut); herr != nil {
 				fmt.Fprintln(errOut, "configpub fetch:", herr)
@@ -411,6 +425,30 @@ func (f fetchFlags) watchLoop(ctx context.Context, c *client.Client, opts client
 			}
 			return err
 		}
+	}
+}
+
+// waitToken waits until c's --token-file holds a token (client.WaitToken),
+// saying once per run on errOut that it is missing — naming the file,
+// never a token — and what the runtime has meanwhile, and when it appeared.
+func (f fetchFlags) waitToken(ctx context.Context, c *client.Client, told *bool, errOut io.Writer) {
+	waited := false
+	err := c.WaitToken(ctx, func(err error) {
+		waited = true
+		if *told {
+			return
+		}
+		*told = true
+		meanwhile := "no configuration meanwhile: failed closed"
+		if s, cerr := c.Current(); cerr == nil {
+			meanwhile = fmt.Sprintf("its last-known-good, snapshot %s, meanwhile, until its lease ends at %s",
+				s.SnapshotID, s.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(errOut, "configpub fetch: waiting for --token-file %s (%v): checked again with back-off up to %s apart; the runtime has %s\n",
+			f.tokenFile, err, client.MaxTokenRetryDelay, meanwhile)
+	})
+	if waited && err == nil && exists(f.tokenFile) { // else the lease ended: the next load fails closed
+		fmt.Fprintf(errOut, "configpub fetch: --token-file %s provisioned: loading\n", f.tokenFile)
 	}
 }
 

@@ -28,6 +28,11 @@ var (
 	// ErrNotReportable is returned by ReportEvidence for outcomes the Config
 	// Server does not record (only APPLIED and REJECTED are).
 	ErrNotReportable = errors.New("evidence outcome is not reportable")
+	// ErrTokenMissing is returned by a TokenFile source whose file does not
+	// exist or is empty: the token has not been provisioned yet (a
+	// Kubernetes projected token, a Vault agent's sink). WaitToken waits
+	// for it.
+	ErrTokenMissing = errors.New("token not provisioned")
 	// ErrPublicationRejected is returned by CheckPeer for an incoming call
 	// whose publication identity is unknown or forged.
 	ErrPublicationRejected = errors.New("peer publication not accepted")

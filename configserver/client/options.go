@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -38,19 +39,24 @@ type TokenSource func(ctx context.Context) (string, error)
 
 // TokenFile returns a TokenSource that reads the token from path on every
 // call (Kubernetes projected tokens rotate in place); surrounding whitespace
-// is trimmed. The token is never logged.
+// is trimmed. A file that does not exist or is empty is an error matching
+// ErrTokenMissing (and, when absent, fs.ErrNotExist). The token is never
+// logged.
 func TokenFile(path string) TokenSource {
 	return func(ctx context.Context) (string, error) {
 		if err := ctx.Err(); err != nil {
 			return "", err
 		}
 		b, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("read token file %s: %w: %w", path, ErrTokenMissing, err)
+		}
 		if err != nil {
 			return "", fmt.Errorf("read token file %s: %w", path, err)
 		}
 		tok := strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("read token file %s: empty", path)
+			return "", fmt.Errorf("read token file %s: empty: %w", path, ErrTokenMissing)
 		}
 		return tok, nil
 	}
