@@ -73,9 +73,13 @@ func StagedTarget(t *Target) ([]byte, error) {
 // releases/<env>/<host>.yaml whose bytes differ from the file there, then
 // the root releases/<env>.yaml, each atomically (temp file, fsync,
 // rename), refusing to write through a symbolic link or outside repoDir,
-// and removes the entries of releases/<env>/ the root no longer lists. An interrupted write leaves a release that compile --check reports
-// stale and the next compile completes. An up-to-date manifest is not
-// rewritten.
+// and removes the entries of releases/<env>/ the root no longer lists.
+// ctx is checked before the release's first file is written, not between
+// its files: a release whose writing began is written whole (a few local
+// files), so an interrupted compile leaves the release before or the new
+// one, never new shards under the old root. A process killed mid-way
+// leaves a release that compile --check reports stale and the next compile
+// completes. An up-to-date manifest is not rewritten.
 func Write(ctx context.Context, res *Result, repoDir, outDir string) error {
 	env := res.Manifest.EnvTag
 	if outDir != "" {
@@ -98,12 +102,13 @@ func writeRelease(ctx context.Context, repoDir, env string, res *Result) error {
 	if err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing written yet
+	}
 	keep := map[string]bool{}
-	// Shards first, the root (which names their digests) last.
+	// Shards first, the root (which names their digests) last; once begun,
+	// to the end.
 	for i := len(files) - 1; i >= 0; i-- {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		f := files[i]
 		keep[f.Path] = true
 		if sameFile(filepath.Join(repoDir, filepath.FromSlash(f.Path)), f.Bytes) {
