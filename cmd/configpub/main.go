@@ -7,9 +7,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	_ "time/tzdata" // freeze windows' time zones on machines and images without a zone database
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -21,15 +19,16 @@ func main() {
 	// A container's memory limit bounds the heap (see setMemoryLimit); a
 	// limit that cannot be read leaves the runtime's default.
 	_, _ = setMemoryLimit(memlimit.FromCgroup)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	root := newRootCmd()
 	err := root.ExecuteContext(ctx)
-	line := errorLine(ctx, err) // before stop, which cancels ctx as well
+	line := errorLine(ctx, err)                      // before stop, which cancels ctx as well
+	code := interruptedExit(ctx, err, exitCode(err)) // 130 or 143 when a signal ended it
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "configpub:", line)
 	}
-	os.Exit(exitCode(err))
+	os.Exit(code)
 }
 
 // errorLine is the text printed for err, which ended a run under ctx (""
