@@ -17,6 +17,16 @@ import (
 	"github.com/configpub/configpub/internal/gen"
 )
 
+// buildCLI builds the configpub binary for the test.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "configpub")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // hangingRegistry is an OCI registry that answers nothing: each request is
 // held until its client goes. started receives once per request.
 func hangingRegistry(t *testing.T) (host string, started <-chan struct{}) {
@@ -86,10 +96,7 @@ func TestInterruptedCommandExitCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "configpub")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	interrupted := func(t *testing.T, r interruptedRun, sig syscall.Signal, want int) {
 		t.Helper()
 		if r.code != want {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -108,8 +109,8 @@ configpub compile --renew.`,
 					// a renewer that exits leaves every lease to run out.
 					failures++
 					wait = retryAfter(failures, every)
-					fmt.Fprintf(cmd.ErrOrStderr(), "lease renew %s: renewal failed (%d in a row): %v; next attempt in %s\n",
-						env, failures, err, wait)
+					fmt.Fprintf(cmd.ErrOrStderr(), "lease renew %s: renewal failed (%d in a row): %s; next attempt in %s\n",
+						env, failures, pgsession.ErrorText(err), wait)
 				}
 				if every == 0 {
 					return nil

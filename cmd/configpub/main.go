@@ -12,6 +12,7 @@ import (
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 
+	"github.com/configpub/configpub/internal/pgsession"
 	"github.com/configpub/configpub/internal/safetext"
 )
 
@@ -40,7 +41,7 @@ func errorLine(ctx context.Context, err error) string {
 	if err == nil {
 		return ""
 	}
-	msg := err.Error()
+	msg := pgsession.ErrorText(err) // a connection's failed attempts in one line
 	if ctx.Err() != nil {
 		cause := context.Cause(ctx)
 		// A signal's cause is its own error (which Is context.Canceled).
