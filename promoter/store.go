@@ -43,8 +43,9 @@ type Options struct {
 	SignWorkers int
 	// MoveBatch is the number of pointers an activation, a staging, a
 	// lease renewal or an epoch raise reads, signs and writes at a time
-	// inside its one transaction, and AttachDeliveryManifests reads and
-	// attaches at a time, which bounds their memory whatever the size of
+	// inside its one transaction, AttachDeliveryManifests reads and
+	// attaches at a time, and ReleaseArtifacts reads at a time (at most),
+	// which bounds their memory whatever the size of
 	// the environment. 0 = 2,000.
 	MoveBatch int
 	// Notifier receives release state changes, rollbacks, rejections and
