@@ -59,11 +59,14 @@ var verbExamples = map[string]string{
 	"configpub token":          `  configpub token --key signing-key.pem --issuer https://login.example.com --audience configpub --host app.example.com --service-id com.example.assistant --env dev --config-audience agent`,
 	"configpub token keygen":   `  configpub token keygen --out tokens/`,
 	"configpub registry serve": `  configpub registry serve --dir /var/lib/registry --listen 127.0.0.1:5000`,
-	"configpub console":        `  configpub console --database "$CONFIGPUB_VIEWER_DATABASE_URL" --listen 127.0.0.1:8081`,
-	"configpub status":         "  configpub status --env prod\n  configpub status --env prod --output json",
-	"configpub history":        "  configpub history --env prod\n  configpub history --env prod --target app.example.com/com.example.assistant\n  configpub history --env prod --revocations",
-	"configpub workflow diff":  `  configpub workflow diff 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 1.0.0 1.1.0 --repo .`,
-	"configpub demo":           "  configpub demo\n  make demo",
+	"configpub registry republish": `  COSIGN_PASSWORD=… configpub registry republish --env prod --registry registry.example.com/policy --key keys/cosign.key \
+      --database "$CONFIGPUB_DATABASE_URL"
+  configpub registry republish --env prod --release 6 --registry registry.example.com/policy --key keys/cosign.key   # before a rollback to 6`,
+	"configpub console":       `  configpub console --database "$CONFIGPUB_VIEWER_DATABASE_URL" --listen 127.0.0.1:8081`,
+	"configpub status":        "  configpub status --env prod\n  configpub status --env prod --output json",
+	"configpub history":       "  configpub history --env prod\n  configpub history --env prod --target app.example.com/com.example.assistant\n  configpub history --env prod --revocations",
+	"configpub workflow diff": `  configpub workflow diff 3f0c9a52-7d1e-4b8a-9c61-2f5e8d4b7a10 1.0.0 1.1.0 --repo .`,
+	"configpub demo":          "  configpub demo\n  make demo",
 }
 
 // organizeHelp groups the verbs and gives every runnable verb an example.

@@ -24,33 +24,34 @@ import (
 // later without an entry here fails it, and so does an entry whose verb no
 // longer takes -o.
 var jsonReports = map[string][]any{
-	"configpub compile":           {compileSummary{}},
-	"configpub plan":              {(*planreport.Report)(nil)},                                                            // Report.WriteJSON
-	"configpub promote":           {(*promote.Result)(nil)},                                                               // promote.Run
-	"configpub activate":          {(*promoter.ActivationResult)(nil)},                                                    // Store.ActivateRelease
-	"configpub rollback":          {(*promoter.ActivationResult)(nil)},                                                    // Store.Rollback
-	"configpub revoke":            {(*promoter.Revocation)(nil), (*promoter.EpochResult)(nil)},                            // Store.Revoke; --epoch: Store.RaiseEpoch
-	"configpub reconcile":         {(*promoter.ReconcileResult)(nil)},                                                     // Store.Reconcile
-	"configpub lease renew":       {renewReport{}},                                                                        // Store.RenewLeases (and the attach), once per renewal
-	"configpub lease resign":      {(*promoter.EpochResult)(nil)},                                                         // Store.Resign
-	"configpub status":            {(*promoter.Status)(nil)},                                                              // Store.Status
-	"configpub history":           {[]promoter.Move(nil), []promoter.ReleaseEvent(nil), []promoter.RevocationRecord(nil)}, // Store.History; --releases: Store.ReleaseEvents; --revocations: Store.Revocations
-	"configpub readback":          {[]readback.Result(nil)},                                                               // readback.Run
-	"configpub gate":              {[]*promoter.GateVerdict(nil)},                                                         // --once: Store.CheckHealth per --env
-	"configpub webhook redeliver": {(*webhook.RedeliverResult)(nil)},                                                      // Notifier.Redeliver
-	"configpub version":           {buildVersion{}},
-	"configpub publish":           {(*publishReport)(nil)}, // newPublishReport
-	"configpub pull":              {pullReport{}},
-	"configpub verify-oci":        {verifyReport{}},
-	"configpub validate":          {validateReport{}},
-	"configpub init":              {initReport{}},
-	"configpub keygen":            {keyFilesReport{}},
-	"configpub token keygen":      {keyFilesReport{}},
-	"configpub db migrate":        {migrateReport{}},
-	"configpub db gc":             {gcReport{}},
-	"configpub db keys":           {keysReport{}},
-	"configpub registry attach":   {attachReport{}},
-	"configpub fetch":             {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
+	"configpub compile":            {compileSummary{}},
+	"configpub plan":               {(*planreport.Report)(nil)},                                                            // Report.WriteJSON
+	"configpub promote":            {(*promote.Result)(nil)},                                                               // promote.Run
+	"configpub activate":           {(*promoter.ActivationResult)(nil)},                                                    // Store.ActivateRelease
+	"configpub rollback":           {(*promoter.ActivationResult)(nil)},                                                    // Store.Rollback
+	"configpub revoke":             {(*promoter.Revocation)(nil), (*promoter.EpochResult)(nil)},                            // Store.Revoke; --epoch: Store.RaiseEpoch
+	"configpub reconcile":          {(*promoter.ReconcileResult)(nil)},                                                     // Store.Reconcile
+	"configpub lease renew":        {renewReport{}},                                                                        // Store.RenewLeases (and the attach), once per renewal
+	"configpub lease resign":       {(*promoter.EpochResult)(nil)},                                                         // Store.Resign
+	"configpub status":             {(*promoter.Status)(nil)},                                                              // Store.Status
+	"configpub history":            {[]promoter.Move(nil), []promoter.ReleaseEvent(nil), []promoter.RevocationRecord(nil)}, // Store.History; --releases: Store.ReleaseEvents; --revocations: Store.Revocations
+	"configpub readback":           {[]readback.Result(nil)},                                                               // readback.Run
+	"configpub gate":               {[]*promoter.GateVerdict(nil)},                                                         // --once: Store.CheckHealth per --env
+	"configpub webhook redeliver":  {(*webhook.RedeliverResult)(nil)},                                                      // Notifier.Redeliver
+	"configpub version":            {buildVersion{}},
+	"configpub publish":            {(*publishReport)(nil)}, // newPublishReport
+	"configpub pull":               {pullReport{}},
+	"configpub verify-oci":         {verifyReport{}},
+	"configpub validate":           {validateReport{}},
+	"configpub init":               {initReport{}},
+	"configpub keygen":             {keyFilesReport{}},
+	"configpub token keygen":       {keyFilesReport{}},
+	"configpub db migrate":         {migrateReport{}},
+	"configpub db gc":              {gcReport{}},
+	"configpub db keys":            {keysReport{}},
+	"configpub registry attach":    {attachReport{}},
+	"configpub registry republish": {(*republishReport)(nil)}, // promote.Republish and the attach that follows
+	"configpub fetch":              {(*client.Evidence)(nil)}, // one line per load (fetchFlags.handle)
 }
 
 var lowerCamel = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)

@@ -12,7 +12,7 @@ import (
 )
 
 func addRegistryCmd(root *cobra.Command) {
-	parent := &cobra.Command{Use: "registry", Short: "The embedded OCI registry; delivery manifests as referrers"}
+	parent := &cobra.Command{Use: "registry", Short: "The embedded OCI registry; delivery manifests as referrers; republishing a lost registry from the store"}
 	var dir, addr, logLevel string
 	serve := &cobra.Command{
 		Use:   "serve --dir DIR [--listen 127.0.0.1:5000]",
@@ -42,6 +42,6 @@ func addRegistryCmd(root *cobra.Command) {
 	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:5000", "listen address")
 	serve.Flags().StringVar(&logLevel, "log-level", "warn", "Distribution log level (error, warn, info, debug)")
 	_ = serve.MarkFlagRequired("dir")
-	parent.AddCommand(serve, newRegistryAttachCmd())
+	parent.AddCommand(serve, newRegistryAttachCmd(), newRegistryRepublishCmd())
 	root.AddCommand(parent)
 }
