@@ -107,7 +107,7 @@ func resolveTag(ctx context.Context, repository, tag string) (string, error) {
 // promote's own, with every current pointer's delivery manifest attached;
 // a second run pushes nothing and writes nothing. Release 1 (what a
 // rollback returns to) is republished with --release into a third
-// registry, without an attach.
+// registry, without an attach; a revoked snapshot of it is skipped.
 func TestRepublishRebuildsTheRegistryFromTheStore(t *testing.T) {
 	h := promotertest.New(t)
 	ctx := context.Background()
@@ -181,6 +181,33 @@ func TestRepublishRebuildsTheRegistryFromTheStore(t *testing.T) {
 		t.Fatalf("republish --release 1: %+v, %v; want %d pushed, no attach", r1, err, len(ts1))
 	}
 	checkRepublished(t, h, prefixC, ts1)
+
+	// A revoked snapshot is not pushed again: release 1's own snapshot of
+	// a target release 2 changed, revoked, is skipped and named.
+	inR2 := map[string]bool{}
+	for _, s := range ts {
+		inR2[s.snapshot] = true
+	}
+	var revoked storedTarget
+	for _, s := range ts1 {
+		if !inR2[s.snapshot] {
+			revoked = s
+		}
+	}
+	if _, err := h.Store.Revoke(ctx, promoter.RevokeInput{CommandID: promotertest.ID("republish", "revoke"), SnapshotID: revoked.snapshot,
+		Reason: "leaked", Actor: "oncall"}); err != nil {
+		t.Fatal(err)
+	}
+	e := registrytest.New(t, registrytest.Options{})
+	o.Prefix = e.Host + "/configpub"
+	r1, err = promote.Republish(ctx, o)
+	if err != nil || r1.Pushed != len(ts1)-1 || r1.SkippedCount != 1 || strings.Join(r1.Skipped, "") != revoked.host+"/"+revoked.service {
+		t.Fatalf("republish --release 1 with a revoked snapshot: %+v, %v; want it skipped, %d pushed", r1, err, len(ts1)-1)
+	}
+	repo := registry.Repository(o.Prefix, registry.Artifact{EnvTag: promotertest.Env, Host: revoked.host, ServiceID: revoked.service})
+	if d, err := resolveTag(ctx, repo, registry.Tag(1)); !errors.Is(err, errdef.ErrNotFound) {
+		t.Fatalf("%s: the revoked snapshot's tag r1 names %s (%v), want nothing pushed", repo, d, err)
+	}
 
 	o.Release = 9
 	if _, err := promote.Republish(ctx, o); !errors.Is(err, promoter.ErrNotFound) || !strings.Contains(err.Error(), "release 9") {
