@@ -18,6 +18,7 @@ import (
 type RepublishStore interface {
 	ReleaseArtifacts(ctx context.Context, envTag string, release int64) (int64, iter.Seq2[promoter.StoredArtifact, error], error)
 	AttachDeliveryManifestsAt(ctx context.Context, envTag string, reg promoter.ManifestAttacher, prefix string) (*promoter.AttachResult, error)
+	RecordSigningKey(ctx context.Context, pub crypto.PublicKey) error
 }
 
 var _ RepublishStore = (*promoter.Store)(nil)
@@ -96,8 +97,8 @@ var ErrRepublishRefused = fmt.Errorf("artifacts not republished: %w", promoter.E
 // checked against the one the store recorded before anything is pushed
 // for the target (a target whose artifact hashes otherwise is refused,
 // named, and nothing is pushed for it; the others are pushed). Each is
-// tagged r<release that created the snapshot> and signed by Signer, as
-// promote does; the release artifact is not (the store does not record
+// tagged r<release that created the snapshot> and signed by Signer (its
+// key recorded in the store first), as promote does; the release artifact is not (the store does not record
 // its digest). Revoked snapshots and snapshots recorded without a
 // publication are skipped. The targets stream from the store in batches
 // and are pushed at most the client's concurrency at a time
@@ -119,6 +120,11 @@ func Republish(ctx context.Context, o RepublishOptions) (*RepublishResult, error
 	release, arts, err := o.Store.ReleaseArtifacts(ctx, o.EnvTag, o.Release)
 	if err != nil {
 		return nil, fmt.Errorf("republish %s: %w", o.EnvTag, err)
+	}
+	// Recorded before anything is signed with it, as promote does: no
+	// signature of the store's artifacts is by a key it has not recorded.
+	if err := o.Store.RecordSigningKey(ctx, o.Signer.Public()); err != nil {
+		return nil, fmt.Errorf("republish %s: %w (nothing pushed)", o.EnvTag, err)
 	}
 	res := &RepublishResult{EnvTag: o.EnvTag, Release: release, Active: release == active, Registry: o.Prefix}
 	refused, skipped := textlist.First{N: promoter.SkippedListed}, textlist.First{N: promoter.SkippedListed}

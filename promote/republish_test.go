@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"oras.land/oras-go/v2/registry/remote"
 
 	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/registrytest"
 	"github.com/configpub/configpub/internal/signing"
@@ -63,8 +65,14 @@ func republishOpts(h *promotertest.Harness, prefix string) promote.RepublishOpti
 // exact bytes and a signature by the harness's key that verifies.
 func checkRepublished(t *testing.T, h *promotertest.Harness, prefix string, ts []storedTarget) {
 	t.Helper()
+	checkSignedBy(t, h, prefix, ts, h.Signer.TrustedKey())
+}
+
+// checkSignedBy is checkRepublished with the signature by key.
+func checkSignedBy(t *testing.T, h *promotertest.Harness, prefix string, ts []storedTarget, key signing.TrustedKey) {
+	t.Helper()
 	ctx := context.Background()
-	keys := []signing.TrustedKey{h.Signer.TrustedKey()}
+	keys := []signing.TrustedKey{key}
 	for _, s := range ts {
 		id := bundle.Identity{Host: s.host, ServiceID: s.service, EnvTag: promotertest.Env}
 		repo := registry.Repository(prefix, registry.Artifact{EnvTag: promotertest.Env, Host: s.host, ServiceID: s.service})
@@ -107,7 +115,8 @@ func resolveTag(ctx context.Context, repository, tag string) (string, error) {
 // promote's own, with every current pointer's delivery manifest attached;
 // a second run pushes nothing and writes nothing. Release 1 (what a
 // rollback returns to) is republished with --release into a third
-// registry, without an attach; a revoked snapshot of it is skipped.
+// registry with another key (recorded in the store first), without an
+// attach; a revoked snapshot of it is skipped.
 func TestRepublishRebuildsTheRegistryFromTheStore(t *testing.T) {
 	h := promotertest.New(t)
 	ctx := context.Background()
@@ -171,16 +180,29 @@ func TestRepublishRebuildsTheRegistryFromTheStore(t *testing.T) {
 		t.Fatalf("republish again wrote %d times to the registry, want 0", n)
 	}
 
+	// Release 1, signed with another key, which the store records first.
+	kp, err := cosignkey.GenerateKeyPair([]byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := cosignkey.LoadPrivateKey(kp.PrivatePEM, []byte("pw"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := registrytest.New(t, registrytest.Options{})
 	prefixC := c.Host + "/configpub"
 	o = republishOpts(h, prefixC)
-	o.Release = 1
+	o.Release, o.Signer = 1, other
 	r1, err := promote.Republish(ctx, o)
 	ts1 := storedTargets(t, h, 1)
 	if err != nil || r1.Release != 1 || r1.Active || r1.Pushed != len(ts1) || r1.Attach != nil {
 		t.Fatalf("republish --release 1: %+v, %v; want %d pushed, no attach", r1, err, len(ts1))
 	}
-	checkRepublished(t, h, prefixC, ts1)
+	checkSignedBy(t, h, prefixC, ts1, other.TrustedKey())
+	keys, err := h.Store.SigningKeys(ctx)
+	if err != nil || !slices.ContainsFunc(keys, func(k promoter.SigningKey) bool { return k.ID == other.KeyID() }) {
+		t.Fatalf("the store's signing keys %+v (%v) lack %s, which signed release 1's artifacts", keys, err, other.KeyID())
+	}
 
 	// A revoked snapshot is not pushed again: release 1's own snapshot of
 	// a target release 2 changed, revoked, is skipped and named.
