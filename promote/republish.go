@@ -202,7 +202,7 @@ func Republish(ctx context.Context, o RepublishOptions) (*RepublishResult, error
 	}
 	if refused.Count > 0 {
 		return res, fmt.Errorf("republish %s release %d: %w: %d of %d (%s); first: %w", o.EnvTag, release, ErrRepublishRefused,
-			refused.Count, res.Targets, textlist.Join(refused.Items, refused.Count, attachFailedNamed), firstRefusal)
+			refused.Count, res.Targets, textlist.Join(refused.Items, refused.Count, refusedNamed), firstRefusal)
 	}
 	if attachErr != nil {
 		return res, fmt.Errorf("republish %s release %d: %w", o.EnvTag, release, attachErr)
@@ -210,5 +210,5 @@ func Republish(ctx context.Context, o RepublishOptions) (*RepublishResult, error
 	return res, nil
 }
 
-// attachFailedNamed is how many refused targets Republish's error names.
-const attachFailedNamed = 5
+// refusedNamed is how many refused targets Republish's error names.
+const refusedNamed = 5
