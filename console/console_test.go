@@ -852,7 +852,7 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, `INSERT INTO configpub.webhook_delivery (event_id, event_kind, env_tag, release_version,
 				receiver, attempt, delivered, http_status, attempted_at, duration_ms)
-			VALUES ($1::uuid, 'release.activated', 'prod', 2, $2, $3, $4, $5, now(), 1)`, id, receiver, n, delivered, status); err != nil {
+			VALUES ($1::uuid, 'release.activated', 'prod', 2, $2, $3, $4, nullif($5, 0), now(), 1)`, id, receiver, n, delivered, status); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -867,7 +867,7 @@ func TestMetricsCountUndeliveredWebhookEvents(t *testing.T) {
 	attempt(ids[1], a, 2, true, 200)  // delivered on a retry
 	attempt(ids[1], b, 1, false, 410) // refused for good: not counted
 	event(ids[2], "3 hours")
-	attempt(ids[2], a, 1, false, 0) // missed by a (no answer)
+	attempt(ids[2], a, 1, false, 0) // missed by a (no answer: no status, as PGLog records it)
 	attempt(ids[2], b, 1, false, 429)
 	event(ids[3], "80 hours") // a three-day outage: still to send
 	attempt(ids[3], a, 1, false, 503)

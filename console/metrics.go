@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/webhook"
 )
 
@@ -110,24 +111,11 @@ var (
 			"after it, a change re-issues the targets whose windows ended and leaves no release to roll back to; renew.",
 		[]string{"env"}, nil)
 	descWebhookUndelivered = prometheus.NewDesc("configpub_webhook_undelivered_events",
-		"Release notifications of the last 7 days (webhook redeliver's default --since) that a webhook receiver was sent (or others were, while it was in use) and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
+		"Release notifications of the last 7 days, older than 2 minutes (webhook redeliver's default --since and --min-age), that a webhook receiver was sent (or others were, while it was in use) and has neither accepted nor refused for good: what configpub webhook redeliver would send it; receiver \"none\": recorded with their state change and sent to no receiver yet (the process stopped first), which redeliver sends to every receiver.",
 		[]string{"receiver"}, nil)
 	descScrapeError = prometheus.NewDesc("configpub_console_scrape_errors",
 		"1 when the last scrape could not read the release store.", nil, nil)
 )
-
-// redeliverWindow and redeliverMinAge are webhook redeliver's default
-// --since and --min-age as SQL intervals: the undelivered-events gauge
-// counts what it would send.
-var (
-	redeliverWindow = sqlInterval(webhook.RedeliverWindow)
-	redeliverMinAge = sqlInterval(webhook.RedeliverMinAge)
-)
-
-// sqlInterval is d as a PostgreSQL interval literal, in whole seconds.
-func sqlInterval(d time.Duration) string {
-	return "interval '" + strconv.FormatInt(int64(d/time.Second), 10) + " seconds'"
-}
 
 // failurePhases are the release-journal events that settle a command
 // NOT_APPLIED or INTEGRITY_ERROR (event kind, outcome), as SQL VALUES rows.
@@ -340,31 +328,15 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 	if err := counts(ctx, q, ch, descRevocations, `SELECT count(*) FROM configpub.revocation`, prometheus.CounterValue); err != nil {
 		return err
 	}
-	// Within webhook redeliver's default --since (webhook.RedeliverWindow).
-	// Per receiver; events sent to none (recorded with their state change,
-	// the process stopped before the first attempt; older than the two
-	// minutes webhook redeliver waits) under receiver "none".
-	// Events other receivers were sent while a receiver was in use (it has
-	// attempts from before and after them) and it has no attempt of (the
-	// process stopped between their attempts) count as its own, as
-	// redeliver sends them.
-	if err := counts(ctx, q, ch, descWebhookUndelivered, `WITH used AS (SELECT receiver, min(attempted_at) AS first,
-				max(attempted_at) AS last FROM configpub.webhook_delivery GROUP BY receiver)
-		SELECT receiver, count(*) FROM (
-			SELECT d.receiver FROM configpub.webhook_delivery d JOIN configpub.webhook_event e ON e.event_id = d.event_id
-			WHERE e.recorded_at > now() - `+redeliverWindow+`
-			GROUP BY d.event_id, d.receiver
-			HAVING NOT bool_or(d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429)))
-			UNION ALL
-			SELECT u.receiver FROM configpub.webhook_event e JOIN used u ON e.recorded_at BETWEEN u.first AND u.last
-			WHERE e.recorded_at > now() - `+redeliverWindow+` AND e.recorded_at < now() - `+redeliverMinAge+`
-				AND EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)
-				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id AND d.receiver = u.receiver)
-			UNION ALL
-			SELECT 'none' FROM configpub.webhook_event e
-			WHERE e.recorded_at > now() - `+redeliverWindow+` AND e.recorded_at < now() - `+redeliverMinAge+`
-				AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)) x
-		GROUP BY 1`, prometheus.GaugeValue); err != nil {
+	// What webhook redeliver would send with its default --since and
+	// --min-age (webhook.RedeliverWindow, webhook.RedeliverMinAge), by the
+	// one statement it reads (dbschema.UndeliveredEventsSQL): per
+	// receiver, and the events sent to none (every receiver's) under
+	// receiver "none".
+	now := p.rd.now()
+	if err := counts(ctx, q, ch, descWebhookUndelivered, `SELECT coalesce(o.receiver, 'none'), count(*)
+		FROM (`+dbschema.UndeliveredEventsSQL+`) o GROUP BY 1`, prometheus.GaugeValue,
+		nil, now.Add(-webhook.RedeliverWindow), now.Add(-webhook.RedeliverMinAge)); err != nil {
 		return err
 	}
 	if p.perTarget {
@@ -378,8 +350,8 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 }
 
 // counts emits one metric per row: the label values, then the value.
-func counts(ctx context.Context, q querier, ch chan<- prometheus.Metric, d *prometheus.Desc, sql string, vt prometheus.ValueType) error {
-	rows, err := q.Query(ctx, sql)
+func counts(ctx context.Context, q querier, ch chan<- prometheus.Metric, d *prometheus.Desc, sql string, vt prometheus.ValueType, args ...any) error {
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}

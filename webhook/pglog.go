@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/configpub/configpub/internal/dbschema"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -60,19 +61,11 @@ func (l PGLog) RecordEvent(ctx context.Context, ev promoter.Event) error {
 // has neither accepted nor refused for good (a 4xx other than 408 and
 // 429). A receiver configured later is not sent the events other
 // receivers were sent before it, nor one no longer configured the events
-// after it.
+// after it. The rule is dbschema.UndeliveredEventsSQL, which the console's
+// configpub_webhook_undelivered_events gauge counts with.
 func (l PGLog) Undelivered(ctx context.Context, receiver string, from, to time.Time) ([]promoter.Event, error) {
-	rows, err := l.Pool.Query(ctx, `WITH used AS (SELECT min(attempted_at) AS first, max(attempted_at) AS last
-			FROM configpub.webhook_delivery WHERE receiver = $1)
-		SELECT e.event FROM configpub.webhook_event e, used
-		WHERE e.recorded_at >= $2 AND e.recorded_at < $3
-			AND (EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id AND d.receiver = $1)
-				OR NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d WHERE d.event_id = e.event_id)
-				OR e.recorded_at BETWEEN used.first AND used.last)
-			AND NOT EXISTS (SELECT 1 FROM configpub.webhook_delivery d
-				WHERE d.event_id = e.event_id AND d.receiver = $1
-					AND (d.delivered OR (d.http_status BETWEEN 400 AND 499 AND d.http_status NOT IN (408, 429))))
-		ORDER BY e.recorded_at, e.event_id`, receiver, from, to)
+	rows, err := l.Pool.Query(ctx, `SELECT o.event FROM (`+dbschema.UndeliveredEventsSQL+`) o
+		ORDER BY o.recorded_at, o.event_id`, receiver, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("undelivered webhook events: %w", err)
 	}
