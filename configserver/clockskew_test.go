@@ -21,6 +21,7 @@ import (
 func TestClientNamesItsClockBehindTheServer(t *testing.T) {
 	t.Parallel()
 	e, _, r2 := goldenEnv(t)
+	e.runOn(time.Now) // the server on the wall clock: its Date is what the runtime measures
 	now := time.Now().UTC().Truncate(time.Second)
 	e.seed.moveAt(t, r2, now, 5*time.Minute, 15*time.Minute)
 	waitServed(t, e, r2.Identity, r2.Audience, r2.ID)
@@ -43,6 +44,7 @@ func TestClientNamesItsClockBehindTheServer(t *testing.T) {
 func TestClientNamesItsClockAheadOfTheServer(t *testing.T) {
 	t.Parallel()
 	e, _, r2 := goldenEnv(t)
+	e.runOn(time.Now) // the server on the wall clock: its Date is what the runtime measures
 	now := time.Now().UTC().Truncate(time.Second)
 	e.seed.moveAt(t, r2, now, 5*time.Minute, 15*time.Minute)
 	waitServed(t, e, r2.Identity, r2.Audience, r2.ID)

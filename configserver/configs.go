@@ -1,6 +1,7 @@
 package configserver
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -58,7 +60,7 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	}
 	// Current answers from memory; a store that must read bytes applies its
 	// own query timeout, and the request context bounds the rest.
-	d, err := h.store.Current(r.Context(), id)
+	d, err := h.current(r.Context(), id)
 	if err != nil {
 		if wait > 0 && h.notifier != nil && absence(err) != nil {
 			// No snapshot to serve (none yet, revoked, retired): held
@@ -87,6 +89,25 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 		}
 	}
 	return h.writeDelivery(w, r, rl, claims, d)
+}
+
+// current returns the store's current delivery for id, or ErrLeaseEnded
+// when its lease has ended by the server's clock.
+func (h *handler) current(ctx context.Context, id bundle.Identity) (*Delivery, error) {
+	return h.unexpired(h.store.Current(ctx, id))
+}
+
+// unexpired passes a store's answer (d, err) on, unless d's lease has
+// ended by the server's clock: then ErrLeaseEnded (503), not a manifest
+// every runtime must refuse as EXPIRED and report as a REJECTED snapshot.
+func (h *handler) unexpired(d *Delivery, err error) (*Delivery, error) {
+	if err != nil {
+		return d, err
+	}
+	if end := d.LeaseEnd(); !end.IsZero() && !h.now().Before(end) {
+		return nil, fmt.Errorf("current %s: lease ended at %s: %w", d.Identity, d.ExpiresAt, ErrLeaseEnded)
+	}
+	return d, nil
 }
 
 // requestedIdentity parses the query and checks it against the claims. host
@@ -320,6 +341,9 @@ type headerValues struct {
 	// sequence is the delivery manifest's sequence (0 without one, or when
 	// it cannot be read).
 	sequence int64
+	// leaseEnd is the lease's end (ExpiresAt) in Unix nanoseconds: 0
+	// without a manifest, or when ExpiresAt does not parse.
+	leaseEnd int64
 }
 
 // has reports whether the value i is sent.
@@ -409,8 +433,20 @@ func (d *Delivery) headerValues(share bool) *headerValues {
 		if json.Unmarshal(d.Manifest, &m) == nil {
 			hv.sequence = m.Sequence
 		}
+		if t, err := time.Parse(time.RFC3339Nano, d.ExpiresAt); err == nil {
+			hv.leaseEnd = t.UnixNano()
+		}
 	}
 	return hv
+}
+
+// LeaseEnd returns the end of d's lease (ExpiresAt): zero when d carries
+// no delivery manifest, or when ExpiresAt is not an RFC 3339 time.
+func (d *Delivery) LeaseEnd() time.Time {
+	if ns := d.values().leaseEnd; ns != 0 {
+		return time.Unix(0, ns).UTC()
+	}
+	return time.Time{}
 }
 
 // values returns d's header values: those Prepare built, else built now.

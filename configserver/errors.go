@@ -20,6 +20,11 @@ var (
 	// ErrInvalidEvidence: an evidence report names a snapshot that is not
 	// one of its identity's, or a publication that is not the snapshot's.
 	ErrInvalidEvidence = errors.New("evidence does not match the identity's snapshots")
+	// ErrLeaseEnded: the current delivery's lease ended by the server's
+	// clock and no renewal replaced it (the renewals stopped, or its
+	// environment is no longer renewed); the handler answers 503 with
+	// Retry-After rather than a manifest every runtime must refuse.
+	ErrLeaseEnded = errors.New("lease ended and not renewed")
 	// ErrIntegrity: stored data is inconsistent (bytes do not match their
 	// digest, a manifest does not match its pointer); never served.
 	ErrIntegrity = errors.New("stored data failed an integrity check")
@@ -85,6 +90,14 @@ func errUnavailable(err error) *httpError {
 		message: "configuration store unavailable; retry later", reason: "store unavailable", err: err}
 }
 
+// errLeaseEnded is the 503 for a current pointer whose lease ended: the
+// runtime keeps what it runs until its own lease of it ends and asks again.
+func errLeaseEnded(err error) *httpError {
+	return &httpError{status: http.StatusServiceUnavailable, code: "lease_ended",
+		message: "the lease of this configuration ended and has not been renewed; retry later",
+		reason:  "lease ended", err: err}
+}
+
 func errInternal(err error) *httpError {
 	return &httpError{status: http.StatusInternalServerError, code: "internal",
 		message: "internal error", reason: "internal", err: err}
@@ -99,6 +112,8 @@ func storeError(err error) *httpError {
 		return errGone()
 	case errors.Is(err, ErrUnavailable):
 		return errUnavailable(err)
+	case errors.Is(err, ErrLeaseEnded):
+		return errLeaseEnded(err)
 	default:
 		return errInternal(err)
 	}

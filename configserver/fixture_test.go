@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,7 +209,26 @@ type env struct {
 	verifier *auth.Verifier
 	tokenKey *ecdsa.PrivateKey
 	logs     *syncbuf.Buffer
+	// clock is the handler's clock when envOptions set none (runOn):
+	// nil, the wall clock.
+	clock atomic.Pointer[func() time.Time]
 }
+
+// now is the handler's clock when envOptions set none: the one runOn
+// gave, else the wall clock.
+func (e *env) now() time.Time {
+	if f := e.clock.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
+}
+
+// runOn makes the server tell the time by clock from now on (unless
+// envOptions gave the handler a clock): a test that signs leases on a
+// simulated clock serves them on it too, as production runs the signer
+// and the servers on synchronized clocks — a server on the wall clock
+// answers 503 lease_ended for a lease signed months ago in simulated time.
+func (e *env) runOn(clock func() time.Time) { e.clock.Store(&clock) }
 
 type envOptions struct {
 	storeURL string // default: a configpub_server member of a fresh pgtest database
@@ -274,6 +294,9 @@ func newEnvTB(t testing.TB, o envOptions) *env {
 	e.verifier = v
 	hopts := o.handler
 	hopts.Verifier = v
+	if hopts.Clock == nil {
+		hopts.Clock = e.now
+	}
 	if hopts.Logger == nil {
 		hopts.Logger = newJSONLogger(e.logs)
 	}

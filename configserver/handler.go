@@ -70,7 +70,8 @@ type Options struct {
 	// DefaultEvidencePerMinute and DefaultEvidenceBurst.
 	EvidencePerMinute, EvidenceBurst int
 	// Clock tells the time for evidence checks (observedAt bounds, rate
-	// limit) and, when set, for every answer's Date header (which a runtime
+	// limit) and whether a current pointer's lease has ended (503
+	// lease_ended), and, when set, for every answer's Date header (which a runtime
 	// measures its clock's skew against), so that a server on a simulated
 	// clock says the time it runs by. Nil: time.Now (and net/http's Date).
 	Clock func() time.Time

@@ -80,12 +80,15 @@ func (f goldenAdvisor) promoterTarget(values []byte) promoter.Target {
 
 // openPromoter opens a promoter store on e's database as a
 // configpub_promoter member, signing with a new P-256 key and reading the
-// time from clock.
+// time from clock, which the server then runs on too (runOn).
 func (e *env) openPromoter(t *testing.T, clock func() time.Time) (*promoter.Store, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if clock != nil {
+		e.runOn(clock) // the server serves the leases on the signer's clock
 	}
 	ps, err := promoter.Open(context.Background(), e.db.PoolURL(t, e.db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key, Clock: clock})
 	if err != nil {

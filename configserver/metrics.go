@@ -95,6 +95,9 @@ var (
 		"Current pointers held in memory.", nil, nil)
 	descLag = prometheus.NewDesc("configpub_server_pointer_refresh_lag_seconds",
 		"Seconds since the in-memory pointers were last confirmed current.", nil, nil)
+	descLeaseExpiry = prometheus.NewDesc("configpub_server_lease_expiry_timestamp_seconds",
+		"Earliest end (Unix time) of the delivery leases of the environment's current pointers held in memory: when its first runtime fails closed unless a lease renewal comes first. A pointer whose lease ended is answered 503 lease_ended.",
+		[]string{"env"}, nil)
 	descReplicaLag = prometheus.NewDesc("configpub_server_replica_lag_seconds",
 		"How far behind its primary the hot standby the server reads is: since the oldest WAL it received and has not replayed arrived, or since it lost its WAL receiver (0 on a primary).", nil, nil)
 )
@@ -103,7 +106,7 @@ var (
 type storeCollector struct{ store StatsReporter }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descDBErrors, descRefreshes, descReconciles, descPointers, descLag, descReplicaLag} {
+	for _, d := range []*prometheus.Desc{descCacheHits, descCacheMisses, descCacheBytes, descDBErrors, descRefreshes, descReconciles, descPointers, descLag, descReplicaLag, descLeaseExpiry} {
 		ch <- d
 	}
 }
@@ -123,6 +126,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, lag)
 	ch <- prometheus.MustNewConstMetric(descReplicaLag, prometheus.GaugeValue, s.ReplicaLag.Seconds())
+	for env, end := range s.LeaseEnds {
+		ch <- prometheus.MustNewConstMetric(descLeaseExpiry, prometheus.GaugeValue, float64(end.UnixNano())/1e9, env)
+	}
 }
 
 // statusLabel avoids formatting the common status codes per request.

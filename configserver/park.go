@@ -156,7 +156,7 @@ func (p *parked) recheck() {
 func (p *parked) current() (*Delivery, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.h.storeTimeout)
 	defer cancel()
-	return p.h.store.Current(ctx, p.id)
+	return p.h.current(ctx, p.id)
 }
 
 // end answers p with whatever is current: its wait ran out, or the server

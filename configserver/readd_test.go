@@ -403,6 +403,9 @@ func TestRollbackAcrossARetirementAfterItsWindow(t *testing.T) {
 	}
 	waitAnswer(t, e, lifecycleID(1), http.StatusGone, "")
 	ls.advance(30 * 24 * time.Hour)
+	if _, err := ls.RenewLeases(ctx, "prod"); err != nil { // or host-0's lease ended a month ago (503)
+		t.Fatal(err)
+	}
 	_, err := ls.Rollback(ctx, promoter.RollbackInput{CommandID: uuid.NewString(), EnvTag: "prod", ToRelease: 1,
 		Actor: "oncall", Reason: "bring host-1 back"})
 	var we *promoter.WindowError
@@ -433,6 +436,9 @@ func TestEnvironmentAddedMidLife(t *testing.T) {
 	prod := lifecycleTarget(0, 2, true)
 	waitAnswer(t, e, lifecycleID(0), http.StatusOK, prod.SnapshotID)
 	ls.advance(40 * 24 * time.Hour)
+	if _, err := ls.RenewLeases(ctx, "prod"); err != nil { // or prod's lease ended 40 days ago (503)
+		t.Fatal(err)
+	}
 	st := lifecycleTarget(0, 1, true)
 	st.EnvTag = "staging"
 	st.SnapshotID = uuid.NewSHA1(uuid.NameSpaceOID, []byte("staging snapshot")).String()

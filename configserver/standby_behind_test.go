@@ -41,6 +41,7 @@ func TestLaggingStandbyDoesNotAnswerARuntimeAheadOfIt(t *testing.T) {
 	standby := newEnv(t, envOptions{storeURL: primary.db.ReplicaURLFor(t, "configpub_server"), owner: primary.db.Pool(t),
 		store: pgstore.Options{FollowInterval: 20 * time.Millisecond, MaxReplicaLag: time.Hour},
 		keys:  func(own auth.Key) auth.KeySource { return auth.NewStaticKeys([]auth.Key{own, tokenKey}) }})
+	standby.runOn(goldenClock) // as the primary's server
 	waitServed(t, standby, r1.Identity, r1.Audience, r1.ID)
 
 	// The load balancer sends each request to the server chosen last.

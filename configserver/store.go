@@ -46,6 +46,11 @@ type StoreStats struct {
 	// ReplicaLag is how far behind its primary the hot standby the store
 	// reads is (zero on a primary).
 	ReplicaLag time.Duration
+	// LeaseEnds is, per environment, the earliest lease end (ExpiresAt)
+	// among its servable current pointers (retired, revoked and
+	// unservable ones left out): when its first runtime fails closed
+	// unless a lease renewal comes first.
+	LeaseEnds map[string]time.Time
 }
 
 // Delivery is one servable snapshot with everything the response headers

@@ -164,7 +164,7 @@ func (h *handler) waitInline(w http.ResponseWriter, r *http.Request, rl *reqLog,
 		cancel := h.notifier.Subscribe(id, func() { close(changed) })
 		// Read again once subscribed, the first time too: a change between
 		// the handler's read and the subscription wakes no one.
-		d, err := h.store.Current(r.Context(), id)
+		d, err := h.current(r.Context(), id)
 		if !unchanged(r, first, firstErr, d, err) {
 			cancel()
 			return h.answerInline(w, r, rl, c, d, err) // moved (200), renewed (304, new manifest) or gone
@@ -189,7 +189,8 @@ func (h *handler) answerInline(w http.ResponseWriter, r *http.Request, rl *reqLo
 	if herr := h.stillTrusted(c); herr != nil {
 		return herr
 	}
-	if err != nil {
+	// Read before the wait: the lease may have ended while it was held.
+	if d, err = h.unexpired(d, err); err != nil {
 		return storeError(err)
 	}
 	return h.writeDelivery(w, r, rl, c, d)

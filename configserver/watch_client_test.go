@@ -48,10 +48,11 @@ func goldenRelease(t *testing.T, n int64) *snapshot {
 }
 
 // goldenEnv is a server with releases 1 and 2 of the golden advisor
-// stored and its pointer on release 1.
+// stored and its pointer on release 1, running on goldenClock.
 func goldenEnv(t *testing.T) (e *env, r1, r2 *snapshot) {
 	t.Helper()
 	e = newEnv(t, envOptions{})
+	e.runOn(goldenClock) // the leases' time, as goldenClient's
 	r1, r2 = goldenRelease(t, 1), goldenRelease(t, 2)
 	e.seed.insert(t, r1)
 	e.seed.insert(t, r2)
@@ -59,6 +60,10 @@ func goldenEnv(t *testing.T) (e *env, r1, r2 *snapshot) {
 	waitServed(t, e, r1.Identity, r1.Audience, r1.ID)
 	return e, r1, r2
 }
+
+// goldenClock stands a minute after goldenIssued: goldenEnv's server and
+// goldenClient's runtime run on it, inside the golden leases.
+func goldenClock() time.Time { return goldenIssued.Add(time.Minute) }
 
 // goldenClient is a runtime client of the golden advisor identity over base
 // whose clock stands a minute after goldenIssued.
@@ -172,7 +177,7 @@ type hiddenNotifier struct{ configserver.Store }
 func TestClientWatchFallsBackToPolling(t *testing.T) {
 	t.Parallel()
 	e, r1, r2 := goldenEnv(t)
-	old := httptest.NewServer(configserver.NewHandler(hiddenNotifier{e.store}, configserver.Options{Verifier: e.verifier}))
+	old := httptest.NewServer(configserver.NewHandler(hiddenNotifier{e.store}, configserver.Options{Verifier: e.verifier, Clock: goldenClock}))
 	t.Cleanup(old.Close)
 	c := goldenClient(t, e, old.URL)
 	evs := watchEvents(t, c, 300*time.Millisecond)

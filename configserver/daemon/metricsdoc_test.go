@@ -1,8 +1,14 @@
 package daemon_test
 
 import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"os"
@@ -13,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -23,13 +30,14 @@ import (
 	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/syncbuf"
 	"github.com/configpub/configpub/internal/testpki"
+	"github.com/configpub/configpub/promoter"
 )
 
 // TestServerMetricsAreDocumentedAndFollowConventions runs a Config Server
 // with TLS and a key file, answers a good token, a forged one and a token
 // that is not a JWT, and scrapes /metrics: every configpub_server_* family
 // passes promlint (HELP, _total on counters, base units), carries no
-// per-target label, and is documented in docs/operations.md's metrics
+// per-target label (an environment label is no target's), and is documented in docs/operations.md's metrics
 // table, which names no configpub_server_* metric the server does not
 // expose. The log of it all holds neither a token, nor the database
 // password.
@@ -45,6 +53,7 @@ func TestServerMetricsAreDocumentedAndFollowConventions(t *testing.T) {
 	ca := testpki.NewCA(t, "test ca", now.Add(-time.Hour), now.Add(24*time.Hour))
 	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	ca.Server(t, now.Add(-time.Hour), now.Add(24*time.Hour)).Write(t, crt, key)
+	activateOne(t, db) // a current pointer: configpub_server_lease_expiry_timestamp_seconds has a series
 	var logs syncbuf.Buffer
 	dsn := db.URLFor(t, "configpub_server")
 	addr := start(t, daemon.Config{DatabaseURL: dsn, JWKS: keys.JWKS, Issuer: issuer, Audience: audience,
@@ -86,8 +95,9 @@ func TestServerMetricsAreDocumentedAndFollowConventions(t *testing.T) {
 		served[name] = true
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
+				// env is no target's: a server serves a handful.
 				switch l.GetName() {
-				case "host", "service_id", "serviceId", "identity", "env", "snapshot", "path", "url":
+				case "host", "service_id", "serviceId", "identity", "snapshot", "path", "url":
 					t.Errorf("%s carries label %q: one series per target or request", name, l.GetName())
 				}
 			}
@@ -123,6 +133,36 @@ func TestServerMetricsAreDocumentedAndFollowConventions(t *testing.T) {
 		if strings.Contains(out, s) {
 			t.Errorf("the log holds the %s", what)
 		}
+	}
+}
+
+// activateOne records and activates, through the promoter, release 1 of
+// environment prod with one gateway target, so that the server holds a
+// current pointer and its lease.
+func activateOne(t *testing.T, db *pgtest.DB) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := promoter.Open(ctx, db.PoolURL(t, db.URLFor(t, "configpub_promoter")), promoter.Options{Signer: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte("runtimePolicy:\n  host: host-0\n  releaseVersion: 1\ngatewayPolicy: {}\n")
+	sum := func(b []byte) string { s := sha256.Sum256(b); return "sha256:" + hex.EncodeToString(s[:]) }
+	now := time.Now().UTC().Truncate(time.Second)
+	if _, err := ps.RecordAndActivate(ctx, promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod",
+		ReleaseVersion: 1, ManifestBytes: []byte("release 1\n"), Actor: "ci", Reason: "release 1",
+		Targets: []promoter.Target{{Host: "host-0", ServiceID: "gw", EnvTag: "prod", Audience: "gateway",
+			SnapshotID: uuid.NewString(), PublicationID: uuid.NewString(), PolicySnapshotID: uuid.NewString(),
+			ReleaseVersion: 1, PolicyVersion: 1, PolicyDigest: sum([]byte("policy")), ContentDigest: sum([]byte("content")),
+			PropertySetDigest: sum([]byte("properties")), ArtifactDigest: sum(body), Values: body,
+			CreatedAt: now.Add(-time.Hour), ValidFrom: now.Add(-time.Hour), ExpiresAt: now.Add(21 * 24 * time.Hour),
+			Changed: true, LeaseProfile: "production",
+			Lease: promoter.LeaseWindow{RefreshAfter: 5 * time.Minute, ExpiresAfter: 15 * time.Minute}}}}); err != nil {
+		t.Fatal(err)
 	}
 }
 
