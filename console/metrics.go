@@ -84,9 +84,9 @@ var (
 	descDivergence = prometheus.NewDesc("configpub_digest_divergence_targets",
 		"Targets whose runtime last reported another snapshot than the current one, or rejected it.", []string{"env"}, nil)
 	descAckLag = prometheus.NewDesc("configpub_ack_lag_seconds",
-		"Seconds from each current pointer move to the first APPLIED or REJECTED receipt about it read since the move.", []string{"env"}, nil)
+		"Seconds from each current pointer move to the first APPLIED or REJECTED receipt about it read since the move (retired targets left out).", []string{"env"}, nil)
 	descUnacked = prometheus.NewDesc("configpub_unacknowledged_targets",
-		"Current pointers without an APPLIED or REJECTED receipt about their snapshot read since they moved.", []string{"env"}, nil)
+		"Current pointers without an APPLIED or REJECTED receipt about their snapshot read since they moved (retired targets left out).", []string{"env"}, nil)
 	descPublicationDuration = prometheus.NewDesc("configpub_publication_duration_seconds",
 		"Seconds from a release's record to its first activation.", []string{"env"}, nil)
 	descPublicationFailures = prometheus.NewDesc("configpub_publication_failures_total",
@@ -195,13 +195,14 @@ func (p *publicationCollector) collect(ctx context.Context, ch chan<- prometheus
 		return err
 	}
 	// Acknowledgement lag of current pointers: only a receipt read since
-	// the move acknowledges it (as status counts them).
+	// the move acknowledges it (as status counts them). A retired pointer
+	// (its target removed by a release) is no one's to acknowledge.
 	rows, err := q.Query(ctx, `SELECT p.env_tag, extract(epoch FROM (
 			SELECT min(e.reported_at) FROM configpub.runtime_evidence e
 			WHERE e.env_tag = p.env_tag AND e.host = p.host AND e.service_id = p.service_id
 				AND e.snapshot_id = p.snapshot_id AND e.outcome IN ('APPLIED', 'REJECTED') AND `+p.rd.receiptsOnly("e")+`
 				AND e.reported_at >= p.moved_at) - p.moved_at)::float8
-		FROM configpub.current_pointer p ORDER BY 1`)
+		FROM configpub.current_pointer p WHERE `+p.rd.retiredAtCol("p")+` IS NULL ORDER BY 1`)
 	if err != nil {
 		return err
 	}
