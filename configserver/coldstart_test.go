@@ -3,6 +3,7 @@ package configserver_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/configpub/configpub/configserver/pgstore"
 	"github.com/configpub/configpub/internal/dbschema"
+	"github.com/configpub/configpub/internal/pgtest"
 	"github.com/configpub/configpub/internal/syncbuf"
 )
 
@@ -75,4 +77,54 @@ func TestColdStartWithTheDatabaseDown(t *testing.T) {
 		t.Fatalf("/readyz once PostgreSQL is up: %d %q, want 200 ready", resp.StatusCode, body)
 	}
 	t.Logf("served %s after PostgreSQL started, without a restart", time.Since(started).Round(time.Millisecond))
+}
+
+// TestReadyzSaysTheDatabaseHasNoSchema: a Config Server whose --database
+// names a real, empty database (the wrong one, or one never migrated)
+// connects, then fails to read the pointers. /readyz said "no live
+// database connection", as if PostgreSQL were down, while the log named
+// the missing relation; it now says the database has no configpub
+// schema (naming neither the login nor the host), and once the database
+// is migrated the server becomes ready without a restart.
+func TestReadyzSaysTheDatabaseHasNoSchema(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewAt(t, 0) // no migration at all
+	storeLogs := &syncbuf.Buffer{}
+	e := newEnv(t, envOptions{storeURL: db.URL, owner: db.Pool(t), noWait: true,
+		store: pgstore.Options{Logger: newJSONLogger(storeLogs), StaleAfter: 500 * time.Millisecond,
+			ConnectTimeout: time.Second, QueryTimeout: time.Second}})
+	const want = `"reason":"pointers not confirmed: store unavailable: connected, but the database has no configpub schema`
+	var body []byte
+	var resp *http.Response
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if resp, body = e.do(t, "GET", "/readyz", ""); strings.Contains(string(body), want) {
+			break
+		}
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), want) {
+		t.Fatalf("/readyz on an empty database: %d %s, want 503 saying it has no configpub schema", resp.StatusCode, body)
+	}
+	if u, err := url.Parse(db.URL); err != nil || strings.Contains(string(body), u.User.Username()) || strings.Contains(string(body), u.Hostname()) {
+		t.Fatalf("/readyz names the login or the host: %s", body)
+	}
+	if logs := storeLogs.String(); !strings.Contains(logs, "does not exist") {
+		t.Fatalf("store logs %q do not name what is missing", logs)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if err := dbschema.Migrate(ctx, conn); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, body = e.do(t, "GET", "/readyz", ""); resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz once the database is migrated: %d %s, want 200", resp.StatusCode, body)
+		}
+	}
 }

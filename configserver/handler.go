@@ -335,9 +335,10 @@ func (h *handler) serveReadyz(w http.ResponseWriter, r *http.Request, rl *reqLog
 		rl.err = err
 		rl.reason = "not ready"
 		w.Header()["Retry-After"] = []string{itoa(h.retryAfter)}
-		// The reason says why (no live database connection, pointers not
-		// confirmed for how long, a standby lagging): a probe by hand reads
-		// it without the server's logs.
+		// The reason says why (no live database connection, no configpub
+		// schema in the database, pointers not confirmed for how long, a
+		// standby lagging): a probe by hand reads it without the server's
+		// logs.
 		reason, _ := json.Marshal(err.Error())
 		writeJSONStatus(w, http.StatusServiceUnavailable, `{"status":"not ready","reason":`+string(reason)+`}`)
 		return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/configpub/configpub/configserver"
 	"github.com/configpub/configpub/internal/digest"
 	"github.com/configpub/configpub/internal/pointernote"
+	"github.com/configpub/configpub/internal/sqlstate"
 )
 
 // Run keeps the in-memory pointers current until ctx ends: it connects,
@@ -32,6 +33,8 @@ func (s *Store) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		why := notLive(err)
+		s.down.Store(&why)
 		s.dbErrors.Add(1)
 		failures++
 		if failures == 1 || failures%60 == 0 { // the first failure of an outage, then once a minute or so
@@ -44,6 +47,19 @@ func (s *Store) Run(ctx context.Context) error {
 		}
 		delay = min(delay*2, s.opts.MaxReconnectDelay)
 	}
+}
+
+// notLive says, for /readyz (unauthenticated), why a session that ended
+// with err left the store without live pointers: connected to a database
+// without the configpub schema (the wrong database, or one never
+// migrated), or no live connection. It never quotes err, which may name
+// the login, the host or the database.
+func notLive(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == sqlstate.UndefinedTable || pgErr.Code == sqlstate.InvalidSchemaName) {
+		return "connected, but the database has no configpub schema (the wrong database, or one never migrated: configpub db migrate)"
+	}
+	return "no live database connection"
 }
 
 // follow runs one LISTEN session; connected is called once it is live.
@@ -282,6 +298,7 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 	// unavailable store (503).
 	s.confirmedAt.Store(started.UnixNano())
 	s.live.Store(true)
+	s.down.Store(nil)
 	s.changes.Notify(changed...)
 	s.reconciles.Add(1)
 	return nil

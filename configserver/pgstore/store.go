@@ -131,7 +131,10 @@ type Store struct {
 	// entry a reload replaced or removed (configserver.Notifier).
 	changes configserver.Changes
 
-	live        atomic.Bool  // LISTEN connection up and first reconcile done
+	live atomic.Bool // LISTEN connection up and first reconcile done
+	// down says why the store is not live once a session failed (notLive);
+	// nil before the first failure and while live.
+	down        atomic.Pointer[string]
 	confirmedAt atomic.Int64 // unix nanoseconds of the last confirmation
 
 	// replicaLag is how far behind its primary the hot standby read
@@ -211,7 +214,11 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 // fresh reports whether the in-memory pointers are confirmed current.
 func (s *Store) fresh() error {
 	if !s.live.Load() {
-		return fmt.Errorf("pointers not confirmed: %w: no live database connection", configserver.ErrUnavailable)
+		why := "no live database connection"
+		if d := s.down.Load(); d != nil {
+			why = *d
+		}
+		return fmt.Errorf("pointers not confirmed: %w: %s", configserver.ErrUnavailable, why)
 	}
 	age := time.Since(time.Unix(0, s.confirmedAt.Load()))
 	if age > s.opts.StaleAfter {
