@@ -83,6 +83,10 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 	if err := s.fault(ctx, "activate:locked", tx); err != nil {
 		return activateOutcome{}, err
 	}
+	// A revocation committing from here on waits for this transaction.
+	if err := lockRevocations(ctx, tx, false); err != nil {
+		return activateOutcome{}, err
+	}
 	if id, err := revokedTarget(ctx, tx, envTag, version); err != nil {
 		return activateOutcome{}, err
 	} else if id != "" {

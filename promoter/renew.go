@@ -112,6 +112,11 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 	if mode == writeResign {
 		kind = "resign"
 	}
+	// A revocation committing from here on waits for this transaction;
+	// one committed before is seen by the cursor.
+	if err := lockRevocations(ctx, tx, false); err != nil {
+		return 0, textlist.First{}, err
+	}
 	if err := openRenewals(ctx, tx, envTag); err != nil {
 		return 0, textlist.First{}, err
 	}

@@ -140,6 +140,13 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 			}
 			return err
 		}
+		// Wait for the activations and lease renewals in flight, and hold
+		// back new ones, until this revocation commits: each either saw it
+		// (and refused or skipped the snapshot) or committed first, and then
+		// this transaction sees the pointers it moved and lists them.
+		if err := lockRevocations(ctx, tx, true); err != nil {
+			return err
+		}
 		// A publication is known by its snapshots or, for a release that
 		// created none, by the Workflow views recorded under it.
 		res = Revocation{SnapshotID: in.SnapshotID, PublicationID: in.PublicationID}
@@ -178,6 +185,31 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 		return nil, err
 	}
 	return &res, nil
+}
+
+// revocationLockKey is the transaction-scoped advisory lock that orders
+// revocations against the transactions that act on what is revoked: a
+// revocation holds it exclusively; an activation (its check of the
+// release's snapshots against the revocations and its pointer moves) and a
+// lease renewal or re-signing (its read of which pointers are revoked and
+// its new leases) hold it shared, from before they read the revocations
+// until they commit. Without it a revocation that commits between such a
+// read and that commit is missed by both sides: the snapshot is activated,
+// or leased again, after it was revoked, and the revocation lists no
+// current pointer at it.
+const revocationLockKey int64 = 0x7265766b // "revk"
+
+// lockRevocations takes the revocation lock in tx, exclusively (a
+// revocation) or shared (an activation, a renewal).
+func lockRevocations(ctx context.Context, tx pgx.Tx, exclusive bool) error {
+	fn := "pg_advisory_xact_lock_shared"
+	if exclusive {
+		fn = "pg_advisory_xact_lock"
+	}
+	if _, err := tx.Exec(ctx, `SELECT `+fn+`($1)`, revocationLockKey); err != nil {
+		return dbErr("take the revocation lock", err)
+	}
+	return nil
 }
 
 // notifyRevocation sends the revocation's notification, delivered when (and

@@ -1,0 +1,150 @@
+package promoter_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/configpub/configpub/promoter"
+)
+
+// waitBlockedOrDone returns when done is closed or when a backend of the
+// test's database waits on a lock (the racing statement has reached the
+// lock it must wait for), whichever comes first.
+func waitBlockedOrDone(t *testing.T, f *fixture, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		if f.count(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the racing revoke neither finished nor waited on a lock within 10 s")
+}
+
+// TestARevokeCommittedDuringARollbackToItsSnapshotIsSeenByOneOfThem races
+// a revoke of a snapshot with a rollback to the release that contains it:
+// the revoke commits after the rollback checked for revocations and before
+// it committed. Either the rollback is refused, or the revoke lists the
+// pointer the rollback moved to the snapshot it revoked; never a current
+// pointer at a revoked snapshot, freshly leased, with a revoke that said no
+// current pointer was at it.
+func TestARevokeCommittedDuringARollbackToItsSnapshotIsSeenByOneOfThem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	r1 := release("prod", 1, 0, 4, nil, nil)
+	f.promote(t, r1)
+	f.promote(t, release("prod", 2, 1, 4, nil, nil))
+	bad := r1.Targets[0].SnapshotID
+
+	var (
+		once   sync.Once
+		done   = make(chan struct{})
+		rev    *promoter.Revocation
+		revErr error
+	)
+	racing := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step != "activate:read" {
+				return nil
+			}
+			once.Do(func() {
+				// The rollback has checked its snapshots against the
+				// revocations and holds the environment's lock.
+				go func() {
+					defer close(done)
+					rev, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("race revoke"),
+						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
+				}()
+				waitBlockedOrDone(t, f, done)
+			})
+			return nil
+		})
+	})
+	res, err := racing.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("race rollback"), EnvTag: "prod",
+		ToRelease: 1, Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"})
+	<-done
+	if revErr != nil {
+		t.Fatalf("revoke: %v", revErr)
+	}
+	atBad := f.pointers(t, "prod")[r1.Targets[0].Host+"/"+r1.Targets[0].ServiceID] == bad
+	switch {
+	case err != nil && !errors.Is(err, promoter.ErrRevoked):
+		t.Fatalf("rollback: got %v, want success or ErrRevoked", err)
+	case err != nil && atBad:
+		t.Fatalf("the rollback was refused (%v) and the pointer is at the revoked snapshot anyway", err)
+	case err == nil && res.Moved != 4:
+		t.Fatalf("rollback moved %d pointers, want 4", res.Moved)
+	}
+	if atBad && !slices.Contains(rev.Current, r1.Targets[0].Host+"/"+r1.Targets[0].ServiceID+"/prod") {
+		t.Fatalf("a pointer is current at revoked snapshot %s, and the revoke listed %v (count %d) as current there: "+
+			"the operator who revoked it is not told the environment serves it", bad, rev.Current, rev.CurrentCount)
+	}
+	f.checkJournal(t)
+}
+
+// TestARevokeCommittedDuringARenewalIsNotLeasedAgain races a revoke of a
+// current snapshot with a lease renewal of its environment: the revoke is
+// asked for after the renewal read which snapshots are revoked and signed
+// the new leases, before it committed. Either the revoke waits for the
+// renewal (the lease was issued before the revocation), or the renewal
+// skipped the snapshot; never a lease signed and committed after the
+// snapshot was revoked.
+func TestARevokeCommittedDuringARenewalIsNotLeasedAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	bad := r1.Targets[1].SnapshotID
+	var (
+		once         sync.Once
+		done         = make(chan struct{})
+		revokedFirst bool
+		revErr       error
+	)
+	racing := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step != "renew:signed" {
+				return nil
+			}
+			once.Do(func() {
+				go func() {
+					defer close(done)
+					_, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("race revoke renewal"),
+						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
+				}()
+				waitBlockedOrDone(t, f, done)
+				select {
+				case <-done:
+					revokedFirst = true
+				default:
+				}
+			})
+			return nil
+		})
+	})
+	res, err := racing.RenewLeases(context.Background(), "prod")
+	<-done
+	if err != nil || revErr != nil {
+		t.Fatalf("renew: %v; revoke: %v", err, revErr)
+	}
+	if revokedFirst && res.SkippedCount != 1 {
+		t.Fatalf("the revoke of %s committed before the renewal, which renewed %d and skipped %v: a revoked snapshot was leased again",
+			bad, res.Renewed, res.Skipped)
+	}
+	if !revokedFirst && res.Renewed != 3 {
+		t.Fatalf("the renewal committed first and renewed %d, want 3", res.Renewed)
+	}
+}
