@@ -74,6 +74,10 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 			res, err := decodeResult(c)
 			return activateOutcome{res: res}, err
 		}
+		if refused, err := recordedRefusal(ctx, tx, envTag, version, c.ID); err != nil || refused != nil {
+			// Another run of the command was refused: the same answer.
+			return activateOutcome{refused: refused}, err
+		}
 		return activateOutcome{}, fmt.Errorf("command %s was settled %s before it could be activated (re-run to retry): %w", a.cmd.ID, c.Outcome, ErrConflict)
 	}
 	if e.Pending != version || e.PendingCmd != a.cmd.ID {
@@ -274,6 +278,49 @@ func refuseActivation(ctx context.Context, tx pgx.Tx, a activation, r *release, 
 		return err
 	}
 	return setEnv(ctx, tx, e, e.Current, 0, "", now)
+}
+
+// recordedRefusal returns the refusal (ErrRevoked, a *WindowError) with
+// which an activation of command cmdID settled it NOT_APPLIED on release
+// version, as the refused run returned it, so that another run of the same
+// command that waited on the environment's lock meanwhile answers the
+// same; nil when the command's last journal row there is not a refusal
+// (Reconcile settled it).
+func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int64, cmdID string) (error, error) {
+	var kind string
+	var ev struct {
+		RevokedSnapshotID string `json:"revokedSnapshotId"`
+		SnapshotID        string `json:"snapshotId"`
+		Identity          string `json:"identity"`
+		ValidFrom         string `json:"validFrom"`
+		ExpiresAt         string `json:"expiresAt"`
+		At                string `json:"at"`
+	}
+	err := tx.QueryRow(ctx, `SELECT event_kind, evidence FROM configpub.config_release_journal
+		WHERE env_tag = $1 AND release_version = $2 AND command_id = $3::text::uuid
+		ORDER BY sequence DESC LIMIT 1`, envTag, version, cmdID).Scan(&kind, &ev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, dbErr("read the command's refusal", err)
+	}
+	switch kind {
+	case "refused-revoked":
+		return fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, ev.RevokedSnapshotID, ErrRevoked), nil
+	case "refused-window":
+		w := &WindowError{EnvTag: envTag, Release: version, Identity: ev.Identity, SnapshotID: ev.SnapshotID}
+		for _, f := range []struct {
+			s string
+			t *time.Time
+		}{{ev.ValidFrom, &w.ValidFrom}, {ev.ExpiresAt, &w.ExpiresAt}, {ev.At, &w.At}} {
+			if *f.t, err = time.Parse(time.RFC3339Nano, f.s); err != nil {
+				return nil, fmt.Errorf("command %s: recorded refusal: %v: %w", cmdID, err, ErrIntegrity)
+			}
+		}
+		return w, nil
+	}
+	return nil, nil
 }
 
 // revokedTarget returns a revoked snapshot of the release ("" if none).

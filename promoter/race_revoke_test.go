@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +148,60 @@ func TestARevokeCommittedDuringARenewalIsNotLeasedAgain(t *testing.T) {
 	if !revokedFirst && res.Renewed != 3 {
 		t.Fatalf("the renewal committed first and renewed %d, want 3", res.Renewed)
 	}
+}
+
+// TestARetriedRollbackRefusedForARevocationGetsTheRefusal runs a rollback
+// command twice at once (a job retried while its first run is in flight)
+// while a revoke of a snapshot of the release it returns to commits between
+// its intent and its activation: the first run is refused (ErrRevoked) and
+// settles the command NOT_APPLIED; the second, waiting on the environment's
+// lock meanwhile, gets the same answer, not "settled before it could be
+// activated, re-run to retry" (re-running would be refused again).
+func TestARetriedRollbackRefusedForARevocationGetsTheRefusal(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	r1 := release("prod", 1, 0, 3, nil, nil)
+	f.promote(t, r1)
+	f.promote(t, release("prod", 2, 1, 3, nil, nil))
+	in := promoter.RollbackInput{CommandID: id("retried rollback"), EnvTag: "prod", ToRelease: 1,
+		Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"}
+	var (
+		once    sync.Once
+		done    = make(chan struct{})
+		second  error
+		revoked error
+	)
+	first := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step != "activate:locked" {
+				return nil
+			}
+			once.Do(func() {
+				_, revoked = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("revoke under retry"),
+					SnapshotID: r1.Targets[2].SnapshotID, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
+				go func() {
+					defer close(done)
+					_, second = f.open(t, nil).Rollback(context.Background(), in)
+				}()
+				waitBlockedOrDone(t, f, done)
+			})
+			return nil
+		})
+	})
+	_, err := first.Rollback(context.Background(), in)
+	<-done
+	if revoked != nil {
+		t.Fatalf("revoke: %v", revoked)
+	}
+	if !errors.Is(err, promoter.ErrRevoked) {
+		t.Fatalf("first run: got %v, want ErrRevoked", err)
+	}
+	if !errors.Is(second, promoter.ErrRevoked) || !strings.Contains(second.Error(), r1.Targets[2].SnapshotID) {
+		t.Fatalf("second run of the same command: got %v, want the first run's answer (ErrRevoked naming snapshot %s)", second, r1.Targets[2].SnapshotID)
+	}
+	// Run again later, it is refused the same way.
+	if _, err := f.open(t, nil).Rollback(context.Background(), in); !errors.Is(err, promoter.ErrRevoked) {
+		t.Fatalf("third run: got %v, want ErrRevoked", err)
+	}
+	f.checkJournal(t)
 }
