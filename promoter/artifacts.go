@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -153,8 +154,7 @@ func checkStored(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		if err == nil {
 			t := &ts[k-1]
 			if stored == nil {
-				return fmt.Errorf("target %s: artifact %s is not stored (store it with StoreArtifacts before recording with artifactsStored): %w",
-					t.Identity(), t.ArtifactDigest, ErrInvalid)
+				return notStored(ctx, tx, t)
 			}
 			return fmt.Errorf("target %s: artifact %s is stored with media type %q, want %q: %w", t.Identity(), t.ArtifactDigest, *stored, t.mediaType(), ErrIntegrity)
 		}
@@ -164,6 +164,26 @@ func checkStored(ctx context.Context, tx pgx.Tx, ts []Target) error {
 		ts = ts[n:]
 	}
 	return nil
+}
+
+// notStored is the error of a target whose artifact checkStored did not
+// find: ErrConflict when db gc deleted it (it was stored before, by an
+// earlier attempt or by this one, long enough ago for --min-age), which a
+// run again cures by storing it again; else the caller's ErrInvalid.
+func notStored(ctx context.Context, tx pgx.Tx, t *Target) error {
+	var collected, stored time.Time
+	err := tx.QueryRow(ctx, `SELECT collected_at, stored_at FROM configpub.collected_artifact
+		WHERE artifact_digest = $1 ORDER BY collected_at DESC LIMIT 1`, t.ArtifactDigest).Scan(&collected, &stored)
+	switch {
+	case err == nil:
+		return fmt.Errorf("target %s: artifact %s was deleted by configpub db gc at %s (first stored at %s, so older than its --min-age, "+
+			"and no release referenced it yet) after this promotion stored it; nothing was recorded: run the promotion again, which stores it again: %w",
+			t.Identity(), t.ArtifactDigest, formatTime(collected), formatTime(stored), ErrConflict)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return dbErr("check collected artifacts", err)
+	}
+	return fmt.Errorf("target %s: artifact %s is not stored (store it with StoreArtifacts before recording with artifactsStored): %w",
+		t.Identity(), t.ArtifactDigest, ErrInvalid)
 }
 
 // Head reports an environment's latest recorded release and the release

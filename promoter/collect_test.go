@@ -183,8 +183,8 @@ func TestCollectArtifactsOverMonths(t *testing.T) {
 	}
 
 	// Release 2 records only once its artifacts are stored again.
-	if _, err := f.store.RecordAndActivate(ctx, headless(in2)); !errors.Is(err, promoter.ErrInvalid) || !strings.Contains(err.Error(), "not stored") {
-		t.Fatalf("recording release 2 after its artifacts were collected: %v, want ErrInvalid: not stored", err)
+	if _, err := f.store.RecordAndActivate(ctx, headless(in2)); !errors.Is(err, promoter.ErrConflict) || !strings.Contains(err.Error(), "deleted by configpub db gc") {
+		t.Fatalf("recording release 2 after its artifacts were collected: %v, want ErrConflict: deleted by configpub db gc", err)
 	}
 	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in2)); err != nil {
 		t.Fatal(err)

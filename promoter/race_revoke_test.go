@@ -205,3 +205,40 @@ func TestARetriedRollbackRefusedForARevocationGetsTheRefusal(t *testing.T) {
 	}
 	f.checkJournal(t)
 }
+
+// TestAPromotionRunAgainWhileGCCollectsItsOldArtifactsIsToldWhy: a
+// promotion that stopped after storing its artifacts is run again days
+// later (CI retried on Monday what failed on Friday). Storing them again
+// keeps the rows as they are, stamped Friday, so the nightly db gc running
+// meanwhile deletes them between that store and the recording. The
+// recording is refused with ErrConflict naming db gc and telling to run it
+// again, not as the caller's invalid input ("store it with
+// StoreArtifacts"), and the run again records.
+func TestAPromotionRunAgainWhileGCCollectsItsOldArtifactsIsToldWhy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	in := f.storedAhead(t, 3) // Friday's attempt
+	gc, _ := f.collector(t, func() time.Duration { return 3 * 24 * time.Hour })
+	// Monday: the run again stores them again, and db gc runs before it
+	// records.
+	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := gc.CollectArtifacts(ctx, promoter.CollectOptions{}); err != nil || c.Artifacts != 3 {
+		t.Fatalf("db gc: collected %d, %v; want the 3 artifacts no release references yet", c.Artifacts, err)
+	}
+	_, err := f.store.RecordAndActivate(ctx, headless(in))
+	if !errors.Is(err, promoter.ErrConflict) || !strings.Contains(err.Error(), "deleted by configpub db gc") ||
+		!strings.Contains(err.Error(), "run the promotion again") {
+		t.Fatalf("recording: got %v, want ErrConflict saying db gc deleted the artifact and to run the promotion again", err)
+	}
+	if n := f.count(t, "SELECT count(*) FROM configpub.config_release"); n != 0 {
+		t.Fatalf("%d releases recorded, want none", n)
+	}
+	if err := f.store.StoreArtifacts(ctx, storedArtifacts(in)); err != nil {
+		t.Fatal(err)
+	}
+	f.promote(t, headless(in))
+	f.wantPointersAt(t, in)
+}
