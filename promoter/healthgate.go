@@ -143,11 +143,50 @@ func (s *Store) checkHealth(ctx context.Context, envTag string) (*GateVerdict, e
 	cmdID := uuid.NewSHA1(uuid.NameSpaceOID, []byte("configpub/health-gate/"+envTag+"/"+a.cmdID)).String()
 	res, err := s.Rollback(ctx, RollbackInput{CommandID: cmdID, EnvTag: envTag, ToRelease: a.previous,
 		Actor: HealthGateActor, Reason: v.Reason, From: a.release})
+	if errors.Is(err, ErrConflict) {
+		// Another gate judging the same activation (another process, or
+		// an operator's gate --once) claimed the command first, with a
+		// reason from evidence read a moment apart: run that gate's
+		// command, which replays its result or, in flight, waits for it
+		// (and completes it if that gate stopped).
+		reason, ok, oerr := s.otherGateReason(ctx, cmdID, envTag, a.previous)
+		if oerr != nil {
+			return nil, fmt.Errorf("%w (reading command %s: %w)", err, cmdID, oerr)
+		}
+		if ok {
+			v.Reason = reason
+			res, err = s.Rollback(ctx, RollbackInput{CommandID: cmdID, EnvTag: envTag, ToRelease: a.previous,
+				Actor: HealthGateActor, Reason: reason, From: a.release})
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	v.Verdict, v.Rollback = GateRolledBack, res
 	return v, nil
+}
+
+// otherGateReason returns the reason with which another health gate
+// recorded cmdID, its rollback of envTag to release to (ok false when
+// cmdID is not such a command).
+func (s *Store) otherGateReason(ctx context.Context, cmdID, envTag string, to int64) (reason string, ok bool, err error) {
+	c, err := loadCommand(ctx, s.pool, cmdID)
+	if isNotFound(err) {
+		return "", false, nil
+	}
+	if err != nil || c.Action != ActionRollback || c.EnvTag != envTag || c.Release != to {
+		return "", false, err
+	}
+	err = s.pool.QueryRow(ctx, `SELECT reason FROM configpub.config_release_journal
+		WHERE env_tag = $1 AND release_version = $2 AND command_id = $3::text::uuid AND event_kind = $4
+		ORDER BY sequence DESC LIMIT 1`, envTag, to, cmdID, ActionRollback+"-intent").Scan(&reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, dbErr("read the other gate's reason", err)
+	}
+	return reason, true, nil
 }
 
 // gateReasonNames is how many rejected or missing targets a verdict's

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/promoter"
 )
 
@@ -241,4 +242,75 @@ func TestAPromotionRunAgainWhileGCCollectsItsOldArtifactsIsToldWhy(t *testing.T)
 	}
 	f.promote(t, headless(in))
 	f.wantPointersAt(t, in)
+}
+
+// TestTwoHealthGatesJudgingOneActivationAtOnce: two gates (the `gate
+// --watch` deployment and an operator's `gate --once`) judge the same
+// activation at once, and a runtime's rejection arrives between their
+// reads of the evidence, so their reasons differ. Both decide to roll back
+// under the one command id the activation gives them: the first rolls
+// back; the second reports the environment rolled back by that command,
+// with its recorded result, not the command-hash conflict of a different
+// reason under the same id.
+func TestTwoHealthGatesJudgingOneActivationAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return f.now }
+	f.store = f.open(t, func(o *promoter.Options) { o.Clock = clock })
+	r1 := longWindows(release("prod", 1, 0, 4, nil, nil))
+	f.promote(t, r1)
+	mu.Lock()
+	f.now = t0.Add(time.Hour)
+	mu.Unlock()
+	r2 := gated("prod", 2, 1, 4)
+	f.promote(t, r2)
+	f.writeReceipt(t, r2.Targets[0], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+	f.writeReceipt(t, r2.Targets[1], bundle.PhaseCurrent, bundle.ResultRejected, "SIGNATURE_INVALID")
+	mu.Lock()
+	f.now = t0.Add(time.Hour + 3*time.Minute) // inside the soak
+	mu.Unlock()
+	var (
+		once   sync.Once
+		done   = make(chan struct{})
+		second *promoter.GateVerdict
+		err2   error
+	)
+	first := f.open(t, func(o *promoter.Options) {
+		o.Clock = clock
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step != "move:command" {
+				return nil
+			}
+			once.Do(func() {
+				// The first gate has read two rejections and claimed the
+				// rollback; a third arrives, and the second gate reads it.
+				f.writeReceipt(t, r2.Targets[2], bundle.PhaseCurrent, bundle.ResultRejected, "SCHEMA_UNSUPPORTED")
+				go func() {
+					defer close(done)
+					second, err2 = f.open(t, func(o *promoter.Options) { o.Clock = clock }).CheckHealth(context.Background(), "prod")
+				}()
+				waitBlockedOrDone(t, f, done)
+			})
+			return nil
+		})
+	})
+	v1, err := first.CheckHealth(context.Background(), "prod")
+	<-done
+	if err != nil || v1.Verdict != promoter.GateRolledBack {
+		t.Fatalf("first gate: %+v, %v; want ROLLED_BACK", v1, err)
+	}
+	if err2 != nil {
+		t.Fatalf("second gate: %v; want the verdict that the activation was rolled back", err2)
+	}
+	if second.Verdict != promoter.GateRolledBack || second.Rollback == nil || second.Rollback.ReleaseVersion != 1 ||
+		second.Rollback.CommandID != v1.Rollback.CommandID || second.Reason != v1.Reason {
+		t.Fatalf("second gate: %+v (rollback %+v); want ROLLED_BACK to release 1 by command %s with the reason journaled, %q",
+			second, second.Rollback, v1.Rollback.CommandID, v1.Reason)
+	}
+	f.wantPointersAt(t, r1)
+	if n := f.count(t, `SELECT count(*) FROM configpub.config_release_journal WHERE event_kind = 'rollback'`); n != 1 {
+		t.Fatalf("%d rollbacks journaled, want 1", n)
+	}
+	f.checkJournal(t)
 }
