@@ -85,6 +85,10 @@ func (s *Store) Rollback(ctx context.Context, in RollbackInput) (*ActivationResu
 	return res, nil
 }
 
+// errActiveChanged refuses a move decided for an active release that is no
+// longer active when the move takes the environment's lock (MoveInput.from).
+var errActiveChanged = fmt.Errorf("the active release changed: %w", ErrConflict)
+
 func (in *MoveInput) validate() error {
 	if err := checkUUID("commandId", in.CommandID); err != nil {
 		return err
@@ -183,7 +187,7 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in *Move
 	}
 	if in.from != 0 && e.Current != in.from {
 		return 0, nil, fmt.Errorf("release %d of %s is active, not release %d the %s was decided for; nothing moved: %w",
-			e.Current, in.EnvTag, in.from, cmd.Action, ErrConflict)
+			e.Current, in.EnvTag, in.from, cmd.Action, errActiveChanged)
 	}
 	r, err := lockRelease(ctx, tx, in.EnvTag, in.Release)
 	if errors.Is(err, ErrNotFound) {

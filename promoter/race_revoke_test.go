@@ -314,3 +314,60 @@ func TestTwoHealthGatesJudgingOneActivationAtOnce(t *testing.T) {
 	}
 	f.checkJournal(t)
 }
+
+// TestTwoPhaseActivationRacingARollbackWaitsForWhatItNowMoves: a two-phase
+// activation of release 3 waits for READY candidates of the targets it
+// moves from release 2 (only the one whose snapshot changed); once they
+// are READY, and before it moves, an operator rolls back to release 1, so
+// the activation now moves every target, two of them to snapshots their
+// runtimes never reported READY for as candidates. It must not move them
+// without that: it waits again for the targets it now moves, and moves
+// once they are READY, in one transaction.
+func TestTwoPhaseActivationRacingARollbackWaitsForWhatItNowMoves(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	f.promote(t, release("prod", 1, 0, 3, nil, nil))
+	f.promote(t, release("prod", 2, 1, 3, nil, nil))
+	r3 := release("prod", 3, 2, 3, func(i int) bool { return i == 0 }, func(int) int64 { return 2 })
+	r3.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
+	r3.CommandID = id("stage", 3)
+	if _, err := f.store.Stage(ctx, r3); err != nil {
+		t.Fatal(err)
+	}
+	f.writeReceipt(t, r3.Targets[0], bundle.PhaseCandidate, bundle.ResultReady, "")
+	var once sync.Once
+	var rolled error
+	var required []int
+	opts := promoter.ActivateOptions{Timeout: 5 * time.Second, Poll: 20 * time.Millisecond,
+		Progress: func(p promoter.ReadinessProgress) {
+			required = append(required, p.Required)
+			if p.Ready == p.Required {
+				once.Do(func() {
+					_, rolled = f.open(t, nil).Rollback(ctx, promoter.RollbackInput{CommandID: id("rollback under two-phase"),
+						EnvTag: "prod", ToRelease: 1, Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"})
+				})
+			}
+			if len(required) == 5 {
+				// The targets it now moves report READY.
+				f.writeReceipt(t, r3.Targets[1], bundle.PhaseCandidate, bundle.ResultReady, "")
+				f.writeReceipt(t, r3.Targets[2], bundle.PhaseCandidate, bundle.ResultReady, "")
+			}
+		}}
+	res, err := f.store.ActivateRelease(ctx, promoter.MoveInput{CommandID: id("activate 3"), EnvTag: "prod", Release: 3,
+		Actor: "Erin <erin@example.com>", Reason: "go"}, opts)
+	if rolled != nil {
+		t.Fatalf("rollback: %v", rolled)
+	}
+	if err != nil {
+		t.Fatalf("activate: %v", err)
+	}
+	if len(required) < 5 || required[len(required)-1] != 3 {
+		t.Fatalf("readiness checks required %v targets; want it to wait again for the 3 it moves after the rollback", required)
+	}
+	if res.PreviousRelease != 1 || res.Moved != 3 {
+		t.Fatalf("activation: %+v, want 3 moved from release 1", res)
+	}
+	f.wantPointersAt(t, r3)
+	f.checkJournal(t)
+}

@@ -134,14 +134,11 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		} else if w != nil && !w.At.Before(w.ValidFrom) {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, w)
 		}
-		if err := s.awaitReady(ctx, in, opts); err != nil {
-			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
+		res, err := s.activateWhenReady(ctx, in, opts)
+		var wait waitError
+		if errors.As(err, &wait) {
+			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, wait.err)
 		}
-		// The wait can last --timeout: a freeze window may have opened
-		// meanwhile (or another release become active, bringing its
-		// policy). Activate checks the windows under the environment's
-		// lock as the pointers move.
-		res, err := s.Activate(ctx, in)
 		var fe *FreezeError
 		if errors.As(err, &fe) {
 			return nil, fmt.Errorf("activate %s release %d (command %s): every candidate became READY, but %w; release %d stays STAGED (activate it once the window has closed)",
@@ -150,6 +147,64 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		return res, err
 	}
 	return s.Activate(ctx, in)
+}
+
+// activateWhenReady waits until every target the activation of the staged
+// release would move is READY (awaitReady), then activates it on the
+// condition that the release active during the last readiness check is
+// still active when the activation takes the environment's lock: the
+// targets it moves, and so the candidates it needs READY, are the ones that
+// differ from that release. A move meanwhile (an operator's rollback) makes
+// it wait again, within opts.Timeout, for the targets it moves now.
+func (s *Store) activateWhenReady(ctx context.Context, in MoveInput, opts ActivateOptions) (*ActivationResult, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Minute
+	}
+	deadline := time.Now().Add(opts.Timeout)
+	for {
+		before, err := s.activeRelease(ctx, in.EnvTag)
+		if err != nil {
+			return nil, waitError{err}
+		}
+		if err := s.awaitReady(ctx, in, opts); err != nil {
+			return nil, waitError{err}
+		}
+		after, err := s.activeRelease(ctx, in.EnvTag)
+		if err != nil {
+			return nil, waitError{err}
+		}
+		if after == before {
+			// The wait can last --timeout: a freeze window may have
+			// opened meanwhile (or another release become active,
+			// bringing its policy). Activate checks the windows under the
+			// environment's lock as the pointers move.
+			in.from = after
+			res, err := s.Activate(ctx, in)
+			if !errors.Is(err, errActiveChanged) || time.Now().After(deadline) {
+				return res, err
+			}
+		}
+		if opts.Timeout = time.Until(deadline); opts.Timeout <= 0 {
+			opts.Timeout = time.Nanosecond // one last check, then the timeout names what is missing
+		}
+	}
+}
+
+// waitError is an error of activateWhenReady's wait, which ActivateRelease
+// names the command of (the activation's own errors name it already).
+type waitError struct{ err error }
+
+func (e waitError) Error() string { return e.err.Error() }
+func (e waitError) Unwrap() error { return e.err }
+
+// activeRelease reads an environment's active release (0: none).
+func (s *Store) activeRelease(ctx context.Context, envTag string) (int64, error) {
+	var v int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(current_release_version, 0) FROM configpub.environment WHERE env_tag = $1`, envTag).Scan(&v)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, dbErr("read the active release of "+envTag, err)
+	}
+	return v, nil
 }
 
 // integrityRefusal is the refusal of any pointer move to a release whose
