@@ -339,6 +339,12 @@ func TestRaceMovesRenewalsRevokesAndCollection(t *testing.T) {
 		}
 		rf.checkRaceInvariants(t, round, "activate")
 	}
+	// No lock-order cycle: PostgreSQL detected no deadlock (runTx would
+	// retry one silently). Counted as the backends report it.
+	time.Sleep(1100 * time.Millisecond)
+	if n := rf.count(t, `SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`); n != 0 {
+		t.Errorf("PostgreSQL detected %d deadlocks among the racing commands, want none", n)
+	}
 	t.Logf("%d rounds, %d revocations raced; outcomes: %v", rounds, revocations, rf.seen)
 }
 
