@@ -154,7 +154,7 @@ func (s *Store) resignAll(ctx context.Context, cmd command, envTag string, epoch
 		}
 		switch {
 		case e.Pending != 0:
-			return &CASError{EnvTag: envTag, Expected: e.Head, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+			return &CASError{EnvTag: envTag, Expected: e.Head, Actual: e.Head, Active: e.Current, Pending: e.Pending, PendingCommand: e.PendingCmd}
 		case e.Current == 0:
 			return fmt.Errorf("environment %s has no active release: %w", envTag, ErrNotFound)
 		case epoch != 0 && epoch <= e.Epoch:

@@ -66,9 +66,18 @@ type CASError struct {
 	Actual   int64 // the actual head release (0 = none)
 	Active   int64 // the active release (0 = none)
 	Pending  int64 // release whose activation is in flight or unconfirmed (0 = none)
+	// PendingCommand is the command of that activation ("" when unknown).
+	PendingCommand string
 }
 
 func (e *CASError) Error() string {
+	if e.Pending != 0 && e.PendingCommand != "" {
+		// Most often another process's move between its two
+		// transactions: reconcile would cancel it.
+		return fmt.Sprintf("environment %s: activation of release %d by command %s is in flight or unconfirmed "+
+			"(wait for the process running it, then run this again; if it stopped, re-run that command or reconcile)",
+			e.EnvTag, e.Pending, e.PendingCommand)
+	}
 	if e.Pending != 0 {
 		return fmt.Sprintf("environment %s: activation of release %d is in flight or unconfirmed (reconcile or re-run it)", e.EnvTag, e.Pending)
 	}

@@ -183,7 +183,7 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in *Move
 		return 0, nil, err
 	}
 	if e.Pending != 0 {
-		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: e.Current, Actual: e.Current, Pending: e.Pending}
+		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: e.Current, Actual: e.Current, Pending: e.Pending, PendingCommand: e.PendingCmd}
 	}
 	if in.from != 0 && e.Current != in.from {
 		return 0, nil, fmt.Errorf("release %d of %s is active, not release %d the %s was decided for; nothing moved: %w",

@@ -371,3 +371,34 @@ func TestTwoPhaseActivationRacingARollbackWaitsForWhatItNowMoves(t *testing.T) {
 	f.wantPointersAt(t, r3)
 	f.checkJournal(t)
 }
+
+// TestAMoveRefusedForAnotherInFlightNamesItsCommand: an operator's rollback
+// meets another command's activation between its intent and its commit
+// (here stopped there). The refusal names that command and says to wait
+// for the process running it before reaching for reconcile, which would
+// settle a move still running NOT_APPLIED.
+func TestAMoveRefusedForAnotherInFlightNamesItsCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.promote(t, release("prod", 1, 0, 2, nil, nil))
+	f.promote(t, release("prod", 2, 1, 2, nil, nil))
+	stopped := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step == "activate:locked" {
+				return errors.New("the process stopped")
+			}
+			return nil
+		})
+	})
+	first := id("first rollback")
+	if _, err := stopped.Rollback(context.Background(), promoter.RollbackInput{CommandID: first, EnvTag: "prod", ToRelease: 1,
+		Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"}); err == nil {
+		t.Fatal("the stopped rollback succeeded")
+	}
+	_, err := f.store.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("second rollback"), EnvTag: "prod",
+		ToRelease: 1, Actor: "Erin <erin@example.com>", Reason: "release 2 misbehaves"})
+	if !errors.Is(err, promoter.ErrConflict) || !strings.Contains(err.Error(), "command "+first) ||
+		!strings.Contains(err.Error(), "wait for the process running it") {
+		t.Fatalf("second rollback: got %v, want ErrConflict naming command %s in flight and saying to wait for it", err, first)
+	}
+}

@@ -206,7 +206,7 @@ func (s *Store) recordIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, c
 		return 0, nil, err
 	}
 	if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
-		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+		return 0, nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending, PendingCommand: e.PendingCmd}
 	}
 	if err := s.fault(ctx, "record:environment", tx); err != nil {
 		return 0, nil, err
@@ -261,7 +261,7 @@ func (s *Store) retryIntent(ctx context.Context, tx pgx.Tx, in *ReleaseInput, cm
 	}
 	// The release itself is recorded: it must still be the head.
 	if e.Pending != 0 || e.Head != cmd.Release {
-		return &CASError{EnvTag: cmd.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+		return &CASError{EnvTag: cmd.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending, PendingCommand: e.PendingCmd}
 	}
 	r, err := lockRelease(ctx, tx, cmd.EnvTag, cmd.Release)
 	if err != nil {

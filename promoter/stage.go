@@ -157,7 +157,7 @@ func (s *Store) insertUnmoved(ctx context.Context, tx pgx.Tx, in *ReleaseInput, 
 		return nil, err
 	}
 	if e.Pending != 0 || e.Head != in.BaseReleaseVersion {
-		return nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending}
+		return nil, &CASError{EnvTag: in.EnvTag, Expected: in.BaseReleaseVersion, Actual: e.Head, Active: e.Current, Pending: e.Pending, PendingCommand: e.PendingCmd}
 	}
 	if in.BreakGlassReason != "" {
 		// Whether a window is broken is settled here, under the lock, and
