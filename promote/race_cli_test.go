@@ -2,38 +2,13 @@ package promote_test
 
 import (
 	"context"
-	"errors"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/configpub/configpub/internal/cosignkey"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
 )
-
-// exec runs the built configpub binary with args as the process of another
-// team member and returns its exit code and combined output.
-func (c *cliHarness) exec(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.bin, args...)
-	cmd.Env = append(os.Environ(), cosignkey.PasswordEnv+"="+c.Password, "CONFIGPUB_DATABASE_URL=")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, string(out)
-	case errors.As(err, &exit):
-		return exit.ExitCode(), string(out)
-	}
-	t.Errorf("run configpub %s: %v", args[0], err)
-	return -1, ""
-}
 
 // TestTwoOperatorsRollBackAtOnceAsProcesses runs, as real configpub
 // processes at once, two operators' `rollback` to the same release, the
@@ -76,7 +51,8 @@ func TestTwoOperatorsRollBackAtOnceAsProcesses(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				codes[i], outs[i] = c.exec(t, args...)
+				code, stdout, stderr := c.exec(t, args...)
+				codes[i], outs[i] = code, stdout+stderr
 			}()
 		}
 		wg.Wait()
