@@ -114,78 +114,100 @@ func (g *HealthGate) SoakDuration() time.Duration {
 	return d
 }
 
-func (w *FreezeWindow) validate() error {
+// openings is a window as Contains reads it: a date range [from, until),
+// or a schedule c read in loc whose openings each last d.
+type openings struct {
+	from, until time.Time
+	c           *cron
+	d           time.Duration
+	loc         *time.Location
+}
+
+// parse checks everything validate checks of w except the walk over the
+// calendar (a schedule that never opens, or whose openings come closer
+// together than its duration), and returns w as Contains reads it.
+func (w *FreezeWindow) parse() (*openings, error) {
 	ranged := w.From != "" || w.Until != ""
 	scheduled := w.Schedule != "" || w.Duration != ""
 	switch {
 	case ranged && scheduled:
-		return fmt.Errorf("give either from/until or schedule/duration, not both")
+		return nil, fmt.Errorf("give either from/until or schedule/duration, not both")
 	case ranged && w.TimeZone != "":
-		return fmt.Errorf("timeZone %q: only for a schedule (from and until carry their own offsets)", w.TimeZone)
+		return nil, fmt.Errorf("timeZone %q: only for a schedule (from and until carry their own offsets)", w.TimeZone)
 	case ranged:
 		from, err1 := time.Parse(time.RFC3339, w.From)
 		until, err2 := time.Parse(time.RFC3339, w.Until)
 		if err1 != nil || err2 != nil {
-			return fmt.Errorf("from %q / until %q: want RFC 3339 times", w.From, w.Until)
+			return nil, fmt.Errorf("from %q / until %q: want RFC 3339 times", w.From, w.Until)
 		}
 		if !from.Before(until) {
-			return fmt.Errorf("from %s is not before until %s", w.From, w.Until)
+			return nil, fmt.Errorf("from %s is not before until %s", w.From, w.Until)
 		}
+		return &openings{from: from, until: until}, nil
 	case scheduled:
 		c, err := parseCron(w.Schedule)
 		if err != nil {
-			return fmt.Errorf("schedule %q: %w", w.Schedule, err)
+			return nil, fmt.Errorf("schedule %q: %w", w.Schedule, err)
 		}
 		d, err := time.ParseDuration(w.Duration)
 		if err != nil || d < time.Minute || d > MaxScheduledFreeze {
-			return fmt.Errorf("duration %q: want between 1m and %s", w.Duration, MaxScheduledFreeze)
+			return nil, fmt.Errorf("duration %q: want between 1m and %s", w.Duration, MaxScheduledFreeze)
 		}
 		loc, err := w.location()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p, ok := c.shortestPeriod()
-		if !ok {
-			return fmt.Errorf("schedule %q never opens: no date of the calendar matches its day-of-month, month and day-of-week", w.Schedule)
-		}
-		if d >= p.gap {
-			return fmt.Errorf("duration %q is not shorter than the %s between two openings of schedule %q (%s to %s on its clock): "+
-				"the next window would open before this one has closed, and windows that overlap freeze without a break (for good when every gap is that short); "+
-				"give a shorter duration, or a date range (from, until) for a longer freeze",
-				w.Duration, formatPeriod(p.gap), w.Schedule, p.from.Format("Jan 2 15:04"), p.to.Format("Jan 2 15:04"))
-		}
-		if q, ok := c.shortestAcrossClockChanges(loc, d); ok {
-			return fmt.Errorf("duration %q is not shorter than the %s of elapsed time between two openings of schedule %q across a clock change in %s (%s to %s): "+
-				"the next window would open before this one has closed, and windows that overlap freeze without a break; "+
-				"give a shorter duration, or a date range (from, until) for a longer freeze",
-				w.Duration, formatPeriod(q.gap), w.Schedule, loc, q.from.Format("Jan 2 2006 15:04 MST"), q.to.Format("Jan 2 2006 15:04 MST"))
-		}
+		return &openings{c: c, d: d, loc: loc}, nil
 	default:
-		return fmt.Errorf("give from/until or schedule/duration")
+		return nil, fmt.Errorf("give from/until or schedule/duration")
+	}
+}
+
+func (w *FreezeWindow) validate() error {
+	o, err := w.parse()
+	if err != nil || o.c == nil {
+		return err
+	}
+	p, ok := o.c.shortestPeriod()
+	if !ok {
+		return fmt.Errorf("schedule %q never opens: no date of the calendar matches its day-of-month, month and day-of-week", w.Schedule)
+	}
+	if o.d >= p.gap {
+		return fmt.Errorf("duration %q is not shorter than the %s between two openings of schedule %q (%s to %s on its clock): "+
+			"the next window would open before this one has closed, and windows that overlap freeze without a break (for good when every gap is that short); "+
+			"give a shorter duration, or a date range (from, until) for a longer freeze",
+			w.Duration, formatPeriod(p.gap), w.Schedule, p.from.Format("Jan 2 15:04"), p.to.Format("Jan 2 15:04"))
+	}
+	if q, ok := o.c.shortestAcrossClockChanges(o.loc, o.d); ok {
+		return fmt.Errorf("duration %q is not shorter than the %s of elapsed time between two openings of schedule %q across a clock change in %s (%s to %s): "+
+			"the next window would open before this one has closed, and windows that overlap freeze without a break; "+
+			"give a shorter duration, or a date range (from, until) for a longer freeze",
+			w.Duration, formatPeriod(q.gap), w.Schedule, o.loc, q.from.Format("Jan 2 2006 15:04 MST"), q.to.Format("Jan 2 2006 15:04 MST"))
 	}
 	return nil
 }
 
-// Contains reports whether t falls inside the window. An invalid window
-// (Validate refuses it) contains nothing.
+// Contains reports whether t falls inside the window. A window that
+// Validate refuses for its fields (both a date range and a schedule, a
+// time zone for a date range, a duration under a minute, an unreadable
+// time, schedule or zone) contains nothing; the one it refuses after
+// walking the calendar are read as written: a schedule that never opens
+// contains nothing, and one whose openings overlap contains every moment
+// one of them covers.
 func (w *FreezeWindow) Contains(t time.Time) bool {
-	t = t.UTC()
-	if w.From != "" {
-		from, err1 := time.Parse(time.RFC3339, w.From)
-		until, err2 := time.Parse(time.RFC3339, w.Until)
-		return err1 == nil && err2 == nil && !t.Before(from) && t.Before(until)
-	}
-	c, err := parseCron(w.Schedule)
-	d, derr := time.ParseDuration(w.Duration)
-	loc, lerr := w.location()
-	if err != nil || derr != nil || lerr != nil || d <= 0 || d > MaxScheduledFreeze {
+	o, err := w.parse()
+	if err != nil {
 		return false
+	}
+	t = t.UTC()
+	if o.c == nil {
+		return !t.Before(o.from) && t.Before(o.until)
 	}
 	// The window is open at t when it opened at a minute m with
 	// t-d < m <= t: minutes are counted in elapsed time and each is read
 	// on the zone's wall clock.
-	for m := t.Truncate(time.Minute); m.After(t.Add(-d)); m = m.Add(-time.Minute) {
-		if c.matches(m.In(loc)) {
+	for m := t.Truncate(time.Minute); m.After(t.Add(-o.d)); m = m.Add(-time.Minute) {
+		if o.c.matches(m.In(o.loc)) {
 			return true
 		}
 	}
