@@ -818,8 +818,15 @@ func (r *rootDoc) shardRefs() ([]ShardRef, error) {
 
 // IsSharded reports whether a release manifest root is of the sharded
 // layout (it lists shards) rather than a single file with every target.
+// A root as Files writes it is told by its bytes ("shards:" starts a
+// line); any other (a quoted or escaped key, a flow mapping: YAML that
+// ParseRoot and ParseFiles read all the same) is parsed to tell.
 func IsSharded(root []byte) bool {
-	return bytes.Contains(root, []byte("\nshards:"))
+	if bytes.Contains(root, []byte("\nshards:")) {
+		return true
+	}
+	doc, err := yamlstrict.Parse("release root", root)
+	return err == nil && doc.Value != nil && doc.Value.Kind == render.KindMap && doc.Value.Get("shards") != nil
 }
 
 // ParseFiles reads a sharded release strictly from its files (root first,
