@@ -31,19 +31,15 @@ type CandidateStore interface {
 // requestedPhase returns the configPhase of a raw query: candidate, or
 // current for anything else (no configPhase, "current", and the legacy
 // values older runtimes send, which never selected anything).
-func requestedPhase(rawQuery string) (string, *httpError) {
+func requestedPhase(rawQuery string) string {
 	phase := ""
 	for _, v := range queryValues(rawQuery, "configPhase") {
-		val, err := queryUnescape(v)
-		if err != nil {
-			return "", errBadRequest("query string is malformed")
-		}
-		phase = val
+		phase = v
 	}
 	if phase == PhaseCandidate {
-		return PhaseCandidate, nil
+		return PhaseCandidate
 	}
-	return PhaseCurrent, nil
+	return PhaseCurrent
 }
 
 // serveCandidate answers GET|HEAD /configs?configPhase=candidate for an

@@ -42,9 +42,7 @@ func (h *handler) serveCurrent(w http.ResponseWriter, r *http.Request, rl *reqLo
 	if herr != nil {
 		return herr
 	}
-	if phase, herr := requestedPhase(r.URL.RawQuery); herr != nil {
-		return herr
-	} else if phase == PhaseCandidate {
+	if requestedPhase(r.URL.RawQuery) == PhaseCandidate {
 		return h.serveCandidate(w, r, rl, claims, id)
 	}
 	// Every answer to a request with wait= from a server that holds

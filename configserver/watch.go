@@ -225,13 +225,20 @@ func absence(err error) error {
 	return nil
 }
 
-// queryValues returns the raw (still escaped) values of key in a raw query.
+// queryValues returns the values of key in a raw query, keys and values
+// decoded as requestedIdentity decodes them (w%61it=3%30s is wait=30s). A
+// pair that does not decode is skipped: requestedIdentity, which every
+// caller runs first, refuses such a query with a 400.
 func queryValues(rawQuery, key string) []string {
 	var vals []string
 	for rawQuery != "" {
 		var pair string
 		pair, rawQuery, _ = strings.Cut(rawQuery, "&")
-		if k, v, _ := strings.Cut(pair, "="); k == key {
+		rawKey, rawVal, _ := strings.Cut(pair, "=")
+		if k, err := queryUnescape(rawKey); err != nil || k != key {
+			continue
+		}
+		if v, err := queryUnescape(rawVal); err == nil {
 			vals = append(vals, v)
 		}
 	}
