@@ -85,9 +85,18 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 	}
 	raw := vals[0]
 	var d time.Duration
-	if n, err := strconv.ParseInt(raw, 10, 64); err == nil && len(raw) <= 6 {
-		d = time.Duration(n) * time.Second
-	} else if d, err = time.ParseDuration(raw); err != nil || len(raw) > 32 {
+	if n, err := strconv.ParseInt(raw, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		// Whole seconds, however many digits: beyond int64 n is clamped
+		// to its sign's bound, and above max the wait is max.
+		switch {
+		case n < 0:
+			return 0, errBadRequest("query parameter wait is negative")
+		case n < int64(max/time.Second):
+			d = time.Duration(n) * time.Second
+		default:
+			d = max
+		}
+	} else if d, err = time.ParseDuration(raw); err != nil {
 		return 0, errBadRequest("query parameter wait is not a duration (30s, 5m or whole seconds)")
 	}
 	if d < 0 {
