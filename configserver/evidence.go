@@ -1,8 +1,6 @@
 package configserver
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/strictjson"
 )
 
 // Evidence bounds. A runtime reports once per load that applied or
@@ -71,13 +70,7 @@ func (h *handler) serveEvidence(w http.ResponseWriter, r *http.Request, rl *reqL
 	if wait, ok := h.evidenceLimit.allow(id, h.now()); !ok {
 		return errTooMany(wait)
 	}
-	var req evidenceRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil || dec.More() {
-		return errBadRequest("evidence body is not one JSON object of the documented fields")
-	}
-	ev, herr := req.validate(h.now())
+	req, ev, herr := decodeEvidence(body, h.now())
 	if herr != nil {
 		return herr
 	}
@@ -104,6 +97,21 @@ func (h *handler) serveEvidence(w http.ResponseWriter, r *http.Request, rl *reqL
 	w.Header()["Cache-Control"] = []string{"no-store"}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// decodeEvidence reads a POST /configs/evidence body: one JSON object of
+// the documented fields, each of its form (validate); now bounds
+// observedAt.
+func decodeEvidence(body []byte, now time.Time) (*evidenceRequest, *Evidence, *httpError) {
+	var req evidenceRequest
+	if err := strictjson.Decode(body, &req); err != nil {
+		return nil, nil, errBadRequest("evidence body is not one JSON object of the documented fields")
+	}
+	ev, herr := req.validate(now)
+	if herr != nil {
+		return nil, nil, herr
+	}
+	return &req, ev, nil
 }
 
 // validate checks every field's form; now bounds observedAt.
