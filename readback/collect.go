@@ -1,7 +1,6 @@
 package readback
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"github.com/configpub/configpub/bundle"
 	"github.com/configpub/configpub/internal/controltoken"
 	"github.com/configpub/configpub/internal/digest"
+	"github.com/configpub/configpub/internal/strictjson"
 )
 
 // DefaultTokenTTL is the lifetime of each control token when
@@ -143,9 +143,7 @@ func (c *Collector) Read(ctx context.Context, t Target) (*bundle.RuntimeStatus, 
 		return nil, fmt.Errorf("read %s: %w: larger than %d bytes", where, ErrInvalidStatus, bundle.MaxRuntimeStatusBytes)
 	}
 	var st bundle.RuntimeStatus
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil || dec.More() {
+	if err := strictjson.Decode(body, &st); err != nil {
 		return nil, fmt.Errorf("read %s: %w: not one runtime status document", where, ErrInvalidStatus)
 	}
 	if err := validateStatus(&st, t.Identity()); err != nil {
