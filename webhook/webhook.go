@@ -157,6 +157,11 @@ func New(opts Options) (*Notifier, error) {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, fmt.Errorf("webhook: receiver %d: want an http(s) URL", i+1)
 		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return nil, fmt.Errorf("webhook: receiver %d: port %s is not one of 1-65535", i+1, p)
+			}
+		}
 		sum := sha256.Sum256([]byte(raw))
 		n.receivers = append(n.receivers, receiver{url: raw, name: u.Scheme + "://" + u.Host + "/…#" + hex.EncodeToString(sum[:4])})
 	}
