@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/configpub/configpub/promoter"
 )
@@ -156,6 +157,11 @@ func New(opts Options) (*Notifier, error) {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, fmt.Errorf("webhook: receiver %d: want an http(s) URL", i+1)
+		}
+		if !utf8.ValidString(u.Host) || strings.ContainsFunc(u.Host, unicode.IsControl) {
+			// The host names the receiver in the delivery log (PostgreSQL
+			// text) and in messages.
+			return nil, fmt.Errorf("webhook: receiver %d: the host is not UTF-8 text without control characters", i+1)
 		}
 		if p := u.Port(); p != "" {
 			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
