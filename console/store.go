@@ -424,10 +424,14 @@ func activatable(now time.Time, from, until *time.Time) string {
 	}
 }
 
+// releases returns env's newest limit releases below before (0: none).
+// before comes from a URL (a timeline cursor, a release number plus one)
+// and may be any int64: it is compared as bigint, release_version being
+// an integer column.
 func (r *reader) releases(ctx context.Context, env string, before int64, limit int, current int64) ([]Release, error) {
 	now := r.now()
 	rows, err := r.q.Query(ctx, `SELECT `+releaseCols+`, `+r.windowCols("r")+`, `+r.renewalCol("r")+` FROM configpub.config_release r
-		WHERE env_tag = $1 AND ($2 = 0 OR release_version < $2)
+		WHERE env_tag = $1 AND ($2::bigint = 0 OR release_version < $2::bigint)
 		ORDER BY release_version DESC LIMIT $3`, env, before, limit)
 	if err != nil {
 		return nil, fmt.Errorf("releases %s: %w", env, err)
