@@ -216,6 +216,11 @@ func parseTime(s string) (time.Time, error) {
 	}
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
 		if t, err := time.Parse(layout, s); err == nil {
+			// An offset can carry a time of year 9999 or 0000 beyond
+			// them, which no page or JSON answer can show.
+			if y := t.UTC().Year(); y < 1 || y > 9999 {
+				return time.Time{}, badRequest("time %q is outside the years 0001 to 9999 in UTC", s)
+			}
 			return t.UTC(), nil
 		}
 	}
