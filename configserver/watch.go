@@ -85,7 +85,7 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 	}
 	raw := vals[0]
 	var d time.Duration
-	if n, err := strconv.ParseInt(raw, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+	if n, err := strconv.ParseInt(raw, 10, 64); isWholeSeconds(raw) && (err == nil || errors.Is(err, strconv.ErrRange)) {
 		// Whole seconds, however many digits: beyond int64 n is clamped
 		// to its sign's bound, and above max the wait is max.
 		switch {
@@ -103,6 +103,21 @@ func requestedWait(rawQuery string, max time.Duration) (time.Duration, *httpErro
 		return 0, errBadRequest("query parameter wait is negative")
 	}
 	return min(d, max), nil
+}
+
+// isWholeSeconds reports whether s is a count of whole seconds: an
+// optional sign and decimal digits (strconv.ParseInt reports an overflow
+// before it reads the rest: 18700000000000000000A is out of range to it).
+func isWholeSeconds(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // watchCurrent answers a GET /configs?wait= whose If-None-Match names the
