@@ -11,7 +11,6 @@
 package controltoken
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -28,6 +27,7 @@ import (
 	"time"
 
 	"github.com/configpub/configpub/internal/signing"
+	"github.com/configpub/configpub/internal/strictjson"
 )
 
 // Type is the JWS "typ" of a control token.
@@ -177,9 +177,7 @@ func decodeJSON(part string, v any) error {
 	if err != nil {
 		return errors.New("not base64url")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil || dec.More() {
+	if err := strictjson.Decode(b, v); err != nil {
 		return errors.New("not one JSON object of the known members")
 	}
 	return nil
