@@ -112,16 +112,32 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 ## fuzz: each fuzz target for a short fixed budget (scripts/fuzz.sh: one retry of the Go
-## fuzzing coordinator's deadline race, never of a failing input).
+## fuzzing coordinator's deadline race, never of a failing input). The console's targets
+## read a real PostgreSQL history (a private cluster, as the tests start).
 FUZZTIME ?= 15s
-fuzz:
+fuzz: ensure-postgres
 	GO=$(GO) bash scripts/fuzz.sh ./internal/yamlstrict FuzzParse $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzCanonical $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileSource $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileEnvironment $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzMarshalMatchesReference $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzDecode $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/secretscan FuzzValue $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./internal/controltoken FuzzVerify $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseManifest $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseRoot $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseDeliveryManifest $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzFreezeWindow $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver/auth FuzzParseKeys $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver/auth FuzzVerifyToken $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver/auth FuzzVerifyClaims $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver FuzzQueryParameters $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver FuzzEvidenceBody $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./configserver/client FuzzApplyOCI $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./readback FuzzReadStatus $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./console FuzzConsoleQuery $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./console FuzzTargetSearch $(FUZZTIME)
+	GO=$(GO) bash scripts/fuzz.sh ./webhook FuzzReceiverURL $(FUZZTIME)
 
 clean:
 	rm -rf bin .configpub dist
