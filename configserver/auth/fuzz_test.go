@@ -26,7 +26,11 @@ func FuzzParseKeys(f *testing.F) {
 	f.Add(ecJWK(`,"alg":"ES256","use":"sig"`))
 	f.Add(ecJWK(`,"alg":"RS256"`))
 	f.Add(ecJWK(`,"use":"enc"`))
-	f.Add(ecJWK(`,"d":"` + b64(ec.D.Bytes()) + `"`))
+	d, err := ec.Bytes()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(ecJWK(`,"d":"` + b64(d) + `"`))
 	f.Add([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`))
 	f.Add([]byte(`{"keys":[{"kty":"RSA","n":"sXch","e":"AQAB"}]}`))
