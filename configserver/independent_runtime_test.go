@@ -1,0 +1,231 @@
+package configserver_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/configpub/configpub/bundle"
+	"github.com/configpub/configpub/configserver"
+	"github.com/configpub/configpub/internal/simclock"
+	"github.com/configpub/configpub/promoter"
+)
+
+// TestIndependentRuntimeFromTheContract runs indieRuntime — a runtime
+// client written from docs/wire-contract.md alone, on the standard library
+// only — against a real Config Server over PostgreSQL fed by the real
+// promoter, on a simulated clock over a simulated week: a first load with
+// every digest, the signature, identity, window and lease checked; 304s
+// plain and carrying a lease renewal; a watch; X-Config-Held-Sequence;
+// 503 lease_ended once renewals stop; the evidence report; a pinned
+// snapshot; 401, 403, 404 (revoked) and 410 (retired) as the contract
+// says, each changing nothing the runtime holds until its lease ends.
+// The harness (database, promoter, token) uses configpub; the client does
+// not.
+func TestIndependentRuntimeFromTheContract(t *testing.T) {
+	t.Parallel()
+	advValues, adv := readGoldenAdvisor(t)
+	accValues, acc := readGolden(t, "com.networknt.agent-account-1.0.0")
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
+	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
+	ctx := context.Background()
+	ps, key := e.openPromoter(t, clock.Now)
+	advT, accT := adv.promoterTarget(advValues), acc.promoterTarget(accValues)
+	id := bundle.Identity{Host: adv.Host, ServiceID: adv.ServiceID, EnvTag: adv.EnvTag}
+	accID := bundle.Identity{Host: acc.Host, ServiceID: acc.ServiceID, EnvTag: acc.EnvTag}
+	release := func(v int64, ts ...promoter.Target) promoter.ReleaseInput {
+		return promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v,
+			BaseReleaseVersion: v - 1, ManifestBytes: []byte("release manifest of the independent runtime test\n"),
+			Actor: "ci", Reason: "r", Targets: ts}
+	}
+	if _, err := ps.RecordAndActivate(ctx, release(1, advT, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	tok := e.token(t, id, adv.Audience)
+	rt, err := newIndieRuntime(e.srv.URL, id.Host, id.ServiceID, id.EnvTag, adv.Audience, tok, clock.Now, &key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(what string, o indieLoadOpts, outcome, reason string, status int) indieResult {
+		t.Helper()
+		res, err := rt.load(ctx, o)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if res.Outcome != outcome || res.Reason != reason || res.Status != status {
+			t.Fatalf("%s: got %d %s %s (%s), want %d %s %s", what, res.Status, res.Outcome, res.Reason, res.Body, status, outcome, reason)
+		}
+		return res
+	}
+
+	// The first load: every step of the verification passes.
+	res := load("first load", indieLoadOpts{}, "APPLIED", "", http.StatusOK)
+	for k, want := range map[string]string{"Content-Type": "application/yaml", "Cache-Control": "private, no-cache", "Vary": "Authorization"} {
+		if got := res.Header.Get(k); got != want {
+			t.Errorf("200 header %s: got %q, want %q", k, got, want)
+		}
+	}
+	if rt.held.m.SnapshotID != adv.SnapshotID || rt.held.m.ActivatedAt == "" {
+		t.Fatalf("held %+v, want snapshot %s with activatedAt", rt.held.m, adv.SnapshotID)
+	}
+	seq := rt.held.m.Sequence
+	if moved, _ := indieTime(rt.held.m.ActivatedAt); seq < moved.UnixMicro() {
+		t.Errorf("sequence %d is below the move time in microseconds (%d)", seq, moved.UnixMicro())
+	}
+	// HEAD works and carries the same headers without a body.
+	if resp, body := e.do(t, http.MethodHead, configsPath(id), tok); resp.StatusCode != http.StatusOK || len(body) != 0 ||
+		resp.Header.Get("X-Config-Manifest") != base64.RawURLEncoding.EncodeToString(rt.held.raw) {
+		t.Errorf("HEAD: got %d with %d bytes and manifest %q", resp.StatusCode, len(body), resp.Header.Get("X-Config-Manifest"))
+	}
+
+	// A conditional request: 304, nothing changes.
+	res = load("conditional", indieLoadOpts{conditional: true}, "NOT_MODIFIED", "", http.StatusNotModified)
+	for _, k := range []string{"ETag", "X-Config-Manifest", "X-Manifest-Signature", "X-Manifest-Key-Id", "X-Config-Snapshot-Id", "X-Config-Expires-At"} {
+		if res.Header.Get(k) == "" {
+			t.Errorf("304 lacks %s: the contract says it carries the same identity and manifest headers", k)
+		}
+	}
+	// If-None-Match: * also answers 304 (a runtime never sends it).
+	if resp, _ := e.do(t, http.MethodGet, configsPath(id), tok, "If-None-Match", "*"); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("If-None-Match *: got %d, want 304", resp.StatusCode)
+	}
+
+	// A lease renewal reaches the runtime as a 304 with a new manifest.
+	renew := func() {
+		t.Helper()
+		before := rt.held.m.IssuedAt
+		if _, err := ps.RenewLeases(ctx, "prod"); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for {
+			resp, _ := e.do(t, http.MethodHead, configsPath(id), tok)
+			if raw, _ := base64.RawURLEncoding.DecodeString(resp.Header.Get("X-Config-Manifest")); resp.StatusCode == http.StatusOK &&
+				!strings.Contains(string(raw), `"issuedAt":"`+before+`"`) {
+				return
+			}
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("renewal not served within 2s (status %d)", resp.StatusCode)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	clock.Advance(4 * time.Minute)
+	renew()
+	oldRaw := append([]byte(nil), rt.held.raw...)
+	load("renewal", indieLoadOpts{conditional: true}, "RENEWED", "", http.StatusNotModified)
+	if rt.held.m.Sequence != seq {
+		t.Fatalf("renewal moved the sequence from %d to %d", seq, rt.held.m.Sequence)
+	}
+
+	// A watch held to the end of its wait answers 304 with X-Config-Watch-Max
+	// and Connection: close.
+	res = load("watch", indieLoadOpts{conditional: true, wait: "200ms"}, "NOT_MODIFIED", "", http.StatusNotModified)
+	if res.Header.Get("X-Config-Watch-Max") != "300" {
+		t.Errorf("watch: X-Config-Watch-Max %q, want 300", res.Header.Get("X-Config-Watch-Max"))
+	}
+	for _, w := range []string{"-1s", "soon"} {
+		res = load("wait="+w, indieLoadOpts{wait: w}, "UNAVAILABLE", "BAD_REQUEST", http.StatusBadRequest)
+		if res.Header.Get("X-Config-Watch-Max") == "" {
+			t.Errorf("wait=%s: 400 without X-Config-Watch-Max", w)
+		}
+	}
+	// wait=0 is answered at once, whole seconds are accepted.
+	load("wait=0", indieLoadOpts{conditional: true, wait: "0"}, "NOT_MODIFIED", "", http.StatusNotModified)
+
+	// X-Config-Held-Sequence above the server's: 503 with Retry-After, at once for a watch too.
+	for _, w := range []string{"", "5s"} {
+		start := time.Now()
+		res = load("held sequence ahead "+w, indieLoadOpts{conditional: true, wait: w, heldSeq: strconv.FormatInt(seq+1, 10)},
+			"UNAVAILABLE", "SERVER_ERROR", http.StatusServiceUnavailable)
+		if res.Header.Get("Retry-After") == "" || time.Since(start) > 2*time.Second {
+			t.Errorf("held sequence ahead (wait %q): Retry-After %q after %s", w, res.Header.Get("Retry-After"), time.Since(start))
+		}
+	}
+
+	// A replayed older manifest (the one before the renewal) is refused by the runtime.
+	var old indieManifest
+	if err := json.Unmarshal(oldRaw, &old); err != nil {
+		t.Fatal(err)
+	}
+	if reason := rt.noRegression(old, oldRaw); reason != "SEQUENCE_REGRESSION" {
+		t.Errorf("the manifest before the renewal, replayed: %q, want SEQUENCE_REGRESSION", reason)
+	}
+
+	// The evidence report.
+	if status, body, err := rt.evidence(ctx, "APPLIED", "", clock.Now()); err != nil || status/100 != 2 {
+		t.Errorf("evidence: %d %s %v", status, body, err)
+	}
+	// The pinned snapshot re-check.
+	load("pinned", indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}, "APPLIED", "", http.StatusOK)
+
+	// 401 with WWW-Authenticate: Bearer and a JSON body; 403 another identity.
+	if resp, body := e.do(t, http.MethodGet, configsPath(id), ""); resp.StatusCode != http.StatusUnauthorized ||
+		resp.Header.Get("WWW-Authenticate") == "" || !json.Valid(body) {
+		t.Errorf("no token: got %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+	}
+	if resp, body := e.do(t, http.MethodGet, configsPath(accID), tok); resp.StatusCode != http.StatusForbidden || !json.Valid(body) {
+		t.Errorf("another identity: got %d %s", resp.StatusCode, body)
+	}
+
+	// Renewals stop: once the lease ends by the server's clock, 503
+	// lease_ended with Retry-After for a plain, conditional and watch request.
+	clock.Advance(15*time.Minute + 10*time.Second) // 10s past the lease's end, inside the runtime's 30s skew
+	for _, o := range []indieLoadOpts{{}, {conditional: true}, {conditional: true, wait: "1s"}} {
+		res = load("lease ended", o, "UNAVAILABLE", "SERVER_ERROR", http.StatusServiceUnavailable)
+		var body struct{ Error string }
+		if json.Unmarshal(res.Body, &body); body.Error != "lease_ended" || res.Header.Get("Retry-After") == "" {
+			t.Errorf("lease ended (%+v): %s, Retry-After %q", o, res.Body, res.Header.Get("Retry-After"))
+		}
+	}
+	if rt.failedClosed {
+		t.Fatal("failed closed before the runtime's own lease (plus skew) ended")
+	}
+	clock.Advance(time.Minute)
+	load("lease ended, past the skew", indieLoadOpts{}, "UNAVAILABLE", "SERVER_ERROR", http.StatusServiceUnavailable)
+	if !rt.failedClosed {
+		t.Fatal("still serving past its lease")
+	}
+	// The first renewal is served at once and applied.
+	renew()
+	load("renewed after the outage", indieLoadOpts{conditional: true}, "RENEWED", "", http.StatusNotModified)
+
+	// Release 2 retires the advisor: 410, the snapshot kept until its lease ends.
+	clock.Advance(time.Minute)
+	if _, err := ps.RecordAndActivate(ctx, release(2, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusGone, "")
+	load("retired", indieLoadOpts{conditional: true}, "UNAVAILABLE", "RETIRED", http.StatusGone)
+	if rt.failedClosed || rt.held.m.SnapshotID != adv.SnapshotID {
+		t.Fatal("retirement changed what the runtime holds")
+	}
+	// A week later release 3 brings it back: applied with a higher sequence.
+	clock.Advance(7 * 24 * time.Hour)
+	if _, err := ps.RecordAndActivate(ctx, release(3, advT, accT)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	load("re-added", indieLoadOpts{conditional: true}, "RENEWED", "", http.StatusNotModified)
+	if rt.held.m.Sequence <= seq {
+		t.Fatalf("re-added at sequence %d, not above %d", rt.held.m.Sequence, seq)
+	}
+
+	// Revoking the snapshot: 404 on GET /configs, 403 on its pinned re-check.
+	clock.Advance(time.Minute)
+	if _, err := ps.Revoke(ctx, promoter.RevokeInput{CommandID: uuid.NewString(), SnapshotID: adv.SnapshotID,
+		Actor: "sec", Reason: "revoked"}); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusNotFound, "")
+	load("revoked", indieLoadOpts{conditional: true}, "UNAVAILABLE", "NOT_FOUND", http.StatusNotFound)
+	load("revoked pin", indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}, "UNAVAILABLE", "FORBIDDEN", http.StatusForbidden)
+}
