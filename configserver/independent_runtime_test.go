@@ -77,6 +77,21 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 		t.Fatalf("held %+v, want snapshot %s with activatedAt", rt.held.m, adv.SnapshotID)
 	}
 	seq := rt.held.m.Sequence
+	// propertySetDigest covers the flattened settings only: every top-level
+	// member but runtimePolicy would take the namespace in too.
+	doc, err := indieParseValues(rt.held.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withNamespace := map[string]any{}
+	for _, k := range doc.keys {
+		if k != "runtimePolicy" {
+			withNamespace[k] = indiePlain(doc.vals[k])
+		}
+	}
+	if d, _ := indieDigestJCS(withNamespace); d == rt.held.m.PropertySetDigest {
+		t.Errorf("propertySetDigest %s covers the namespace too", d)
+	}
 	if moved, _ := indieTime(rt.held.m.ActivatedAt); seq < moved.UnixMicro() {
 		t.Errorf("sequence %d is below the move time in microseconds (%d)", seq, moved.UnixMicro())
 	}
