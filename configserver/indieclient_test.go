@@ -683,12 +683,10 @@ type indieLine struct {
 }
 
 var (
-	indiePlainKey = regexp.MustCompile(`^[A-Za-z_./][A-Za-z0-9_./-]*$`)
+	indiePlainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 	indieNumber   = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-	indieYAML11   = map[string]bool{"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "n": true, "N": true,
-		"no": true, "No": true, "NO": true, "true": true, "True": true, "TRUE": true, "false": true, "False": true,
-		"FALSE": true, "on": true, "On": true, "ON": true, "off": true, "Off": true, "OFF": true, "null": true,
-		"Null": true, "NULL": true, "~": true}
+	indieYAML11   = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "on": true, "off": true,
+		"true": true, "false": true, "null": true}
 )
 
 // indieParseValues parses values.yml, refusing anything outside the profile.
@@ -818,7 +816,7 @@ func indieKey(t string) (string, string, error) {
 			return "", "", errors.New("not a mapping member")
 		}
 		key, after = t[:i], t[i:]
-		if !indiePlainKey.MatchString(key) || indieYAML11[key] {
+		if !indiePlainKey.MatchString(key) || indieYAML11[strings.ToLower(key)] {
 			return "", "", fmt.Errorf("key %q must be quoted", key)
 		}
 	}

@@ -123,6 +123,26 @@ func TestYAMLRoundTrip(t *testing.T) {
 	}
 }
 
+// TestYAMLKeyQuoting: a key is written plain when it consists of letters,
+// digits, "_", ".", "/" and "-", starts with a letter or "_", and is not a
+// YAML 1.1 boolean or null word in any case; otherwise double-quoted — the
+// rule docs/wire-contract.md gives writers of values.yml.
+func TestYAMLKeyQuoting(t *testing.T) {
+	for k, plain := range map[string]bool{
+		"logging.level": true, "_x": true, "a/b-c.d_1": true, "x-": true,
+		".x": false, "/x": false, "-x": false, "1x": false, "a b": false, "a:b": false, "": false,
+		"True": false, "OFF": false, "Yes": false, "n": false, "NULL": false, "nil": true,
+	} {
+		y, err := YAML(Map().Add(k, Int(1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := !bytes.HasPrefix(y, []byte(`"`)); got != plain {
+			t.Errorf("key %q rendered %q: plain %v, want %v", k, y, got, plain)
+		}
+	}
+}
+
 // TestCanonicalKeyOrderSharedHighSurrogate: U+1F600 and U+1F601 share the
 // high surrogate D83D; RFC 8785 orders them by the low one (DE00 < DE01).
 func TestCanonicalKeyOrderSharedHighSurrogate(t *testing.T) {
