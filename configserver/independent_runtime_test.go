@@ -1,6 +1,7 @@
 package configserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -243,4 +244,64 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 	waitAgent(t, e, id, http.StatusNotFound, "")
 	load("revoked", indieLoadOpts{conditional: true}, "UNAVAILABLE", "NOT_FOUND", http.StatusNotFound)
 	load("revoked pin", indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}, "UNAVAILABLE", "FORBIDDEN", http.StatusForbidden)
+}
+
+// TestIndependentRuntimeCandidatePhase checks what docs/wire-contract.md
+// says of configPhase=candidate with the independent runtime client: the
+// candidate manifest is refused on a load (MANIFEST_PHASE_MISMATCH), the
+// request is never held (a bad wait= is not read, no X-Config-Watch-Max),
+// X-Config-Held-Sequence is not read, and an ended candidate lease is
+// served as signed (no 503 lease_ended) — over a simulated day without
+// renewals.
+func TestIndependentRuntimeCandidatePhase(t *testing.T) {
+	t.Parallel()
+	values, adv := readGoldenAdvisor(t)
+	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
+	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
+	ctx := context.Background()
+	ps, key := e.openPromoter(t, clock.Now)
+	id := bundle.Identity{Host: adv.Host, ServiceID: adv.ServiceID, EnvTag: adv.EnvTag}
+	staged := adv.promoterTarget(append(bytes.Clone(values), "# release 2\n"...))
+	staged.SnapshotID, staged.PublicationID, staged.ReleaseVersion = uuid.NewString(), bundle.PublicationID("prod", 2), 2
+	staged.ArtifactDigest = digestOf(staged.Values)
+	release := func(v int64, tg promoter.Target) promoter.ReleaseInput {
+		return promoter.ReleaseInput{CommandID: uuid.NewString(), EnvTag: "prod", ReleaseVersion: v, BaseReleaseVersion: v - 1,
+			ManifestBytes: []byte("release manifest of the candidate test\n"), Actor: "ci", Reason: "r", Targets: []promoter.Target{tg}}
+	}
+	if _, err := ps.RecordAndActivate(ctx, release(1, adv.promoterTarget(values))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.Stage(ctx, release(2, staged)); err != nil {
+		t.Fatal(err)
+	}
+	waitAgent(t, e, id, http.StatusOK, adv.SnapshotID)
+	tok := e.token(t, id, adv.Audience)
+	rt, err := newIndieRuntime(e.srv.URL, id.Host, id.ServiceID, id.EnvTag, adv.Audience, tok, clock.Now, &key.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand := "/configs?" + rt.query() + "&configPhase=candidate"
+	if res, err := rt.load(ctx, indieLoadOpts{path: cand}); err != nil || res.Outcome != "REJECTED" || res.Reason != "MANIFEST_PHASE_MISMATCH" {
+		t.Fatalf("a load of the candidate: %+v %v, want REJECTED MANIFEST_PHASE_MISMATCH", res, err)
+	}
+	for _, hdr := range [][]string{nil, {"X-Config-Held-Sequence", "9223372036854775807"}} {
+		for _, w := range []string{"-1s", "5s"} {
+			start := time.Now()
+			resp, _ := e.do(t, http.MethodGet, cand+"&wait="+w, tok, hdr...)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Config-Snapshot-Id") != staged.SnapshotID ||
+				resp.Header.Get("X-Config-Watch-Max") != "" || time.Since(start) > 2*time.Second {
+				t.Errorf("candidate, wait=%s %v: got %d %q X-Config-Watch-Max %q after %s, want 200 %s at once without it",
+					w, hdr, resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"), resp.Header.Get("X-Config-Watch-Max"), time.Since(start), staged.SnapshotID)
+			}
+		}
+	}
+	clock.Advance(24 * time.Hour) // no renewal ran: both leases ended
+	if resp, _ := e.do(t, http.MethodGet, configsPath(id), tok); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("current pointer, lease ended: got %d, want 503 lease_ended", resp.StatusCode)
+	}
+	resp, _ := e.do(t, http.MethodGet, cand, tok)
+	exp, err := indieTime(resp.Header.Get("X-Config-Expires-At"))
+	if resp.StatusCode != http.StatusOK || err != nil || !exp.Before(clock.Now()) {
+		t.Errorf("candidate, lease ended: got %d with lease to %q, want 200 with the ended lease as signed", resp.StatusCode, resp.Header.Get("X-Config-Expires-At"))
+	}
 }
