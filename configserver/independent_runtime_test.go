@@ -255,6 +255,39 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 // renewals.
 func TestIndependentRuntimeCandidatePhase(t *testing.T) {
 	t.Parallel()
+	e, clock, rt, tok, id, staged := indieStaged(t)
+	ctx := context.Background()
+	cand := "/configs?" + rt.query() + "&configPhase=candidate"
+	if res, err := rt.load(ctx, indieLoadOpts{path: cand}); err != nil || res.Outcome != "REJECTED" || res.Reason != "MANIFEST_PHASE_MISMATCH" {
+		t.Fatalf("a load of the candidate: %+v %v, want REJECTED MANIFEST_PHASE_MISMATCH", res, err)
+	}
+	for _, hdr := range [][]string{nil, {"X-Config-Held-Sequence", "9223372036854775807"}} {
+		for _, w := range []string{"-1s", "5s"} {
+			start := time.Now()
+			resp, _ := e.do(t, http.MethodGet, cand+"&wait="+w, tok, hdr...)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Config-Snapshot-Id") != staged.SnapshotID ||
+				resp.Header.Get("X-Config-Watch-Max") != "" || time.Since(start) > 2*time.Second {
+				t.Errorf("candidate, wait=%s %v: got %d %q X-Config-Watch-Max %q after %s, want 200 %s at once without it",
+					w, hdr, resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"), resp.Header.Get("X-Config-Watch-Max"), time.Since(start), staged.SnapshotID)
+			}
+		}
+	}
+	clock.Advance(24 * time.Hour) // no renewal ran: both leases ended
+	if resp, _ := e.do(t, http.MethodGet, configsPath(id), tok); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("current pointer, lease ended: got %d, want 503 lease_ended", resp.StatusCode)
+	}
+	resp, _ := e.do(t, http.MethodGet, cand, tok)
+	exp, err := indieTime(resp.Header.Get("X-Config-Expires-At"))
+	if resp.StatusCode != http.StatusOK || err != nil || !exp.Before(clock.Now()) {
+		t.Errorf("candidate, lease ended: got %d with lease to %q, want 200 with the ended lease as signed", resp.StatusCode, resp.Header.Get("X-Config-Expires-At"))
+	}
+}
+
+// indieStaged activates the golden advisor as release 1 and stages
+// release 2 with another snapshot of it (never delivered), on a simulated
+// clock; it returns the independent runtime for the advisor and its token.
+func indieStaged(t *testing.T) (*env, *simclock.Clock, *indieRuntime, string, bundle.Identity, promoter.Target) {
+	t.Helper()
 	values, adv := readGoldenAdvisor(t)
 	clock := simclock.New(goldenCreatedAt.Add(time.Hour))
 	e := newEnv(t, envOptions{handler: configserver.Options{Clock: clock.Now}})
@@ -280,28 +313,49 @@ func TestIndependentRuntimeCandidatePhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cand := "/configs?" + rt.query() + "&configPhase=candidate"
-	if res, err := rt.load(ctx, indieLoadOpts{path: cand}); err != nil || res.Outcome != "REJECTED" || res.Reason != "MANIFEST_PHASE_MISMATCH" {
-		t.Fatalf("a load of the candidate: %+v %v, want REJECTED MANIFEST_PHASE_MISMATCH", res, err)
+	return e, clock, rt, tok, id, staged
+}
+
+// TestIndependentRuntimeSnapshotEndpoint checks what docs/wire-contract.md
+// says of GET /configs/snapshots/{id} with the independent runtime client:
+// the current snapshot verifies; an unknown snapshot is 403 like another
+// identity's, an id that is not a UUID 400; a snapshot never delivered (only
+// staged) is 200 without any manifest header, which the runtime refuses; an
+// ended lease is served as signed (never 503 lease_ended) a simulated day
+// later, and X-Config-Held-Sequence is not read.
+func TestIndependentRuntimeSnapshotEndpoint(t *testing.T) {
+	t.Parallel()
+	e, clock, rt, tok, _, staged := indieStaged(t)
+	ctx := context.Background()
+	values, adv := readGoldenAdvisor(t)
+	res, err := rt.load(ctx, indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID})
+	if err != nil || res.Outcome != "APPLIED" {
+		t.Fatalf("the current snapshot: %+v %v, want APPLIED", res, err)
 	}
-	for _, hdr := range [][]string{nil, {"X-Config-Held-Sequence", "9223372036854775807"}} {
-		for _, w := range []string{"-1s", "5s"} {
-			start := time.Now()
-			resp, _ := e.do(t, http.MethodGet, cand+"&wait="+w, tok, hdr...)
-			if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Config-Snapshot-Id") != staged.SnapshotID ||
-				resp.Header.Get("X-Config-Watch-Max") != "" || time.Since(start) > 2*time.Second {
-				t.Errorf("candidate, wait=%s %v: got %d %q X-Config-Watch-Max %q after %s, want 200 %s at once without it",
-					w, hdr, resp.StatusCode, resp.Header.Get("X-Config-Snapshot-Id"), resp.Header.Get("X-Config-Watch-Max"), time.Since(start), staged.SnapshotID)
-			}
+	for path, want := range map[string]int{"/configs/snapshots/" + uuid.NewString(): http.StatusForbidden, "/configs/snapshots/x": http.StatusBadRequest} {
+		if resp, body := e.do(t, http.MethodGet, path, tok); resp.StatusCode != want {
+			t.Errorf("%s: got %d %s, want %d", path, resp.StatusCode, body, want)
 		}
 	}
-	clock.Advance(24 * time.Hour) // no renewal ran: both leases ended
-	if resp, _ := e.do(t, http.MethodGet, configsPath(id), tok); resp.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("current pointer, lease ended: got %d, want 503 lease_ended", resp.StatusCode)
+	resp, body := e.do(t, http.MethodGet, "/configs/snapshots/"+staged.SnapshotID, tok)
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, staged.Values) {
+		t.Fatalf("never-delivered snapshot: got %d (%d bytes), want 200 with its bytes", resp.StatusCode, len(body))
 	}
-	resp, _ := e.do(t, http.MethodGet, cand, tok)
+	for _, h := range []string{"X-Config-Manifest", "X-Manifest-Signature", "X-Manifest-Key-Id", "X-Config-Valid-From", "X-Config-Refresh-After", "X-Config-Expires-At"} {
+		if v := resp.Header.Get(h); v != "" {
+			t.Errorf("never-delivered snapshot carries %s %q", h, v)
+		}
+	}
+	if res, _ := rt.load(ctx, indieLoadOpts{path: "/configs/snapshots/" + staged.SnapshotID}); res.Outcome != "REJECTED" || res.Reason != "MANIFEST_MISSING" {
+		t.Errorf("never-delivered snapshot: %s %s, want REJECTED MANIFEST_MISSING", res.Outcome, res.Reason)
+	}
+	clock.Advance(24 * time.Hour) // no renewal ran
+	resp, body = e.do(t, http.MethodGet, "/configs/snapshots/"+adv.SnapshotID, tok, "X-Config-Held-Sequence", "9223372036854775807")
 	exp, err := indieTime(resp.Header.Get("X-Config-Expires-At"))
-	if resp.StatusCode != http.StatusOK || err != nil || !exp.Before(clock.Now()) {
-		t.Errorf("candidate, lease ended: got %d with lease to %q, want 200 with the ended lease as signed", resp.StatusCode, resp.Header.Get("X-Config-Expires-At"))
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, values) || err != nil || !exp.Before(clock.Now()) {
+		t.Errorf("snapshot, lease ended: got %d with lease to %q, want 200 with the ended lease as signed", resp.StatusCode, resp.Header.Get("X-Config-Expires-At"))
+	}
+	if res, _ := rt.load(ctx, indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}); res.Outcome != "REJECTED" || res.Reason != "EXPIRED" {
+		t.Errorf("snapshot, lease ended: %s %s, want REJECTED EXPIRED", res.Outcome, res.Reason)
 	}
 }

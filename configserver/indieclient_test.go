@@ -92,6 +92,9 @@ type indieRuntime struct {
 	seenEpoch  int64
 	// failedClosed is set once the held lease ran out.
 	failedClosed bool
+	// pinned is set during a re-check of a pinned snapshot, which skips
+	// the replay rule on sequence (the epoch still holds).
+	pinned bool
 }
 
 func newIndieRuntime(base, host, serviceID, envTag, audience, token string, now func() time.Time, trusted ...*ecdsa.PublicKey) (*indieRuntime, error) {
@@ -128,6 +131,7 @@ func (r *indieRuntime) load(ctx context.Context, o indieLoadOpts) (indieResult, 
 	if o.path != "" {
 		u = r.base + o.path
 	}
+	r.pinned = strings.HasPrefix(o.path, "/configs/snapshots/")
 	if o.wait != "" {
 		u += "&wait=" + url.QueryEscape(o.wait)
 	}
@@ -307,6 +311,9 @@ func (r *indieRuntime) verifyManifest(h http.Header, raw []byte) (indieManifest,
 func (r *indieRuntime) noRegression(m indieManifest, raw []byte) string {
 	if m.RevocationEpoch < r.seenEpoch {
 		return "REVOCATION_REGRESSION"
+	}
+	if r.pinned {
+		return ""
 	}
 	issued, err := indieTime(m.IssuedAt)
 	if err != nil {
@@ -493,6 +500,10 @@ func (r *indieRuntime) manifestEqualsEnvelope(m indieManifest, e map[string]any)
 
 // apply is step 9 (kept in memory: this client's seen-state is not durable).
 func (r *indieRuntime) apply(h *indieHeld) {
+	if r.pinned { // a verified pin re-check: the running snapshot and the floor stay
+		r.seenEpoch = max(r.seenEpoch, h.m.RevocationEpoch)
+		return
+	}
 	issued, _ := indieTime(h.m.IssuedAt)
 	r.seenSeq, r.seenIssued, r.seenHash = h.m.Sequence, issued, sha256.Sum256(h.raw)
 	r.seenEpoch = max(r.seenEpoch, h.m.RevocationEpoch)
