@@ -176,9 +176,30 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 		t.Errorf("the manifest before the renewal, replayed: %q, want SEQUENCE_REGRESSION", reason)
 	}
 
-	// The evidence report.
-	if status, body, err := rt.evidence(ctx, "APPLIED", "", clock.Now()); err != nil || status/100 != 2 {
-		t.Errorf("evidence: %d %s %v", status, body, err)
+	// The evidence report: 204; a malformed or implausible one 400 (a
+	// snapshot of another identity included), another audience 403.
+	for _, tc := range []struct {
+		what            string
+		outcome, reason string
+		at              time.Time
+		change          func(map[string]any)
+		want            int
+	}{
+		{"applied", "APPLIED", "", clock.Now(), nil, http.StatusNoContent},
+		{"rejected", "REJECTED", "DIGEST_MISMATCH", clock.Now(), nil, http.StatusNoContent},
+		{"a week old", "APPLIED", "", clock.Now().Add(-7*24*time.Hour - time.Minute), nil, http.StatusBadRequest},
+		{"from the future", "APPLIED", "", clock.Now().Add(11 * time.Minute), nil, http.StatusBadRequest},
+		{"reason not a code", "REJECTED", "digest mismatch", clock.Now(), nil, http.StatusBadRequest},
+		{"another identity's snapshot", "APPLIED", "", clock.Now(), func(m map[string]any) { m["snapshotId"] = acc.SnapshotID }, http.StatusBadRequest},
+		{"another audience", "APPLIED", "", clock.Now(), func(m map[string]any) { m["audience"] = "gateway" }, http.StatusForbidden},
+	} {
+		var change []func(map[string]any)
+		if tc.change != nil {
+			change = append(change, tc.change)
+		}
+		if status, body, err := rt.evidence(ctx, tc.outcome, tc.reason, tc.at, change...); err != nil || status != tc.want {
+			t.Errorf("evidence, %s: got %d %s %v, want %d", tc.what, status, body, err, tc.want)
+		}
 	}
 	// The pinned snapshot re-check.
 	load("pinned", indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}, "APPLIED", "", http.StatusOK)

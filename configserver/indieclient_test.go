@@ -512,13 +512,16 @@ func (r *indieRuntime) apply(h *indieHeld) {
 }
 
 // evidence posts the runtime's own report.
-func (r *indieRuntime) evidence(ctx context.Context, outcome, reason string, observedAt time.Time) (int, []byte, error) {
+func (r *indieRuntime) evidence(ctx context.Context, outcome, reason string, observedAt time.Time, change ...func(map[string]any)) (int, []byte, error) {
 	m := r.held.m
 	rep := map[string]any{"host": r.host, "serviceId": r.serviceID, "envTag": r.envTag, "audience": r.audience,
 		"outcome": outcome, "reason": reason, "snapshotId": m.SnapshotID, "publicationId": m.PublicationID,
 		"releaseVersion": m.ReleaseVersion, "sequence": m.Sequence, "currentSnapshotId": m.SnapshotID,
 		"lastKnownGoodSnapshotId": m.SnapshotID, "artifactDigest": m.ArtifactDigest, "contentDigest": m.ContentDigest,
 		"policyDigest": m.PolicyDigest, "observedAt": observedAt.UTC().Format("2006-01-02T15:04:05.000Z")}
+	for _, f := range change {
+		f(rep)
+	}
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return 0, nil, fmt.Errorf("evidence: %w", err)
