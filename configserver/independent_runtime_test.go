@@ -167,6 +167,23 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 		}
 	}
 
+	// A held sequence that is not one decimal integer is not read: the
+	// server ahead of it would otherwise answer 503.
+	for _, hdr := range [][]string{
+		{"X-Config-Held-Sequence", "ahead"},
+		{"X-Config-Held-Sequence", strconv.FormatInt(seq+1, 10), "X-Config-Held-Sequence", strconv.FormatInt(seq+1, 10)},
+	} {
+		if resp, _ := e.do(t, http.MethodGet, configsPath(id), tok, hdr...); resp.StatusCode != http.StatusOK {
+			t.Errorf("held sequence %v: got %d, want 200 as without it", hdr, resp.StatusCode)
+		}
+	}
+	// host is required, and no parameter may be given twice.
+	for _, q := range []string{"serviceId=" + id.ServiceID, rt.query() + "&host=" + id.Host} {
+		if resp, body := e.do(t, http.MethodGet, "/configs?"+q, tok); resp.StatusCode != http.StatusBadRequest || !json.Valid(body) {
+			t.Errorf("/configs?%s: got %d %s, want 400", q, resp.StatusCode, body)
+		}
+	}
+
 	// A replayed older manifest (the one before the renewal) is refused by the runtime.
 	var old indieManifest
 	if err := json.Unmarshal(oldRaw, &old); err != nil {
