@@ -137,9 +137,41 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 	clock.Advance(4 * time.Minute)
 	renew()
 	oldRaw := append([]byte(nil), rt.held.raw...)
+	activated := rt.held.m.ActivatedAt
 	load("renewal", indieLoadOpts{conditional: true}, "RENEWED", "", http.StatusNotModified)
-	if rt.held.m.Sequence != seq {
-		t.Fatalf("renewal moved the sequence from %d to %d", seq, rt.held.m.Sequence)
+	if rt.held.m.Sequence != seq || rt.held.m.ActivatedAt != activated {
+		t.Fatalf("renewal changed the sequence from %d to %d or activatedAt from %s to %s", seq, rt.held.m.Sequence, activated, rt.held.m.ActivatedAt)
+	}
+	// Manifest and lease header times carry exactly three fraction digits.
+	for _, v := range []string{rt.held.m.ActivatedAt, rt.held.m.IssuedAt, rt.held.m.ValidFrom, rt.held.m.RefreshAfter,
+		rt.held.m.ExpiresAt, res.Header.Get("X-Config-Valid-From"), res.Header.Get("X-Config-Expires-At")} {
+		if len(v) != len("2026-01-31T12:00:00.123Z") || v[19] != '.' || !strings.HasSuffix(v, "Z") {
+			t.Errorf("time %q is not RFC 3339 UTC with milliseconds", v)
+		}
+	}
+	// A held watch is ended by the next renewal: 304 with its manifest,
+	// with Connection: close.
+	watched := make(chan indieResult, 1)
+	go func() {
+		r, _ := rt.load(ctx, indieLoadOpts{conditional: true, wait: "30s"})
+		watched <- r
+	}()
+	time.Sleep(200 * time.Millisecond) // the watch is held
+	clock.Advance(4 * time.Minute)
+	renewStart := time.Now()
+	if _, err := ps.RenewLeases(ctx, "prod"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-watched:
+		if r.Outcome != "RENEWED" || !r.Close || r.Header.Get("X-Config-Watch-Max") == "" {
+			t.Fatalf("watch ended by a renewal: %s %s close %v (%s)", r.Outcome, r.Reason, r.Close, r.Body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a renewal did not end the watch within 10s")
+	}
+	if d := time.Since(renewStart); d > 2*time.Second {
+		t.Errorf("the renewal reached the watch after %s", d)
 	}
 
 	// A watch held to the end of its wait answers 304 with X-Config-Watch-Max

@@ -70,6 +70,7 @@ type indieResult struct {
 	Status  int
 	Header  http.Header
 	Body    []byte
+	Close   bool // the answer said "Connection: close"
 }
 
 // indieRuntime is the independent runtime client.
@@ -157,7 +158,7 @@ func (r *indieRuntime) load(ctx context.Context, o indieLoadOpts) (indieResult, 
 		return indieResult{Outcome: "UNAVAILABLE", Reason: "UNREACHABLE"}, nil
 	}
 	defer resp.Body.Close()
-	res := indieResult{Status: resp.StatusCode, Header: resp.Header}
+	res := indieResult{Status: resp.StatusCode, Header: resp.Header, Close: resp.Close}
 	switch resp.StatusCode {
 	case http.StatusOK:
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))
