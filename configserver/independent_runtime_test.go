@@ -314,6 +314,41 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 	waitAgent(t, e, id, http.StatusNotFound, "")
 	load("revoked", indieLoadOpts{conditional: true}, "UNAVAILABLE", "NOT_FOUND", http.StatusNotFound)
 	load("revoked pin", indieLoadOpts{path: "/configs/snapshots/" + adv.SnapshotID}, "UNAVAILABLE", "FORBIDDEN", http.StatusForbidden)
+
+	// A watch on the revoked identity is held (404 has nothing to serve) and
+	// answered at once, 200, by the release that brings a new snapshot.
+	held := make(chan indieResult, 1)
+	go func() {
+		r, _ := rt.load(ctx, indieLoadOpts{conditional: true, wait: "30s"})
+		held <- r
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case r := <-held:
+		t.Fatalf("a watch on a revoked identity answered at once: %d %s", r.Status, r.Body)
+	default:
+	}
+	next := adv.promoterTarget(append(bytes.Clone(advValues), "# release 4\n"...))
+	next.SnapshotID, next.PublicationID, next.ReleaseVersion = uuid.NewString(), bundle.PublicationID("prod", 4), 4
+	next.ArtifactDigest = digestOf(next.Values)
+	clock.Advance(time.Minute)
+	moved := time.Now()
+	if _, err := ps.RecordAndActivate(ctx, release(4, next, accT)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-held:
+		// The test's release 4 carries a comment, outside the profile: the
+		// runtime refuses it after the signature, digests and lease passed.
+		if r.Status != http.StatusOK || r.Header.Get("X-Config-Snapshot-Id") != next.SnapshotID || r.Reason != "PARSE_FAILED" {
+			t.Fatalf("held watch after the move: %d %q %s %s", r.Status, r.Header.Get("X-Config-Snapshot-Id"), r.Outcome, r.Reason)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the move did not end the held watch within 10s")
+	}
+	if d := time.Since(moved); d > 2*time.Second {
+		t.Errorf("the move reached the held watch after %s", d)
+	}
 }
 
 // TestIndependentRuntimeCandidatePhase checks what docs/wire-contract.md
