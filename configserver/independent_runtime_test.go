@@ -142,7 +142,11 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 	if rt.held.m.Sequence != seq || rt.held.m.ActivatedAt != activated {
 		t.Fatalf("renewal changed the sequence from %d to %d or activatedAt from %s to %s", seq, rt.held.m.Sequence, activated, rt.held.m.ActivatedAt)
 	}
-	// Manifest and lease header times carry exactly three fraction digits.
+	// Each lease starts at its issue time; manifest and lease header times
+	// carry exactly three fraction digits.
+	if rt.held.m.ValidFrom != rt.held.m.IssuedAt {
+		t.Errorf("lease from %s, issued at %s", rt.held.m.ValidFrom, rt.held.m.IssuedAt)
+	}
 	for _, v := range []string{rt.held.m.ActivatedAt, rt.held.m.IssuedAt, rt.held.m.ValidFrom, rt.held.m.RefreshAfter,
 		rt.held.m.ExpiresAt, res.Header.Get("X-Config-Valid-From"), res.Header.Get("X-Config-Expires-At")} {
 		if len(v) != len("2026-01-31T12:00:00.123Z") || v[19] != '.' || !strings.HasSuffix(v, "Z") {

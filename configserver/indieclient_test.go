@@ -98,6 +98,8 @@ type indieRuntime struct {
 	pinned bool
 }
 
+// newIndieRuntime is a runtime for one identity and audience trusting the
+// given manifest keys (key id: sha256 of the PKIX DER), with a 30 s skew.
 func newIndieRuntime(base, host, serviceID, envTag, audience, token string, now func() time.Time, trusted ...*ecdsa.PublicKey) (*indieRuntime, error) {
 	keys := map[string]*ecdsa.PublicKey{}
 	for _, k := range trusted {
@@ -122,6 +124,7 @@ type indieLoadOpts struct {
 	path        string // instead of /configs (for /configs/snapshots/{id})
 }
 
+// query is the identity query of GET /configs.
 func (r *indieRuntime) query() string {
 	return "host=" + url.QueryEscape(r.host) + "&serviceId=" + url.QueryEscape(r.serviceID) + "&envTag=" + url.QueryEscape(r.envTag)
 }
@@ -210,12 +213,14 @@ func (r *indieRuntime) load(ctx context.Context, o indieLoadOpts) (indieResult, 
 	return r.unavailable(res, reason), nil
 }
 
+// unavailable is an answer with no signed manifest: nothing changes.
 func (r *indieRuntime) unavailable(res indieResult, reason string) indieResult {
 	r.checkLease()
 	res.Outcome, res.Reason = "UNAVAILABLE", reason
 	return res
 }
 
+// reject is a refused answer: the last-known-good stays.
 func (r *indieRuntime) reject(res indieResult, reason string) indieResult {
 	r.checkLease()
 	res.Outcome, res.Reason = "REJECTED", reason
@@ -348,7 +353,8 @@ func (r *indieRuntime) lease(m indieManifest) string {
 	return ""
 }
 
-// bytesMatch is step 4 (the manifest's artifactDigest is compared by the caller).
+// indieBytesMatch is step 4: the body's digest against ETag,
+// X-Artifact-Digest and Repr-Digest (the caller compares the manifest's).
 func indieBytesMatch(h http.Header, body []byte) (string, bool) {
 	sum := sha256.Sum256(body)
 	d := "sha256:" + hex.EncodeToString(sum[:])
@@ -544,6 +550,7 @@ func (r *indieRuntime) evidence(ctx context.Context, outcome, reason string, obs
 
 // --- canonical JSON (RFC 8785) ---
 
+// indieDigestJCS is the sha256: digest of v's JCS bytes.
 func indieDigestJCS(v any) (string, error) {
 	b, err := indieJCS(v)
 	if err != nil {
@@ -553,6 +560,7 @@ func indieDigestJCS(v any) (string, error) {
 	return "sha256:" + hex.EncodeToString(s[:]), nil
 }
 
+// indieJCS serializes a JSON value (json.Number numbers) by RFC 8785.
 func indieJCS(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := indieJCSTo(&buf, v); err != nil {
@@ -561,6 +569,7 @@ func indieJCS(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// indieJCSTo appends v's JCS bytes to buf.
 func indieJCSTo(buf *bytes.Buffer, v any) error {
 	switch x := v.(type) {
 	case nil:
@@ -618,6 +627,7 @@ func indieJCSTo(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
+// indieJCSString appends s with RFC 8785's minimal escapes.
 func indieJCSString(buf *bytes.Buffer, s string) {
 	buf.WriteByte('"')
 	for _, c := range s {
@@ -669,8 +679,10 @@ type indieMap struct {
 	vals map[string]any
 }
 
+// get returns the member k.
 func (m *indieMap) get(k string) (any, bool) { v, ok := m.vals[k]; return v, ok }
 
+// plain is m as a JSON value.
 func (m *indieMap) plain() any { return indiePlain(m) }
 
 // indiePlain turns parsed values into JSON values.
@@ -692,6 +704,7 @@ func indiePlain(v any) any {
 	return v
 }
 
+// indieLine is one line of values.yml: its indentation and the rest.
 type indieLine struct {
 	indent int
 	text   string
@@ -700,9 +713,17 @@ type indieLine struct {
 var (
 	indiePlainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_./-]*$`)
 	indieNumber   = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
-	indieYAML11   = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "on": true, "off": true,
-		"true": true, "false": true, "null": true}
 )
+
+// indieYAML11Word reports whether k is a YAML 1.1 boolean or null word in
+// any case: such a key is always quoted.
+func indieYAML11Word(k string) bool {
+	switch strings.ToLower(k) {
+	case "y", "yes", "n", "no", "on", "off", "true", "false", "null":
+		return true
+	}
+	return false
+}
 
 // indieParseValues parses values.yml, refusing anything outside the profile.
 func indieParseValues(b []byte) (*indieMap, error) {
@@ -729,11 +750,13 @@ func indieParseValues(b []byte) (*indieMap, error) {
 	return v, nil
 }
 
+// indieParser reads indieLines top-down.
 type indieParser struct {
 	lines []indieLine
 	i     int
 }
 
+// mapping reads the members at indent.
 func (p *indieParser) mapping(indent int) (*indieMap, error) {
 	m := &indieMap{vals: map[string]any{}}
 	for p.i < len(p.lines) && p.lines[p.i].indent == indent && !strings.HasPrefix(p.lines[p.i].text, "-") {
@@ -766,6 +789,7 @@ func (p *indieParser) mapping(indent int) (*indieMap, error) {
 	return m, nil
 }
 
+// block reads the nested mapping or list at indent.
 func (p *indieParser) block(indent int) (any, error) {
 	if strings.HasPrefix(p.lines[p.i].text, "-") {
 		return p.list(indent)
@@ -773,6 +797,7 @@ func (p *indieParser) block(indent int) (any, error) {
 	return p.mapping(indent)
 }
 
+// list reads the items at indent.
 func (p *indieParser) list(indent int) ([]any, error) {
 	var out []any
 	for p.i < len(p.lines) && p.lines[p.i].indent == indent && strings.HasPrefix(p.lines[p.i].text, "-") {
@@ -831,7 +856,7 @@ func indieKey(t string) (string, string, error) {
 			return "", "", errors.New("not a mapping member")
 		}
 		key, after = t[:i], t[i:]
-		if !indiePlainKey.MatchString(key) || indieYAML11[strings.ToLower(key)] {
+		if !indiePlainKey.MatchString(key) || indieYAML11Word(key) {
 			return "", "", fmt.Errorf("key %q must be quoted", key)
 		}
 	}
@@ -857,6 +882,8 @@ func indieQuoteEnd(t string) int {
 	return -1
 }
 
+// indieScalar reads a scalar of the profile: a JSON string, true, false,
+// null, a number, {} or [].
 func indieScalar(t string) (any, error) {
 	switch {
 	case t == "true":
