@@ -3,6 +3,8 @@ package configserver_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -261,6 +263,27 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 	if resp, body := e.do(t, http.MethodGet, configsPath(id), ""); resp.StatusCode != http.StatusUnauthorized ||
 		resp.Header.Get("WWW-Authenticate") == "" || !json.Valid(body) {
 		t.Errorf("no token: got %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+	}
+	// alg none, HMAC, and a payload changed under its signature: 401.
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("token is not a compact JWS")
+	}
+	b64 := base64.RawURLEncoding.EncodeToString
+	hsHeader := b64([]byte(`{"alg":"HS256","typ":"JWT"}`))
+	mac := hmac.New(sha256.New, []byte("a shared secret"))
+	mac.Write([]byte(hsHeader + "." + parts[1]))
+	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
+	widened := strings.Replace(string(payload), `"`+id.ServiceID+`"`, `"`+accID.ServiceID+`"`, 1)
+	for what, bad := range map[string]string{
+		"alg none": b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + parts[1] + ".",
+		"HS256":    hsHeader + "." + parts[1] + "." + b64(mac.Sum(nil)),
+		"changed":  parts[0] + "." + b64([]byte(widened)) + "." + parts[2],
+	} {
+		if resp, body := e.do(t, http.MethodGet, configsPath(id), bad); resp.StatusCode != http.StatusUnauthorized ||
+			!strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") || strings.Contains(string(body), parts[1]) {
+			t.Errorf("token %s: got %d %q %s, want 401 with WWW-Authenticate: Bearer", what, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
+		}
 	}
 	if resp, body := e.do(t, http.MethodGet, configsPath(accID), tok); resp.StatusCode != http.StatusForbidden || !json.Valid(body) {
 		t.Errorf("another identity: got %d %s", resp.StatusCode, body)
