@@ -264,6 +264,13 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 		resp.Header.Get("WWW-Authenticate") == "" || !json.Valid(body) {
 		t.Errorf("no token: got %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 	}
+	// Headers past the server's bound: 431, answered by net/http itself
+	// before any handler runs, as text, not a JSON error.
+	if resp, body := doURL(t, e.srv.Client(), http.MethodGet, e.serve(t, configserver.ServerOptions{})+configsPath(id), tok,
+		"X-Big", strings.Repeat("b", 70<<10)); resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || json.Valid(body) {
+		t.Errorf("oversized headers: got %d %q %q, want 431 with net/http's text", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+
 	// alg none, HMAC, and a payload changed under its signature: 401.
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
