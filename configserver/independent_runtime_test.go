@@ -264,6 +264,17 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 		resp.Header.Get("WWW-Authenticate") == "" || !json.Valid(body) {
 		t.Errorf("no token: got %d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body)
 	}
+	// Another method: 405 with Allow and a JSON error.
+	for path, allow := range map[string]string{configsPath(id): "GET, HEAD", "/configs/snapshots/" + adv.SnapshotID: "GET, HEAD",
+		"/configs/evidence": "POST"} {
+		method := http.MethodPost
+		if allow == "POST" {
+			method = http.MethodGet
+		}
+		if resp, body := e.do(t, method, path, tok); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != allow || !json.Valid(body) {
+			t.Errorf("%s %s: got %d Allow %q %s, want 405 Allow %q", method, path, resp.StatusCode, resp.Header.Get("Allow"), body, allow)
+		}
+	}
 	// Headers past the server's bound: 431, answered by net/http itself
 	// before any handler runs, as text, not a JSON error.
 	if resp, body := doURL(t, e.srv.Client(), http.MethodGet, e.serve(t, configserver.ServerOptions{})+configsPath(id), tok,
