@@ -411,6 +411,22 @@ func TestIndependentRuntimeCandidatePhase(t *testing.T) {
 	if res, err := rt.load(ctx, indieLoadOpts{path: cand}); err != nil || res.Outcome != "REJECTED" || res.Reason != "MANIFEST_PHASE_MISMATCH" {
 		t.Fatalf("a load of the candidate: %+v %v, want REJECTED MANIFEST_PHASE_MISMATCH", res, err)
 	}
+	// The candidate manifest: phase candidate, a sequence above the current
+	// pointer's, activatedAt the staging time.
+	manifestOf := func(path string) indieManifest {
+		t.Helper()
+		resp, _ := e.do(t, http.MethodHead, path, tok)
+		raw, err := base64.RawURLEncoding.DecodeString(resp.Header.Get("X-Config-Manifest"))
+		var m indieManifest
+		if err != nil || json.Unmarshal(raw, &m) != nil {
+			t.Fatalf("%s: manifest %q", path, resp.Header.Get("X-Config-Manifest"))
+		}
+		return m
+	}
+	cm, cur := manifestOf(cand), manifestOf(configsPath(id))
+	if cm.Phase == nil || *cm.Phase != "candidate" || cm.Sequence <= cur.Sequence || cm.ActivatedAt != clock.Now().UTC().Format("2006-01-02T15:04:05.000Z") {
+		t.Errorf("candidate manifest phase %v sequence %d (current %d) activatedAt %s (staged at %s)", cm.Phase, cm.Sequence, cur.Sequence, cm.ActivatedAt, clock.Now())
+	}
 	for _, hdr := range [][]string{nil, {"X-Config-Held-Sequence", "9223372036854775807"}} {
 		for _, w := range []string{"-1s", "5s"} {
 			start := time.Now()
