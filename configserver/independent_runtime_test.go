@@ -215,11 +215,16 @@ func TestIndependentRuntimeFromTheContract(t *testing.T) {
 			t.Errorf("held sequence %v: got %d, want 200 as without it", hdr, resp.StatusCode)
 		}
 	}
-	// host is required, and no parameter may be given twice.
-	for _, q := range []string{"serviceId=" + id.ServiceID, rt.query() + "&host=" + id.Host} {
+	// host is required, and an identity parameter or wait given twice is
+	// 400; another parameter is ignored.
+	for _, q := range []string{"serviceId=" + id.ServiceID, rt.query() + "&host=" + id.Host, rt.query() + "&envTag=prod",
+		rt.query() + "&wait=1&wait=1"} {
 		if resp, body := e.do(t, http.MethodGet, "/configs?"+q, tok); resp.StatusCode != http.StatusBadRequest || !json.Valid(body) {
 			t.Errorf("/configs?%s: got %d %s, want 400", q, resp.StatusCode, body)
 		}
+	}
+	if resp, _ := e.do(t, http.MethodGet, "/configs?"+rt.query()+"&foo=1&foo=2&productId=x", tok); resp.StatusCode != http.StatusOK {
+		t.Errorf("other parameters: got %d, want 200", resp.StatusCode)
 	}
 
 	// A replayed older manifest (the one before the renewal) is refused by the runtime.
