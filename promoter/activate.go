@@ -56,6 +56,9 @@ type activateOutcome struct {
 func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activateOutcome, error) {
 	now := s.now()
 	envTag, version := a.cmd.EnvTag, a.cmd.Release
+	if err := s.fault(ctx, "activate:begin", tx); err != nil {
+		return activateOutcome{}, err
+	}
 	e, err := lockEnv(ctx, tx, envTag, now)
 	if err != nil {
 		return activateOutcome{}, err
@@ -88,7 +91,7 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 		return activateOutcome{}, err
 	}
 	// A revocation committing from here on waits for this transaction.
-	if err := lockRevocations(ctx, tx, false); err != nil {
+	if err := s.lockRevocations(ctx, tx, false); err != nil {
 		return activateOutcome{}, err
 	}
 	if id, err := revokedTarget(ctx, tx, envTag, version); err != nil {

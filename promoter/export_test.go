@@ -25,3 +25,9 @@ func SetSnapshotBatch(opts *Options, n int) { opts.snapshotBatch = n }
 // binary needs, for a test of what a later migration does to data recorded
 // before it.
 func AllowSchemaBehind(opts *Options) { opts.schemaBehind = true }
+
+// AsAnOlderBinary makes the store's activations and lease renewals skip
+// the revocation lock, as a configpub built before it (the one still
+// running during a rolling upgrade) does: a fake of the older binary,
+// which a test cannot run against this package's store.
+func AsAnOlderBinary(opts *Options) { opts.olderBinary = true }

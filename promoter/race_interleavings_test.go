@@ -167,19 +167,25 @@ func TestARetriedRollbackRefusedForARevocationGetsTheRefusal(t *testing.T) {
 	in := promoter.RollbackInput{CommandID: id("retried rollback"), EnvTag: "prod", ToRelease: 1,
 		Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"}
 	var (
-		once    sync.Once
-		done    = make(chan struct{})
-		second  error
-		revoked error
+		once, retry sync.Once
+		done        = make(chan struct{})
+		second      error
+		revoked     error
 	)
 	first := f.open(t, func(o *promoter.Options) {
 		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step == "activate:begin" {
+				// The intent committed; the activation has not taken the
+				// environment's lock yet (a revoke waits for whoever holds it).
+				once.Do(func() {
+					_, revoked = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("revoke under retry"),
+						SnapshotID: r1.Targets[2].SnapshotID, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
+				})
+			}
 			if step != "activate:locked" {
 				return nil
 			}
-			once.Do(func() {
-				_, revoked = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("revoke under retry"),
-					SnapshotID: r1.Targets[2].SnapshotID, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
+			retry.Do(func() {
 				go func() {
 					defer close(done)
 					_, second = f.open(t, nil).Rollback(context.Background(), in)

@@ -114,7 +114,7 @@ func (s *Store) reissueAll(ctx context.Context, tx pgx.Tx, envTag string, epoch 
 	}
 	// A revocation committing from here on waits for this transaction;
 	// one committed before is seen by the cursor.
-	if err := lockRevocations(ctx, tx, false); err != nil {
+	if err := s.lockRevocations(ctx, tx, false); err != nil {
 		return 0, textlist.First{}, err
 	}
 	if err := openRenewals(ctx, tx, envTag); err != nil {

@@ -143,8 +143,15 @@ func (s *Store) revoke(ctx context.Context, in RevokeInput) (*Revocation, error)
 		// Wait for the activations and lease renewals in flight, and hold
 		// back new ones, until this revocation commits: each either saw it
 		// (and refused or skipped the snapshot) or committed first, and then
-		// this transaction sees the pointers it moved and lists them.
-		if err := lockRevocations(ctx, tx, true); err != nil {
+		// this transaction sees the pointers it moved and lists them. The
+		// environments' rows first (shared), as the movers and renewers
+		// take them before the revocation lock: they order this revocation
+		// also against an older configpub's, which holds its environment's
+		// row but not the revocation lock.
+		if err := lockRevokedEnvironments(ctx, tx, in.SnapshotID, in.PublicationID); err != nil {
+			return err
+		}
+		if err := s.lockRevocations(ctx, tx, true); err != nil {
 			return err
 		}
 		// A publication is known by its snapshots or, for a release that
@@ -201,13 +208,35 @@ const revocationLockKey int64 = 0x7265766b // "revk"
 
 // lockRevocations takes the revocation lock in tx, exclusively (a
 // revocation) or shared (an activation, a renewal).
-func lockRevocations(ctx context.Context, tx pgx.Tx, exclusive bool) error {
+func (s *Store) lockRevocations(ctx context.Context, tx pgx.Tx, exclusive bool) error {
 	fn := "pg_advisory_xact_lock_shared"
 	if exclusive {
 		fn = "pg_advisory_xact_lock"
+	} else if s.opts.olderBinary {
+		// Test-only: a move or renewal of a configpub older than the
+		// revocation lock (running beside this one during an upgrade).
+		return nil
 	}
 	if _, err := tx.Exec(ctx, `SELECT `+fn+`($1)`, revocationLockKey); err != nil {
 		return dbErr("take the revocation lock", err)
+	}
+	return nil
+}
+
+// lockRevokedEnvironments locks FOR SHARE, in env_tag order, the
+// environment rows of the snapshots a revocation of snapshotID or
+// publicationID covers: every activation, lease renewal and re-signing
+// (of any configpub version) holds its environment's row FOR UPDATE from
+// before it reads the revocations until it commits, so one that is in
+// flight commits before this revocation reads the current pointers, and
+// one that starts later reads the revocation. Revocations share the rows
+// and do not wait for each other.
+func lockRevokedEnvironments(ctx context.Context, tx pgx.Tx, snapshotID, publicationID string) error {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM configpub.environment
+		WHERE env_tag IN (SELECT env_tag FROM configpub.config_snapshot
+			WHERE snapshot_id = nullif($1, '')::uuid OR publication_id = nullif($2, '')::uuid)
+		ORDER BY env_tag FOR SHARE`, snapshotID, publicationID); err != nil {
+		return dbErr("lock the revoked snapshots' environments", err)
 	}
 	return nil
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// binary needs (test-only: the tests of what a migration does to data
 	// recorded before it).
 	schemaBehind bool
+	// olderBinary makes activations and lease renewals skip the
+	// revocation lock, as a configpub older than it does (test-only: an
+	// older configpub beside this one during a rolling upgrade).
+	olderBinary bool
 	// artifactBatchBytes bounds the artifact bytes one statement records
 	// (defaultArtifactBatchBytes; tests set it smaller).
 	artifactBatchBytes int
