@@ -101,7 +101,7 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 		if err := refuseActivation(ctx, tx, a, r, e, now, "refused-revoked", map[string]any{"revokedSnapshotId": id}); err != nil {
 			return activateOutcome{}, err
 		}
-		return activateOutcome{refused: fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, id, ErrRevoked)}, nil
+		return activateOutcome{refused: revokedReleaseError(envTag, version, id)}, nil
 	}
 	if w, err := outsideWindow(ctx, tx, envTag, version, now); err != nil {
 		return activateOutcome{}, err
@@ -310,7 +310,7 @@ func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int6
 	}
 	switch kind {
 	case "refused-revoked":
-		return fmt.Errorf("release %s/%d: snapshot %s: %w", envTag, version, ev.RevokedSnapshotID, ErrRevoked), nil
+		return revokedReleaseError(envTag, version, ev.RevokedSnapshotID), nil
 	case "refused-window":
 		w := &WindowError{EnvTag: envTag, Release: version, Identity: ev.Identity, SnapshotID: ev.SnapshotID}
 		for _, f := range []struct {
@@ -324,6 +324,15 @@ func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int6
 		return w, nil
 	}
 	return nil, nil
+}
+
+// revokedReleaseError is the refusal of a move to release version of
+// envTag, which contains revoked snapshot id: it names what the operator
+// can do instead.
+func revokedReleaseError(envTag string, version int64, id string) error {
+	return fmt.Errorf("release %s/%d: snapshot %s: %w; nothing moved (a release with a revoked snapshot is never "+
+		"activated again: promote a new release, or move to one `configpub status --env %s` shows as activatable)",
+		envTag, version, id, ErrRevoked, envTag)
 }
 
 // revokedTarget returns a revoked snapshot of the release ("" if none).

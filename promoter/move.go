@@ -236,7 +236,7 @@ func (s *Store) moveIntent(ctx context.Context, tx pgx.Tx, cmd command, in *Move
 	if id, err := revokedTarget(ctx, tx, in.EnvTag, in.Release); err != nil {
 		return 0, nil, err
 	} else if id != "" {
-		return 0, nil, fmt.Errorf("release %s/%d: snapshot %s: %w", in.EnvTag, in.Release, id, ErrRevoked)
+		return 0, nil, revokedReleaseError(in.EnvTag, in.Release, id)
 	}
 	if w, err := outsideWindow(ctx, tx, in.EnvTag, in.Release, now); err != nil {
 		return 0, nil, err

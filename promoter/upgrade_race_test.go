@@ -2,7 +2,9 @@ package promoter_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,4 +126,46 @@ func TestARevokeBesideAnOlderRollbackIsNotMissed(t *testing.T) {
 			"the operator who revoked it is not told the environment serves it", bad, rev.Current, rev.CurrentCount)
 	}
 	f.checkJournal(t)
+}
+
+// TestAMoveToARevokedReleaseSaysWhatToDo: a rollback or activation to a
+// release holding a revoked snapshot is refused naming the snapshot and
+// what the operator can do instead, also when it is refused in its
+// activation (the snapshot revoked after the intent) and to a second run
+// of that command, which returns the recorded refusal.
+func TestAMoveToARevokedReleaseSaysWhatToDo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	r1 := release("prod", 1, 0, 2, nil, nil)
+	f.promote(t, r1)
+	f.promote(t, release("prod", 2, 1, 2, nil, nil))
+	bad := r1.Targets[1].SnapshotID
+	revoke := func() {
+		if _, err := f.store.Revoke(ctx, promoter.RevokeInput{CommandID: id("revoke before the move"), SnapshotID: bad,
+			Reason: "leaks a credential", Actor: "Carol <carol@example.com>"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var once sync.Once
+	late := f.open(t, func(o *promoter.Options) {
+		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
+			if step == "activate:begin" {
+				once.Do(revoke) // after the intent: refused in the activation
+			}
+			return nil
+		})
+	})
+	in := promoter.RollbackInput{CommandID: id("rollback to a revoked release"), EnvTag: "prod", ToRelease: 1,
+		Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"}
+	_, inActivation := late.Rollback(ctx, in)
+	_, again := f.store.Rollback(ctx, in) // the recorded refusal
+	in.CommandID = id("another rollback to a revoked release")
+	_, atIntent := f.store.Rollback(ctx, in)
+	for name, err := range map[string]error{"refused in the activation": inActivation, "run again": again, "refused at the intent": atIntent} {
+		if !errors.Is(err, promoter.ErrRevoked) || !strings.Contains(err.Error(), bad) ||
+			!strings.Contains(err.Error(), "promote a new release") || !strings.Contains(err.Error(), "configpub status --env prod") {
+			t.Errorf("%s: got %v, want ErrRevoked naming snapshot %s and what to do instead", name, err, bad)
+		}
+	}
 }
