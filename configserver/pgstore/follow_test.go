@@ -33,6 +33,9 @@ type execer interface {
 type seed struct {
 	owner *pgxpool.Pool
 	seq   int64
+	// expires, when set, is the ExpiresAt of the manifests move writes
+	// (default: an hour from now).
+	expires time.Time
 }
 
 type snap struct {
@@ -78,12 +81,16 @@ func (s *seed) move(t testing.TB, q execer, sn *snap, notify string) {
 	t.Helper()
 	s.seq++
 	now := time.Now().UTC().Truncate(time.Second)
+	expires := now.Add(time.Hour)
+	if !s.expires.IsZero() {
+		expires = s.expires
+	}
 	m := &bundle.DeliveryManifest{Type: bundle.DeliveryManifestType, Host: sn.id.Host, ServiceID: sn.id.ServiceID,
 		EnvTag: sn.id.EnvTag, Audience: "gateway", SnapshotID: sn.snapshotID, PublicationID: sn.publicationID,
 		PolicySnapshotID: uuid.NewString(), ReleaseVersion: sn.release, ArtifactDigest: sn.artifact,
 		ContentDigest: sn.content, PolicyDigest: sn.policy, PropertySetDigest: sn.propertys, SchemaVersion: 1,
 		Sequence: s.seq, IssuedAt: now.Format(time.RFC3339), ValidFrom: now.Format(time.RFC3339),
-		RefreshAfter: now.Add(time.Minute).Format(time.RFC3339), ExpiresAt: now.Add(time.Hour).Format(time.RFC3339)}
+		RefreshAfter: now.Add(time.Minute).Format(time.RFC3339), ExpiresAt: expires.Format(time.RFC3339)}
 	raw, err := m.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +102,7 @@ func (s *seed) move(t testing.TB, q execer, sn *snap, notify string) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'test-signature', 'sha256:test-key', $8, $8, $8, now(), now())
 		ON CONFLICT (host, service_id, env_tag) DO UPDATE SET snapshot_id = EXCLUDED.snapshot_id,
 		release_version = EXCLUDED.release_version, sequence = EXCLUDED.sequence, manifest = EXCLUDED.manifest,
-		moved_at = now(), updated_at = now()`,
+		moved_at = now(), updated_at = now(), retired_at = NULL, retired_release_version = NULL`,
 		sn.id.Host, sn.id.ServiceID, sn.id.EnvTag, sn.snapshotID, sn.release, s.seq, raw, now); err != nil {
 		t.Fatal(err)
 	}

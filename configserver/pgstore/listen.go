@@ -268,10 +268,7 @@ func (s *Store) reconcile(ctx context.Context, conn *pgx.Conn) error {
 		fresh = fresh[len(chunk):]
 		s.prefetch(ctx, conn, chunk)
 	}
-	s.mu.Lock()
-	s.pointers = next
-	s.wm = &wm
-	s.mu.Unlock()
+	s.load(next, &wm)
 	var changed []bundle.Identity
 	for id, e := range next {
 		if prev[id] != e {
@@ -424,8 +421,10 @@ func (s *Store) applyBatch(ctx context.Context, conn *pgx.Conn, ids []bundle.Ide
 				continue // a repeated notification: nothing to wake
 			}
 			s.pointers[id] = e
+			s.leases.replace(id.EnvTag, old, e)
 		} else {
 			delete(s.pointers, id) // no pointer, or its snapshot is revoked
+			s.leases.replace(id.EnvTag, old, nil)
 		}
 		changed = append(changed, id)
 	}
@@ -540,6 +539,18 @@ func (s *Store) prefetchInstall(ctx context.Context, conn *pgx.Conn, entries []*
 		s.install(chunk, nil)
 	}
 	_ = br.Close()
+}
+
+// load makes next the in-memory pointers, reflecting wm, with a lease
+// index built for them before the write lock is taken (O(pointers)),
+// swapped in under it (O(1)).
+func (s *Store) load(next map[bundle.Identity]*entry, wm *watermark) {
+	leases := buildLeaseIndex(next)
+	s.mu.Lock()
+	s.pointers = next
+	s.leases = leases
+	s.wm = wm
+	s.mu.Unlock()
 }
 
 // entryFor builds the entry of a copied row.

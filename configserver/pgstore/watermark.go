@@ -162,15 +162,18 @@ func (s *Store) install(entries []*entry, gone []bundle.Identity) {
 	s.mu.Lock()
 	for _, e := range entries {
 		id := e.d.Identity
-		if old := s.pointers[id]; old != nil && old.sameEntry(e) {
+		old := s.pointers[id]
+		if old != nil && old.sameEntry(e) {
 			continue
 		}
 		s.pointers[id] = e
+		s.leases.replace(id.EnvTag, old, e)
 		changed = append(changed, id)
 	}
 	for _, id := range gone {
-		if _, ok := s.pointers[id]; ok {
+		if old, ok := s.pointers[id]; ok {
 			delete(s.pointers, id)
+			s.leases.replace(id.EnvTag, old, nil)
 			changed = append(changed, id)
 		}
 	}
