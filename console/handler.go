@@ -1,6 +1,7 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,7 +45,7 @@ func (c *Console) Handler() http.Handler {
 				c.fail(w, r, err)
 				return
 			}
-			writeJSON(w, http.StatusOK, data)
+			c.writeJSON(w, r, http.StatusOK, data)
 		})))
 	}
 	for _, p := range []struct {
@@ -239,12 +240,39 @@ func optInt(r *http.Request, name string) (int64, error) {
 	return n, nil
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) {
+// writeJSON answers code with v as indented JSON, encoded whole before
+// the status is sent: a value that cannot be encoded (a time outside the
+// years 0000 to 9999, say, read from the database) is logged and answered
+// 500 with a JSON error, not a 200 with an empty body.
+// The buffer is bounded as the answers are: every list an answer holds is
+// read with a LIMIT (the overview has one entry per environment).
+func (c *Console) writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		c.opts.Logger.Error("console: could not encode a JSON answer", "path", r.URL.Path, "err", err)
+		writeError(w, r, http.StatusInternalServerError, "the console could not encode its answer")
+		return
+	}
+	writeJSONBytes(w, code, b)
+}
+
+// encodeJSON encodes v as the console's JSON answers are: indented, with
+// a final newline.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSONBytes answers code with the encoded JSON b.
+func writeJSONBytes(w http.ResponseWriter, code int, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	_, _ = w.Write(b)
 }
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
@@ -263,7 +291,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 // writeError answers JSON for /api/ and plain text otherwise.
 func writeError(w http.ResponseWriter, r *http.Request, code int, msg string) {
 	if strings.HasPrefix(r.URL.Path, "/api/") {
-		writeJSON(w, code, map[string]string{"error": msg})
+		b, err := encodeJSON(map[string]string{"error": msg})
+		if err != nil { // a map of strings always encodes
+			b = []byte("{\"error\": \"internal error\"}\n")
+		}
+		writeJSONBytes(w, code, b)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
