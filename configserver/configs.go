@@ -267,19 +267,64 @@ func appendReprDigest(dst []byte, digest string) ([]byte, bool) {
 // etagKey is the canonical header map key of ETag.
 var etagKey = http.CanonicalHeaderKey(bundle.HeaderETag)
 
-// ifNoneMatch reports whether any If-None-Match field matches etag: "*", or
-// a list member equal to it under the weak comparison RFC 9110 section 13.1.2
-// prescribes for If-None-Match (a W/ prefix is ignored).
+// ifNoneMatch reports whether the If-None-Match field lines match etag as
+// RFC 9110 (13.1.2) says: their combined value is "*", or a list of
+// entity-tags one of which equals etag under the weak comparison (a W/
+// prefix is ignored). A value of neither form — a "*" among entity-tags,
+// W/*, an unquoted or unterminated tag, a line that is not a list of
+// tags — matches nothing: the request is answered as an unconditional one,
+// never 304 for a header the grammar refuses.
 func ifNoneMatch(fields []string, etag string) bool {
+	if len(fields) == 1 && strings.Trim(fields[0], " \t") == "*" {
+		return true
+	}
+	matched := false
 	for _, f := range fields {
-		for _, m := range strings.Split(f, ",") {
-			m = strings.TrimPrefix(strings.TrimSpace(m), "W/")
-			if m == "*" || m == etag {
-				return true
+		valid, m := matchEntityTags(f, etag)
+		if !valid {
+			return false
+		}
+		matched = matched || m
+	}
+	return matched
+}
+
+// matchEntityTags reads v as RFC 9110's #entity-tag (empty elements
+// allowed) and reports whether it is one, and whether a tag in it equals
+// etag under the weak comparison.
+func matchEntityTags(v, etag string) (valid, matched bool) {
+	i := 0
+	for {
+		for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == ',') {
+			i++
+		}
+		if i == len(v) {
+			return true, matched
+		}
+		if strings.HasPrefix(v[i:], "W/") {
+			i += 2
+		}
+		if i == len(v) || v[i] != '"' {
+			return false, false
+		}
+		start := i
+		for i++; i < len(v) && v[i] != '"'; i++ {
+			if c := v[i]; c < 0x21 || c == 0x7f { // etagc: %x21 / %x23-7E / obs-text
+				return false, false
 			}
 		}
+		if i == len(v) {
+			return false, false // unterminated
+		}
+		i++
+		matched = matched || v[start:i] == etag
+		for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+			i++
+		}
+		if i < len(v) && v[i] != ',' {
+			return false, false
+		}
 	}
-	return false
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

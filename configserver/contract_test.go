@@ -131,6 +131,11 @@ func TestConditionalAndHead(t *testing.T) {
 		{name: "other etag", method: "GET", inm: []string{`"sha256:` + string(bytes.Repeat([]byte("a"), 64)) + `"`}, wantStatus: 200, wantBody: true},
 		{name: "unquoted digest", method: "GET", inm: []string{sn.ArtifactDigest}, wantStatus: 200, wantBody: true},
 		{name: "none", method: "GET", wantStatus: 200, wantBody: true},
+		// Values RFC 9110's grammar refuses match nothing (FuzzIfNoneMatch).
+		{name: "it and a line that is no entity-tag", method: "GET", inm: []string{etag, "0"}, wantStatus: 200, wantBody: true},
+		{name: "star among tags", method: "GET", inm: []string{`"x", *`}, wantStatus: 200, wantBody: true},
+		{name: "weak star", method: "GET", inm: []string{"W/*"}, wantStatus: 200, wantBody: true},
+		{name: "it inside an unterminated tag", method: "GET", inm: []string{`"x, ` + etag}, wantStatus: 200, wantBody: true},
 		{name: "HEAD", method: "HEAD", wantStatus: 200},
 		{name: "HEAD conditional", method: "HEAD", inm: []string{etag}, wantStatus: 304},
 	}
