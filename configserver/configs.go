@@ -500,21 +500,32 @@ func (d *Delivery) values() *headerValues {
 	return d.headerValues(false)
 }
 
+// parseSequence reads a sequence as the wire contract sends it: decimal
+// digits only (no sign, no space), within int64.
+func parseSequence(v string) (int64, bool) {
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
 // heldVersus compares the delivery-manifest sequence the runtime says it
 // holds (X-Config-Held-Sequence) with d's: below is true when a newer
 // manifest of d is waiting for it, and behind is the 503 when it holds a
 // higher one — this server's store is behind the one that answered the
 // runtime before (a hot standby that lags, behind a load balancer), and
 // d's older pointer would only be refused. Neither without the header (or
-// one it cannot read), or when d has no manifest.
+// one it cannot read: not one line of decimal digits), or when d has no
+// manifest.
 func heldVersus(r *http.Request, d *Delivery) (below bool, behind *httpError) {
 	v := r.Header[bundle.HeaderHeldSequence]
 	if len(v) != 1 {
 		return false, nil
 	}
-	held, err := strconv.ParseInt(v[0], 10, 64)
+	held, ok := parseSequence(v[0])
 	seq := d.values().sequence
-	if err != nil || seq == 0 {
+	if !ok || seq == 0 {
 		return false, nil
 	}
 	if held > seq {
