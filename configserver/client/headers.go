@@ -55,24 +55,73 @@ func parseETag(v string) (string, error) {
 }
 
 // parseReprDigest returns the sha-256 member of an RFC 9530 Repr-Digest
-// dictionary as "sha256:<hex>". Other algorithms are ignored.
+// as "sha256:<hex>". The field is read as an RFC 8941 Dictionary whose
+// members are key=Byte Sequence (members of other algorithms are read and
+// ignored); of repeated sha-256 members the last counts, as RFC 8941 says.
+// A field that is not such a dictionary (a member of another form, spaces
+// around "=", parameters, a trailing comma) has no sha-256 value: it is
+// never taken to verify a body.
 func parseReprDigest(v string) (string, error) {
-	for _, member := range strings.Split(v, ",") {
-		key, val, ok := strings.Cut(strings.TrimSpace(member), "=")
-		if !ok || strings.TrimSpace(key) != "sha-256" {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
+	var sum []byte
+	found := false
+	rest := strings.TrimLeft(v, " ")
+	for {
+		key, val, tail, ok := dictionaryMember(rest)
+		if !ok {
+			found = false
 			break
 		}
-		raw, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
-		if err != nil || len(raw) != sha256.Size {
+		if key == "sha-256" {
+			sum, found = val, true
+		}
+		rest = strings.TrimLeft(tail, " \t")
+		if rest == "" {
 			break
 		}
-		return digest.FromSum([sha256.Size]byte(raw)).String(), nil
+		if rest[0] != ',' {
+			found = false
+			break
+		}
+		rest = strings.TrimLeft(rest[1:], " \t")
+		if rest == "" { // a trailing comma
+			found = false
+			break
+		}
 	}
-	return "", reject(ReasonHeaderInvalid, HeaderReprDigest, "%q has no sha-256=:<base64>: member", v)
+	if !found || len(sum) != sha256.Size {
+		return "", reject(ReasonHeaderInvalid, HeaderReprDigest, "%q is not an RFC 9530 dictionary with a sha-256=:<base64>: member", v)
+	}
+	return digest.FromSum([sha256.Size]byte(sum)).String(), nil
+}
+
+// dictionaryMember reads one key=:base64: member from the start of s
+// (RFC 8941 key and Byte Sequence; padding may be left out) and returns
+// the key, the decoded bytes and what follows it.
+func dictionaryMember(s string) (key string, val []byte, tail string, ok bool) {
+	i := 0
+	for i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] == '*' ||
+		i > 0 && (s[i] >= '0' && s[i] <= '9' || s[i] == '_' || s[i] == '-' || s[i] == '.')) {
+		i++
+	}
+	if i == 0 || i+1 >= len(s) || s[i] != '=' || s[i+1] != ':' {
+		return "", nil, "", false
+	}
+	key, s = s[:i], s[i+2:]
+	end := strings.IndexByte(s, ':')
+	if end < 0 {
+		return "", nil, "", false
+	}
+	enc := s[:end]
+	for j := 0; j < len(enc); j++ {
+		if c := enc[j]; !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
+			return "", nil, "", false
+		}
+	}
+	raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(enc, "="))
+	if err != nil || strings.Contains(strings.TrimRight(enc, "="), "=") {
+		return "", nil, "", false
+	}
+	return key, raw, s[end+1:], true
 }
 
 // checkDigestHeaders compares the recomputed body digest with ETag,

@@ -144,6 +144,21 @@ func TestTamper(t *testing.T) {
 		{"Repr-Digest swapped", func(w *world, r1, r2, r3 *release) served {
 			return served{rel: r3, mutate: func(h http.Header, b []byte) []byte { h.Set("Repr-Digest", r1.headers().Get("Repr-Digest")); return b }}
 		}, client.ReasonDigestMismatch, "Repr-Digest"},
+		// RFC 8941: of repeated keys the last counts — not the first, which
+		// here is the body's (found reading parseReprDigest; FuzzDigestHeaders
+		// holds it).
+		{"Repr-Digest with the body's sha-256 then another", func(w *world, r1, r2, r3 *release) served {
+			return served{rel: r3, mutate: func(h http.Header, b []byte) []byte {
+				h.Set("Repr-Digest", h.Get("Repr-Digest")+", "+r1.headers().Get("Repr-Digest"))
+				return b
+			}}
+		}, client.ReasonDigestMismatch, "Repr-Digest"},
+		{"Repr-Digest that is no dictionary around the body's sha-256", func(w *world, r1, r2, r3 *release) served {
+			return served{rel: r3, mutate: func(h http.Header, b []byte) []byte {
+				h.Set("Repr-Digest", "Not A Member!, "+h.Get("Repr-Digest"))
+				return b
+			}}
+		}, client.ReasonHeaderInvalid, "Repr-Digest"},
 		{"manifest and signature of another identity", func(w *world, r1, r2, r3 *release) served {
 			s := w.spec(3)
 			s.envHost = "billing.example"
