@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -135,7 +134,7 @@ func (c *Client) VerifyPeer(r *http.Request, opts PeerOptions) (*PeerVerdict, er
 	if enc == "" || sig == "" || kid == "" || !isDigest(kid) || len(enc) > 16<<10 || len(sig) > 1<<10 {
 		return refuse(ReasonAssertionInvalid)
 	}
-	mbytes, err := base64.RawURLEncoding.DecodeString(enc)
+	mbytes, err := decodeManifest(enc)
 	if err != nil {
 		return refuse(ReasonAssertionInvalid)
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -195,14 +196,27 @@ func manifestHeaders(h http.Header) (mbytes []byte, sig, keyID string, err error
 			return nil, "", "", reject(ReasonHeaderMissing, p.name, "required header is absent")
 		}
 	}
-	mbytes, derr := base64.RawURLEncoding.DecodeString(enc)
+	mbytes, derr := decodeManifest(enc)
 	if derr != nil {
-		return nil, "", "", &VerificationError{Reason: ReasonHeaderInvalid, Field: HeaderManifest, Detail: "not base64url without padding", Err: derr}
+		return nil, "", "", &VerificationError{Reason: ReasonHeaderInvalid, Field: HeaderManifest, Detail: "not canonical base64url without padding", Err: derr}
 	}
 	if !isDigest(keyID) {
 		return nil, "", "", reject(ReasonHeaderInvalid, HeaderManifestKeyID, "%q is not sha256:<hex>", keyID)
 	}
 	return mbytes, sig, keyID, nil
+}
+
+// decodeManifest decodes a signed manifest header: base64url without
+// padding in its one canonical form (Strict: no stray bits in the last
+// character), and no character outside the alphabet (CR and LF included,
+// which the decoder would otherwise skip).
+func decodeManifest(enc string) ([]byte, error) {
+	if i := strings.IndexFunc(enc, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}); i >= 0 {
+		return nil, fmt.Errorf("byte %d is outside the base64url alphabet", i)
+	}
+	return base64.RawURLEncoding.Strict().DecodeString(enc)
 }
 
 // checkHeadersAgainstManifest requires the descriptive headers to equal the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -141,6 +143,25 @@ func (c *Client) watchWait(interval, serverMax time.Duration) time.Duration {
 	return max(wait, time.Millisecond)
 }
 
+// maxWatchMax is the largest X-Config-Watch-Max read (a 32-bit count of
+// seconds); the bound only ever lowers a wait.
+const maxWatchMax = math.MaxInt32 * time.Second
+
+// watchMaxOf is the server's bound on a held request that h announces in
+// X-Config-Watch-Max (decimal seconds), or 0 when it announces none or a
+// value that is not decimal digits from 1 to maxWatchMax.
+func watchMaxOf(h http.Header) time.Duration {
+	v := h.Get(HeaderWatchMax)
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
 // untilEnd is the time left before the current snapshot's lease (plus
 // skew) ends; 0 when there is none or it has ended.
 func (c *Client) untilEnd() time.Duration {
@@ -196,9 +217,7 @@ func (c *Client) loadWaiting(ctx context.Context, wait time.Duration, refresh bo
 		return ev, 0, unconditional, err
 	}
 	defer resp.Body.Close()
-	if v, perr := strconv.ParseInt(resp.Header.Get(HeaderWatchMax), 10, 32); perr == nil && v > 0 {
-		advertised = time.Duration(v) * time.Second
-	}
+	advertised = watchMaxOf(resp.Header)
 	if err := c.ensureSeen(); err != nil {
 		ev, err = c.finish(ev, err)
 		return ev, advertised, unconditional, err
