@@ -36,6 +36,42 @@ func waitBlockedOrDone(t *testing.T, f *fixture, done <-chan struct{}) {
 	t.Fatal("the racing revoke neither finished nor waited on a lock within 10 s")
 }
 
+// revokeAtStep asks for a revocation from inside another command's
+// transaction, once, when that command reaches fault step step: it starts
+// the revoke and lets the command go on when the revoke has finished or
+// waits on a lock (waitBlockedOrDone). Wait for it with <-r.done.
+type revokeAtStep struct {
+	once  sync.Once
+	done  chan struct{}
+	first bool // the revoke finished before the command went on
+	rev   *promoter.Revocation
+	err   error
+}
+
+// inject is a fault injector (promoter.SetFaultInjector) that revokes with
+// in at step.
+func (r *revokeAtStep) inject(t *testing.T, f *fixture, step string, in promoter.RevokeInput) func(context.Context, string, pgx.Tx) error {
+	r.done = make(chan struct{})
+	return func(_ context.Context, s string, _ pgx.Tx) error {
+		if s != step {
+			return nil
+		}
+		r.once.Do(func() {
+			go func() {
+				defer close(r.done)
+				r.rev, r.err = f.store.Revoke(context.Background(), in)
+			}()
+			waitBlockedOrDone(t, f, r.done)
+			select {
+			case <-r.done:
+				r.first = true
+			default:
+			}
+		})
+		return nil
+	}
+}
+
 // TestARevokeCommittedDuringARollbackToItsSnapshotIsSeenByOneOfThem races
 // a revoke of a snapshot with a rollback to the release that contains it:
 // the revoke commits after the rollback checked for revocations and before
@@ -51,35 +87,19 @@ func TestARevokeCommittedDuringARollbackToItsSnapshotIsSeenByOneOfThem(t *testin
 	f.promote(t, release("prod", 2, 1, 4, nil, nil))
 	bad := r1.Targets[0].SnapshotID
 
-	var (
-		once   sync.Once
-		done   = make(chan struct{})
-		rev    *promoter.Revocation
-		revErr error
-	)
+	// At activate:read the rollback has checked its snapshots against the
+	// revocations and holds the environment's lock.
+	var r revokeAtStep
 	racing := f.open(t, func(o *promoter.Options) {
-		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
-			if step != "activate:read" {
-				return nil
-			}
-			once.Do(func() {
-				// The rollback has checked its snapshots against the
-				// revocations and holds the environment's lock.
-				go func() {
-					defer close(done)
-					rev, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("race revoke"),
-						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
-				}()
-				waitBlockedOrDone(t, f, done)
-			})
-			return nil
-		})
+		promoter.SetFaultInjector(o, r.inject(t, f, "activate:read", promoter.RevokeInput{CommandID: id("race revoke"),
+			SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"}))
 	})
 	res, err := racing.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("race rollback"), EnvTag: "prod",
 		ToRelease: 1, Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"})
-	<-done
-	if revErr != nil {
-		t.Fatalf("revoke: %v", revErr)
+	<-r.done
+	rev := r.rev
+	if r.err != nil {
+		t.Fatalf("revoke: %v", r.err)
 	}
 	atBad := f.pointers(t, "prod")[r1.Targets[0].Host+"/"+r1.Targets[0].ServiceID] == bad
 	switch {
@@ -110,37 +130,16 @@ func TestARevokeCommittedDuringARenewalIsNotLeasedAgain(t *testing.T) {
 	r1 := release("prod", 1, 0, 3, nil, nil)
 	f.promote(t, r1)
 	bad := r1.Targets[1].SnapshotID
-	var (
-		once         sync.Once
-		done         = make(chan struct{})
-		revokedFirst bool
-		revErr       error
-	)
+	var r revokeAtStep
 	racing := f.open(t, func(o *promoter.Options) {
-		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
-			if step != "renew:signed" {
-				return nil
-			}
-			once.Do(func() {
-				go func() {
-					defer close(done)
-					_, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("race revoke renewal"),
-						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
-				}()
-				waitBlockedOrDone(t, f, done)
-				select {
-				case <-done:
-					revokedFirst = true
-				default:
-				}
-			})
-			return nil
-		})
+		promoter.SetFaultInjector(o, r.inject(t, f, "renew:signed", promoter.RevokeInput{CommandID: id("race revoke renewal"),
+			SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"}))
 	})
 	res, err := racing.RenewLeases(context.Background(), "prod")
-	<-done
-	if err != nil || revErr != nil {
-		t.Fatalf("renew: %v; revoke: %v", err, revErr)
+	<-r.done
+	revokedFirst := r.first
+	if err != nil || r.err != nil {
+		t.Fatalf("renew: %v; revoke: %v", err, r.err)
 	}
 	if revokedFirst && res.SkippedCount != 1 {
 		t.Fatalf("the revoke of %s committed before the renewal, which renewed %d and skipped %v: a revoked snapshot was leased again",

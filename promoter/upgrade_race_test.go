@@ -32,39 +32,17 @@ func TestARevokeBesideAnOlderRenewalIsNotMissed(t *testing.T) {
 	r1 := release("prod", 1, 0, 3, nil, nil)
 	f.promote(t, r1)
 	bad := r1.Targets[1].SnapshotID
-	var (
-		once         sync.Once
-		done         = make(chan struct{})
-		revokedFirst bool
-		rev          *promoter.Revocation
-		revErr       error
-	)
+	var r revokeAtStep
 	older := f.open(t, func(o *promoter.Options) {
 		promoter.AsAnOlderBinary(o)
-		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
-			if step != "renew:signed" {
-				return nil
-			}
-			once.Do(func() {
-				go func() {
-					defer close(done)
-					rev, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("revoke beside an older renewal"),
-						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
-				}()
-				waitBlockedOrDone(t, f, done)
-				select {
-				case <-done:
-					revokedFirst = true
-				default:
-				}
-			})
-			return nil
-		})
+		promoter.SetFaultInjector(o, r.inject(t, f, "renew:signed", promoter.RevokeInput{CommandID: id("revoke beside an older renewal"),
+			SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"}))
 	})
 	res, err := older.RenewLeases(context.Background(), "prod")
-	<-done
-	if err != nil || revErr != nil {
-		t.Fatalf("older renewal: %v; revoke: %v", err, revErr)
+	<-r.done
+	revokedFirst, rev := r.first, r.rev
+	if err != nil || r.err != nil {
+		t.Fatalf("older renewal: %v; revoke: %v", err, r.err)
 	}
 	if revokedFirst {
 		t.Fatalf("the revoke of %s committed while the older renewal, which had read the revocations, was in flight: "+
@@ -88,34 +66,18 @@ func TestARevokeBesideAnOlderRollbackIsNotMissed(t *testing.T) {
 	f.promote(t, r1)
 	f.promote(t, release("prod", 2, 1, 4, nil, nil))
 	bad := r1.Targets[0].SnapshotID
-	var (
-		once   sync.Once
-		done   = make(chan struct{})
-		rev    *promoter.Revocation
-		revErr error
-	)
+	var r revokeAtStep
 	older := f.open(t, func(o *promoter.Options) {
 		promoter.AsAnOlderBinary(o)
-		promoter.SetFaultInjector(o, func(_ context.Context, step string, _ pgx.Tx) error {
-			if step != "activate:read" {
-				return nil
-			}
-			once.Do(func() {
-				go func() {
-					defer close(done)
-					rev, revErr = f.store.Revoke(context.Background(), promoter.RevokeInput{CommandID: id("revoke beside an older rollback"),
-						SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"})
-				}()
-				waitBlockedOrDone(t, f, done)
-			})
-			return nil
-		})
+		promoter.SetFaultInjector(o, r.inject(t, f, "activate:read", promoter.RevokeInput{CommandID: id("revoke beside an older rollback"),
+			SnapshotID: bad, Reason: "leaks a credential", Actor: "Carol <carol@example.com>"}))
 	})
 	res, err := older.Rollback(context.Background(), promoter.RollbackInput{CommandID: id("older rollback"), EnvTag: "prod",
 		ToRelease: 1, Actor: "Dave <dave@example.com>", Reason: "release 2 misbehaves"})
-	<-done
-	if err != nil || revErr != nil {
-		t.Fatalf("older rollback: %v; revoke: %v", err, revErr)
+	<-r.done
+	rev := r.rev
+	if err != nil || r.err != nil {
+		t.Fatalf("older rollback: %v; revoke: %v", err, r.err)
 	}
 	want := r1.Targets[0].Host + "/" + r1.Targets[0].ServiceID + "/prod"
 	if f.pointers(t, "prod")[r1.Targets[0].Host+"/"+r1.Targets[0].ServiceID] != bad || res.Moved != 4 {
