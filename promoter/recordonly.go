@@ -30,8 +30,9 @@ type RecordResult struct {
 // `promote` records this way the releases it catches up, so that the
 // pointers move once, to the release asked for, instead of through every
 // release whose promotion did not run. Activate may move to it later, as
-// to any recorded release within its activation windows; Rollback refuses
-// it (ErrNeverActive: it never ran).
+// to any recorded release within its activation windows (ActivateRelease,
+// in a two-phase environment, stages it first and waits for every
+// candidate READY); Rollback refuses it (ErrNeverActive: it never ran).
 // ErrUnconfirmed: re-run the same input.
 func (s *Store) Record(ctx context.Context, in ReleaseInput) (*RecordResult, error) {
 	res, err := s.recordOnly(ctx, &in)

@@ -94,9 +94,13 @@ type ReadinessProgress struct {
 // ActivateRelease is `configpub activate`: it refuses inside a freeze
 // window of the release's rollout policy or of the active release's
 // (RolloutInForce) (*FreezeError) unless opts.BreakGlass, and, when either
-// policy requires two-phase activation and the release is STAGED, waits until every target the activation would
-// move has a READY receipt for exactly its candidate snapshot before
-// moving every pointer in one activation (Activate). A REJECTED candidate
+// policy requires two-phase activation and the release is STAGED, waits
+// until every target the activation would move has a READY receipt for
+// exactly its candidate snapshot before moving every pointer in one
+// activation (Activate). A RECORDED release (one promote caught up) in a
+// two-phase environment is staged first (its candidate pointers and
+// manifests written, RECORDED → STAGED), then waited for the same way;
+// a timeout leaves it STAGED. A REJECTED candidate
 // marks the release FAILED and returns a *RejectedError; a timeout returns
 // a *NotReadyError naming the identities still missing. Nothing moves in
 // either case. The freeze windows are checked when it starts (a window
@@ -126,7 +130,8 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 	if ri.Outcome == OutcomeIntegrityError {
 		return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, integrityRefusal(in.EnvTag, in.Release))
 	}
-	if (ri.Rollout.TwoPhase() || inForce.TwoPhase()) && ri.State == StateStaged {
+	twoPhase := ri.Rollout.TwoPhase() || inForce.TwoPhase()
+	if twoPhase && (ri.State == StateStaged || ri.State == StateRecorded) {
 		// A release whose activation windows have ended (staged and left)
 		// can never be activated: say so now, not after the wait.
 		if w, err := outsideWindow(ctx, s.pool, in.EnvTag, in.Release, s.now()); err != nil {
@@ -134,6 +139,20 @@ func (s *Store) ActivateRelease(ctx context.Context, in MoveInput, opts Activate
 		} else if w != nil && !w.At.Before(w.ValidFrom) {
 			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, w)
 		}
+	}
+	if twoPhase && ri.State == StateRecorded {
+		// A release promote caught up (recorded, never staged) has no
+		// candidate any runtime could have prefetched: stage it now, then
+		// wait for every candidate READY as for a STAGED release, so that
+		// no pointer moves before every runtime verified its snapshot.
+		if err := s.stageRecorded(ctx, in); err != nil {
+			return nil, fmt.Errorf("activate %s release %d (command %s): %w", in.EnvTag, in.Release, in.CommandID, err)
+		}
+		if ri, err = readRelease(ctx, s.pool, in.EnvTag, in.Release); err != nil {
+			return nil, fmt.Errorf("activate %s release %d: %w", in.EnvTag, in.Release, err)
+		}
+	}
+	if twoPhase && ri.State == StateStaged {
 		res, err := s.activateWhenReady(ctx, in, opts)
 		var wait waitError
 		if errors.As(err, &wait) {

@@ -36,7 +36,9 @@ In an environment with two-phase activation (the release's policy or the active
 release's), activate of a STAGED release first waits (at most --timeout,
 printing progress to stderr) until every target whose pointer moves has a READY
 receipt for exactly its candidate snapshot, then moves every pointer in one
-transaction. A REJECTED candidate marks the release FAILED (exit 1, nothing
+transaction. A RECORDED release (caught up by promote) is staged first — its
+candidates served, the release STAGED — and then waited for the same way; a
+timeout leaves it STAGED. A REJECTED candidate marks the release FAILED (exit 1, nothing
 moved); a timeout exits 1 naming the identities not READY.
 Exit 3: outcome unknown, re-run with the printed --command-id or run reconcile.`,
 		Args: cobra.NoArgs,
