@@ -53,9 +53,12 @@ type Report struct {
 	// N), or the working tree's release went back (a revert).
 	NotOnBase string `json:"notOnBase,omitempty"`
 	// RollbackTo is the base release, the one configpub rollback returns
-	// to once the new release is promoted, and RollbackUntil the earliest
-	// end of its snapshots' activation windows: until then a rollback to
-	// it can move every target back. RollbackEnded says it ends no later
+	// to once the new release is promoted if it was active (a release
+	// promote caught up, recorded and never activated, is moved to with
+	// configpub activate instead: plan does not read the store, so it
+	// cannot tell which), and RollbackUntil the earliest end of its
+	// snapshots' activation windows: until then a rollback (or that
+	// activation) to it can move every target back. RollbackEnded says it ends no later
 	// than the new release's createdAt: the new release then re-issues a
 	// target whose snapshot's window ended, and a rollback to the base
 	// release is refused (revert and promote instead). Empty for a first

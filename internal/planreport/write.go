@@ -182,7 +182,7 @@ func (r *Report) rollbackSays() string {
 	if r.RollbackEnded {
 		return "no rollback: " + r.rollbackWhy()
 	}
-	return fmt.Sprintf("rollback to release %d until %s: %s", r.RollbackTo, r.RollbackUntil, r.rollbackWhy())
+	return fmt.Sprintf("rollback to release %d (if it was active; otherwise activate it) until %s: %s", r.RollbackTo, r.RollbackUntil, r.rollbackWhy())
 }
 
 // rollbackWhy says what RollbackUntil bounds, or why there is no rollback.
@@ -200,8 +200,10 @@ func (r *Report) rollbackWhy() string {
 			"has the daily renewal do it before the windows end)",
 			r.Release, r.RollbackTo, r.RollbackUntil, r.Release, r.Release, r.RollbackTo)
 	}
-	why := fmt.Sprintf("once release %d is promoted, configpub rollback can move every target back to release %d "+
-		"until the first of its snapshots' activation windows ends; after it, revert and promote instead", r.Release, r.RollbackTo)
+	why := fmt.Sprintf("once release %d is promoted, configpub rollback can move every target back to release %d if it "+
+		"was the active release (a release promote recorded without activating it, catching it up, never ran: rollback "+
+		"refuses it and configpub activate --release %d moves to it, with an activation's checks) "+
+		"until the first of its snapshots' activation windows ends; after it, revert and promote instead", r.Release, r.RollbackTo, r.RollbackTo)
 	if !r.DigestsFinal {
 		why += " (whether it ends before the promotion follows the createdAt of the release you commit)"
 	}
@@ -234,7 +236,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		if r.RollbackEnded {
 			fmt.Fprintf(w, "\n> **No rollback:** %s.\n", safetext.Text(r.rollbackWhy()))
 		} else {
-			fmt.Fprintf(w, "\n**Rollback** to release %d until **%s**: %s.\n", r.RollbackTo,
+			fmt.Fprintf(w, "\n**Rollback** to release %d (if it was active; otherwise activate it) until **%s**: %s.\n", r.RollbackTo,
 				safetext.CodeSpan(r.RollbackUntil), safetext.Text(r.rollbackWhy()))
 		}
 	}
