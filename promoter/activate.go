@@ -39,6 +39,9 @@ func (s *Store) activate(ctx context.Context, a activation) (*ActivationResult, 
 		return nil, err
 	}
 	if out.refused != nil {
+		for _, ev := range out.events {
+			s.emit(ctx, ev)
+		}
 		return nil, out.refused
 	}
 	return out.res, nil
@@ -51,6 +54,8 @@ func (s *Store) activate(ctx context.Context, a activation) (*ActivationResult, 
 type activateOutcome struct {
 	res     *ActivationResult
 	refused error
+	// events are recorded with a refusal and sent once it has committed.
+	events []Event
 }
 
 func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activateOutcome, error) {
@@ -113,6 +118,20 @@ func (s *Store) activateTx(ctx context.Context, tx pgx.Tx, a activation) (activa
 		}
 		return activateOutcome{refused: w}, nil
 	}
+	checked, err := twoPhaseStaged(ctx, tx, r, e)
+	if err != nil {
+		return activateOutcome{}, err
+	}
+	if checked {
+		return s.activateChecked(ctx, tx, a, r, e, now)
+	}
+	return s.activateMoves(ctx, tx, a, r, e, now)
+}
+
+// activateMoves is the part of the activation transaction that moves the
+// pointers and settles the release, the command and the environment.
+func (s *Store) activateMoves(ctx context.Context, tx pgx.Tx, a activation, r *release, e *env, now time.Time) (activateOutcome, error) {
+	envTag, version := a.cmd.EnvTag, a.cmd.Release
 	moved, err := s.moveAll(ctx, tx, a, e, now)
 	if err != nil {
 		return activateOutcome{}, err
@@ -283,12 +302,12 @@ func refuseActivation(ctx context.Context, tx pgx.Tx, a activation, r *release, 
 	return setEnv(ctx, tx, e, e.Current, 0, "", now)
 }
 
-// recordedRefusal returns the refusal (ErrRevoked, a *WindowError) with
-// which an activation of command cmdID settled it NOT_APPLIED on release
-// version, as the refused run returned it, so that another run of the same
-// command that waited on the environment's lock meanwhile answers the
-// same; nil when the command's last journal row there is not a refusal
-// (Reconcile settled it).
+// recordedRefusal returns the refusal (ErrRevoked, a *WindowError, a
+// *RejectedError) with which an activation of command cmdID settled it
+// NOT_APPLIED on release version, as the refused run returned it, so that
+// another run of the same command that waited on the environment's lock
+// meanwhile answers the same; nil when the command's last journal row
+// there is not a refusal (Reconcile settled it).
 func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int64, cmdID string) (error, error) {
 	var kind string
 	var ev struct {
@@ -298,6 +317,7 @@ func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int6
 		ValidFrom         string `json:"validFrom"`
 		ExpiresAt         string `json:"expiresAt"`
 		At                string `json:"at"`
+		ReceiptReason     string `json:"receiptReason"`
 	}
 	err := tx.QueryRow(ctx, `SELECT event_kind, evidence FROM configpub.config_release_journal
 		WHERE env_tag = $1 AND release_version = $2 AND command_id = $3::text::uuid
@@ -309,6 +329,9 @@ func recordedRefusal(ctx context.Context, tx pgx.Tx, envTag string, version int6
 		return nil, dbErr("read the command's refusal", err)
 	}
 	switch kind {
+	case kindCandidateRejected:
+		return &RejectedError{EnvTag: envTag, Release: version, Identity: ev.Identity, SnapshotID: ev.SnapshotID,
+			Reason: ev.ReceiptReason}, nil
 	case "refused-revoked":
 		return revokedReleaseError(envTag, version, ev.RevokedSnapshotID), nil
 	case "refused-window":

@@ -67,7 +67,14 @@ func targetsScale(b *testing.B) int {
 //     pointer moves, signed and stored delivery manifests, NOTIFY);
 //   - activate: a Rollback or forward Activate between two recorded
 //     n-target releases (pointer moves only);
-//   - replay: RecordAndActivate of the release just applied.
+//   - replay: RecordAndActivate of the release just applied;
+//   - two-phase: ActivateRelease of a release staged with two-phase
+//     activation whose n candidates are all READY (one readiness check,
+//     then the activation, which re-reads the candidates' receipts as its
+//     last statement before committing), then that re-check alone
+//     (recheck-ms/op: the one query, over n moved identities with n
+//     receipts); the environment is then rolled back to the release
+//     before it, untimed, so the next promotion is not two-phase.
 //
 // It reports each as ms/op, the ratios the issue bars (promote/baseline
 // and activate/baseline <= 3, replay/promote <= 0.1), and the peak Go heap
@@ -82,7 +89,7 @@ func benchActivation(b *testing.B, n int) {
 	next := int64(3)
 	// The baselines toggle pointers between the snapshots of releases 1 and 2.
 	bodies := baselineBodies(n)
-	var baseT, sameT, promoteT, activateT, replayT time.Duration
+	var baseT, sameT, promoteT, activateT, replayT, twoPhaseT, recheckT time.Duration
 	var baseHeap, promoteHeap, activateHeap uint64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -119,6 +126,8 @@ func benchActivation(b *testing.B, n int) {
 				b.Fatalf("got %+v %v, want a replay", res, err)
 			}
 		})
+		twoPhase(b, f, n, i, next, &twoPhaseT, &recheckT)
+		next++
 	}
 	k := float64(b.N)
 	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / k }
@@ -127,6 +136,8 @@ func benchActivation(b *testing.B, n int) {
 	b.ReportMetric(ms(promoteT), "promote-ms/op")
 	b.ReportMetric(ms(activateT), "activate-ms/op")
 	b.ReportMetric(ms(replayT), "replay-ms/op")
+	b.ReportMetric(ms(twoPhaseT), "two-phase-activate-ms/op")
+	b.ReportMetric(float64(recheckT.Microseconds())/1000/k, "recheck-ms/op")
 	b.ReportMetric(float64(promoteT)/float64(baseT), "promote/baseline")
 	b.ReportMetric(float64(activateT)/float64(baseT), "activate/baseline")
 	b.ReportMetric(float64(activateT)/float64(sameT), "activate/same-work")
@@ -134,6 +145,46 @@ func benchActivation(b *testing.B, n int) {
 	b.ReportMetric(float64(baseHeap)/(1<<20), "baseline-peak-heap-MiB")
 	b.ReportMetric(float64(promoteHeap)/(1<<20), "promote-peak-heap-MiB")
 	b.ReportMetric(float64(activateHeap)/(1<<20), "activate-peak-heap-MiB")
+}
+
+// twoPhase is benchActivation's two-phase leg (iteration i): it stages
+// release v of bench on v-1 with two-phase activation, records a READY
+// candidate receipt for each of its n targets, times ActivateRelease into
+// *activateT and the activation's re-check query alone into *recheckT,
+// then rolls back to release v-1 (untimed).
+func twoPhase(b *testing.B, f *fixture, n, i int, v int64, activateT, recheckT *time.Duration) {
+	ctx := context.Background()
+	st := release("bench", v, v-1, n, nil, nil)
+	st.Rollout = bundle.Rollout{Activation: bundle.ActivationTwoPhase}
+	st.CommandID = id("bench stage", i)
+	if _, err := f.store.Stage(ctx, st); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.pool.Exec(ctx, `INSERT INTO configpub.runtime_evidence (host, service_id, env_tag, snapshot_id, outcome,
+			reason, artifact_digest, content_digest, policy_digest, publication_id, release_version, loaded_at, kind, phase,
+			reported_at)
+		SELECT rt.host, rt.service_id, rt.env_tag, rt.snapshot_id, 'READY', '', s.artifact_digest, s.content_digest,
+			s.policy_digest, s.publication_id, s.release_version, $3, 'receipt', 'candidate', $3
+		FROM configpub.config_release_target rt JOIN configpub.config_snapshot s ON s.snapshot_id = rt.snapshot_id
+		WHERE rt.env_tag = $1 AND rt.release_version = $2`, "bench", v, f.now); err != nil {
+		b.Fatal(err)
+	}
+	act := promoter.MoveInput{CommandID: id("bench two-phase", i), EnvTag: "bench", Release: v, Actor: "bench", Reason: "bench"}
+	timed(activateT, func() {
+		res, err := f.store.ActivateRelease(ctx, act, promoter.ActivateOptions{Timeout: time.Minute, Poll: 10 * time.Millisecond})
+		if err != nil || res.Moved != n {
+			b.Fatalf("two-phase activation: %+v %v, want %d moved", res, err, n)
+		}
+	})
+	timed(recheckT, func() {
+		if got, err := promoter.RecheckRejected(ctx, f.pool, "bench", v, act.CommandID); err != nil || got != "" {
+			b.Fatalf("re-check: %q %v, want no rejection", got, err)
+		}
+	})
+	if _, err := f.store.Rollback(ctx, promoter.RollbackInput{CommandID: id("bench two-phase rb", i), EnvTag: "bench",
+		ToRelease: v - 1, Actor: "bench", Reason: "bench"}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // timed runs fn and adds its wall time to *d.

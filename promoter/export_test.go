@@ -31,3 +31,17 @@ func AllowSchemaBehind(opts *Options) { opts.schemaBehind = true }
 // running during a rolling upgrade) does: a fake of the older binary,
 // which a test cannot run against this package's store.
 func AsAnOlderBinary(opts *Options) { opts.olderBinary = true }
+
+// RecheckRejected runs, outside any activation, the query with which the
+// activation of a STAGED two-phase release re-checks its candidates'
+// receipts before it commits (rejectedCandidate), for activation command
+// cmdID of envTag/version: the identity of a REJECTED candidate, or "".
+func RecheckRejected(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, envTag string, version int64, cmdID string) (string, error) {
+	r, err := rejectedCandidate(ctx, q, envTag, version, cmdID)
+	if err != nil || r == nil {
+		return "", err
+	}
+	return r.Identity, nil
+}

@@ -374,7 +374,7 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 		if prior != nil && prior.Outcome == OutcomeApplied {
 			return fmt.Errorf("command %s was already applied: %w", cmd.ID, ErrConflict)
 		}
-		if err := mutate(ctx, tx, rel, event{Kind: "candidate-rejected", ToState: StateFailed, ToOutcome: OutcomeNotApplied,
+		if err := mutate(ctx, tx, rel, event{Kind: kindCandidateRejected, ToState: StateFailed, ToOutcome: OutcomeNotApplied,
 			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
 			Evidence: map[string]any{"identity": rej.Identity, "snapshotId": r.SnapshotID, "result": r.Result,
 				"receiptReason": r.Reason}}); err != nil {
