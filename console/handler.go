@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,18 +80,28 @@ func (c *Console) Handler() http.Handler {
 	return secure(cleanPath(root))
 }
 
-// cleanPath answers 400 for a path that holds a NUL or is not UTF-8 (after
-// decoding): no environment, host or service is named so, and PostgreSQL
-// refuses such text with an error that was logged and answered 500.
+// cleanPath answers 400 for a path, or a query parameter's name or value,
+// that holds a NUL or is not UTF-8 (after decoding): no environment, host
+// or service is named so, and PostgreSQL refuses such text with an error
+// that was logged and answered 500.
 func cleanPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !utf8.ValidString(r.URL.Path) || strings.ContainsRune(r.URL.Path, 0) {
+		if !cleanText(r.URL.Path) {
 			writeError(w, r, http.StatusBadRequest, "the path is not UTF-8 text")
 			return
+		}
+		for k, vs := range r.URL.Query() {
+			if !cleanText(k) || slices.ContainsFunc(vs, func(v string) bool { return !cleanText(v) }) {
+				writeError(w, r, http.StatusBadRequest, "the query is not UTF-8 text")
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// cleanText reports whether s is UTF-8 text without a NUL.
+func cleanText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
 
 // secure sets the headers every response carries.
 func secure(next http.Handler) http.Handler {
