@@ -45,3 +45,11 @@ func RecheckRejected(ctx context.Context, q interface {
 	}
 	return r.Identity, nil
 }
+
+// CandidateReceiptsSQL and ContradictedCandidateSQL are the statements of
+// the readiness check ($1 environment, $2 release), for tests that compare
+// them with the statements they replaced.
+const (
+	CandidateReceiptsSQL     = candidateReceiptsSQL
+	ContradictedCandidateSQL = contradictedCandidateSQL
+)

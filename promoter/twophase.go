@@ -44,16 +44,7 @@ var _ ReadinessSource = (*Store)(nil)
 // this staging. Observations a runtime reports about itself are not
 // receipts and never count.
 func (s *Store) CandidateReceipts(ctx context.Context, envTag string, release int64) ([]CandidateReceipt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (e.host, e.service_id) e.host, e.service_id,
-			e.snapshot_id::text, e.outcome, e.reason
-		FROM configpub.config_release_target rt
-		JOIN configpub.runtime_evidence e ON e.env_tag = rt.env_tag AND e.host = rt.host
-			AND e.service_id = rt.service_id AND e.snapshot_id = rt.snapshot_id
-		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND e.kind = 'receipt' AND e.phase = 'candidate'
-		  AND e.reported_at >= coalesce((SELECT j.recorded_at FROM configpub.config_release_journal j
-			WHERE j.env_tag = $1 AND j.release_version = $2 AND j.event_kind = '`+ActionStage+`'
-			ORDER BY j.sequence LIMIT 1), '-infinity')
-		ORDER BY e.host, e.service_id, e.evidence_id DESC`, envTag, release)
+	rows, err := s.pool.Query(ctx, candidateReceiptsSQL, envTag, release)
 	if err != nil {
 		return nil, dbErr("read candidate receipts", err)
 	}
@@ -67,6 +58,27 @@ func (s *Store) CandidateReceipts(ctx context.Context, envTag string, release in
 	}
 	return out, nil
 }
+
+// candidateReceiptsSQL is CandidateReceipts' statement. Each target of the
+// release looks up its own latest candidate receipt (a LATERAL subquery
+// ordered by evidence_id, LIMIT 1), so the plan is one index probe per
+// target whatever the statistics say. A join of the release's targets with
+// every receipt of the environment, planned just after the release was
+// staged and its receipts arrived (statistics not yet analyzed: one row
+// estimated on each side), was a nested loop comparing every target with
+// every receipt: 42 s at 10,000 targets.
+const candidateReceiptsSQL = `SELECT rt.host, rt.service_id, e.snapshot_id::text, e.outcome, e.reason
+	FROM configpub.config_release_target rt
+	CROSS JOIN LATERAL (SELECT e.snapshot_id, e.outcome, e.reason
+		FROM configpub.runtime_evidence e
+		WHERE e.env_tag = rt.env_tag AND e.host = rt.host AND e.service_id = rt.service_id
+		  AND e.snapshot_id = rt.snapshot_id AND e.kind = 'receipt' AND e.phase = 'candidate'
+		  AND e.reported_at >= coalesce((SELECT j.recorded_at FROM configpub.config_release_journal j
+			WHERE j.env_tag = $1 AND j.release_version = $2 AND j.event_kind = '` + ActionStage + `'
+			ORDER BY j.sequence LIMIT 1), '-infinity')
+		ORDER BY e.evidence_id DESC LIMIT 1) e
+	WHERE rt.env_tag = $1 AND rt.release_version = $2
+	ORDER BY rt.host, rt.service_id`
 
 // ActivateOptions configures ActivateRelease.
 type ActivateOptions struct {
@@ -421,20 +433,30 @@ type contradiction struct {
 	EvidenceID           int64
 }
 
+// contradictedCandidateSQL is contradictedCandidate's statement: per
+// target of the release, its earliest APPLIED current-phase receipt about
+// the target's snapshot (a LATERAL subquery, one index probe per target
+// whatever the statistics say, as in candidateReceiptsSQL), kept when no
+// pointer move ever gave the identity that snapshot; the earliest of
+// those.
+const contradictedCandidateSQL = `SELECT rt.host || '/' || rt.service_id, rt.snapshot_id::text, e.evidence_id
+	FROM configpub.config_release_target rt
+	CROSS JOIN LATERAL (SELECT e.evidence_id
+		FROM configpub.runtime_evidence e
+		WHERE e.env_tag = rt.env_tag AND e.host = rt.host AND e.service_id = rt.service_id
+		  AND e.snapshot_id = rt.snapshot_id AND e.kind = 'receipt' AND e.phase = 'current' AND e.outcome = 'APPLIED'
+		ORDER BY e.evidence_id LIMIT 1) e
+	WHERE rt.env_tag = $1 AND rt.release_version = $2
+	  AND NOT EXISTS (SELECT 1 FROM configpub.pointer_move m WHERE m.env_tag = rt.env_tag AND m.host = rt.host
+		AND m.service_id = rt.service_id AND m.next_snapshot_id = rt.snapshot_id)
+	ORDER BY e.evidence_id LIMIT 1`
+
 // contradictedCandidate returns a receipt saying a runtime runs (current
 // phase, APPLIED) a candidate snapshot of the staged release that no
 // pointer move ever gave that identity, or nil.
 func contradictedCandidate(ctx context.Context, q querier, envTag string, version int64) (*contradiction, error) {
 	var c contradiction
-	err := q.QueryRow(ctx, `SELECT e.host || '/' || e.service_id, e.snapshot_id::text, e.evidence_id
-		FROM configpub.config_release_target rt
-		JOIN configpub.runtime_evidence e ON e.env_tag = rt.env_tag AND e.host = rt.host
-			AND e.service_id = rt.service_id AND e.snapshot_id = rt.snapshot_id
-		WHERE rt.env_tag = $1 AND rt.release_version = $2 AND e.kind = 'receipt' AND e.phase = 'current'
-		  AND e.outcome = 'APPLIED'
-		  AND NOT EXISTS (SELECT 1 FROM configpub.pointer_move m WHERE m.env_tag = rt.env_tag AND m.host = rt.host
-			AND m.service_id = rt.service_id AND m.next_snapshot_id = rt.snapshot_id)
-		ORDER BY e.evidence_id LIMIT 1`, envTag, version).Scan(&c.Identity, &c.SnapshotID, &c.EvidenceID)
+	err := q.QueryRow(ctx, contradictedCandidateSQL, envTag, version).Scan(&c.Identity, &c.SnapshotID, &c.EvidenceID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
