@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -91,8 +92,16 @@ func cleanPath(next http.Handler) http.Handler {
 			return
 		}
 		for k, vs := range r.URL.Query() {
-			if !cleanText(k) || slices.ContainsFunc(vs, func(v string) bool { return !cleanText(v) }) {
-				writeError(w, r, http.StatusBadRequest, "the query is not UTF-8 text")
+			switch {
+			case !cleanText(k):
+				writeError(w, r, http.StatusBadRequest, "a query parameter's name is not text (UTF-8 without NUL)")
+				return
+			case slices.ContainsFunc(vs, func(v string) bool { return !cleanText(v) }):
+				name := k
+				if len(name) > 32 || strings.ContainsFunc(name, unicode.IsControl) {
+					name = "a query parameter"
+				}
+				writeError(w, r, http.StatusBadRequest, name+" is not text (UTF-8 without NUL)")
 				return
 			}
 		}
