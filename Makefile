@@ -111,9 +111,10 @@ lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
-## fuzz: each fuzz target for a short fixed budget (scripts/fuzz.sh: one retry of the Go
-## fuzzing coordinator's deadline race, never of a failing input). The console's targets
-## read a real PostgreSQL history (a private cluster, as the tests start).
+## fuzz: every fuzz target (fuzz-smoke's, then the others) for a short fixed budget
+## (scripts/fuzz.sh: one retry of the Go fuzzing coordinator's deadline race, never of a
+## failing input). The console's targets read a real PostgreSQL history (a private
+## cluster, as the tests start).
 ## fuzz-smoke: the targets fuzzed longest, for CI. Every target's corpus (seeds and the
 ## inputs that once failed) is replayed by `make test`; a target new to fuzzing still finds
 ## new inputs in seconds, which belongs in `make fuzz` (or a nightly job), not in the check
@@ -128,16 +129,9 @@ fuzz-smoke:
 	GO=$(GO) bash scripts/fuzz.sh ./internal/secretscan FuzzValue $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseManifest $(FUZZTIME)
 
-fuzz: ensure-postgres
-	GO=$(GO) bash scripts/fuzz.sh ./internal/yamlstrict FuzzParse $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzCanonical $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileSource $(FUZZTIME)
+fuzz: ensure-postgres fuzz-smoke
 	GO=$(GO) bash scripts/fuzz.sh ./compiler FuzzCompileEnvironment $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzMarshalMatchesReference $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./internal/render FuzzDecode $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./internal/secretscan FuzzValue $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./internal/controltoken FuzzVerify $(FUZZTIME)
-	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseManifest $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseRoot $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzParseDeliveryManifest $(FUZZTIME)
 	GO=$(GO) bash scripts/fuzz.sh ./bundle FuzzFreezeWindow $(FUZZTIME)
