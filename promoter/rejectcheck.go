@@ -75,35 +75,56 @@ func (s *Store) activateChecked(ctx context.Context, tx pgx.Tx, a activation, r 
 	if err := s.fault(ctx, "activate:rejected", tx); err != nil {
 		return activateOutcome{}, err
 	}
-	if err := mutate(ctx, tx, r, event{Kind: kindCandidateRejected, ToState: StateFailed, ToOutcome: OutcomeNotApplied,
-		CommandID: a.cmd.ID, Hash: a.cmd.Hash, Actor: a.actor, Reason: a.reason, RecordedAt: now,
-		Evidence: map[string]any{"identity": rej.Identity, "snapshotId": rej.SnapshotID, "result": CandidateRejected,
-			"receiptReason": rej.Reason, "evidenceId": rej.evidenceID, "checkedBy": "activation"}}); err != nil {
-		return activateOutcome{}, err
-	}
-	if err := settleCommand(ctx, tx, a.cmd.ID, OutcomeNotApplied, nil, now); err != nil {
-		return activateOutcome{}, err
-	}
 	if err := setEnv(ctx, tx, e, e.Current, 0, "", now); err != nil {
 		return activateOutcome{}, err
 	}
+	events, err := s.failRejected(ctx, tx, r, a.cmd, a.actor, a.reason, &rej.RejectedError, now,
+		map[string]any{"evidenceId": rej.evidenceID, "checkedBy": "activation"},
+		"candidate rejected before the activation committed; no pointer moved")
+	if err != nil {
+		return activateOutcome{}, err
+	}
+	return activateOutcome{refused: &rej.RejectedError, events: events}, nil
+}
+
+// failRejected marks STAGED release r FAILED in tx because a runtime
+// rejected its candidate (rej), as the readiness wait (failRelease) and
+// the activation's last check (activateChecked) both do: journaled with
+// the identity, snapshot and reason (and extra evidence), command cmd
+// settled NOT_APPLIED, the release's own candidate pointers removed (not
+// those of an older release still staged, whose candidates the Config
+// Server serves again), candidate.rejected and release.failed recorded.
+// It returns those events, for the caller to emit once tx commits.
+func (s *Store) failRejected(ctx context.Context, tx pgx.Tx, r *release, cmd command, actor, reason string,
+	rej *RejectedError, now time.Time, extra map[string]any, detail string) ([]Event, error) {
+	evidence := map[string]any{"identity": rej.Identity, "snapshotId": rej.SnapshotID, "result": CandidateRejected,
+		"receiptReason": rej.Reason}
+	for k, v := range extra {
+		evidence[k] = v
+	}
+	if err := mutate(ctx, tx, r, event{Kind: kindCandidateRejected, ToState: StateFailed, ToOutcome: OutcomeNotApplied,
+		CommandID: cmd.ID, Hash: cmd.Hash, Actor: actor, Reason: reason, RecordedAt: now, Evidence: evidence}); err != nil {
+		return nil, err
+	}
+	if err := settleCommand(ctx, tx, cmd.ID, OutcomeNotApplied, nil, now); err != nil {
+		return nil, err
+	}
 	if _, err := tx.Exec(ctx, `DELETE FROM configpub.candidate_pointer WHERE env_tag = $1 AND release_version = $2`,
-		a.cmd.EnvTag, a.cmd.Release); err != nil {
-		return activateOutcome{}, dbErr("clear the failed release's candidate pointers", err)
+		r.EnvTag, r.Version); err != nil {
+		return nil, dbErr("clear the failed release's candidate pointers", err)
 	}
 	events := []Event{
-		{Kind: EventRejected, EnvTag: a.cmd.EnvTag, Release: a.cmd.Release, Actor: a.actor,
+		{Kind: EventRejected, EnvTag: r.EnvTag, Release: r.Version, Actor: actor,
 			Detail: fmt.Sprintf("%s rejected candidate %s: %s", rej.Identity, rej.SnapshotID, rej.Reason)},
-		{Kind: EventFailed, EnvTag: a.cmd.EnvTag, Release: a.cmd.Release, State: StateFailed,
-			Outcome: OutcomeNotApplied, Actor: a.actor, Reason: a.reason,
-			Detail: "candidate rejected before the activation committed; no pointer moved"},
+		{Kind: EventFailed, EnvTag: r.EnvTag, Release: r.Version, State: StateFailed,
+			Outcome: OutcomeNotApplied, Actor: actor, Reason: reason, Detail: detail},
 	}
 	for i := range events {
 		if err := s.recordEvent(ctx, tx, &events[i]); err != nil {
-			return activateOutcome{}, err
+			return nil, err
 		}
 	}
-	return activateOutcome{refused: &rej.RejectedError, events: events}, nil
+	return events, nil
 }
 
 // rejection is a REJECTED candidate receipt found by rejectedCandidate.

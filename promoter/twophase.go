@@ -386,34 +386,11 @@ func (s *Store) failRelease(ctx context.Context, in MoveInput, r CandidateReceip
 		if prior != nil && prior.Outcome == OutcomeApplied {
 			return fmt.Errorf("command %s was already applied: %w", cmd.ID, ErrConflict)
 		}
-		if err := mutate(ctx, tx, rel, event{Kind: kindCandidateRejected, ToState: StateFailed, ToOutcome: OutcomeNotApplied,
-			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now,
-			Evidence: map[string]any{"identity": rej.Identity, "snapshotId": r.SnapshotID, "result": r.Result,
-				"receiptReason": r.Reason}}); err != nil {
-			return err
-		}
-		if err := settleCommand(ctx, tx, cmd.ID, OutcomeNotApplied, nil, now); err != nil {
+		if events, err = s.failRejected(ctx, tx, rel, cmd, in.Actor, in.Reason, rej, now, nil,
+			"candidate rejected; no pointer moved"); err != nil {
 			return err
 		}
 		failed = true
-		events = []Event{
-			{Kind: EventRejected, EnvTag: in.EnvTag, Release: in.Release, Actor: in.Actor,
-				Detail: fmt.Sprintf("%s rejected candidate %s: %s", rej.Identity, r.SnapshotID, r.Reason)},
-			{Kind: EventFailed, EnvTag: in.EnvTag, Release: in.Release, State: StateFailed,
-				Outcome: OutcomeNotApplied, Actor: in.Actor, Reason: in.Reason, Detail: "candidate rejected; no pointer moved"},
-		}
-		for i := range events {
-			if err := s.recordEvent(ctx, tx, &events[i]); err != nil {
-				return err
-			}
-		}
-		// Only the failed release's candidates: an older release staged
-		// before it is still STAGED, and the Config Server serves its
-		// candidates again now.
-		if _, err := tx.Exec(ctx, `DELETE FROM configpub.candidate_pointer WHERE env_tag = $1 AND release_version = $2`,
-			in.EnvTag, in.Release); err != nil {
-			return dbErr("clear the failed release's candidate pointers", err)
-		}
 		return nil
 	})
 	if err != nil {
