@@ -113,13 +113,17 @@ func Republish(ctx context.Context, o RepublishOptions) (*RepublishResult, error
 	if o.EnvTag == "" || o.Store == nil || o.Registry == nil || o.Prefix == "" || o.Signer == nil {
 		return nil, fmt.Errorf("republish: %w: envTag, store, registry, prefix and signer are required", promoter.ErrInvalid)
 	}
-	active, _, err := o.Store.ReleaseArtifacts(ctx, o.EnvTag, 0)
-	if err != nil && !errors.Is(err, promoter.ErrNotFound) {
+	// The active release's targets are read when it is the one asked for
+	// (Release 0 or its version); another release's otherwise.
+	active, arts, err := o.Store.ReleaseArtifacts(ctx, o.EnvTag, 0)
+	if err != nil && (o.Release == 0 || !errors.Is(err, promoter.ErrNotFound)) {
 		return nil, fmt.Errorf("republish %s: %w", o.EnvTag, err)
 	}
-	release, arts, err := o.Store.ReleaseArtifacts(ctx, o.EnvTag, o.Release)
-	if err != nil {
-		return nil, fmt.Errorf("republish %s: %w", o.EnvTag, err)
+	release := active
+	if o.Release != 0 && o.Release != active {
+		if release, arts, err = o.Store.ReleaseArtifacts(ctx, o.EnvTag, o.Release); err != nil {
+			return nil, fmt.Errorf("republish %s: %w", o.EnvTag, err)
+		}
 	}
 	// Recorded before anything is signed with it, as promote does: no
 	// signature of the store's artifacts is by a key it has not recorded.
