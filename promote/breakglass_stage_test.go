@@ -2,11 +2,9 @@ package promote_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/internal/simclock"
 	"github.com/configpub/configpub/promoter"
@@ -30,16 +28,7 @@ func TestPromoteStageBreakGlassRerunIsTheSameCommand(t *testing.T) {
 	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
 		t.Fatalf("promote release 1: %v", err)
 	}
-	opens := gittest.Epoch.Add(26 * time.Hour)
-	r := h.Repo.Git
-	files := r.Files(h.Repo.R1)
-	envFile := "environments/" + promotertest.Env + ".yaml"
-	promotertest.Replace(t, files, envFile, "level: DEBUG", "level: INFO")
-	files[envFile] = append(files[envFile], fmt.Sprintf("  freezeWindows:\n    - name: new-year\n      from: %q\n      until: %q\n",
-		opens.Format(time.RFC3339), opens.Add(72*time.Hour).Format(time.RFC3339))...)
-	v2, _ := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
-	r.Commit(gittest.Commit{Branch: "freeze", From: h.Repo.R1, Files: v2, Message: "logging INFO, freeze over new year"})
-	c2 := r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+	opens, c2 := mergeNewYearFreeze(t, h)
 
 	clk := simclock.New(opens.Add(time.Hour))
 	store, err := promoter.Open(ctx, h.Pool, promoter.Options{Signer: h.Signer, Clock: clk.Now})

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/configpub/configpub/internal/gittest"
 	"github.com/configpub/configpub/internal/promotertest"
 	"github.com/configpub/configpub/promoter"
@@ -76,6 +78,28 @@ func TestPromoteCLIFreezeAndStage(t *testing.T) {
 	}
 }
 
+// mergeNewYearFreeze merges, on release 1 of h, a reviewed release 2 that
+// changes a setting and declares a freeze window "new-year" of 72 hours
+// opening a day after the release is compiled (inside its targets'
+// activation windows, which the store checks on the same clock). It
+// returns when the window opens and the merge commit.
+func mergeNewYearFreeze(t *testing.T, h *promotertest.Harness) (opens time.Time, merge plumbing.Hash) {
+	t.Helper()
+	opens = gittest.Epoch.Add(26 * time.Hour)
+	r := h.Repo.Git
+	files := r.Files(h.Repo.R1)
+	envFile := "environments/" + promotertest.Env + ".yaml"
+	promotertest.Replace(t, files, envFile, "level: DEBUG", "level: INFO")
+	files[envFile] = append(files[envFile], fmt.Sprintf("  freezeWindows:\n    - name: new-year\n      from: %q\n      until: %q\n",
+		opens.Format(time.RFC3339), opens.Add(72*time.Hour).Format(time.RFC3339))...)
+	v2, res := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
+	if res.Manifest.ReleaseVersion != 2 || len(res.Rollout.FreezeWindows) != 1 {
+		t.Fatalf("compiled release %d with rollout %+v, want release 2 with one freeze window", res.Manifest.ReleaseVersion, res.Rollout)
+	}
+	r.Commit(gittest.Commit{Branch: "freeze", From: h.Repo.R1, Files: v2, Message: "logging INFO, freeze over new year"})
+	return opens, r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+}
+
 // TestPromoteFreezeOpeningDuringThePublication promotes release 2, whose
 // Environment declares a freeze window that opens while its artifacts are
 // published (at 100,000 targets most of an hour): the store checks the
@@ -89,21 +113,7 @@ func TestPromoteFreezeOpeningDuringThePublication(t *testing.T) {
 	if _, err := h.Promote(t, h.Options(h.Repo.R1)); err != nil {
 		t.Fatalf("promote release 1: %v", err)
 	}
-	// A day after the release is compiled: inside its targets' activation
-	// windows, which the store checks on the same clock.
-	opens := gittest.Epoch.Add(26 * time.Hour)
-	r := h.Repo.Git
-	files := r.Files(h.Repo.R1)
-	envFile := "environments/" + promotertest.Env + ".yaml"
-	promotertest.Replace(t, files, envFile, "level: DEBUG", "level: INFO")
-	files[envFile] = append(files[envFile], fmt.Sprintf("  freezeWindows:\n    - name: new-year\n      from: %q\n      until: %q\n",
-		opens.Format(time.RFC3339), opens.Add(72*time.Hour).Format(time.RFC3339))...)
-	v2, res := promotertest.CompiledFiles(t, files, gittest.Epoch.Add(2*time.Hour))
-	if res.Manifest.ReleaseVersion != 2 || len(res.Rollout.FreezeWindows) != 1 {
-		t.Fatalf("compiled release %d with rollout %+v, want release 2 with one freeze window", res.Manifest.ReleaseVersion, res.Rollout)
-	}
-	r.Commit(gittest.Commit{Branch: "freeze", From: h.Repo.R1, Files: v2, Message: "logging INFO, freeze over new year"})
-	c2 := r.Merge(gittest.Main, "freeze", gittest.Commit{Message: "Merge pull request #3: freeze", Trailers: []string{"Reviewed-by: Carol <carol@example.com>"}})
+	opens, c2 := mergeNewYearFreeze(t, h)
 
 	// The promotion starts a minute before the window; by the time its
 	// artifacts are in the registry the window is open. Run's own clock
