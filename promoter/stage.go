@@ -70,19 +70,8 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		if err != nil {
 			return err
 		}
-		var moving int
-		err = tx.QueryRow(ctx, `WITH c AS (
-				INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
-				SELECT rt.host, rt.service_id, rt.env_tag, rt.release_version, rt.snapshot_id, $3
-				FROM configpub.config_release_target rt WHERE rt.env_tag = $1 AND rt.release_version = $2
-			)
-			SELECT count(*) FROM configpub.config_release_target rt
-			`+targetPointer+`
-			WHERE rt.env_tag = $1 AND rt.release_version = $2 AND `+movingTargets, in.EnvTag, in.ReleaseVersion, now).Scan(&moving)
+		_, moving, err := s.stageCandidates(ctx, tx, in.EnvTag, in.ReleaseVersion, e.Epoch, now)
 		if err != nil {
-			return dbErr("insert candidate pointers", err)
-		}
-		if _, err := s.signCandidates(ctx, tx, in.EnvTag, in.ReleaseVersion, e.Epoch, now); err != nil {
 			return err
 		}
 		inForce, _, err := rolloutInForce(ctx, tx, in.EnvTag)
@@ -93,15 +82,7 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 			BaseRelease: in.BaseReleaseVersion, ActiveRelease: e.Current, Targets: len(in.Targets), Moving: moving,
 			TwoPhase: in.Rollout.TwoPhase() || inForce.TwoPhase(), StagedAt: now}
 		r := &release{EnvTag: in.EnvTag, Version: in.ReleaseVersion, Revision: 1, State: StateRecorded, Outcome: OutcomeUnconfirmed, LastCmd: cmd.ID}
-		if err := mutate(ctx, tx, r, event{Kind: ActionStage, ToState: StateStaged, ToOutcome: OutcomeNotRequested,
-			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now, Evidence: res}); err != nil {
-			return err
-		}
-		ev := stagedEvent(&res, in.Actor, in.Reason)
-		if err := s.recordEvent(ctx, tx, &ev); err != nil {
-			return err
-		}
-		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
+		return s.markStaged(ctx, tx, r, cmd, in.Actor, in.Reason, &res, now)
 	})
 	if err != nil {
 		return nil, err
@@ -116,6 +97,44 @@ func (s *Store) stage(ctx context.Context, in *ReleaseInput) (*StageResult, erro
 		s.emit(ctx, stagedEvent(&res, in.Actor, in.Reason))
 	}
 	return &res, nil
+}
+
+// stageCandidates writes a candidate pointer for every target of release
+// version of envTag (one a target already has is kept) and signs their
+// candidate manifests at revocation epoch epoch. It returns how many
+// targets the release has and how many of them would move.
+func (s *Store) stageCandidates(ctx context.Context, tx pgx.Tx, envTag string, version, epoch int64, now time.Time) (targets, moving int, err error) {
+	err = tx.QueryRow(ctx, `WITH c AS (
+			INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
+			SELECT rt.host, rt.service_id, rt.env_tag, rt.release_version, rt.snapshot_id, $3
+			FROM configpub.config_release_target rt WHERE rt.env_tag = $1 AND rt.release_version = $2
+			ON CONFLICT DO NOTHING
+		)
+		SELECT count(*), count(*) FILTER (WHERE `+movingTargets+`) FROM configpub.config_release_target rt
+		`+targetPointer+`
+		WHERE rt.env_tag = $1 AND rt.release_version = $2`, envTag, version, now).Scan(&targets, &moving)
+	if err != nil {
+		return 0, 0, dbErr("insert candidate pointers", err)
+	}
+	if _, err := s.signCandidates(ctx, tx, envTag, version, epoch, now); err != nil {
+		return 0, 0, err
+	}
+	return targets, moving, nil
+}
+
+// markStaged moves release r to STAGED under command cmd, journaling res
+// as the staging's evidence, records its staged event and settles cmd
+// APPLIED with res.
+func (s *Store) markStaged(ctx context.Context, tx pgx.Tx, r *release, cmd command, actor, reason string, res *StageResult, now time.Time) error {
+	if err := mutate(ctx, tx, r, event{Kind: ActionStage, ToState: StateStaged, ToOutcome: OutcomeNotRequested,
+		CommandID: cmd.ID, Hash: cmd.Hash, Actor: actor, Reason: reason, RecordedAt: now, Evidence: *res}); err != nil {
+		return err
+	}
+	ev := stagedEvent(res, actor, reason)
+	if err := s.recordEvent(ctx, tx, &ev); err != nil {
+		return err
+	}
+	return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, *res, now)
 }
 
 // stagedEvent is the event of a staging (its id and time derive from the

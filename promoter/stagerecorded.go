@@ -50,20 +50,8 @@ func (s *Store) stageRecorded(ctx context.Context, in MoveInput) error {
 		if replayed, err := claimSingle(ctx, tx, cmd, in.Actor, now, &StageResult{}); err != nil || replayed {
 			return err
 		}
-		var targets, moving int
-		err = tx.QueryRow(ctx, `WITH c AS (
-				INSERT INTO configpub.candidate_pointer (host, service_id, env_tag, release_version, snapshot_id, staged_at)
-				SELECT rt.host, rt.service_id, rt.env_tag, rt.release_version, rt.snapshot_id, $3
-				FROM configpub.config_release_target rt WHERE rt.env_tag = $1 AND rt.release_version = $2
-				ON CONFLICT DO NOTHING
-			)
-			SELECT count(*), count(*) FILTER (WHERE `+movingTargets+`) FROM configpub.config_release_target rt
-			`+targetPointer+`
-			WHERE rt.env_tag = $1 AND rt.release_version = $2`, in.EnvTag, in.Release, now).Scan(&targets, &moving)
+		targets, moving, err := s.stageCandidates(ctx, tx, in.EnvTag, in.Release, e.Epoch, now)
 		if err != nil {
-			return dbErr("insert candidate pointers", err)
-		}
-		if _, err := s.signCandidates(ctx, tx, in.EnvTag, in.Release, e.Epoch, now); err != nil {
 			return err
 		}
 		var base int64
@@ -73,16 +61,11 @@ func (s *Store) stageRecorded(ctx context.Context, in MoveInput) error {
 		}
 		res := StageResult{CommandID: cmd.ID, EnvTag: in.EnvTag, ReleaseVersion: in.Release, BaseRelease: base,
 			ActiveRelease: e.Current, Targets: targets, Moving: moving, TwoPhase: true, StagedAt: now}
-		if err := mutate(ctx, tx, r, event{Kind: ActionStage, ToState: StateStaged, ToOutcome: OutcomeNotRequested,
-			CommandID: cmd.ID, Hash: cmd.Hash, Actor: in.Actor, Reason: in.Reason, RecordedAt: now, Evidence: res}); err != nil {
-			return err
-		}
-		ev := stagedEvent(&res, in.Actor, in.Reason)
-		if err := s.recordEvent(ctx, tx, &ev); err != nil {
+		if err := s.markStaged(ctx, tx, r, cmd, in.Actor, in.Reason, &res, now); err != nil {
 			return err
 		}
 		staged = &res
-		return settleCommand(ctx, tx, cmd.ID, OutcomeApplied, res, now)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("stage the recorded release %d of %s for its two-phase activation: %w", in.Release, in.EnvTag, err)
