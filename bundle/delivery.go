@@ -2,10 +2,11 @@ package bundle
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/configpub/configpub/internal/render"
+	"github.com/configpub/configpub/internal/strictjson"
 )
 
 // DeliveryManifestType is the value of DeliveryManifest.Type.
@@ -86,14 +87,11 @@ func (m *DeliveryManifest) Marshal() ([]byte, error) {
 // unknown fields, trailing data, a wrong type, or bytes that are not already
 // canonical are errors.
 func ParseDeliveryManifest(b []byte) (*DeliveryManifest, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var m DeliveryManifest
-	if err := dec.Decode(&m); err != nil {
+	if err := strictjson.Decode(b, &m); errors.Is(err, strictjson.ErrTrailingData) {
+		return nil, fmt.Errorf("parse delivery manifest: trailing data: %w", err)
+	} else if err != nil {
 		return nil, fmt.Errorf("parse delivery manifest: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("parse delivery manifest: trailing data")
 	}
 	if m.Type != DeliveryManifestType {
 		return nil, fmt.Errorf("parse delivery manifest: type %q, want %q", m.Type, DeliveryManifestType)
